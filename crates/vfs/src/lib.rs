@@ -1,0 +1,270 @@
+//! The file-system layer every lithify crate goes through.
+//!
+//! No lithify crate but this one touches `std::fs` (clippy enforces it):
+//! every file is created, written, synced, renamed and read through a
+//! [`FileSystem`]. That makes crash and fault tests deterministic:
+//!
+//! * [`OsFs`] is the real file system;
+//! * [`MemFs`] keeps everything in memory and **simulates power loss**:
+//!   [`MemFs::crash`] forgets every byte not covered by a completed sync and
+//!   undoes every create, rename and remove whose directory was not synced
+//!   afterwards (optionally keeping a torn prefix of unsynced appends);
+//! * [`FaultFs`] wraps any file system and injects errors by rule: fail the
+//!   Nth write, sync, rename, open or remove; run out of space after N
+//!   bytes; tear the Nth write short.
+//!
+//! Files are append-only writers ([`WritableFile`], with positional writes
+//! for preallocated index files) and positional readers
+//! ([`RandomAccessFile`]). Buffering is the caller's business: a write here
+//! reaches the OS (or the simulated page cache) at once.
+//!
+//! ```
+//! use std::path::Path;
+//! use lithify_vfs::{FileSystem, MemFs, read_file};
+//!
+//! let fs = MemFs::new();
+//! fs.create_dir_all(Path::new("/db")).unwrap();
+//! fs.sync_dir(Path::new("/")).unwrap();
+//! let mut f = fs.create(Path::new("/db/000001.log")).unwrap();
+//! f.append(b"acknowledged").unwrap();
+//! f.sync_data().unwrap();
+//! f.append(b" and lost").unwrap();
+//! fs.sync_dir(Path::new("/db")).unwrap();
+//! drop(f);
+//!
+//! fs.crash(); // power loss: only synced bytes and synced directory entries survive
+//! assert_eq!(read_file(&fs, Path::new("/db/000001.log")).unwrap(), b"acknowledged");
+//! ```
+
+mod fault;
+mod mem;
+mod os;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use fault::{FaultFs, FaultRule, OpCounts, OpKind};
+pub use mem::MemFs;
+pub use os::OsFs;
+
+/// A file system: the only way lithify crates reach files.
+///
+/// Paths are ordinary [`Path`]s. Implementations must be usable from many
+/// threads at once.
+pub trait FileSystem: Send + Sync + fmt::Debug {
+    /// Creates `path` for writing, truncating it if it exists.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+
+    /// Creates `path` for writing; fails with `AlreadyExists` if it exists.
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+
+    /// Opens the existing file `path` for writing at its end.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+
+    /// Opens the existing file `path` for positional reads.
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+
+    /// Renames the file `from` to `to`, atomically replacing `to` if it
+    /// exists. Durable once the directories of both are synced.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Removes the file `path`. Durable once its directory is synced.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+
+    /// Removes the empty directory `path`.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
+
+    /// Names of the entries of directory `dir`, sorted.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
+
+    /// Creates `dir` and any missing parents. Each new entry is durable once
+    /// its parent directory is synced.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+
+    /// Whether a file or directory exists at `path`.
+    fn exists(&self, path: &Path) -> bool;
+
+    /// Whether `path` is a directory.
+    fn is_dir(&self, path: &Path) -> bool;
+
+    /// Size of the file `path` in bytes.
+    fn file_size(&self, path: &Path) -> io::Result<u64>;
+
+    /// Makes the entries of directory `dir` (creates, renames, removes)
+    /// durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+
+    /// Takes an exclusive lock on `path` (created if missing), held until
+    /// the returned [`FileLock`] is dropped. Fails with `WouldBlock` if held.
+    fn lock(&self, path: &Path) -> io::Result<FileLock>;
+}
+
+/// A file open for writing.
+pub trait WritableFile: Send + fmt::Debug {
+    /// Appends `data` at the end of the file.
+    fn append(&mut self, data: &[u8]) -> io::Result<()>;
+
+    /// Writes `data` at `offset`, extending the file with zeros if needed.
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()>;
+
+    /// Truncates or zero-extends the file to `len` bytes.
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+
+    /// Current size in bytes (what later appends go after).
+    fn len(&self) -> u64;
+
+    /// Whether the file is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Makes the file's data durable (fdatasync).
+    fn sync_data(&mut self) -> io::Result<()>;
+
+    /// Makes the file's data and metadata durable (fsync).
+    fn sync_all(&mut self) -> io::Result<()>;
+}
+
+/// A file open for positional reads.
+pub trait RandomAccessFile: Send + Sync + fmt::Debug {
+    /// Reads up to `buf.len()` bytes at `offset`; returns fewer only at the
+    /// end of the file.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+
+    /// Current size of the file in bytes.
+    fn size(&self) -> io::Result<u64>;
+
+    /// Reads exactly `buf.len()` bytes at `offset`, or fails with
+    /// `UnexpectedEof`.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self.read_at(offset + done as u64, &mut buf[done..])?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "read of {} bytes at offset {offset} ended after {done} bytes",
+                        buf.len()
+                    ),
+                ));
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `offset` into a new vector.
+    fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0; len];
+        self.read_exact_at(offset, &mut buf)?;
+        Ok(buf)
+    }
+}
+
+/// An exclusive lock on a file, released on drop.
+pub struct FileLock {
+    _held: Box<dyn Send + Sync>,
+    path: PathBuf,
+}
+
+impl FileLock {
+    pub(crate) fn new(path: &Path, held: Box<dyn Send + Sync>) -> Self {
+        FileLock {
+            _held: held,
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// The locked file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl fmt::Debug for FileLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileLock")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// Reads the whole file `path`.
+pub fn read_file(fs: &dyn FileSystem, path: &Path) -> io::Result<Vec<u8>> {
+    let file = fs.open(path)?;
+    let size = file.size()?;
+    let len = usize::try_from(size)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large for memory"))?;
+    file.read_vec(0, len)
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Replaces the contents of `path` with `data` so that a crash at any moment
+/// leaves either the old or the new contents: write `<path>.tmp`, fsync it,
+/// rename it over `path`, fsync the directory.
+pub fn write_file_atomic(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut file = fs.create(&tmp)?;
+    file.append(data)?;
+    file.sync_all()?;
+    drop(file);
+    fs.rename(&tmp, path)?;
+    fs.sync_dir(parent_dir(path))
+}
+
+impl<F: FileSystem + ?Sized> FileSystem for Arc<F> {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        (**self).create(path)
+    }
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        (**self).create_new(path)
+    }
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        (**self).open_append(path)
+    }
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        (**self).open(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        (**self).rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        (**self).remove_file(path)
+    }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        (**self).remove_dir(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        (**self).list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        (**self).create_dir_all(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        (**self).exists(path)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        (**self).is_dir(path)
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        (**self).file_size(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        (**self).sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> io::Result<FileLock> {
+        (**self).lock(path)
+    }
+}
