@@ -1,0 +1,1 @@
+//! Criterion benchmarks of the lithify crates; run them with `cargo xtask bench`.

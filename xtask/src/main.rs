@@ -1,0 +1,304 @@
+//! Developer tasks for lithify, run as `cargo xtask <task>`.
+//!
+//! ```text
+//! cargo xtask ci                       fmt check, clippy, tests, fuzz smoke, loom, bench smoke
+//! cargo xtask fuzz <target> [--seconds N]
+//! cargo xtask fuzz --smoke             every target for a few seconds
+//! cargo xtask fuzz --all [--seconds N] every target for N seconds each
+//! cargo xtask fuzz --list
+//! cargo xtask loom [filter]            loom models (RUSTFLAGS="--cfg loom", release)
+//! cargo xtask bench [-- criterion args]
+//! cargo xtask bench --smoke            every benchmark once, as a test
+//! ```
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench> [args]
+
+  ci                            fmt check, clippy -D warnings, cargo test, fuzz smoke, loom, bench smoke
+  fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
+  fuzz --smoke                  run every target for a few seconds
+  fuzz --all [--seconds N]      run every target for N seconds each
+  fuzz --list                   list the targets
+  loom [filter]                 run the loom models of every crate that has them
+  bench [-- criterion args]     run the criterion benchmarks
+  bench --smoke                 run every benchmark once, as a test";
+
+/// Seconds each target runs in `fuzz --smoke`.
+const FUZZ_SMOKE_SECONDS: u64 = 5;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("fuzz") => fuzz(&args[1..]),
+        Some("loom") => loom(args.get(1).map(String::as_str)),
+        Some("bench") => bench(&args[1..]),
+        Some("-h" | "--help" | "help") => {
+            eprintln!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(format!("unknown or missing task\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// Runs a command in the workspace root, failing on a non-zero exit.
+fn run(cmd: &mut Command) -> Result {
+    let shown = format!("{cmd:?}");
+    eprintln!("xtask: running {shown}");
+    let start = Instant::now();
+    let status = cmd
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("could not start {shown}: {e} (is the tool installed?)"))?;
+    eprintln!(
+        "xtask: {shown} finished in {:.1}s",
+        start.elapsed().as_secs_f64()
+    );
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed with {status}"))
+    }
+}
+
+fn cargo() -> Command {
+    Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// `cargo` of the nightly toolchain, through rustup.
+fn nightly_cargo() -> Command {
+    let mut cmd = Command::new("rustup");
+    cmd.args(["run", "nightly", "cargo"]);
+    cmd
+}
+
+fn ci() -> Result {
+    let start = Instant::now();
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    // The README's test command.
+    run(cargo().args(["test"]))?;
+    fuzz(&["--smoke".to_string()])?;
+    loom(None)?;
+    bench(&["--smoke".to_string()])?;
+    eprintln!("xtask: ci passed in {:.0}s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+// ---------------------------------------------------------------- fuzz ----
+
+fn fuzz_targets() -> Result<Vec<String>> {
+    let dir = root().join("fuzz/fuzz_targets");
+    let mut targets = Vec::new();
+    for entry in fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|e| e == "rs")
+            && let Some(stem) = path.file_stem()
+        {
+            targets.push(stem.to_string_lossy().into_owned());
+        }
+    }
+    targets.sort();
+    Ok(targets)
+}
+
+/// Whether a nightly toolchain is installed (cargo-fuzz needs one).
+fn have_nightly() -> bool {
+    Command::new("rustup")
+        .args(["run", "nightly", "rustc", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn ensure_cargo_fuzz() -> Result {
+    let installed = nightly_cargo()
+        .args(["fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        eprintln!("xtask: cargo-fuzz is missing; installing it");
+        run(cargo().args(["install", "cargo-fuzz", "--locked"]))?;
+    }
+    Ok(())
+}
+
+fn fuzz(args: &[String]) -> Result {
+    let mut seconds: Option<u64> = None;
+    let mut smoke = false;
+    let mut all = false;
+    let mut list = false;
+    let mut target = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--smoke" => smoke = true,
+            "--all" => all = true,
+            "--list" => list = true,
+            "--seconds" => {
+                let v = it.next().ok_or("--seconds needs a value")?;
+                seconds = Some(v.parse().map_err(|_| format!("bad --seconds {v}"))?);
+            }
+            t if !t.starts_with('-') && target.is_none() => target = Some(t.to_string()),
+            other => return Err(format!("unknown fuzz argument {other}\n\n{USAGE}")),
+        }
+    }
+    let targets = fuzz_targets()?;
+    if list {
+        for t in &targets {
+            println!("{t}");
+        }
+        return Ok(());
+    }
+    let (chosen, secs) = if smoke {
+        (targets.clone(), seconds.unwrap_or(FUZZ_SMOKE_SECONDS))
+    } else if all {
+        (targets.clone(), seconds.unwrap_or(60))
+    } else {
+        let t = target.ok_or_else(|| format!("which target? one of: {}", targets.join(", ")))?;
+        if !targets.contains(&t) {
+            return Err(format!(
+                "no fuzz target {t}; targets: {}",
+                targets.join(", ")
+            ));
+        }
+        (vec![t], seconds.unwrap_or(60))
+    };
+    if !have_nightly() {
+        eprintln!(
+            "\n=== SKIPPED: fuzzing needs a nightly toolchain and none is installed \
+             (rustup toolchain install nightly) ===\n"
+        );
+        return Ok(());
+    }
+    ensure_cargo_fuzz()?;
+    let fuzz_dir = root().join("fuzz");
+    // One build for every target, then short runs.
+    run(nightly_cargo()
+        .args(["fuzz", "build", "--fuzz-dir"])
+        .arg(&fuzz_dir))?;
+    for t in &chosen {
+        let corpus = fuzz_dir.join("corpus").join(t);
+        fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
+        let seeds = fuzz_dir.join("seeds").join(t);
+        let mut cmd = nightly_cargo();
+        cmd.args(["fuzz", "run", "--fuzz-dir"])
+            .arg(&fuzz_dir)
+            .arg(t)
+            .arg(&corpus);
+        if seeds.is_dir() {
+            cmd.arg(&seeds);
+        }
+        cmd.arg("--")
+            .arg(format!("-max_total_time={secs}"))
+            .arg("-rss_limit_mb=2048")
+            .arg("-malloc_limit_mb=512");
+        run(&mut cmd)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- loom ----
+
+/// Packages whose sources mention `cfg(loom)` tests.
+fn loom_packages() -> Result<Vec<String>> {
+    let mut packages = Vec::new();
+    let crates = root().join("crates");
+    let mut dirs: Vec<PathBuf> = fs::read_dir(&crates)
+        .map_err(|e| format!("{}: {e}", crates.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        if mentions_loom_tests(&dir.join("src")) || mentions_loom_tests(&dir.join("tests")) {
+            let manifest = fs::read_to_string(dir.join("Cargo.toml")).map_err(|e| e.to_string())?;
+            let name = manifest
+                .lines()
+                .find_map(|l| l.strip_prefix("name = \""))
+                .and_then(|l| l.strip_suffix('"'))
+                .ok_or_else(|| format!("no package name in {}", dir.display()))?;
+            packages.push(name.to_string());
+        }
+    }
+    Ok(packages)
+}
+
+fn mentions_loom_tests(dir: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    entries.filter_map(|e| e.ok()).any(|e| {
+        let path = e.path();
+        if path.is_dir() {
+            mentions_loom_tests(&path)
+        } else {
+            path.extension().is_some_and(|x| x == "rs")
+                && fs::read_to_string(&path).is_ok_and(|s| s.contains("loom::model"))
+        }
+    })
+}
+
+fn loom(filter: Option<&str>) -> Result {
+    let packages = loom_packages()?;
+    if packages.is_empty() {
+        return Err("no crate has loom tests".into());
+    }
+    let mut cmd = cargo();
+    cmd.args(["test", "--release", "--target-dir"])
+        .arg(root().join("target/loom"));
+    for p in &packages {
+        cmd.args(["-p", p]);
+    }
+    // Loom tests are named `loom_*` or live in a `loom` module.
+    cmd.args(["--", filter.unwrap_or("loom"), "--test-threads=2"]);
+    cmd.env("RUSTFLAGS", "--cfg loom").env(
+        "LOOM_MAX_PREEMPTIONS",
+        env::var("LOOM_MAX_PREEMPTIONS").unwrap_or_else(|_| "2".into()),
+    );
+    run(&mut cmd)
+}
+
+// --------------------------------------------------------------- bench ----
+
+fn bench(args: &[String]) -> Result {
+    if args.first().is_some_and(|a| a == "--smoke") {
+        // Criterion benches built as tests run each benchmark once.
+        return run(cargo().args(["test", "-p", "lithify-benches", "--benches"]));
+    }
+    let mut cmd = cargo();
+    cmd.args(["bench", "-p", "lithify-benches"]);
+    let rest: Vec<&String> = args.iter().skip_while(|a| *a != "--").collect();
+    cmd.args(args.iter().take_while(|a| *a != "--"));
+    if !rest.is_empty() {
+        cmd.args(rest);
+    }
+    run(&mut cmd)
+}
