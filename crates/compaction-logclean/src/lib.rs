@@ -1,0 +1,61 @@
+//! Kafka-format segmented logs: the storage the lithify log cleaner works
+//! on.
+//!
+//! A [`Log`] is a partition directory (`<topic>-<partition>`) of segments
+//! in **Kafka's own on-disk format**, so a Kafka partition directory can be
+//! opened and what we write can be read by Kafka's tools:
+//!
+//! * `<base offset, 20 digits>.log`: RecordBatch v2 batches ([`record`]),
+//!   CRC-32C, big-endian headers, zigzag varints ([`coding`]), records
+//!   compressed with any Kafka codec ([`codec`]): none, gzip, snappy
+//!   (xerial framing), lz4 (frame format), zstd;
+//! * `.index` and `.timeindex` ([`index`]): offset and time indexes,
+//!   preallocated while active and trimmed when the segment rolls;
+//! * [`LogSegment`] appends, rolls, recovers and renames a segment;
+//! * [`Log::open`] runs Kafka's recovery ([`recovery`]): leftover
+//!   `.deleted`/`.cleaned`/`.swap` files of an interrupted segment
+//!   replacement are completed or rolled back, the active segment is
+//!   re-validated batch by batch and truncated at the first invalid batch,
+//!   missing or corrupt indexes are rebuilt;
+//! * settings use Kafka's names and defaults ([`LogConfig`]).
+//!
+//! Every file goes through a [`lithify_vfs::FileSystem`], so crash tests
+//! run on `MemFs`. Errors ([`Error`]) name the file and byte offset of any
+//! bad input; corruption is an error value, never a panic.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::path::Path;
+//! use lithify_vfs::MemFs;
+//! use lithify_compaction_logclean::{Log, LogConfig, record::SimpleRecord};
+//!
+//! let fs = Arc::new(MemFs::new());
+//! let config = LogConfig::from_properties([("segment.bytes", "200"), ("compression.type", "gzip")]).unwrap();
+//! let mut log = Log::open(fs, Path::new("/kafka/events-0"), config).unwrap();
+//! for i in 0..10 {
+//!     log.append(&[SimpleRecord::new(i, format!("key-{i}"), "value")]).unwrap();
+//! }
+//! assert!(log.segments().count() > 1, "small segments rolled");
+//! let batches = log.read(4, 1).unwrap();
+//! assert_eq!(batches[0].base_offset(), 4);
+//! ```
+
+pub mod clock;
+pub mod codec;
+pub mod coding;
+pub mod config;
+pub mod error;
+pub mod file_batches;
+pub mod index;
+pub mod log;
+pub mod naming;
+pub mod record;
+pub mod recovery;
+pub mod segment;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::{CleanupPolicy, CompressionType, LogConfig};
+pub use error::{Error, Result};
+pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, SegmentInfo};
+pub use recovery::RecoveryReport;
+pub use segment::{LogSegment, RollParams, SegmentRecovery};

@@ -1,0 +1,670 @@
+//! A partition's log: ordered segments, the last one active (Kafka's
+//! `UnifiedLog` + `LocalLog`, without replication).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lithify_vfs::{FileSystem, parent_dir};
+use snafu::ResultExt as _;
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::LogConfig;
+use crate::error::{
+    BatchTooLargeSnafu, CorruptSnafu, Error, InvalidArgumentSnafu, IoSnafu, KeylessRecordSnafu,
+    PoisonedSnafu, Result,
+};
+use crate::file_batches::FileBatches;
+use crate::naming::{self, FileKind, Suffix};
+use crate::record::batch::{
+    ATTRIBUTES_OFFSET, CRC_OFFSET, MAX_TIMESTAMP_OFFSET, TIMESTAMP_TYPE_MASK, compute_crc,
+};
+use crate::record::{BatchBuilder, Record, RecordBatch, SimpleRecord, TimestampType};
+use crate::recovery::{self, RecoveryReport};
+use crate::segment::{LogSegment, RollParams};
+
+/// How [`Log::open_with`] opens a log.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// Segments holding offsets at or after this one are re-validated
+    /// batch by batch (Kafka's recovery point). `None`: only the last
+    /// segment, which is enough because a segment is synced when it rolls.
+    /// `Some(0)` re-validates everything.
+    pub recovery_point: Option<i64>,
+    /// The clock for `segment.ms` rolls and LogAppendTime.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            recovery_point: None,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// Where an append landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// Offset of the batch's first record slot.
+    pub first_offset: i64,
+    /// Offset of its last record slot.
+    pub last_offset: i64,
+    /// The batch's max timestamp.
+    pub max_timestamp: i64,
+    /// Bytes of the batch.
+    pub size: usize,
+    /// Base offset of the segment it went to.
+    pub segment_base_offset: i64,
+}
+
+/// A summary of one segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Base offset.
+    pub base_offset: i64,
+    /// Offset after its last batch.
+    pub next_offset: i64,
+    /// Bytes of its `.log`.
+    pub size: u64,
+    /// Largest record timestamp (-1 when none).
+    pub largest_timestamp: i64,
+    /// Offset-index entries.
+    pub offset_index_entries: usize,
+    /// Time-index entries.
+    pub time_index_entries: usize,
+    /// Whether it is the active segment.
+    pub active: bool,
+}
+
+/// An append-only log of Kafka RecordBatch v2 batches in a partition
+/// directory.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::path::Path;
+/// use lithify_vfs::MemFs;
+/// use lithify_compaction_logclean::{Log, LogConfig, record::SimpleRecord};
+///
+/// let fs = Arc::new(MemFs::new());
+/// let config = LogConfig::from_properties([("cleanup.policy", "compact")]).unwrap();
+/// let mut log = Log::open(fs.clone(), Path::new("/data/orders-0"), config.clone()).unwrap();
+/// let info = log.append(&[
+///     SimpleRecord::new(1000, "k1", "v1"),
+///     SimpleRecord::tombstone(1001, "k2"),
+/// ]).unwrap();
+/// assert_eq!((info.first_offset, info.last_offset), (0, 1));
+/// log.flush().unwrap();
+/// drop(log);
+///
+/// fs.crash(); // power loss: flushed data survives
+/// let log = Log::open(fs, Path::new("/data/orders-0"), config).unwrap();
+/// assert_eq!(log.log_end_offset(), 2);
+/// let records: Vec<_> = log.records_from(0).unwrap().collect::<Result<_, _>>().unwrap();
+/// assert_eq!(records[1].key.as_deref(), Some(&b"k2"[..]));
+/// assert!(records[1].is_tombstone());
+/// ```
+#[derive(Debug)]
+pub struct Log {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    config: LogConfig,
+    clock: Arc<dyn Clock>,
+    /// Segments by base offset; the last one is active. The cleaner replaces
+    /// entries here when it swaps segments in.
+    pub(crate) segments: BTreeMap<i64, LogSegment>,
+    next_offset: i64,
+    poisoned: Option<String>,
+    report: RecoveryReport,
+}
+
+impl Log {
+    /// Opens (creating if needed) the log in `dir`, running recovery.
+    pub fn open(fs: Arc<dyn FileSystem>, dir: &Path, config: LogConfig) -> Result<Log> {
+        Self::open_with(fs, dir, config, OpenOptions::default())
+    }
+
+    /// Opens the log in `dir` with explicit [`OpenOptions`]:
+    ///
+    /// 1. leftover `.deleted`, `.cleaned` and `.swap` files are resolved
+    ///    (see [`crate::recovery`]);
+    /// 2. index files without a `.log` are removed;
+    /// 3. every segment is opened; one whose indexes are missing or corrupt
+    ///    is re-validated and its indexes rebuilt;
+    /// 4. segments from the recovery point on (by default the last one) are
+    ///    re-validated batch by batch and truncated at the first invalid
+    ///    batch; if a segment is truncated, every later segment is removed;
+    /// 5. the last segment becomes the active one (an empty segment at
+    ///    offset 0 is created in an empty directory).
+    pub fn open_with(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        config: LogConfig,
+        options: OpenOptions,
+    ) -> Result<Log> {
+        config.validate()?;
+        let io = |action| IoSnafu { action, path: dir };
+        if !fs.is_dir(dir) {
+            // Every directory created must be made durable in its parent.
+            let mut created = vec![dir];
+            let mut d = parent_dir(dir);
+            while !fs.is_dir(d) && created.len() < 64 {
+                created.push(d);
+                d = parent_dir(d);
+            }
+            fs.create_dir_all(dir).context(io("create"))?;
+            for new_dir in created.into_iter().rev() {
+                fs.sync_dir(parent_dir(new_dir))
+                    .context(io("sync the parent of"))?;
+            }
+        }
+        let mut report = RecoveryReport::default();
+        recovery::complete_or_roll_back_swaps(&*fs, dir, &mut report)?;
+        let now = options.clock.now_ms();
+
+        let names = fs.list_dir(dir).context(io("list"))?;
+        let mut bases = Vec::new();
+        for name in &names {
+            let Some(p) = naming::parse(name) else {
+                continue;
+            };
+            if p.suffix != Suffix::None {
+                continue;
+            }
+            match p.kind {
+                FileKind::Log => bases.push(p.base_offset),
+                kind if kind.is_index() => {
+                    let log = dir.join(naming::file_name(
+                        p.base_offset,
+                        FileKind::Log,
+                        Suffix::None,
+                    ));
+                    if !fs.exists(&log) {
+                        let path = dir.join(name);
+                        fs.remove_file(&path).context(IoSnafu {
+                            action: "remove",
+                            path: &path,
+                        })?;
+                        report.deleted_files.push(name.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        bases.sort_unstable();
+
+        let mut segments = BTreeMap::new();
+        let mut rebuilt = Vec::new();
+        for &base in &bases {
+            let (mut seg, problem) =
+                LogSegment::open(fs.clone(), dir, base, Suffix::None, &config, now)?;
+            if let Some(problem) = problem {
+                report.rebuilt_indexes.push((base, problem));
+                report.recovered.push(seg.recover(false)?);
+                rebuilt.push(base);
+            }
+            segments.insert(base, seg);
+        }
+
+        if let Some(&last) = segments.keys().next_back() {
+            let from = options.recovery_point.map_or(last, |point| {
+                segments
+                    .range(..=point)
+                    .next_back()
+                    .map_or(i64::MIN, |(b, _)| *b)
+            });
+            let to_recover: Vec<i64> = segments.range(from..).map(|(b, _)| *b).collect();
+            for base in to_recover {
+                let is_last = Some(&base) == segments.keys().next_back();
+                if rebuilt.contains(&base) && !is_last {
+                    continue;
+                }
+                let Some(seg) = segments.get_mut(&base) else {
+                    continue;
+                };
+                let rec = seg.recover(is_last)?;
+                let truncated = rec.truncated_bytes > 0;
+                if let Some(pos) = report.recovered.iter().position(|r| r.base_offset == base) {
+                    report.recovered[pos] = rec;
+                } else {
+                    report.recovered.push(rec);
+                }
+                if truncated && !is_last {
+                    let later: Vec<i64> = segments.range(base + 1..).map(|(b, _)| *b).collect();
+                    for b in later {
+                        if let Some(s) = segments.remove(&b) {
+                            s.delete()?;
+                            report.removed_after_corruption.push(b);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+
+        if segments.is_empty() {
+            let seg = LogSegment::create(fs.clone(), dir, 0, Suffix::None, &config, now)?;
+            segments.insert(0, seg);
+        }
+        let active = segments
+            .values_mut()
+            .next_back()
+            .expect("a log has at least one segment");
+        active.make_active()?;
+        let next_offset = active.next_offset();
+        fs.sync_dir(dir).context(io("sync"))?;
+        Ok(Log {
+            fs,
+            dir: dir.to_path_buf(),
+            config,
+            clock: options.clock,
+            segments,
+            next_offset,
+            poisoned: None,
+            report,
+        })
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if let Some(message) = &self.poisoned {
+            return PoisonedSnafu {
+                dir: &self.dir,
+                message: message.clone(),
+            }
+            .fail();
+        }
+        Ok(())
+    }
+
+    /// Runs a write step; an I/O failure leaves the files in an unknown
+    /// state, so the log refuses further writes (reopen to recover).
+    fn guarded<T>(&mut self, step: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let out = step(self);
+        if let Err(Error::Io { .. }) = &out
+            && let Err(e) = &out
+        {
+            self.poisoned = Some(e.to_string());
+        }
+        out
+    }
+
+    /// Appends `records` as one batch: offsets from the log end offset,
+    /// compressed with `compression.type` (`producer` means none here),
+    /// stamped with the clock for LogAppendTime. A compacted log rejects a
+    /// record without a key.
+    pub fn append(&mut self, records: &[SimpleRecord]) -> Result<AppendInfo> {
+        self.check_writable()?;
+        if records.is_empty() {
+            return InvalidArgumentSnafu {
+                message: "an append needs at least one record".to_string(),
+            }
+            .fail();
+        }
+        if self.config.cleanup_policy.compact
+            && let Some(index) = records.iter().position(|r| r.key.is_none())
+        {
+            return KeylessRecordSnafu {
+                dir: &self.dir,
+                index,
+            }
+            .fail();
+        }
+        let now = self.clock.now_ms();
+        let mut builder =
+            BatchBuilder::new(self.next_offset).compression(self.config.append_codec());
+        if self.config.message_timestamp_type == TimestampType::LogAppendTime {
+            builder = builder.log_append_time(now);
+        }
+        for (i, r) in records.iter().enumerate() {
+            builder.append(
+                self.next_offset + i as i64,
+                r.timestamp,
+                r.key.as_deref(),
+                r.value.as_deref(),
+                &r.headers,
+            )?;
+        }
+        let batch = RecordBatch::parse(builder.build())?;
+        self.append_checked(batch, now)
+    }
+
+    /// Appends a batch built elsewhere (a producer's, or kafka-python's),
+    /// as a broker does: its CRC and records are checked, its base offset
+    /// is set to the log end offset (the CRC does not cover it), and for a
+    /// LogAppendTime log its timestamp type and max timestamp are set. A
+    /// compacted log rejects a data batch with a keyless record. Control and
+    /// transactional batches are kept as they are.
+    pub fn append_batch(&mut self, batch: RecordBatch) -> Result<AppendInfo> {
+        self.check_writable()?;
+        batch.ensure_valid()?;
+        let records = batch.records()?;
+        let base = batch.base_offset();
+        let mut prev = None;
+        for r in &records {
+            if r.offset < base
+                || r.offset > batch.last_offset()
+                || prev.is_some_and(|p| r.offset <= p)
+            {
+                return CorruptSnafu {
+                    path: crate::error::IN_MEMORY,
+                    offset: 0u64,
+                    message: format!(
+                        "record offset {} is out of order or outside the batch's range {base}..={}",
+                        r.offset,
+                        batch.last_offset()
+                    ),
+                }
+                .fail();
+            }
+            prev = Some(r.offset);
+        }
+        if self.config.cleanup_policy.compact
+            && !batch.is_control()
+            && let Some(index) = records.iter().position(|r| r.key.is_none())
+        {
+            return KeylessRecordSnafu {
+                dir: &self.dir,
+                index,
+            }
+            .fail();
+        }
+        let now = self.clock.now_ms();
+        let mut batch = batch.with_base_offset(self.next_offset);
+        if self.config.message_timestamp_type == TimestampType::LogAppendTime {
+            let mut raw = batch.raw().to_vec();
+            let attrs = i16::from_be_bytes([raw[ATTRIBUTES_OFFSET], raw[ATTRIBUTES_OFFSET + 1]])
+                | TIMESTAMP_TYPE_MASK;
+            raw[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attrs.to_be_bytes());
+            raw[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&now.to_be_bytes());
+            let crc = compute_crc(&raw);
+            raw[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+            batch = RecordBatch::parse(raw.into())?;
+        }
+        self.append_checked(batch, now)
+    }
+
+    fn append_checked(&mut self, batch: RecordBatch, now: i64) -> Result<AppendInfo> {
+        let size = batch.size_in_bytes();
+        if size > self.config.max_message_bytes.max(0) as usize {
+            return BatchTooLargeSnafu {
+                dir: &self.dir,
+                size,
+                max: self.config.max_message_bytes,
+            }
+            .fail();
+        }
+        self.guarded(|log| {
+            log.maybe_roll(size as u64, batch.max_timestamp(), batch.last_offset(), now)?;
+            let active = log.active_segment_mut();
+            active.append(
+                batch.last_offset(),
+                batch.max_timestamp(),
+                batch.last_offset(),
+                batch.raw(),
+            )?;
+            let segment_base_offset = active.base_offset();
+            log.next_offset = batch.next_offset();
+            Ok(AppendInfo {
+                first_offset: batch.base_offset(),
+                last_offset: batch.last_offset(),
+                max_timestamp: batch.max_timestamp(),
+                size,
+                segment_base_offset,
+            })
+        })
+    }
+
+    fn active_segment_mut(&mut self) -> &mut LogSegment {
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log has at least one segment")
+    }
+
+    fn maybe_roll(
+        &mut self,
+        size: u64,
+        max_timestamp: i64,
+        last_offset: i64,
+        now: i64,
+    ) -> Result<()> {
+        let params = RollParams {
+            max_segment_bytes: self.config.segment_bytes,
+            max_segment_ms: self.config.segment_ms,
+            messages_size: size,
+            max_timestamp_in_messages: max_timestamp,
+            max_offset_in_messages: last_offset,
+            now_ms: now,
+        };
+        if self.active_segment().should_roll(&params) {
+            self.roll_at(now)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new active segment at the log end offset (no-op when the
+    /// active segment is empty). The old one is trimmed and synced.
+    pub fn roll(&mut self) -> Result<()> {
+        self.check_writable()?;
+        let now = self.clock.now_ms();
+        self.guarded(|log| log.roll_at(now))
+    }
+
+    fn roll_at(&mut self, now: i64) -> Result<()> {
+        let new_base = self.next_offset;
+        let active = self.active_segment_mut();
+        if active.base_offset() == new_base && active.size() == 0 {
+            return Ok(());
+        }
+        active.on_become_inactive()?;
+        let seg = LogSegment::create(
+            self.fs.clone(),
+            &self.dir,
+            new_base,
+            Suffix::None,
+            &self.config,
+            now,
+        )?;
+        self.fs.sync_dir(&self.dir).context(IoSnafu {
+            action: "sync",
+            path: &self.dir,
+        })?;
+        self.segments.insert(new_base, seg);
+        Ok(())
+    }
+
+    /// Makes every append so far durable.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_writable()?;
+        self.guarded(|log| log.active_segment_mut().flush())
+    }
+
+    /// Batches whose last offset is >= `start_offset`, from that one on,
+    /// until more than `max_bytes` were collected (at least one batch when
+    /// there is one). `start_offset` must be within
+    /// `[log_start_offset, log_end_offset]`.
+    pub fn read(&self, start_offset: i64, max_bytes: usize) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        let mut total = 0;
+        for batch in self.batches_from(start_offset)? {
+            let batch = batch?;
+            if !out.is_empty() && total + batch.size_in_bytes() > max_bytes {
+                break;
+            }
+            total += batch.size_in_bytes();
+            out.push(batch);
+        }
+        Ok(out)
+    }
+
+    /// Every batch whose last offset is >= `start_offset`, in order across
+    /// segments (an offset-index lookup, then a scan).
+    pub fn batches_from(&self, start_offset: i64) -> Result<LogBatches<'_>> {
+        if start_offset < self.log_start_offset() || start_offset > self.next_offset {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "offset {start_offset} is outside the log's range [{}, {}]",
+                    self.log_start_offset(),
+                    self.next_offset
+                ),
+            }
+            .fail();
+        }
+        let first = self
+            .segments
+            .range(..=start_offset)
+            .next_back()
+            .map_or(self.log_start_offset(), |(b, _)| *b);
+        Ok(LogBatches {
+            segments: self.segments.range(first..).map(|(_, s)| s).collect(),
+            current: None,
+            start_offset,
+        })
+    }
+
+    /// Every data record with offset >= `start_offset` (control batches are
+    /// skipped; aborted transactions are not filtered).
+    pub fn records_from(&self, start_offset: i64) -> Result<LogRecords<'_>> {
+        Ok(LogRecords {
+            batches: self.batches_from(start_offset)?,
+            pending: VecDeque::new(),
+            start_offset,
+        })
+    }
+
+    /// The first offset of the log: the base offset of its first segment.
+    pub fn log_start_offset(&self) -> i64 {
+        self.segments.keys().next().copied().unwrap_or(0)
+    }
+
+    /// The offset the next append gets.
+    pub fn log_end_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// The segments, in offset order; the last is active.
+    pub fn segments(&self) -> impl DoubleEndedIterator<Item = &LogSegment> + '_ {
+        self.segments.values()
+    }
+
+    /// A summary of every segment.
+    pub fn segment_infos(&self) -> Vec<SegmentInfo> {
+        self.segments
+            .values()
+            .map(|s| SegmentInfo {
+                base_offset: s.base_offset(),
+                next_offset: s.next_offset(),
+                size: s.size(),
+                largest_timestamp: s.largest_timestamp(),
+                offset_index_entries: s.offset_index().len(),
+                time_index_entries: s.time_index().len(),
+                active: s.is_active(),
+            })
+            .collect()
+    }
+
+    /// The active segment.
+    pub fn active_segment(&self) -> &LogSegment {
+        self.segments
+            .values()
+            .next_back()
+            .expect("a log has at least one segment")
+    }
+
+    /// What opening the log found and did.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file system.
+    pub fn fs(&self) -> &Arc<dyn FileSystem> {
+        &self.fs
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Topic and partition, from a directory named `<topic>-<partition>`.
+    pub fn topic_partition(&self) -> Option<(String, i32)> {
+        naming::parse_partition_dir(self.dir.file_name()?.to_str()?)
+    }
+}
+
+/// Batches of a log from an offset; see [`Log::batches_from`].
+#[derive(Debug)]
+pub struct LogBatches<'a> {
+    segments: VecDeque<&'a LogSegment>,
+    current: Option<FileBatches>,
+    start_offset: i64,
+}
+
+impl Iterator for LogBatches<'_> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.current.is_none() {
+                let seg = self.segments.pop_front()?;
+                self.current = Some(seg.batches_from_offset(self.start_offset));
+            }
+            match self.current.as_mut()?.next() {
+                None => self.current = None,
+                Some(Err(e)) => {
+                    self.segments.clear();
+                    self.current = None;
+                    return Some(Err(e));
+                }
+                Some(Ok(b)) if b.last_offset() < self.start_offset => {}
+                Some(Ok(b)) => return Some(Ok(b)),
+            }
+        }
+    }
+}
+
+/// Records of a log from an offset; see [`Log::records_from`].
+#[derive(Debug)]
+pub struct LogRecords<'a> {
+    batches: LogBatches<'a>,
+    pending: VecDeque<Record>,
+    start_offset: i64,
+}
+
+impl Iterator for LogRecords<'_> {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.pending.pop_front() {
+                return Some(Ok(r));
+            }
+            let batch = match self.batches.next()? {
+                Ok(b) => b,
+                Err(e) => return Some(Err(e)),
+            };
+            if batch.is_control() {
+                continue;
+            }
+            match batch.records() {
+                Ok(records) => self.pending.extend(
+                    records
+                        .into_iter()
+                        .filter(|r| r.offset >= self.start_offset),
+                ),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}

@@ -1,0 +1,639 @@
+//! One segment of a log: a `.log` of batches with its `.index` and
+//! `.timeindex` (Kafka's `LogSegment`).
+//!
+//! A segment is *active* (open for appends, index files preallocated) or
+//! *inactive* (read-only, index files trimmed to their entries). The
+//! cleaner also writes segments under the `.cleaned` suffix and renames
+//! them through `.swap` ([`LogSegment::change_suffix`]).
+//!
+//! Index entries follow Kafka's rule on append: when more than
+//! `index.interval.bytes` bytes were appended since the last entry, the
+//! append adds `(largest offset of the appended chunk -> position where the
+//! chunk starts)` and a time-index entry `(largest timestamp so far, its
+//! offset)`. The first append never adds one. Recovery rebuilds the same
+//! entries batch by batch.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lithify_vfs::{FileSystem, RandomAccessFile, WritableFile};
+use snafu::ResultExt as _;
+
+use crate::config::LogConfig;
+use crate::error::{Error, InvalidArgumentSnafu, IoSnafu, Result};
+use crate::file_batches::FileBatches;
+use crate::index::{OffsetIndex, TimeIndex, TimestampOffset};
+use crate::naming::{FileKind, Suffix, file_name};
+use crate::record::RecordBatch;
+use crate::record::batch::NO_TIMESTAMP;
+
+/// What recovering one segment found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentRecovery {
+    /// The segment.
+    pub base_offset: i64,
+    /// Bytes of valid batches kept.
+    pub valid_bytes: u64,
+    /// Bytes cut off after the last valid batch.
+    pub truncated_bytes: u64,
+    /// Why the scan stopped before the end of the file, if it did: a torn
+    /// tail or the corruption error of the first invalid batch.
+    pub reason: Option<String>,
+}
+
+/// What decides whether the active segment rolls before an append
+/// (Kafka's `RollParams`).
+#[derive(Debug, Clone, Copy)]
+pub struct RollParams {
+    /// `segment.bytes`.
+    pub max_segment_bytes: i32,
+    /// `segment.ms`.
+    pub max_segment_ms: i64,
+    /// Bytes about to be appended.
+    pub messages_size: u64,
+    /// Largest timestamp about to be appended.
+    pub max_timestamp_in_messages: i64,
+    /// Largest offset about to be appended.
+    pub max_offset_in_messages: i64,
+    /// The clock's time.
+    pub now_ms: i64,
+}
+
+/// A segment: its files, in-memory indexes and bookkeeping.
+#[derive(Debug)]
+pub struct LogSegment {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    base_offset: i64,
+    suffix: Suffix,
+    log_path: Arc<PathBuf>,
+    reader: Arc<dyn RandomAccessFile>,
+    writer: Option<Box<dyn WritableFile>>,
+    size: u64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    index_interval_bytes: u64,
+    max_index_size: u64,
+    bytes_since_last_index_entry: u64,
+    max_timestamp_so_far: TimestampOffset,
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+    next_offset: i64,
+}
+
+fn path_of(dir: &Path, base: i64, kind: FileKind, suffix: Suffix) -> PathBuf {
+    dir.join(file_name(base, kind, suffix))
+}
+
+impl LogSegment {
+    /// Creates an empty, active segment at `base_offset` (its `.log`
+    /// truncated if it exists, its indexes preallocated). The caller syncs
+    /// the directory.
+    pub fn create(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        base_offset: i64,
+        suffix: Suffix,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<LogSegment> {
+        let log_path = path_of(dir, base_offset, FileKind::Log, suffix);
+        let writer = fs.create(&log_path).context(IoSnafu {
+            action: "create",
+            path: &log_path,
+        })?;
+        let reader = fs.open(&log_path).context(IoSnafu {
+            action: "open",
+            path: &log_path,
+        })?;
+        let max_index_size = config.segment_index_bytes as u64;
+        let mut offset_index = OffsetIndex::new(
+            fs.clone(),
+            path_of(dir, base_offset, FileKind::Index, suffix),
+            base_offset,
+            max_index_size,
+        );
+        let mut time_index = TimeIndex::new(
+            fs.clone(),
+            path_of(dir, base_offset, FileKind::TimeIndex, suffix),
+            base_offset,
+            max_index_size,
+        );
+        offset_index.write_file(true)?;
+        time_index.write_file(true)?;
+        Ok(LogSegment {
+            fs,
+            dir: dir.to_path_buf(),
+            base_offset,
+            suffix,
+            log_path: Arc::new(log_path),
+            reader,
+            writer: Some(writer),
+            size: 0,
+            offset_index,
+            time_index,
+            index_interval_bytes: config.index_interval_bytes as u64,
+            max_index_size,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: TimestampOffset {
+                timestamp: NO_TIMESTAMP,
+                offset: base_offset,
+            },
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            next_offset: base_offset,
+        })
+    }
+
+    /// Opens the existing segment at `base_offset`, read-only. Returns with
+    /// it the reason its indexes must be rebuilt, if they are missing or
+    /// corrupt (then call [`LogSegment::recover`]).
+    pub fn open(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        base_offset: i64,
+        suffix: Suffix,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<(LogSegment, Option<String>)> {
+        let log_path = path_of(dir, base_offset, FileKind::Log, suffix);
+        let reader = fs.open(&log_path).context(IoSnafu {
+            action: "open",
+            path: &log_path,
+        })?;
+        let size = reader.size().context(IoSnafu {
+            action: "stat",
+            path: &log_path,
+        })?;
+        let max_index_size = config.segment_index_bytes as u64;
+        let index_path = path_of(dir, base_offset, FileKind::Index, suffix);
+        let time_path = path_of(dir, base_offset, FileKind::TimeIndex, suffix);
+        let mut problem = None;
+        let offset_index =
+            match OffsetIndex::load(fs.clone(), index_path.clone(), base_offset, size) {
+                Ok(Some(i)) => i,
+                Ok(None) => {
+                    problem = Some(format!("offset index {} is missing", index_path.display()));
+                    OffsetIndex::new(fs.clone(), index_path, base_offset, max_index_size)
+                }
+                Err(e) if e.is_corruption() => {
+                    problem = Some(e.to_string());
+                    OffsetIndex::new(fs.clone(), index_path, base_offset, max_index_size)
+                }
+                Err(e) => return Err(e),
+            };
+        let time_index = match TimeIndex::load(fs.clone(), time_path.clone(), base_offset) {
+            Ok(Some(i)) => i,
+            Ok(None) => {
+                problem.get_or_insert(format!("time index {} is missing", time_path.display()));
+                TimeIndex::new(fs.clone(), time_path, base_offset, max_index_size)
+            }
+            Err(e) if e.is_corruption() => {
+                problem.get_or_insert(e.to_string());
+                TimeIndex::new(fs.clone(), time_path, base_offset, max_index_size)
+            }
+            Err(e) => return Err(e),
+        };
+        let mut segment = LogSegment {
+            fs,
+            dir: dir.to_path_buf(),
+            base_offset,
+            suffix,
+            log_path: Arc::new(log_path),
+            reader,
+            writer: None,
+            size,
+            max_timestamp_so_far: time_index.last_entry(),
+            offset_index,
+            time_index,
+            index_interval_bytes: config.index_interval_bytes as u64,
+            max_index_size,
+            bytes_since_last_index_entry: 0,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            next_offset: base_offset,
+        };
+        if problem.is_none() {
+            // Find the next offset (and any larger timestamp) past the last
+            // index entry, as Kafka's readNextOffset does.
+            let from = u64::from(segment.offset_index.last_entry().position);
+            for batch in
+                FileBatches::new(segment.reader.clone(), segment.log_path.clone(), from, size)
+            {
+                match batch {
+                    Ok(b) => segment.observe_batch(&b),
+                    Err(e) if e.is_corruption() => {
+                        problem = Some(e.to_string());
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok((segment, problem))
+    }
+
+    fn observe_batch(&mut self, b: &RecordBatch) {
+        if b.max_timestamp() > self.max_timestamp_so_far.timestamp {
+            self.max_timestamp_so_far = TimestampOffset {
+                timestamp: b.max_timestamp(),
+                offset: b.last_offset(),
+            };
+        }
+        self.next_offset = self.next_offset.max(b.next_offset());
+    }
+
+    /// Re-validates every batch (size, magic, CRC, codec, offsets within the
+    /// segment's range), truncates the `.log` after the last valid one and
+    /// rebuilds both indexes (Kafka's `LogSegment.recover`). With `active`,
+    /// the segment is left open for appends with preallocated indexes;
+    /// otherwise its indexes are trimmed. Everything is synced.
+    ///
+    /// A batch in an old message format (magic 0 or 1) is an error, not a
+    /// truncation point: it is valid data we cannot read.
+    pub fn recover(&mut self, active: bool) -> Result<SegmentRecovery> {
+        self.writer = None;
+        self.offset_index.reset(self.max_index_size);
+        self.time_index.reset(self.max_index_size);
+        self.max_timestamp_so_far = TimestampOffset {
+            timestamp: NO_TIMESTAMP,
+            offset: self.base_offset,
+        };
+        self.next_offset = self.base_offset;
+        self.rolling_based_timestamp = None;
+        let size = self.reader.size().context(IoSnafu {
+            action: "stat",
+            path: self.log_path.as_path(),
+        })?;
+        let mut valid: u64 = 0;
+        let mut last_index_entry: u64 = 0;
+        let mut reason = None;
+        let mut batches = FileBatches::new(self.reader.clone(), self.log_path.clone(), 0, size);
+        for item in &mut batches {
+            let checked = item.and_then(|b| {
+                b.ensure_valid()?;
+                self.check_offset_range(&b)?;
+                Ok(b)
+            });
+            let batch = match checked {
+                Ok(b) => b,
+                Err(e @ Error::UnsupportedMagic { .. }) => return Err(e),
+                Err(e) if e.is_corruption() => {
+                    reason = Some(e.to_string());
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            if self.rolling_based_timestamp.is_none() {
+                self.rolling_based_timestamp = Some(batch.max_timestamp());
+            }
+            self.observe_batch(&batch);
+            // Like Kafka, but a rebuild never fails on an index that a
+            // smaller `segment.index.bytes` made too small: it skips entries.
+            if valid - last_index_entry > self.index_interval_bytes
+                && !self.offset_index.is_full()
+                && !self.time_index.is_full()
+            {
+                self.offset_index
+                    .append(batch.last_offset(), valid as u32)?;
+                let m = self.max_timestamp_so_far;
+                self.time_index.maybe_append(m.timestamp, m.offset, false)?;
+                last_index_entry = valid;
+            }
+            valid += batch.size_in_bytes() as u64;
+        }
+        if reason.is_none() && valid < size {
+            reason = Some(format!(
+                "the last {} bytes at byte offset {valid} are not a complete batch",
+                size - valid
+            ));
+        }
+        let truncated = size - valid;
+        let mut writer = self.fs.open_append(&self.log_path).context(IoSnafu {
+            action: "open",
+            path: self.log_path.as_path(),
+        })?;
+        if truncated > 0 {
+            writer.set_len(valid).context(IoSnafu {
+                action: "truncate",
+                path: self.log_path.as_path(),
+            })?;
+            writer.sync_data().context(IoSnafu {
+                action: "sync",
+                path: self.log_path.as_path(),
+            })?;
+        }
+        self.size = valid;
+        self.bytes_since_last_index_entry = valid - last_index_entry;
+        let m = self.max_timestamp_so_far;
+        self.time_index.maybe_append(m.timestamp, m.offset, true)?;
+        self.offset_index.write_file(active)?;
+        self.time_index.write_file(active)?;
+        if active {
+            self.offset_index.sync()?;
+            self.time_index.sync()?;
+            self.writer = Some(writer);
+        }
+        Ok(SegmentRecovery {
+            base_offset: self.base_offset,
+            valid_bytes: valid,
+            truncated_bytes: truncated,
+            reason,
+        })
+    }
+
+    fn check_offset_range(&self, b: &RecordBatch) -> Result<()> {
+        let rel_last = b.last_offset().checked_sub(self.base_offset);
+        if b.base_offset() < self.base_offset || rel_last.is_none_or(|r| r > i64::from(i32::MAX)) {
+            let path = (*self.log_path).clone();
+            return Err(crate::error::CorruptSnafu {
+                path,
+                offset: b.position(),
+                message: format!(
+                    "batch offsets {}..={} are outside the range of segment {}",
+                    b.base_offset(),
+                    b.last_offset(),
+                    self.base_offset
+                ),
+            }
+            .build());
+        }
+        Ok(())
+    }
+
+    /// Opens an inactive segment for appends again (it becomes the active
+    /// segment): the `.log` is opened at its end and the indexes are
+    /// preallocated to `segment.index.bytes`.
+    pub fn make_active(&mut self) -> Result<()> {
+        if self.writer.is_some() {
+            return Ok(());
+        }
+        let writer = self.fs.open_append(&self.log_path).context(IoSnafu {
+            action: "open",
+            path: self.log_path.as_path(),
+        })?;
+        self.offset_index.resize(self.max_index_size)?;
+        self.time_index.resize(self.max_index_size)?;
+        self.writer = Some(writer);
+        Ok(())
+    }
+
+    /// Appends `records` (whole batches, `largest_offset` the last offset
+    /// among them, `largest_timestamp` their max timestamp reached at
+    /// `offset_of_max_timestamp`), adding index entries by Kafka's rule.
+    pub fn append(
+        &mut self,
+        largest_offset: i64,
+        largest_timestamp: i64,
+        offset_of_max_timestamp: i64,
+        records: &[u8],
+    ) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        if !self.can_convert_to_relative_offset(largest_offset) {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "offset {largest_offset} does not fit segment {} (more than 2^31 - 1 above its base)",
+                    self.base_offset
+                ),
+            }
+            .fail();
+        }
+        let Some(writer) = self.writer.as_mut() else {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "segment {} is not open for appends",
+                    self.log_path.display()
+                ),
+            }
+            .fail();
+        };
+        let position = self.size;
+        if position == 0 {
+            self.rolling_based_timestamp = Some(largest_timestamp);
+        }
+        writer.append(records).context(IoSnafu {
+            action: "append to",
+            path: self.log_path.as_path(),
+        })?;
+        self.size += records.len() as u64;
+        if largest_timestamp > self.max_timestamp_so_far.timestamp {
+            self.max_timestamp_so_far = TimestampOffset {
+                timestamp: largest_timestamp,
+                offset: offset_of_max_timestamp,
+            };
+        }
+        if self.bytes_since_last_index_entry > self.index_interval_bytes {
+            self.offset_index.append(largest_offset, position as u32)?;
+            let m = self.max_timestamp_so_far;
+            self.time_index.maybe_append(m.timestamp, m.offset, false)?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += records.len() as u64;
+        self.next_offset = self.next_offset.max(largest_offset + 1);
+        Ok(())
+    }
+
+    /// Whether `offset` can be stored relative to the base offset (i32).
+    pub fn can_convert_to_relative_offset(&self, offset: i64) -> bool {
+        offset
+            .checked_sub(self.base_offset)
+            .is_some_and(|r| (0..=i64::from(i32::MAX)).contains(&r))
+    }
+
+    /// Kafka's `shouldRoll`: the append would overflow `segment.bytes`, the
+    /// segment is older than `segment.ms` (measured in record time when the
+    /// first batch has a timestamp, else wall-clock since creation), an
+    /// index is full, or the offsets would not fit.
+    pub fn should_roll(&self, p: &RollParams) -> bool {
+        let reached_roll_ms =
+            self.time_waited_for_roll(p.now_ms, p.max_timestamp_in_messages) > p.max_segment_ms;
+        self.size > (p.max_segment_bytes as u64).saturating_sub(p.messages_size)
+            || (self.size > 0 && reached_roll_ms)
+            || self.offset_index.is_full()
+            || self.time_index.is_full()
+            || !self.can_convert_to_relative_offset(p.max_offset_in_messages)
+    }
+
+    fn time_waited_for_roll(&self, now_ms: i64, message_timestamp: i64) -> i64 {
+        match self.rolling_based_timestamp {
+            Some(ts) if ts >= 0 => message_timestamp.saturating_sub(ts),
+            _ => now_ms.saturating_sub(self.created_ms),
+        }
+    }
+
+    /// The segment stops being active: the time index gets the largest
+    /// timestamp as its last entry, both indexes are trimmed and every
+    /// file is synced.
+    pub fn on_become_inactive(&mut self) -> Result<()> {
+        let m = self.max_timestamp_so_far;
+        self.time_index.maybe_append(m.timestamp, m.offset, true)?;
+        self.flush()?;
+        self.offset_index.trim()?;
+        self.time_index.trim()?;
+        self.writer = None;
+        Ok(())
+    }
+
+    /// Makes the `.log` and index writes so far durable.
+    pub fn flush(&mut self) -> Result<()> {
+        if let Some(w) = &mut self.writer {
+            w.sync_data().context(IoSnafu {
+                action: "sync",
+                path: self.log_path.as_path(),
+            })?;
+        }
+        self.offset_index.sync()?;
+        self.time_index.sync()
+    }
+
+    /// Renames every file of the segment to carry `suffix` (in Kafka's
+    /// order: log, index, time index, transaction index). The caller syncs
+    /// the directory.
+    pub fn change_suffix(&mut self, suffix: Suffix) -> Result<()> {
+        let new_log = path_of(&self.dir, self.base_offset, FileKind::Log, suffix);
+        self.fs.rename(&self.log_path, &new_log).context(IoSnafu {
+            action: "rename",
+            path: self.log_path.as_path(),
+        })?;
+        self.log_path = Arc::new(new_log);
+        self.offset_index.rename(path_of(
+            &self.dir,
+            self.base_offset,
+            FileKind::Index,
+            suffix,
+        ))?;
+        self.time_index.rename(path_of(
+            &self.dir,
+            self.base_offset,
+            FileKind::TimeIndex,
+            suffix,
+        ))?;
+        let txn_from = path_of(&self.dir, self.base_offset, FileKind::TxnIndex, self.suffix);
+        if self.fs.exists(&txn_from) {
+            let txn_to = path_of(&self.dir, self.base_offset, FileKind::TxnIndex, suffix);
+            self.fs.rename(&txn_from, &txn_to).context(IoSnafu {
+                action: "rename",
+                path: &txn_from,
+            })?;
+        }
+        self.suffix = suffix;
+        Ok(())
+    }
+
+    /// Removes every file of the segment. The caller syncs the directory.
+    pub fn delete(mut self) -> Result<()> {
+        self.writer = None;
+        match self.fs.remove_file(&self.log_path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(e).context(IoSnafu {
+                    action: "remove",
+                    path: self.log_path.as_path(),
+                });
+            }
+        }
+        self.offset_index.delete()?;
+        self.time_index.delete()?;
+        let txn = path_of(&self.dir, self.base_offset, FileKind::TxnIndex, self.suffix);
+        match self.fs.remove_file(&txn) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e).context(IoSnafu {
+                action: "remove",
+                path: &txn,
+            }),
+        }
+    }
+
+    /// Batches of the whole segment, in order.
+    pub fn batches(&self) -> FileBatches {
+        self.batches_from_position(0)
+    }
+
+    /// Batches starting at byte `position` (a batch boundary).
+    pub fn batches_from_position(&self, position: u64) -> FileBatches {
+        FileBatches::new(
+            self.reader.clone(),
+            self.log_path.clone(),
+            position,
+            self.size,
+        )
+    }
+
+    /// Batches that may hold `offset` or later ones: from the offset index's
+    /// entry for `offset`; the caller skips batches ending below `offset`.
+    pub fn batches_from_offset(&self, offset: i64) -> FileBatches {
+        let start = self.offset_index.lookup(offset).position;
+        self.batches_from_position(u64::from(start))
+    }
+
+    /// The segment's base offset.
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// Bytes of its `.log`.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The offset after its last batch (its base offset when empty).
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// The largest batch max timestamp in the segment (-1 when none) and
+    /// the offset of that batch's last record.
+    pub fn max_timestamp_so_far(&self) -> TimestampOffset {
+        self.max_timestamp_so_far
+    }
+
+    /// The largest record timestamp (-1 when none): what the cleaner's
+    /// `min.compaction.lag.ms` test reads.
+    pub fn largest_timestamp(&self) -> i64 {
+        self.max_timestamp_so_far.timestamp
+    }
+
+    /// The max timestamp of the first batch (Kafka's
+    /// `getFirstBatchTimestamp`), `None` when the segment is empty or the
+    /// first batch has no timestamp.
+    pub fn first_batch_timestamp(&self) -> Result<Option<i64>> {
+        if let Some(ts) = self.rolling_based_timestamp {
+            return Ok((ts >= 0).then_some(ts));
+        }
+        match self.batches().next() {
+            Some(Ok(b)) => Ok((b.max_timestamp() >= 0).then_some(b.max_timestamp())),
+            Some(Err(e)) => Err(e),
+            None => Ok(None),
+        }
+    }
+
+    /// Its offset index.
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+
+    /// Its time index.
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+
+    /// The path of its `.log`.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// Its current suffix.
+    pub fn suffix(&self) -> Suffix {
+        self.suffix
+    }
+
+    /// Whether it is open for appends.
+    pub fn is_active(&self) -> bool {
+        self.writer.is_some()
+    }
+}
