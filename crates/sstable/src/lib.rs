@@ -1,0 +1,76 @@
+//! Immutable sorted tables (sstables): the files an LSM tree flushes and
+//! compacts into.
+//!
+//! A table is a sequence of prefix-compressed **data blocks**, an **index
+//! block** mapping a separator key per data block to its location, a
+//! cache-line-blocked **bloom filter**, a **range-deletion block**, a
+//! **properties block**, a **metaindex** naming the meta blocks, and a
+//! fixed-size **footer** with the magic number and format version. Every
+//! block carries a masked xxh3-64 checksum; data blocks may be
+//! zstd-compressed. The byte layout is in `docs/FORMATS.md` and in
+//! [`format`].
+//!
+//! * [`TableBuilder`] writes a table through a [`lithify_vfs::WritableFile`].
+//! * [`Table`] opens one through a [`lithify_vfs::RandomAccessFile`]: `get`,
+//!   the engine's [`Table::point_lookup`], [`Table::range_tombstones`],
+//!   [`Table::approximate_offset_of`], and [`TableIter`], an
+//!   [`InternalIterator`](lithify_base::InternalIterator).
+//! * [`BlockCache`] is a sharded LRU of decoded blocks shared by many tables.
+//! * [`TableOptions`] picks the comparator and the [`KeySchema`]
+//!   ([`PlainKeys`] for tables used alone, [`InternalKeys`] in the engine,
+//!   whose filter is on user keys).
+//! * [`ReadStats`] counts the blocks a read touched, for read amplification.
+//!
+//! Used alone, on plain byte keys:
+//!
+//! ```
+//! use std::path::Path;
+//! use std::sync::Arc;
+//! use lithify_base::InternalIterator;
+//! use lithify_sstable::{Compression, Table, TableBuilder, TableOptions};
+//! use lithify_vfs::{FileSystem, MemFs};
+//!
+//! let fs = MemFs::new();
+//! let opts = TableOptions { compression: Compression::zstd(), ..TableOptions::default() };
+//! let path = Path::new("/fruit.sst");
+//! let mut builder = TableBuilder::new(fs.create(path).unwrap(), path, &opts).unwrap();
+//! for i in 0..1000u32 {
+//!     builder.add(format!("key{i:05}").as_bytes(), b"value").unwrap();
+//! }
+//! builder.add_range_tombstone(b"key00100", b"key00200").unwrap();
+//! let built = builder.finish().unwrap();
+//!
+//! let table = Arc::new(Table::open(fs.open(path).unwrap(), path, built.file_size, &opts, None).unwrap());
+//! assert_eq!(table.get(b"key00042").unwrap().as_deref(), Some(&b"value"[..]));
+//! assert_eq!(table.range_tombstones().len(), 1);
+//! let mut it = table.iter();
+//! it.last().unwrap();
+//! assert_eq!(it.key(), b"key00999");
+//! ```
+
+pub mod block;
+mod builder;
+mod cache;
+mod compression;
+mod error;
+pub mod filter;
+pub mod format;
+mod iter;
+mod options;
+mod properties;
+mod schema;
+mod stats;
+mod table;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use builder::{BuiltTable, MAX_ENTRY_LEN, TableBuilder};
+pub use cache::{BlockCache, CacheStats, ENTRY_OVERHEAD};
+pub use compression::{Compression, MAX_COMPRESSED_BLOCK_LEN};
+pub use error::{Error, Result};
+pub use iter::TableIter;
+pub use options::{MAX_BLOCK_SIZE, TableOptions};
+pub use properties::Properties;
+pub use schema::{InternalKeys, KeySchema, PlainKeys};
+pub use stats::ReadStats;
+pub use table::{RangeTombstone, Table};

@@ -1,0 +1,569 @@
+//! Reading a table.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use lithify_base::{BytewiseComparator, Comparator};
+use lithify_vfs::RandomAccessFile;
+use snafu::IntoError as _;
+
+use crate::block::{Block, BlockError, BlockIter};
+use crate::cache::BlockCache;
+use crate::compression::decompress_zstd;
+use crate::error::{CorruptionSnafu, Error, IncompatibleSnafu, IoSnafu, Result};
+use crate::filter::BloomFilter;
+use crate::format::{
+    BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD, BlockHandle, FOOTER_LEN, Footer,
+    META_FILTER, META_PROPERTIES, META_RANGE_DEL, verify_trailer,
+};
+use crate::iter::TableIter;
+use crate::options::TableOptions;
+use crate::properties::Properties;
+use crate::schema::KeySchema;
+use crate::stats::ReadStats;
+
+/// A range tombstone as stored: everything in `[start, end)` is deleted
+/// (for the engine, `start` is the internal key `start#seq,RANGEDEL` and
+/// `end` a user key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    /// The start key (inclusive).
+    pub start: Bytes,
+    /// The end key (exclusive).
+    pub end: Bytes,
+}
+
+/// An open table: immutable, `Send + Sync`, shared through an [`Arc`] by any
+/// number of readers.
+///
+/// Opening reads the footer, metaindex, properties, index, filter and
+/// range-deletion blocks and keeps them in memory; data blocks are read on
+/// demand, through the [`BlockCache`] when there is one. Every block read
+/// from the file has its checksum verified (unless
+/// [`TableOptions::verify_checksums`] is off).
+///
+/// ```
+/// use std::path::Path;
+/// use std::sync::Arc;
+/// use lithify_base::InternalIterator;
+/// use lithify_sstable::{BlockCache, Table, TableBuilder, TableOptions};
+/// use lithify_vfs::{FileSystem, MemFs};
+///
+/// let fs = MemFs::new();
+/// let opts = TableOptions::default();
+/// let mut b = TableBuilder::new(fs.create(Path::new("/1.sst")).unwrap(), "/1.sst", &opts).unwrap();
+/// for (k, v) in [("apple", "red"), ("banana", "yellow"), ("cherry", "red")] {
+///     b.add(k.as_bytes(), v.as_bytes()).unwrap();
+/// }
+/// let size = b.finish().unwrap().file_size;
+///
+/// let cache = Arc::new(BlockCache::new(8 << 20));
+/// let file = fs.open(Path::new("/1.sst")).unwrap();
+/// let table = Arc::new(Table::open(file, "/1.sst", size, &opts, Some(cache)).unwrap());
+/// assert_eq!(table.get(b"banana").unwrap().unwrap(), &b"yellow"[..]);
+/// assert!(table.get(b"blueberry").unwrap().is_none());
+///
+/// let mut it = table.iter();
+/// it.seek_ge(b"b").unwrap();
+/// assert_eq!(it.key(), b"banana");
+/// it.next().unwrap();
+/// assert_eq!(it.value(), b"red");
+/// ```
+pub struct Table<C = BytewiseComparator> {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    file_size: u64,
+    comparator: C,
+    key_schema: Arc<dyn KeySchema>,
+    verify_checksums: bool,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    footer: Footer,
+    index: Block,
+    filter: Option<BloomFilter>,
+    range_tombstones: Vec<RangeTombstone>,
+    properties: Properties,
+}
+
+impl<C> std::fmt::Debug for Table<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_size", &self.file_size)
+            .field("entries", &self.properties.num_entries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Comparator + Clone> Table<C> {
+    /// Opens the table in `file` of `file_size` bytes; `path` names it in
+    /// errors. Verifies the footer and loads the meta blocks; fails with
+    /// [`Error::Incompatible`] when the table was built with another
+    /// comparator or key schema than `options` name.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: impl Into<PathBuf>,
+        file_size: u64,
+        options: &TableOptions<C>,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Self> {
+        let path = path.into();
+        let mut reader = MetaReader {
+            file: &*file,
+            path: &path,
+            verify: options.verify_checksums,
+            limit: 0,
+        };
+        let footer_at = match file_size.checked_sub(FOOTER_LEN as u64) {
+            Some(at) => at,
+            None => {
+                return CorruptionSnafu {
+                    path,
+                    offset: 0u64,
+                    message: format!(
+                        "file of {file_size} bytes is too short to be a table (footer is {FOOTER_LEN} bytes)"
+                    ),
+                }
+                .fail();
+            }
+        };
+        let mut raw = [0u8; FOOTER_LEN];
+        reader.read_exact(footer_at, &mut raw)?;
+        let footer = Footer::decode(&raw).map_err(|message| reader.corrupt(footer_at, message))?;
+        reader.limit = footer_at;
+
+        // Metaindex: names of the meta blocks.
+        let metaindex = reader.read_block(footer.metaindex)?;
+        let (mut filter_h, mut props_h, mut range_h) = (None, None, None);
+        {
+            let block = Block::new(metaindex)
+                .map_err(|e| reader.block_corrupt(footer.metaindex, e))?;
+            let mut it = BlockIter::new(block, Vec::new());
+            it.first()
+                .map_err(|e| reader.block_corrupt(footer.metaindex, e))?;
+            while it.valid() {
+                let slot = match it.key() {
+                    META_FILTER => Some(&mut filter_h),
+                    META_PROPERTIES => Some(&mut props_h),
+                    META_RANGE_DEL => Some(&mut range_h),
+                    _ => None,
+                };
+                if let Some(slot) = slot {
+                    let handle = BlockHandle::decode_exact(it.value()).ok_or_else(|| {
+                        reader.corrupt(footer.metaindex.offset, "bad block handle in the metaindex")
+                    })?;
+                    if slot.replace(handle).is_some() {
+                        return Err(reader.corrupt(
+                            footer.metaindex.offset,
+                            "a meta block is named twice in the metaindex",
+                        ));
+                    }
+                }
+                it.next()
+                    .map_err(|e| reader.block_corrupt(footer.metaindex, e))?;
+            }
+        }
+
+        let props_h = props_h.ok_or_else(|| {
+            reader.corrupt(footer.metaindex.offset, "the metaindex names no properties block")
+        })?;
+        let properties = Properties::decode(reader.read_block(props_h)?)
+            .map_err(|m| reader.corrupt(props_h.offset, m))?;
+        if properties.data_size > footer_at {
+            return Err(reader.corrupt(props_h.offset, "data size property exceeds the file"));
+        }
+        check_name(&path, "comparator", &properties.comparator, options.comparator.name())?;
+        check_name(&path, "key schema", &properties.key_schema, options.key_schema.name())?;
+
+        let index = Block::new(reader.read_block(footer.index)?)
+            .map_err(|e| reader.block_corrupt(footer.index, e))?;
+
+        let filter = match filter_h {
+            Some(h) => Some(
+                BloomFilter::decode(reader.read_block(h)?).map_err(|m| reader.corrupt(h.offset, m))?,
+            ),
+            None => None,
+        };
+
+        let mut range_tombstones = Vec::new();
+        if let Some(h) = range_h {
+            let block =
+                Block::new(reader.read_block(h)?).map_err(|e| reader.block_corrupt(h, e))?;
+            let mut it = BlockIter::new(block, Vec::new());
+            it.first().map_err(|e| reader.block_corrupt(h, e))?;
+            while it.valid() {
+                range_tombstones.push(RangeTombstone {
+                    start: it.key_bytes(),
+                    end: it.value_bytes(),
+                });
+                it.next().map_err(|e| reader.block_corrupt(h, e))?;
+            }
+            if range_tombstones.len() as u64 != properties.num_range_deletions {
+                return Err(reader.corrupt(
+                    h.offset,
+                    format!(
+                        "range-deletion block holds {} tombstones, the properties say {}",
+                        range_tombstones.len(),
+                        properties.num_range_deletions
+                    ),
+                ));
+            }
+        } else if properties.num_range_deletions != 0 {
+            return Err(reader.corrupt(
+                footer.metaindex.offset,
+                "the properties count range tombstones but there is no range-deletion block",
+            ));
+        }
+
+        let cache_id = cache.as_ref().map_or(0, |c| c.new_table_id());
+        Ok(Table {
+            file,
+            path,
+            file_size,
+            comparator: options.comparator.clone(),
+            key_schema: options.key_schema.clone(),
+            verify_checksums: options.verify_checksums,
+            cache,
+            cache_id,
+            footer,
+            index,
+            filter,
+            range_tombstones,
+            properties,
+        })
+    }
+}
+
+fn check_name(path: &Path, what: &'static str, found: &str, expected: &str) -> Result<()> {
+    if found == expected {
+        Ok(())
+    } else {
+        IncompatibleSnafu {
+            path: path.to_path_buf(),
+            what,
+            found: found.to_string(),
+            expected: expected.to_string(),
+        }
+        .fail()
+    }
+}
+
+/// Reads and verifies blocks of a file being opened.
+struct MetaReader<'a> {
+    file: &'a dyn RandomAccessFile,
+    path: &'a Path,
+    verify: bool,
+    /// Blocks must end at or before this offset (the footer).
+    limit: u64,
+}
+
+impl MetaReader<'_> {
+    fn corrupt(&self, offset: u64, message: impl Into<String>) -> Error {
+        CorruptionSnafu {
+            path: self.path.to_path_buf(),
+            offset,
+            message: message.into(),
+        }
+        .build()
+    }
+
+    fn block_corrupt(&self, handle: BlockHandle, e: BlockError) -> Error {
+        self.corrupt(handle.offset, e.to_string())
+    }
+
+    fn read_exact(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file
+            .read_exact_at(offset, buf)
+            .map_err(|e| io_error(self.path, offset, buf.len(), e))
+    }
+
+    fn read_block(&self, handle: BlockHandle) -> Result<Bytes> {
+        read_block(self.file, self.path, self.limit, self.verify, handle).map(|(b, _)| b)
+    }
+}
+
+/// Turns a read failure into an error: a read past the end of the file
+/// means the file is shorter than its size says, which is corruption.
+fn io_error(path: &Path, offset: u64, len: usize, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        CorruptionSnafu {
+            path: path.to_path_buf(),
+            offset,
+            message: format!("file ends inside the {len} bytes read here"),
+        }
+        .build()
+    } else {
+        IoSnafu {
+            path: path.to_path_buf(),
+            offset,
+        }
+        .into_error(e)
+    }
+}
+
+/// Reads the block at `handle` (which must end by `limit`), verifies its
+/// trailer when `verify`, and decompresses it. Returns the block and the
+/// bytes read from the file.
+fn read_block(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    limit: u64,
+    verify: bool,
+    handle: BlockHandle,
+) -> Result<(Bytes, u64)> {
+    let corrupt = |message: String| {
+        CorruptionSnafu {
+            path: path.to_path_buf(),
+            offset: handle.offset,
+            message,
+        }
+        .build()
+    };
+    match handle.end_with_trailer() {
+        Some(end) if end <= limit => {}
+        _ => {
+            return Err(corrupt(format!(
+                "block handle (offset {}, size {}) points past the table's blocks, which end at {limit}",
+                handle.offset, handle.size
+            )));
+        }
+    }
+    // `end <= limit <= file size` and the file is in memory or addressable.
+    let len = handle.size as usize + BLOCK_TRAILER_LEN;
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(handle.offset, &mut buf)
+        .map_err(|e| io_error(path, handle.offset, len, e))?;
+    let contents_len = handle.size as usize;
+    let mut trailer = [0u8; BLOCK_TRAILER_LEN];
+    trailer.copy_from_slice(&buf[contents_len..]);
+    let block_type = if verify {
+        verify_trailer(&buf[..contents_len], &trailer).map_err(corrupt)?
+    } else {
+        trailer[0]
+    };
+    buf.truncate(contents_len);
+    let block = match block_type {
+        BLOCK_TYPE_RAW => Bytes::from(buf),
+        BLOCK_TYPE_ZSTD => Bytes::from(decompress_zstd(&buf).map_err(corrupt)?),
+        other => return Err(corrupt(format!("unknown block type {other}"))),
+    };
+    Ok((block, len as u64))
+}
+
+impl<C: Comparator> Table<C> {
+    /// The file's name, as given to [`open`](Self::open).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's size.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The recorded properties.
+    pub fn properties(&self) -> &Properties {
+        &self.properties
+    }
+
+    /// Every range tombstone, sorted by start key.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_tombstones
+    }
+
+    /// The comparator.
+    pub fn comparator(&self) -> &C {
+        &self.comparator
+    }
+
+    /// The key schema.
+    pub fn key_schema(&self) -> &Arc<dyn KeySchema> {
+        &self.key_schema
+    }
+
+    /// This table's id in its block cache (0 without a cache).
+    pub fn cache_id(&self) -> u64 {
+        self.cache_id
+    }
+
+    /// Whether the table has a bloom filter.
+    pub fn has_filter(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    /// Bytes of the index and filter held in memory while the table is open.
+    pub fn pinned_bytes(&self) -> usize {
+        self.index.data().len() + self.filter.as_ref().map_or(0, BloomFilter::size)
+    }
+
+    /// Whether a key whose filter key is `filter_key` may be in the table:
+    /// `false` means certainly absent. Always `true` without a filter.
+    #[inline]
+    pub fn may_contain(&self, filter_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(filter_key))
+    }
+
+    pub(crate) fn corrupt(&self, offset: u64, message: impl Into<String>) -> Error {
+        CorruptionSnafu {
+            path: self.path.clone(),
+            offset,
+            message: message.into(),
+        }
+        .build()
+    }
+
+    pub(crate) fn index_corrupt(&self, e: BlockError) -> Error {
+        self.corrupt(
+            self.footer.index.offset,
+            format!("index block: {e}"),
+        )
+    }
+
+    pub(crate) fn index_block(&self) -> &Block {
+        &self.index
+    }
+
+    /// Decodes the block handle at the index cursor.
+    pub(crate) fn index_handle(&self, index: &BlockIter) -> Result<BlockHandle> {
+        BlockHandle::decode_exact(index.value()).ok_or_else(|| {
+            self.corrupt(
+                self.footer.index.offset,
+                format!(
+                    "bad data block handle in the index entry at byte {}",
+                    index.entry_offset()
+                ),
+            )
+        })
+    }
+
+    /// The data block at `handle`, from the cache or the file.
+    pub(crate) fn data_block(&self, handle: BlockHandle, stats: &mut ReadStats) -> Result<Block> {
+        if let Some(cache) = &self.cache
+            && let Some(bytes) = cache.get(self.cache_id, handle.offset)
+        {
+            stats.blocks_from_cache += 1;
+            return Block::new(bytes).map_err(|e| self.data_corrupt(handle, e));
+        }
+        let limit = self.file_size - FOOTER_LEN as u64;
+        let (bytes, read) = read_block(
+            &*self.file,
+            &self.path,
+            limit,
+            self.verify_checksums,
+            handle,
+        )?;
+        stats.blocks_from_file += 1;
+        stats.bytes_from_file += read;
+        let block = Block::new(bytes).map_err(|e| self.data_corrupt(handle, e))?;
+        if let Some(cache) = &self.cache {
+            cache.insert(self.cache_id, handle.offset, block.data().clone());
+        }
+        Ok(block)
+    }
+
+    pub(crate) fn data_corrupt(&self, handle: BlockHandle, e: BlockError) -> Error {
+        self.corrupt(handle.offset, format!("data block: {e}"))
+    }
+
+    /// The engine's point lookup: if `filter_key` is given and the filter
+    /// rules it out, `None` without reading a block; otherwise the first
+    /// entry with key `>= target`, its key written into `key_out` (a buffer
+    /// the caller reuses, so a lookup allocates nothing once it has grown)
+    /// and its value returned as a zero-copy slice of the block. Costs are
+    /// added to `stats`.
+    ///
+    /// For internal keys, pass the user key as `filter_key` and the seek key
+    /// `user_key#snapshot,SEEK` as `target`; the returned entry is the newest
+    /// visible version if its user key matches.
+    pub fn point_lookup(
+        &self,
+        filter_key: Option<&[u8]>,
+        target: &[u8],
+        key_out: &mut Vec<u8>,
+        stats: &mut ReadStats,
+    ) -> Result<Option<Bytes>> {
+        if let (Some(filter), Some(fk)) = (&self.filter, filter_key) {
+            stats.filter_checks += 1;
+            if !filter.may_contain(fk) {
+                stats.filter_negatives += 1;
+                return Ok(None);
+            }
+        }
+        let mut index = BlockIter::new(self.index.clone(), Vec::new());
+        index
+            .seek_ge(target, &self.comparator)
+            .map_err(|e| self.index_corrupt(e))?;
+        let mut buf = std::mem::take(key_out);
+        let mut first_block = true;
+        while index.valid() {
+            let handle = self.index_handle(&index)?;
+            let block = match self.data_block(handle, stats) {
+                Ok(block) => block,
+                Err(e) => {
+                    *key_out = buf;
+                    return Err(e);
+                }
+            };
+            let mut it = BlockIter::new(block, buf);
+            let positioned = if first_block {
+                it.seek_ge(target, &self.comparator)
+            } else {
+                it.first()
+            };
+            if let Err(e) = positioned {
+                *key_out = it.into_key_buf();
+                return Err(self.data_corrupt(handle, e));
+            }
+            if it.valid() {
+                let value = it.value_bytes();
+                *key_out = it.into_current_key();
+                return Ok(Some(value));
+            }
+            // The separator was above every key of that block: the answer
+            // is the first entry of the next one.
+            buf = it.into_key_buf();
+            first_block = false;
+            index.next().map_err(|e| self.index_corrupt(e))?;
+        }
+        *key_out = buf;
+        Ok(None)
+    }
+
+    /// The value stored under exactly `key`, consulting the filter first
+    /// (for tables used on their own; the engine uses
+    /// [`point_lookup`](Self::point_lookup)).
+    pub fn get(&self, key: &[u8]) -> Result<Option<Bytes>> {
+        let mut found = Vec::new();
+        let mut stats = ReadStats::default();
+        let filter_key = self.key_schema.filter_key(key);
+        match self.point_lookup(Some(filter_key), key, &mut found, &mut stats)? {
+            Some(value) if self.comparator.equal(&found, key) => Ok(Some(value)),
+            _ => Ok(None),
+        }
+    }
+
+    /// About where in the file the entries for `key` start: the offset of
+    /// the data block that would hold `key`, or the end of the data blocks
+    /// for keys past the last one. For splitting key ranges by size.
+    pub fn approximate_offset_of(&self, key: &[u8]) -> Result<u64> {
+        let mut index = BlockIter::new(self.index.clone(), Vec::new());
+        index
+            .seek_ge(key, &self.comparator)
+            .map_err(|e| self.index_corrupt(e))?;
+        if index.valid() {
+            Ok(self.index_handle(&index)?.offset)
+        } else {
+            Ok(self.properties.data_size)
+        }
+    }
+}
+
+impl<C: Comparator> Table<C> {
+    /// A cursor over the point entries, owning a reference to the table so
+    /// it can outlive the caller's borrow.
+    pub fn iter(self: &Arc<Self>) -> TableIter<C> {
+        TableIter::new(Arc::clone(self))
+    }
+}
