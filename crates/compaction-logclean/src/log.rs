@@ -196,10 +196,13 @@ impl Log {
 
         let mut segments = BTreeMap::new();
         let mut rebuilt = Vec::new();
+        let last_base = bases.last().copied();
         for &base in &bases {
             let (mut seg, problem) =
                 LogSegment::open(fs.clone(), dir, base, Suffix::None, &config, now)?;
-            if let Some(problem) = problem {
+            // The last segment is always re-validated below (its indexes
+            // are preallocated zeros while active, never "valid").
+            if let Some(problem) = problem.filter(|_| Some(base) != last_base) {
                 report.rebuilt_indexes.push((base, problem));
                 report.recovered.push(seg.recover(false)?);
                 rebuilt.push(base);

@@ -276,6 +276,24 @@ impl LogSegment {
                 self.check_offset_range(&b)?;
                 Ok(b)
             });
+            // Offsets only grow from batch to batch (the cleaner leaves gaps,
+            // never reorders): a base offset below the previous batch's next
+            // offset is a damaged, CRC-less header field.
+            let checked = checked.and_then(|b| {
+                if b.base_offset() < self.next_offset {
+                    return crate::error::CorruptSnafu {
+                        path: b.path().map(Path::to_path_buf).unwrap_or_default(),
+                        offset: b.position(),
+                        message: format!(
+                            "batch base offset {} is below the previous batch's next offset {}",
+                            b.base_offset(),
+                            self.next_offset
+                        ),
+                    }
+                    .fail();
+                }
+                Ok(b)
+            });
             let batch = match checked {
                 Ok(b) => b,
                 Err(e @ Error::UnsupportedMagic { .. }) => return Err(e),

@@ -167,12 +167,16 @@ fn nullable(
 }
 
 fn decode_record(buf: &Bytes, r: &mut Reader<'_>, base: RecordBase) -> Result<Record, DecodeError> {
+    let at = r.position();
     let len = r.varint()?;
     if len < 0 || len as usize > r.remaining() {
-        return Err(r.error(format!(
-            "record length {len} does not fit in the {} bytes left",
-            r.remaining()
-        )));
+        return Err(DecodeError {
+            pos: at,
+            message: format!(
+                "record length {len} does not fit in the {} bytes left",
+                r.remaining()
+            ),
+        });
     }
     let body_start = r.position();
     let attributes = r.i8()?;
@@ -182,9 +186,13 @@ fn decode_record(buf: &Bytes, r: &mut Reader<'_>, base: RecordBase) -> Result<Re
     let key = nullable(buf, r, key_len, "the key")?;
     let value_len = r.varint()?;
     let value = nullable(buf, r, value_len, "the value")?;
+    let at = r.position();
     let header_count = r.varint()?;
     if header_count < 0 {
-        return Err(r.error(format!("invalid negative header count {header_count}")));
+        return Err(DecodeError {
+            pos: at,
+            message: format!("invalid negative header count {header_count}"),
+        });
     }
     let header_count = header_count as usize;
     if header_count > (len as usize).saturating_sub(r.position() - body_start) / 2 {
@@ -194,9 +202,13 @@ fn decode_record(buf: &Bytes, r: &mut Reader<'_>, base: RecordBase) -> Result<Re
     }
     let mut headers = Vec::with_capacity(header_count);
     for _ in 0..header_count {
+        let at = r.position();
         let key_len = r.varint()?;
         if key_len < 0 {
-            return Err(r.error(format!("invalid negative header key size {key_len}")));
+            return Err(DecodeError {
+                pos: at,
+                message: format!("invalid negative header key size {key_len}"),
+            });
         }
         let key = nullable(buf, r, key_len, "a header key")?.unwrap_or_default();
         let value_len = r.varint()?;
