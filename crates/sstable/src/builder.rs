@@ -11,9 +11,7 @@ use snafu::{IntoError as _, ResultExt as _};
 
 use crate::block::BlockBuilder;
 use crate::compression::{BlockCompressor, Compression};
-use crate::error::{
-    EntryTooLargeSnafu, IoSnafu, OutOfOrderSnafu, PoisonedSnafu, Result,
-};
+use crate::error::{EntryTooLargeSnafu, IoSnafu, OutOfOrderSnafu, PoisonedSnafu, Result};
 use crate::filter::{BloomBuilder, filter_hash};
 use crate::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD, BlockHandle, FORMAT_VERSION, Footer,
@@ -50,7 +48,8 @@ struct RangeDelBuffer {
 
 impl RangeDelBuffer {
     fn push(&mut self, start: &[u8], end: &[u8]) {
-        self.entries.push((self.bytes.len(), start.len(), end.len()));
+        self.entries
+            .push((self.bytes.len(), start.len(), end.len()));
         self.bytes.extend_from_slice(start);
         self.bytes.extend_from_slice(end);
     }
@@ -137,12 +136,10 @@ impl<C: Comparator + Clone> TableBuilder<C> {
         let path = path.into();
         let compressor = match options.compression {
             Compression::None => None,
-            Compression::Zstd { level } => Some(
-                BlockCompressor::new(level).context(IoSnafu {
-                    path: path.clone(),
-                    offset: 0u64,
-                })?,
-            ),
+            Compression::Zstd { level } => Some(BlockCompressor::new(level).context(IoSnafu {
+                path: path.clone(),
+                offset: 0u64,
+            })?),
         };
         let millibits = options.bloom_millibits();
         let creation_time = options.creation_time.unwrap_or_else(|| {

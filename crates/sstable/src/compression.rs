@@ -97,10 +97,9 @@ thread_local! {
 /// error is a phrase; the caller adds file and offset.
 pub(crate) fn decompress_zstd(stored: &[u8]) -> Result<Vec<u8>, String> {
     let mut d = Decoder::new(stored);
-    let raw_len = d
-        .varint32()
-        .map_err(|e| format!("bad uncompressed length of a zstd block: {e}"))?
-        as usize;
+    let raw_len =
+        d.varint32()
+            .map_err(|e| format!("bad uncompressed length of a zstd block: {e}"))? as usize;
     if raw_len > MAX_COMPRESSED_BLOCK_LEN {
         return Err(format!(
             "zstd block claims {raw_len} uncompressed bytes, more than the {MAX_COMPRESSED_BLOCK_LEN} a writer compresses"
@@ -136,7 +135,11 @@ mod tests {
     fn compressible_blocks_round_trip() {
         let raw: Vec<u8> = (0..4096u32).map(|i| (i % 7) as u8).collect();
         let mut c = BlockCompressor::new(3).unwrap();
-        let stored = c.compress(&raw).unwrap().expect("repetitive data compresses").to_vec();
+        let stored = c
+            .compress(&raw)
+            .unwrap()
+            .expect("repetitive data compresses")
+            .to_vec();
         assert!(stored.len() < raw.len() / 8);
         assert_eq!(decompress_zstd(&stored).unwrap(), raw);
     }

@@ -110,7 +110,8 @@ impl BloomBuilder {
 
     fn num_lines(&self) -> u32 {
         let bits = self.hashes.len() as u64 * u64::from(self.millibits_per_key) / 1000;
-        bits.div_ceil(LINE_BYTES as u64 * 8).min(u64::from(u32::MAX)) as u32
+        bits.div_ceil(LINE_BYTES as u64 * 8)
+            .min(u64::from(u32::MAX)) as u32
     }
 
     /// Writes the filter block into `out` (cleared first).

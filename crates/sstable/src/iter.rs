@@ -159,7 +159,9 @@ impl<C: Comparator> TableIter<C> {
     }
 
     fn try_first(&mut self) -> Result<()> {
-        self.index.first().map_err(|e| self.table.index_corrupt(e))?;
+        self.index
+            .first()
+            .map_err(|e| self.table.index_corrupt(e))?;
         if !self.index.valid() {
             self.invalidate();
             return Ok(());

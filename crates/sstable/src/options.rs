@@ -95,7 +95,8 @@ impl<C: Comparator> TableOptions<C> {
                 self.block_restart_interval
             ));
         }
-        if !(self.bloom_bits_per_key.is_finite() && (0.0..=100.0).contains(&self.bloom_bits_per_key))
+        if !(self.bloom_bits_per_key.is_finite()
+            && (0.0..=100.0).contains(&self.bloom_bits_per_key))
         {
             return fail(format!(
                 "bloom_bits_per_key must be in 0..=100, not {}",

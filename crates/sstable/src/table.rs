@@ -138,8 +138,8 @@ impl<C: Comparator + Clone> Table<C> {
         let metaindex = reader.read_block(footer.metaindex)?;
         let (mut filter_h, mut props_h, mut range_h) = (None, None, None);
         {
-            let block = Block::new(metaindex)
-                .map_err(|e| reader.block_corrupt(footer.metaindex, e))?;
+            let block =
+                Block::new(metaindex).map_err(|e| reader.block_corrupt(footer.metaindex, e))?;
             let mut it = BlockIter::new(block, Vec::new());
             it.first()
                 .map_err(|e| reader.block_corrupt(footer.metaindex, e))?;
@@ -167,22 +167,36 @@ impl<C: Comparator + Clone> Table<C> {
         }
 
         let props_h = props_h.ok_or_else(|| {
-            reader.corrupt(footer.metaindex.offset, "the metaindex names no properties block")
+            reader.corrupt(
+                footer.metaindex.offset,
+                "the metaindex names no properties block",
+            )
         })?;
         let properties = Properties::decode(reader.read_block(props_h)?)
             .map_err(|m| reader.corrupt(props_h.offset, m))?;
         if properties.data_size > footer_at {
             return Err(reader.corrupt(props_h.offset, "data size property exceeds the file"));
         }
-        check_name(&path, "comparator", &properties.comparator, options.comparator.name())?;
-        check_name(&path, "key schema", &properties.key_schema, options.key_schema.name())?;
+        check_name(
+            &path,
+            "comparator",
+            &properties.comparator,
+            options.comparator.name(),
+        )?;
+        check_name(
+            &path,
+            "key schema",
+            &properties.key_schema,
+            options.key_schema.name(),
+        )?;
 
         let index = Block::new(reader.read_block(footer.index)?)
             .map_err(|e| reader.block_corrupt(footer.index, e))?;
 
         let filter = match filter_h {
             Some(h) => Some(
-                BloomFilter::decode(reader.read_block(h)?).map_err(|m| reader.corrupt(h.offset, m))?,
+                BloomFilter::decode(reader.read_block(h)?)
+                    .map_err(|m| reader.corrupt(h.offset, m))?,
             ),
             None => None,
         };
@@ -402,7 +416,9 @@ impl<C: Comparator> Table<C> {
     /// `false` means certainly absent. Always `true` without a filter.
     #[inline]
     pub fn may_contain(&self, filter_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(filter_key))
+        self.filter
+            .as_ref()
+            .is_none_or(|f| f.may_contain(filter_key))
     }
 
     pub(crate) fn corrupt(&self, offset: u64, message: impl Into<String>) -> Error {
@@ -415,10 +431,7 @@ impl<C: Comparator> Table<C> {
     }
 
     pub(crate) fn index_corrupt(&self, e: BlockError) -> Error {
-        self.corrupt(
-            self.footer.index.offset,
-            format!("index block: {e}"),
-        )
+        self.corrupt(self.footer.index.offset, format!("index block: {e}"))
     }
 
     pub(crate) fn index_block(&self) -> &Block {

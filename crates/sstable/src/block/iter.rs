@@ -83,9 +83,10 @@ impl BlockIter {
     /// entries, a copy otherwise. Requires `valid()`.
     pub fn key_bytes(&self) -> Bytes {
         match self.key {
-            KeyAt::InBlock { start, len } => {
-                self.block.data.slice(start as usize..(start + len) as usize)
-            }
+            KeyAt::InBlock { start, len } => self
+                .block
+                .data
+                .slice(start as usize..(start + len) as usize),
             KeyAt::Buffer => Bytes::copy_from_slice(&self.key_buf),
         }
     }
@@ -220,7 +221,9 @@ impl BlockIter {
         Ok(())
     }
 
-    /// Moves to the next entry (no-op when not valid).
+    /// Moves to the next entry (no-op when not valid). Named like the
+    /// cursor methods of [`InternalIterator`](lithify_base::InternalIterator).
+    #[allow(clippy::should_implement_trait)]
     #[inline]
     pub fn next(&mut self) -> Result<(), BlockError> {
         if !self.valid {
@@ -253,14 +256,20 @@ impl BlockIter {
         loop {
             self.parse_next()?;
             if !self.valid {
-                return err(original as usize, "entries do not lead to the current entry");
+                return err(
+                    original as usize,
+                    "entries do not lead to the current entry",
+                );
             }
             match self.next.cmp(&original) {
                 Ordering::Less => {}
                 Ordering::Equal => return Ok(()),
                 Ordering::Greater => {
                     self.valid = false;
-                    return err(original as usize, "entries do not lead to the current entry");
+                    return err(
+                        original as usize,
+                        "entries do not lead to the current entry",
+                    );
                 }
             }
         }
@@ -304,10 +313,6 @@ impl BlockIter {
         cmp: &C,
     ) -> Result<(), BlockError> {
         self.seek_ge(target, cmp)?;
-        if self.valid {
-            self.prev()
-        } else {
-            self.last()
-        }
+        if self.valid { self.prev() } else { self.last() }
     }
 }
