@@ -1,0 +1,933 @@
+//! Reading a log back, with RocksDB's four recovery modes (see the crate
+//! documentation for what each does with damage).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lithify_vfs::RandomAccessFile;
+use snafu::ResultExt;
+
+use crate::error::{CorruptionSnafu, Error, NotALogSnafu, ReadSnafu, Result};
+use crate::format::{
+    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FileHeaderError, FragmentHeader,
+    FragmentType, SAFE_TO_IGNORE, fragment_checksum, log_number_tag,
+};
+
+/// What the reader does with damaged records (RocksDB's `WALRecoveryMode`).
+/// See the [crate documentation](crate#damage-and-recovery-modes) for the
+/// full table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RecoveryMode {
+    /// A damaged or incomplete tail is dropped; damage followed by valid
+    /// records is an error. For logs that should have been closed cleanly
+    /// but may have been cut by a crash during the last write.
+    TolerateCorruptedTailRecords,
+    /// Any damage, even a torn tail, is an error.
+    AbsoluteConsistency,
+    /// Stop at the first damage and return everything before it: the log
+    /// as it was at some point in time. The default.
+    #[default]
+    PointInTimeRecovery,
+    /// Drop every damaged record and keep reading: salvage as much as
+    /// possible, accepting holes.
+    SkipAnyCorruptedRecords,
+}
+
+/// Why bytes were dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The file ends inside the file header or a fragment header.
+    TruncatedHeader,
+    /// The file ends inside a fragment's payload.
+    TruncatedFragment,
+    /// The file ends after the first fragments of a record, before its last.
+    IncompleteRecord,
+    /// A fragment's length runs past the end of its block.
+    BadLength,
+    /// A fragment's (or the file header's) checksum does not match.
+    ChecksumMismatch,
+    /// A zero-filled header: space that was never written (preallocated, or
+    /// exposed by a crash).
+    Zeroed,
+    /// A valid fragment, or file header, of another log: stale bytes of a
+    /// reused file. Holds the low 32 bits of the other log's number.
+    OtherLog(u32),
+    /// A middle or last fragment without the first fragment of its record.
+    MissingStart,
+    /// A record's first fragment followed by the start of another record
+    /// instead of its remaining fragments.
+    PartialRecord,
+    /// A fragment of a type this reader does not know and may not skip.
+    UnknownType(u8),
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DropReason::TruncatedHeader => write!(f, "the file ends inside a header"),
+            DropReason::TruncatedFragment => write!(f, "the file ends inside a fragment"),
+            DropReason::IncompleteRecord => {
+                write!(f, "the file ends before the last fragment of a record")
+            }
+            DropReason::BadLength => write!(f, "a fragment length runs past its block"),
+            DropReason::ChecksumMismatch => write!(f, "checksum mismatch"),
+            DropReason::Zeroed => write!(f, "zero-filled bytes where a header should be"),
+            DropReason::OtherLog(tag) => write!(
+                f,
+                "bytes of another log (number ending in {tag:#010x}): stale data of a reused file"
+            ),
+            DropReason::MissingStart => {
+                write!(
+                    f,
+                    "a middle or last fragment without the start of its record"
+                )
+            }
+            DropReason::PartialRecord => {
+                write!(f, "a record's first fragment without its last")
+            }
+            DropReason::UnknownType(t) => write!(f, "unknown fragment type {t}"),
+        }
+    }
+}
+
+/// A range of the file the reader dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DroppedRange {
+    /// File offset of the first dropped byte.
+    pub offset: u64,
+    /// Number of dropped bytes.
+    pub len: u64,
+    /// Why (the first problem found in the range).
+    pub reason: DropReason,
+}
+
+impl DroppedRange {
+    /// One past the last dropped byte.
+    pub fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
+impl fmt::Display for DroppedRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "dropped {} bytes at offset {}: {}",
+            self.len, self.offset, self.reason
+        )
+    }
+}
+
+/// Receives every range a [`Reader`] drops. Closures
+/// `FnMut(&DroppedRange) + Send` are reporters.
+pub trait Reporter: Send {
+    /// Called once per dropped range, in file order.
+    fn dropped(&mut self, range: &DroppedRange);
+}
+
+impl<F: FnMut(&DroppedRange) + Send> Reporter for F {
+    fn dropped(&mut self, range: &DroppedRange) {
+        self(range)
+    }
+}
+
+/// How a log ended, once [`Reader::read_record`] has returned `Ok(None)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LogEnd {
+    /// Every byte was part of an intact record (or block padding).
+    Clean,
+    /// The bytes from `offset` to the end of the file were dropped, and no
+    /// valid fragment of this log follows them: a crash cut the last write.
+    TornTail {
+        /// Start of the dropped tail.
+        offset: u64,
+        /// The first problem found there.
+        reason: DropReason,
+    },
+    /// Point-in-time recovery stopped at damage followed by valid data: the
+    /// records after `offset` exist but were not returned.
+    Corruption {
+        /// Where the reader stopped (start of the damaged record).
+        offset: u64,
+        /// The problem found there.
+        reason: DropReason,
+    },
+}
+
+/// Counters of what a [`Reader`] returned and dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Records returned.
+    pub records: u64,
+    /// Payload bytes returned.
+    pub record_bytes: u64,
+    /// Dropped ranges reported.
+    pub dropped_ranges: u64,
+    /// Bytes in dropped ranges.
+    pub dropped_bytes: u64,
+}
+
+/// A record returned by [`Reader::read_record`], borrowed from the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// File offset of the record's first fragment (what
+    /// [`Writer::add_record`](crate::Writer::add_record) returned).
+    pub offset: u64,
+    /// The record's bytes.
+    pub payload: &'a [u8],
+}
+
+/// An owned record, yielded by [`Reader::into_records`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedRecord {
+    /// File offset of the record's first fragment.
+    pub offset: u64,
+    /// The record's bytes.
+    pub payload: Vec<u8>,
+}
+
+/// Whether a problem can be followed by valid data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// The problem runs to the end of the file by construction.
+    Yes,
+    /// Valid data follows (the fragment that revealed the problem).
+    No,
+    /// Scan the rest of the file from the resume point to find out.
+    Scan,
+    /// Scan the rest of the file from this offset.
+    ScanFrom(u64),
+}
+
+/// One step of walking the file.
+enum Physical {
+    /// No more bytes.
+    End,
+    /// An intact fragment of this log; its payload is
+    /// `block[start..start + len]`.
+    Fragment {
+        ty: u8,
+        offset: u64,
+        start: usize,
+        len: usize,
+    },
+    /// A damaged spot; skip mode resumes at `resume`. The tail scan starts
+    /// at `scan_from` (where the next fragment would be if the length were
+    /// right; at most `resume`).
+    Damaged {
+        offset: u64,
+        reason: DropReason,
+        resume: u64,
+        scan_from: u64,
+        tail: Tail,
+    },
+}
+
+/// Where the last returned record's payload lives.
+enum Payload {
+    Block { start: usize, len: usize },
+    Scratch,
+}
+
+/// Reads the records of one log in order.
+///
+/// [`read_record`](Reader::read_record) returns records borrowed from the
+/// reader's buffers (no allocation per record);
+/// [`into_records`](Reader::into_records) is a std iterator of owned
+/// records.
+///
+/// ```
+/// use std::path::Path;
+/// use std::sync::{Arc, Mutex};
+/// use lithify_vfs::{FileSystem, MemFs};
+/// use lithify_wal::{DropReason, LogEnd, Reader, RecoveryMode, Writer};
+///
+/// let fs = MemFs::new();
+/// let path = Path::new("/000003.log");
+/// let mut w = Writer::new(fs.create(path).unwrap(), path, 3).unwrap();
+/// w.add_record(b"kept").unwrap();
+/// w.sync().unwrap();
+/// w.add_record(&[7; 100]).unwrap();
+/// w.flush().unwrap();
+/// drop(w);
+///
+/// // Cut the file in the middle of the second record, as a crash might.
+/// let data = lithify_vfs::read_file(&fs, path).unwrap();
+/// let mut f = fs.create(path).unwrap();
+/// f.append(&data[..data.len() - 50]).unwrap();
+///
+/// let dropped = Arc::new(Mutex::new(Vec::new()));
+/// let sink = dropped.clone();
+/// let mut r = Reader::new(fs.open(path).unwrap(), path, 3)
+///     .unwrap()
+///     .with_mode(RecoveryMode::PointInTimeRecovery)
+///     .with_reporter(move |range: &lithify_wal::DroppedRange| sink.lock().unwrap().push(*range));
+/// assert_eq!(r.read_record().unwrap().unwrap().payload, b"kept");
+/// assert!(r.read_record().unwrap().is_none());
+/// assert!(matches!(r.end(), Some(LogEnd::TornTail { reason: DropReason::TruncatedFragment, .. })));
+/// assert_eq!(dropped.lock().unwrap()[0].len, 111 - 50);
+/// ```
+pub struct Reader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    log_number: u64,
+    log_tag: u32,
+    mode: RecoveryMode,
+    reporter: Option<Box<dyn Reporter>>,
+    /// Size of the file when the reader was created.
+    file_len: u64,
+    /// The current block's bytes.
+    block: Vec<u8>,
+    /// File offset of `block[0]`.
+    block_offset: u64,
+    /// Next unread position in `block`.
+    pos: usize,
+    /// Whether the file header was checked.
+    started: bool,
+    /// Payload of the fragmented record being assembled.
+    scratch: Vec<u8>,
+    /// Offset of the record being assembled, if one is.
+    record_start: Option<u64>,
+    /// In skip mode, a dropped range not yet reported (merged with the next
+    /// one if adjacent).
+    pending: Option<DroppedRange>,
+    /// The last dropped range (to tell a torn tail in skip mode).
+    last_dropped: Option<DroppedRange>,
+    end: Option<LogEnd>,
+    failed: bool,
+    stats: ReadStats,
+    /// Buffer of the tail scan.
+    scan_buf: Vec<u8>,
+}
+
+impl fmt::Debug for Reader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reader")
+            .field("path", &self.path)
+            .field("log_number", &self.log_number)
+            .field("mode", &self.mode)
+            .field("file_len", &self.file_len)
+            .field("position", &(self.block_offset + self.pos as u64))
+            .field("end", &self.end)
+            .finish()
+    }
+}
+
+impl Reader {
+    /// A reader of log `log_number` in `file` (at `path`, for errors), in
+    /// the default [`RecoveryMode::PointInTimeRecovery`] and without a
+    /// reporter. Fragments of another log number are stale bytes.
+    pub fn new(
+        file: Arc<dyn RandomAccessFile>,
+        path: impl AsRef<Path>,
+        log_number: u64,
+    ) -> Result<Reader> {
+        let path = path.as_ref().to_path_buf();
+        let file_len = file.size().context(ReadSnafu {
+            path: path.clone(),
+            offset: 0u64,
+        })?;
+        Ok(Reader {
+            file,
+            path,
+            log_number,
+            log_tag: log_number_tag(log_number),
+            mode: RecoveryMode::default(),
+            reporter: None,
+            file_len,
+            block: Vec::with_capacity(BLOCK_SIZE),
+            block_offset: 0,
+            pos: 0,
+            started: false,
+            scratch: Vec::new(),
+            record_start: None,
+            pending: None,
+            last_dropped: None,
+            end: None,
+            failed: false,
+            stats: ReadStats::default(),
+            scan_buf: Vec::new(),
+        })
+    }
+
+    /// Sets the recovery mode.
+    pub fn with_mode(mut self, mode: RecoveryMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the reporter that receives every dropped range.
+    pub fn with_reporter(mut self, reporter: impl Reporter + 'static) -> Self {
+        self.reporter = Some(Box::new(reporter));
+        self
+    }
+
+    /// The recovery mode.
+    pub fn mode(&self) -> RecoveryMode {
+        self.mode
+    }
+
+    /// The log number this reader expects.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How the log ended, once `read_record` returned `Ok(None)`; `None`
+    /// before that or after an error.
+    pub fn end(&self) -> Option<LogEnd> {
+        self.end
+    }
+
+    /// What was returned and dropped so far.
+    pub fn stats(&self) -> ReadStats {
+        self.stats
+    }
+
+    /// The next record, `Ok(None)` at the end of the log, or an error the
+    /// recovery mode does not tolerate. After an error or the end, further
+    /// calls return `Ok(None)`.
+    pub fn read_record(&mut self) -> Result<Option<Record<'_>>> {
+        match self.next_payload() {
+            Ok(Some((offset, payload))) => {
+                let payload = match payload {
+                    Payload::Block { start, len } => &self.block[start..start + len],
+                    Payload::Scratch => &self.scratch[..],
+                };
+                self.stats.records += 1;
+                self.stats.record_bytes += payload.len() as u64;
+                Ok(Some(Record { offset, payload }))
+            }
+            Ok(None) => Ok(None),
+            Err(err) => {
+                self.failed = true;
+                Err(err)
+            }
+        }
+    }
+
+    /// The records as a std iterator of owned records; iteration ends after
+    /// the first error.
+    pub fn into_records(self) -> Records {
+        Records {
+            reader: self,
+            done: false,
+        }
+    }
+
+    fn next_payload(&mut self) -> Result<Option<(u64, Payload)>> {
+        if self.end.is_some() || self.failed {
+            return Ok(None);
+        }
+        if !self.started {
+            self.started = true;
+            if !self.check_file_header()? {
+                return Ok(None);
+            }
+        }
+        loop {
+            let (ty, offset, start, len) = match self.next_physical()? {
+                Physical::End => {
+                    if let Some(record) = self.record_start {
+                        let eof = self.file_len;
+                        if self.problem(
+                            record,
+                            eof,
+                            DropReason::IncompleteRecord,
+                            eof,
+                            Tail::Yes,
+                        )? {
+                            continue;
+                        }
+                        return Ok(None);
+                    }
+                    self.finish_clean();
+                    return Ok(None);
+                }
+                Physical::Damaged {
+                    offset,
+                    reason,
+                    resume,
+                    scan_from,
+                    tail,
+                } => {
+                    let start = self.record_start.unwrap_or(offset);
+                    let tail = match tail {
+                        Tail::Scan => Tail::ScanFrom(scan_from),
+                        other => other,
+                    };
+                    if self.problem(start, offset, reason, resume, tail)? {
+                        continue;
+                    }
+                    return Ok(None);
+                }
+                Physical::Fragment {
+                    ty,
+                    offset,
+                    start,
+                    len,
+                } => (ty, offset, start, len),
+            };
+            let fragment_end = offset + (FRAGMENT_HEADER_LEN + len) as u64;
+            match FragmentType::from_u8(ty) {
+                Some(FragmentType::Full) => {
+                    if !self.close_partial(offset)? {
+                        return Ok(None);
+                    }
+                    self.flush_pending();
+                    return Ok(Some((offset, Payload::Block { start, len })));
+                }
+                Some(FragmentType::First) => {
+                    if !self.close_partial(offset)? {
+                        return Ok(None);
+                    }
+                    self.record_start = Some(offset);
+                    self.scratch.clear();
+                    self.scratch
+                        .extend_from_slice(&self.block[start..start + len]);
+                }
+                Some(FragmentType::Middle) | Some(FragmentType::Last) => {
+                    let Some(record) = self.record_start else {
+                        if self.problem(
+                            offset,
+                            offset,
+                            DropReason::MissingStart,
+                            fragment_end,
+                            Tail::Scan,
+                        )? {
+                            continue;
+                        }
+                        return Ok(None);
+                    };
+                    self.scratch
+                        .extend_from_slice(&self.block[start..start + len]);
+                    if ty == FragmentType::Last as u8 {
+                        self.record_start = None;
+                        self.flush_pending();
+                        return Ok(Some((record, Payload::Scratch)));
+                    }
+                }
+                None if ty & SAFE_TO_IGNORE != 0 => {}
+                None => {
+                    let start = self.record_start.unwrap_or(offset);
+                    if self.problem(
+                        start,
+                        offset,
+                        DropReason::UnknownType(ty),
+                        fragment_end,
+                        Tail::Scan,
+                    )? {
+                        continue;
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// A `Full` or `First` fragment at `offset` while a record is open: the
+    /// open record is dropped. Returns whether reading goes on.
+    fn close_partial(&mut self, offset: u64) -> Result<bool> {
+        let Some(record) = self.record_start else {
+            return Ok(true);
+        };
+        if self.mode == RecoveryMode::SkipAnyCorruptedRecords {
+            // The fragment at `offset` is intact and already consumed: drop
+            // the open record and let the caller go on with this fragment.
+            self.record_start = None;
+            self.scratch.clear();
+            self.drop_range(record, offset, DropReason::PartialRecord);
+            return Ok(true);
+        }
+        self.problem(record, offset, DropReason::PartialRecord, offset, Tail::No)
+    }
+
+    /// Checks the file header. Returns whether reading goes on.
+    fn check_file_header(&mut self) -> Result<bool> {
+        if self.file_len == 0 {
+            // Nothing was ever made durable: an empty log.
+            self.finish_clean();
+            return Ok(false);
+        }
+        self.load_block(0)?;
+        if self.block.len() < FILE_HEADER_LEN {
+            let eof = self.file_len;
+            return self.problem(0, 0, DropReason::TruncatedHeader, eof, Tail::Yes);
+        }
+        let mut bytes = [0u8; FILE_HEADER_LEN];
+        bytes.copy_from_slice(&self.block[..FILE_HEADER_LEN]);
+        // Fragments start right after the fixed-size header, damaged or not.
+        let after = FILE_HEADER_LEN as u64;
+        match FileHeader::decode(&bytes) {
+            Ok(header) if header.log_number == self.log_number => {
+                self.pos = FILE_HEADER_LEN;
+                Ok(true)
+            }
+            Ok(header) => self.problem(
+                0,
+                0,
+                DropReason::OtherLog(log_number_tag(header.log_number)),
+                after,
+                Tail::Scan,
+            ),
+            Err(FileHeaderError::Zeroed) => {
+                self.problem(0, 0, DropReason::Zeroed, after, Tail::Scan)
+            }
+            Err(FileHeaderError::ChecksumMismatch) => {
+                self.problem(0, 0, DropReason::ChecksumMismatch, after, Tail::Scan)
+            }
+            Err(FileHeaderError::BadMagic) => NotALogSnafu {
+                path: self.path.clone(),
+                message: format!(
+                    "its first bytes are {:02x?}, not the log magic",
+                    &bytes[..8]
+                ),
+            }
+            .fail(),
+            Err(FileHeaderError::UnsupportedVersion(v)) => NotALogSnafu {
+                path: self.path.clone(),
+                message: format!("format version {v} is not supported (this reader knows 1)"),
+            }
+            .fail(),
+        }
+    }
+
+    /// Reads the block starting at `offset` (a multiple of `BLOCK_SIZE`)
+    /// into `self.block`; short only at the end of the file.
+    fn load_block(&mut self, offset: u64) -> Result<()> {
+        let len = (self.file_len.saturating_sub(offset)).min(BLOCK_SIZE as u64) as usize;
+        self.block.resize(len, 0);
+        self.file
+            .read_exact_at(offset, &mut self.block)
+            .context(ReadSnafu {
+                path: self.path.clone(),
+                offset,
+            })?;
+        self.block_offset = offset;
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// Moves to file offset `to`, loading its block if needed.
+    fn seek(&mut self, to: u64) -> Result<()> {
+        let block = to - to % BLOCK_SIZE as u64;
+        if block != self.block_offset || self.block.is_empty() {
+            self.load_block(block)?;
+        }
+        self.pos = (to - block) as usize;
+        if block == 0 {
+            self.pos = self.pos.max(FILE_HEADER_LEN);
+        }
+        Ok(())
+    }
+
+    fn next_physical(&mut self) -> Result<Physical> {
+        loop {
+            let here = self.block_offset + self.pos as u64;
+            let left = self.block.len().saturating_sub(self.pos);
+            if left < FRAGMENT_HEADER_LEN {
+                if self.block.len() == BLOCK_SIZE {
+                    // Block trailer (or exactly the block end): next block.
+                    let next = self.block_offset + BLOCK_SIZE as u64;
+                    if next >= self.file_len {
+                        self.pos = self.block.len();
+                        return Ok(Physical::End);
+                    }
+                    self.load_block(next)?;
+                    continue;
+                }
+                // The last, partial block.
+                if left == 0 {
+                    return Ok(Physical::End);
+                }
+                let in_trailer = self.pos > BLOCK_SIZE - FRAGMENT_HEADER_LEN;
+                if in_trailer && self.block[self.pos..].iter().all(|&b| b == 0) {
+                    // Padding the writer put before a fragment that never
+                    // made it to disk: nothing of a record is lost here.
+                    self.pos = self.block.len();
+                    return Ok(Physical::End);
+                }
+                self.pos = self.block.len();
+                return Ok(Physical::Damaged {
+                    offset: here,
+                    reason: DropReason::TruncatedHeader,
+                    resume: self.file_len,
+                    scan_from: self.file_len,
+                    tail: Tail::Yes,
+                });
+            }
+            let next_block = (self.block_offset + BLOCK_SIZE as u64).min(self.file_len);
+            let mut raw = [0u8; FRAGMENT_HEADER_LEN];
+            raw.copy_from_slice(&self.block[self.pos..self.pos + FRAGMENT_HEADER_LEN]);
+            let header = FragmentHeader::decode(&raw);
+            let damaged = |reason, resume, tail| Physical::Damaged {
+                offset: here,
+                reason,
+                resume,
+                scan_from: resume,
+                tail,
+            };
+            if header.is_zero() {
+                return Ok(damaged(DropReason::Zeroed, next_block, Tail::Scan));
+            }
+            let len = usize::from(header.length);
+            let start = self.pos + FRAGMENT_HEADER_LEN;
+            if start + len > self.block.len() {
+                return Ok(if self.block.len() < BLOCK_SIZE {
+                    damaged(DropReason::TruncatedFragment, self.file_len, Tail::Yes)
+                } else {
+                    damaged(DropReason::BadLength, next_block, Tail::Scan)
+                });
+            }
+            if fragment_checksum(&self.block[self.pos + 4..start + len]) != header.checksum {
+                // The length may be damaged too, so skip mode drops the rest
+                // of the block; the tail scan still looks right after the
+                // fragment, where the next one is if the length is intact.
+                return Ok(Physical::Damaged {
+                    offset: here,
+                    reason: DropReason::ChecksumMismatch,
+                    resume: next_block,
+                    scan_from: here + (FRAGMENT_HEADER_LEN + len) as u64,
+                    tail: Tail::Scan,
+                });
+            }
+            let fragment_end = here + (FRAGMENT_HEADER_LEN + len) as u64;
+            if header.log_tag != self.log_tag {
+                return Ok(damaged(
+                    DropReason::OtherLog(header.log_tag),
+                    fragment_end,
+                    Tail::Scan,
+                ));
+            }
+            self.pos = start + len;
+            return Ok(Physical::Fragment {
+                ty: header.ty,
+                offset: here,
+                start,
+                len,
+            });
+        }
+    }
+
+    /// Handles a problem found at `at`, whose damaged record starts at
+    /// `start`; in skip mode reading resumes at `resume`. Returns whether
+    /// reading goes on, or the error the mode demands.
+    fn problem(
+        &mut self,
+        start: u64,
+        at: u64,
+        reason: DropReason,
+        resume: u64,
+        tail: Tail,
+    ) -> Result<bool> {
+        self.record_start = None;
+        self.scratch.clear();
+        let eof = self.file_len;
+        if self.mode == RecoveryMode::SkipAnyCorruptedRecords {
+            let resume = resume.max(start).min(eof);
+            self.drop_range(start, resume, reason);
+            if resume >= eof {
+                self.flush_pending();
+                self.finish_at_eof();
+                return Ok(false);
+            }
+            self.seek(resume)?;
+            return Ok(true);
+        }
+        self.report(DroppedRange {
+            offset: start,
+            len: eof - start,
+            reason,
+        });
+        let is_tail = match tail {
+            Tail::Yes => true,
+            Tail::No => false,
+            Tail::Scan => !self.valid_fragment_from(resume)?,
+            Tail::ScanFrom(from) => !self.valid_fragment_from(from.min(resume))?,
+        };
+        let corruption = || -> Error {
+            CorruptionSnafu {
+                path: self.path.clone(),
+                offset: at,
+                record_offset: start,
+                reason,
+            }
+            .build()
+        };
+        match self.mode {
+            RecoveryMode::AbsoluteConsistency => Err(corruption()),
+            RecoveryMode::TolerateCorruptedTailRecords if !is_tail => Err(corruption()),
+            RecoveryMode::TolerateCorruptedTailRecords => {
+                self.end = Some(LogEnd::TornTail {
+                    offset: start,
+                    reason,
+                });
+                Ok(false)
+            }
+            _ => {
+                self.end = Some(if is_tail {
+                    LogEnd::TornTail {
+                        offset: start,
+                        reason,
+                    }
+                } else {
+                    LogEnd::Corruption {
+                        offset: start,
+                        reason,
+                    }
+                });
+                Ok(false)
+            }
+        }
+    }
+
+    /// Skip mode: drops `[start, end)`, merging with a pending adjacent range.
+    fn drop_range(&mut self, start: u64, end: u64, reason: DropReason) {
+        match &mut self.pending {
+            Some(p) if p.end() == start => p.len = end - p.offset,
+            _ => {
+                self.flush_pending();
+                self.pending = Some(DroppedRange {
+                    offset: start,
+                    len: end - start,
+                    reason,
+                });
+            }
+        }
+    }
+
+    fn flush_pending(&mut self) {
+        if let Some(range) = self.pending.take() {
+            self.report(range);
+        }
+    }
+
+    fn report(&mut self, range: DroppedRange) {
+        if range.len == 0 {
+            return;
+        }
+        self.stats.dropped_ranges += 1;
+        self.stats.dropped_bytes += range.len;
+        self.last_dropped = Some(range);
+        if let Some(reporter) = &mut self.reporter {
+            reporter.dropped(&range);
+        }
+    }
+
+    fn finish_clean(&mut self) {
+        self.flush_pending();
+        self.finish_at_eof();
+    }
+
+    fn finish_at_eof(&mut self) {
+        self.end = Some(match self.last_dropped {
+            Some(range) if range.end() >= self.file_len => LogEnd::TornTail {
+                offset: range.offset,
+                reason: range.reason,
+            },
+            _ => LogEnd::Clean,
+        });
+    }
+
+    /// Whether an intact fragment of this log starts at `from` or at any
+    /// later block start.
+    fn valid_fragment_from(&mut self, from: u64) -> Result<bool> {
+        let block = BLOCK_SIZE as u64;
+        let mut at = from;
+        while at < self.file_len {
+            let block_start = at - at % block;
+            let pos = ((at - block_start) as usize).max(if block_start == 0 {
+                FILE_HEADER_LEN
+            } else {
+                0
+            });
+            if pos + FRAGMENT_HEADER_LEN <= BLOCK_SIZE
+                && self.fragment_is_valid(block_start, pos)?
+            {
+                return Ok(true);
+            }
+            at = block_start + block;
+        }
+        Ok(false)
+    }
+
+    fn fragment_is_valid(&mut self, block_start: u64, pos: usize) -> Result<bool> {
+        let block_len = (self.file_len - block_start).min(BLOCK_SIZE as u64) as usize;
+        if pos + FRAGMENT_HEADER_LEN > block_len {
+            return Ok(false);
+        }
+        let mut raw = [0u8; FRAGMENT_HEADER_LEN];
+        let offset = block_start + pos as u64;
+        self.file
+            .read_exact_at(offset, &mut raw)
+            .context(ReadSnafu {
+                path: self.path.clone(),
+                offset,
+            })?;
+        let header = FragmentHeader::decode(&raw);
+        let len = usize::from(header.length);
+        if header.is_zero()
+            || header.log_tag != self.log_tag
+            || pos + FRAGMENT_HEADER_LEN + len > block_len
+        {
+            return Ok(false);
+        }
+        self.scan_buf.resize(FRAGMENT_HEADER_LEN - 4 + len, 0);
+        self.scan_buf[..FRAGMENT_HEADER_LEN - 4].copy_from_slice(&raw[4..]);
+        let payload_offset = offset + FRAGMENT_HEADER_LEN as u64;
+        self.file
+            .read_exact_at(
+                payload_offset,
+                &mut self.scan_buf[FRAGMENT_HEADER_LEN - 4..],
+            )
+            .context(ReadSnafu {
+                path: self.path.clone(),
+                offset: payload_offset,
+            })?;
+        Ok(fragment_checksum(&self.scan_buf) == header.checksum)
+    }
+}
+
+/// The records of a [`Reader`] as owned values; see
+/// [`Reader::into_records`].
+#[derive(Debug)]
+pub struct Records {
+    reader: Reader,
+    done: bool,
+}
+
+impl Records {
+    /// The reader, e.g. to ask how the log ended.
+    pub fn reader(&self) -> &Reader {
+        &self.reader
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<OwnedRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.reader.read_record() {
+            Ok(Some(r)) => Some(Ok(OwnedRecord {
+                offset: r.offset,
+                payload: r.payload.to_vec(),
+            })),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Appending records to a new log.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use lithify_vfs::WritableFile;
+use snafu::ResultExt;
+
+use crate::error::{InvalidArgumentSnafu, PoisonedSnafu, Result, SyncSnafu, WriteSnafu};
+use crate::format::{
+    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, log_number_tag,
+    put_fragment,
+};
+
+/// How a [`Writer`] buffers and syncs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// Buffered bytes that trigger a write to the file inside
+    /// [`Writer::add_record`]. Smaller records simply accumulate; nothing
+    /// reaches the file before [`Writer::flush`]/[`Writer::sync`] or this
+    /// threshold. Default 64 KiB.
+    pub buffer_size: usize,
+    /// When non-zero, every flush that leaves at least this many bytes
+    /// written but not synced also syncs them (RocksDB's `bytes_per_sync`,
+    /// done with `fdatasync`): it bounds how much a crash can lose and
+    /// smooths the cost of a later [`Writer::sync`]. Default 0 (off).
+    pub bytes_per_sync: u64,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            buffer_size: 64 * 1024,
+            bytes_per_sync: 0,
+        }
+    }
+}
+
+/// Appends records to a new log file.
+///
+/// The writer always starts a **new, empty** file: it writes the file
+/// header first. Reopening an existing log to append after recovery is
+/// deliberately not supported (RocksDB too starts a new WAL on open); a
+/// recovered log is read, replayed and eventually deleted.
+///
+/// Records are framed into [`BLOCK_SIZE`] blocks and collected in a buffer;
+/// [`add_record`](Writer::add_record) makes no system call until the buffer
+/// passes [`WriterOptions::buffer_size`]. [`flush`](Writer::flush) hands the
+/// buffer to the file (it survives a process crash, not a power loss);
+/// [`sync`](Writer::sync) makes everything added so far durable.
+///
+/// After a failed write or sync the writer is **poisoned**: every later call
+/// returns [`Error::Poisoned`](crate::Error::Poisoned). After a failed fsync
+/// the kernel may already have dropped the dirty pages, so retrying could
+/// report success for data that never reaches the disk; the only safe
+/// continuation is a new log.
+///
+/// Dropping a writer discards bytes not yet flushed; call
+/// [`close`](Writer::close) to make them durable first.
+///
+/// ```
+/// use std::path::Path;
+/// use lithify_vfs::{FileSystem, MemFs};
+/// use lithify_wal::{Reader, Writer};
+///
+/// let fs = MemFs::new();
+/// let path = Path::new("/000007.log");
+/// let mut w = Writer::new(fs.create(path).unwrap(), path, 7).unwrap();
+/// let first = w.add_record(b"first").unwrap();
+/// w.add_record(b"second").unwrap();
+/// w.sync().unwrap();
+/// assert_eq!(first, 24); // right after the 24-byte file header
+///
+/// let mut r = Reader::new(fs.open(path).unwrap(), path, 7).unwrap();
+/// assert_eq!(r.read_record().unwrap().unwrap().payload, b"first");
+/// assert_eq!(r.read_record().unwrap().unwrap().payload, b"second");
+/// assert!(r.read_record().unwrap().is_none());
+/// ```
+pub struct Writer {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    log_number: u64,
+    log_tag: u32,
+    options: WriterOptions,
+    /// Framed bytes not yet handed to the file.
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`: everything before it was written.
+    flushed: u64,
+    /// Everything before this offset is durable.
+    synced: u64,
+    /// Position inside the current block of the end of `buf`.
+    block_pos: usize,
+    /// The first failure, once one happened.
+    poisoned: Option<String>,
+}
+
+impl fmt::Debug for Writer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer")
+            .field("path", &self.path)
+            .field("log_number", &self.log_number)
+            .field("bytes_written", &self.bytes_written())
+            .field("synced", &self.synced)
+            .field("poisoned", &self.poisoned)
+            .finish()
+    }
+}
+
+impl Writer {
+    /// A writer for log `log_number` over the new, empty `file` at `path`,
+    /// with default options.
+    pub fn new(
+        file: Box<dyn WritableFile>,
+        path: impl AsRef<Path>,
+        log_number: u64,
+    ) -> Result<Writer> {
+        Self::with_options(file, path, log_number, WriterOptions::default())
+    }
+
+    /// A writer with explicit options.
+    pub fn with_options(
+        file: Box<dyn WritableFile>,
+        path: impl AsRef<Path>,
+        log_number: u64,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        let path = path.as_ref().to_path_buf();
+        if !file.is_empty() {
+            return InvalidArgumentSnafu {
+                path,
+                message: format!(
+                    "a log writer needs an empty file, this one holds {} bytes",
+                    file.len()
+                ),
+            }
+            .fail();
+        }
+        let mut buf = Vec::with_capacity(options.buffer_size.clamp(4096, 1 << 20));
+        buf.extend_from_slice(&FileHeader::new(log_number).encode());
+        Ok(Writer {
+            file,
+            path,
+            log_number,
+            log_tag: log_number_tag(log_number),
+            options,
+            buf,
+            flushed: 0,
+            synced: 0,
+            block_pos: FILE_HEADER_LEN,
+            poisoned: None,
+        })
+    }
+
+    /// Appends one record and returns the file offset of its first fragment.
+    ///
+    /// The record is only buffered unless the buffer passes
+    /// [`WriterOptions::buffer_size`]; it is durable after the next
+    /// successful [`sync`](Writer::sync).
+    pub fn add_record(&mut self, payload: &[u8]) -> Result<u64> {
+        self.check_poisoned()?;
+        let mut left = payload;
+        let mut first = true;
+        let mut record_offset = 0;
+        loop {
+            let room = BLOCK_SIZE - self.block_pos;
+            if room < FRAGMENT_HEADER_LEN {
+                // Block trailer: too short for a header, zero-filled.
+                self.buf.resize(self.buf.len() + room, 0);
+                self.block_pos = 0;
+            }
+            if first {
+                record_offset = self.bytes_written();
+            }
+            let avail = BLOCK_SIZE - self.block_pos - FRAGMENT_HEADER_LEN;
+            let n = left.len().min(avail);
+            let last = n == left.len();
+            let ty = match (first, last) {
+                (true, true) => FragmentType::Full,
+                (true, false) => FragmentType::First,
+                (false, true) => FragmentType::Last,
+                (false, false) => FragmentType::Middle,
+            };
+            put_fragment(&mut self.buf, ty, self.log_tag, &left[..n]);
+            self.block_pos += FRAGMENT_HEADER_LEN + n;
+            left = &left[n..];
+            first = false;
+            if self.buf.len() >= self.options.buffer_size {
+                self.flush()?;
+            }
+            if last {
+                return Ok(record_offset);
+            }
+        }
+    }
+
+    /// Hands every buffered byte to the file (one write call). The bytes
+    /// survive a process crash; they are durable only after a sync.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_poisoned()?;
+        if !self.buf.is_empty() {
+            let offset = self.flushed;
+            if let Err(err) = self.file.append(&self.buf) {
+                self.poisoned = Some(format!("write at offset {offset} failed: {err}"));
+                return Err(err).context(WriteSnafu {
+                    path: self.path.clone(),
+                    offset,
+                });
+            }
+            self.flushed += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        if self.options.bytes_per_sync > 0
+            && self.flushed - self.synced >= self.options.bytes_per_sync
+        {
+            self.sync_file()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes and then syncs the file: every record added so far is
+    /// durable when this returns `Ok`.
+    pub fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        if self.synced < self.flushed {
+            self.sync_file()?;
+        }
+        Ok(())
+    }
+
+    /// Syncs and closes the log.
+    pub fn close(mut self) -> Result<()> {
+        self.sync()
+    }
+
+    fn sync_file(&mut self) -> Result<()> {
+        if let Err(err) = self.file.sync_data() {
+            self.poisoned = Some(format!("sync failed: {err}"));
+            return Err(err).context(SyncSnafu {
+                path: self.path.clone(),
+            });
+        }
+        self.synced = self.flushed;
+        Ok(())
+    }
+
+    fn check_poisoned(&self) -> Result<()> {
+        match &self.poisoned {
+            None => Ok(()),
+            Some(cause) => PoisonedSnafu {
+                path: self.path.clone(),
+                cause: cause.clone(),
+            }
+            .fail(),
+        }
+    }
+
+    /// Size of the log including buffered bytes: the offset the next
+    /// record's bytes start at (after any block trailer).
+    #[inline]
+    pub fn bytes_written(&self) -> u64 {
+        self.flushed + self.buf.len() as u64
+    }
+
+    /// Bytes handed to the file so far.
+    #[inline]
+    pub fn flushed_len(&self) -> u64 {
+        self.flushed
+    }
+
+    /// Bytes known to be durable: a record whose end offset is at most this
+    /// survives power loss.
+    #[inline]
+    pub fn synced_len(&self) -> u64 {
+        self.synced
+    }
+
+    /// Whether an earlier failure poisoned the writer.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.is_some()
+    }
+
+    /// The log number written in the header and in every fragment.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}

@@ -1,0 +1,550 @@
+//! Damage: a bit flipped in each fragment, and every other kind of problem,
+//! under each recovery mode.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Written, fragments, pattern, read_all, slice_file, write_log};
+use lithify_base::{Classify, ErrorKind};
+use lithify_wal::format::{
+    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, put_fragment,
+};
+use lithify_wal::{DropReason, LogEnd, RecoveryMode};
+
+/// A log whose records span blocks in every way: small, block-crossing,
+/// multi-block.
+fn sample() -> (Vec<u8>, Vec<Written>) {
+    let sizes = [10, 0, 3000, 40_000, 5, 70_000, 200, 31_000, 1, 900];
+    let records: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| pattern(n, i as u64 + 50))
+        .collect();
+    write_log(21, &records)
+}
+
+/// Which records each mode should return when the fragment at `frag_offset`
+/// (belonging to record `victim`) is damaged, with rest-of-block dropping.
+fn survivors_skip(written: &[Written], victim: usize, frag_offset: usize) -> Vec<usize> {
+    let drop_lo = written[victim].offset;
+    let drop_hi = (frag_offset / BLOCK_SIZE + 1) as u64 * BLOCK_SIZE as u64;
+    (0..written.len())
+        .filter(|&i| i != victim && (written[i].end <= drop_lo || written[i].offset >= drop_hi))
+        .collect()
+}
+
+#[test]
+fn bit_flip_in_each_fragment_under_each_mode() {
+    let (data, written) = sample();
+    let frags = fragments(&data);
+    assert!(frags.len() > 12);
+    let record_of = |off: usize| {
+        written
+            .iter()
+            .position(|w| w.offset as usize <= off && off < w.end as usize)
+            .unwrap()
+    };
+    for (fi, frag) in frags.iter().enumerate() {
+        let victim = record_of(frag.offset);
+        // Flip a bit in the checksum, the type, and the payload (if any).
+        let mut spots = vec![frag.offset + 1, frag.offset + 6];
+        if frag.len > 0 {
+            spots.push(frag.offset + FRAGMENT_HEADER_LEN + frag.len / 2);
+        }
+        for spot in spots {
+            let mut bad = data.clone();
+            bad[spot] ^= 0x10;
+            let bad = Arc::new(bad);
+            let file = || slice_file(&bad, bad.len());
+            let later_valid = frags[fi + 1..].iter().any(|f| {
+                f.offset % BLOCK_SIZE == 0
+                    || f.offset == frag.offset + FRAGMENT_HEADER_LEN + frag.len
+            });
+            let ctx = format!("fragment {fi} at {} byte {spot}", frag.offset);
+
+            // Absolute consistency: an error naming the fragment.
+            let strict = read_all(file(), 21, RecoveryMode::AbsoluteConsistency);
+            let err = strict.error.expect(&ctx);
+            assert_eq!(err.kind(), ErrorKind::Corruption, "{ctx}");
+            assert!(
+                err.to_string()
+                    .contains(&format!("at offset {}", frag.offset)),
+                "{ctx}: {err}"
+            );
+            assert_eq!(strict.records.len(), victim, "{ctx}");
+
+            // Point in time: exactly the records before the victim.
+            let pit = read_all(file(), 21, RecoveryMode::PointInTimeRecovery);
+            assert!(pit.error.is_none(), "{ctx}");
+            assert_eq!(pit.records.len(), victim, "{ctx}");
+            for (got, want) in pit.records.iter().zip(&written) {
+                assert_eq!((got.0, &got.1), (want.offset, &want.payload));
+            }
+            assert_eq!(pit.dropped.len(), 1);
+            assert_eq!(pit.dropped[0].offset, written[victim].offset);
+            assert_eq!(pit.dropped[0].end(), bad.len() as u64);
+            match pit.end {
+                Some(LogEnd::Corruption { offset, .. }) => {
+                    assert!(later_valid, "{ctx}");
+                    assert_eq!(offset, written[victim].offset);
+                }
+                Some(LogEnd::TornTail { offset, .. }) => {
+                    assert!(!later_valid, "{ctx}");
+                    assert_eq!(offset, written[victim].offset);
+                }
+                other => panic!("{ctx}: {other:?}"),
+            }
+
+            // Tolerate a corrupted tail: fine only if nothing valid follows.
+            let tol = read_all(file(), 21, RecoveryMode::TolerateCorruptedTailRecords);
+            assert_eq!(tol.error.is_some(), later_valid, "{ctx}");
+            assert_eq!(tol.records.len(), victim, "{ctx}");
+
+            // Skip: every record not sharing the damaged stretch.
+            let skip = read_all(file(), 21, RecoveryMode::SkipAnyCorruptedRecords);
+            assert!(skip.error.is_none(), "{ctx}");
+            let want = survivors_skip(&written, victim, frag.offset);
+            let got: Vec<u64> = skip.records.iter().map(|r| r.0).collect();
+            let want_offsets: Vec<u64> = want.iter().map(|&i| written[i].offset).collect();
+            assert_eq!(got, want_offsets, "{ctx}");
+            for (g, &i) in skip.records.iter().zip(&want) {
+                assert_eq!(g.1, written[i].payload);
+            }
+            // The dropped bytes cover every lost record.
+            for i in (0..written.len()).filter(|i| !want.contains(i)) {
+                assert!(
+                    skip.dropped
+                        .iter()
+                        .any(|d| d.offset <= written[i].offset && written[i].offset < d.end()),
+                    "{ctx}: record {i} lost but not reported: {:?}",
+                    skip.dropped
+                );
+            }
+            assert_eq!(skip.dropped[0].offset, written[victim].offset);
+            assert_eq!(skip.dropped[0].reason, DropReason::ChecksumMismatch);
+        }
+    }
+}
+
+#[test]
+fn damaged_length_drops_rest_of_block() {
+    let (data, written) = sample();
+    let frag = fragments(&data)[0];
+    let mut bad = data.clone();
+    bad[frag.offset + 5] = 0xff; // length > block
+    let bad = Arc::new(bad);
+    let skip = read_all(
+        slice_file(&bad, bad.len()),
+        21,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    assert_eq!(skip.dropped[0].reason, DropReason::BadLength);
+    let want = survivors_skip(&written, 0, frag.offset);
+    assert_eq!(skip.records.len(), want.len());
+    let pit = read_all(
+        slice_file(&bad, bad.len()),
+        21,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert!(pit.records.is_empty());
+    assert_eq!(
+        pit.end,
+        Some(LogEnd::Corruption {
+            offset: FILE_HEADER_LEN as u64,
+            reason: DropReason::BadLength
+        })
+    );
+}
+
+#[test]
+fn zero_filled_tail() {
+    // A crash on a file system that extended the file but not its data.
+    let (mut data, written) = sample();
+    let clean_len = data.len();
+    data.resize(clean_len + 3 * BLOCK_SIZE + 100, 0);
+    let data = Arc::new(data);
+    let f = || slice_file(&data, data.len());
+    let pit = read_all(f(), 21, RecoveryMode::PointInTimeRecovery);
+    assert_eq!(pit.records.len(), written.len());
+    assert_eq!(
+        pit.end,
+        Some(LogEnd::TornTail {
+            offset: clean_len as u64,
+            reason: DropReason::Zeroed
+        })
+    );
+    assert_eq!(pit.dropped[0].len, (data.len() - clean_len) as u64);
+    let tol = read_all(f(), 21, RecoveryMode::TolerateCorruptedTailRecords);
+    assert!(tol.error.is_none());
+    assert_eq!(tol.records.len(), written.len());
+    let skip = read_all(f(), 21, RecoveryMode::SkipAnyCorruptedRecords);
+    assert_eq!(skip.records.len(), written.len());
+    assert_eq!(
+        skip.dropped.len(),
+        1,
+        "adjacent zero blocks merge: {:?}",
+        skip.dropped
+    );
+    assert_eq!(skip.dropped[0].end(), data.len() as u64);
+    assert!(matches!(skip.end, Some(LogEnd::TornTail { .. })));
+    let strict = read_all(f(), 21, RecoveryMode::AbsoluteConsistency);
+    assert!(strict.error.unwrap().is_corruption());
+}
+
+#[test]
+fn stale_bytes_of_a_reused_file_are_not_records() {
+    // Log 21 fully written; log 22 then reuses the file with records of the
+    // same sizes, overwriting only its first three records (what a crash
+    // right after reuse leaves): the next fragment is an intact one of 21.
+    let sizes = [10usize, 0, 3000, 40_000, 5, 70_000];
+    let old: Vec<Vec<u8>> = sizes.iter().map(|&n| pattern(n, 1)).collect();
+    let new: Vec<Vec<u8>> = sizes.iter().map(|&n| pattern(n, 2)).collect();
+    let (old_bytes, _) = write_log(21, &old);
+    let (new_bytes, new_written) = write_log(22, &new[..3]);
+    let mut file = old_bytes.clone();
+    file[..new_bytes.len()].copy_from_slice(&new_bytes);
+    let file = Arc::new(file);
+    let stale_at = new_written[2].end;
+    for mode in [
+        RecoveryMode::PointInTimeRecovery,
+        RecoveryMode::TolerateCorruptedTailRecords,
+    ] {
+        let out = read_all(slice_file(&file, file.len()), 22, mode);
+        assert!(out.error.is_none(), "{mode:?}");
+        let payloads: Vec<_> = out.records.iter().map(|r| r.1.clone()).collect();
+        assert_eq!(payloads, new[..3].to_vec());
+        assert_eq!(
+            out.end,
+            Some(LogEnd::TornTail {
+                offset: stale_at,
+                reason: DropReason::OtherLog(21),
+            })
+        );
+        assert_eq!(out.dropped[0].offset, stale_at);
+        assert_eq!(out.dropped[0].end(), file.len() as u64);
+    }
+    // Skip mode also returns the new records and none of the old ones.
+    let skip = read_all(
+        slice_file(&file, file.len()),
+        22,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    let payloads: Vec<_> = skip.records.iter().map(|r| r.1.clone()).collect();
+    assert_eq!(payloads, new[..3].to_vec());
+    assert_eq!(skip.dropped.len(), 1, "{:?}", skip.dropped);
+    assert_eq!(skip.dropped[0].end(), file.len() as u64);
+    // Absolute consistency refuses stale bytes.
+    let strict = read_all(
+        slice_file(&file, file.len()),
+        22,
+        RecoveryMode::AbsoluteConsistency,
+    );
+    assert!(strict.error.unwrap().is_corruption());
+
+    // Unaligned overwrite: the stale bytes after the new ones are garbage
+    // to the reader; still a torn tail, never a record.
+    let (other, _) = write_log(22, &[b"x".to_vec()]);
+    let mut file = old_bytes.clone();
+    file[..other.len()].copy_from_slice(&other);
+    let file = Arc::new(file);
+    let out = read_all(
+        slice_file(&file, file.len()),
+        22,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert_eq!(out.records, vec![(FILE_HEADER_LEN as u64, b"x".to_vec())]);
+    assert!(
+        matches!(out.end, Some(LogEnd::TornTail { offset, .. }) if offset == other.len() as u64)
+    );
+
+    // The old file read as log 22 from the start: its header says 21.
+    let old_bytes = Arc::new(old_bytes);
+    let out = read_all(
+        slice_file(&old_bytes, old_bytes.len()),
+        22,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert!(out.records.is_empty());
+    assert_eq!(
+        out.end,
+        Some(LogEnd::TornTail {
+            offset: 0,
+            reason: DropReason::OtherLog(21)
+        })
+    );
+}
+
+/// A log made of hand-placed fragments.
+fn handmade(log: u64, frags: &[(FragmentTypeOrRaw, &[u8])]) -> Arc<Vec<u8>> {
+    let mut data = FileHeader::new(log).encode().to_vec();
+    for (ty, payload) in frags {
+        match ty {
+            FragmentTypeOrRaw::Known(t) => put_fragment(&mut data, *t, log as u32, payload),
+            FragmentTypeOrRaw::Raw(t) => {
+                // Same layout with a raw type byte and a correct checksum.
+                let start = data.len();
+                put_fragment(&mut data, FragmentType::Full, log as u32, payload);
+                data[start + 6] = *t;
+                let crc = lithify_wal::format::fragment_checksum(&data[start + 4..]);
+                data[start..start + 4].copy_from_slice(&crc.to_le_bytes());
+            }
+        }
+    }
+    Arc::new(data)
+}
+
+#[derive(Clone, Copy)]
+enum FragmentTypeOrRaw {
+    Known(FragmentType),
+    Raw(u8),
+}
+use FragmentTypeOrRaw::{Known, Raw};
+
+#[test]
+fn fragment_sequence_problems() {
+    let h = FILE_HEADER_LEN as u64;
+    let f = |n: u64| h + n;
+    // Middle without first, then a good record.
+    let data = handmade(
+        4,
+        &[
+            (Known(FragmentType::Middle), b"mm"),
+            (Known(FragmentType::Full), b"ok"),
+        ],
+    );
+    let skip = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    assert_eq!(skip.records, vec![(f(13), b"ok".to_vec())]);
+    assert_eq!(skip.dropped[0].offset, h);
+    assert_eq!(skip.dropped[0].len, 13);
+    assert_eq!(skip.dropped[0].reason, DropReason::MissingStart);
+    let pit = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert!(pit.records.is_empty());
+    assert_eq!(
+        pit.end,
+        Some(LogEnd::Corruption {
+            offset: h,
+            reason: DropReason::MissingStart
+        })
+    );
+    let tol = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::TolerateCorruptedTailRecords,
+    );
+    assert!(tol.error.is_some());
+
+    // First, then Full: the first record has no end.
+    let data = handmade(
+        4,
+        &[
+            (Known(FragmentType::First), b"aa"),
+            (Known(FragmentType::Full), b"bb"),
+            (Known(FragmentType::First), b"c"),
+            (Known(FragmentType::Last), b"d"),
+        ],
+    );
+    let skip = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    assert_eq!(
+        skip.records,
+        vec![(f(13), b"bb".to_vec()), (f(26), b"cd".to_vec())]
+    );
+    assert_eq!(skip.dropped.len(), 1);
+    assert_eq!((skip.dropped[0].offset, skip.dropped[0].len), (h, 13));
+    assert_eq!(skip.dropped[0].reason, DropReason::PartialRecord);
+    let pit = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert!(pit.records.is_empty());
+    assert!(matches!(
+        pit.end,
+        Some(LogEnd::Corruption {
+            reason: DropReason::PartialRecord,
+            ..
+        })
+    ));
+
+    // Unknown types: bit 7 set is skipped silently, others are damage.
+    let data = handmade(
+        4,
+        &[
+            (Known(FragmentType::Full), b"a"),
+            (Raw(0x85), b"future metadata"),
+            (Known(FragmentType::Full), b"b"),
+            (Raw(9), b"?"),
+            (Known(FragmentType::Full), b"c"),
+        ],
+    );
+    let skip = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    let payloads: Vec<&[u8]> = skip.records.iter().map(|r| &r.1[..]).collect();
+    assert_eq!(payloads, vec![&b"a"[..], b"b", b"c"]);
+    assert_eq!(skip.dropped.len(), 1);
+    assert_eq!(skip.dropped[0].reason, DropReason::UnknownType(9));
+    assert_eq!(skip.dropped[0].len, 12);
+    let strict = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::AbsoluteConsistency,
+    );
+    assert_eq!(strict.records.len(), 2);
+    assert!(
+        strict
+            .error
+            .unwrap()
+            .to_string()
+            .contains("unknown fragment type 9")
+    );
+
+    // The file ends after a First fragment.
+    let data = handmade(
+        4,
+        &[
+            (Known(FragmentType::Full), b"a"),
+            (Known(FragmentType::First), b"b"),
+        ],
+    );
+    let pit = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert_eq!(pit.records.len(), 1);
+    assert_eq!(
+        pit.end,
+        Some(LogEnd::TornTail {
+            offset: f(12),
+            reason: DropReason::IncompleteRecord
+        })
+    );
+    let tol = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::TolerateCorruptedTailRecords,
+    );
+    assert!(tol.error.is_none());
+    let strict = read_all(
+        slice_file(&data, data.len()),
+        4,
+        RecoveryMode::AbsoluteConsistency,
+    );
+    assert!(strict.error.is_some());
+}
+
+#[test]
+fn file_header_problems() {
+    let (data, written) = sample();
+    // Empty file: an empty log in every mode.
+    let empty = Arc::new(Vec::new());
+    for mode in [
+        RecoveryMode::AbsoluteConsistency,
+        RecoveryMode::PointInTimeRecovery,
+    ] {
+        let out = read_all(slice_file(&empty, 0), 21, mode);
+        assert!(out.error.is_none() && out.records.is_empty());
+        assert_eq!(out.end, Some(LogEnd::Clean));
+    }
+    // Torn header.
+    let data = Arc::new(data);
+    let out = read_all(slice_file(&data, 10), 21, RecoveryMode::PointInTimeRecovery);
+    assert_eq!(
+        out.end,
+        Some(LogEnd::TornTail {
+            offset: 0,
+            reason: DropReason::TruncatedHeader
+        })
+    );
+    assert!(
+        read_all(slice_file(&data, 10), 21, RecoveryMode::AbsoluteConsistency)
+            .error
+            .is_some()
+    );
+
+    // Damaged header with valid fragments after it: a hole.
+    let mut bad = (*data).clone();
+    bad[13] ^= 1;
+    let bad = Arc::new(bad);
+    let pit = read_all(
+        slice_file(&bad, bad.len()),
+        21,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert!(pit.records.is_empty());
+    assert_eq!(
+        pit.end,
+        Some(LogEnd::Corruption {
+            offset: 0,
+            reason: DropReason::ChecksumMismatch
+        })
+    );
+    let skip = read_all(
+        slice_file(&bad, bad.len()),
+        21,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    assert_eq!(skip.records.len(), written.len());
+    assert_eq!(
+        (skip.dropped[0].offset, skip.dropped[0].len),
+        (0, FILE_HEADER_LEN as u64)
+    );
+
+    // Intact header of another format or version: an error in every mode.
+    let mut other = (*data).clone();
+    other[..8].copy_from_slice(b"NOTALOG!");
+    let crc = lithify_base::masked_xxh3_64(&[&other[..20]]) as u32;
+    other[20..24].copy_from_slice(&crc.to_le_bytes());
+    let other = Arc::new(other);
+    let out = read_all(
+        slice_file(&other, other.len()),
+        21,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    let err = out.error.unwrap();
+    assert!(
+        err.to_string().contains("is not a readable lithify log"),
+        "{err}"
+    );
+    let mut v2 = (*data).clone();
+    v2[8] = 2;
+    let crc = lithify_base::masked_xxh3_64(&[&v2[..20]]) as u32;
+    v2[20..24].copy_from_slice(&crc.to_le_bytes());
+    let v2 = Arc::new(v2);
+    let out = read_all(
+        slice_file(&v2, v2.len()),
+        21,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert!(out.error.unwrap().to_string().contains("format version 2"));
+}
+
+#[test]
+fn torn_trailer_padding_is_clean() {
+    // A record leaving 5 bytes in block 0, then a record in block 1, cut
+    // inside the padding: nothing was lost.
+    let first = BLOCK_SIZE - FILE_HEADER_LEN - FRAGMENT_HEADER_LEN - 5;
+    let (data, _) = write_log(8, &[vec![3; first], vec![4; 100]]);
+    let data = Arc::new(data);
+    for cut in BLOCK_SIZE - 5..=BLOCK_SIZE {
+        let out = read_all(slice_file(&data, cut), 8, RecoveryMode::AbsoluteConsistency);
+        assert!(out.error.is_none(), "cut {cut}");
+        assert_eq!(out.records.len(), 1);
+        assert_eq!(out.end, Some(LogEnd::Clean));
+    }
+}

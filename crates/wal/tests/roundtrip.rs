@@ -1,0 +1,182 @@
+//! Records written are read back exactly, at the offsets the writer
+//! returned, whatever their sizes.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{pattern, read_all, slice_file, write_log};
+use lithify_vfs::{FileSystem, MemFs, OsFs};
+use lithify_wal::format::{BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, MAX_FRAGMENT_PAYLOAD};
+use lithify_wal::{LogEnd, Reader, RecoveryMode, Writer, WriterOptions};
+use proptest::prelude::*;
+
+fn check_round_trip(sizes: &[usize]) {
+    let records: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| pattern(n, i as u64))
+        .collect();
+    let (data, written) = write_log(9, &records);
+    let data = Arc::new(data);
+    for mode in [
+        RecoveryMode::AbsoluteConsistency,
+        RecoveryMode::TolerateCorruptedTailRecords,
+        RecoveryMode::PointInTimeRecovery,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    ] {
+        let out = read_all(slice_file(&data, data.len()), 9, mode);
+        assert!(out.error.is_none(), "{mode:?}: {:?}", out.error);
+        assert!(out.dropped.is_empty(), "{mode:?}: {:?}", out.dropped);
+        assert_eq!(out.end, Some(LogEnd::Clean));
+        assert_eq!(out.records.len(), records.len());
+        for (got, want) in out.records.iter().zip(&written) {
+            assert_eq!(got.0, want.offset);
+            assert_eq!(got.1, want.payload);
+        }
+    }
+}
+
+#[test]
+fn edge_sizes_round_trip() {
+    check_round_trip(&[0]);
+    check_round_trip(&[1]);
+    check_round_trip(&[BLOCK_SIZE]);
+    check_round_trip(&[BLOCK_SIZE - FRAGMENT_HEADER_LEN]);
+    // Exactly fills block 0 after the file header: the next record starts
+    // a new block without a trailer.
+    check_round_trip(&[BLOCK_SIZE - FILE_HEADER_LEN - FRAGMENT_HEADER_LEN, 5]);
+    // Leaves exactly a header's room, then less than a header (trailer).
+    check_round_trip(&[BLOCK_SIZE - FILE_HEADER_LEN - 2 * FRAGMENT_HEADER_LEN, 0, 3]);
+    check_round_trip(&[BLOCK_SIZE - FILE_HEADER_LEN - FRAGMENT_HEADER_LEN - 5, 7, 0]);
+    check_round_trip(&[1 << 20]);
+    check_round_trip(&[0, 0, 0, MAX_FRAGMENT_PAYLOAD, 0, 1 << 20, 1]);
+}
+
+#[test]
+fn fragment_layout_is_as_specified() {
+    // A record that leaves exactly FRAGMENT_HEADER_LEN bytes in block 0:
+    // the next record starts with an empty First fragment there.
+    let first = BLOCK_SIZE - FILE_HEADER_LEN - 2 * FRAGMENT_HEADER_LEN;
+    let (data, written) = write_log(1, &[vec![1; first], vec![2; 10]]);
+    let frags = common::fragments(&data);
+    let types: Vec<(usize, usize, u8)> = frags.iter().map(|f| (f.offset, f.len, f.ty)).collect();
+    assert_eq!(
+        types,
+        vec![
+            (FILE_HEADER_LEN, first, 1),
+            (BLOCK_SIZE - FRAGMENT_HEADER_LEN, 0, 2),
+            (BLOCK_SIZE, 10, 4),
+        ]
+    );
+    assert_eq!(written[1].offset, (BLOCK_SIZE - FRAGMENT_HEADER_LEN) as u64);
+    // Leaving 10 bytes: they become a zero trailer.
+    let (data, written) = write_log(1, &[vec![1; first + 1], vec![2; 10]]);
+    assert_eq!(written[1].offset, BLOCK_SIZE as u64);
+    assert!(data[BLOCK_SIZE - 10..BLOCK_SIZE].iter().all(|&b| b == 0));
+}
+
+#[test]
+fn golden_bytes() {
+    // Log 5 holding "ab" and an empty record. Pins the whole format.
+    let (data, _) = write_log(5, &[b"ab".to_vec(), Vec::new()]);
+    let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        hex,
+        concat!(
+            "4c544846594c4f47",
+            "01000000",
+            "0500000000000000",
+            "aa10b806",
+            "c40d7cba",
+            "0200",
+            "01",
+            "05000000",
+            "6162",
+            "deb776cf",
+            "0000",
+            "01",
+            "05000000",
+        )
+    );
+}
+
+#[test]
+fn os_file_system_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000004.log");
+    let fs = OsFs;
+    let mut w = Writer::new(fs.create(&path).unwrap(), &path, 4).unwrap();
+    for i in 0..100 {
+        w.add_record(&pattern(i * 997, i as u64)).unwrap();
+    }
+    w.close().unwrap();
+    let mut r = Reader::new(fs.open(&path).unwrap(), &path, 4).unwrap();
+    for i in 0..100 {
+        let rec = r.read_record().unwrap().unwrap();
+        assert_eq!(rec.payload, pattern(i * 997, i as u64));
+    }
+    assert!(r.read_record().unwrap().is_none());
+    assert_eq!(r.end(), Some(LogEnd::Clean));
+}
+
+#[test]
+fn writer_refuses_non_empty_file() {
+    let fs = MemFs::new();
+    let path = Path::new("/x.log");
+    let mut f = fs.create(path).unwrap();
+    f.append(b"old").unwrap();
+    let err = Writer::new(f, path, 1).unwrap_err();
+    assert_eq!(
+        lithify_base::Classify::kind(&err),
+        lithify_base::ErrorKind::InvalidArgument
+    );
+}
+
+#[test]
+fn into_records_iterates_owned_records() {
+    let (data, written) = write_log(3, &[b"x".to_vec(), vec![7; 70_000], b"z".to_vec()]);
+    let data = Arc::new(data);
+    let reader = Reader::new(slice_file(&data, data.len()), "/log", 3).unwrap();
+    let got: Vec<_> = reader.into_records().map(|r| r.unwrap()).collect();
+    assert_eq!(got.len(), 3);
+    for (g, w) in got.iter().zip(&written) {
+        assert_eq!((g.offset, &g.payload), (w.offset, &w.payload));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn random_sizes_round_trip(
+        sizes in proptest::collection::vec(
+            prop_oneof![0usize..64, 0usize..2000, 30_000usize..70_000], 0..24),
+        buffer_size in prop_oneof![Just(0usize), 1usize..100_000],
+    ) {
+        let fs = MemFs::new();
+        let path = Path::new("/p.log");
+        let mut w = Writer::with_options(
+            fs.create(path).unwrap(), path, 77,
+            WriterOptions { buffer_size, bytes_per_sync: 0 },
+        ).unwrap();
+        let mut offsets = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            offsets.push(w.add_record(&pattern(n, i as u64)).unwrap());
+            prop_assert!(w.flushed_len() <= w.bytes_written());
+        }
+        let total = w.bytes_written();
+        w.sync().unwrap();
+        prop_assert_eq!(w.synced_len(), total);
+        prop_assert_eq!(fs.file_size(path).unwrap(), total);
+        let mut r = Reader::new(fs.open(path).unwrap(), path, 77).unwrap()
+            .with_mode(RecoveryMode::AbsoluteConsistency);
+        for (i, &n) in sizes.iter().enumerate() {
+            let rec = r.read_record().unwrap().unwrap();
+            prop_assert_eq!(rec.offset, offsets[i]);
+            prop_assert_eq!(rec.payload, &pattern(n, i as u64)[..]);
+        }
+        prop_assert!(r.read_record().unwrap().is_none());
+    }
+}
