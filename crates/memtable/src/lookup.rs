@@ -1,0 +1,61 @@
+//! The answer of a point lookup in one memtable.
+
+use lithify_base::SeqNo;
+
+/// What one memtable says about a user key at a snapshot.
+///
+/// [`Found`](Lookup::Found) and [`Deleted`](Lookup::Deleted) *decide* the
+/// key: older layers (older memtables, sstables) hold only older versions,
+/// so a reader stops here. [`NotFound`](Lookup::NotFound) means this
+/// memtable has neither a visible version of the key nor a visible range
+/// tombstone covering it.
+///
+/// The value borrows the memtable's arena (no copy); copy it (e.g.
+/// `Bytes::copy_from_slice`) to keep it after the memtable reference goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    /// The newest visible version is a value, and no visible range
+    /// tombstone of this memtable newer than it covers the key.
+    Found {
+        /// The value.
+        value: &'a [u8],
+        /// The version's sequence number.
+        seqno: SeqNo,
+    },
+    /// The newest visible decision is a deletion.
+    Deleted {
+        /// The sequence number of the tombstone that decided.
+        seqno: SeqNo,
+        /// Whether a point or a range tombstone decided.
+        by: DeletedBy,
+    },
+    /// This memtable does not decide the key: look in older layers.
+    NotFound,
+}
+
+/// Which kind of tombstone deleted a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeletedBy {
+    /// A point tombstone (`ValueKind::Delete`) is the newest visible
+    /// version, and no newer visible range tombstone covers the key.
+    PointTombstone,
+    /// A visible range tombstone covers the key and is newer than any
+    /// visible version of it in this memtable.
+    RangeTombstone,
+}
+
+impl<'a> Lookup<'a> {
+    /// Whether this memtable decides the key (older layers need not be
+    /// consulted).
+    pub fn is_decided(&self) -> bool {
+        !matches!(self, Lookup::NotFound)
+    }
+
+    /// The value, if one was found.
+    pub fn value(&self) -> Option<&'a [u8]> {
+        match *self {
+            Lookup::Found { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+}

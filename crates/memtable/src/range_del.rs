@@ -1,0 +1,99 @@
+//! Range tombstones of a memtable, kept apart from the point entries.
+//!
+//! A range tombstone `[start, end)#seqno` deletes every version of every
+//! user key `k` with `start <= k < end` whose seqno is lower than `seqno`.
+//! The memtable stores it in its own skiplist as the internal key
+//! `start#seqno,RANGEDEL` with the end key as value, so the flush can write
+//! them to the table's range-deletion block in order, and point lookups
+//! only pay for them when there are some.
+//!
+//! Tombstones are kept as added (unfragmented): overlapping tombstones stay
+//! separate entries. A coverage query scans the tombstones that start at or
+//! before the key, which is cheap for the few range deletions a memtable
+//! usually holds.
+
+use std::fmt;
+
+use lithify_base::SeqNo;
+use lithify_base::key::{escape, unpack_trailer};
+
+use crate::memtable::MemTable;
+use crate::skiplist::split_key;
+
+/// One range tombstone: every version older than `seqno` of the user keys
+/// in `[start, end)` is deleted.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RangeTombstone {
+    /// The first deleted user key.
+    pub start: Vec<u8>,
+    /// The first user key after the range (exclusive).
+    pub end: Vec<u8>,
+    /// The tombstone's sequence number.
+    pub seqno: SeqNo,
+}
+
+impl fmt::Display for RangeTombstone {
+    /// `[start, end)#seqno`, keys escaped as in the internal-key text form.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{}, {})#{}",
+            escape(&self.start),
+            escape(&self.end),
+            self.seqno
+        )
+    }
+}
+
+impl fmt::Debug for RangeTombstone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl MemTable {
+    /// Every range tombstone, ordered by start key, then newest first.
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        let list = self.range_dels();
+        let mut out = Vec::new();
+        let mut node = list.first();
+        while let Some(n) = node {
+            let (start, trailer) = split_key(list.key(n));
+            out.push(RangeTombstone {
+                start: start.to_vec(),
+                end: list.value(n).to_vec(),
+                seqno: unpack_trailer(trailer).0,
+            });
+            node = list.next(n);
+        }
+        out
+    }
+
+    /// The highest seqno `<= snapshot` of the range tombstones of this
+    /// memtable that cover `user_key`, if any (RocksDB's
+    /// `MaxCoveringTombstoneSeqnum`).
+    ///
+    /// A version of the key with a lower seqno, in this memtable or in any
+    /// older layer, is deleted at `snapshot`.
+    pub fn max_covering_tombstone_seq(&self, user_key: &[u8], snapshot: SeqNo) -> Option<SeqNo> {
+        let list = self.range_dels();
+        let cmp = self.comparator();
+        let mut best = None;
+        let mut node = list.first();
+        while let Some(n) = node {
+            let (start, trailer) = split_key(list.key(n));
+            if cmp.compare_user(start, user_key).is_gt() {
+                break;
+            }
+            let seqno = unpack_trailer(trailer).0;
+            if seqno <= snapshot
+                && best.is_none_or(|b| seqno > b)
+                && cmp.compare_user(user_key, list.value(n)).is_lt()
+            {
+                best = Some(seqno);
+            }
+            node = list.next(n);
+        }
+        best
+    }
+}
