@@ -9,6 +9,7 @@
 //! cargo xtask loom [filter]            loom models (RUSTFLAGS="--cfg loom", release)
 //! cargo xtask bench [-- criterion args]
 //! cargo xtask bench --smoke            every benchmark once, as a test
+//! cargo xtask kafka-compat             check our Kafka log format against kafka-python, both ways
 //! ```
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
@@ -20,7 +21,7 @@ use std::time::Instant;
 
 type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench> [args]
+const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat> [args]
 
   ci                            fmt check, clippy -D warnings, cargo test, fuzz smoke, loom, bench smoke
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
@@ -29,7 +30,9 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench> [args]
   fuzz --list                   list the targets
   loom [filter]                 run the loom models of every crate that has them
   bench [-- criterion args]     run the criterion benchmarks
-  bench --smoke                 run every benchmark once, as a test";
+  bench --smoke                 run every benchmark once, as a test
+  kafka-compat                  kafka-python (in a venv under target/) validates the logs our tests
+                                write, and our tests read batches kafka-python writes";
 
 /// Seconds each target runs in `fuzz --smoke`.
 const FUZZ_SMOKE_SECONDS: u64 = 5;
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&args[1..]),
         Some("loom") => loom(args.get(1).map(String::as_str)),
         Some("bench") => bench(&args[1..]),
+        Some("kafka-compat") => kafka_compat(),
         Some("-h" | "--help" | "help") => {
             eprintln!("{USAGE}");
             Ok(())
@@ -107,6 +111,7 @@ fn ci() -> Result {
     ]))?;
     // The README's test command.
     run(cargo().args(["test"]))?;
+    kafka_compat()?;
     fuzz(&["--smoke".to_string()])?;
     loom(None)?;
     bench(&["--smoke".to_string()])?;
@@ -301,4 +306,83 @@ fn bench(args: &[String]) -> Result {
         cmd.args(rest);
     }
     run(&mut cmd)
+}
+
+// -------------------------------------------------------- kafka-compat ----
+
+/// The Python packages kafka-python needs to read and write every codec:
+/// kafka-python itself, python-snappy (snappy, over cramjam), lz4 (its
+/// frame API) and zstandard. Pinned so CI is reproducible.
+const KAFKA_COMPAT_PACKAGES: [&str; 4] = [
+    "kafka-python==3.0.12",
+    "python-snappy==0.7.3",
+    "lz4==4.4.5",
+    "zstandard==0.25.0",
+];
+
+/// The independent codec check of `lithify-compaction-logclean`:
+/// 1. our test writes one log per codec into `target/kafka-compat/from-rust`;
+/// 2. `check.py validate` walks every batch with kafka-python
+///    (`DefaultRecordBatch`: CRC, fields, records) and every index entry;
+/// 3. `check.py generate` builds batches in every codec with kafka-python;
+/// 4. our (otherwise ignored) test reads them back field by field.
+fn kafka_compat() -> Result {
+    let work = root().join("target/kafka-compat");
+    let venv = work.join("venv");
+    let python = venv.join("bin/python");
+    let imports = "import kafka, snappy, lz4.frame, zstandard";
+    let ready = Command::new(&python)
+        .args(["-c", imports])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ready {
+        eprintln!(
+            "xtask: setting up the kafka-python venv in {}",
+            venv.display()
+        );
+        fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+        let system_python = env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        run(Command::new(system_python).args(["-m", "venv"]).arg(&venv))?;
+        run(Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet"])
+            .args(KAFKA_COMPAT_PACKAGES))?;
+        run(Command::new(&python).args(["-c", imports]))?;
+    }
+    for sub in ["from-rust", "from-python"] {
+        let d = work.join(sub);
+        if d.exists() {
+            fs::remove_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+    }
+    let script = root().join("crates/compaction-logclean/tests/kafka_compat/check.py");
+    let test = |name: &str, ignored: bool| {
+        let mut cmd = cargo();
+        cmd.args([
+            "test",
+            "-p",
+            "lithify-compaction-logclean",
+            "--test",
+            "kafka_compat",
+            "--",
+            "--exact",
+            name,
+        ]);
+        if ignored {
+            cmd.arg("--ignored");
+        }
+        cmd.env("LITHIFY_KAFKA_COMPAT_DIR", &work);
+        run(&mut cmd)
+    };
+    test("writes_a_log_in_every_codec", false)?;
+    run(Command::new(&python)
+        .arg(&script)
+        .arg("validate")
+        .arg(&work))?;
+    run(Command::new(&python)
+        .arg(&script)
+        .arg("generate")
+        .arg(&work))?;
+    test("reads_batches_written_by_kafka_python", true)?;
+    eprintln!("xtask: kafka-compat passed in both directions");
+    Ok(())
 }
