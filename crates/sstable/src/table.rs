@@ -566,7 +566,17 @@ impl<C: Comparator> Table<C> {
             .seek_ge(key, &self.comparator)
             .map_err(|e| self.index_corrupt(e))?;
         if index.valid() {
-            Ok(self.index_handle(&index)?.offset)
+            let offset = self.index_handle(&index)?.offset;
+            if offset > self.properties.data_size {
+                return Err(self.corrupt(
+                    self.footer.index.offset,
+                    format!(
+                        "index points at offset {offset}, past the data blocks ending at {}",
+                        self.properties.data_size
+                    ),
+                ));
+            }
+            Ok(offset)
         } else {
             Ok(self.properties.data_size)
         }
