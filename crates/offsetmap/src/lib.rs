@@ -92,3 +92,8 @@ pub use probe::{probe_sequence, probe_slot};
 
 #[cfg(test)]
 mod tests;
+
+/// The README's examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
