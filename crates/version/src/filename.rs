@@ -1,0 +1,83 @@
+//! Names of the files in a database directory.
+//!
+//! | file | name |
+//! |---|---|
+//! | sstable | `NNNNNN.sst` |
+//! | write-ahead log | `NNNNNN.log` |
+//! | MANIFEST | `MANIFEST-NNNNNN` |
+//! | the live MANIFEST's name | `CURRENT` |
+//! | CURRENT being replaced | `CURRENT.tmp` |
+//!
+//! Numbers are written with at least six digits and all come from one
+//! counter ([`VersionSet::new_file_number`](crate::VersionSet::new_file_number)),
+//! so a number names one file for the life of the database.
+//!
+//! ```
+//! use lithify_version::filename::{FileKind, parse_file_name, table_file_name};
+//!
+//! assert_eq!(table_file_name(12), "000012.sst");
+//! assert_eq!(parse_file_name("MANIFEST-000003"), Some(FileKind::Manifest(3)));
+//! assert_eq!(parse_file_name("1234567.log"), Some(FileKind::Log(1234567)));
+//! assert_eq!(parse_file_name("notes.txt"), None);
+//! ```
+
+/// The name of the file that names the live MANIFEST.
+pub const CURRENT: &str = "CURRENT";
+
+/// The temporary name CURRENT is written under before the rename.
+pub const CURRENT_TMP: &str = "CURRENT.tmp";
+
+/// What a file in the database directory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// An sstable.
+    Table(u64),
+    /// A write-ahead log.
+    Log(u64),
+    /// A MANIFEST.
+    Manifest(u64),
+    /// `CURRENT`.
+    Current,
+    /// `CURRENT.tmp`, left by a crash while replacing CURRENT.
+    CurrentTmp,
+}
+
+/// `NNNNNN.sst`.
+pub fn table_file_name(number: u64) -> String {
+    format!("{number:06}.sst")
+}
+
+/// `NNNNNN.log`.
+pub fn log_file_name(number: u64) -> String {
+    format!("{number:06}.log")
+}
+
+/// `MANIFEST-NNNNNN`.
+pub fn manifest_file_name(number: u64) -> String {
+    format!("MANIFEST-{number:06}")
+}
+
+/// What `name` is, if it is a lithify file.
+pub fn parse_file_name(name: &str) -> Option<FileKind> {
+    fn number(digits: &str) -> Option<u64> {
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()
+    }
+    match name {
+        CURRENT => return Some(FileKind::Current),
+        CURRENT_TMP => return Some(FileKind::CurrentTmp),
+        _ => {}
+    }
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return number(n).map(FileKind::Manifest);
+    }
+    if let Some(n) = name.strip_suffix(".sst") {
+        return number(n).map(FileKind::Table);
+    }
+    if let Some(n) = name.strip_suffix(".log") {
+        return number(n).map(FileKind::Log);
+    }
+    None
+}

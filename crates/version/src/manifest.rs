@@ -1,0 +1,457 @@
+//! MANIFEST files, CURRENT, replay and `manifest dump`.
+//!
+//! A MANIFEST (`MANIFEST-NNNNNN`) is a [`lithify_wal`] record log whose log
+//! number is the file number. Each record is an **edit group** (see
+//! [`crate::edit`]). The first record of every MANIFEST is a **snapshot**:
+//! its first edit carries [`tag::MANIFEST_FORMAT`](crate::edit::tag) and the
+//! global counters and adds the default table; one more edit per table adds
+//! the table with its comparator, log number, files and cursors. Later
+//! records are the groups passed to `log_and_apply`, in order.
+//!
+//! `CURRENT` holds `MANIFEST-NNNNNN\n`: the name of the live MANIFEST. It
+//! is replaced only through [`lithify_vfs::write_file_atomic`] (write
+//! `CURRENT.tmp`, fsync, rename over `CURRENT`, fsync the directory), after
+//! the new MANIFEST is complete, synced and its directory entry synced — so
+//! at every instant CURRENT names a complete MANIFEST.
+//!
+//! Recovery reads the MANIFEST with
+//! [`RecoveryMode::TolerateCorruptedTailRecords`]: a torn last record
+//! (an edit whose append was cut by a crash, hence never acknowledged) is
+//! dropped; damage followed by intact records is corruption.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator, SeqNo};
+use lithify_vfs::FileSystem;
+use lithify_wal::{DroppedRange, LogEnd, Reader, RecoveryMode};
+use snafu::ResultExt;
+
+use crate::builder::VersionBuilder;
+use crate::edit::{DEFAULT_TABLE, MANIFEST_FORMAT_VERSION, TableId, VersionEdit, decode_group};
+use crate::error::{CorruptionSnafu, IoSnafu, Result};
+use crate::filename::{CURRENT, manifest_file_name};
+use crate::version::Version;
+
+/// Reads `CURRENT` in `dir` and returns the number of the MANIFEST it names.
+pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+    let path = dir.join(CURRENT);
+    let bytes = lithify_vfs::read_file(fs, &path).context(IoSnafu {
+        op: "reading",
+        path: path.clone(),
+    })?;
+    let corrupt = |message: String| {
+        CorruptionSnafu {
+            path: path.clone(),
+            offset: 0u64,
+            message,
+        }
+        .build()
+    };
+    let text =
+        std::str::from_utf8(&bytes).map_err(|_| corrupt("CURRENT is not text".to_owned()))?;
+    let name = text
+        .strip_suffix('\n')
+        .ok_or_else(|| corrupt(format!("CURRENT does not end with a newline: {text:?}")))?;
+    match crate::filename::parse_file_name(name) {
+        Some(crate::filename::FileKind::Manifest(n)) => Ok(n),
+        _ => Err(corrupt(format!("CURRENT names {name:?}, not a MANIFEST"))),
+    }
+}
+
+/// Atomically points `CURRENT` in `dir` at MANIFEST `number`.
+pub fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
+    let path = dir.join(CURRENT);
+    let contents = format!("{}\n", manifest_file_name(number));
+    lithify_vfs::write_file_atomic(fs, &path, contents.as_bytes()).context(IoSnafu {
+        op: "replacing",
+        path,
+    })
+}
+
+/// A table as replayed from a MANIFEST.
+pub(crate) struct ReplayedTable {
+    pub(crate) name: String,
+    pub(crate) comparator: String,
+    pub(crate) log_number: u64,
+    pub(crate) version: Version,
+}
+
+/// The state a MANIFEST describes.
+pub(crate) struct Replayed {
+    pub(crate) tables: BTreeMap<TableId, ReplayedTable>,
+    pub(crate) next_file_number: u64,
+    pub(crate) last_sequence: SeqNo,
+    pub(crate) max_table_id: TableId,
+    /// How the MANIFEST ended (a torn tail is tolerated).
+    pub(crate) end: Option<LogEnd>,
+}
+
+struct TableReplay {
+    name: String,
+    comparator: String,
+    log_number: u64,
+    builder: VersionBuilder,
+}
+
+/// Replays edit groups into table states. Used by recovery (strict about
+/// comparators) and by `dump` (which falls back to bytewise order).
+pub(crate) struct Replayer<'a> {
+    num_levels: usize,
+    resolve: &'a dyn Fn(&str) -> Option<Arc<dyn Comparator>>,
+    tables: BTreeMap<TableId, TableReplay>,
+    next_file_number: u64,
+    last_sequence: SeqNo,
+    max_table_id: TableId,
+    max_file_number: u64,
+    records: u64,
+}
+
+impl<'a> Replayer<'a> {
+    pub(crate) fn new(
+        num_levels: usize,
+        resolve: &'a dyn Fn(&str) -> Option<Arc<dyn Comparator>>,
+    ) -> Self {
+        Replayer {
+            num_levels,
+            resolve,
+            tables: BTreeMap::new(),
+            next_file_number: 0,
+            last_sequence: 0,
+            max_table_id: 0,
+            max_file_number: 0,
+            records: 0,
+        }
+    }
+
+    /// Applies one record's edits; errors are messages (the caller names
+    /// the file and offset).
+    pub(crate) fn apply_group(&mut self, edits: &[VersionEdit]) -> std::result::Result<(), String> {
+        for (i, edit) in edits.iter().enumerate() {
+            if self.records == 0 && i == 0 {
+                match edit.manifest_format {
+                    Some(MANIFEST_FORMAT_VERSION) => {}
+                    Some(v) => {
+                        return Err(format!(
+                            "MANIFEST format version {v} is not supported (this reader knows {MANIFEST_FORMAT_VERSION})"
+                        ));
+                    }
+                    None => {
+                        return Err(
+                            "the first edit does not carry the MANIFEST format version: not a MANIFEST"
+                                .to_owned(),
+                        );
+                    }
+                }
+            }
+            self.apply_edit(edit)
+                .map_err(|m| format!("edit {i} of the record: {m}"))?;
+        }
+        self.records += 1;
+        Ok(())
+    }
+
+    fn apply_edit(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
+        if let Some(n) = edit.next_file_number {
+            self.next_file_number = self.next_file_number.max(n);
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_sequence = self.last_sequence.max(s);
+        }
+        if let Some(t) = edit.max_table_id {
+            self.max_table_id = self.max_table_id.max(t);
+        }
+        let id = edit.table;
+        if let Some(name) = &edit.table_add {
+            if self.tables.contains_key(&id) {
+                return Err(format!("table {id} is added twice"));
+            }
+            let comparator = edit
+                .comparator
+                .clone()
+                .ok_or_else(|| format!("table {id} ({name}) is added without a comparator"))?;
+            let user_cmp = (self.resolve)(&comparator).ok_or_else(|| {
+                format!("table {id} ({name}) uses comparator {comparator}, which is not registered")
+            })?;
+            let base = Version::new(id, InternalKeyComparator::new(user_cmp), self.num_levels);
+            self.max_table_id = self.max_table_id.max(id);
+            self.tables.insert(
+                id,
+                TableReplay {
+                    name: name.clone(),
+                    comparator,
+                    log_number: 0,
+                    builder: VersionBuilder::new(Arc::new(base)),
+                },
+            );
+        }
+        let table = self
+            .tables
+            .get_mut(&id)
+            .ok_or_else(|| format!("edit of table {id}, which does not exist"))?;
+        if let Some(c) = &edit.comparator
+            && *c != table.comparator
+        {
+            return Err(format!(
+                "table {id} uses comparator {}, an edit names {c}",
+                table.comparator
+            ));
+        }
+        if let Some(n) = edit.log_number {
+            table.log_number = n;
+        }
+        table.builder.apply(edit)?;
+        for (_, f) in &edit.new_files {
+            self.max_file_number = self.max_file_number.max(f.number);
+        }
+        if edit.table_drop {
+            if id == DEFAULT_TABLE {
+                return Err("the default table is dropped".to_owned());
+            }
+            self.tables.remove(&id);
+        }
+        Ok(())
+    }
+
+    /// The final state. The next file number is bumped past every file and
+    /// the MANIFEST itself.
+    pub(crate) fn finish(self, manifest_number: u64) -> std::result::Result<Replayed, String> {
+        if self.records == 0 {
+            return Err("the MANIFEST holds no record".to_owned());
+        }
+        if !self.tables.contains_key(&DEFAULT_TABLE) {
+            return Err("the MANIFEST does not define the default table".to_owned());
+        }
+        let mut tables = BTreeMap::new();
+        for (id, t) in self.tables {
+            let (version, _) = t
+                .builder
+                .build()
+                .map_err(|m| format!("table {id} ({}): {m}", t.name))?;
+            tables.insert(
+                id,
+                ReplayedTable {
+                    name: t.name,
+                    comparator: t.comparator,
+                    log_number: t.log_number,
+                    version,
+                },
+            );
+        }
+        Ok(Replayed {
+            tables,
+            next_file_number: self
+                .next_file_number
+                .max(self.max_file_number + 1)
+                .max(manifest_number + 1),
+            last_sequence: self.last_sequence,
+            max_table_id: self.max_table_id,
+            end: None,
+        })
+    }
+}
+
+/// Replays MANIFEST `number` in `dir`.
+pub(crate) fn replay(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    num_levels: usize,
+    resolve: &dyn Fn(&str) -> Option<Arc<dyn Comparator>>,
+) -> Result<Replayed> {
+    let path = dir.join(manifest_file_name(number));
+    let file = fs.open(&path).context(IoSnafu {
+        op: "opening",
+        path: path.clone(),
+    })?;
+    let mut reader =
+        Reader::new(file, &path, number)?.with_mode(RecoveryMode::TolerateCorruptedTailRecords);
+    let mut replayer = Replayer::new(num_levels, resolve);
+    while let Some(record) = reader.read_record()? {
+        let offset = record.offset;
+        let corrupt = |message: String| {
+            CorruptionSnafu {
+                path: path.clone(),
+                offset,
+                message,
+            }
+            .build()
+        };
+        let edits = decode_group(record.payload).map_err(|e| corrupt(e.to_string()))?;
+        replayer.apply_group(&edits).map_err(corrupt)?;
+    }
+    let end = reader.end();
+    let len = fs.file_size(&path).unwrap_or(0);
+    let mut replayed = replayer.finish(number).map_err(|message| {
+        CorruptionSnafu {
+            path: path.clone(),
+            offset: len,
+            message,
+        }
+        .build()
+    })?;
+    replayed.end = end;
+    Ok(replayed)
+}
+
+/// Writes a readable account of MANIFEST `path` into `out`: every record
+/// with its offset and edits, how the log ended, then the resulting state
+/// of every table in the LSM text form.
+///
+/// The text is written as the file is read, so on an error `out` holds
+/// everything up to the damage. Comparators are not needed: tables whose
+/// comparator is not bytewise are ordered bytewise in the printed state
+/// (noted in the output).
+///
+/// ```
+/// use std::path::Path;
+/// use std::sync::Arc;
+/// use lithify_vfs::{FileSystem, MemFs};
+/// use lithify_version::{VersionSet, VersionSetOptions, manifest};
+///
+/// let fs = Arc::new(MemFs::new());
+/// let set = VersionSet::create(fs.clone(), Path::new("/db"), VersionSetOptions::default()).unwrap();
+/// let number = set.manifest_number();
+/// let mut out = String::new();
+/// let path = Path::new("/db").join(lithify_version::filename::manifest_file_name(number));
+/// manifest::dump(&*fs, &path, &mut out).unwrap();
+/// assert!(out.starts_with("MANIFEST-000001\nrecord 1 at offset 24:\n  edit table=0 format=1"));
+/// assert!(out.contains("table 0 \"default\" comparator=lithify.BytewiseComparator log=0"));
+/// ```
+pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let number = match crate::filename::parse_file_name(&name) {
+        Some(crate::filename::FileKind::Manifest(n)) => n,
+        _ => {
+            // Not named like a MANIFEST: trust the file header's number.
+            header_number(fs, path)?
+        }
+    };
+    let _ = writeln!(out, "{name}");
+    let file = fs.open(path).context(IoSnafu {
+        op: "opening",
+        path: path.to_path_buf(),
+    })?;
+    let dropped: Arc<Mutex<Vec<DroppedRange>>> = Arc::new(Mutex::new(Vec::new()));
+    let sink = dropped.clone();
+    let mut reader = Reader::new(file, path, number)?
+        .with_mode(RecoveryMode::TolerateCorruptedTailRecords)
+        .with_reporter(move |r: &DroppedRange| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(*r);
+            }
+        });
+    // Any comparator name is accepted; files are ordered bytewise.
+    let resolve = |_: &str| -> Option<Arc<dyn Comparator>> { Some(Arc::new(BytewiseComparator)) };
+    let mut replayer = Replayer::new(crate::edit::MAX_LEVELS, &resolve);
+    let mut index = 0;
+    loop {
+        let record = match reader.read_record() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                let _ = writeln!(out, "error: {e}");
+                return Err(e.into());
+            }
+        };
+        index += 1;
+        let offset = record.offset;
+        let _ = writeln!(out, "record {index} at offset {offset}:");
+        let fail = |out: &mut String, message: String| {
+            let _ = writeln!(out, "error: {message}");
+            CorruptionSnafu {
+                path: path.to_path_buf(),
+                offset,
+                message,
+            }
+            .fail()
+        };
+        let edits = match decode_group(record.payload) {
+            Ok(e) => e,
+            Err(e) => return fail(out, e.to_string()),
+        };
+        for edit in &edits {
+            for line in edit.to_string().lines() {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        if let Err(m) = replayer.apply_group(&edits) {
+            return fail(out, m);
+        }
+    }
+    for d in dropped.lock().map(|v| v.clone()).unwrap_or_default() {
+        let _ = writeln!(out, "dropped: {d}");
+    }
+    let end = match reader.end() {
+        Some(LogEnd::Clean) | None => "clean".to_owned(),
+        Some(LogEnd::TornTail { offset, reason }) => {
+            format!("torn tail at offset {offset} ({reason}), ignored")
+        }
+        Some(LogEnd::Corruption { offset, reason }) => {
+            format!("corruption at offset {offset} ({reason})")
+        }
+    };
+    let _ = writeln!(out, "end: {end}, {index} records");
+    let state = match replayer.finish(number) {
+        Ok(s) => s,
+        Err(m) => {
+            let _ = writeln!(out, "error: {m}");
+            return CorruptionSnafu {
+                path: path.to_path_buf(),
+                offset: 0u64,
+                message: m,
+            }
+            .fail();
+        }
+    };
+    let _ = writeln!(
+        out,
+        "state: next_file={} last_seq={} max_table={}",
+        state.next_file_number, state.last_sequence, state.max_table_id
+    );
+    for (id, t) in &state.tables {
+        let _ = writeln!(
+            out,
+            "table {id} {:?} comparator={} log={}{}",
+            t.name,
+            t.comparator,
+            t.log_number,
+            if t.comparator != BytewiseComparator::NAME {
+                " (printed in bytewise order)"
+            } else {
+                ""
+            }
+        );
+        for line in t.version.to_string().lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    Ok(())
+}
+
+fn header_number(fs: &dyn FileSystem, path: &Path) -> Result<u64> {
+    let file = fs.open(path).context(IoSnafu {
+        op: "opening",
+        path: path.to_path_buf(),
+    })?;
+    let mut bytes = [0u8; lithify_wal::format::FILE_HEADER_LEN];
+    file.read_exact_at(0, &mut bytes).context(IoSnafu {
+        op: "reading the header of",
+        path: path.to_path_buf(),
+    })?;
+    lithify_wal::format::FileHeader::decode(&bytes)
+        .map(|h| h.log_number)
+        .map_err(|e| {
+            CorruptionSnafu {
+                path: PathBuf::from(path),
+                offset: 0u64,
+                message: format!("not a record log: {e:?}"),
+            }
+            .build()
+        })
+}
