@@ -72,7 +72,10 @@ const COMPRESSIONS: [(&str, Compression); 2] = [
 fn bench_build(c: &mut Criterion) {
     for (name, compression) in COMPRESSIONS {
         let size = build(&MemFs::new(), "/b.sst", &options(compression));
-        println!("table with {name}: {ENTRIES} entries, {} raw bytes, {size} bytes on disk", raw_bytes());
+        println!(
+            "table with {name}: {ENTRIES} entries, {} raw bytes, {size} bytes on disk",
+            raw_bytes()
+        );
     }
     let mut g = c.benchmark_group("sstable_build");
     g.throughput(Throughput::Bytes(raw_bytes()));
@@ -101,7 +104,12 @@ fn bench_get(c: &mut Criterion) {
         build(&fs, "/g.sst", &opts);
         // A cache holding the whole table: lookups measure the read path,
         // not the decompression of every block.
-        let cached = open(&fs, "/g.sst", &opts, Some(Arc::new(BlockCache::new(64 << 20))));
+        let cached = open(
+            &fs,
+            "/g.sst",
+            &opts,
+            Some(Arc::new(BlockCache::new(64 << 20))),
+        );
         let uncached = open(&fs, "/g.sst", &opts, None);
         let present: Vec<Vec<u8>> = (0..LOOKUPS)
             .map(|i| key(i.wrapping_mul(7919) % ENTRIES))

@@ -47,7 +47,9 @@ fn round_trip(spec: &[u8]) {
     while let Some((&klen, r)) = rest.split_first() {
         let klen = (klen as usize % 24).min(r.len());
         let (key, r) = r.split_at(klen);
-        let Some((&vlen, r)) = r.split_first() else { break };
+        let Some((&vlen, r)) = r.split_first() else {
+            break;
+        };
         let vlen = (vlen as usize).min(r.len());
         let (value, r) = r.split_at(vlen);
         model.insert(key.to_vec(), value.to_vec());

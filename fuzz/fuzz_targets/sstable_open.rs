@@ -17,7 +17,9 @@ struct VecFile(Vec<u8>);
 
 impl RandomAccessFile for VecFile {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.0.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.0.len());
         let n = buf.len().min(self.0.len() - start);
         buf[..n].copy_from_slice(&self.0[start..start + n]);
         Ok(n)
