@@ -1,32 +1,4 @@
 //! The block cache shared by many tables.
-//!
-//! A [`BlockCache`] holds decoded (checksum-verified, decompressed) blocks
-//! as [`Bytes`], keyed by `(table id, block offset)`. It is split into
-//! shards, each a mutex-protected LRU list with its own share of the byte
-//! capacity, so readers of different blocks rarely contend. A hit hands out
-//! a clone of the `Bytes` (a reference-count increment): the block is never
-//! copied, and an evicted block stays alive while an iterator still uses it.
-//!
-//! **Table ids** come from the cache itself ([`BlockCache::new_table_id`]),
-//! one per opened table, so two databases sharing a cache, or a file number
-//! reused after a crash, can never read each other's blocks.
-//!
-//! Hit, miss, insert and eviction counters are kept per shard under the
-//! shard's lock (no extra shared atomics on the read path) and summed by
-//! [`BlockCache::stats`].
-//!
-//! ```
-//! use bytes::Bytes;
-//! use lithify_sstable::BlockCache;
-//!
-//! let cache = BlockCache::new(1 << 20);
-//! let table = cache.new_table_id();
-//! assert!(cache.get(table, 0).is_none());
-//! cache.insert(table, 0, Bytes::from_static(b"block"));
-//! assert_eq!(cache.get(table, 0).unwrap(), &b"block"[..]);
-//! let stats = cache.stats();
-//! assert_eq!((stats.hits, stats.misses), (1, 1));
-//! ```
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -61,7 +33,35 @@ pub struct CacheStats {
     pub capacity: usize,
 }
 
-/// A sharded LRU cache of blocks. See the [module docs](self).
+/// The block cache shared by many tables.
+///
+/// A [`BlockCache`] holds decoded (checksum-verified, decompressed) blocks
+/// as [`Bytes`], keyed by `(table id, block offset)`. It is split into
+/// shards, each a mutex-protected LRU list with its own share of the byte
+/// capacity, so readers of different blocks rarely contend. A hit hands out
+/// a clone of the `Bytes` (a reference-count increment): the block is never
+/// copied, and an evicted block stays alive while an iterator still uses it.
+///
+/// **Table ids** come from the cache itself ([`BlockCache::new_table_id`]),
+/// one per opened table, so two databases sharing a cache, or a file number
+/// reused after a crash, can never read each other's blocks.
+///
+/// Hit, miss, insert and eviction counters are kept per shard under the
+/// shard's lock (no extra shared atomics on the read path) and summed by
+/// [`BlockCache::stats`].
+///
+/// ```
+/// use bytes::Bytes;
+/// use lithify_sstable::BlockCache;
+///
+/// let cache = BlockCache::new(1 << 20);
+/// let table = cache.new_table_id();
+/// assert!(cache.get(table, 0).is_none());
+/// cache.insert(table, 0, Bytes::from_static(b"block"));
+/// assert_eq!(cache.get(table, 0).unwrap(), &b"block"[..]);
+/// let stats = cache.stats();
+/// assert_eq!((stats.hits, stats.misses), (1, 1));
+/// ```
 pub struct BlockCache {
     shards: Box<[Mutex<Shard>]>,
     shard_mask: u64,

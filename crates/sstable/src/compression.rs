@@ -1,11 +1,4 @@
 //! Per-block compression.
-//!
-//! A data block is stored zstd-compressed only when that saves at least an
-//! eighth of its size; otherwise it is stored raw, so the reader never pays
-//! for decompression that bought little. A compressed block is stored as
-//! `varint32 uncompressed_length ++ zstd frame`. Blocks larger than
-//! [`MAX_COMPRESSED_BLOCK_LEN`] (possible only with huge values) are always
-//! stored raw, which bounds what a reader allocates for a damaged block.
 
 use std::cell::RefCell;
 use std::io;
@@ -16,6 +9,13 @@ use lithify_base::coding::{Decoder, put_varint32};
 pub const MAX_COMPRESSED_BLOCK_LEN: usize = 16 << 20;
 
 /// How data blocks are compressed.
+///
+/// A data block is stored zstd-compressed only when that saves at least an
+/// eighth of its size; otherwise it is stored raw, so the reader never pays
+/// for decompression that bought little. A compressed block is stored as
+/// `varint32 uncompressed_length ++ zstd frame`. Blocks larger than
+/// [`MAX_COMPRESSED_BLOCK_LEN`] (possible only with huge values) are always
+/// stored raw, which bounds what a reader allocates for a damaged block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
     /// Blocks are stored as they are.

@@ -8,7 +8,7 @@
 //! fixed-size **footer** with the magic number and format version. Every
 //! block carries a masked xxh3-64 checksum; data blocks may be
 //! zstd-compressed. The byte layout is in `docs/FORMATS.md` and in
-//! [`format`].
+//! [`mod@format`].
 //!
 //! * [`TableBuilder`] writes a table through a [`lithify_vfs::WritableFile`].
 //! * [`Table`] opens one through a [`lithify_vfs::RandomAccessFile`]: `get`,

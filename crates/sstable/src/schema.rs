@@ -1,24 +1,24 @@
 //! What a table knows about its keys beyond their order.
-//!
-//! A [`KeySchema`] extracts the **filter key** (what the bloom filter is
-//! built on and queried with) and, for keys that carry one, the sequence
-//! number and kind (for the properties block). Two schemas exist:
-//!
-//! * [`PlainKeys`]: keys are opaque; the filter key is the whole key. The
-//!   default, for tables used on their own.
-//! * [`InternalKeys`]: keys are lithify internal keys (`user_key ++
-//!   trailer`); the filter key is the user key, so a point lookup for any
-//!   version of a user key consults the filter once.
-//!
-//! The schema's name is stored in the properties block and checked when a
-//! table is opened.
 
 use std::fmt;
 
 use lithify_base::key::user_key;
 use lithify_base::{ParsedInternalKey, SeqNo, ValueKind};
 
-/// How a table interprets its keys. See the [module docs](self).
+/// What a table knows about its keys beyond their order.
+///
+/// A [`KeySchema`] extracts the **filter key** (what the bloom filter is
+/// built on and queried with) and, for keys that carry one, the sequence
+/// number and kind (for the properties block). Two schemas exist:
+///
+/// * [`PlainKeys`]: keys are opaque; the filter key is the whole key. The
+/// default, for tables used on their own.
+/// * [`InternalKeys`]: keys are lithify internal keys (`user_key ++
+/// trailer`); the filter key is the user key, so a point lookup for any
+/// version of a user key consults the filter once.
+///
+/// The schema's name is stored in the properties block and checked when a
+/// table is opened.
 pub trait KeySchema: Send + Sync + fmt::Debug {
     /// The name stored in the properties block.
     fn name(&self) -> &str;

@@ -1,22 +1,21 @@
 //! Read statistics, for the engine's read-amplification figures.
-//!
-//! Counters are **per operation, owned by the caller**: a [`TableIter`]
-//! accumulates its own (see [`TableIter::read_stats`]), and the engine's
-//! point lookup ([`Table::lookup_ge`]) adds to a `ReadStats` the caller
-//! passes in. No counter is shared between threads, so reading costs no
-//! contended atomics; the engine sums what it gets into its own statistics.
-//! The block cache keeps its own hit/miss counters
-//! ([`BlockCache::stats`](crate::BlockCache::stats)).
-//!
-//! [`TableIter`]: crate::TableIter
-//! [`TableIter::read_stats`]: crate::TableIter::read_stats
-//! [`Table::lookup_ge`]: crate::Table::lookup_ge
 
 use std::ops::AddAssign;
 
-/// What reads cost: blocks served by the cache or read from the file, and
-/// what the bloom filter saved. Index, filter, properties and range-deletion
-/// blocks are read once when a table is opened and are not counted here.
+/// What reads cost: data blocks served by the cache or read from the file,
+/// and what the bloom filter saved, for the engine's read-amplification
+/// figures.
+///
+/// Counters are **per operation, owned by the caller**: a
+/// [`TableIter`](crate::TableIter) accumulates its own
+/// ([`read_stats`](crate::TableIter::read_stats)), and the engine's point
+/// lookup ([`Table::point_lookup`](crate::Table::point_lookup)) adds to a
+/// `ReadStats` the caller passes in. No counter is shared between threads,
+/// so reading costs no contended atomics; the engine sums what it gets into
+/// its own statistics. The block cache keeps its own hit/miss counters
+/// ([`BlockCache::stats`](crate::BlockCache::stats)). Index, filter,
+/// properties and range-deletion blocks are read once when a table is
+/// opened and are not counted here.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadStats {
     /// Data blocks found in the block cache.
