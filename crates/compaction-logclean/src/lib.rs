@@ -53,6 +53,11 @@ pub mod record;
 pub mod recovery;
 pub mod segment;
 
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CleanupPolicy, CompressionType, LogConfig};
 pub use error::{Error, Result};
