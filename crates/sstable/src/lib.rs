@@ -74,3 +74,8 @@ pub use properties::Properties;
 pub use schema::{InternalKeys, KeySchema, PlainKeys};
 pub use stats::ReadStats;
 pub use table::{RangeTombstone, Table};
+
+/// The README's example, run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
