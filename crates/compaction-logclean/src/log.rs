@@ -284,9 +284,7 @@ impl Log {
     /// state, so the log refuses further writes (reopen to recover).
     fn guarded<T>(&mut self, step: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let out = step(self);
-        if let Err(Error::Io { .. }) = &out
-            && let Err(e) = &out
-        {
+        if let Err(e @ Error::Io { .. }) = &out {
             self.poisoned = Some(e.to_string());
         }
         out
