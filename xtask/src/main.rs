@@ -328,26 +328,7 @@ const KAFKA_COMPAT_PACKAGES: [&str; 4] = [
 /// 4. our (otherwise ignored) test reads them back field by field.
 fn kafka_compat() -> Result {
     let work = root().join("target/kafka-compat");
-    let venv = work.join("venv");
-    let python = venv.join("bin/python");
-    let imports = "import kafka, snappy, lz4.frame, zstandard";
-    let ready = Command::new(&python)
-        .args(["-c", imports])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ready {
-        eprintln!(
-            "xtask: setting up the kafka-python venv in {}",
-            venv.display()
-        );
-        fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-        let system_python = env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        run(Command::new(system_python).args(["-m", "venv"]).arg(&venv))?;
-        run(Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet"])
-            .args(KAFKA_COMPAT_PACKAGES))?;
-        run(Command::new(&python).args(["-c", imports]))?;
-    }
+    let python = kafka_compat_python(&work)?;
     for sub in ["from-rust", "from-python"] {
         let d = work.join(sub);
         if d.exists() {
@@ -374,15 +355,74 @@ fn kafka_compat() -> Result {
         run(&mut cmd)
     };
     test("writes_a_log_in_every_codec", false)?;
-    run(Command::new(&python)
-        .arg(&script)
-        .arg("validate")
-        .arg(&work))?;
-    run(Command::new(&python)
-        .arg(&script)
-        .arg("generate")
-        .arg(&work))?;
+    run(python().arg(&script).arg("validate").arg(&work))?;
+    run(python().arg(&script).arg("generate").arg(&work))?;
     test("reads_batches_written_by_kafka_python", true)?;
     eprintln!("xtask: kafka-compat passed in both directions");
     Ok(())
+}
+
+/// A way to run Python with kafka-python and its codec packages importable:
+/// a venv under `work`, created and filled on first use; if `venv` is not
+/// available, the packages are installed with `pip --target` and found
+/// through `PYTHONPATH`.
+fn kafka_compat_python(work: &Path) -> Result<Box<dyn Fn() -> Command>> {
+    let imports = "import kafka, snappy, lz4.frame, zstandard";
+    let works = |mut cmd: Command| {
+        cmd.args(["-c", imports])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let system_python = env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let venv_python = work.join("venv/bin/python");
+    let site = work.join("site-packages");
+    let with_site = {
+        let (python, site) = (system_python.clone(), site.clone());
+        move || {
+            let mut cmd = Command::new(&python);
+            cmd.env("PYTHONPATH", &site);
+            cmd
+        }
+    };
+    let in_venv = {
+        let python = venv_python.clone();
+        move || Command::new(&python)
+    };
+    if works(in_venv()) {
+        return Ok(Box::new(in_venv) as Box<dyn Fn() -> Command>);
+    }
+    if works(with_site()) {
+        return Ok(Box::new(with_site));
+    }
+    fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
+    eprintln!(
+        "xtask: installing kafka-python and its codecs into {}/venv",
+        work.display()
+    );
+    let venv_made = run(Command::new(&system_python)
+        .args(["-m", "venv"])
+        .arg(work.join("venv")))
+    .and_then(|()| {
+        run(in_venv()
+            .args(["-m", "pip", "install", "--quiet"])
+            .args(KAFKA_COMPAT_PACKAGES))
+    });
+    if venv_made.is_ok() && works(in_venv()) {
+        return Ok(Box::new(in_venv));
+    }
+    eprintln!(
+        "xtask: no usable venv; installing with pip --target {}",
+        site.display()
+    );
+    run(Command::new(&system_python)
+        .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
+        .arg(&site)
+        .args(KAFKA_COMPAT_PACKAGES))?;
+    if works(with_site()) {
+        Ok(Box::new(with_site))
+    } else {
+        Err(format!(
+            "kafka-python and its codecs ({imports}) cannot be imported after installing them"
+        ))
+    }
 }

@@ -8,6 +8,9 @@ use crate::error::{InvalidArgumentSnafu, Result};
 use crate::record::batch::*;
 use crate::record::record::{Header, encode_record};
 
+/// Largest records section a batch can describe (its `length` is an i32).
+const MAX_RECORDS_BYTES: usize = i32::MAX as usize - RECORD_BATCH_OVERHEAD;
+
 /// Builds one batch: set the header fields, append records in offset
 /// order, then [`build`](BatchBuilder::build).
 ///
@@ -174,6 +177,21 @@ impl BatchBuilder {
         if self.last_offset.is_some_and(|last| offset <= last) {
             return InvalidArgumentSnafu {
                 message: format!("offset {offset} does not follow the previous record's offset"),
+            }
+            .fail();
+        }
+        let record_bytes = key.map_or(0, <[u8]>::len)
+            + value.map_or(0, <[u8]>::len)
+            + headers
+                .iter()
+                .map(|h| h.key.len() + h.value.as_ref().map_or(0, Bytes::len) + 10)
+                .sum::<usize>()
+            + 64;
+        if record_bytes + self.records.len() > MAX_RECORDS_BYTES {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "a batch's records must stay under {MAX_RECORDS_BYTES} bytes (Kafka's sizes are i32)"
+                ),
             }
             .fail();
         }
