@@ -59,3 +59,16 @@ pub use iter::MemTableIter;
 pub use lookup::{DeletedBy, Lookup};
 pub use memtable::{MAX_ENTRY_PART_LEN, MemTable, MemTableOptions};
 pub use range_del::RangeTombstone;
+
+/// The engine shares memtables and iterators across threads: keep them
+/// `Send + Sync` (a compile-time check).
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<MemTable>();
+    shareable::<MemTableIter>();
+};
+
+/// The README's examples, run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
