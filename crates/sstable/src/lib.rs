@@ -48,6 +48,7 @@
 //! assert_eq!(it.key(), b"key00999");
 //! ```
 
+mod anchors;
 pub mod block;
 mod builder;
 mod cache;
@@ -64,6 +65,7 @@ mod table;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use anchors::KeyAnchor;
 pub use builder::{BuiltTable, MAX_ENTRY_LEN, TableBuilder};
 pub use cache::{BlockCache, CacheStats, ENTRY_OVERHEAD};
 pub use compression::{Compression, MAX_COMPRESSED_BLOCK_LEN};
