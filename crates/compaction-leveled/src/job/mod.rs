@@ -1,0 +1,515 @@
+//! Running a compaction or a flush: a function of (description, inputs,
+//! snapshots, filter, output factory) to (output files, `VersionEdit`,
+//! stats), runnable on any thread.
+
+mod cutter;
+mod output;
+mod subcompaction;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator};
+use lithify_sstable::{Table, TableIter};
+use lithify_version::{FileMetadata, VersionEdit};
+use snafu::ResultExt as _;
+
+pub use cutter::{CutLimits, Grandparent, OutputCutter};
+pub use output::{FileNumbers, OutputFactory};
+pub use subcompaction::{
+    ANCHORS_PER_FILE, Anchor, boundaries_from_anchors, subcompaction_boundaries,
+    wants_subcompactions,
+};
+
+use crate::bounds::is_sentinel;
+use crate::compaction::Compaction;
+use crate::error::{CorruptKeySnafu, InputSnafu, IoSnafu, RecordCountSnafu, Result};
+use crate::iter::{
+    CompactionFilter, CompactionIterOptions, CompactionIterator, IterStats, RangeDelAggregator,
+    RangeTombstone, Snapshots,
+};
+use crate::options::CompactionPri;
+use crate::stats::CompactionStats;
+use output::OutputWriter;
+
+/// Opens the input tables of a compaction (the engine's table cache).
+pub trait TableOpener: Send + Sync {
+    /// The open table of `file`.
+    fn open_table(&self, file: &FileMetadata) -> lithify_base::Result<Arc<Table<InternalKeyComparator>>>;
+}
+
+/// Knobs of a job beyond the compaction description.
+#[derive(Debug, Clone)]
+pub struct JobOptions {
+    /// Check that every input record is read and accounted for (RocksDB's
+    /// `compaction_verify_record_count`, default true).
+    pub verify_record_count: bool,
+    /// Creation time recorded in outputs; `None` reads the system clock.
+    pub now: Option<u64>,
+    /// The picker's file order (round robin changes subcompaction
+    /// planning).
+    pub compaction_pri: CompactionPri,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            verify_record_count: true,
+            now: None,
+            compaction_pri: CompactionPri::MinOverlappingRatio,
+        }
+    }
+}
+
+impl JobOptions {
+    fn now(&self) -> u64 {
+        self.now.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        })
+    }
+}
+
+/// What a compaction produced.
+#[derive(Debug, Clone)]
+pub struct CompactionResult {
+    /// The edit to apply: inputs deleted, outputs added at the output level
+    /// (and the round-robin cursor). Every output is fsynced and its
+    /// directory synced before the result is returned.
+    pub edit: VersionEdit,
+    /// The output files, in key order.
+    pub outputs: Vec<FileMetadata>,
+    /// Statistics for the "Compaction Stats" table (record them at the
+    /// output level).
+    pub stats: CompactionStats,
+    /// The compaction iterator's counts.
+    pub iter_stats: IterStats,
+    /// Number of subcompactions run.
+    pub subcompactions: usize,
+}
+
+/// Runs compaction `c`:
+///
+/// * a trivial move returns its metadata-only edit without I/O;
+/// * otherwise the inputs are opened through `opener` and merged; the
+///   key space is split into subcompactions (at most
+///   `c.max_subcompactions`, from input anchors) that run in parallel on
+///   scoped threads; each applies [`CompactionIterator`] with `snapshots`
+///   and `filter`, and writes outputs cut by size and grandparent overlap
+///   (never inside one user key's versions; never at all for L0 outputs),
+///   each with its share of the range tombstones;
+/// * every output is fsynced when finished, then the directory is fsynced;
+/// * the record count is verified (every input table entry read, every
+///   record read written or dropped);
+/// * the edit deletes the inputs and adds the outputs.
+///
+/// On any error no edit is returned and the job removes the files it
+/// created (best effort). Files it could not remove are unreferenced by
+/// any version: the engine's obsolete-file scan deletes them, provided it
+/// skips file numbers allocated to running jobs (RocksDB's
+/// `pending_outputs`). The inputs are never touched.
+pub fn run_compaction(
+    c: &Compaction,
+    opener: &dyn TableOpener,
+    snapshots: &Snapshots,
+    filter: Option<&dyn CompactionFilter>,
+    factory: &OutputFactory<'_>,
+    opts: &JobOptions,
+) -> Result<CompactionResult> {
+    let started = Instant::now();
+    let mut stats = CompactionStats {
+        count: 1,
+        ..CompactionStats::default()
+    };
+    for (level, f) in c.input_files() {
+        if level == c.output_level {
+            stats.num_input_files_output_level += 1;
+            stats.bytes_read_output_level += f.size;
+        } else {
+            stats.num_input_files_non_output_levels += 1;
+            stats.bytes_read_non_output_levels += f.size;
+        }
+    }
+    if c.trivial_move {
+        let moved = CompactionStats {
+            bytes_moved: c.input_bytes(),
+            count: 1,
+            micros: started.elapsed().as_micros() as u64,
+            ..CompactionStats::default()
+        };
+        return Ok(CompactionResult {
+            edit: c.trivial_move_edit(),
+            outputs: c.input_files().map(|(_, f)| (**f).clone()).collect(),
+            stats: moved,
+            iter_stats: IterStats::default(),
+            subcompactions: 0,
+        });
+    }
+
+    let cmp = factory.table_options.comparator.clone();
+    let mut tables = Vec::with_capacity(c.num_input_files());
+    let mut tombstones = Vec::new();
+    let mut expected_records = 0u64;
+    let mut oldest_ancestor = u64::MAX;
+    for (_, f) in c.input_files() {
+        let table = opener.open_table(f).context(InputSnafu)?;
+        expected_records += table.properties().num_entries;
+        for t in table.range_tombstones() {
+            let Some(rt) = RangeTombstone::from_stored(&t.start, &t.end) else {
+                return CorruptKeySnafu {
+                    key: lithify_base::key::escape(&t.start),
+                    origin: format!("range tombstone of table {:06}", f.number),
+                }
+                .fail();
+            };
+            tombstones.push(rt);
+        }
+        if f.oldest_ancestor_time != 0 {
+            oldest_ancestor = oldest_ancestor.min(f.oldest_ancestor_time);
+        }
+        tables.push(table);
+    }
+    let now = opts.now();
+    let oldest_ancestor = if oldest_ancestor == u64::MAX { now } else { oldest_ancestor.min(now) };
+    let range_dels = RangeDelAggregator::new(cmp.clone(), tombstones, snapshots.clone());
+    let boundaries = subcompaction_boundaries(c, opts.compaction_pri, &tables, &cmp)?;
+    let mut ranges: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = Vec::with_capacity(boundaries.len() + 1);
+    let mut lower = None;
+    for b in boundaries {
+        ranges.push((lower, Some(b.clone())));
+        lower = Some(b);
+    }
+    ranges.push((lower, None));
+
+    let mut table_options = factory.table_options.clone();
+    table_options.compression = c.compression;
+    table_options.creation_time = Some(now);
+    let origin = format!(
+        "compaction of {}",
+        c.input_files()
+            .map(|(l, f)| format!("L{l}:{:06}", f.number))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let job = SubJob {
+        c,
+        tables: &tables,
+        cmp: &cmp,
+        range_dels: &range_dels,
+        snapshots,
+        filter,
+        factory,
+        table_options: &table_options,
+        oldest_ancestor,
+        origin: &origin,
+    };
+    let outcomes: Vec<SubOutcome> = if ranges.len() == 1 {
+        let (lo, hi) = ranges.pop().expect("one range");
+        vec![job.run(lo, hi)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges
+                .into_iter()
+                .map(|(lo, hi)| {
+                    let job = &job;
+                    scope.spawn(move || job.run(lo, hi))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h.join() {
+                    Ok(outcome) => outcome,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+                .collect()
+        })
+    };
+    let subcompactions = outcomes.len();
+    let mut created: Vec<PathBuf> = Vec::new();
+    let mut first_error = None;
+    let mut outputs = Vec::new();
+    let mut iter_stats = IterStats::default();
+    for o in outcomes {
+        created.extend(o.created);
+        match o.result {
+            Ok((files, bytes, s)) => {
+                outputs.extend(files);
+                stats.bytes_written += bytes;
+                iter_stats.add(&s);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let cleanup = |created: &[PathBuf]| {
+        for p in created {
+            let _ = factory.fs.remove_file(p);
+        }
+    };
+    if let Some(e) = first_error {
+        cleanup(&created);
+        return Err(e);
+    }
+    if let Err(e) = factory.fs.sync_dir(factory.dir) {
+        cleanup(&created);
+        return Err(e).context(IoSnafu {
+            op: "syncing the directory",
+            path: factory.dir.to_path_buf(),
+        });
+    }
+    if opts.verify_record_count {
+        let check = if iter_stats.records_in != expected_records {
+            Some(RecordCountSnafu {
+                what: "records read vs input table entries",
+                expected: expected_records,
+                actual: iter_stats.records_in,
+            })
+        } else if iter_stats.records_in != iter_stats.records_out + iter_stats.dropped() {
+            Some(RecordCountSnafu {
+                what: "records read vs records written and dropped",
+                expected: iter_stats.records_in,
+                actual: iter_stats.records_out + iter_stats.dropped(),
+            })
+        } else {
+            None
+        };
+        if let Some(err) = check {
+            cleanup(&created);
+            return err.fail();
+        }
+    }
+    let mut edit = c.input_deletion_edit();
+    for f in &outputs {
+        edit.add_file(c.output_level, f.clone());
+    }
+    stats.num_output_files = outputs.len() as u64;
+    stats.num_input_records = iter_stats.records_in;
+    stats.num_dropped_records = iter_stats.dropped();
+    stats.num_output_records = iter_stats.records_out;
+    stats.micros = started.elapsed().as_micros() as u64;
+    Ok(CompactionResult {
+        edit,
+        outputs,
+        stats,
+        iter_stats,
+        subcompactions,
+    })
+}
+
+struct SubOutcome {
+    created: Vec<PathBuf>,
+    result: Result<(Vec<FileMetadata>, u64, IterStats)>,
+}
+
+/// What every subcompaction of one job shares.
+struct SubJob<'a> {
+    c: &'a Compaction,
+    tables: &'a [Arc<Table<InternalKeyComparator>>],
+    cmp: &'a InternalKeyComparator,
+    range_dels: &'a RangeDelAggregator,
+    snapshots: &'a Snapshots,
+    filter: Option<&'a dyn CompactionFilter>,
+    factory: &'a OutputFactory<'a>,
+    table_options: &'a lithify_sstable::TableOptions<InternalKeyComparator>,
+    oldest_ancestor: u64,
+    origin: &'a str,
+}
+
+impl SubJob<'_> {
+    fn cutter(&self) -> OutputCutter<Vec<u8>> {
+        let c = self.c;
+        let grandparents = c
+            .grandparents
+            .iter()
+            .map(|g| Grandparent {
+                smallest: g.smallest_user_key().to_vec(),
+                largest: g.largest_user_key().to_vec(),
+                largest_is_sentinel: is_sentinel(&g.largest),
+                size: g.size,
+            })
+            .collect();
+        OutputCutter::new(
+            grandparents,
+            CutLimits {
+                target_file_size: c.target_output_file_size,
+                max_file_size: c.max_output_file_size,
+                max_compaction_bytes: c.max_compaction_bytes,
+                dynamic_file_size: c.dynamic_file_size,
+                never_split: c.output_level == 0,
+            },
+        )
+        .with_split_key(c.output_split_key.as_ref().map(|k| k.user_key().to_vec()))
+        .with_ttl_cuts(
+            c.ttl_cut_files
+                .iter()
+                .map(|f| (f.smallest_user_key().to_vec(), f.largest_user_key().to_vec()))
+                .collect(),
+        )
+    }
+
+    fn run(&self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> SubOutcome {
+        let children: Vec<TableIter<InternalKeyComparator>> =
+            self.tables.iter().map(|t| t.iter()).collect();
+        let input = MergingIterator::new(self.cmp.clone(), children);
+        let mut it = CompactionIterator::new(
+            input,
+            self.cmp.clone(),
+            CompactionIterOptions {
+                snapshots: self.snapshots.clone(),
+                range_dels: Some(self.range_dels),
+                deeper: self.c.deeper_levels(),
+                filter: self.filter,
+                filter_level: self.c.start_level(),
+                upper_bound: upper.clone(),
+                origin: self.origin.to_owned(),
+            },
+        );
+        let mut writer = OutputWriter::new(
+            self.factory,
+            self.table_options.clone(),
+            self.range_dels,
+            self.c.bottommost,
+            self.oldest_ancestor,
+            lower.clone(),
+            upper,
+            self.cutter(),
+        );
+        let drained = (|| {
+            match &lower {
+                Some(l) => it.seek(l)?,
+                None => it.seek_to_first()?,
+            }
+            while it.valid() {
+                writer.add(it.key(), it.user_key(), it.value())?;
+                it.next()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = drained {
+            return SubOutcome {
+                created: writer.into_created(),
+                result: Err(e),
+            };
+        }
+        let stats = it.stats();
+        let (created, result) = writer.finish();
+        SubOutcome {
+            created,
+            result: result.map(|(files, bytes)| (files, bytes, stats)),
+        }
+    }
+}
+
+/// What a flush produced.
+#[derive(Debug, Clone)]
+pub struct FlushResult {
+    /// The L0 file, or `None` when nothing survived (nothing to add).
+    pub file: Option<FileMetadata>,
+    /// Statistics to record at L0 ([`CompactionStatsTable::record_flush`](crate::CompactionStatsTable::record_flush)).
+    pub stats: CompactionStats,
+    /// The compaction iterator's counts.
+    pub iter_stats: IterStats,
+}
+
+/// Writes a memtable (any iterator of internal keys, plus its range
+/// tombstones) as one L0 table, with the compaction iterator's snapshot
+/// rules — versions hidden in their stripe and tombstones' stripes are
+/// dropped, nothing deeper is known, so deletes stay — then fsyncs the file
+/// and its directory. The caller adds the file to L0 with a `VersionEdit`
+/// (and its log number).
+///
+/// `oldest_ancestor_time` is recorded in the file (the flush time, for
+/// TTL and periodic compaction). On error the file is removed (best
+/// effort).
+pub fn flush_to_level0(
+    input: impl InternalIterator,
+    range_tombstones: Vec<RangeTombstone>,
+    snapshots: &Snapshots,
+    factory: &OutputFactory<'_>,
+    opts: &JobOptions,
+    oldest_ancestor_time: u64,
+) -> Result<FlushResult> {
+    let started = Instant::now();
+    let cmp = factory.table_options.comparator.clone();
+    let range_dels = RangeDelAggregator::new(cmp.clone(), range_tombstones, snapshots.clone());
+    let mut table_options = factory.table_options.clone();
+    table_options.creation_time = Some(opts.now());
+    let cutter = OutputCutter::new(
+        Vec::new(),
+        CutLimits {
+            target_file_size: u64::MAX,
+            max_file_size: u64::MAX,
+            max_compaction_bytes: u64::MAX,
+            dynamic_file_size: false,
+            never_split: true,
+        },
+    );
+    let mut it = CompactionIterator::new(
+        input,
+        cmp,
+        CompactionIterOptions::for_flush(snapshots.clone(), Some(&range_dels)),
+    );
+    let mut writer = OutputWriter::new(
+        factory,
+        table_options,
+        &range_dels,
+        false,
+        oldest_ancestor_time,
+        None,
+        None,
+        cutter,
+    );
+    let drained = (|| {
+        it.seek_to_first()?;
+        while it.valid() {
+            writer.add(it.key(), it.user_key(), it.value())?;
+            it.next()?;
+        }
+        Ok(())
+    })();
+    let cleanup = |created: &[PathBuf]| {
+        for p in created {
+            let _ = factory.fs.remove_file(p);
+        }
+    };
+    if let Err(e) = drained {
+        cleanup(&writer.into_created());
+        return Err(e);
+    }
+    let (created, result) = writer.finish();
+    let (mut files, bytes) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            cleanup(&created);
+            return Err(e);
+        }
+    };
+    if !files.is_empty()
+        && let Err(e) = factory.fs.sync_dir(factory.dir)
+    {
+        cleanup(&created);
+        return Err(e).context(IoSnafu {
+            op: "syncing the directory",
+            path: factory.dir.to_path_buf(),
+        });
+    }
+    let iter_stats = it.stats();
+    let stats = CompactionStats {
+        micros: started.elapsed().as_micros() as u64,
+        bytes_written: bytes,
+        num_output_files: files.len() as u64,
+        num_input_records: iter_stats.records_in,
+        num_dropped_records: iter_stats.dropped(),
+        num_output_records: iter_stats.records_out,
+        count: 1,
+        ..CompactionStats::default()
+    };
+    Ok(FlushResult {
+        file: files.pop(),
+        stats,
+        iter_stats,
+    })
+}
