@@ -144,6 +144,59 @@ pub enum Error {
         location: Location,
     },
 
+    /// A `cleaner-offset-checkpoint` file is not in Kafka's format.
+    #[snafu(display(
+        "cleaner offset checkpoint {} is malformed at line {line}: {message}",
+        path.display()
+    ))]
+    CheckpointMalformed {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The 1-based line number of the problem.
+        line: usize,
+        /// What is wrong.
+        message: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// The cleaner met data it does not clean yet (transactional or control
+    /// batches); the log is left as it is.
+    #[snafu(display("log {} was not cleaned: {reason} (not supported yet)", dir.display()))]
+    Unsupported {
+        /// The log directory.
+        dir: PathBuf,
+        /// What was found, and where.
+        reason: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A cleaning round stopped early: its log was paused or removed, or
+    /// the cleaner is shutting down. Nothing was swapped in.
+    #[snafu(display("cleaning of log {} was aborted: {reason}", dir.display()))]
+    CleaningAborted {
+        /// The log directory.
+        dir: PathBuf,
+        /// Why.
+        reason: &'static str,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// The cleaner's offset map could not be created.
+    #[snafu(display("the cleaner's offset map could not be created: {source}"))]
+    OffsetMap {
+        /// The offset map's error.
+        source: lithify_offsetmap::Error,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// The log refuses writes after a failed write or sync left its state
     /// unknown.
     #[snafu(display("log {} refuses writes after an earlier failure: {message}", dir.display()))]
@@ -184,13 +237,17 @@ impl Classify for Error {
     fn kind(&self) -> ErrorKind {
         match self {
             Error::Io { source, .. } => lithify_base::error::io_error_kind(source),
-            Error::Corrupt { .. } | Error::UnknownCodec { .. } | Error::Decompress { .. } => {
-                ErrorKind::Corruption
-            }
+            Error::Corrupt { .. }
+            | Error::UnknownCodec { .. }
+            | Error::Decompress { .. }
+            | Error::CheckpointMalformed { .. } => ErrorKind::Corruption,
             Error::UnsupportedMagic { .. }
             | Error::KeylessRecord { .. }
             | Error::BatchTooLarge { .. }
-            | Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            | Error::InvalidArgument { .. }
+            | Error::Unsupported { .. }
+            | Error::CleaningAborted { .. }
+            | Error::OffsetMap { .. } => ErrorKind::InvalidArgument,
             Error::Poisoned { .. } => ErrorKind::Poisoned,
         }
     }

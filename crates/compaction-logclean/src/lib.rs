@@ -40,6 +40,8 @@
 //! assert_eq!(batches[0].base_offset(), 4);
 //! ```
 
+pub mod checkpoint;
+pub mod cleaner;
 pub mod clock;
 pub mod codec;
 pub mod coding;
@@ -58,6 +60,13 @@ pub mod segment;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub use checkpoint::TopicPartition;
+pub use cleaner::config::CleanerConfig;
+pub use cleaner::manager::{Grab, LogCleanerManager, SharedLog, shared_log};
+pub use cleaner::round::{Cleaner, RoundOutcome};
+pub use cleaner::service::{CleanerEvent, LogCleaner};
+pub use cleaner::stats::{CleanerStats, RoundReport};
+pub use cleaner::to_clean::{CleaningReason, LogToClean};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CleanupPolicy, CompressionType, LogConfig};
 pub use error::{Error, Result};

@@ -481,6 +481,110 @@ impl Log {
         self.guarded(|log| log.active_segment_mut().flush())
     }
 
+    /// What the cleaner needs of every segment, taken under the caller's
+    /// lock so the cleaner can read the inactive segments without it;
+    /// `lookup_offset` is looked up in each segment's offset index (the
+    /// cleaner's first dirty offset).
+    pub(crate) fn snapshot_for_cleaning(
+        &self,
+        lookup_offset: i64,
+    ) -> crate::cleaner::snapshot::LogSnapshot {
+        use crate::cleaner::snapshot::{LogSnapshot, SegmentView};
+        let segments = self
+            .segments
+            .values()
+            .map(|s| {
+                let (reader, path) = s.file();
+                SegmentView {
+                    base_offset: s.base_offset(),
+                    size: s.size(),
+                    next_offset: s.next_offset(),
+                    largest_timestamp: s.largest_timestamp(),
+                    known_first_batch_timestamp: s.known_first_batch_timestamp(),
+                    offset_index_bytes: s.offset_index().size_in_bytes(),
+                    time_index_bytes: s.time_index().size_in_bytes(),
+                    lookup_position: u64::from(s.offset_index().lookup(lookup_offset).position),
+                    reader,
+                    path,
+                }
+            })
+            .collect();
+        LogSnapshot {
+            fs: self.fs.clone(),
+            dir: self.dir.clone(),
+            config: self.config.clone(),
+            segments,
+            log_end_offset: self.next_offset,
+        }
+    }
+
+    /// Swaps cleaned segments in for the segments at `old_bases` (Kafka's
+    /// `replaceSegments`, for a whole cleaning round at once):
+    ///
+    /// 1. every new segment (already complete, synced, `.cleaned`) is
+    ///    renamed `.cleaned` -> `.swap`, in descending base offset order;
+    /// 2. every old segment is renamed to `.deleted`, in ascending order;
+    /// 3. every new segment is renamed `.swap` -> its final name, in
+    ///    ascending order, and the directory is synced;
+    /// 4. the `.deleted` files are removed.
+    ///
+    /// The in-memory segment map is updated with step 2. Recovery
+    /// ([`crate::recovery`]) completes the swap if it crashed after step 1
+    /// and rolls it back before, so the log holds either every old segment
+    /// or every new one. An I/O failure poisons the log.
+    pub(crate) fn replace_segments(
+        &mut self,
+        mut new_segments: Vec<LogSegment>,
+        old_bases: &[i64],
+    ) -> Result<()> {
+        self.check_writable()?;
+        let active = self.active_segment().base_offset();
+        for base in old_bases {
+            if *base >= active || !self.segments.contains_key(base) {
+                return InvalidArgumentSnafu {
+                    message: format!(
+                        "segment {base} of log {} is not an inactive segment any more",
+                        self.dir.display()
+                    ),
+                }
+                .fail();
+            }
+        }
+        new_segments.sort_by_key(LogSegment::base_offset);
+        self.guarded(|log| {
+            for seg in new_segments.iter_mut().rev() {
+                seg.change_suffix(Suffix::Swap)?;
+            }
+            let mut old = Vec::with_capacity(old_bases.len());
+            for base in old_bases {
+                if let Some(seg) = log.segments.remove(base) {
+                    old.push(seg);
+                }
+            }
+            old.sort_by_key(LogSegment::base_offset);
+            let new_bases: Vec<i64> = new_segments.iter().map(LogSegment::base_offset).collect();
+            for seg in new_segments {
+                log.segments.insert(seg.base_offset(), seg);
+            }
+            for seg in &mut old {
+                seg.change_suffix(Suffix::Deleted)?;
+            }
+            for base in &new_bases {
+                if let Some(seg) = log.segments.get_mut(base) {
+                    seg.change_suffix(Suffix::None)?;
+                }
+            }
+            log.fs.sync_dir(&log.dir).context(IoSnafu {
+                action: "sync",
+                path: &log.dir,
+            })?;
+            for seg in old {
+                seg.delete()?;
+            }
+            Ok(())
+        })
+    }
+
     /// Batches whose last offset is >= `start_offset`, from that one on,
     /// until more than `max_bytes` were collected (at least one batch when
     /// there is one). `start_offset` must be within

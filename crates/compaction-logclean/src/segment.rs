@@ -42,6 +42,17 @@ pub struct SegmentRecovery {
     pub reason: Option<String>,
 }
 
+/// One batch of a chunk given to [`LogSegment::append_batches`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AppendedBatch {
+    /// Bytes of the batch.
+    pub size: u32,
+    /// Its last offset.
+    pub last_offset: i64,
+    /// Its max timestamp.
+    pub max_timestamp: i64,
+}
+
 /// What decides whether the active segment rolls before an append
 /// (Kafka's `RollParams`).
 #[derive(Debug, Clone, Copy)]
@@ -452,6 +463,86 @@ impl LogSegment {
         self.bytes_since_last_index_entry += records.len() as u64;
         self.next_offset = self.next_offset.max(largest_offset + 1);
         Ok(())
+    }
+
+    /// Appends whole batches with one write (the cleaner's output), adding
+    /// index entries batch by batch exactly as [`LogSegment::recover`]
+    /// rebuilds them: an entry `(batch last offset -> batch position)`
+    /// whenever more than `index.interval.bytes` bytes precede the batch
+    /// since the last entry, skipped when an index is full. A cleaned
+    /// segment's indexes are therefore the ones recovery would build.
+    /// `batches` describes the batches of `bytes`, in order.
+    pub(crate) fn append_batches(&mut self, bytes: &[u8], batches: &[AppendedBatch]) -> Result<()> {
+        let (Some(first), Some(last)) = (batches.first(), batches.last()) else {
+            return Ok(());
+        };
+        let total: u64 = batches.iter().map(|b| u64::from(b.size)).sum();
+        if total != bytes.len() as u64
+            || !self.can_convert_to_relative_offset(first.last_offset)
+            || !self.can_convert_to_relative_offset(last.last_offset)
+        {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "batches ending at offsets {}..={} ({total} bytes described, {} given) do not fit segment {}",
+                    first.last_offset,
+                    last.last_offset,
+                    bytes.len(),
+                    self.base_offset
+                ),
+            }
+            .fail();
+        }
+        let Some(writer) = self.writer.as_mut() else {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "segment {} is not open for appends",
+                    self.log_path.display()
+                ),
+            }
+            .fail();
+        };
+        writer.append(bytes).context(IoSnafu {
+            action: "append to",
+            path: self.log_path.as_path(),
+        })?;
+        for b in batches {
+            let position = self.size;
+            if position == 0 {
+                self.rolling_based_timestamp = Some(b.max_timestamp);
+            }
+            if b.max_timestamp > self.max_timestamp_so_far.timestamp {
+                self.max_timestamp_so_far = TimestampOffset {
+                    timestamp: b.max_timestamp,
+                    offset: b.last_offset,
+                };
+            }
+            if self.bytes_since_last_index_entry > self.index_interval_bytes
+                && !self.offset_index.is_full()
+                && !self.time_index.is_full()
+            {
+                self.offset_index.append(b.last_offset, position as u32)?;
+                let m = self.max_timestamp_so_far;
+                self.time_index.maybe_append(m.timestamp, m.offset, false)?;
+                self.bytes_since_last_index_entry = 0;
+            }
+            self.bytes_since_last_index_entry += u64::from(b.size);
+            self.size += u64::from(b.size);
+            self.next_offset = self.next_offset.max(b.last_offset + 1);
+        }
+        Ok(())
+    }
+
+    /// The `.log` file's reader and path, to read the segment without
+    /// borrowing it (the cleaner reads inactive segments outside the log's
+    /// lock; they never change until the cleaner itself replaces them).
+    pub(crate) fn file(&self) -> (Arc<dyn RandomAccessFile>, Arc<PathBuf>) {
+        (self.reader.clone(), self.log_path.clone())
+    }
+
+    /// The max timestamp of the first batch, if known without I/O.
+    pub(crate) fn known_first_batch_timestamp(&self) -> Option<Option<i64>> {
+        self.rolling_based_timestamp
+            .map(|ts| (ts >= 0).then_some(ts))
     }
 
     /// Whether `offset` can be stored relative to the base offset (i32).

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use crate::codec::{self, Compression};
 use crate::error::{InvalidArgumentSnafu, Result};
 use crate::record::batch::*;
-use crate::record::record::{Header, encode_record};
+use crate::record::record::{Header, encode_record, encode_record_raw};
+use crate::record::view::RecordView;
 
 /// Largest records section a batch can describe (its `length` is an i32).
 const MAX_RECORDS_BYTES: usize = i32::MAX as usize - RECORD_BATCH_OVERHEAD;
@@ -161,6 +162,52 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[Header],
     ) -> Result<()> {
+        let record_bytes = key.map_or(0, <[u8]>::len)
+            + value.map_or(0, <[u8]>::len)
+            + headers
+                .iter()
+                .map(|h| h.key.len() + h.value.as_ref().map_or(0, Bytes::len) + 10)
+                .sum::<usize>()
+            + 64;
+        let (delta, timestamp_delta) = self.prepare(offset, timestamp, record_bytes)?;
+        encode_record(
+            &mut self.records,
+            delta,
+            timestamp_delta,
+            key,
+            value,
+            headers,
+        );
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Appends a record seen through a [`RecordView`] (the cleaner keeping
+    /// a record of a batch it rewrites): same offset, timestamp, key, value
+    /// and header bytes; the timestamp delta is recomputed against this
+    /// batch's base timestamp, the record attributes are written as 0.
+    pub fn append_view(&mut self, record: &RecordView<'_>) -> Result<()> {
+        let record_bytes = record.key.map_or(0, <[u8]>::len)
+            + record.value.map_or(0, <[u8]>::len)
+            + record.headers_raw.len()
+            + 64;
+        let (delta, timestamp_delta) =
+            self.prepare(record.offset, record.timestamp, record_bytes)?;
+        encode_record_raw(
+            &mut self.records,
+            delta,
+            timestamp_delta,
+            record.key,
+            record.value,
+            record.headers_raw,
+        );
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Checks that a record at `offset` can follow, and accounts for it:
+    /// returns its offset delta and timestamp delta.
+    fn prepare(&mut self, offset: i64, timestamp: i64, record_bytes: usize) -> Result<(i32, i64)> {
         let delta = offset.checked_sub(self.base_offset);
         let Some(delta) = delta
             .and_then(|d| i32::try_from(d).ok())
@@ -180,13 +227,6 @@ impl BatchBuilder {
             }
             .fail();
         }
-        let record_bytes = key.map_or(0, <[u8]>::len)
-            + value.map_or(0, <[u8]>::len)
-            + headers
-                .iter()
-                .map(|h| h.key.len() + h.value.as_ref().map_or(0, Bytes::len) + 10)
-                .sum::<usize>()
-            + 64;
         if record_bytes + self.records.len() > MAX_RECORDS_BYTES {
             return InvalidArgumentSnafu {
                 message: format!(
@@ -204,18 +244,9 @@ impl BatchBuilder {
         let base_ts = *self
             .base_timestamp
             .get_or_insert(self.delete_horizon_ms.unwrap_or(timestamp));
-        encode_record(
-            &mut self.records,
-            delta,
-            timestamp.wrapping_sub(base_ts),
-            key,
-            value,
-            headers,
-        );
-        self.count += 1;
         self.max_timestamp = self.max_timestamp.max(timestamp);
         self.last_offset = Some(offset);
-        Ok(())
+        Ok((delta, timestamp.wrapping_sub(base_ts)))
     }
 
     /// The batch's bytes, CRC included.

@@ -279,3 +279,29 @@ pub(crate) fn encode_record(
         put_nullable(out, h.value.as_deref());
     }
 }
+
+/// Appends one encoded record (attributes 0) whose header section is
+/// already encoded (`headers_raw`: the count varint and every header).
+pub(crate) fn encode_record_raw(
+    out: &mut Vec<u8>,
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers_raw: &[u8],
+) {
+    let body = 1
+        + varlong_len(timestamp_delta)
+        + varint_len(offset_delta)
+        + nullable_len(key)
+        + nullable_len(value)
+        + headers_raw.len();
+    out.reserve(body + 5);
+    put_varint(out, body as i32);
+    out.push(0);
+    put_varlong(out, timestamp_delta);
+    put_varint(out, offset_delta);
+    put_nullable(out, key);
+    put_nullable(out, value);
+    out.extend_from_slice(headers_raw);
+}
