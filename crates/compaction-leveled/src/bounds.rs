@@ -35,12 +35,13 @@ pub fn sstable_key_compare(
     a: &InternalKey,
     b: &InternalKey,
 ) -> Ordering {
-    cmp.compare_user(a.user_key(), b.user_key())
-        .then_with(|| match (is_sentinel(a), is_sentinel(b)) {
+    cmp.compare_user(a.user_key(), b.user_key()).then_with(|| {
+        match (is_sentinel(a), is_sentinel(b)) {
             (true, false) => Ordering::Less,
             (false, true) => Ordering::Greater,
             _ => Ordering::Equal,
-        })
+        }
+    })
 }
 
 /// The internal-key range of `files` of `level` (RocksDB's `GetRange`): for
@@ -181,13 +182,22 @@ mod tests {
         let s = sentinel(b"k");
         assert!(is_sentinel(&s));
         assert_eq!(s.to_string(), "k#MAX,RANGEDEL");
-        assert_eq!(sstable_key_compare(&cmp, &s, &key("k#5,SET")), Ordering::Less);
-        assert_eq!(sstable_key_compare(&cmp, &key("k#5,SET"), &s), Ordering::Greater);
+        assert_eq!(
+            sstable_key_compare(&cmp, &s, &key("k#5,SET")),
+            Ordering::Less
+        );
+        assert_eq!(
+            sstable_key_compare(&cmp, &key("k#5,SET"), &s),
+            Ordering::Greater
+        );
         assert_eq!(
             sstable_key_compare(&cmp, &key("k#5,SET"), &key("k#9,DEL")),
             Ordering::Equal
         );
-        assert_eq!(sstable_key_compare(&cmp, &s, &key("j#1,SET")), Ordering::Greater);
+        assert_eq!(
+            sstable_key_compare(&cmp, &s, &key("j#1,SET")),
+            Ordering::Greater
+        );
     }
 
     #[test]
@@ -205,20 +215,39 @@ L1:
         let nums = |fs: Vec<Arc<FileMetadata>>| fs.iter().map(|f| f.number).collect::<Vec<_>>();
         // [c, c] meets files 1 and 2 (both hold user key c).
         assert_eq!(
-            nums(overlapping_files(&v, 1, Some(&key("c#9,SET")), Some(&key("c#0,SET")))),
+            nums(overlapping_files(
+                &v,
+                1,
+                Some(&key("c#9,SET")),
+                Some(&key("c#0,SET"))
+            )),
             [1, 2]
         );
         // [e, e]: file 2 ends with the sentinel at e, so only file 3 holds e.
         assert_eq!(
-            nums(overlapping_files(&v, 1, Some(&key("e#9,SET")), Some(&key("e#0,SET")))),
+            nums(overlapping_files(
+                &v,
+                1,
+                Some(&key("e#9,SET")),
+                Some(&key("e#0,SET"))
+            )),
             [3]
         );
         // Within [a, k]: everything. Within [b, k]: file 1 starts before b,
         // and file 2 shares c with it, so both go; 3 and 4 remain.
-        assert_eq!(nums(clean_files_within(&v, 1, &key("a#9,SET"), &key("k#0,SET"))), [1, 2, 3, 4]);
-        assert_eq!(nums(clean_files_within(&v, 1, &key("b#9,SET"), &key("k#0,SET"))), [3, 4]);
+        assert_eq!(
+            nums(clean_files_within(&v, 1, &key("a#9,SET"), &key("k#0,SET"))),
+            [1, 2, 3, 4]
+        );
+        assert_eq!(
+            nums(clean_files_within(&v, 1, &key("b#9,SET"), &key("k#0,SET"))),
+            [3, 4]
+        );
         // Within [a, f]: file 3 ends after f; file 2's sentinel makes the cut
         // between 2 and 3 clean.
-        assert_eq!(nums(clean_files_within(&v, 1, &key("a#9,SET"), &key("f#0,SET"))), [1, 2]);
+        assert_eq!(
+            nums(clean_files_within(&v, 1, &key("a#9,SET"), &key("f#0,SET"))),
+            [1, 2]
+        );
     }
 }

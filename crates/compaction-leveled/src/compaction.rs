@@ -278,7 +278,7 @@ pub fn human_bytes(n: u64) -> String {
         return "inf".to_owned();
     }
     for (shift, suffix) in [(30, "G"), (20, "M"), (10, "K")] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{}{suffix}", n >> shift);
         }
     }

@@ -146,7 +146,10 @@ mod tests {
         );
         let shared: lithify_base::Error = err.into();
         assert!(shared.is_corruption());
-        let conflict = ConflictSnafu { message: "L1 file 000007 is being compacted" }.build();
+        let conflict = ConflictSnafu {
+            message: "L1 file 000007 is being compacted",
+        }
+        .build();
         assert!(conflict.is_conflict());
         assert_eq!(conflict.kind(), ErrorKind::InvalidArgument);
     }

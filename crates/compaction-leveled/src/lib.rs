@@ -8,6 +8,7 @@ pub mod job;
 mod options;
 pub mod picker;
 mod score;
+pub mod sim;
 mod stats;
 mod targets;
 

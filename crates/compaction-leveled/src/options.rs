@@ -158,9 +158,8 @@ impl LeveledOptions {
         if self.level0_file_num_compaction_trigger == 0 {
             self.level0_file_num_compaction_trigger = 1;
         }
-        if !(self.max_bytes_for_level_multiplier > 0.0)
-            || !self.max_bytes_for_level_multiplier.is_finite()
-        {
+        let mult = self.max_bytes_for_level_multiplier;
+        if mult.is_nan() || mult <= 0.0 || !mult.is_finite() {
             self.max_bytes_for_level_multiplier = 1.0;
         }
         if self.target_file_size_base == 0 {

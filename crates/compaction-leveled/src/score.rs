@@ -39,7 +39,9 @@ impl CompensatedSizes {
         for (_, f) in version.all_files() {
             if f.num_entries > 0 {
                 bytes += f.size;
-                non_deletions += f.num_entries.saturating_sub(f.num_deletions + f.num_range_deletions);
+                non_deletions += f
+                    .num_entries
+                    .saturating_sub(f.num_deletions + f.num_range_deletions);
             }
         }
         let average_value_size = bytes.checked_div(non_deletions).unwrap_or(0);
@@ -117,7 +119,7 @@ impl Scores {
         let dynamic = opts.level_compaction_dynamic_level_bytes;
         let mut downcompact: f64 = 0.0;
         let mut by_level = vec![0.0; num_levels];
-        for level in 0..=max_input_level {
+        for (level, slot) in by_level.iter_mut().enumerate().take(max_input_level + 1) {
             let files = version.files(level);
             let score = if level == 0 {
                 let mut runs = 0usize;
@@ -169,8 +171,7 @@ impl Scores {
                 }
                 if dynamic && not_compacting > 0 && unnecessary {
                     let lowest = targets.lowest_unnecessary_level().unwrap_or(level);
-                    score = score
-                        .max(SCORE_SCALE * (1.001 + 0.001 * (lowest - level) as f64));
+                    score = score.max(SCORE_SCALE * (1.001 + 0.001 * (lowest - level) as f64));
                 }
                 if unnecessary {
                     downcompact += total as f64;
@@ -179,7 +180,7 @@ impl Scores {
                 }
                 score
             };
-            by_level[level] = score;
+            *slot = score;
         }
         let mut sorted: Vec<LevelScore> = (0..=max_input_level)
             .map(|level| LevelScore {
@@ -239,7 +240,9 @@ pub fn estimated_compaction_needed_bytes(
     let base = targets.base_level();
     let mut next_size: Option<u64> = None;
     for level in base..num_levels.saturating_sub(1) {
-        let mut size = next_size.take().unwrap_or_else(|| version.level_bytes(level));
+        let mut size = next_size
+            .take()
+            .unwrap_or_else(|| version.level_bytes(level));
         if level == base && l0_triggered {
             needed = needed.saturating_add(size);
         }
@@ -297,7 +300,12 @@ L2:
 ",
             &opts,
         );
-        let order: Vec<(usize, f64)> = s.sorted().iter().take(3).map(|s| (s.level, s.score)).collect();
+        let order: Vec<(usize, f64)> = s
+            .sorted()
+            .iter()
+            .take(3)
+            .map(|s| (s.level, s.score))
+            .collect();
         assert_eq!(order, [(2, 2.0), (1, 1.0), (0, 1.0)]);
     }
 

@@ -136,7 +136,8 @@ impl CompactionStatsTable {
     /// Records a compaction at its output level.
     pub fn record_compaction(&mut self, output_level: usize, stats: &CompactionStats) {
         if output_level >= self.levels.len() {
-            self.levels.resize(output_level + 1, CompactionStats::default());
+            self.levels
+                .resize(output_level + 1, CompactionStats::default());
         }
         self.levels[output_level] += stats;
     }
@@ -199,9 +200,19 @@ impl CompactionStatsTable {
         let header = "Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) Comp(cnt) Avg(sec) KeyIn KeyDrop";
         let _ = writeln!(out, "{header}");
         let _ = writeln!(out, "{}", "-".repeat(header.len()));
-        let row = |out: &mut String, label: &str, shape: LevelShape, s: &CompactionStats, w_amp: f64| {
+        let row = |out: &mut String,
+                   label: &str,
+                   shape: LevelShape,
+                   s: &CompactionStats,
+                   w_amp: f64| {
             let secs = s.micros as f64 / 1e6;
-            let mbps = |bytes: u64| bytes as f64 / (1 << 20) as f64 / ((s.micros + 1) as f64 / 1e6);
+            let mbps = |bytes: u64| {
+                if s.micros == 0 {
+                    0.0
+                } else {
+                    bytes as f64 / (1 << 20) as f64 / (s.micros as f64 / 1e6)
+                }
+            };
             let wnew = s.bytes_written.saturating_sub(s.bytes_read_output_level);
             let _ = writeln!(
                 out,
@@ -221,7 +232,11 @@ impl CompactionStatsTable {
                 mbps(s.bytes_written),
                 secs,
                 s.count,
-                if s.count == 0 { 0.0 } else { secs / s.count as f64 },
+                if s.count == 0 {
+                    0.0
+                } else {
+                    secs / s.count as f64
+                },
                 human_count(s.num_input_records),
                 human_count(s.num_dropped_records),
             );
@@ -248,7 +263,13 @@ impl CompactionStatsTable {
             row(&mut out, &format!("L{level}"), shape, s, w_amp);
         }
         let sum = self.sum();
-        row(&mut out, "Sum", total_shape, &sum, self.write_amplification());
+        row(
+            &mut out,
+            "Sum",
+            total_shape,
+            &sum,
+            self.write_amplification(),
+        );
         let _ = writeln!(
             out,
             "Flush(GB): cumulative {:.3}",
@@ -323,18 +344,41 @@ mod tests {
         );
         assert_eq!(t.write_amplification(), 3.0);
         let shapes = [
-            LevelShape { files: 1, files_being_compacted: 0, bytes: 1 << 20, score: 0.25 },
+            LevelShape {
+                files: 1,
+                files_being_compacted: 0,
+                bytes: 1 << 20,
+                score: 0.25,
+            },
             LevelShape::default(),
-            LevelShape { files: 2, files_being_compacted: 1, bytes: 3 << 30, score: 0.0 },
+            LevelShape {
+                files: 2,
+                files_being_compacted: 1,
+                bytes: 3 << 30,
+                score: 0.0,
+            },
         ];
         let text = t.format("default", &shapes);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 8, "{text}");
         let l0: Vec<&str> = lines[3].split_whitespace().collect();
-        assert_eq!(l0[..9], ["L0", "1/0", "1.00", "MB", "0.2", "0.0", "0.0", "0.0", "1.0"], "{}", lines[3]);
-        assert!(lines[4].contains("2/1") && lines[4].contains("3.00 GB"), "{}", lines[4]);
+        assert_eq!(
+            l0[..9],
+            ["L0", "1/0", "1.00", "MB", "0.2", "0.0", "0.0", "0.0", "1.0"],
+            "{}",
+            lines[3]
+        );
+        assert!(
+            lines[4].contains("2/1") && lines[4].contains("3.00 GB"),
+            "{}",
+            lines[4]
+        );
         // L2: W-Amp = 2 GB written / 1 GB read from L1; KeyIn 20K.
-        assert!(lines[4].contains("  2.0 ") && lines[4].contains("20K"), "{}", lines[4]);
+        assert!(
+            lines[4].contains("  2.0 ") && lines[4].contains("20K"),
+            "{}",
+            lines[4]
+        );
         assert!(lines[5].trim_start().starts_with("Sum"), "{}", lines[5]);
         assert_eq!(human_count(1234), "1234");
         assert_eq!(human_size(1536), "1.50 KB");

@@ -57,7 +57,11 @@ pub struct LevelTargets {
 /// `MultiplyCheckOverflow`).
 fn mul_saturating(a: u64, b: f64) -> u64 {
     let r = a as f64 * b;
-    if r >= u64::MAX as f64 { u64::MAX } else { r as u64 }
+    if r >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        r as u64
+    }
 }
 
 impl LevelTargets {
@@ -80,10 +84,7 @@ impl LevelTargets {
                 t.targets[i] = if i <= 1 {
                     base
                 } else {
-                    mul_saturating(
-                        t.targets[i - 1],
-                        mult * opts.multiplier_additional(i - 1),
-                    )
+                    mul_saturating(t.targets[i - 1], mult * opts.multiplier_additional(i - 1))
                 };
             }
             return t;
@@ -170,11 +171,7 @@ impl LevelTargets {
     /// `target_file_size_multiplier` per level below that.
     pub fn target_file_size(&self, level: usize) -> u64 {
         let steps = if self.dynamic {
-            if level <= self.base_level {
-                0
-            } else {
-                level - self.base_level
-            }
+            level.saturating_sub(self.base_level)
         } else {
             level.saturating_sub(1)
         };
@@ -225,7 +222,10 @@ mod tests {
         let t = LevelTargets::compute(&[0, 50, 0, 0, 0, 0, 1000], &dynamic(256, 10.0, 7));
         assert_eq!(t.lowest_unnecessary_level(), Some(4));
         assert_eq!(t.base_level(), 1);
-        assert_eq!(t.targets()[1..], [256, 260, 2600, 26_000, 260_000, 2_600_000]);
+        assert_eq!(
+            t.targets()[1..],
+            [256, 260, 2600, 26_000, 260_000, 2_600_000]
+        );
     }
 
     #[test]
@@ -241,7 +241,13 @@ mod tests {
             (0..7).map(|l| t.target_file_size(l)).collect::<Vec<_>>(),
             [2, 2, 2, 6, 18, 54, 162]
         );
-        let stat = LevelTargets::compute(&[0; 7], &LeveledOptions { level_compaction_dynamic_level_bytes: false, ..opts });
+        let stat = LevelTargets::compute(
+            &[0; 7],
+            &LeveledOptions {
+                level_compaction_dynamic_level_bytes: false,
+                ..opts
+            },
+        );
         assert_eq!(
             (0..7).map(|l| stat.target_file_size(l)).collect::<Vec<_>>(),
             [2, 2, 6, 18, 54, 162, 486]

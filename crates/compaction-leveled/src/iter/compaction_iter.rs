@@ -3,7 +3,10 @@
 
 use bytes::Bytes;
 use lithify_base::key::{append_internal_key, escape};
-use lithify_base::{InternalIterator, InternalKey, InternalKeyComparator, MAX_SEQNO, ParsedInternalKey, SeqNo, ValueKind};
+use lithify_base::{
+    InternalIterator, InternalKey, InternalKeyComparator, MAX_SEQNO, ParsedInternalKey, SeqNo,
+    ValueKind,
+};
 use snafu::ResultExt as _;
 
 use super::filter::{CompactionFilter, FilterDecision};
@@ -196,7 +199,9 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
         self.next_from_input()
     }
 
-    /// Moves to the next surviving version.
+    /// Moves to the next surviving version (a cursor step that can fail,
+    /// like [`InternalIterator::next`], not `std::iter::Iterator::next`).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<()> {
         self.next_from_input()
     }
@@ -288,7 +293,8 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                     .is_eq();
             if new_user_key {
                 self.current_user_key.clear();
-                self.current_user_key.extend_from_slice(&self.input.key()[..n]);
+                self.current_user_key
+                    .extend_from_slice(&self.input.key()[..n]);
                 self.has_current_user_key = true;
                 self.current_user_key_sequence = MAX_SEQNO;
                 self.current_user_key_snapshot = 0;
@@ -307,7 +313,11 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                             self.stats.filter_changed += 1;
                         }
                         FilterDecision::RemoveAndSkipUntil(until) => {
-                            if self.cmp.compare_user(&until, &self.current_user_key).is_gt() {
+                            if self
+                                .cmp
+                                .compare_user(&until, &self.current_user_key)
+                                .is_gt()
+                            {
                                 skip_until = Some(until);
                             }
                         }

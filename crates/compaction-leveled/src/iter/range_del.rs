@@ -39,7 +39,11 @@ impl RangeTombstone {
     pub fn from_stored(start: &[u8], end: &[u8]) -> Option<Self> {
         let p = ParsedInternalKey::parse(start).ok()?;
         (p.kind == ValueKind::RangeDelete).then(|| {
-            RangeTombstone::new(Bytes::copy_from_slice(p.user_key), Bytes::copy_from_slice(end), p.seqno)
+            RangeTombstone::new(
+                Bytes::copy_from_slice(p.user_key),
+                Bytes::copy_from_slice(end),
+                p.seqno,
+            )
         })
     }
 
@@ -52,7 +56,13 @@ impl RangeTombstone {
 impl fmt::Display for RangeTombstone {
     /// `[start, end)#seqno`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}, {})#{}", escape(&self.start), escape(&self.end), self.seqno)
+        write!(
+            f,
+            "[{}, {})#{}",
+            escape(&self.start),
+            escape(&self.end),
+            self.seqno
+        )
     }
 }
 
@@ -122,8 +132,7 @@ impl RangeDelAggregator {
         let mut fragments = Vec::with_capacity(bounds.len().saturating_sub(1));
         let mut active: Vec<&RangeTombstone> = Vec::new();
         let mut next = 0;
-        for i in 0..bounds.len().saturating_sub(1) {
-            let lo = &bounds[i];
+        for lo in bounds.iter().take(bounds.len().saturating_sub(1)) {
             active.retain(|t| cmp.compare_user(&t.end, lo).is_gt());
             while next < tombstones.len() && cmp.compare_user(&tombstones[next].start, lo).is_le() {
                 active.push(&tombstones[next]);
@@ -131,7 +140,9 @@ impl RangeDelAggregator {
             }
             let mut per_stripe: BTreeMap<usize, SeqNo> = BTreeMap::new();
             for t in &active {
-                let e = per_stripe.entry(snapshots.stripe_index(t.seqno)).or_insert(0);
+                let e = per_stripe
+                    .entry(snapshots.stripe_index(t.seqno))
+                    .or_insert(0);
                 *e = (*e).max(t.seqno);
             }
             fragments.push(Fragment {
@@ -179,9 +190,7 @@ impl RangeDelAggregator {
             return false;
         };
         let stripe = self.snapshots.stripe_index(seqno);
-        frag.seqs
-            .iter()
-            .any(|&(s, t)| s == stripe && t > seqno)
+        frag.seqs.iter().any(|&(s, t)| s == stripe && t > seqno)
     }
 
     /// The tombstones to write into an output file covering the user keys
@@ -228,7 +237,9 @@ impl RangeDelAggregator {
             // Close pieces that do not continue into this fragment.
             let stale: Vec<SeqNo> = open
                 .iter()
-                .filter(|(t, (_, end))| !keep.contains(t) || !self.cmp.compare_user(end, &lo).is_eq())
+                .filter(|(t, (_, end))| {
+                    !keep.contains(t) || !self.cmp.compare_user(end, &lo).is_eq()
+                })
                 .map(|(t, _)| *t)
                 .collect();
             for t in stale {
@@ -262,11 +273,18 @@ mod tests {
     use super::*;
 
     fn t(s: &str, e: &str, seq: SeqNo) -> RangeTombstone {
-        RangeTombstone::new(Bytes::copy_from_slice(s.as_bytes()), Bytes::copy_from_slice(e.as_bytes()), seq)
+        RangeTombstone::new(
+            Bytes::copy_from_slice(s.as_bytes()),
+            Bytes::copy_from_slice(e.as_bytes()),
+            seq,
+        )
     }
 
     fn show(ts: &[RangeTombstone]) -> String {
-        ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ")
+        ts.iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     #[test]
@@ -281,7 +299,10 @@ mod tests {
             show(&agg.tombstones_in(None, None, false)),
             "[a, c)#10 [c, f)#20 [f, m)#10"
         );
-        assert_eq!(show(&agg.tombstones_in(Some(b"d"), Some(b"g"), false)), "[d, f)#20 [f, g)#10");
+        assert_eq!(
+            show(&agg.tombstones_in(Some(b"d"), Some(b"g"), false)),
+            "[d, f)#20 [f, g)#10"
+        );
         // At the bottom with no snapshot every tombstone goes.
         assert_eq!(show(&agg.tombstones_in(None, None, true)), "");
         assert!(agg.should_delete(b"d", 15));
@@ -302,7 +323,7 @@ mod tests {
         );
         // Bottommost: #10 is visible to the earliest snapshot (15) and goes.
         assert_eq!(show(&agg.tombstones_in(None, None, true)), "[c, f)#20");
-        assert!(agg.should_delete(b"d", 12) == false);
+        assert!(!agg.should_delete(b"d", 12));
         assert!(agg.should_delete(b"d", 9));
         assert!(agg.should_delete(b"d", 16));
     }

@@ -102,7 +102,12 @@ impl<K> OutputCutter<K> {
         self.overlapped_bytes
     }
 
-    fn sst_cmp_largest<Q: ?Sized>(&self, key: &Q, i: usize, cmp: &impl Fn(&Q, &K) -> Ordering) -> Ordering {
+    fn sst_cmp_largest<Q: ?Sized>(
+        &self,
+        key: &Q,
+        i: usize,
+        cmp: &impl Fn(&Q, &K) -> Ordering,
+    ) -> Ordering {
         let g = &self.grandparents[i];
         match cmp(key, &g.largest) {
             Ordering::Equal if g.largest_is_sentinel => Ordering::Greater,
@@ -110,7 +115,11 @@ impl<K> OutputCutter<K> {
         }
     }
 
-    fn update_grandparents<Q: ?Sized>(&mut self, key: &Q, cmp: &impl Fn(&Q, &K) -> Ordering) -> u64 {
+    fn update_grandparents<Q: ?Sized>(
+        &mut self,
+        key: &Q,
+        cmp: &impl Fn(&Q, &K) -> Ordering,
+    ) -> u64 {
         let mut crossed = 0;
         if self.grandparents.is_empty() {
             return 0;
@@ -191,7 +200,8 @@ impl<K> OutputCutter<K> {
             return true;
         }
         if crossed > 0 {
-            if self.overlapped_bytes.saturating_add(current_size) > self.limits.max_compaction_bytes {
+            if self.overlapped_bytes.saturating_add(current_size) > self.limits.max_compaction_bytes
+            {
                 return true;
             }
             if self.limits.dynamic_file_size {
@@ -237,6 +247,35 @@ impl<K> OutputCutter<K> {
         false
     }
 
+    /// Whether feeding any key after the last one fed and up to `key`
+    /// would leave the cutter's state unchanged and could only cut for the
+    /// maximum size: lets a caller add runs of keys in bulk.
+    pub fn is_quiet_through<Q: ?Sized>(&self, key: &Q, cmp: impl Fn(&Q, &K) -> Ordering) -> bool {
+        if !self.seen_key {
+            return false;
+        }
+        if !self.split_done
+            && let Some(split) = &self.split_key
+            && cmp(key, split) != Ordering::Less
+        {
+            return false;
+        }
+        if let Some(cur) = self.ttl_current {
+            if cmp(key, &self.ttl_cuts[cur].1) == Ordering::Greater {
+                return false;
+            }
+        } else if let Some((lo, _)) = self.ttl_cuts.get(self.ttl_next)
+            && cmp(key, lo) != Ordering::Less
+        {
+            return false;
+        }
+        match self.grandparents.get(self.index) {
+            None => true,
+            Some(g) if self.in_gap => cmp(key, &g.smallest) == Ordering::Less,
+            Some(g) => cmp(key, &g.largest) == Ordering::Less,
+        }
+    }
+
     /// Records that a new file starts at `key` (after a cut).
     pub fn file_started<Q: ?Sized>(&mut self, key: &Q, cmp: impl Fn(&Q, &K) -> Ordering) {
         self.boundaries_switched = 0;
@@ -269,7 +308,11 @@ mod tests {
 
     /// Feeds keys 0..n of `size` bytes each; returns the first key of each
     /// output file.
-    fn cuts(cutter: &mut OutputCutter<u32>, keys: impl Iterator<Item = u32>, size: u64) -> Vec<u32> {
+    fn cuts(
+        cutter: &mut OutputCutter<u32>,
+        keys: impl Iterator<Item = u32>,
+        size: u64,
+    ) -> Vec<u32> {
         let mut starts = Vec::new();
         let mut current = 0u64;
         let mut open = false;
@@ -290,7 +333,13 @@ mod tests {
 
     #[test]
     fn cuts_at_max_size_without_grandparents() {
-        let mut c = OutputCutter::new(Vec::new(), CutLimits { max_file_size: 100, ..limits(100, 10_000) });
+        let mut c = OutputCutter::new(
+            Vec::new(),
+            CutLimits {
+                max_file_size: 100,
+                ..limits(100, 10_000)
+            },
+        );
         assert_eq!(cuts(&mut c, 0..35, 10), [0, 10, 20, 30]);
     }
 
@@ -299,10 +348,16 @@ mod tests {
         // Keys 0..10 and 30..40; a 500-byte grandparent [12, 28] lies in
         // the gap between them: crossing it entirely means the output
         // would overlap it for nothing, so the file is cut.
-        let mut c = OutputCutter::new(vec![gp(0, 9, 10), gp(12, 28, 500), gp(30, 40, 10)], limits(1000, 100_000));
+        let mut c = OutputCutter::new(
+            vec![gp(0, 9, 10), gp(12, 28, 500), gp(30, 40, 10)],
+            limits(1000, 100_000),
+        );
         assert_eq!(cuts(&mut c, (0..10).chain(30..40), 1), [0, 30]);
         // A small grandparent in the gap is not worth a cut.
-        let mut c = OutputCutter::new(vec![gp(0, 9, 10), gp(12, 28, 50), gp(30, 40, 10)], limits(1000, 100_000));
+        let mut c = OutputCutter::new(
+            vec![gp(0, 9, 10), gp(12, 28, 50), gp(30, 40, 10)],
+            limits(1000, 100_000),
+        );
         assert_eq!(cuts(&mut c, (0..10).chain(30..40), 1), [0]);
     }
 
@@ -325,11 +380,19 @@ mod tests {
 
     #[test]
     fn never_split_and_split_key() {
-        let mut c = OutputCutter::new(Vec::new(), CutLimits { never_split: true, max_file_size: 1, ..limits(1, 1) });
+        let mut c = OutputCutter::new(
+            Vec::new(),
+            CutLimits {
+                never_split: true,
+                max_file_size: 1,
+                ..limits(1, 1)
+            },
+        );
         assert_eq!(cuts(&mut c, 0..10, 10), [0]);
         let mut c = OutputCutter::new(Vec::new(), limits(1000, 100_000)).with_split_key(Some(5));
         assert_eq!(cuts(&mut c, 0..10, 1), [0, 5]);
-        let mut c = OutputCutter::new(Vec::new(), limits(1000, 100_000)).with_ttl_cuts(vec![(3, 5), (8, 8)]);
+        let mut c = OutputCutter::new(Vec::new(), limits(1000, 100_000))
+            .with_ttl_cuts(vec![(3, 5), (8, 8)]);
         assert_eq!(cuts(&mut c, 0..10, 1), [0, 3, 6, 8, 9]);
     }
 }

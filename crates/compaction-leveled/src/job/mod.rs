@@ -33,10 +33,16 @@ use crate::options::CompactionPri;
 use crate::stats::CompactionStats;
 use output::OutputWriter;
 
+/// A subcompaction's `[lower, upper)` user keys (`None`: unbounded).
+type UserKeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// Opens the input tables of a compaction (the engine's table cache).
 pub trait TableOpener: Send + Sync {
     /// The open table of `file`.
-    fn open_table(&self, file: &FileMetadata) -> lithify_base::Result<Arc<Table<InternalKeyComparator>>>;
+    fn open_table(
+        &self,
+        file: &FileMetadata,
+    ) -> lithify_base::Result<Arc<Table<InternalKeyComparator>>>;
 }
 
 /// Knobs of a job beyond the compaction description.
@@ -172,10 +178,14 @@ pub fn run_compaction(
         tables.push(table);
     }
     let now = opts.now();
-    let oldest_ancestor = if oldest_ancestor == u64::MAX { now } else { oldest_ancestor.min(now) };
+    let oldest_ancestor = if oldest_ancestor == u64::MAX {
+        now
+    } else {
+        oldest_ancestor.min(now)
+    };
     let range_dels = RangeDelAggregator::new(cmp.clone(), tombstones, snapshots.clone());
     let boundaries = subcompaction_boundaries(c, opts.compaction_pri, &tables, &cmp)?;
-    let mut ranges: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = Vec::with_capacity(boundaries.len() + 1);
+    let mut ranges: Vec<UserKeyRange> = Vec::with_capacity(boundaries.len() + 1);
     let mut lower = None;
     for b in boundaries {
         ranges.push((lower, Some(b.clone())));
@@ -345,7 +355,12 @@ impl SubJob<'_> {
         .with_ttl_cuts(
             c.ttl_cut_files
                 .iter()
-                .map(|f| (f.smallest_user_key().to_vec(), f.largest_user_key().to_vec()))
+                .map(|f| {
+                    (
+                        f.smallest_user_key().to_vec(),
+                        f.largest_user_key().to_vec(),
+                    )
+                })
                 .collect(),
         )
     }

@@ -124,9 +124,11 @@ impl<'a> OutputWriter<'a> {
             .current
             .as_ref()
             .map_or(0, |o| o.builder.estimated_size());
-        let stop = self.cutter.should_stop_before(user_key, size, self.current.is_some(), |q, k| {
-            cmp.compare_user(q, k)
-        });
+        let stop =
+            self.cutter
+                .should_stop_before(user_key, size, self.current.is_some(), |q, k| {
+                    cmp.compare_user(q, k)
+                });
         if self.current.is_some() && (stop || self.pending_cut) {
             if cmp.compare_user(user_key, &self.last_user_key).is_eq() {
                 // Never split one user key's versions across files.
@@ -135,7 +137,8 @@ impl<'a> OutputWriter<'a> {
                 self.pending_cut = false;
                 self.finish_file(Some(user_key))?;
                 self.lower = Some(user_key.to_vec());
-                self.cutter.file_started(user_key, |q, k| cmp.compare_user(q, k));
+                self.cutter
+                    .file_started(user_key, |q, k| cmp.compare_user(q, k));
             }
         }
         if self.current.is_none() {
@@ -156,11 +159,10 @@ impl<'a> OutputWriter<'a> {
     fn open_file(&mut self) -> Result<()> {
         let number = self.factory.numbers.new_file_number();
         let path = self.factory.path_of(number);
-        let file = self
-            .factory
-            .fs
-            .create(&path)
-            .context(IoSnafu { op: "creating", path: path.clone() })?;
+        let file = self.factory.fs.create(&path).context(IoSnafu {
+            op: "creating",
+            path: path.clone(),
+        })?;
         self.created.push(path.clone());
         let builder = TableBuilder::new(file, &path, &self.options).context(TableSnafu)?;
         self.current = Some(OpenOutput {
@@ -246,7 +248,10 @@ impl<'a> OutputWriter<'a> {
         })();
         let created = std::mem::take(&mut self.created);
         match result {
-            Ok(()) => (created, Ok((std::mem::take(&mut self.outputs), self.bytes_written))),
+            Ok(()) => (
+                created,
+                Ok((std::mem::take(&mut self.outputs), self.bytes_written)),
+            ),
             Err(e) => (created, Err(e)),
         }
     }

@@ -94,7 +94,11 @@ pub fn subcompaction_boundaries(
         }
     }
     let planned = if pri == CompactionPri::RoundRobin {
-        c.inputs[0].files.len().max(1).min(c.max_subcompactions.max(1))
+        c.inputs[0]
+            .files
+            .len()
+            .max(1)
+            .min(c.max_subcompactions.max(1))
     } else {
         c.max_subcompactions
     };
@@ -121,17 +125,25 @@ mod tests {
     #[test]
     fn even_pieces() {
         let cmp = InternalKeyComparator::bytewise();
-        let anchors: Vec<Anchor> = (b'a'..=b'j').map(|c| a(&(c as char).to_string(), 10)).collect();
+        let anchors: Vec<Anchor> = (b'a'..=b'j')
+            .map(|c| a(&(c as char).to_string(), 10))
+            .collect();
         // 100 bytes in 4 pieces of 25: boundaries where the sum passes 25,
         // 50, 75.
         let b = boundaries_from_anchors(&cmp, anchors.clone(), 100, 4, 1);
         assert_eq!(b, [b"c".to_vec(), b"f".to_vec(), b"h".to_vec()]);
         // A large minimum piece means fewer pieces (of 40: past 40 and 80).
-        assert_eq!(boundaries_from_anchors(&cmp, anchors.clone(), 100, 4, 40), [b"e".to_vec(), b"i".to_vec()]);
+        assert_eq!(
+            boundaries_from_anchors(&cmp, anchors.clone(), 100, 4, 40),
+            [b"e".to_vec(), b"i".to_vec()]
+        );
         assert!(boundaries_from_anchors(&cmp, anchors.clone(), 100, 4, 100).is_empty());
         assert!(boundaries_from_anchors(&cmp, anchors, 100, 1, 1).is_empty());
         // Duplicate keys from several files count once.
         let dup = vec![a("b", 70), a("b", 70), a("c", 10), a("z", 60)];
-        assert_eq!(boundaries_from_anchors(&cmp, dup, 180, 3, 1), [b"b".to_vec()]);
+        assert_eq!(
+            boundaries_from_anchors(&cmp, dup, 180, 3, 1),
+            [b"b".to_vec()]
+        );
     }
 }

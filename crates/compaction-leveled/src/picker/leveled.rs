@@ -81,9 +81,8 @@ impl LeveledPicker {
     ) -> Compaction {
         let cmp = version.comparator();
         let start_level = inputs[0].level;
-        let l0_might_overlap = start_level == 0
-            && !l0_trivial_move
-            && (inputs.len() > 1 || inputs[0].files.len() > 1);
+        let l0_might_overlap =
+            start_level == 0 && !l0_trivial_move && (inputs.len() > 1 || inputs[0].files.len() > 1);
         let num_non_empty = version.bottommost_level().map_or(0, |l| l + 1);
         let base = targets.base_level();
         let target_size = targets.target_file_size(output_level);
@@ -97,7 +96,9 @@ impl LeveledPicker {
             target_output_file_size: target_size,
             max_output_file_size: target_size,
             max_compaction_bytes: self.opts.max_compaction_bytes(),
-            compression: self.opts.compression_for_level(output_level, base, num_non_empty),
+            compression: self
+                .opts
+                .compression_for_level(output_level, base, num_non_empty),
             score,
             manual,
             bottommost: false,
@@ -111,13 +112,17 @@ impl LeveledPicker {
         };
         let (lo, hi) = c.user_key_range(cmp);
         c.bottommost = is_bottommost(version, &c, &lo, &hi);
-        if !c.bottommost && self.opts.level_compaction_dynamic_file_size && !c.grandparents.is_empty() {
+        if !c.bottommost
+            && self.opts.level_compaction_dynamic_file_size
+            && !c.grandparents.is_empty()
+        {
             c.max_output_file_size = target_size.saturating_mul(2);
         }
         c.deeper_files = (output_level + 1..version.num_levels())
             .map(|l| version.overlapping_files(l, Some(&lo), Some(&hi)))
             .collect();
-        c.trivial_move = self.is_trivial_move(version, ctx, &c, l0_might_overlap, base, num_non_empty);
+        c.trivial_move =
+            self.is_trivial_move(version, ctx, &c, l0_might_overlap, base, num_non_empty);
         if self.opts.compaction_pri == CompactionPri::MinOverlappingRatio
             && self.opts.ttl > 0
             && c.inputs.len() >= 2
@@ -129,7 +134,9 @@ impl LeveledPicker {
             c.ttl_cut_files = c.inputs[last]
                 .files
                 .iter()
-                .filter(|f| f.oldest_ancestor_time < old && f.size > self.opts.target_file_size_base / 2)
+                .filter(|f| {
+                    f.oldest_ancestor_time < old && f.size > self.opts.target_file_size_base / 2
+                })
                 .cloned()
                 .collect();
         }
@@ -148,8 +155,10 @@ impl LeveledPicker {
                 if idx >= order.len() {
                     idx = 0;
                 }
-                c.new_compact_cursor =
-                    Some((start_level, version.files(start_level)[order[idx]].smallest.clone()));
+                c.new_compact_cursor = Some((
+                    start_level,
+                    version.files(start_level)[order[idx]].smallest.clone(),
+                ));
             }
             if let Some(cursor) = version.compact_cursor(output_level)
                 && cmp.compare_user(cursor.user_key(), &lo).is_gt()
@@ -181,7 +190,11 @@ impl LeveledPicker {
         if start == c.output_level || c.inputs.len() != 1 {
             return false;
         }
-        if self.opts.compression_for_level(start, base_level, num_non_empty) != c.compression {
+        if self
+            .opts
+            .compression_for_level(start, base_level, num_non_empty)
+            != c.compression
+        {
             return false;
         }
         if c.output_level + 1 < version.num_levels() {
@@ -239,11 +252,8 @@ fn is_bottommost(version: &Version, c: &Compaction, lo: &[u8], hi: &[u8]) -> boo
         }
         return (1..version.num_levels()).all(|l| version.num_files(l) == 0);
     }
-    (output + 1..version.num_levels()).all(|l| {
-        version
-            .overlapping_files(l, Some(lo), Some(hi))
-            .is_empty()
-    })
+    (output + 1..version.num_levels())
+        .all(|l| version.overlapping_files(l, Some(lo), Some(hi)).is_empty())
 }
 
 /// Whether files of `level` go to the next level (`Yes`), stay
@@ -276,7 +286,13 @@ impl<'a> Builder<'a> {
     fn new(picker: &'a LeveledPicker, version: &'a Version, ctx: &'a PickContext<'a>) -> Self {
         let targets = picker.targets(version);
         let compensated = CompensatedSizes::compute(version);
-        let scores = Scores::compute(version, &picker.opts, &targets, ctx.in_progress, &compensated);
+        let scores = Scores::compute(
+            version,
+            &picker.opts,
+            &targets,
+            ctx.in_progress,
+            &compensated,
+        );
         Builder {
             picker,
             version,
@@ -316,7 +332,8 @@ impl<'a> Builder<'a> {
             let (lo, hi) = key_range(cmp, 0, &self.start);
             self.start = overlapping_files(self.version, 0, Some(&lo), Some(&hi));
             let (lo, hi) = key_range(cmp, 0, &self.start);
-            let base_files = overlapping_files(self.version, self.output_level, Some(&lo), Some(&hi));
+            let base_files =
+                overlapping_files(self.version, self.output_level, Some(&lo), Some(&hi));
             if self.ctx.in_progress.any_being_compacted(&base_files) {
                 return None;
             }
@@ -350,7 +367,13 @@ impl<'a> Builder<'a> {
                 return None;
             }
             if !self.l0_trivial_move {
-                gp = grandparents(self.version, self.start_level, &self.start, self.output_level, &out);
+                gp = grandparents(
+                    self.version,
+                    self.start_level,
+                    &self.start,
+                    self.output_level,
+                    &out,
+                );
             }
         }
         Some(self.picker.build_compaction(
@@ -590,8 +613,13 @@ impl<'a> Builder<'a> {
         while i < files.len() && self.start.len() < MAX_MULTI_TRIVIAL_MOVE {
             let next = &files[i];
             if self.busy(next)
-                || !overlapping_files(self.version, self.output_level, Some(&initial.smallest), Some(&next.largest))
-                    .is_empty()
+                || !overlapping_files(
+                    self.version,
+                    self.output_level,
+                    Some(&initial.smallest),
+                    Some(&next.largest),
+                )
+                .is_empty()
             {
                 break;
             }
@@ -614,8 +642,13 @@ impl<'a> Builder<'a> {
             while i > 0 && self.start.len() < MAX_MULTI_TRIVIAL_MOVE {
                 let prev = &files[i - 1];
                 if self.busy(prev)
-                    || !overlapping_files(self.version, self.output_level, Some(&prev.smallest), Some(&initial.largest))
-                        .is_empty()
+                    || !overlapping_files(
+                        self.version,
+                        self.output_level,
+                        Some(&prev.smallest),
+                        Some(&initial.largest),
+                    )
+                    .is_empty()
                 {
                     break;
                 }
@@ -687,7 +720,9 @@ impl<'a> Builder<'a> {
             let start_bytes = total_size(&tmp);
             let (lo, hi) = key_range(version.comparator(), level, &tmp);
             let mut out = overlapping_files(version, self.output_level, Some(&lo), Some(&hi));
-            if !out.is_empty() && !expand_to_clean_cut(version, in_progress, self.output_level, &mut out) {
+            if !out.is_empty()
+                && !expand_to_clean_cut(version, in_progress, self.output_level, &mut out)
+            {
                 return;
             }
             if start_bytes + total_size(&out) > self.opts().max_compaction_bytes() {

@@ -10,7 +10,10 @@ use lithify_base::{InternalKey, MAX_SEQNO, ValueKind};
 use lithify_sstable::Compression;
 use lithify_version::{FileMetadata, Version, VersionEdit};
 
-use super::expand::{Files, conflicts_with_running, expand_to_clean_cut, grandparents, setup_other_inputs, total_size};
+use super::expand::{
+    Files, conflicts_with_running, expand_to_clean_cut, grandparents, setup_other_inputs,
+    total_size,
+};
 use super::leveled::{LeveledPicker, two_levels};
 use super::{CompactionPicker, PickContext};
 use crate::bounds::overlapping_files;
@@ -165,7 +168,8 @@ pub(crate) fn pick_compact_range(
     }
     if matches!(
         request.bottommost_level_compaction,
-        BottommostLevelCompaction::ForceOptimized | BottommostLevelCompaction::IfHaveCompactionFilter
+        BottommostLevelCompaction::ForceOptimized
+            | BottommostLevelCompaction::IfHaveCompactionFilter
     ) && request.max_file_num_to_ignore != u64::MAX
     {
         // Only a contiguous run of files older than this manual
@@ -382,25 +386,28 @@ impl ManualCompaction {
                 Stage::Start => {
                     let cmp = version.comparator();
                     let num_non_empty = version.bottommost_level().map_or(0, |l| l + 1);
-                    let first = (0..num_non_empty).find(|&level| {
-                        version.files(level).iter().any(|f| {
-                            let after_begin = self
-                                .begin
-                                .as_deref()
-                                .is_none_or(|b| cmp.compare_user(f.largest_user_key(), b).is_ge());
-                            let before_end = self
-                                .end
-                                .as_deref()
-                                .is_none_or(|e| cmp.compare_user(f.smallest_user_key(), e).is_le());
-                            after_begin && before_end
-                        })
-                    });
+                    let first =
+                        (0..num_non_empty).find(|&level| {
+                            version.files(level).iter().any(|f| {
+                                let after_begin = self.begin.as_deref().is_none_or(|b| {
+                                    cmp.compare_user(f.largest_user_key(), b).is_ge()
+                                });
+                                let before_end = self.end.as_deref().is_none_or(|e| {
+                                    cmp.compare_user(f.smallest_user_key(), e).is_le()
+                                });
+                                after_begin && before_end
+                            })
+                        });
                     self.stage = match first {
                         None => Stage::Done,
                         Some(level) => self.after_reaching(picker, version, level, has_filter),
                     };
                 }
-                Stage::Level { level, to_base, begin } => {
+                Stage::Level {
+                    level,
+                    to_base,
+                    begin,
+                } => {
                     let request = ManualRequest {
                         input_level: level,
                         output: if to_base {
@@ -426,9 +433,12 @@ impl ManualCompaction {
                                     to_base,
                                     begin: Some(next),
                                 },
-                                None => {
-                                    self.after_reaching(picker, version, pick.compaction.output_level, has_filter)
-                                }
+                                None => self.after_reaching(
+                                    picker,
+                                    version,
+                                    pick.compaction.output_level,
+                                    has_filter,
+                                ),
                             };
                             return Ok(ManualStep::Compact(pick.compaction));
                         }
@@ -463,7 +473,8 @@ impl ManualCompaction {
                 }
                 Stage::Refit { level } => {
                     if self.options.change_level {
-                        let edit = refit_level(version, picker, ctx, level, self.options.target_level)?;
+                        let edit =
+                            refit_level(version, picker, ctx, level, self.options.target_level)?;
                         self.stage = Stage::Done;
                         if !edit.is_empty() {
                             return Ok(ManualStep::Refit(edit));
@@ -575,8 +586,9 @@ pub fn refit_level(
     } else {
         if to == 0 && files.len() > 1 {
             return InvalidArgumentSnafu {
-                message: "moving more than one file from L1+ to L0 brings no benefit and is not allowed"
-                    .to_owned(),
+                message:
+                    "moving more than one file from L1+ to L0 brings no benefit and is not allowed"
+                        .to_owned(),
             }
             .fail();
         }
@@ -591,7 +603,9 @@ pub fn refit_level(
         }
         if ctx.in_progress.output_range_conflicts(cmp, l, &lo, &hi) {
             return ConflictSnafu {
-                message: format!("a running compaction writes into L{l}, between L{level} and L{to}"),
+                message: format!(
+                    "a running compaction writes into L{l}, between L{level} and L{to}"
+                ),
             }
             .fail();
         }
@@ -684,20 +698,29 @@ pub fn sanitize_compact_files(
         if let (Some(&first), Some(&last)) = (named.first(), named.last()) {
             if range.is_none() {
                 let f = &level_files[first];
-                range = Some((f.smallest_user_key().to_vec(), f.largest_user_key().to_vec()));
+                range = Some((
+                    f.smallest_user_key().to_vec(),
+                    f.largest_user_key().to_vec(),
+                ));
             }
             let (mut first, mut last) = (first, last);
             if level != 0 {
                 while first > 0
                     && cmp
-                        .compare_user(level_files[first - 1].largest_user_key(), level_files[first].smallest_user_key())
+                        .compare_user(
+                            level_files[first - 1].largest_user_key(),
+                            level_files[first].smallest_user_key(),
+                        )
                         .is_ge()
                 {
                     first -= 1;
                 }
                 while last + 1 < level_files.len()
                     && cmp
-                        .compare_user(level_files[last + 1].smallest_user_key(), level_files[last].largest_user_key())
+                        .compare_user(
+                            level_files[last + 1].smallest_user_key(),
+                            level_files[last].largest_user_key(),
+                        )
                         .is_le()
                 {
                     last += 1;
@@ -708,7 +731,10 @@ pub fn sanitize_compact_files(
             for f in &level_files[first..=last] {
                 if ctx.in_progress.is_being_compacted(f.number) {
                     return ConflictSnafu {
-                        message: format!("necessary compaction input file {:06} is being compacted", f.number),
+                        message: format!(
+                            "necessary compaction input file {:06} is being compacted",
+                            f.number
+                        ),
                     }
                     .fail();
                 }
@@ -736,11 +762,14 @@ pub fn sanitize_compact_files(
         }
     }
     if let Some((lo, hi)) = &range
-        && ctx.in_progress.output_range_conflicts(cmp, output_level, lo, hi)
+        && ctx
+            .in_progress
+            .output_range_conflicts(cmp, output_level, lo, hi)
     {
         return ConflictSnafu {
-            message: "a running compaction writes to the same output level in an overlapping key range"
-                .to_owned(),
+            message:
+                "a running compaction writes to the same output level in an overlapping key range"
+                    .to_owned(),
         }
         .fail();
     }

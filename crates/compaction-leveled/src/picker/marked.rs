@@ -55,7 +55,10 @@ impl MarkedFiles {
 
         if ctx.bottommost_mark_threshold > 0 {
             for (level, f) in bottommost_files(version) {
-                if !busy(&f) && f.largest_seqno != 0 && f.largest_seqno < ctx.bottommost_mark_threshold {
+                if !busy(&f)
+                    && f.largest_seqno != 0
+                    && f.largest_seqno < ctx.bottommost_mark_threshold
+                {
                     out.bottommost.push((level, f));
                 }
             }
@@ -113,7 +116,11 @@ pub fn bottommost_files(version: &Version) -> Vec<(usize, Arc<FileMetadata>)> {
             } else {
                 (level + 1..num_levels).all(|l| {
                     version
-                        .overlapping_files(l, Some(f.smallest_user_key()), Some(f.largest_user_key()))
+                        .overlapping_files(
+                            l,
+                            Some(f.smallest_user_key()),
+                            Some(f.largest_user_key()),
+                        )
                         .is_empty()
                 })
             };

@@ -1,0 +1,119 @@
+//! `compaction-sim`: run the leveled picker over synthetic flushes and
+//! print per-level sizes, write amplification and space amplification.
+//!
+//! ```text
+//! cargo run --release -p lithify-compaction-leveled --bin compaction-sim -- \
+//!     --writes 10000000 --key-size 16 --value-size 100 --distribution uniform
+//! ```
+
+use std::process::ExitCode;
+
+use lithify_compaction_leveled::CompactionPri;
+use lithify_compaction_leveled::sim::{KeyDistribution, SimConfig, simulate};
+
+const USAGE: &str = "usage: compaction-sim [options]
+  --writes N                 number of writes (default 10000000)
+  --keys N                   key space (default: --writes)
+  --key-size N               user key bytes (default 16)
+  --value-size N             value bytes (default 100)
+  --distribution D           uniform | zipfian[:theta] | sequential (default uniform)
+  --write-buffer-size N      bytes (default 64M)
+  --max-bytes-for-level-base N   bytes (default 256M)
+  --level-multiplier F       (default 10)
+  --target-file-size-base N  bytes (default 64M)
+  --l0-trigger N             level0_file_num_compaction_trigger (default 4)
+  --num-levels N             (default 7)
+  --static-levels            level_compaction_dynamic_level_bytes = false
+  --compaction-pri P         MinOverlappingRatio | ByCompensatedSize | OldestLargestSeqFirst | OldestSmallestSeqFirst | RoundRobin
+  --memtable-overhead N      memtable bytes per entry beyond key+8+value (default 32)
+  --seed N
+Sizes accept K, M and G suffixes (powers of 1024).";
+
+fn size(s: &str) -> Option<u64> {
+    let (digits, mult) = match s.as_bytes().last()? {
+        b'K' | b'k' => (&s[..s.len() - 1], 1u64 << 10),
+        b'M' | b'm' => (&s[..s.len() - 1], 1 << 20),
+        b'G' | b'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+fn parse(args: &[String]) -> Result<SimConfig, String> {
+    let mut config = SimConfig::fillrandom(10_000_000);
+    let mut key_space = None;
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        if flag == "--static-levels" {
+            config.options.level_compaction_dynamic_level_bytes = false;
+            i += 1;
+            continue;
+        }
+        if flag == "--help" || flag == "-h" {
+            return Err(String::new());
+        }
+        let value = args
+            .get(i + 1)
+            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let num = || size(value).ok_or_else(|| format!("bad number `{value}` for {flag}"));
+        match flag {
+            "--writes" => config.num_writes = num()?,
+            "--keys" => key_space = Some(num()?),
+            "--key-size" => config.key_size = num()? as usize,
+            "--value-size" => config.value_size = num()? as usize,
+            "--distribution" => {
+                config.distribution = KeyDistribution::parse(value)
+                    .ok_or_else(|| format!("unknown distribution `{value}`"))?
+            }
+            "--write-buffer-size" => config.write_buffer_size = num()?,
+            "--max-bytes-for-level-base" => config.options.max_bytes_for_level_base = num()?,
+            "--level-multiplier" => {
+                config.options.max_bytes_for_level_multiplier = value
+                    .parse()
+                    .map_err(|_| format!("bad multiplier `{value}`"))?
+            }
+            "--target-file-size-base" => config.options.target_file_size_base = num()?,
+            "--l0-trigger" => config.options.level0_file_num_compaction_trigger = num()? as usize,
+            "--num-levels" => config.options.num_levels = num()? as usize,
+            "--compaction-pri" => {
+                config.options.compaction_pri = CompactionPri::from_name(value)
+                    .ok_or_else(|| format!("unknown compaction_pri `{value}`"))?
+            }
+            "--memtable-overhead" => config.memtable_entry_overhead = num()?,
+            "--seed" => config.seed = num()?,
+            _ => return Err(format!("unknown option {flag}")),
+        }
+        i += 2;
+    }
+    config.key_space = key_space.unwrap_or(config.num_writes);
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let config = match parse(&args) {
+        Ok(c) => c,
+        Err(msg) => {
+            if !msg.is_empty() {
+                eprintln!("compaction-sim: {msg}");
+            }
+            eprintln!("{USAGE}");
+            return if msg.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+    };
+    match simulate(&config) {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("compaction-sim: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
