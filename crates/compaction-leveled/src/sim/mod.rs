@@ -377,6 +377,9 @@ impl Sim {
     }
 
     fn flush(&mut self, keys: Vec<u32>, seqnos: (u64, u64)) -> Result<()> {
+        // Every write of the memtable is a record in; overwritten versions
+        // are dropped by the flush.
+        let writes = seqnos.1 + 1 - seqnos.0;
         let (Some(&lo), Some(&hi)) = (keys.first(), keys.last()) else {
             return Ok(());
         };
@@ -386,7 +389,8 @@ impl Sim {
         self.stats.record_flush(&CompactionStats {
             bytes_written: meta.size,
             num_output_files: 1,
-            num_input_records: keys.len() as u64,
+            num_input_records: writes,
+            num_dropped_records: writes - keys.len() as u64,
             num_output_records: keys.len() as u64,
             count: 1,
             ..CompactionStats::default()
