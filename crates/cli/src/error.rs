@@ -1,0 +1,66 @@
+//! The command line's error: every variant reads as one sentence that
+//! names the file or setting at fault.
+
+use std::io;
+use std::path::PathBuf;
+
+use snafu::{Location, Snafu};
+
+/// Everything a `lithify` command can fail with.
+#[derive(Debug, Snafu)]
+#[snafu(visibility(pub(crate)), context(suffix(Snafu)))]
+pub(crate) enum Error {
+    /// A log operation failed (its message names the file and offset).
+    #[snafu(display("{source}"))]
+    Log {
+        /// The log crate's error.
+        source: lithify_compaction_logclean::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A file or directory could not be used.
+    #[snafu(display("cannot {action} {}: {source}", path.display()))]
+    Io {
+        /// What we were doing.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// The command line asks for something invalid.
+    #[snafu(display("{message}"))]
+    Usage {
+        /// What is wrong.
+        message: String,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A dumped file holds damaged data (details were printed above).
+    #[snafu(display("{} is damaged: {message}", path.display()))]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the byte offset.
+        message: String,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// Some logs failed (each failure was printed above).
+    #[snafu(display("{message}"))]
+    Failures {
+        /// A summary.
+        message: String,
+        #[snafu(implicit)]
+        location: Location,
+    },
+}
+
+/// `Result` with the command line's [`Error`].
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,205 @@
+//! `lithify log clean DATA_DIR`: one cleaning round for each eligible log
+//! of a data directory, dirtiest first, printing each round's report.
+//!
+//! Settings, later ones winning: Kafka's defaults (with
+//! `cleanup.policy=compact`); every `--config name=value` (a log setting
+//! such as `segment.bytes` or `delete.retention.ms`, or a cleaner setting
+//! such as `log.cleaner.dedupe.buffer.size`); for one log, the file
+//! `DATA_DIR/<topic>-<partition>.properties` if present, then every
+//! `--log-config <topic>-<partition>:name=value`. `--now` fixes the clock
+//! (selection, delete horizons, producer expiry), so runs are
+//! reproducible.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use lithify_compaction_logclean::checkpoint::TopicPartition;
+use lithify_compaction_logclean::{
+    CleanerConfig, CleanerEvent, Clock, Log, LogCleaner, LogConfig, ManualClock, OpenOptions,
+    SystemClock, shared_log,
+};
+use lithify_vfs::{FileSystem, OsFs};
+use snafu::ResultExt as _;
+
+use crate::error::{FailuresSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
+use crate::log::settings::{apply, default_log_config, read_properties, split};
+
+/// Arguments of `log clean`.
+#[derive(Debug, Args)]
+pub(crate) struct CleanArgs {
+    /// The data directory holding `<topic>-<partition>` log directories and
+    /// `cleaner-offset-checkpoint`.
+    pub data_dir: PathBuf,
+    /// The current time in ms since the epoch (default: the system clock).
+    #[arg(long)]
+    pub now: Option<i64>,
+    /// A log or cleaner setting by its Kafka name, for every log
+    /// (repeatable), e.g. `--config delete.retention.ms=0`.
+    #[arg(long = "config", value_name = "NAME=VALUE")]
+    pub config: Vec<String>,
+    /// A setting for one log (repeatable), e.g.
+    /// `--log-config orders-0:min.cleanable.dirty.ratio=0.1`.
+    #[arg(long = "log-config", value_name = "TOPIC-PARTITION:NAME=VALUE")]
+    pub log_config: Vec<String>,
+    /// Offset map memory (`log.cleaner.dedupe.buffer.size`), in bytes.
+    #[arg(long)]
+    pub map_memory: Option<u64>,
+    /// Offset map load factor (`log.cleaner.io.buffer.load.factor`).
+    #[arg(long)]
+    pub load_factor: Option<f64>,
+}
+
+/// Runs `log clean`.
+pub(crate) fn run(a: CleanArgs) -> Result<()> {
+    let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
+    if !fs.is_dir(&a.data_dir) {
+        return UsageSnafu {
+            message: format!("{} is not a directory", a.data_dir.display()),
+        }
+        .fail();
+    }
+    let mut base = default_log_config();
+    let mut cleaner_config = CleanerConfig::default();
+    for s in &a.config {
+        let (name, value) = split(s)?;
+        apply(name, value, &mut base, Some(&mut cleaner_config))?;
+    }
+    if let Some(m) = a.map_memory {
+        cleaner_config
+            .set("log.cleaner.dedupe.buffer.size", &m.to_string())
+            .context(LogSnafu)?;
+    }
+    if let Some(lf) = a.load_factor {
+        cleaner_config
+            .set("log.cleaner.io.buffer.load.factor", &lf.to_string())
+            .context(LogSnafu)?;
+    }
+    let mut per_log: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for s in &a.log_config {
+        let Some((tp, setting)) = s.split_once(':') else {
+            return UsageSnafu {
+                message: format!(
+                    "--log-config {s:?} is not of the form <topic>-<partition>:name=value"
+                ),
+            }
+            .fail();
+        };
+        let (name, value) = split(setting)?;
+        per_log
+            .entry(tp.to_string())
+            .or_default()
+            .push((name.to_string(), value.to_string()));
+    }
+
+    let clock: Arc<dyn Clock> = match a.now {
+        Some(now) => Arc::new(ManualClock::new(now)),
+        None => Arc::new(SystemClock),
+    };
+    let svc = LogCleaner::new(cleaner_config, fs.clone(), clock.clone());
+    let mut names = fs.list_dir(&a.data_dir).context(IoSnafu {
+        action: "list",
+        path: &a.data_dir,
+    })?;
+    names.sort();
+    let mut open_failures = 0usize;
+    let mut logs = 0usize;
+    for name in names {
+        let dir = a.data_dir.join(&name);
+        if !fs.is_dir(&dir) || name.ends_with("-delete") {
+            continue;
+        }
+        let Some(tp) = TopicPartition::from_dir_name(&name) else {
+            continue;
+        };
+        let config = match log_config(&*fs, &a.data_dir, &tp, &base, &per_log) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                open_failures += 1;
+                continue;
+            }
+        };
+        let options = OpenOptions {
+            recovery_point: None,
+            clock: clock.clone(),
+        };
+        match Log::open_with(fs.clone(), &dir, config, options) {
+            Ok(log) => {
+                svc.add_log(shared_log(log)).context(LogSnafu)?;
+                logs += 1;
+            }
+            Err(e) => {
+                eprintln!("error: log {tp} could not be opened: {e}");
+                open_failures += 1;
+            }
+        }
+    }
+    if logs == 0 && open_failures == 0 {
+        return UsageSnafu {
+            message: format!(
+                "{} holds no <topic>-<partition> log directories",
+                a.data_dir.display()
+            ),
+        }
+        .fail();
+    }
+    let events = svc.clean_eligible_once().context(LogSnafu)?;
+    let mut cleaned = 0;
+    let mut failed = open_failures;
+    for e in &events {
+        print!("{e}");
+        match e {
+            CleanerEvent::Cleaned(_) => cleaned += 1,
+            e if e.is_failure() => failed += 1,
+            _ => {}
+        }
+    }
+    let touched = events
+        .iter()
+        .filter(|e| !matches!(e, CleanerEvent::Problem(_)))
+        .count();
+    println!(
+        "{cleaned} of {} logs cleaned, {} not eligible, {failed} failed",
+        logs + open_failures,
+        logs.saturating_sub(touched),
+    );
+    if failed > 0 {
+        return FailuresSnafu {
+            message: format!(
+                "{failed} of the logs in {} could not be cleaned (see above)",
+                a.data_dir.display()
+            ),
+        }
+        .fail();
+    }
+    Ok(())
+}
+
+/// One log's settings: the base, its properties file, its `--log-config`s.
+fn log_config(
+    fs: &dyn FileSystem,
+    data_dir: &std::path::Path,
+    tp: &TopicPartition,
+    base: &LogConfig,
+    per_log: &BTreeMap<String, Vec<(String, String)>>,
+) -> Result<LogConfig> {
+    let mut config = base.clone();
+    let props = data_dir.join(format!("{tp}.properties"));
+    if fs.exists(&props) {
+        for (name, value) in read_properties(fs, &props)? {
+            apply(&name, &value, &mut config, None).map_err(|e| {
+                UsageSnafu {
+                    message: format!("in {}: {e}", props.display()),
+                }
+                .build()
+            })?;
+        }
+    }
+    for (name, value) in per_log.get(&tp.to_string()).into_iter().flatten() {
+        apply(name, value, &mut config, None)?;
+    }
+    config.validate().context(LogSnafu)?;
+    Ok(config)
+}

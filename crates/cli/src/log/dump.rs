@@ -1,0 +1,330 @@
+//! `lithify log dump PATH`: print log files as Kafka's `kafka-dump-log`
+//! does — every batch's header fields and CRC check, with `--records`
+//! every record.
+//!
+//! PATH may be a segment's `.log`, `.index` or `.timeindex`, a
+//! `cleaner-offset-checkpoint`, a log directory (every `.log`, in offset
+//! order) or a data directory (its checkpoint, then every log directory).
+//! Files are only read, never repaired. Damage (a batch failing its CRC, a
+//! broken header, trailing bytes that are not a batch) is printed where it
+//! is and makes the command fail with an error naming the file and byte
+//! offset.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
+use lithify_compaction_logclean::file_batches::FileBatches;
+use lithify_compaction_logclean::naming::{self, FileKind, Suffix};
+use lithify_compaction_logclean::record::{RecordBatch, TimestampType};
+use lithify_vfs::{FileSystem, OsFs};
+use snafu::ResultExt as _;
+
+use crate::error::{DamagedSnafu, Error, IoSnafu, LogSnafu, Result, UsageSnafu};
+
+/// Arguments of `log dump`.
+#[derive(Debug, Args)]
+pub(crate) struct DumpArgs {
+    /// A `.log`, `.index`, `.timeindex`, `cleaner-offset-checkpoint`, log
+    /// directory or data directory.
+    pub path: PathBuf,
+    /// Print every record of every batch (kafka-dump-log's
+    /// `--print-data-log`).
+    #[arg(long, alias = "print-data-log")]
+    pub records: bool,
+}
+
+/// Runs `log dump`.
+pub(crate) fn run(a: DumpArgs) -> Result<()> {
+    let fs = OsFs;
+    if fs.is_dir(&a.path) {
+        return dump_dir(&fs, &a.path, a.records);
+    }
+    if !fs.exists(&a.path) {
+        return UsageSnafu {
+            message: format!("{} does not exist", a.path.display()),
+        }
+        .fail();
+    }
+    dump_file(&fs, &a.path, a.records)
+}
+
+fn list(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
+    let mut names = fs.list_dir(dir).context(IoSnafu {
+        action: "list",
+        path: dir,
+    })?;
+    names.sort();
+    Ok(names)
+}
+
+fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool) -> Result<()> {
+    let names = list(fs, dir)?;
+    let logs: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            naming::parse(n).is_some_and(|p| p.kind == FileKind::Log && p.suffix == Suffix::None)
+        })
+        .collect();
+    if !logs.is_empty() {
+        let mut first_error = None;
+        for name in logs {
+            if let Err(e) = dump_log(fs, &dir.join(name), records) {
+                eprintln!("error: {e}");
+                first_error.get_or_insert(e);
+            }
+        }
+        return first_error.map_or(Ok(()), Err);
+    }
+    // A data directory: the checkpoint, then each log directory.
+    let mut first_error = None;
+    if names.iter().any(|n| n == checkpoint::FILE_NAME)
+        && let Err(e) = dump_checkpoint(fs, &checkpoint::path(dir))
+    {
+        eprintln!("error: {e}");
+        first_error.get_or_insert(e);
+    }
+    let mut found = false;
+    for name in &names {
+        let sub = dir.join(name);
+        if fs.is_dir(&sub) && TopicPartition::from_dir_name(name).is_some() {
+            found = true;
+            if let Err(e) = dump_dir(fs, &sub, records) {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if !found && first_error.is_none() && !names.iter().any(|n| n == checkpoint::FILE_NAME) {
+        return UsageSnafu {
+            message: format!(
+                "{} holds no .log files and no <topic>-<partition> log directories",
+                dir.display()
+            ),
+        }
+        .fail();
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if name == checkpoint::FILE_NAME {
+        return dump_checkpoint(fs, path);
+    }
+    match naming::parse(name).map(|p| p.kind) {
+        Some(FileKind::Log) => dump_log(fs, path, records),
+        Some(FileKind::Index) => dump_index(fs, path, 8),
+        Some(FileKind::TimeIndex) => dump_index(fs, path, 12),
+        _ => UsageSnafu {
+            message: format!(
+                "{} is not a .log, .index, .timeindex or cleaner-offset-checkpoint file",
+                path.display()
+            ),
+        }
+        .fail(),
+    }
+}
+
+fn dump_checkpoint(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    println!("Dumping {}", path.display());
+    let dir = lithify_vfs::parent_dir(path);
+    let entries = checkpoint::read(fs, dir).context(LogSnafu)?;
+    for (tp, offset) in entries {
+        println!("partition: {tp} firstDirtyOffset: {offset}");
+    }
+    Ok(())
+}
+
+fn dump_index(fs: &dyn FileSystem, path: &Path, entry: usize) -> Result<()> {
+    println!("Dumping {}", path.display());
+    let base = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(naming::offset_from_file_name)
+        .unwrap_or(0);
+    let bytes = lithify_vfs::read_file(fs, path).context(IoSnafu {
+        action: "read",
+        path,
+    })?;
+    if bytes.len() % entry != 0 {
+        return DamagedSnafu {
+            path,
+            message: format!("its size {} is not a multiple of {entry}", bytes.len()),
+        }
+        .fail();
+    }
+    for (i, e) in bytes.chunks_exact(entry).enumerate() {
+        let be32 = |at: usize| u32::from_be_bytes([e[at], e[at + 1], e[at + 2], e[at + 3]]);
+        let (relative, line) = if entry == 8 {
+            let rel = be32(0);
+            (
+                rel,
+                format!("offset: {} position: {}", base + i64::from(rel), be32(4)),
+            )
+        } else {
+            let mut ts = [0u8; 8];
+            ts.copy_from_slice(&e[..8]);
+            let rel = be32(8);
+            (
+                rel,
+                format!(
+                    "timestamp: {} offset: {}",
+                    i64::from_be_bytes(ts),
+                    base + i64::from(rel)
+                ),
+            )
+        };
+        if i > 0 && relative == 0 {
+            // The preallocated, unused tail of an active segment's index.
+            let rest = bytes.len() / entry - i;
+            println!("({rest} unused preallocated entries follow)");
+            break;
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
+
+fn dump_log(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
+    println!("Dumping {}", path.display());
+    let base = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(naming::offset_from_file_name)
+        .unwrap_or(0);
+    println!("Log starting offset: {base}");
+    let file = fs.open(path).context(IoSnafu {
+        action: "open",
+        path,
+    })?;
+    let size = file.size().context(IoSnafu {
+        action: "stat",
+        path,
+    })?;
+    let mut batches = FileBatches::new(file, Arc::new(path.to_path_buf()), 0, size);
+    let mut invalid: Vec<u64> = Vec::new();
+    let mut count = 0u64;
+    for batch in &mut batches {
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                println!("{e}");
+                return Err(e).context(LogSnafu);
+            }
+        };
+        count += 1;
+        let valid = batch.ensure_valid().is_ok();
+        if !valid {
+            invalid.push(batch.position());
+        }
+        println!("{}", batch_line(&batch, valid));
+        if records && valid {
+            print_records(&batch)?;
+        }
+    }
+    let end = batches.position();
+    if end < size {
+        println!(
+            "Found {} invalid bytes at the end of {} (byte offset {end})",
+            size - end,
+            path.display()
+        );
+        return DamagedSnafu {
+            path,
+            message: format!(
+                "the last {} bytes, from byte offset {end}, are not a complete batch",
+                size - end
+            ),
+        }
+        .fail();
+    }
+    if let Some(first) = invalid.first() {
+        return DamagedSnafu {
+            path,
+            message: format!(
+                "{} of its {count} batches fail their CRC check, the first at byte offset {first}",
+                invalid.len()
+            ),
+        }
+        .fail();
+    }
+    Ok(())
+}
+
+fn batch_line(b: &RecordBatch, valid: bool) -> String {
+    let last_sequence = if b.base_sequence() < 0 {
+        -1
+    } else {
+        b.base_sequence().wrapping_add(b.last_offset_delta())
+    };
+    let ts_kind = match b.timestamp_type() {
+        TimestampType::CreateTime => "CreateTime",
+        TimestampType::LogAppendTime => "LogAppendTime",
+    };
+    let codec = b.compression().map_or_else(
+        |_| format!("unknown({})", b.compression_id()),
+        |c| c.name().to_string(),
+    );
+    format!(
+        "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} producerId: {} producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} isControl: {} deleteHorizonMs: {} position: {} {ts_kind}: {} size: {} magic: {} compresscodec: {codec} crc: {} isvalid: {valid}",
+        b.base_offset(),
+        b.last_offset(),
+        b.records_count(),
+        b.base_sequence(),
+        last_sequence,
+        b.producer_id(),
+        b.producer_epoch(),
+        b.partition_leader_epoch(),
+        b.is_transactional(),
+        b.is_control(),
+        b.delete_horizon_ms()
+            .map_or("none".to_string(), |h| h.to_string()),
+        b.position(),
+        b.max_timestamp(),
+        b.size_in_bytes(),
+        b.magic(),
+        b.checksum()
+    )
+}
+
+fn text(b: Option<&[u8]>) -> String {
+    match b {
+        None => "null".to_string(),
+        Some(b) => String::from_utf8_lossy(b).into_owned(),
+    }
+}
+
+fn print_records(b: &RecordBatch) -> Result<(), Error> {
+    let ts_kind = match b.timestamp_type() {
+        TimestampType::CreateTime => "CreateTime",
+        TimestampType::LogAppendTime => "LogAppendTime",
+    };
+    for r in b.records().context(LogSnafu)? {
+        let sequence = if b.base_sequence() < 0 {
+            -1
+        } else {
+            b.base_sequence()
+                .wrapping_add((r.offset - b.base_offset()) as i32)
+        };
+        let header_keys: Vec<String> = r
+            .headers
+            .iter()
+            .map(|h| String::from_utf8_lossy(&h.key).into_owned())
+            .collect();
+        println!(
+            "| offset: {} {ts_kind}: {} keySize: {} valueSize: {} sequence: {sequence} headerKeys: [{}] key: {} payload: {}",
+            r.offset,
+            r.timestamp,
+            r.key.as_ref().map_or(-1, |k| k.len() as i64),
+            r.value.as_ref().map_or(-1, |v| v.len() as i64),
+            header_keys.join(","),
+            text(r.key.as_deref()),
+            text(r.value.as_deref())
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! `lithify log ...`: Kafka-format logs and their cleaner.
+//!
+//! * `produce LOG_DIR`: append a synthetic keyed workload (overwrites and
+//!   tombstones) to a log;
+//! * `dump PATH`: print a `.log`, `.index`, `.timeindex`, a
+//!   `cleaner-offset-checkpoint`, a log directory or a data directory, as
+//!   `kafka-dump-log` does;
+//! * `clean DATA_DIR`: one cleaning round for each eligible log of a data
+//!   directory, with Kafka's settings by their Kafka names;
+//! * `bench`: cleaning throughput, and its ratio to copying the same bytes.
+//!
+//! These tools compact logs, so `cleanup.policy` defaults to `compact`
+//! here (Kafka's default is `delete`).
+
+mod bench;
+mod clean;
+mod dump;
+mod produce;
+mod settings;
+mod workload;
+
+use clap::Subcommand;
+
+use crate::error::Result;
+
+/// The `log` commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum LogCommand {
+    /// Append a synthetic keyed workload (overwrites, tombstones) to a log.
+    Produce(produce::ProduceArgs),
+    /// Print the batches and records of log files, like kafka-dump-log.
+    Dump(dump::DumpArgs),
+    /// Run one cleaning round for each eligible log of a data directory.
+    Clean(clean::CleanArgs),
+    /// Measure cleaning throughput against a plain copy of the same bytes.
+    Bench(bench::BenchArgs),
+}
+
+/// Runs a `log` command.
+pub(crate) fn run(cmd: LogCommand) -> Result<()> {
+    match cmd {
+        LogCommand::Produce(a) => produce::run(a),
+        LogCommand::Dump(a) => dump::run(a),
+        LogCommand::Clean(a) => clean::run(a),
+        LogCommand::Bench(a) => bench::run(a),
+    }
+}
