@@ -66,7 +66,9 @@ pub const DEFAULT_TTL_SECONDS: u64 = 30 * 24 * 60 * 60;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeveledOptions {
-    /// Number of levels, L0 included (default 7; at least 2).
+    /// Number of levels, L0 included (default 7; at least 2). The
+    /// `VersionSet` is created with it; pickers use the version's own
+    /// number of levels.
     pub num_levels: usize,
     /// Number of L0 files that makes L0's score 1 (default 4; 0 becomes 1).
     pub level0_file_num_compaction_trigger: usize,
