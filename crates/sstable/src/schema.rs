@@ -12,10 +12,10 @@ use lithify_base::{ParsedInternalKey, SeqNo, ValueKind};
 /// number and kind (for the properties block). Two schemas exist:
 ///
 /// * [`PlainKeys`]: keys are opaque; the filter key is the whole key. The
-/// default, for tables used on their own.
+///   default, for tables used on their own.
 /// * [`InternalKeys`]: keys are lithify internal keys (`user_key ++
-/// trailer`); the filter key is the user key, so a point lookup for any
-/// version of a user key consults the filter once.
+///   trailer`); the filter key is the user key, so a point lookup for any
+///   version of a user key consults the filter once.
 ///
 /// The schema's name is stored in the properties block and checked when a
 /// table is opened.
