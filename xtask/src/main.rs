@@ -325,11 +325,14 @@ const KAFKA_COMPAT_PACKAGES: [&str; 4] = [
 /// 2. `check.py validate` walks every batch with kafka-python
 ///    (`DefaultRecordBatch`: CRC, fields, records) and every index entry;
 /// 3. `check.py generate` builds batches in every codec with kafka-python;
-/// 4. our (otherwise ignored) test reads them back field by field.
+/// 4. our (otherwise ignored) test reads them back field by field;
+/// 5. our test cleans a log per codec (once, and twice past the delete
+///    horizon) into `target/kafka-compat/from-cleaner`, and
+///    `check.py validate-cleaned` walks every batch the cleaner wrote.
 fn kafka_compat() -> Result {
     let work = root().join("target/kafka-compat");
     let python = kafka_compat_python(&work)?;
-    for sub in ["from-rust", "from-python"] {
+    for sub in ["from-rust", "from-python", "from-cleaner"] {
         let d = work.join(sub);
         if d.exists() {
             fs::remove_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
@@ -358,6 +361,9 @@ fn kafka_compat() -> Result {
     run(python().arg(&script).arg("validate").arg(&work))?;
     run(python().arg(&script).arg("generate").arg(&work))?;
     test("reads_batches_written_by_kafka_python", true)?;
+    // Every batch the log cleaner writes, in every codec.
+    test("cleaner_output_in_every_codec", false)?;
+    run(python().arg(&script).arg("validate-cleaned").arg(&work))?;
     eprintln!("xtask: kafka-compat passed in both directions");
     Ok(())
 }

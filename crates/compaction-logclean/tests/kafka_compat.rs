@@ -301,3 +301,153 @@ fn reads_batches_written_by_kafka_python() {
         assert_eq!(log.records_from(0).unwrap().count(), n);
     }
 }
+
+/// Writes a log in `codec` with overwrites, tombstones, headers and an
+/// idempotent producer, cleans it once at time 10_000 (tombstones kept and
+/// stamped with a delete horizon, batches rewritten, empty headers) and,
+/// with `rounds == 2`, appends more and cleans again past the horizon
+/// (tombstones removed). Returns the expected.json of the result.
+fn write_cleaned_log(dir: &Path, codec: Compression, rounds: u32) -> String {
+    use lithify_base::sync::Mutex;
+    use lithify_compaction_logclean::cleaner::throttler::{SystemPacer, Throttler};
+    use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean};
+
+    let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
+    let config = LogConfig::from_properties([
+        ("cleanup.policy", "compact"),
+        ("compression.type", codec.name()),
+        ("segment.bytes", "700"),
+        ("segment.index.bytes", "1024"),
+        ("index.interval.bytes", "100"),
+        ("delete.retention.ms", "1000"),
+    ])
+    .unwrap();
+    let mut log = Log::open(fs, dir, config).unwrap();
+    let mut ts = 1_000i64;
+    let mut append = |log: &mut Log, n: i64, salt: &str| {
+        for _ in 0..n {
+            let records: Vec<SimpleRecord> = (0..3)
+                .map(|j| {
+                    ts += 1;
+                    let key = format!("key-{}", (ts * 7 + j) % 11);
+                    let mut r = SimpleRecord::new(ts, key.clone(), format!("{salt}{codec}-{ts}-"));
+                    if ts % 9 == 0 {
+                        r = SimpleRecord::tombstone(ts, key);
+                    }
+                    if ts % 4 == 0 {
+                        r = r.with_header("trace", Some(Bytes::from(format!("t{ts}"))));
+                    }
+                    r
+                })
+                .collect();
+            if ts % 5 == 0 {
+                // An idempotent producer's batch.
+                let base = log.log_end_offset();
+                let mut b =
+                    BatchBuilder::new(base)
+                        .compression(codec)
+                        .producer(9, 0, (ts % 1000) as i32);
+                for (i, r) in records.iter().enumerate() {
+                    b.append(
+                        base + i as i64,
+                        r.timestamp,
+                        r.key.as_deref(),
+                        r.value.as_deref(),
+                        &r.headers,
+                    )
+                    .unwrap();
+                }
+                log.append_batch(RecordBatch::parse(b.build()).unwrap())
+                    .unwrap();
+            } else {
+                log.append(&records).unwrap();
+            }
+        }
+        // The producer's last batch, then a newer value of its key: the
+        // cleaner keeps the batch as an empty header.
+        ts += 1;
+        let base = log.log_end_offset();
+        let mut b = BatchBuilder::new(base)
+            .compression(codec)
+            .producer(9, 0, 900);
+        b.append(base, ts, Some(b"solo"), Some(b"old"), &[])
+            .unwrap();
+        log.append_batch(RecordBatch::parse(b.build()).unwrap())
+            .unwrap();
+        ts += 1;
+        log.append(&[SimpleRecord::new(ts, "solo", "new")]).unwrap();
+        log.roll().unwrap();
+    };
+    append(&mut log, 14, "a");
+    let config = CleanerConfig::default();
+    let throttler = Arc::new(Throttler::new(f64::MAX, Arc::new(SystemPacer::default())));
+    let mut cleaner = Cleaner::new(0, &config, throttler).unwrap();
+    let log = Mutex::new(log);
+    let mut first_dirty = None;
+    for round in 1..=rounds {
+        let now = 10_000 * i64::from(round);
+        if round > 1 {
+            append(&mut log.lock(), 4, "b");
+        }
+        let ltc = LogToClean::from_log(&log.lock(), first_dirty, now).unwrap();
+        let out = cleaner.clean(&log, &ltc, now, &|| Ok(())).unwrap();
+        let s = &out.report.stats;
+        assert!(
+            s.batches_rewritten > 0 && s.batches_dropped > 0,
+            "{}",
+            out.report
+        );
+        if round == 1 {
+            assert!(s.delete_horizons_set > 0, "{}", out.report);
+        } else {
+            assert!(s.tombstones_dropped > 0, "{}", out.report);
+        }
+        first_dirty = Some(out.report.end_offset);
+    }
+    let mut log = log.into_inner();
+    log.append(&[SimpleRecord::new(ts + 1, "active", "segment")])
+        .unwrap();
+    log.flush().unwrap();
+    let batches: Vec<RecordBatch> = log.batches_from(0).unwrap().map(Result::unwrap).collect();
+    assert!(
+        batches.iter().any(|b| b.records_count() == 0),
+        "an empty header is written"
+    );
+    for b in &batches {
+        b.ensure_valid().unwrap();
+    }
+    let json: Vec<String> = batches.iter().map(batch_json).collect();
+    format!(
+        "{{\"codec\": \"{codec}\", \"batches\": [\n{}\n]}}\n",
+        json.join(",\n")
+    )
+}
+
+/// Every batch the cleaner writes, in every codec, after one round (with
+/// delete horizons) and after two (tombstones removed), for kafka-python
+/// (`check.py validate-cleaned`) under `$DIR/from-cleaner/`.
+#[test]
+fn cleaner_output_in_every_codec() {
+    let temp;
+    let root = match std::env::var_os(ENV) {
+        Some(d) => PathBuf::from(d).join("from-cleaner"),
+        None => {
+            temp = tempfile::tempdir().unwrap();
+            temp.path().join("from-cleaner")
+        }
+    };
+    let fs = OsFs;
+    for codec in Compression::ALL {
+        for rounds in [1, 2] {
+            let dir = root.join(format!("round{rounds}-{}", codec.id()));
+            if fs.is_dir(&dir) {
+                for name in fs.list_dir(&dir).unwrap() {
+                    fs.remove_file(&dir.join(name)).unwrap();
+                }
+            }
+            let expected = write_cleaned_log(&dir, codec, rounds);
+            lithify_vfs::write_file_atomic(&fs, &dir.join("expected.json"), expected.as_bytes())
+                .unwrap();
+        }
+    }
+}

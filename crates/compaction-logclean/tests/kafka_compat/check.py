@@ -5,6 +5,10 @@
                             must pass kafka-python's CRC check and decode to
                             the fields in the expected.json beside it; every
                             .index / .timeindex entry must point at a batch.
+    check.py validate-cleaned DIR
+                            the same checks on every log under
+                            DIR/from-cleaner/*/: logs the log cleaner rewrote
+                            (rebuilt batches, delete horizons, empty headers).
     check.py generate DIR   writes DIR/from-python/<codec>.bin: batches built
                             by kafka-python's DefaultRecordBatchBuilder, in
                             every codec, from the specification that the Rust
@@ -161,6 +165,29 @@ def validate(root):
     print("kafka-compat: kafka-python validated %d batches and %d records written by lithify" % tuple(total[:2]))
 
 
+def validate_cleaned(root):
+    need_codecs()
+    base = os.path.join(root, "from-cleaner")
+    dirs = sorted(d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d)))
+    expect(len(dirs) >= 2 * len(CODECS), "expected two cleaned logs per codec in %s, found %r" % (base, dirs))
+    total = [0, 0, 0, 0, 0]
+    for d in dirs:
+        b, r, i = validate_log_dir(os.path.join(base, d))
+        horizons = empty = 0
+        for name in sorted(n for n in os.listdir(os.path.join(base, d)) if n.endswith(".log")):
+            with open(os.path.join(base, d, name), "rb") as f:
+                for _, batch in batches_of(f.read(), name):
+                    horizons += 1 if batch.attributes & 0x40 else 0
+                    empty += 1 if batch.records_count == 0 else 0
+        print("kafka-compat: cleaned %s: %d batches (%d with a delete horizon, %d empty headers), %d records, %d index entries valid"
+              % (d, b, horizons, empty, r, i))
+        total = [total[0] + b, total[1] + r, total[2] + i, total[3] + horizons, total[4] + empty]
+    expect(total[3] > 0, "no cleaned batch carries a delete horizon")
+    expect(total[4] > 0, "no cleaned batch is an empty header")
+    print("kafka-compat: kafka-python validated %d batches (%d with a delete horizon, %d empty headers) and %d records written by the cleaner"
+          % (total[0], total[3], total[4], total[1]))
+
+
 def python_spec(codec_name, j):
     """Mirror of `python_spec` in tests/kafka_compat.rs."""
     out = []
@@ -205,11 +232,12 @@ def generate(root):
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("validate", "generate"):
+    commands = {"validate": validate, "validate-cleaned": validate_cleaned, "generate": generate}
+    if len(argv) != 3 or argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         return 2
     try:
-        (validate if argv[1] == "validate" else generate)(argv[2])
+        commands[argv[1]](argv[2])
     except Failure as e:
         print("kafka-compat: FAILED: %s" % e, file=sys.stderr)
         return 1
