@@ -283,6 +283,38 @@ mod tests {
     }
 
     #[test]
+    fn golden_bytes_of_the_formats_worked_example() {
+        let entries = BTreeMap::from([
+            (TopicPartition::new("orders", 3), 52),
+            (TopicPartition::new("log", 0), 999),
+        ]);
+        let text = encode(&entries);
+        assert_eq!(
+            text.as_bytes(),
+            b"\x30\x0a\x32\x0a\x6c\x6f\x67\x20\x30\x20\x39\x39\x39\x0a\
+              \x6f\x72\x64\x65\x72\x73\x20\x33\x20\x35\x32\x0a"
+        );
+        assert_eq!(parse(&text).unwrap(), entries);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn encode_then_decode_round_trips(
+            entries in proptest::collection::btree_map(
+                ("[a-zA-Z0-9._-]{1,20}", proptest::num::i32::ANY),
+                proptest::num::i64::ANY,
+                0..20,
+            )
+        ) {
+            let entries: BTreeMap<TopicPartition, i64> = entries
+                .into_iter()
+                .map(|((t, p), o)| (TopicPartition::new(t, p), o))
+                .collect();
+            proptest::prop_assert_eq!(parse(&encode(&entries)).unwrap(), entries);
+        }
+    }
+
+    #[test]
     fn malformed_files_name_the_file_and_line() {
         for (text, line, what) in [
             ("1\n0\n", 1, "unrecognised version 1"),
