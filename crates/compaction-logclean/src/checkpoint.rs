@@ -16,7 +16,7 @@
 //! runs of whitespace into exactly three fields; a later entry for the same
 //! partition wins; any other deviation (a version other than 0, a
 //! non-numeric field, a count that does not match the entries, bytes that
-//! are not UTF-8) is [`Error::CheckpointMalformed`], which names the file
+//! are not UTF-8) is [`Error::CheckpointMalformed`](crate::Error::CheckpointMalformed), which names the file
 //! and the line. The format is Kafka's, so it carries no checksum of its
 //! own: it is only ever replaced whole, by
 //! [`lithify_vfs::write_file_atomic`] (write `cleaner-offset-checkpoint.tmp`,

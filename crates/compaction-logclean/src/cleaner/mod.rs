@@ -14,7 +14,7 @@
 //! * [`service`] — the threads.
 
 pub mod config;
-pub(crate) mod filter;
+pub mod filter;
 pub mod grouping;
 pub mod manager;
 pub mod round;
