@@ -32,6 +32,19 @@ pub enum CompactionReason {
     CompactFiles,
     /// A `change_level` refit after `compact_range`.
     RefitLevel,
+    /// Two-tier strategies: L0 tables merged into fewer L0 tables (a
+    /// minor compaction).
+    Minor,
+    /// Two-tier strategies: L0 (all of it, or one stripe of the key space)
+    /// merged into the major level (a major compaction).
+    Major,
+    /// A strategy switch: every level between L0 and the major level is
+    /// merged into the major level so the shape fits the new strategy.
+    Reshape,
+    /// A flush that merges the frozen memtables with existing files (a
+    /// major flush into the major level, or a flush merged with the
+    /// previous L0 table).
+    Flush,
 }
 
 impl CompactionReason {
@@ -48,6 +61,10 @@ impl CompactionReason {
             CompactionReason::ManualCompaction => "ManualCompaction",
             CompactionReason::CompactFiles => "CompactFiles",
             CompactionReason::RefitLevel => "RefitLevel",
+            CompactionReason::Minor => "Minor",
+            CompactionReason::Major => "Major",
+            CompactionReason::Reshape => "Reshape",
+            CompactionReason::Flush => "Flush",
         }
     }
 }
@@ -82,8 +99,10 @@ pub struct Compaction {
     /// Why it was picked.
     pub reason: CompactionReason,
     /// Input files per level: the start level first, then the output level
-    /// when it differs and has overlapping files (`compact_files` may list
-    /// more levels). Never empty; no entry is empty.
+    /// when it differs and has overlapping files (`compact_files` and the
+    /// two-tier strategies may list more levels). No entry is empty; only
+    /// a flush plan ([`CompactionPicker::pick_flush`](crate::CompactionPicker::pick_flush))
+    /// may have no input files at all.
     pub inputs: Vec<CompactionInputs>,
     /// Where the outputs go.
     pub output_level: usize,
@@ -129,12 +148,28 @@ pub struct Compaction {
     /// output files of its own, so old data moves on together
     /// (`kMinOverlappingRatio` with a TTL, not bottommost).
     pub ttl_cut_files: Vec<Arc<FileMetadata>>,
+    /// Outputs are cut before the first key at or after each of these user
+    /// keys (sorted ascending): the smallest keys of output-level files the
+    /// compaction leaves in place between its inputs, and stripe
+    /// boundaries. With boundaries an L0 output is cut at them (and only
+    /// at them).
+    pub output_boundaries: Vec<Vec<u8>>,
+    /// Incremental major compaction: before merging, the job checks every
+    /// output-level input file for new data (a key or range tombstone of
+    /// the other inputs within its range); files without any stay where
+    /// they are, unread and unrewritten, and outputs are cut around them.
+    pub reuse_untouched_files: bool,
+    /// A flush plan's memtable range: the smallest and largest user keys
+    /// of the memtables the flush merges with its input files (part of the
+    /// output range, so it counts in [`Compaction::user_key_range`]).
+    pub memtable_range: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Compaction {
-    /// The level the inputs start at.
+    /// The level the inputs start at (the output level for a flush plan
+    /// without input files).
     pub fn start_level(&self) -> usize {
-        self.inputs[0].level
+        self.inputs.first().map_or(self.output_level, |i| i.level)
     }
 
     /// Every input file with its level.
@@ -154,10 +189,15 @@ impl Compaction {
         self.inputs.iter().map(CompactionInputs::bytes).sum()
     }
 
-    /// The smallest and largest user keys of all inputs.
+    /// The smallest and largest user keys of all inputs (and of the
+    /// memtables of a flush plan).
     pub fn user_key_range(&self, cmp: &InternalKeyComparator) -> (Vec<u8>, Vec<u8>) {
         let mut lo: Option<&[u8]> = None;
         let mut hi: Option<&[u8]> = None;
+        if let Some((a, b)) = &self.memtable_range {
+            lo = Some(a);
+            hi = Some(b);
+        }
         for (_, f) in self.input_files() {
             if lo.is_none_or(|l| cmp.compare_user(f.smallest_user_key(), l).is_lt()) {
                 lo = Some(f.smallest_user_key());
@@ -260,6 +300,17 @@ impl fmt::Display for Compaction {
         }
         if let Some((level, key)) = &self.new_compact_cursor {
             write!(f, " cursor=L{level}:{key}")?;
+        }
+        if self.reuse_untouched_files {
+            write!(f, " reuse-untouched")?;
+        }
+        if !self.output_boundaries.is_empty() {
+            let keys: Vec<String> = self
+                .output_boundaries
+                .iter()
+                .map(|k| lithify_base::key::escape(k))
+                .collect();
+            write!(f, "\n  boundaries: {}", keys.join(" "))?;
         }
         Ok(())
     }

@@ -29,6 +29,7 @@
 //! assert_eq!(targets.target(6), 107_374_182_000);
 //! ```
 
+pub mod adaptive;
 pub mod bounds;
 mod compaction;
 mod error;
@@ -39,7 +40,9 @@ pub mod picker;
 mod score;
 pub mod sim;
 mod stats;
+mod strategy;
 mod targets;
+mod tier_options;
 
 pub use compaction::{
     Compaction, CompactionInputs, CompactionReason, CompactionsInProgress, DeeperLevels,
@@ -47,20 +50,22 @@ pub use compaction::{
 };
 pub use error::{Error, Result};
 pub use job::{
-    CompactionResult, FileNumbers, FlushResult, JobOptions, OutputFactory, TableOpener,
-    flush_to_level0, run_compaction,
+    CompactionResult, FileNumbers, FlushResult, JobOptions, MemtableInput, OutputFactory,
+    TableOpener, flush_to_level0, run_compaction, run_flush,
 };
 pub use options::{CompactionPri, DEFAULT_TTL_SECONDS, LeveledOptions};
 pub use picker::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, CompactionPicker,
-    LeveledPicker, ManualCompaction, ManualOutput, ManualPick, ManualRequest, ManualStep,
-    MarkedFiles, PickContext,
+    LeveledPicker, MajorOnlyPicker, ManualCompaction, ManualOutput, ManualPick, ManualRequest,
+    ManualStep, MarkedFiles, PickContext, TwoTierPicker,
 };
 pub use score::{
     CompensatedSizes, LevelScore, SCORE_SCALE, Scores, estimated_compaction_needed_bytes,
 };
 pub use stats::{CompactionStats, CompactionStatsTable, LevelShape, human_count, human_size};
+pub use strategy::CompactionStrategy;
 pub use targets::LevelTargets;
+pub use tier_options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

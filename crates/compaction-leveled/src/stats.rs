@@ -22,6 +22,9 @@ pub struct CompactionStats {
     pub bytes_written: u64,
     /// Bytes moved by trivial moves (`Moved`).
     pub bytes_moved: u64,
+    /// Bytes of output-level input files an incremental major compaction
+    /// left in place because no new data fell in their range.
+    pub bytes_reused: u64,
     /// Input files above the output level.
     pub num_input_files_non_output_levels: u64,
     /// Input files in the output level.
@@ -45,6 +48,7 @@ impl AddAssign<&CompactionStats> for CompactionStats {
         self.bytes_read_output_level += o.bytes_read_output_level;
         self.bytes_written += o.bytes_written;
         self.bytes_moved += o.bytes_moved;
+        self.bytes_reused += o.bytes_reused;
         self.num_input_files_non_output_levels += o.num_input_files_non_output_levels;
         self.num_input_files_output_level += o.num_input_files_output_level;
         self.num_output_files += o.num_output_files;

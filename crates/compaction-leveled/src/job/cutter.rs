@@ -38,7 +38,9 @@ pub struct CutLimits {
 /// a key:
 ///
 /// 1. the file reached the maximum size;
-/// 2. the key reaches the round-robin split key (once);
+/// 2. the key reaches the round-robin split key (once), or one of the
+///    boundaries (each once: the files a compaction leaves in place, stripe
+///    boundaries);
 /// 3. the file starts at or after an input file of the output level that
 ///    is old enough for TTL (`ttl_cuts`: `[smallest, largest]` ranges):
 ///    each such file's range gets its own output;
@@ -61,6 +63,8 @@ pub struct OutputCutter<K> {
     boundaries_switched: u64,
     split_key: Option<K>,
     split_done: bool,
+    boundaries: Vec<K>,
+    next_boundary: usize,
     ttl_cuts: Vec<(K, K)>,
     ttl_current: Option<usize>,
     ttl_next: usize,
@@ -79,6 +83,8 @@ impl<K> OutputCutter<K> {
             boundaries_switched: 0,
             split_key: None,
             split_done: false,
+            boundaries: Vec::new(),
+            next_boundary: 0,
             ttl_cuts: Vec::new(),
             ttl_current: None,
             ttl_next: 0,
@@ -89,6 +95,27 @@ impl<K> OutputCutter<K> {
     pub fn with_split_key(mut self, key: Option<K>) -> Self {
         self.split_key = key;
         self
+    }
+
+    /// Adds boundaries (sorted ascending): a file open before a boundary
+    /// is closed before the first key at or after it. Boundaries cut even
+    /// when [`CutLimits::never_split`] is set (L0 outputs cut by stripe).
+    pub fn with_boundaries(mut self, boundaries: Vec<K>) -> Self {
+        self.boundaries = boundaries;
+        self
+    }
+
+    /// Passes every boundary at or before `key`; returns whether any was
+    /// passed.
+    fn pass_boundaries<Q: ?Sized>(&mut self, key: &Q, cmp: &impl Fn(&Q, &K) -> Ordering) -> bool {
+        let before = self.next_boundary;
+        while let Some(b) = self.boundaries.get(self.next_boundary) {
+            if cmp(key, b) == Ordering::Less {
+                break;
+            }
+            self.next_boundary += 1;
+        }
+        self.next_boundary > before
     }
 
     /// Adds the TTL cut ranges (sorted `[smallest, largest]` user keys).
@@ -186,7 +213,14 @@ impl<K> OutputCutter<K> {
     ) -> bool {
         let previous_overlap = self.overlapped_bytes;
         let crossed = self.update_grandparents(key, &cmp);
-        if !has_file || self.limits.never_split {
+        let boundary = self.pass_boundaries(key, &cmp);
+        if !has_file {
+            return false;
+        }
+        if boundary {
+            return true;
+        }
+        if self.limits.never_split {
             return false;
         }
         if current_size >= self.limits.max_file_size {
@@ -252,6 +286,11 @@ impl<K> OutputCutter<K> {
     /// maximum size: lets a caller add runs of keys in bulk.
     pub fn is_quiet_through<Q: ?Sized>(&self, key: &Q, cmp: impl Fn(&Q, &K) -> Ordering) -> bool {
         if !self.seen_key {
+            return false;
+        }
+        if let Some(b) = self.boundaries.get(self.next_boundary)
+            && cmp(key, b) != Ordering::Less
+        {
             return false;
         }
         if !self.split_done
@@ -394,5 +433,34 @@ mod tests {
         let mut c = OutputCutter::new(Vec::new(), limits(1000, 100_000))
             .with_ttl_cuts(vec![(3, 5), (8, 8)]);
         assert_eq!(cuts(&mut c, 0..10, 1), [0, 3, 6, 8, 9]);
+    }
+
+    #[test]
+    fn boundaries_cut_once_each_even_when_never_splitting() {
+        // Keys 0..4 and 10..14 with boundaries at 2, 5 and 7: the boundary
+        // at 2 cuts before 2; 5 and 7 both lie in the gap and give one cut
+        // before 10.
+        let keys = || (0..4).chain(10..14);
+        let mut c =
+            OutputCutter::new(Vec::new(), limits(1000, 100_000)).with_boundaries(vec![2, 5, 7]);
+        assert_eq!(cuts(&mut c, keys(), 1), [0, 2, 10]);
+        let mut c = OutputCutter::new(
+            Vec::new(),
+            CutLimits {
+                never_split: true,
+                ..limits(1, 1)
+            },
+        )
+        .with_boundaries(vec![2, 5, 7]);
+        assert_eq!(cuts(&mut c, keys(), 10), [0, 2, 10]);
+        // A boundary before the first key cuts nothing.
+        let mut c = OutputCutter::new(Vec::new(), limits(1000, 100_000)).with_boundaries(vec![0]);
+        assert_eq!(cuts(&mut c, keys(), 1), [0]);
+        // Bulk adding stops at a boundary.
+        let mut c =
+            OutputCutter::new(vec![gp(0, 100, 10)], limits(1000, 100_000)).with_boundaries(vec![5]);
+        c.should_stop_before(&1, 0, false, u32::cmp);
+        assert!(c.is_quiet_through(&4, u32::cmp));
+        assert!(!c.is_quiet_through(&5, u32::cmp));
     }
 }

@@ -124,10 +124,72 @@ pub fn run_compaction(
     factory: &OutputFactory<'_>,
     opts: &JobOptions,
 ) -> Result<CompactionResult> {
+    run_job(c, None, opener, snapshots, filter, factory, opts)
+}
+
+/// The frozen memtables a flush merges with files
+/// ([`run_flush`]): a way to open their merged point entries (called once
+/// per subcompaction, on its thread), their range tombstones, and their
+/// number of point entries (for the record-count check).
+pub struct MemtableInput<'a> {
+    /// Opens an iterator over the memtables' point entries (internal keys
+    /// in order, newest memtable winning on equal keys, as a
+    /// `MergingIterator` over them gives).
+    pub open: &'a (dyn Fn() -> Box<dyn InternalIterator + Send + 'a> + Sync),
+    /// Their range tombstones.
+    pub range_tombstones: Vec<RangeTombstone>,
+    /// Number of point entries the iterator yields.
+    pub num_entries: u64,
+    /// The flush time, recorded as the oldest ancestor time when it is
+    /// older than every input file's.
+    pub flush_time: u64,
+}
+
+/// Runs a flush that merges frozen memtables with existing files, as a
+/// flush plan from [`CompactionPicker::pick_flush`](crate::CompactionPicker::pick_flush)
+/// describes it: a **major flush** (Memtable + L1: the memtables, every
+/// delta file and the major-level files they touch become major-level
+/// files; with `reuse_untouched_files` the major-level files that receive
+/// nothing stay in place), or a flush **merged with the previous L0
+/// table**. Everything else is as in [`run_compaction`]: the same
+/// iterator, cutting, subcompactions, syncing, cleanup on error and
+/// record-count check (input tables plus `mem.num_entries`). The edit
+/// deletes the input files and adds the outputs; the caller adds the log
+/// number.
+pub fn run_flush(
+    c: &Compaction,
+    mem: &MemtableInput<'_>,
+    opener: &dyn TableOpener,
+    snapshots: &Snapshots,
+    filter: Option<&dyn CompactionFilter>,
+    factory: &OutputFactory<'_>,
+    opts: &JobOptions,
+) -> Result<CompactionResult> {
+    run_job(c, Some(mem), opener, snapshots, filter, factory, opts)
+}
+
+fn run_job(
+    c: &Compaction,
+    mem: Option<&MemtableInput<'_>>,
+    opener: &dyn TableOpener,
+    snapshots: &Snapshots,
+    filter: Option<&dyn CompactionFilter>,
+    factory: &OutputFactory<'_>,
+    opts: &JobOptions,
+) -> Result<CompactionResult> {
     let started = Instant::now();
     let mut stats = CompactionStats {
         count: 1,
         ..CompactionStats::default()
+    };
+    let reduced;
+    let c = if c.reuse_untouched_files && !c.trivial_move {
+        let (kept, reused) = split_untouched(c, mem, opener)?;
+        stats.bytes_reused = reused;
+        reduced = kept;
+        &reduced
+    } else {
+        c
     };
     for (level, f) in c.input_files() {
         if level == c.output_level {
@@ -138,7 +200,7 @@ pub fn run_compaction(
             stats.bytes_read_non_output_levels += f.size;
         }
     }
-    if c.trivial_move {
+    if c.trivial_move && mem.is_none() {
         let moved = CompactionStats {
             bytes_moved: c.input_bytes(),
             count: 1,
@@ -157,8 +219,14 @@ pub fn run_compaction(
     let cmp = factory.table_options.comparator.clone();
     let mut tables = Vec::with_capacity(c.num_input_files());
     let mut tombstones = Vec::new();
-    let mut expected_records = 0u64;
-    let mut oldest_ancestor = u64::MAX;
+    let mut expected_records = mem.map_or(0, |m| m.num_entries);
+    let mut oldest_ancestor = match mem {
+        Some(m) if m.flush_time != 0 => m.flush_time,
+        _ => u64::MAX,
+    };
+    if let Some(m) = mem {
+        tombstones.extend(m.range_tombstones.iter().cloned());
+    }
     for (_, f) in c.input_files() {
         let table = opener.open_table(f).context(InputSnafu)?;
         expected_records += table.properties().num_entries;
@@ -205,6 +273,7 @@ pub fn run_compaction(
     );
     let job = SubJob {
         c,
+        mem,
         tables: &tables,
         cmp: &cmp,
         range_dels: &range_dels,
@@ -309,14 +378,173 @@ pub fn run_compaction(
     })
 }
 
+/// One input of the merge: a table, or the memtables of a flush.
+enum Input<'a> {
+    Table(TableIter<InternalKeyComparator>),
+    Mem(Box<dyn InternalIterator + Send + 'a>),
+}
+
+impl InternalIterator for Input<'_> {
+    fn seek_ge(&mut self, target: &[u8]) -> lithify_base::Result<()> {
+        match self {
+            Input::Table(t) => t.seek_ge(target),
+            Input::Mem(m) => m.seek_ge(target),
+        }
+    }
+    fn seek_lt(&mut self, target: &[u8]) -> lithify_base::Result<()> {
+        match self {
+            Input::Table(t) => t.seek_lt(target),
+            Input::Mem(m) => m.seek_lt(target),
+        }
+    }
+    fn first(&mut self) -> lithify_base::Result<()> {
+        match self {
+            Input::Table(t) => t.first(),
+            Input::Mem(m) => m.first(),
+        }
+    }
+    fn last(&mut self) -> lithify_base::Result<()> {
+        match self {
+            Input::Table(t) => t.last(),
+            Input::Mem(m) => m.last(),
+        }
+    }
+    #[inline]
+    fn next(&mut self) -> lithify_base::Result<()> {
+        match self {
+            Input::Table(t) => t.next(),
+            Input::Mem(m) => m.next(),
+        }
+    }
+    fn prev(&mut self) -> lithify_base::Result<()> {
+        match self {
+            Input::Table(t) => t.prev(),
+            Input::Mem(m) => m.prev(),
+        }
+    }
+    #[inline]
+    fn valid(&self) -> bool {
+        match self {
+            Input::Table(t) => t.valid(),
+            Input::Mem(m) => m.valid(),
+        }
+    }
+    #[inline]
+    fn key(&self) -> &[u8] {
+        match self {
+            Input::Table(t) => t.key(),
+            Input::Mem(m) => m.key(),
+        }
+    }
+    #[inline]
+    fn value(&self) -> &[u8] {
+        match self {
+            Input::Table(t) => t.value(),
+            Input::Mem(m) => m.value(),
+        }
+    }
+}
+
+/// Incremental major compaction: splits the output-level inputs of `c`
+/// into those that receive new data — a point key or a range tombstone of
+/// the other inputs (or of the memtables) within their user-key range —
+/// and those that do not. Returns `c` without the untouched files, whose
+/// smallest keys become output boundaries (so no output spans them), and
+/// the bytes left in place.
+///
+/// Each output-level file costs one seek of the merged delta iterator, in
+/// key order; the files themselves are not read.
+fn split_untouched(
+    c: &Compaction,
+    mem: Option<&MemtableInput<'_>>,
+    opener: &dyn TableOpener,
+) -> Result<(Compaction, u64)> {
+    let Some(out_idx) = c.inputs.iter().position(|i| i.level == c.output_level) else {
+        return Ok((c.clone(), 0));
+    };
+    let mut children: Vec<Input<'_>> = Vec::new();
+    let mut tombstones: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    if let Some(m) = mem {
+        children.push(Input::Mem((m.open)()));
+        for t in &m.range_tombstones {
+            tombstones.push((t.start.to_vec(), t.end.to_vec()));
+        }
+    }
+    let mut cmp = None;
+    for input in &c.inputs {
+        if input.level == c.output_level {
+            continue;
+        }
+        for f in &input.files {
+            let table = opener.open_table(f).context(InputSnafu)?;
+            cmp.get_or_insert_with(|| table.comparator().clone());
+            for t in table.range_tombstones() {
+                let Some(rt) = RangeTombstone::from_stored(&t.start, &t.end) else {
+                    return CorruptKeySnafu {
+                        key: lithify_base::key::escape(&t.start),
+                        origin: format!("range tombstone of table {:06}", f.number),
+                    }
+                    .fail();
+                };
+                tombstones.push((rt.start.to_vec(), rt.end.to_vec()));
+            }
+            children.push(Input::Table(table.iter()));
+        }
+    }
+    let Some(first_out) = c.inputs[out_idx].files.first() else {
+        return Ok((c.clone(), 0));
+    };
+    let cmp = match cmp {
+        Some(cmp) => cmp,
+        None => opener
+            .open_table(first_out)
+            .context(InputSnafu)?
+            .comparator()
+            .clone(),
+    };
+    let mut delta = MergingIterator::new(cmp.clone(), children);
+    let mut kept = Vec::new();
+    let mut boundaries = c.output_boundaries.clone();
+    let mut reused = 0u64;
+    for f in &c.inputs[out_idx].files {
+        let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
+        let seek = lithify_base::InternalKey::seek(lo, lithify_base::MAX_SEQNO);
+        delta.seek_ge(seek.encoded()).context(InputSnafu)?;
+        let point_inside = delta.valid()
+            && cmp
+                .compare_user(lithify_base::key::user_key(delta.key()), hi)
+                .is_le();
+        let tombstone_inside = tombstones
+            .iter()
+            .any(|(s, e)| cmp.compare_user(s, hi).is_le() && cmp.compare_user(e, lo).is_gt());
+        if point_inside || tombstone_inside {
+            kept.push(f.clone());
+        } else {
+            reused += f.size;
+            boundaries.push(lo.to_vec());
+        }
+    }
+    let mut reduced = c.clone();
+    boundaries.sort_by(|a, b| cmp.compare_user(a, b));
+    boundaries.dedup_by(|a, b| cmp.compare_user(a, b).is_eq());
+    reduced.output_boundaries = boundaries;
+    if kept.is_empty() {
+        reduced.inputs.remove(out_idx);
+    } else {
+        reduced.inputs[out_idx].files = kept;
+    }
+    Ok((reduced, reused))
+}
+
 struct SubOutcome {
     created: Vec<PathBuf>,
     result: Result<(Vec<FileMetadata>, u64, IterStats)>,
 }
 
 /// What every subcompaction of one job shares.
-struct SubJob<'a> {
+struct SubJob<'a, 'm> {
     c: &'a Compaction,
+    mem: Option<&'a MemtableInput<'m>>,
     tables: &'a [Arc<Table<InternalKeyComparator>>],
     cmp: &'a InternalKeyComparator,
     range_dels: &'a RangeDelAggregator,
@@ -328,7 +556,7 @@ struct SubJob<'a> {
     origin: &'a str,
 }
 
-impl SubJob<'_> {
+impl SubJob<'_, '_> {
     fn cutter(&self) -> OutputCutter<Vec<u8>> {
         let c = self.c;
         let grandparents = c
@@ -352,6 +580,7 @@ impl SubJob<'_> {
             },
         )
         .with_split_key(c.output_split_key.as_ref().map(|k| k.user_key().to_vec()))
+        .with_boundaries(c.output_boundaries.clone())
         .with_ttl_cuts(
             c.ttl_cut_files
                 .iter()
@@ -366,8 +595,11 @@ impl SubJob<'_> {
     }
 
     fn run(&self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) -> SubOutcome {
-        let children: Vec<TableIter<InternalKeyComparator>> =
-            self.tables.iter().map(|t| t.iter()).collect();
+        let mut children: Vec<Input<'_>> = Vec::with_capacity(self.tables.len() + 1);
+        if let Some(m) = self.mem {
+            children.push(Input::Mem((m.open)()));
+        }
+        children.extend(self.tables.iter().map(|t| Input::Table(t.iter())));
         let input = MergingIterator::new(self.cmp.clone(), children);
         let mut it = CompactionIterator::new(
             input,

@@ -94,9 +94,9 @@ pub fn subcompaction_boundaries(
         }
     }
     let planned = if pri == CompactionPri::RoundRobin {
-        c.inputs[0]
-            .files
-            .len()
+        c.inputs
+            .first()
+            .map_or(1, |i| i.files.len())
             .max(1)
             .min(c.max_subcompactions.max(1))
     } else {

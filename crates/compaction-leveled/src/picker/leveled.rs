@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lithify_version::{FileMetadata, Version};
+use lithify_version::{FileMetadata, Version, VersionEdit};
 
 use super::expand::{
     Files, conflicts_with_running, expand_to_clean_cut, grandparents, setup_other_inputs,
@@ -109,6 +109,9 @@ impl LeveledPicker {
             new_compact_cursor: None,
             output_split_key: None,
             ttl_cut_files: Vec::new(),
+            output_boundaries: Vec::new(),
+            reuse_untouched_files: false,
+            memtable_range: None,
         };
         let (lo, hi) = c.user_key_range(cmp);
         c.bottommost = is_bottommost(version, &c, &lo, &hi);
@@ -781,5 +784,19 @@ impl CompactionPicker for LeveledPicker {
 
     fn estimated_compaction_needed_bytes(&self, version: &Version) -> u64 {
         estimated_compaction_needed_bytes(version, &self.opts, &self.targets(version))
+    }
+
+    fn refit_level(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        level: usize,
+        target: Option<usize>,
+    ) -> Result<VersionEdit> {
+        super::manual::refit_level(version, self, ctx, level, target)
+    }
+
+    fn manual_to_last_level(&self) -> bool {
+        self.opts.level_compaction_dynamic_level_bytes
     }
 }

@@ -376,7 +376,7 @@ impl ManualCompaction {
     /// The next thing to do given the current `version`.
     pub fn next(
         &mut self,
-        picker: &LeveledPicker,
+        picker: &dyn CompactionPicker,
         version: &Version,
         ctx: &PickContext<'_>,
     ) -> Result<ManualStep> {
@@ -474,7 +474,7 @@ impl ManualCompaction {
                 Stage::Refit { level } => {
                     if self.options.change_level {
                         let edit =
-                            refit_level(version, picker, ctx, level, self.options.target_level)?;
+                            picker.refit_level(version, ctx, level, self.options.target_level)?;
                         self.stage = Stage::Done;
                         if !edit.is_empty() {
                             return Ok(ManualStep::Refit(edit));
@@ -491,12 +491,12 @@ impl ManualCompaction {
     /// down, rewrite it as the last level, or finish.
     fn after_reaching(
         &self,
-        picker: &LeveledPicker,
+        picker: &dyn CompactionPicker,
         version: &Version,
         level: usize,
         has_filter: bool,
     ) -> Stage {
-        let dynamic = picker.options().level_compaction_dynamic_level_bytes;
+        let dynamic = picker.manual_to_last_level();
         let stop = if level == 0 {
             false
         } else if dynamic {

@@ -15,21 +15,27 @@ mod expand;
 mod file_order;
 mod l0;
 mod leveled;
+mod major_only;
 mod manual;
 mod marked;
+mod tiers;
+mod two_tier;
 
 use std::collections::HashSet;
 
 use lithify_base::SeqNo;
-use lithify_version::Version;
+use lithify_version::{Version, VersionEdit};
 
 pub use file_order::files_by_compaction_pri;
 pub use leveled::LeveledPicker;
+pub use major_only::MajorOnlyPicker;
 pub use manual::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, ManualCompaction,
     ManualOutput, ManualPick, ManualRequest, ManualStep, refit_level, sanitize_compact_files,
 };
 pub use marked::{MarkedFiles, bottommost_files};
+pub use tiers::{major_level, stripe_boundaries};
+pub use two_tier::{StripeScore, TwoTierPicker};
 
 use crate::compaction::{Compaction, CompactionsInProgress};
 use crate::error::Result;
@@ -127,4 +133,48 @@ pub trait CompactionPicker: Send + Sync {
     /// Estimated bytes compactions must rewrite to bring the LSM in shape
     /// (for write stalls).
     fn estimated_compaction_needed_bytes(&self, version: &Version) -> u64;
+
+    /// How to flush frozen memtables holding user keys in
+    /// `[smallest_user_key, largest_user_key]`: `None` for a plain flush to
+    /// one L0 table (the default, and the fallback whenever a plan would
+    /// conflict with a running compaction), or a plan for
+    /// [`run_flush`](crate::run_flush): the files to merge the memtables
+    /// with, the output level and the output boundaries (its
+    /// `memtable_range` is set, and its inputs may be empty). The engine
+    /// registers a plan in [`CompactionsInProgress`] like a compaction
+    /// while it runs.
+    fn pick_flush(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        smallest_user_key: &[u8],
+        largest_user_key: &[u8],
+    ) -> Option<Compaction> {
+        let _ = (version, ctx, smallest_user_key, largest_user_key);
+        None
+    }
+
+    /// The `change_level` step at the end of `compact_range`: the edit
+    /// moving `level`'s files to `target` (or the lowest level that can
+    /// hold them), or an error when the strategy has no such notion.
+    fn refit_level(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        level: usize,
+        target: Option<usize>,
+    ) -> Result<VersionEdit>;
+
+    /// Whether `compact_range` goes level by level down to the last level
+    /// (true) or stops at the last non-empty one (static leveled targets).
+    fn manual_to_last_level(&self) -> bool;
+
+    /// Whether the engine's L0 file-count write stalls
+    /// (`level0_slowdown_writes_trigger`, `level0_stop_writes_trigger`)
+    /// apply. Two-tier strategies let L0 grow by design and bound it
+    /// themselves; they signal pending work through
+    /// [`estimated_compaction_needed_bytes`](Self::estimated_compaction_needed_bytes).
+    fn l0_count_stalls_writes(&self) -> bool {
+        true
+    }
 }

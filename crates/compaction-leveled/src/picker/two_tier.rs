@@ -1,0 +1,428 @@
+//! `TwoTier`, "Memtable + L0 + L1": flushes write L0 tables, minor
+//! compactions keep L0 small, major compactions merge L0 into the major
+//! level once it holds `major_ratio` of it — per stripe of the key space.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use lithify_version::{FileMetadata, Version, VersionEdit};
+
+use super::manual::{ManualPick, ManualRequest};
+use super::tiers::{self, TierOutput, TierPick, file_in_stripe, major_level, stripe_boundaries};
+use super::{CompactionPicker, PickContext};
+use crate::compaction::{Compaction, CompactionInputs, CompactionReason};
+use crate::error::{InvalidArgumentSnafu, Result};
+use crate::score::LevelScore;
+use crate::tier_options::{MinorPolicy, TwoTierOptions};
+
+/// The `TwoTier` picker ("Memtable + L0 + L1"). In order of priority:
+///
+/// 1. **Reshape**: middle levels left by another strategy are merged, with
+///    every delta file sharing keys with them, into the major level.
+/// 2. **Major**: for each stripe (the whole key space with one stripe),
+///    its score is its L0 bytes over `major_ratio` times its major-level
+///    bytes (infinite over an empty stripe); a stripe with a score of at
+///    least 1, or more than `max_l0_tables` L0 tables, is merged into the
+///    major level — highest score first — with the delta files sharing
+///    keys with it; major-level files meeting no delta file stay in place
+///    and outputs are cut at stripe boundaries.
+/// 3. **Minor**, by [`MinorPolicy`], on the newest L0 tables of a stripe
+///    (always a run of consecutive tables in L0 order, so the merged table
+///    takes their place in it).
+///
+/// Flush plans ([`pick_flush`](CompactionPicker::pick_flush)) cut flushes
+/// at stripe boundaries, and with `MergeWithPrevious` merge them with the
+/// L0 tables they meet.
+///
+/// ```
+/// use lithify_compaction_leveled::{CompactionPicker, CompactionReason, CompactionsInProgress, PickContext, TwoTierOptions, TwoTierPicker};
+/// use lithify_version::Version;
+///
+/// let picker = TwoTierPicker::new(TwoTierOptions::write_only()).unwrap();
+/// let running = CompactionsInProgress::new();
+/// let ctx = PickContext::new(&running);
+/// // L0 holds half of L6's bytes: no major yet, and no minor with one
+/// // table per flush.
+/// let v = Version::from_text("
+/// L0:
+///   000011:[a#20,SET-z#20,SET] size=1M
+/// L6:
+///   000001:[a#1,SET-z#1,SET] size=2M
+/// ").unwrap();
+/// assert!(picker.pick_auto(&v, &ctx).is_none());
+/// let v = Version::from_text("
+/// L0:
+///   000012:[a#30,SET-z#30,SET] size=1M
+///   000011:[a#20,SET-z#20,SET] size=1M
+/// L6:
+///   000001:[a#1,SET-z#1,SET] size=2M
+/// ").unwrap();
+/// let c = picker.pick_auto(&v, &ctx).unwrap();
+/// assert_eq!(c.reason, CompactionReason::Major);
+/// assert_eq!((c.num_input_files(), c.output_level), (3, 6));
+/// ```
+#[derive(Debug, Clone)]
+pub struct TwoTierPicker {
+    opts: TwoTierOptions,
+}
+
+/// One stripe's state.
+#[derive(Debug, Clone)]
+pub struct StripeScore {
+    /// Its index (stripes are in key order).
+    pub stripe: usize,
+    /// Its L0 tables, in L0 order (newest first).
+    pub l0: Vec<Arc<FileMetadata>>,
+    /// Bytes of its L0 tables.
+    pub l0_bytes: u64,
+    /// Bytes of its major-level files.
+    pub major_bytes: u64,
+    /// `l0_bytes / (major_ratio x major_bytes)`; infinite when the stripe
+    /// has L0 bytes and no major-level bytes.
+    pub score: f64,
+}
+
+impl TwoTierPicker {
+    /// A picker with `opts` (sanitized).
+    pub fn new(opts: TwoTierOptions) -> Result<Self> {
+        Ok(TwoTierPicker {
+            opts: opts.sanitize()?,
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &TwoTierOptions {
+        &self.opts
+    }
+
+    fn output(&self) -> TierOutput {
+        TierOutput {
+            target_file_size: self.opts.target_file_size,
+            compression: self.opts.compression,
+            max_subcompactions: self.opts.max_subcompactions,
+        }
+    }
+
+    /// The stripe boundaries of `version`.
+    pub fn stripes(&self, version: &Version) -> Vec<Vec<u8>> {
+        stripe_boundaries(version, self.opts.stripes)
+    }
+
+    /// Every stripe's L0 tables, bytes and score. A table crossing a
+    /// boundary counts in every stripe it meets.
+    pub fn stripe_scores(&self, version: &Version, boundaries: &[Vec<u8>]) -> Vec<StripeScore> {
+        let cmp = version.comparator();
+        let major = major_level(version);
+        (0..=boundaries.len())
+            .map(|i| {
+                let l0: Vec<Arc<FileMetadata>> = version
+                    .files(0)
+                    .iter()
+                    .filter(|f| file_in_stripe(cmp, boundaries, i, f))
+                    .cloned()
+                    .collect();
+                let l0_bytes = l0.iter().map(|f| f.size).sum::<u64>();
+                let major_bytes = version
+                    .files(major)
+                    .iter()
+                    .filter(|f| file_in_stripe(cmp, boundaries, i, f))
+                    .map(|f| f.size)
+                    .sum::<u64>();
+                let score = if l0_bytes == 0 {
+                    0.0
+                } else if major_bytes == 0 {
+                    f64::INFINITY
+                } else {
+                    l0_bytes as f64 / (self.opts.major_ratio * major_bytes as f64)
+                };
+                StripeScore {
+                    stripe: i,
+                    l0,
+                    l0_bytes,
+                    major_bytes,
+                    score,
+                }
+            })
+            .collect()
+    }
+
+    fn wants_major(&self, s: &StripeScore) -> bool {
+        !s.l0.is_empty() && (s.score >= 1.0 || s.l0.len() > self.opts.max_l0_tables)
+    }
+
+    fn pick_major(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        boundaries: &[Vec<u8>],
+        scores: &[StripeScore],
+    ) -> Option<Compaction> {
+        let mut due: Vec<&StripeScore> = scores.iter().filter(|s| self.wants_major(s)).collect();
+        due.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.stripe.cmp(&b.stripe)));
+        for s in due {
+            if ctx.in_progress.any_being_compacted(&s.l0) {
+                continue;
+            }
+            let seeds: HashSet<u64> = s.l0.iter().map(|f| f.number).collect();
+            let score = if s.score.is_finite() { s.score } else { 0.0 };
+            if let Some(c) = tiers::major(
+                version,
+                ctx,
+                &self.output(),
+                &seeds,
+                CompactionReason::Major,
+                score,
+                boundaries,
+            ) {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// The L0 tables a minor compaction of stripe `s` merges, by policy.
+    fn minor_candidates(&self, s: &StripeScore) -> Option<Vec<Arc<FileMetadata>>> {
+        let n = s.l0.len();
+        match self.opts.minor {
+            MinorPolicy::None => None,
+            MinorPolicy::MergeWithPrevious => (n >= 2).then(|| s.l0.clone()),
+            MinorPolicy::HotRange { max_tables } => (n > max_tables).then(|| s.l0.clone()),
+            MinorPolicy::SizeTiered {
+                max_tables,
+                size_ratio_percent,
+            } => {
+                if n <= max_tables {
+                    return None;
+                }
+                // RocksDB universal's size-ratio run from the newest table.
+                let mut sum = s.l0[0].size as u128;
+                let mut take = 1;
+                for f in &s.l0[1..] {
+                    if sum * (100 + size_ratio_percent as u128) < f.size as u128 * 100 {
+                        break;
+                    }
+                    sum += f.size as u128;
+                    take += 1;
+                }
+                if take < 2 {
+                    take = n - max_tables + 1;
+                }
+                Some(s.l0[..take].to_vec())
+            }
+        }
+    }
+
+    fn pick_minor(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        boundaries: &[Vec<u8>],
+        scores: &[StripeScore],
+    ) -> Option<Compaction> {
+        let mut order: Vec<&StripeScore> = scores.iter().collect();
+        // The hottest stripe (most L0 tables) first.
+        order.sort_by(|a, b| b.l0.len().cmp(&a.l0.len()).then(a.stripe.cmp(&b.stripe)));
+        if matches!(self.opts.minor, MinorPolicy::HotRange { .. }) {
+            order.truncate(1);
+        }
+        for s in order {
+            let Some(files) = self.minor_candidates(s) else {
+                continue;
+            };
+            if files.len() < 2 || !consecutive_in_l0(version, &files) {
+                continue;
+            }
+            let inputs = vec![CompactionInputs { level: 0, files }];
+            if let Some(c) = tiers::build(
+                version,
+                ctx,
+                &self.output(),
+                inputs,
+                TierPick {
+                    reason: CompactionReason::Minor,
+                    output_level: 0,
+                    score: 0.0,
+                    manual: false,
+                    stripes: boundaries,
+                    reuse_untouched_files: false,
+                    memtable_range: None,
+                },
+            ) {
+                return Some(c);
+            }
+        }
+        None
+    }
+}
+
+/// Whether merging `files` (L0 tables) into one keeps L0 ordered: no other
+/// L0 table sharing user keys with their hull sits between them in L0
+/// order (the merged table takes the newest one's place).
+fn consecutive_in_l0(version: &Version, files: &[Arc<FileMetadata>]) -> bool {
+    let cmp = version.comparator();
+    let l0 = version.files(0);
+    let chosen: HashSet<u64> = files.iter().map(|f| f.number).collect();
+    let positions: Vec<usize> = l0
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| chosen.contains(&f.number))
+        .map(|(i, _)| i)
+        .collect();
+    let (Some(&first), Some(&last)) = (positions.first(), positions.last()) else {
+        return false;
+    };
+    let lo = files
+        .iter()
+        .map(|f| f.smallest_user_key())
+        .min_by(|a, b| cmp.compare_user(a, b))
+        .unwrap_or_default();
+    let hi = files
+        .iter()
+        .map(|f| f.largest_user_key())
+        .max_by(|a, b| cmp.compare_user(a, b))
+        .unwrap_or_default();
+    l0[first..=last]
+        .iter()
+        .all(|f| chosen.contains(&f.number) || !f.overlaps_user_range(cmp, Some(lo), Some(hi)))
+}
+
+impl CompactionPicker for TwoTierPicker {
+    fn name(&self) -> &'static str {
+        "two-tier"
+    }
+
+    fn needs_compaction(&self, version: &Version, ctx: &PickContext<'_>) -> bool {
+        if self.opts.disable_auto_compactions {
+            return false;
+        }
+        if tiers::has_middle_levels(version) {
+            return true;
+        }
+        let boundaries = self.stripes(version);
+        self.stripe_scores(version, &boundaries).iter().any(|s| {
+            let free = !ctx.in_progress.any_being_compacted(&s.l0);
+            free && (self.wants_major(s) || self.minor_candidates(s).is_some_and(|f| f.len() >= 2))
+        })
+    }
+
+    fn pick_auto(&self, version: &Version, ctx: &PickContext<'_>) -> Option<Compaction> {
+        if self.opts.disable_auto_compactions {
+            return None;
+        }
+        let boundaries = self.stripes(version);
+        if tiers::has_middle_levels(version) {
+            return tiers::reshape(version, ctx, &self.output(), &boundaries);
+        }
+        let scores = self.stripe_scores(version, &boundaries);
+        self.pick_major(version, ctx, &boundaries, &scores)
+            .or_else(|| self.pick_minor(version, ctx, &boundaries, &scores))
+    }
+
+    fn pick_flush(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        smallest_user_key: &[u8],
+        largest_user_key: &[u8],
+    ) -> Option<Compaction> {
+        let boundaries = self.stripes(version);
+        let range = (smallest_user_key, largest_user_key);
+        let inputs = if self.opts.minor == MinorPolicy::MergeWithPrevious {
+            let previous = version.overlapping_files(0, Some(range.0), Some(range.1));
+            if previous.is_empty() {
+                Vec::new()
+            } else {
+                vec![CompactionInputs {
+                    level: 0,
+                    files: previous,
+                }]
+            }
+        } else {
+            Vec::new()
+        };
+        if inputs.is_empty() && boundaries.is_empty() {
+            return None;
+        }
+        tiers::build(
+            version,
+            ctx,
+            &self.output(),
+            inputs,
+            TierPick {
+                reason: CompactionReason::Flush,
+                output_level: 0,
+                score: 0.0,
+                manual: false,
+                stripes: &boundaries,
+                reuse_untouched_files: false,
+                memtable_range: Some(range),
+            },
+        )
+    }
+
+    fn pick_manual(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        request: &ManualRequest,
+    ) -> Result<Option<ManualPick>> {
+        tiers::pick_manual(version, ctx, &self.output(), request)
+    }
+
+    fn level_scores(&self, version: &Version, _ctx: &PickContext<'_>) -> Vec<LevelScore> {
+        let major = major_level(version);
+        let boundaries = self.stripes(version);
+        let l0 = self
+            .stripe_scores(version, &boundaries)
+            .iter()
+            .map(|s| s.score)
+            .fold(0.0f64, f64::max);
+        (0..version.num_levels())
+            .map(|level| LevelScore {
+                level,
+                score: match level {
+                    0 => l0,
+                    l if l < major && version.num_files(l) > 0 => 1.0,
+                    _ => 0.0,
+                },
+            })
+            .collect()
+    }
+
+    fn base_level(&self, version: &Version) -> usize {
+        major_level(version)
+    }
+
+    fn estimated_compaction_needed_bytes(&self, version: &Version) -> u64 {
+        if tiers::has_middle_levels(version) {
+            return tiers::pending_major_bytes(version);
+        }
+        let boundaries = self.stripes(version);
+        self.stripe_scores(version, &boundaries)
+            .iter()
+            .filter(|s| self.wants_major(s))
+            .map(|s| s.l0_bytes + s.major_bytes)
+            .sum()
+    }
+
+    fn refit_level(
+        &self,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+        _level: usize,
+        _target: Option<usize>,
+    ) -> Result<VersionEdit> {
+        InvalidArgumentSnafu {
+            message: "change_level does not apply to the two-tier strategy: its data stays in L0 and the major level".to_owned(),
+        }
+        .fail()
+    }
+
+    fn manual_to_last_level(&self) -> bool {
+        true
+    }
+
+    fn l0_count_stalls_writes(&self) -> bool {
+        false
+    }
+}
