@@ -516,9 +516,12 @@ impl LogSegment {
                     offset: b.last_offset,
                 };
             }
+            // Positions are stored as i32: a (rare) cleaned segment grown
+            // past 2 GiB gets no entries beyond it.
             if self.bytes_since_last_index_entry > self.index_interval_bytes
                 && !self.offset_index.is_full()
                 && !self.time_index.is_full()
+                && position <= i32::MAX as u64
             {
                 self.offset_index.append(b.last_offset, position as u32)?;
                 let m = self.max_timestamp_so_far;

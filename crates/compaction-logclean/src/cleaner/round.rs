@@ -171,7 +171,7 @@ impl Cleaner {
         let rewrite: Vec<&SegmentView> = snap
             .inactive()
             .iter()
-            .filter(|s| s.base_offset < end_offset && s.base_offset < upper_bound)
+            .filter(|s| s.base_offset < end_offset)
             .collect();
         let inputs: Vec<GroupInput> = rewrite
             .iter()
