@@ -160,15 +160,16 @@ fn segments_younger_than_the_min_compaction_lag_stay_dirty() {
     let log = Mutex::new(log);
     let out = clean(&mut cleaner(4096, "0.9"), &log, 0, 10_500);
     assert_eq!(out.report.end_offset, young_base);
-    let log = log.lock();
-    let offs = offsets(&log);
+    let offs = offsets(&log.lock());
     assert_eq!(offs[0], young_base - 1, "one old record left");
     assert_eq!(
         offs[1..],
         (young_base..young_base + 10).collect::<Vec<_>>()[..]
     );
-    // Once the lag has passed, everything below the active segment goes.
-    drop(log);
+    // Once the lag has passed, the young segments are cleanable too.
+    let out = clean(&mut cleaner(4096, "0.9"), &log, young_base, 20_000);
+    assert_eq!(out.report.first_uncleanable_offset, young_base + 10);
+    assert_eq!(offsets(&log.lock()), [young_base + 9]);
 }
 
 #[test]
@@ -433,10 +434,6 @@ fn an_active_producers_last_batch_survives_as_an_empty_header() {
     );
     assert_eq!(b[0].size_in_bytes(), 61);
     assert_eq!(out.report.stats.empty_headers, 1);
-
-    // Once producer 1 expires (producer.id.expiration.ms, 1 day), its
-    // empty batch goes too.
-    drop(log);
 }
 
 #[test]
