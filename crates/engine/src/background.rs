@@ -1,0 +1,86 @@
+//! The background pool: `max_background_jobs` threads running flushes
+//! first, then compactions (at most RocksDB's compaction share of the pool
+//! at once, so a flush always finds a thread).
+
+use std::sync::Arc as StdArc;
+use std::thread::JoinHandle;
+
+use lithify_version::TableId;
+
+use crate::compaction::PickedCompaction;
+use crate::db_impl::{DbInner, DbState};
+
+enum Job {
+    Flush(TableId),
+    Compaction(Box<PickedCompaction>),
+}
+
+/// Starts the background threads.
+pub(crate) fn spawn_workers(inner: &StdArc<DbInner>) -> std::io::Result<Vec<JoinHandle<()>>> {
+    (0..inner.options.max_background_jobs)
+        .map(|i| {
+            let inner = StdArc::clone(inner);
+            std::thread::Builder::new()
+                .name(format!("lithify-bg-{i}"))
+                .spawn(move || worker(&inner))
+        })
+        .collect()
+}
+
+fn next_job(inner: &DbInner, st: &mut DbState) -> Option<Job> {
+    if st.bg_error.is_some() {
+        return None;
+    }
+    if let Some(t) = st.flush_queue.pop_front() {
+        st.running_flushes += 1;
+        return Some(Job::Flush(t));
+    }
+    let (_, share) = inner.options.job_limits();
+    let max_compactions = if inner.compaction_pressure(st) {
+        share
+    } else {
+        1
+    };
+    if st.running_compactions < max_compactions
+        && let Some(c) = inner.pick_compaction(st)
+    {
+        st.running_compactions += 1;
+        return Some(Job::Compaction(Box::new(c)));
+    }
+    None
+}
+
+fn worker(inner: &DbInner) {
+    loop {
+        let job = {
+            let mut st = inner.lock_state();
+            loop {
+                if st.shutting_down {
+                    return;
+                }
+                if let Some(job) = next_job(inner, &mut st) {
+                    break job;
+                }
+                st = inner.bg_cv.wait(st);
+            }
+        };
+        match job {
+            Job::Flush(table) => {
+                // Errors are recorded as the background error.
+                let _ = inner.run_flush(table);
+                let mut st = inner.lock_state();
+                st.running_flushes -= 1;
+                st.bg_epoch += 1;
+            }
+            Job::Compaction(c) => {
+                let _ = inner.run_compaction(*c);
+                let mut st = inner.lock_state();
+                st.running_compactions -= 1;
+                st.bg_epoch += 1;
+            }
+        }
+        inner.done_cv.notify_all();
+        inner.bg_cv.notify_all();
+        inner.purge_obsolete_files();
+    }
+}

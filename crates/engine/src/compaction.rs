@@ -1,0 +1,358 @@
+//! Compactions: picking through each table's `CompactionPicker`, running
+//! jobs of `lithify-compaction-leveled` on the background pool (or on the
+//! caller's thread for `compact_range`), installing their edits.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc as StdArc;
+
+use lithify_base::InternalKeyComparator;
+use lithify_compaction_leveled::iter::Snapshots;
+use lithify_compaction_leveled::job::{JobOptions, OutputFactory, TableOpener as JobOpener};
+use lithify_compaction_leveled::{
+    CompactRangeOptions, Compaction, CompactionPicker, LeveledOptions, LeveledPicker,
+    ManualCompaction, ManualStep, PickContext, run_compaction,
+};
+use lithify_sstable::Table;
+use lithify_version::{FileMetadata, TableId};
+
+use crate::db_impl::{DbInner, DbState};
+use crate::error::{CompactionSnafu, Error, ReadOnlySnafu, Result, ShuttingDownSnafu};
+use crate::flush::now_secs;
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::super_version::{SharedTable, SuperVersion, TableOpener};
+use crate::table_state::TableMut;
+
+/// The leveled picker's options from the database options.
+pub(crate) fn leveled_options(o: &Options) -> LeveledOptions {
+    LeveledOptions {
+        num_levels: o.num_levels,
+        level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
+        max_bytes_for_level_base: o.max_bytes_for_level_base,
+        max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
+        max_bytes_for_level_multiplier_additional: Vec::new(),
+        level_compaction_dynamic_level_bytes: o.level_compaction_dynamic_level_bytes,
+        target_file_size_base: o.target_file_size_base,
+        target_file_size_multiplier: u64::from(o.target_file_size_multiplier),
+        max_compaction_bytes: o.max_compaction_bytes,
+        compaction_pri: o.compaction_pri,
+        ttl: o.ttl,
+        periodic_compaction_seconds: o.effective_periodic_compaction_seconds(),
+        max_subcompactions: o.max_subcompactions,
+        disable_auto_compactions: o.disable_auto_compactions,
+        compression: o.compression,
+        ..LeveledOptions::default()
+    }
+}
+
+/// The picker a table starts with.
+pub(crate) fn new_picker(o: &Options) -> Result<StdArc<dyn CompactionPicker>> {
+    let picker =
+        LeveledPicker::new(leveled_options(o)).map_err(|e| CompactionSnafu.into_error(e))?;
+    Ok(StdArc::new(picker))
+}
+
+/// RocksDB's estimate of the bytes compaction still has to rewrite.
+pub(crate) fn pending_compaction_bytes(t: &TableMut) -> u64 {
+    t.picker.estimated_compaction_needed_bytes(&t.version)
+}
+
+/// A compaction chosen for a table and registered as running.
+pub(crate) struct PickedCompaction {
+    pub(crate) table: TableId,
+    pub(crate) compaction: Compaction,
+    pub(crate) id: u64,
+    /// The table's super version when picked: its open tables serve the
+    /// job's inputs.
+    pub(crate) sv: lithify_base::sync::Arc<SuperVersion>,
+}
+
+/// Opens a compaction's inputs from the super version's already open
+/// tables, falling back to opening the file.
+struct InputOpener<'a> {
+    opener: &'a TableOpener,
+    handles: HashMap<u64, SharedTable>,
+}
+
+impl<'a> InputOpener<'a> {
+    fn new(opener: &'a TableOpener, sv: &SuperVersion) -> Self {
+        let handles = sv
+            .levels
+            .iter()
+            .flatten()
+            .filter_map(|h| h.opened().map(|t| (h.meta.number, StdArc::clone(t))))
+            .collect();
+        InputOpener { opener, handles }
+    }
+}
+
+impl JobOpener for InputOpener<'_> {
+    fn open_table(
+        &self,
+        file: &FileMetadata,
+    ) -> lithify_base::Result<StdArc<Table<InternalKeyComparator>>> {
+        if let Some(t) = self.handles.get(&file.number) {
+            return Ok(StdArc::clone(t));
+        }
+        Ok(self.opener.open(file.number, file.size)?)
+    }
+}
+
+static NO_MARKED: std::sync::LazyLock<HashSet<u64>> = std::sync::LazyLock::new(HashSet::new);
+
+impl DbInner {
+    fn pick_context<'a>(&self, t: &'a TableMut) -> PickContext<'a> {
+        PickContext {
+            in_progress: &t.compactions,
+            now: now_secs(),
+            bottommost_mark_threshold: self.snapshots.bottommost_threshold(),
+            marked_files: &NO_MARKED,
+            has_compaction_filter: t.state.options.compaction_filter.is_some(),
+        }
+    }
+
+    /// Whether compactions may use the whole compaction share of the pool
+    /// (RocksDB's `NeedSpeedupCompaction`): writes are stalled, L0 is well
+    /// past its trigger, or much compaction is pending. Otherwise one runs
+    /// at a time.
+    pub(crate) fn compaction_pressure(&self, st: &DbState) -> bool {
+        if st.controller.condition() != crate::StallCondition::Normal {
+            return true;
+        }
+        st.tables.values().any(|t| {
+            let o = &t.state.options;
+            let trigger = o.level0_file_num_compaction_trigger;
+            let l0_speedup = (2 * trigger)
+                .min(trigger + o.level0_slowdown_writes_trigger.saturating_sub(trigger) / 4);
+            let soft = o.soft_pending_compaction_bytes_limit;
+            t.version.num_files(0) >= l0_speedup
+                || soft == 0
+                || pending_compaction_bytes(t) >= (2 * o.max_bytes_for_level_base).min(soft / 4)
+        })
+    }
+
+    /// The next automatic compaction of any table, registered as running.
+    pub(crate) fn pick_compaction(&self, st: &mut DbState) -> Option<PickedCompaction> {
+        if st.exclusive_manual > 0 {
+            return None;
+        }
+        let ids: Vec<TableId> = st.tables.keys().copied().collect();
+        for id in ids {
+            let t = st.tables.get(&id)?;
+            if t.state.options.disable_auto_compactions {
+                continue;
+            }
+            let picked = {
+                let ctx = self.pick_context(t);
+                if !t.picker.needs_compaction(&t.version, &ctx) {
+                    continue;
+                }
+                t.picker.pick_auto(&t.version, &ctx)
+            };
+            let Some(c) = picked else { continue };
+            let t = st.tables.get_mut(&id)?;
+            let cid = t.compactions.register(&c, &t.state.icmp);
+            return Some(PickedCompaction {
+                table: id,
+                compaction: c,
+                id: cid,
+                sv: t.state.sv.get(),
+            });
+        }
+        None
+    }
+
+    /// Runs a picked compaction and installs it (or records the failure
+    /// as the background error).
+    pub(crate) fn run_compaction(&self, p: PickedCompaction) -> Result<()> {
+        let snapshots = Snapshots::new(self.snapshots.sequences());
+        let result = {
+            let opener = InputOpener::new(&self.opener, &p.sv);
+            let factory = OutputFactory {
+                fs: &*self.fs,
+                dir: &self.dir,
+                numbers: &self.versions,
+                table_options: self.opener.options.clone(),
+            };
+            let table = self.table(p.table);
+            let filter = table
+                .as_ref()
+                .and_then(|t| t.options.compaction_filter.clone());
+            let opts = JobOptions {
+                compaction_pri: self.options.compaction_pri,
+                ..JobOptions::default()
+            };
+            run_compaction(
+                &p.compaction,
+                &opener,
+                &snapshots,
+                filter.as_deref(),
+                &factory,
+                &opts,
+            )
+        };
+        let mut st = self.lock_state();
+        if let Some(t) = st.tables.get_mut(&p.table) {
+            t.compactions.unregister(p.id);
+        }
+        let r = match result {
+            Err(e) => Err(CompactionSnafu.into_error(e)),
+            Ok(r) => match self.versions.log_and_apply(vec![r.edit]) {
+                Err(e) => Err(Error::from(e)),
+                Ok(()) => {
+                    if let Some(t) = st.tables.get_mut(&p.table) {
+                        if let Some(v) = self.versions.current(p.table) {
+                            t.version = v;
+                        }
+                        t.stats
+                            .record_compaction(p.compaction.output_level, &r.stats);
+                    }
+                    Counters::add(&self.counters.compaction_write_bytes, r.stats.bytes_written);
+                    Counters::add(&self.counters.compaction_read_bytes, r.stats.bytes_read());
+                    self.install_super_version(&mut st, p.table);
+                    self.recompute_stall(&mut st);
+                    Ok(())
+                }
+            },
+        };
+        if let Err(e) = r {
+            let shared = self.set_bg_error(&mut st, e);
+            st.bg_epoch += 1;
+            return Err(ReadOnlySnafu { cause: shared }.build());
+        }
+        st.bg_epoch += 1;
+        drop(st);
+        self.done_cv.notify_all();
+        self.wake_background();
+        Ok(())
+    }
+
+    /// RocksDB's `CompactRange`: flushes, then compacts `[begin, end]` level
+    /// by level down to the last level on the caller's thread, waiting for
+    /// conflicting background compactions. Returns when done.
+    pub(crate) fn compact_range(
+        &self,
+        table: TableId,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        options: &CompactRangeOptions,
+    ) -> Result<()> {
+        self.check_writable()?;
+        self.write_batch(
+            crate::WriteBatch::new(),
+            &crate::WriteOptions::default(),
+            Some(table),
+        )?;
+        self.wait_for_flush(table)?;
+        let mut manual = ManualCompaction::new(
+            begin.map(<[u8]>::to_vec),
+            end.map(<[u8]>::to_vec),
+            options.clone(),
+            self.versions.next_file_number(),
+        );
+        let exclusive = options.exclusive_manual_compaction;
+        let mut st = self.lock_state();
+        if exclusive {
+            st.exclusive_manual += 1;
+            // Wait for running compactions to finish.
+            while st.running_compactions > 0 && st.bg_error.is_none() && !st.shutting_down {
+                st = self.done_cv.wait(st);
+            }
+        }
+        let result = self.manual_loop(st, table, &mut manual);
+        if exclusive {
+            self.lock_state().exclusive_manual -= 1;
+            self.wake_background();
+        }
+        result
+    }
+
+    fn manual_loop<'a>(
+        &'a self,
+        mut st: lithify_base::sync::MutexGuard<'a, DbState>,
+        table: TableId,
+        manual: &mut ManualCompaction,
+    ) -> Result<()> {
+        loop {
+            if let Some(cause) = &st.bg_error {
+                return ReadOnlySnafu {
+                    cause: StdArc::clone(cause),
+                }
+                .fail();
+            }
+            if st.shutting_down {
+                return ShuttingDownSnafu.fail();
+            }
+            let Some(t) = st.tables.get(&table) else {
+                return Ok(());
+            };
+            let step = {
+                let ctx = self.pick_context(t);
+                manual.next(&*t.picker, &t.version, &ctx)
+            };
+            match step {
+                Err(e) if e.is_conflict() => {
+                    // A background compaction holds some input: wait for
+                    // it, then ask again.
+                    st = self.done_cv.wait(st);
+                }
+                Err(e) => return Err(CompactionSnafu.into_error(e)),
+                Ok(ManualStep::Done) => return Ok(()),
+                Ok(ManualStep::Refit(edit)) => {
+                    if let Err(e) = self.versions.log_and_apply(vec![edit]) {
+                        let shared = self.set_bg_error(&mut st, e.into());
+                        return ReadOnlySnafu { cause: shared }.fail();
+                    }
+                    if let (Some(t), Some(v)) =
+                        (st.tables.get_mut(&table), self.versions.current(table))
+                    {
+                        t.version = v;
+                    }
+                    self.install_super_version(&mut st, table);
+                    self.recompute_stall(&mut st);
+                }
+                Ok(ManualStep::Compact(c)) => {
+                    let Some(t) = st.tables.get_mut(&table) else {
+                        return Ok(());
+                    };
+                    let id = t.compactions.register(&c, &t.state.icmp);
+                    let sv = t.state.sv.get();
+                    st.running_manual += 1;
+                    drop(st);
+                    let r = self.run_compaction(PickedCompaction {
+                        table,
+                        compaction: c,
+                        id,
+                        sv,
+                    });
+                    st = self.lock_state();
+                    st.running_manual -= 1;
+                    r?;
+                }
+            }
+        }
+    }
+
+    /// Each level's compaction score, and its files being compacted.
+    pub(crate) fn level_scores(&self, t: &TableMut) -> (Vec<f64>, Vec<usize>) {
+        let ctx = self.pick_context(t);
+        let scores = t
+            .picker
+            .level_scores(&t.version, &ctx)
+            .into_iter()
+            .map(|s| s.score)
+            .collect();
+        let being = (0..t.version.num_levels())
+            .map(|l| {
+                t.version
+                    .files(l)
+                    .iter()
+                    .filter(|f| t.compactions.is_being_compacted(f.number))
+                    .count()
+            })
+            .collect();
+        (scores, being)
+    }
+}
+
+use snafu::IntoError as _;

@@ -1,0 +1,435 @@
+//! `Db`: the public handle.
+
+use std::fmt;
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+use std::sync::Arc as StdArc;
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use lithify_base::SeqNo;
+use lithify_base::sync::Mutex;
+use lithify_compaction_leveled::CompactRangeOptions;
+use lithify_version::DEFAULT_TABLE;
+
+use crate::batch::WriteBatch;
+use crate::db_impl::DbInner;
+use crate::error::{Error, ReadOnlySnafu, Result, ShuttingDownSnafu};
+use crate::iter::{DbIterator, RawIterator};
+use crate::iter_source::cursor_source;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::snapshot::Snapshot;
+use crate::stats::DbStats;
+
+/// An open database.
+///
+/// `Db` is `Send + Sync`: share it between threads by reference or in an
+/// `Arc`. Concurrent writers are committed together in write groups;
+/// readers never wait for writers. Dropping the database (or calling
+/// [`close`](Db::close)) stops the background threads after their current
+/// job; every acknowledged write survives (non-`sync` writes as far as the
+/// operating system keeps them).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use lithify_engine::{Db, Options, WriteBatch};
+///
+/// let db = Db::open(dir.path(), Options::default()).unwrap();
+/// db.put(b"apple", b"red").unwrap();
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"banana", b"yellow");
+/// batch.delete(b"apple");
+/// db.write(batch).unwrap();
+/// assert_eq!(db.get(b"apple").unwrap(), None);
+/// assert_eq!(db.get(b"banana").unwrap().unwrap(), &b"yellow"[..]);
+/// db.close().unwrap();
+///
+/// let db = Db::open(dir.path(), Options::default()).unwrap();
+/// assert_eq!(db.get(b"banana").unwrap().unwrap(), &b"yellow"[..]);
+/// ```
+pub struct Db {
+    inner: StdArc<DbInner>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl fmt::Debug for Db {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.inner.dir)
+            .field("sequence", &self.inner.visible())
+            .finish_non_exhaustive()
+    }
+}
+
+fn bounds_of<K: AsRef<[u8]>>(range: &impl RangeBounds<K>) -> (Bound<Bytes>, Bound<Bytes>) {
+    let map = |b: Bound<&K>| match b {
+        Bound::Included(k) => Bound::Included(Bytes::copy_from_slice(k.as_ref())),
+        Bound::Excluded(k) => Bound::Excluded(Bytes::copy_from_slice(k.as_ref())),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    (map(range.start_bound()), map(range.end_bound()))
+}
+
+impl Db {
+    /// Opens the database in `path`, creating it if missing (unless
+    /// `create_if_missing` is off). Recovery replays every WAL not yet
+    /// flushed and writes it to L0. A second open of the same directory
+    /// fails while this one lives (the `LOCK` file).
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let (inner, workers) = crate::open::open(path.as_ref(), options)?;
+        Ok(Db {
+            inner,
+            workers: Mutex::new(workers),
+        })
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The options the database runs with (sanitised).
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// Sets `key` to `value` with explicit write options.
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b = WriteBatch::with_capacity(key.len() + value.len() + 11);
+        b.put(key, value);
+        self.write_opt(b, options)
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// Deletes `key` with explicit write options.
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, options: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write_opt(b, options)
+    }
+
+    /// Deletes every key in `[start, end)`; `start < end` is required.
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_range_opt(start, end, &WriteOptions::default())
+    }
+
+    /// [`delete_range`](Db::delete_range) with explicit write options.
+    pub fn delete_range_opt(
+        &self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write_opt(b, options)
+    }
+
+    /// Applies `batch` atomically.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Applies `batch` atomically with explicit write options.
+    pub fn write_opt(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.inner.write_batch(batch, options, None)
+    }
+
+    /// The value of `key`, if any.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.inner
+            .get_in(&self.inner.default_table, key.as_ref(), None)
+    }
+
+    /// The value of `key` with explicit read options (a snapshot).
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, options: &ReadOptions) -> Result<Option<Bytes>> {
+        let snap = options.snapshot.as_ref().map(Snapshot::sequence_number);
+        self.inner
+            .get_in(&self.inner.default_table, key.as_ref(), snap)
+    }
+
+    /// The values of `keys`, all read at the same snapshot.
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Bytes>>> {
+        self.multi_get_opt(keys, &ReadOptions::default())
+    }
+
+    /// [`multi_get`](Db::multi_get) with explicit read options.
+    pub fn multi_get_opt<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+        options: &ReadOptions,
+    ) -> Vec<Result<Option<Bytes>>> {
+        let table = &self.inner.default_table;
+        let sv = table.sv.get();
+        let snap = options
+            .snapshot
+            .as_ref()
+            .map_or_else(|| self.inner.visible(), Snapshot::sequence_number);
+        keys.into_iter()
+            .map(|k| self.inner.get_at(table, &sv, k.as_ref(), snap))
+            .collect()
+    }
+
+    /// A snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshots.acquire(self.inner.visible())
+    }
+
+    /// The sequence number of the last write readers can see.
+    pub fn latest_sequence_number(&self) -> SeqNo {
+        self.inner.visible()
+    }
+
+    /// Every key in order (see [`DbIterator`]).
+    pub fn iter(&self) -> DbIterator {
+        self.iter_opt(&ReadOptions::default())
+    }
+
+    /// Every key within the read options' bounds, at their snapshot.
+    pub fn iter_opt(&self, options: &ReadOptions) -> DbIterator {
+        DbIterator::new(
+            cursor_source(&self.inner, &self.inner.default_table, options),
+            Bound::Unbounded,
+            Bound::Unbounded,
+            None,
+        )
+    }
+
+    /// The keys in `range`.
+    pub fn range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> DbIterator {
+        self.range_opt(range, &ReadOptions::default())
+    }
+
+    /// The keys in `range` at the read options' snapshot.
+    pub fn range_opt<K: AsRef<[u8]>>(
+        &self,
+        range: impl RangeBounds<K>,
+        options: &ReadOptions,
+    ) -> DbIterator {
+        let (start, end) = bounds_of(&range);
+        let mut opts = options.clone();
+        if let Bound::Included(s) = &start
+            && opts.lower_bound.is_none()
+        {
+            opts.lower_bound = Some(s.clone());
+        }
+        if let Bound::Excluded(e) = &end
+            && opts.upper_bound.is_none()
+        {
+            opts.upper_bound = Some(e.clone());
+        }
+        DbIterator::new(
+            cursor_source(&self.inner, &self.inner.default_table, &opts),
+            start,
+            end,
+            None,
+        )
+    }
+
+    /// The keys starting with `prefix` (in the bytewise order).
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let prefix = Bytes::copy_from_slice(prefix.as_ref());
+        let mut opts = ReadOptions {
+            lower_bound: Some(prefix.clone()),
+            ..ReadOptions::default()
+        };
+        let end = match prefix_successor(&prefix) {
+            Some(s) => {
+                opts.upper_bound = Some(s.clone());
+                Bound::Excluded(s)
+            }
+            None => Bound::Unbounded,
+        };
+        DbIterator::new(
+            cursor_source(&self.inner, &self.inner.default_table, &opts),
+            Bound::Included(prefix.clone()),
+            end,
+            Some(prefix),
+        )
+    }
+
+    /// A cursor (see [`RawIterator`]); not positioned yet.
+    pub fn raw_iterator(&self, options: &ReadOptions) -> Result<RawIterator> {
+        RawIterator::new(cursor_source(
+            &self.inner,
+            &self.inner.default_table,
+            options,
+        ))
+    }
+
+    /// Switches the memtable (if it holds anything) and waits until every
+    /// immutable memtable is flushed to L0.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.write_batch(
+            WriteBatch::new(),
+            &WriteOptions::default(),
+            Some(DEFAULT_TABLE),
+        )?;
+        self.inner.wait_for_flush(DEFAULT_TABLE)
+    }
+
+    /// Compacts the keys in `[begin, end]` (`None`: unbounded) down to the
+    /// last level, after flushing the memtable, and returns when done
+    /// (RocksDB's `CompactRange` with default options).
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.compact_range_opt(begin, end, &CompactRangeOptions::default())
+    }
+
+    /// [`compact_range`](Db::compact_range) with RocksDB's
+    /// `CompactRangeOptions` (exclusive, bottommost-level policy,
+    /// `change_level`/`target_level`, subcompactions).
+    pub fn compact_range_opt(
+        &self,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        options: &CompactRangeOptions,
+    ) -> Result<()> {
+        self.inner.compact_range(DEFAULT_TABLE, begin, end, options)
+    }
+
+    /// Hands buffered WAL records to the OS; with `sync`, makes every WAL
+    /// record durable.
+    pub fn flush_wal(&self, sync: bool) -> Result<()> {
+        if sync {
+            self.inner.sync_wal()
+        } else {
+            self.inner.flush_wal()
+        }
+    }
+
+    /// A named property, as RocksDB's `GetProperty` (see
+    /// [`property_names`](Db::property_names)); `None` for an unknown name.
+    pub fn property(&self, name: &str) -> Option<String> {
+        crate::properties::property(&self.inner, name)
+    }
+
+    /// The names [`property`](Db::property) knows.
+    pub fn property_names() -> &'static [&'static str] {
+        crate::properties::NAMES
+    }
+
+    /// The statistics, machine-readable.
+    pub fn stats(&self) -> DbStats {
+        self.inner.collect_stats()
+    }
+
+    /// The background error that made the database read-only, if any.
+    pub fn background_error(&self) -> Option<Error> {
+        self.inner.lock_state().bg_error.as_ref().map(|cause| {
+            ReadOnlySnafu {
+                cause: cause.clone(),
+            }
+            .build()
+        })
+    }
+
+    /// Waits for the background threads to finish their current job, stops
+    /// them and hands buffered WAL records to the OS. Returns the
+    /// background error, if one happened.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        {
+            let mut st = self.inner.lock_state();
+            if st.shutting_down {
+                return Ok(());
+            }
+            st.shutting_down = true;
+        }
+        self.inner.bg_cv.notify_all();
+        self.inner.done_cv.notify_all();
+        let workers = std::mem::take(&mut *self.workers.lock());
+        for w in workers {
+            let _ = w.join();
+        }
+        let flushed = self.inner.flush_wal();
+        self.inner.purge_obsolete_files();
+        if let Some(e) = self.background_error() {
+            return Err(e);
+        }
+        flushed
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl DbInner {
+    /// Waits until the newest immutable memtable of `table` (as of now) is
+    /// flushed.
+    pub(crate) fn wait_for_flush(&self, table: lithify_version::TableId) -> Result<()> {
+        let mut st = self.lock_state();
+        let target = match st.tables.get(&table).and_then(|t| t.imm.back()) {
+            Some(imm) => lithify_base::sync::Arc::as_ptr(&imm.mem),
+            None => return Ok(()),
+        };
+        loop {
+            if let Some(cause) = &st.bg_error {
+                return ReadOnlySnafu {
+                    cause: cause.clone(),
+                }
+                .fail();
+            }
+            let pending = st.tables.get(&table).is_some_and(|t| {
+                t.imm
+                    .iter()
+                    .any(|i| std::ptr::eq(lithify_base::sync::Arc::as_ptr(&i.mem), target))
+            });
+            if !pending {
+                return Ok(());
+            }
+            if st.shutting_down {
+                return ShuttingDownSnafu.fail();
+            }
+            st = self.done_cv.wait(st);
+        }
+    }
+}
+
+/// The smallest key above every key that starts with `prefix` (bytewise),
+/// `None` when there is none (the prefix is all `0xff`).
+fn prefix_successor(prefix: &[u8]) -> Option<Bytes> {
+    let i = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut s = prefix[..=i].to_vec();
+    s[i] += 1;
+    Some(Bytes::from(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_successors() {
+        assert_eq!(prefix_successor(b"ab"), Some(Bytes::from_static(b"ac")));
+        assert_eq!(prefix_successor(b"a\xff"), Some(Bytes::from_static(b"b")));
+        assert_eq!(prefix_successor(b"\xff\xff"), None);
+        assert_eq!(prefix_successor(b""), None);
+    }
+}

@@ -1,0 +1,183 @@
+//! `DbInner`: the state shared by the `Db` handle, its writers, readers
+//! and background threads.
+//!
+//! Locks, in the order they may be taken:
+//!
+//! 1. `leader` — the write leader's state (WAL writers, sequence counter,
+//!    current memtables). Only the leader of a write group holds it for
+//!    long; others (WAL sync, purge) take it briefly.
+//! 2. `state` — the database mutex (RocksDB's `mutex_`): memtable lists,
+//!    versions, background job bookkeeping, stall state. Held for short
+//!    sections and for MANIFEST writes.
+//! 3. a table's super-version cell — held only to clone or swap an `Arc`.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc as StdArc;
+use std::time::Instant;
+
+use lithify_base::SeqNo;
+use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use lithify_base::sync::{Arc, Condvar, Mutex, MutexGuard};
+use lithify_memtable::MemTable;
+use lithify_sstable::BlockCache;
+use lithify_version::{TableId, VersionSet};
+use lithify_vfs::{FileLock, FileSystem};
+
+use crate::error::{Error, ReadOnlySnafu, Result};
+use crate::options::Options;
+use crate::snapshot::SnapshotList;
+use crate::stats::Counters;
+use crate::super_version::TableOpener;
+use crate::table_state::{TableMut, TableState};
+use crate::wal::LeaderState;
+use crate::write_controller::{
+    StallCause, StallCondition, StallInputs, WriteController, stall_condition,
+};
+use crate::write_thread::WriteThread;
+
+/// The state guarded by the database mutex.
+pub(crate) struct DbState {
+    pub(crate) tables: BTreeMap<TableId, TableMut>,
+    pub(crate) bg_error: Option<StdArc<Error>>,
+    pub(crate) shutting_down: bool,
+    /// Tables with a flush to run, in request order.
+    pub(crate) flush_queue: VecDeque<TableId>,
+    pub(crate) running_flushes: usize,
+    pub(crate) running_compactions: usize,
+    /// Exclusive manual compactions waiting or running: automatic ones
+    /// are not picked meanwhile.
+    pub(crate) exclusive_manual: usize,
+    /// Manual compaction jobs running on callers' threads.
+    pub(crate) running_manual: usize,
+    pub(crate) controller: WriteController,
+    /// WAL files that exist (or may), by number.
+    pub(crate) live_logs: BTreeSet<u64>,
+    /// Bumped whenever background work finishes (for waiters).
+    pub(crate) bg_epoch: u64,
+}
+
+/// What the database shares between threads.
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) fs: StdArc<dyn FileSystem>,
+    pub(crate) options: StdArc<Options>,
+    pub(crate) versions: VersionSet,
+    pub(crate) opener: StdArc<TableOpener>,
+    pub(crate) cache: Option<StdArc<BlockCache>>,
+    pub(crate) default_table: StdArc<TableState>,
+    pub(crate) write_thread: WriteThread<DbInner>,
+    pub(crate) leader: Mutex<LeaderState>,
+    /// The last sequence number readers may see.
+    pub(crate) visible_seq: AtomicU64,
+    pub(crate) snapshots: StdArc<SnapshotList>,
+    pub(crate) state: Mutex<DbState>,
+    /// Background threads wait here for work.
+    pub(crate) bg_cv: Condvar,
+    /// Writers (stops), `flush`/`compact_range` callers and `close` wait
+    /// here for background work to finish.
+    pub(crate) done_cv: Condvar,
+    /// Fast-path copies of `state` facts.
+    pub(crate) read_only: AtomicBool,
+    pub(crate) stalled: AtomicBool,
+    /// Some table's memtable is full.
+    pub(crate) switch_pending: AtomicBool,
+    pub(crate) counters: Counters,
+    pub(crate) opened_at: Instant,
+    pub(crate) _lock: FileLock,
+}
+
+impl DbInner {
+    /// The current sequence number for reads.
+    #[inline]
+    pub(crate) fn visible(&self) -> SeqNo {
+        self.visible_seq.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, DbState> {
+        self.state.lock()
+    }
+
+    /// The table `id`.
+    pub(crate) fn table(&self, id: TableId) -> Option<StdArc<TableState>> {
+        if id == self.default_table.id {
+            return Some(StdArc::clone(&self.default_table));
+        }
+        self.lock_state()
+            .tables
+            .get(&id)
+            .map(|t| StdArc::clone(&t.state))
+    }
+
+    /// Fails if a background error made the database read-only.
+    #[inline]
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if !self.read_only.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match &self.lock_state().bg_error {
+            Some(cause) => ReadOnlySnafu {
+                cause: StdArc::clone(cause),
+            }
+            .fail(),
+            None => Ok(()),
+        }
+    }
+
+    /// Records the first background error: from now on the database is
+    /// read-only.
+    pub(crate) fn set_bg_error(&self, st: &mut DbState, err: Error) -> StdArc<Error> {
+        let e = st.bg_error.get_or_insert_with(|| StdArc::new(err)).clone();
+        self.read_only.store(true, Ordering::Release);
+        self.bg_cv.notify_all();
+        self.done_cv.notify_all();
+        e
+    }
+
+    /// Installs a new super version of `table` from its current parts.
+    pub(crate) fn install_super_version(&self, st: &mut DbState, table: TableId) {
+        if let Some(t) = st.tables.get(&table) {
+            let sv = t.super_version();
+            t.state.sv.install(sv);
+        }
+    }
+
+    /// Recomputes the write-stall condition over all tables (the worst
+    /// wins, as RocksDB's DB-wide write controller).
+    pub(crate) fn recompute_stall(&self, st: &mut DbState) {
+        let mut worst = (StallCondition::Normal, None::<StallCause>);
+        let mut worst_inputs = StallInputs::default();
+        for t in st.tables.values() {
+            let inputs = StallInputs {
+                unflushed_imm: t.unflushed(),
+                l0_files: if t.picker.l0_count_stalls_writes() {
+                    t.version.num_files(0)
+                } else {
+                    0
+                },
+                pending_bytes: crate::compaction::pending_compaction_bytes(t),
+            };
+            let d = stall_condition(&t.state.options, &inputs);
+            if d.0 > worst.0 {
+                worst = d;
+                worst_inputs = inputs;
+            }
+        }
+        let was = st.controller.condition();
+        st.controller.update(&self.options, worst, &worst_inputs);
+        self.stalled
+            .store(worst.0 != StallCondition::Normal, Ordering::Release);
+        if worst.0 < was {
+            self.done_cv.notify_all();
+        }
+    }
+
+    /// Wakes the background threads.
+    pub(crate) fn wake_background(&self) {
+        self.bg_cv.notify_all();
+    }
+
+    pub(crate) fn new_memtable_for(&self, t: &TableState) -> Arc<MemTable> {
+        Arc::new(t.new_memtable())
+    }
+}

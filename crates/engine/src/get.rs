@@ -1,0 +1,180 @@
+//! Point lookups: the memtable, the immutable memtables, the L0 files newest
+//! first, then one file per level found by binary search — each table's
+//! bloom filter first — stopping at the first layer that decides.
+
+use std::cell::RefCell;
+
+use bytes::Bytes;
+use lithify_base::key::{KIND_FOR_SEEK, append_internal_key, trailer, unpack_trailer, user_key};
+use lithify_base::{Comparator, InternalKeyComparator, SeqNo, ValueKind};
+use lithify_memtable::Lookup;
+use lithify_sstable::ReadStats;
+
+use crate::db_impl::DbInner;
+use crate::error::Result;
+use crate::range_del::covering_seq;
+use crate::stats::Counters;
+use crate::super_version::{SuperVersion, TableHandle, TableOpener};
+use crate::table_state::TableState;
+
+thread_local! {
+    /// The seek key and the found-key buffer, reused by every lookup of a
+    /// thread so that a lookup allocates nothing but its result.
+    static BUFFERS: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// What one table says about a key.
+enum Probe {
+    /// Not here: look deeper.
+    Miss,
+    Found(Bytes),
+    Deleted,
+}
+
+/// Costs of one lookup.
+#[derive(Default)]
+struct GetCost {
+    probed: u64,
+    reads: ReadStats,
+}
+
+impl DbInner {
+    /// Looks `key` up in `table` at `snapshot` (`None`: the latest state).
+    pub(crate) fn get_in(
+        &self,
+        table: &TableState,
+        key: &[u8],
+        snapshot: Option<SeqNo>,
+    ) -> Result<Option<Bytes>> {
+        // Pin first, then read the sequence number: everything at or below
+        // it is in the pinned parts or was written concurrently.
+        let sv = table.sv.get();
+        let snap = snapshot.unwrap_or_else(|| self.visible());
+        self.get_at(table, &sv, key, snap)
+    }
+
+    /// Looks `key` up in the pinned `sv` of `table` at `snap`.
+    pub(crate) fn get_at(
+        &self,
+        table: &TableState,
+        sv: &SuperVersion,
+        key: &[u8],
+        snap: SeqNo,
+    ) -> Result<Option<Bytes>> {
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            match mem.get(key, snap) {
+                Lookup::Found { value, .. } => {
+                    Counters::add(&self.counters.gets, 1);
+                    return Ok(Some(Bytes::copy_from_slice(value)));
+                }
+                Lookup::Deleted { .. } => {
+                    Counters::add(&self.counters.gets, 1);
+                    return Ok(None);
+                }
+                Lookup::NotFound => {}
+            }
+        }
+        let mut cost = GetCost::default();
+        let r = BUFFERS.with(|b| {
+            let (seek, found) = &mut *b.borrow_mut();
+            lookup_files(
+                sv,
+                &self.opener,
+                &table.icmp,
+                key,
+                snap,
+                seek,
+                found,
+                &mut cost,
+            )
+        });
+        let c = &self.counters;
+        Counters::add(&c.gets, 1);
+        Counters::add(&c.get_tables_probed, cost.probed);
+        Counters::add(&c.get_blocks, cost.reads.blocks_read());
+        Counters::add(&c.get_blocks_from_file, cost.reads.blocks_from_file);
+        Counters::add(&c.get_filter_negatives, cost.reads.filter_negatives);
+        r
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lookup_files(
+    sv: &SuperVersion,
+    opener: &TableOpener,
+    icmp: &InternalKeyComparator,
+    key: &[u8],
+    snap: SeqNo,
+    seek: &mut Vec<u8>,
+    found: &mut Vec<u8>,
+    cost: &mut GetCost,
+) -> Result<Option<Bytes>> {
+    seek.clear();
+    append_internal_key(seek, key, snap, KIND_FOR_SEEK);
+    // The newest range tombstone seen so far that covers the key.
+    let mut covering: SeqNo = 0;
+    for (level, files) in sv.levels.iter().enumerate() {
+        if files.is_empty() {
+            continue;
+        }
+        if level == 0 {
+            for h in files {
+                if h.meta.contains_user_key(icmp, key) {
+                    match probe(h, opener, icmp, key, snap, seek, found, &mut covering, cost)? {
+                        Probe::Miss => {}
+                        Probe::Found(v) => return Ok(Some(v)),
+                        Probe::Deleted => return Ok(None),
+                    }
+                }
+            }
+            continue;
+        }
+        let i = files.partition_point(|h| icmp.compare(h.meta.largest.encoded(), seek).is_lt());
+        if let Some(h) = files.get(i)
+            && icmp.compare_user(h.meta.smallest_user_key(), key).is_le()
+        {
+            match probe(h, opener, icmp, key, snap, seek, found, &mut covering, cost)? {
+                Probe::Miss => {}
+                Probe::Found(v) => return Ok(Some(v)),
+                Probe::Deleted => return Ok(None),
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn probe(
+    h: &TableHandle,
+    opener: &TableOpener,
+    icmp: &InternalKeyComparator,
+    key: &[u8],
+    snap: SeqNo,
+    seek: &[u8],
+    found: &mut Vec<u8>,
+    covering: &mut SeqNo,
+    cost: &mut GetCost,
+) -> Result<Probe> {
+    let table = h.table(opener)?;
+    cost.probed += 1;
+    if h.meta.num_range_deletions > 0 {
+        *covering = (*covering).max(covering_seq(icmp, table.range_tombstones(), key, snap));
+    }
+    let value = table.point_lookup(Some(key), seek, found, &mut cost.reads)?;
+    let Some(value) = value else {
+        return Ok(Probe::Miss);
+    };
+    if !icmp.compare_user(user_key(found), key).is_eq() {
+        return Ok(Probe::Miss);
+    }
+    let (seq, kind) = unpack_trailer(trailer(found));
+    if seq < *covering {
+        return Ok(Probe::Deleted);
+    }
+    if kind == ValueKind::Put as u8 {
+        Ok(Probe::Found(value))
+    } else {
+        Ok(Probe::Deleted)
+    }
+}

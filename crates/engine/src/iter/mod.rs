@@ -1,0 +1,159 @@
+//! Iteration: the internal merged cursor over a super version, the user-key
+//! cursor on top of it, and the public iterators.
+
+mod db_iter;
+mod level;
+mod public;
+
+pub(crate) use db_iter::DbCursor;
+pub(crate) use public::CursorSource;
+pub use public::{DbIterator, RawIterator};
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, Result, SeqNo};
+use lithify_memtable::MemTableIter;
+use lithify_sstable::TableIter;
+
+use crate::range_del::{Fragments, Tombstone};
+use crate::super_version::{SuperVersion, TableOpener};
+use level::LevelIter;
+
+/// One source of a merged iteration. An enum rather than a trait object so
+/// that the hot `next`/`key` calls are direct.
+pub(crate) enum ChildIter {
+    Mem(MemTableIter),
+    Table(TableIter<InternalKeyComparator>),
+    Level(LevelIter),
+}
+
+macro_rules! each {
+    ($self:ident, $it:ident => $e:expr) => {
+        match $self {
+            ChildIter::Mem($it) => $e,
+            ChildIter::Table($it) => $e,
+            ChildIter::Level($it) => $e,
+        }
+    };
+}
+
+impl InternalIterator for ChildIter {
+    fn seek_ge(&mut self, target: &[u8]) -> Result<()> {
+        each!(self, it => it.seek_ge(target))
+    }
+    fn seek_lt(&mut self, target: &[u8]) -> Result<()> {
+        each!(self, it => it.seek_lt(target))
+    }
+    fn first(&mut self) -> Result<()> {
+        each!(self, it => it.first())
+    }
+    fn last(&mut self) -> Result<()> {
+        each!(self, it => it.last())
+    }
+    #[inline]
+    fn next(&mut self) -> Result<()> {
+        each!(self, it => it.next())
+    }
+    #[inline]
+    fn prev(&mut self) -> Result<()> {
+        each!(self, it => it.prev())
+    }
+    #[inline]
+    fn valid(&self) -> bool {
+        each!(self, it => it.valid())
+    }
+    #[inline]
+    fn key(&self) -> &[u8] {
+        each!(self, it => it.key())
+    }
+    #[inline]
+    fn value(&self) -> &[u8] {
+        each!(self, it => it.value())
+    }
+    fn value_bytes(&self) -> Bytes {
+        each!(self, it => it.value_bytes())
+    }
+}
+
+/// The merged internal cursor over everything a super version holds.
+pub(crate) type Merged = MergingIterator<ChildIter, InternalKeyComparator>;
+
+/// Builds the merged cursor of `sv` (newest sources first, so equal keys —
+/// which cannot occur between sources — would resolve to the newest) and
+/// the range tombstones visible at `snapshot` within `[lower, upper)`.
+pub(crate) fn build_merged(
+    sv: &SuperVersion,
+    opener: &Arc<TableOpener>,
+    icmp: &InternalKeyComparator,
+    snapshot: SeqNo,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Result<(Merged, Fragments)> {
+    let version = &sv.version;
+    let mut children = Vec::with_capacity(2 + sv.imm.len() + sv.levels.len() + 4);
+    let mut tombstones = Vec::new();
+    for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        children.push(ChildIter::Mem(MemTableIter::new(mem.clone())));
+        if mem.num_range_deletes() > 0 {
+            for t in mem.range_tombstones() {
+                if t.seqno <= snapshot {
+                    tombstones.push(Tombstone {
+                        start: t.start,
+                        end: t.end,
+                        seq: t.seqno,
+                    });
+                }
+            }
+        }
+    }
+    // `[lower, upper)` as an inclusive user range for overlap tests.
+    let overlaps = |h: &crate::super_version::TableHandle| {
+        let m = &h.meta;
+        !(upper.is_some_and(|u| icmp.compare_user(m.smallest_user_key(), u).is_ge())
+            || lower.is_some_and(|l| icmp.compare_user(m.largest_user_key(), l).is_lt()))
+    };
+    for (level, handles) in sv.levels.iter().enumerate() {
+        if handles.is_empty() {
+            continue;
+        }
+        let mut chosen = Vec::new();
+        for h in handles {
+            if !overlaps(h) {
+                continue;
+            }
+            if h.meta.num_range_deletions > 0 {
+                let table = h.table(opener)?;
+                for t in table.range_tombstones() {
+                    let (seq, _) =
+                        lithify_base::key::unpack_trailer(lithify_base::key::trailer(&t.start));
+                    if seq <= snapshot {
+                        tombstones.push(Tombstone {
+                            start: lithify_base::key::user_key(&t.start).to_vec(),
+                            end: t.end.to_vec(),
+                            seq,
+                        });
+                    }
+                }
+            }
+            chosen.push(Arc::clone(h));
+        }
+        if level == 0 {
+            for h in chosen {
+                let table = h.table(opener)?;
+                children.push(ChildIter::Table(table.iter()));
+            }
+        } else if !chosen.is_empty() {
+            children.push(ChildIter::Level(LevelIter::new(
+                icmp.clone(),
+                Arc::clone(opener),
+                chosen,
+            )));
+        }
+    }
+    let _ = version;
+    Ok((
+        MergingIterator::new(icmp.clone(), children),
+        Fragments::new(icmp, tombstones),
+    ))
+}

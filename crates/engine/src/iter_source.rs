@@ -1,0 +1,30 @@
+//! Pinning the state an iterator reads.
+
+use crate::db_impl::DbInner;
+use crate::iter::CursorSource;
+use crate::options::ReadOptions;
+use crate::snapshot::Snapshot;
+use crate::table_state::TableState;
+
+/// Pins `table`'s super version, then takes the snapshot to read at (the
+/// options' snapshot, else the latest sequence number).
+pub(crate) fn cursor_source(
+    inner: &DbInner,
+    table: &TableState,
+    options: &ReadOptions,
+) -> CursorSource {
+    let sv = table.sv.get();
+    let snapshot = options
+        .snapshot
+        .as_ref()
+        .map_or_else(|| inner.visible(), Snapshot::sequence_number);
+    CursorSource {
+        sv,
+        opener: std::sync::Arc::clone(&inner.opener),
+        icmp: table.icmp.clone(),
+        snapshot,
+        lower: options.lower_bound.clone(),
+        upper: options.upper_bound.clone(),
+        _pin: options.snapshot.clone(),
+    }
+}

@@ -1,0 +1,82 @@
+//! lithify's LSM database.
+//!
+//! * **Write path**: [`Db::put`], [`Db::delete`], [`Db::delete_range`] and
+//!   [`Db::write`] of a [`WriteBatch`] are committed in write groups: one
+//!   WAL record and at most one sync per group, sequence numbers in order,
+//!   memtable inserts in parallel, and the group made visible only once
+//!   every insert is done. A full memtable becomes immutable, a new WAL
+//!   starts and a flush is scheduled.
+//! * **Read path**: [`Db::get`] looks at the memtables, then the L0 files
+//!   newest first, then one file per level; [`Db::iter`], [`Db::range`],
+//!   [`Db::prefix`] and [`Db::raw_iterator`] merge all of them, in both
+//!   directions, at a [`Snapshot`] if asked. Range deletions are respected
+//!   everywhere.
+//! * **Background work**: flushes and leveled compactions on a pool of
+//!   `max_background_jobs` threads, write stalls with RocksDB's triggers,
+//!   read-only mode after a background I/O error.
+//! * **Statistics**: [`Db::property`]`("lithify.stats")` prints RocksDB's
+//!   "Compaction Stats" table and the write, read and space amplification;
+//!   [`Db::stats`] returns them as a [`DbStats`].
+//!
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! use lithify_engine::{Db, Options, ReadOptions};
+//!
+//! let db = Db::open(dir.path(), Options::default()).unwrap();
+//! db.put(b"k1", b"v1").unwrap();
+//! db.put(b"k2", b"v2").unwrap();
+//! let snap = db.snapshot();
+//! db.delete(b"k1").unwrap();
+//! assert_eq!(db.get(b"k1").unwrap(), None);
+//! assert_eq!(db.get_opt(b"k1", &ReadOptions::at(&snap)).unwrap().unwrap(), &b"v1"[..]);
+//! let keys: Vec<_> = db.iter().map(|kv| kv.unwrap().0).collect();
+//! assert_eq!(keys, [&b"k2"[..]]);
+//! ```
+
+mod background;
+pub mod batch;
+mod compaction;
+mod db;
+mod db_impl;
+mod error;
+mod flush;
+mod get;
+mod iter;
+mod iter_source;
+mod open;
+mod options;
+mod properties;
+mod purge;
+mod range_del;
+mod snapshot;
+mod stats;
+mod super_version;
+mod table_state;
+mod wal;
+mod write;
+mod write_controller;
+mod write_thread;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use batch::WriteBatch;
+pub use db::Db;
+pub use error::{Error, Result};
+pub use iter::{DbIterator, RawIterator};
+pub use lithify_base::SeqNo;
+pub use lithify_compaction_leveled::iter::{CompactionFilter, FilterDecision};
+pub use lithify_compaction_leveled::{
+    BottommostLevelCompaction, CompactRangeOptions, CompactionPri,
+};
+pub use lithify_sstable::{BlockCache, Compression};
+pub use lithify_wal::RecoveryMode;
+pub use options::{Options, ReadOptions, WriteOptions};
+pub use snapshot::Snapshot;
+pub use stats::{DbStats, LevelStats, StallStats, TableStats};
+pub use write_controller::{StallCause, StallCondition};
+
+/// The README's example, run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,376 @@
+//! Options of the database, of reads and of writes, with RocksDB's names
+//! and defaults.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use lithify_base::{BytewiseComparator, Comparator};
+use lithify_compaction_leveled::iter::CompactionFilter;
+use lithify_compaction_leveled::{CompactionPri, DEFAULT_TTL_SECONDS};
+use lithify_sstable::{BlockCache, Compression};
+use lithify_vfs::{FileSystem, OsFs};
+use lithify_wal::RecoveryMode;
+
+use crate::error::{InvalidArgumentSnafu, Result};
+use crate::snapshot::Snapshot;
+
+/// How a database is opened and run. Field names and defaults are
+/// RocksDB's (`DBOptions` + `ColumnFamilyOptions` + block-based table
+/// options) unless noted.
+///
+/// ```
+/// use lithify_engine::Options;
+///
+/// let opts = Options {
+///     write_buffer_size: 4 << 20,
+///     ..Options::default()
+/// };
+/// assert_eq!(opts.max_write_buffer_number, 2);
+/// assert_eq!(opts.level0_file_num_compaction_trigger, 4);
+/// ```
+#[derive(Clone)]
+pub struct Options {
+    // ----- database -----
+    /// Create the database if the directory holds none (default **true**;
+    /// RocksDB's default is false).
+    pub create_if_missing: bool,
+    /// Fail if a database already exists (default false).
+    pub error_if_exists: bool,
+    /// The file system every file goes through (default the OS's).
+    pub fs: Arc<dyn FileSystem>,
+    /// The user-key order (default bytewise). Recorded in the MANIFEST:
+    /// reopening with another comparator fails.
+    pub comparator: Arc<dyn Comparator>,
+    /// Background threads for flushes and compactions (default 2). At most
+    /// `max(1, jobs - max(1, jobs / 4))` of them compact at once, so a
+    /// flush always finds a thread.
+    pub max_background_jobs: usize,
+    /// Key-range pieces a compaction is split into and run in parallel
+    /// (default 1).
+    pub max_subcompactions: usize,
+    /// How damaged WAL records are handled on open (default point in time:
+    /// replay stops at the first damage, and no later log is replayed).
+    pub wal_recovery_mode: RecoveryMode,
+    /// When false (the default), every write group's WAL record is handed
+    /// to the operating system before the write returns, so it survives a
+    /// crash of the process (not a power loss unless `sync`). When true,
+    /// records collect in a 64 KiB buffer until it fills, a `sync` write,
+    /// [`Db::flush_wal`](crate::Db::flush_wal) or close.
+    pub manual_wal_flush: bool,
+    /// Bytes per second writes are slowed to while a slowdown trigger holds
+    /// (default 16 MiB/s).
+    pub delayed_write_rate: u64,
+    /// A MANIFEST larger than this is rewritten (default 1 GiB).
+    pub max_manifest_file_size: u64,
+    /// The block cache shared by all tables. `None` (the default) creates
+    /// one of `block_cache_size` bytes.
+    pub block_cache: Option<Arc<BlockCache>>,
+    /// Capacity of the block cache created when `block_cache` is `None`
+    /// (default 32 MiB; 0 disables caching).
+    pub block_cache_size: usize,
+    /// Upper bound of the bytes one write group commits (default 1 MiB).
+    pub max_write_batch_group_size_bytes: u64,
+
+    // ----- memtables (per table) -----
+    /// A memtable larger than this becomes immutable and is flushed
+    /// (default 64 MiB).
+    pub write_buffer_size: usize,
+    /// Memtables (mutable + immutable) before writes stop (default 2).
+    pub max_write_buffer_number: usize,
+    /// Immutable memtables merged into one flush (default 1).
+    pub min_write_buffer_number_to_merge: usize,
+    /// Memtable arena block size; 0 (default) picks
+    /// `min(1 MiB, write_buffer_size / 8)`.
+    pub arena_block_size: usize,
+
+    // ----- levels and compaction (per table) -----
+    /// Number of levels (default 7).
+    pub num_levels: usize,
+    /// L0 files that trigger a compaction (default 4).
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 files at which writes slow down (default 20).
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 files at which writes stop (default 36).
+    pub level0_stop_writes_trigger: usize,
+    /// Target size of the base level (default 256 MiB).
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels (default 10).
+    pub max_bytes_for_level_multiplier: f64,
+    /// Level targets computed from the last level's size (default true).
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Target size of compaction output files at L1 (default 64 MiB).
+    pub target_file_size_base: u64,
+    /// Growth of the target file size per level (default 1).
+    pub target_file_size_multiplier: u32,
+    /// Upper bound of a compaction's input bytes; 0 (default) means
+    /// `25 * target_file_size_base`.
+    pub max_compaction_bytes: u64,
+    /// Estimated pending compaction bytes that slow writes down (default
+    /// 64 GiB; 0 disables).
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Estimated pending compaction bytes that stop writes (default
+    /// 256 GiB; 0 disables).
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// No automatic compactions (manual ones still run), and the L0 and
+    /// pending-bytes stall triggers are ignored (default false).
+    pub disable_auto_compactions: bool,
+    /// Files older than this are compacted again (through the compaction
+    /// filter). `None` (the default) is RocksDB's rule: 30 days when a
+    /// compaction filter is set, else off; `Some(0)` is off.
+    pub periodic_compaction_seconds: Option<u64>,
+    /// Files above the last level whose oldest data is older than this
+    /// many seconds are compacted down (default 30 days; 0 off).
+    pub ttl: u64,
+    /// The order files of a level are compacted in (default
+    /// `MinOverlappingRatio`).
+    pub compaction_pri: CompactionPri,
+    /// User code deciding the fate of values during compactions (RocksDB's
+    /// `CompactionFilter`): keep, remove, change, or remove and skip a
+    /// range. Runs on the newest version of each key whatever the
+    /// snapshots (as RocksDB does).
+    pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
+
+    // ----- table files (per table) -----
+    /// Uncompressed data-block size (default 4 KiB).
+    pub block_size: usize,
+    /// Entries between restart points in data blocks (default 16).
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key, 0 for none (default 10; RocksDB has no
+    /// filter by default and `db_bench` uses 10).
+    pub bloom_bits_per_key: f64,
+    /// Data-block compression (default none).
+    pub compression: Compression,
+    /// Verify block checksums on every read from a file (default true).
+    pub verify_checksums: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            fs: Arc::new(OsFs),
+            comparator: Arc::new(BytewiseComparator),
+            max_background_jobs: 2,
+            max_subcompactions: 1,
+            wal_recovery_mode: RecoveryMode::PointInTimeRecovery,
+            manual_wal_flush: false,
+            delayed_write_rate: 16 << 20,
+            max_manifest_file_size: 1 << 30,
+            block_cache: None,
+            block_cache_size: 32 << 20,
+            max_write_batch_group_size_bytes: 1 << 20,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            min_write_buffer_number_to_merge: 1,
+            arena_block_size: 0,
+            num_levels: 7,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: true,
+            target_file_size_base: 64 << 20,
+            target_file_size_multiplier: 1,
+            max_compaction_bytes: 0,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
+            disable_auto_compactions: false,
+            periodic_compaction_seconds: None,
+            ttl: DEFAULT_TTL_SECONDS,
+            compaction_pri: CompactionPri::MinOverlappingRatio,
+            compaction_filter: None,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10.0,
+            compression: Compression::None,
+            verify_checksums: true,
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("create_if_missing", &self.create_if_missing)
+            .field("error_if_exists", &self.error_if_exists)
+            .field("fs", &self.fs)
+            .field("comparator", &self.comparator.name())
+            .field("max_background_jobs", &self.max_background_jobs)
+            .field("max_subcompactions", &self.max_subcompactions)
+            .field("wal_recovery_mode", &self.wal_recovery_mode)
+            .field("manual_wal_flush", &self.manual_wal_flush)
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("num_levels", &self.num_levels)
+            .field(
+                "level0_file_num_compaction_trigger",
+                &self.level0_file_num_compaction_trigger,
+            )
+            .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .field("target_file_size_base", &self.target_file_size_base)
+            .field("disable_auto_compactions", &self.disable_auto_compactions)
+            .field("compaction_pri", &self.compaction_pri)
+            .field(
+                "compaction_filter",
+                &self.compaction_filter.as_ref().map(|f| f.name().to_owned()),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    /// Checks ranges and applies RocksDB's sanitisation (`SanitizeOptions`):
+    /// `max_write_buffer_number >= 2`, triggers ordered, multiplier > 0.
+    pub(crate) fn sanitized(&self) -> Result<Options> {
+        let mut o = self.clone();
+        let fail = |message: String| InvalidArgumentSnafu { message }.fail();
+        if o.num_levels < 2 || o.num_levels > 64 {
+            return fail(format!(
+                "num_levels must be in 2..=64, not {}",
+                o.num_levels
+            ));
+        }
+        if o.max_background_jobs == 0 {
+            return fail("max_background_jobs must be at least 1".to_owned());
+        }
+        if o.block_size == 0 || o.block_restart_interval == 0 {
+            return fail("block_size and block_restart_interval must be positive".to_owned());
+        }
+        o.write_buffer_size = o.write_buffer_size.clamp(64 << 10, 64 << 30);
+        o.max_write_buffer_number = o.max_write_buffer_number.max(2);
+        o.min_write_buffer_number_to_merge = o
+            .min_write_buffer_number_to_merge
+            .clamp(1, o.max_write_buffer_number - 1);
+        if o.arena_block_size == 0 {
+            o.arena_block_size = (o.write_buffer_size / 8).min(1 << 20);
+        }
+        o.arena_block_size = o.arena_block_size.div_ceil(4096) * 4096;
+        o.level0_file_num_compaction_trigger = o.level0_file_num_compaction_trigger.max(1);
+        o.level0_slowdown_writes_trigger = o
+            .level0_slowdown_writes_trigger
+            .max(o.level0_file_num_compaction_trigger);
+        o.level0_stop_writes_trigger = o
+            .level0_stop_writes_trigger
+            .max(o.level0_slowdown_writes_trigger);
+        if o.max_bytes_for_level_multiplier <= 0.0 || o.max_bytes_for_level_multiplier.is_nan() {
+            o.max_bytes_for_level_multiplier = 1.0;
+        }
+        o.target_file_size_multiplier = o.target_file_size_multiplier.max(1);
+        if o.max_compaction_bytes == 0 {
+            o.max_compaction_bytes = o.target_file_size_base.saturating_mul(25);
+        }
+        if o.soft_pending_compaction_bytes_limit == 0 {
+            o.soft_pending_compaction_bytes_limit = o.hard_pending_compaction_bytes_limit;
+        } else if o.hard_pending_compaction_bytes_limit > 0 {
+            o.soft_pending_compaction_bytes_limit = o
+                .soft_pending_compaction_bytes_limit
+                .min(o.hard_pending_compaction_bytes_limit);
+        }
+        o.max_subcompactions = o.max_subcompactions.max(1);
+        o.delayed_write_rate = o.delayed_write_rate.max(16 << 10);
+        o.max_write_batch_group_size_bytes = o.max_write_batch_group_size_bytes.max(1);
+        Ok(o)
+    }
+
+    /// `periodic_compaction_seconds` after RocksDB's defaulting.
+    pub(crate) fn effective_periodic_compaction_seconds(&self) -> u64 {
+        match self.periodic_compaction_seconds {
+            Some(s) => s,
+            None if self.compaction_filter.is_some() => 30 * 24 * 3600,
+            None => 0,
+        }
+    }
+
+    /// Flushes and compactions allowed at once: RocksDB's `GetBGJobLimits`
+    /// split of `max_background_jobs`.
+    pub(crate) fn job_limits(&self) -> (usize, usize) {
+        let flushes = (self.max_background_jobs / 4).max(1);
+        let compactions = self.max_background_jobs.saturating_sub(flushes).max(1);
+        (flushes, compactions)
+    }
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Make the write durable (fsync the WAL) before returning (default
+    /// false: the write survives a process crash but maybe not a power
+    /// loss).
+    pub sync: bool,
+    /// Skip the WAL: the write is lost on a crash unless a flush made it
+    /// durable first (default false).
+    pub disable_wal: bool,
+    /// Fail with `InvalidArgument` instead of waiting when writes are
+    /// stalled (RocksDB returns `Incomplete`; default false).
+    pub no_slowdown: bool,
+}
+
+/// Options of a read (`get`, iterators).
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot (default: the latest state).
+    pub snapshot: Option<Snapshot>,
+    /// Iterators start at or after this key (inclusive).
+    pub lower_bound: Option<Bytes>,
+    /// Iterators stop before this key (exclusive).
+    pub upper_bound: Option<Bytes>,
+}
+
+impl ReadOptions {
+    /// Reads as of `snapshot`.
+    pub fn at(snapshot: &Snapshot) -> Self {
+        ReadOptions {
+            snapshot: Some(snapshot.clone()),
+            ..ReadOptions::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rocksdb_defaults_and_sanitisation() {
+        let o = Options::default();
+        assert_eq!(o.write_buffer_size, 64 << 20);
+        assert_eq!(o.max_write_buffer_number, 2);
+        assert_eq!(o.level0_slowdown_writes_trigger, 20);
+        assert_eq!(o.level0_stop_writes_trigger, 36);
+        assert_eq!(o.max_bytes_for_level_base, 256 << 20);
+        assert_eq!(o.num_levels, 7);
+        assert!(o.level_compaction_dynamic_level_bytes);
+        let s = o.sanitized().unwrap();
+        assert_eq!(s.max_compaction_bytes, 25 * (64 << 20));
+        assert_eq!(s.arena_block_size, 1 << 20);
+        assert_eq!(s.job_limits(), (1, 1));
+        let weird = Options {
+            max_write_buffer_number: 1,
+            level0_file_num_compaction_trigger: 10,
+            level0_slowdown_writes_trigger: 2,
+            level0_stop_writes_trigger: 1,
+            write_buffer_size: 1,
+            max_background_jobs: 8,
+            ..Options::default()
+        }
+        .sanitized()
+        .unwrap();
+        assert_eq!(weird.max_write_buffer_number, 2);
+        assert_eq!(weird.level0_slowdown_writes_trigger, 10);
+        assert_eq!(weird.level0_stop_writes_trigger, 10);
+        assert_eq!(weird.write_buffer_size, 64 << 10);
+        assert_eq!(weird.arena_block_size, 8192);
+        assert_eq!(weird.job_limits(), (2, 6));
+        assert!(
+            Options {
+                num_levels: 1,
+                ..Options::default()
+            }
+            .sanitized()
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! Named properties (RocksDB's `GetProperty`) and the statistics snapshot.
+
+use std::time::Duration;
+
+use lithify_base::sync::atomic::Ordering;
+
+use crate::db_impl::DbInner;
+use crate::stats::{Counters, DbStats, StallStats, TableStats, estimate_live_bytes, table_rows};
+
+/// The property names [`property`] answers (`N` is a level number).
+pub(crate) const NAMES: &[&str] = &[
+    "lithify.stats",
+    "lithify.levelstats",
+    "lithify.num-files-at-levelN",
+    "lithify.num-immutable-mem-table",
+    "lithify.cur-size-active-mem-table",
+    "lithify.cur-size-all-mem-tables",
+    "lithify.estimate-pending-compaction-bytes",
+    "lithify.total-sst-files-size",
+    "lithify.estimate-live-data-size",
+    "lithify.num-snapshots",
+    "lithify.is-write-stopped",
+    "lithify.actual-delayed-write-rate",
+    "lithify.background-errors",
+    "lithify.num-running-flushes",
+    "lithify.num-running-compactions",
+];
+
+pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
+    let rest = name.strip_prefix("lithify.")?;
+    if let Some(level) = rest.strip_prefix("num-files-at-level") {
+        let level: usize = level.parse().ok()?;
+        let v = inner.default_table.sv.get().version.clone();
+        return (level < v.num_levels()).then(|| v.num_files(level).to_string());
+    }
+    let stats = || inner.collect_stats();
+    let default = || {
+        stats()
+            .tables
+            .into_iter()
+            .find(|t| t.name == inner.default_table.name)
+            .unwrap_or_default()
+    };
+    Some(match rest {
+        "stats" => stats().to_string(),
+        "levelstats" => {
+            let v = inner.default_table.sv.get().version.clone();
+            let mut out = String::from("Level Files Size(MB)\n--------------------\n");
+            for l in 0..v.num_levels() {
+                out.push_str(&format!(
+                    "{l:>5} {:>5} {:>8.0}\n",
+                    v.num_files(l),
+                    v.level_bytes(l) as f64 / (1 << 20) as f64
+                ));
+            }
+            out
+        }
+        "num-immutable-mem-table" => default().immutable_memtables.to_string(),
+        "cur-size-active-mem-table" => inner
+            .default_table
+            .sv
+            .get()
+            .mem
+            .approximate_memory_usage()
+            .to_string(),
+        "cur-size-all-mem-tables" => default().memtable_bytes.to_string(),
+        "estimate-pending-compaction-bytes" => default().pending_compaction_bytes.to_string(),
+        "total-sst-files-size" => default().sst_bytes.to_string(),
+        "estimate-live-data-size" => default().live_bytes.to_string(),
+        "num-snapshots" => inner.snapshots.count().to_string(),
+        "is-write-stopped" => {
+            let st = inner.lock_state();
+            u8::from(st.controller.condition() == crate::StallCondition::Stopped).to_string()
+        }
+        "actual-delayed-write-rate" => {
+            let st = inner.lock_state();
+            if st.controller.condition() == crate::StallCondition::Delayed {
+                st.controller.delayed_rate().to_string()
+            } else {
+                "0".to_owned()
+            }
+        }
+        "background-errors" => u8::from(inner.read_only.load(Ordering::Acquire)).to_string(),
+        "num-running-flushes" => inner.lock_state().running_flushes.to_string(),
+        "num-running-compactions" => inner.lock_state().running_compactions.to_string(),
+        _ => return None,
+    })
+}
+
+impl DbInner {
+    /// Gathers every statistic into one struct.
+    pub(crate) fn collect_stats(&self) -> DbStats {
+        let c = &self.counters;
+        let g = Counters::get;
+        let mut tables = Vec::new();
+        let (wal_file_bytes, read_only) = {
+            let st = self.lock_state();
+            for t in st.tables.values() {
+                let version = &t.version;
+                let (scores, being) = self.level_scores(t);
+                let (levels, sum) = table_rows(version, &t.stats, &scores, &being);
+                let flush_bytes = t.stats.bytes_flushed();
+                tables.push(TableStats {
+                    name: t.state.name.clone(),
+                    levels,
+                    sum,
+                    flush_bytes,
+                    pending_compaction_bytes: crate::compaction::pending_compaction_bytes(t),
+                    sst_bytes: version.total_bytes(),
+                    live_bytes: estimate_live_bytes(version),
+                    immutable_memtables: t.imm.len(),
+                    memtable_bytes: t.mem.approximate_memory_usage()
+                        + t.imm
+                            .iter()
+                            .map(|i| i.mem.approximate_memory_usage())
+                            .sum::<usize>(),
+                });
+            }
+            let wal_bytes: u64 = st
+                .live_logs
+                .iter()
+                .filter_map(|&n| self.fs.file_size(&crate::wal::log_path(&self.dir, n)).ok())
+                .sum();
+            (wal_bytes, st.bg_error.is_some())
+        };
+        let mut s = DbStats {
+            uptime_secs: self.opened_at.elapsed().as_secs_f64(),
+            write_batches: g(&c.write_batches),
+            write_groups: g(&c.write_groups),
+            keys_written: g(&c.keys_written),
+            user_bytes: g(&c.user_bytes),
+            wal_bytes: g(&c.wal_bytes),
+            wal_syncs: g(&c.wal_syncs),
+            flush_bytes: g(&c.flush_bytes),
+            compaction_write_bytes: g(&c.compaction_write_bytes),
+            compaction_read_bytes: g(&c.compaction_read_bytes),
+            gets: g(&c.gets),
+            get_tables_probed: g(&c.get_tables_probed),
+            get_blocks_read: g(&c.get_blocks),
+            get_blocks_from_file: g(&c.get_blocks_from_file),
+            get_filter_negatives: g(&c.get_filter_negatives),
+            wal_file_bytes,
+            stalls: StallStats {
+                delayed_writes: g(&c.stall_delayed_writes),
+                delayed_time: Duration::from_micros(g(&c.stall_delayed_micros)),
+                stopped_writes: g(&c.stall_stopped_writes),
+                stopped_time: Duration::from_micros(g(&c.stall_stopped_micros)),
+                memtable_limit: g(&c.stall_memtable_limit),
+                l0_file_count: g(&c.stall_l0_files),
+                pending_compaction_bytes: g(&c.stall_pending_bytes),
+            },
+            block_cache: self.cache.as_ref().map(|c| c.stats()),
+            tables,
+            snapshots: self.snapshots.count(),
+            read_only,
+            ..DbStats::default()
+        };
+        s.finish();
+        s
+    }
+}

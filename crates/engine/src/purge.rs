@@ -1,0 +1,97 @@
+//! Deleting files nothing needs any more: tables no version references,
+//! MANIFESTs CURRENT no longer names, WALs below the minimum log number
+//! to keep, and (at open) orphans left by a crashed flush or compaction.
+//! A file being written by a running job is never deleted: running jobs'
+//! outputs are not in any version yet, and orphan deletion runs only at
+//! open, before any job starts.
+
+use std::collections::BTreeSet;
+
+use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name, table_file_name};
+
+use crate::db_impl::DbInner;
+use crate::wal::log_path;
+
+impl DbInner {
+    /// Deletes obsolete tables, MANIFESTs and WALs. Failures to delete are
+    /// ignored: the file is an orphan the next open removes.
+    pub(crate) fn purge_obsolete_files(&self) {
+        let obsolete = self.versions.obsolete_files();
+        for number in obsolete.tables {
+            let _ = self.fs.remove_file(&self.dir.join(table_file_name(number)));
+        }
+        for number in obsolete.manifests {
+            let _ = self
+                .fs
+                .remove_file(&self.dir.join(manifest_file_name(number)));
+        }
+        let min_log = self.versions.min_log_number_to_keep();
+        let dead: Vec<u64> = {
+            let mut st = self.lock_state();
+            let dead: Vec<u64> = st.live_logs.range(..min_log).copied().collect();
+            for n in &dead {
+                st.live_logs.remove(n);
+            }
+            dead
+        };
+        if dead.is_empty() {
+            return;
+        }
+        self.leader.lock().drop_logs_below(min_log);
+        for n in dead {
+            let _ = self.fs.remove_file(&log_path(&self.dir, n));
+        }
+    }
+}
+
+/// Files of a database directory that no live state needs, found at open:
+/// tables not in `live_tables`, WALs below `min_log`, MANIFESTs other than
+/// `manifest`, a leftover `CURRENT.tmp`.
+pub(crate) fn orphans(
+    names: &[String],
+    live_tables: &BTreeSet<u64>,
+    min_log: u64,
+    manifest: u64,
+) -> Vec<String> {
+    names
+        .iter()
+        .filter(|name| match parse_file_name(name) {
+            Some(FileKind::Table(n)) => !live_tables.contains(&n),
+            Some(FileKind::Log(n)) => n < min_log,
+            Some(FileKind::Manifest(n)) => n != manifest,
+            Some(FileKind::CurrentTmp) => true,
+            Some(FileKind::Current) | None => false,
+        })
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orphan_rules() {
+        let names: Vec<String> = [
+            "000001.log",
+            "000007.log",
+            "000003.sst",
+            "000004.sst",
+            "MANIFEST-000002",
+            "MANIFEST-000005",
+            "CURRENT",
+            "CURRENT.tmp",
+            "LOCK",
+            "notes.txt",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let live = BTreeSet::from([4]);
+        let got = orphans(&names, &live, 7, 5);
+        assert_eq!(
+            got,
+            ["000001.log", "000003.sst", "MANIFEST-000002", "CURRENT.tmp"]
+        );
+    }
+}

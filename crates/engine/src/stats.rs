@@ -1,0 +1,530 @@
+//! Statistics: RocksDB's "Compaction Stats" table per table, cumulative
+//! write / read / space amplification, stall counters — as a struct
+//! ([`DbStats`]) and as text (`db.property("lithify.stats")`).
+
+use std::fmt::{self, Write as _};
+use std::time::Duration;
+
+use lithify_base::sync::atomic::{AtomicU64, Ordering};
+use lithify_base::{InternalKeyComparator, key::user_key};
+use lithify_compaction_leveled::{CompactionStats, CompactionStatsTable};
+use lithify_sstable::CacheStats;
+use lithify_version::Version;
+
+/// Database-wide counters, updated with relaxed atomics.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) write_batches: AtomicU64,
+    pub(crate) write_groups: AtomicU64,
+    pub(crate) keys_written: AtomicU64,
+    pub(crate) user_bytes: AtomicU64,
+    pub(crate) wal_bytes: AtomicU64,
+    pub(crate) wal_syncs: AtomicU64,
+    pub(crate) flush_bytes: AtomicU64,
+    pub(crate) compaction_write_bytes: AtomicU64,
+    pub(crate) compaction_read_bytes: AtomicU64,
+    pub(crate) gets: AtomicU64,
+    pub(crate) get_tables_probed: AtomicU64,
+    pub(crate) get_blocks: AtomicU64,
+    pub(crate) get_blocks_from_file: AtomicU64,
+    pub(crate) get_filter_negatives: AtomicU64,
+    pub(crate) stall_delayed_writes: AtomicU64,
+    pub(crate) stall_delayed_micros: AtomicU64,
+    pub(crate) stall_stopped_writes: AtomicU64,
+    pub(crate) stall_stopped_micros: AtomicU64,
+    pub(crate) stall_memtable_limit: AtomicU64,
+    pub(crate) stall_l0_files: AtomicU64,
+    pub(crate) stall_pending_bytes: AtomicU64,
+}
+
+impl Counters {
+    #[inline]
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+}
+
+/// One row of the "Compaction Stats" table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LevelStats {
+    /// The level (`None` for the `Sum` row).
+    pub level: Option<usize>,
+    /// Files in the level.
+    pub files: usize,
+    /// Files an ongoing compaction reads.
+    pub files_being_compacted: usize,
+    /// Bytes of the level's files.
+    pub size_bytes: u64,
+    /// The level's compaction score.
+    pub score: f64,
+    /// Bytes read by compactions into this level (Rn + Rnp1).
+    pub read_bytes: u64,
+    /// Bytes read from the upper level(s) (Rn).
+    pub read_n_bytes: u64,
+    /// Bytes read from this level (Rnp1).
+    pub read_np1_bytes: u64,
+    /// Bytes written to this level (flushes at L0).
+    pub write_bytes: u64,
+    /// `write_bytes - read_np1_bytes`.
+    pub write_new_bytes: u64,
+    /// Bytes trivially moved into this level.
+    pub moved_bytes: u64,
+    /// `write_bytes / input` (input = flushed bytes at L0, Rn elsewhere).
+    pub write_amp: f64,
+    /// Seconds spent compacting into this level.
+    pub comp_secs: f64,
+    /// Compactions (flushes at L0) into this level.
+    pub comp_count: u64,
+    /// Records read.
+    pub keys_in: u64,
+    /// Records dropped.
+    pub keys_dropped: u64,
+}
+
+/// The statistics of one table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableStats {
+    /// The table's name.
+    pub name: String,
+    /// One row per level that has files or history.
+    pub levels: Vec<LevelStats>,
+    /// The `Sum` row.
+    pub sum: LevelStats,
+    /// Bytes written by flushes.
+    pub flush_bytes: u64,
+    /// RocksDB's estimate of the bytes compaction still has to rewrite.
+    pub pending_compaction_bytes: u64,
+    /// Bytes of all table files.
+    pub sst_bytes: u64,
+    /// Estimated live data: non-overlapping files from the bottom up
+    /// (RocksDB's `EstimateLiveDataSize`).
+    pub live_bytes: u64,
+    /// Immutable memtables not yet flushed.
+    pub immutable_memtables: usize,
+    /// Bytes of the memtables.
+    pub memtable_bytes: usize,
+}
+
+/// Write-stall counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StallStats {
+    /// Write groups slowed down.
+    pub delayed_writes: u64,
+    /// Time spent sleeping in slowdowns.
+    pub delayed_time: Duration,
+    /// Write groups that waited for a stop to clear.
+    pub stopped_writes: u64,
+    /// Time spent stopped.
+    pub stopped_time: Duration,
+    /// Stalls caused by the memtable limit.
+    pub memtable_limit: u64,
+    /// Stalls caused by the L0 file count.
+    pub l0_file_count: u64,
+    /// Stalls caused by pending compaction bytes.
+    pub pending_compaction_bytes: u64,
+}
+
+/// Everything the engine measures about itself, machine-readable.
+/// [`Display`](fmt::Display) prints it as `db.property("lithify.stats")`
+/// does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DbStats {
+    /// Seconds since the database was opened.
+    pub uptime_secs: f64,
+    /// Write batches committed.
+    pub write_batches: u64,
+    /// Write groups (WAL records) committed.
+    pub write_groups: u64,
+    /// Records (puts, deletes, range deletes) written.
+    pub keys_written: u64,
+    /// Key and value bytes written by users.
+    pub user_bytes: u64,
+    /// Bytes appended to WALs.
+    pub wal_bytes: u64,
+    /// WAL syncs.
+    pub wal_syncs: u64,
+    /// Bytes of tables written by flushes.
+    pub flush_bytes: u64,
+    /// Bytes of tables written by compactions.
+    pub compaction_write_bytes: u64,
+    /// Bytes of tables read by compactions.
+    pub compaction_read_bytes: u64,
+    /// `(wal_bytes + flush_bytes + compaction_write_bytes) / user_bytes`.
+    pub write_amp: f64,
+    /// Point lookups served.
+    pub gets: u64,
+    /// Table files probed by those lookups (filter checks included).
+    pub get_tables_probed: u64,
+    /// Data blocks read by those lookups (cache or file).
+    pub get_blocks_read: u64,
+    /// Data blocks read from files by those lookups.
+    pub get_blocks_from_file: u64,
+    /// Lookups the bloom filter answered.
+    pub get_filter_negatives: u64,
+    /// Tables probed per lookup.
+    pub read_amp_tables: f64,
+    /// Data blocks read per lookup.
+    pub read_amp_blocks: f64,
+    /// Bytes of table files.
+    pub sst_bytes: u64,
+    /// Bytes of WAL files alive.
+    pub wal_file_bytes: u64,
+    /// Estimated live bytes (see [`TableStats::live_bytes`]).
+    pub live_bytes: u64,
+    /// `(sst_bytes + wal_file_bytes) / live_bytes`.
+    pub space_amp: f64,
+    /// Stall counters.
+    pub stalls: StallStats,
+    /// The block cache's counters.
+    pub block_cache: Option<CacheStats>,
+    /// Per-table statistics.
+    pub tables: Vec<TableStats>,
+    /// Live snapshots.
+    pub snapshots: usize,
+    /// Whether a background error made the database read-only.
+    pub read_only: bool,
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+impl DbStats {
+    pub(crate) fn finish(&mut self) {
+        self.write_amp = ratio(
+            self.wal_bytes + self.flush_bytes + self.compaction_write_bytes,
+            self.user_bytes,
+        );
+        self.read_amp_tables = ratio(self.get_tables_probed, self.gets);
+        self.read_amp_blocks = ratio(self.get_blocks_read, self.gets);
+        self.sst_bytes = self.tables.iter().map(|t| t.sst_bytes).sum();
+        self.live_bytes = self.tables.iter().map(|t| t.live_bytes).sum();
+        self.space_amp = ratio(self.sst_bytes + self.wal_file_bytes, self.live_bytes);
+    }
+}
+
+/// Builds the rows of a table from its version and counters.
+pub(crate) fn table_rows(
+    version: &Version,
+    counters: &CompactionStatsTable,
+    scores: &[f64],
+    being_compacted: &[usize],
+) -> (Vec<LevelStats>, LevelStats) {
+    let mut rows = Vec::new();
+    let mut sum = LevelStats::default();
+    let levels = version.num_levels().max(counters.levels().len());
+    for level in 0..levels {
+        let c = counters.levels().get(level).copied().unwrap_or_default();
+        let files = if level < version.num_levels() {
+            version.num_files(level)
+        } else {
+            0
+        };
+        if files == 0 && c == CompactionStats::default() {
+            continue;
+        }
+        let input = if level == 0 {
+            counters.bytes_flushed()
+        } else {
+            c.bytes_read_non_output_levels
+        };
+        let row = LevelStats {
+            level: Some(level),
+            files,
+            files_being_compacted: being_compacted.get(level).copied().unwrap_or(0),
+            size_bytes: if level < version.num_levels() {
+                version.level_bytes(level)
+            } else {
+                0
+            },
+            score: scores.get(level).copied().unwrap_or(0.0),
+            read_bytes: c.bytes_read(),
+            read_n_bytes: c.bytes_read_non_output_levels,
+            read_np1_bytes: c.bytes_read_output_level,
+            write_bytes: c.bytes_written,
+            write_new_bytes: c.bytes_written.saturating_sub(c.bytes_read_output_level),
+            moved_bytes: c.bytes_moved,
+            write_amp: ratio(c.bytes_written, input),
+            comp_secs: c.micros as f64 / 1e6,
+            comp_count: c.count,
+            keys_in: c.num_input_records,
+            keys_dropped: c.num_dropped_records,
+        };
+        sum.files += row.files;
+        sum.files_being_compacted += row.files_being_compacted;
+        sum.size_bytes += row.size_bytes;
+        sum.read_bytes += row.read_bytes;
+        sum.read_n_bytes += row.read_n_bytes;
+        sum.read_np1_bytes += row.read_np1_bytes;
+        sum.write_bytes += row.write_bytes;
+        sum.write_new_bytes += row.write_new_bytes;
+        sum.moved_bytes += row.moved_bytes;
+        sum.comp_secs += row.comp_secs;
+        sum.comp_count += row.comp_count;
+        sum.keys_in += row.keys_in;
+        sum.keys_dropped += row.keys_dropped;
+        rows.push(row);
+    }
+    // RocksDB's Sum W-Amp: all bytes written over the bytes flushed.
+    sum.write_amp = counters.write_amplification();
+    (rows, sum)
+}
+
+/// RocksDB's `EstimateLiveDataSize`: scanning from the bottom level up,
+/// a file counts if its range overlaps no file counted before.
+pub(crate) fn estimate_live_bytes(version: &Version) -> u64 {
+    let icmp: &InternalKeyComparator = version.comparator();
+    // Counted ranges, sorted by smallest user key, disjoint.
+    let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut total = 0;
+    for level in (0..version.num_levels()).rev() {
+        for f in version.files(level) {
+            let (lo, hi) = (
+                user_key(f.smallest.encoded()),
+                user_key(f.largest.encoded()),
+            );
+            let i = ranges.partition_point(|r| icmp.compare_user(&r.1, lo).is_lt());
+            let overlaps = ranges
+                .get(i)
+                .is_some_and(|r| icmp.compare_user(&r.0, hi).is_le());
+            if !overlaps {
+                total += f.size;
+                ranges.insert(i, (lo.to_vec(), hi.to_vec()));
+            }
+        }
+    }
+    total
+}
+
+const GB: f64 = (1u64 << 30) as f64;
+const MB: f64 = (1u64 << 20) as f64;
+
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= GB {
+        format!("{:.2} GB", b / GB)
+    } else if b >= MB {
+        format!("{:.2} MB", b / MB)
+    } else if b >= 1024.0 {
+        format!("{:.2} KB", b / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+fn write_row(out: &mut String, name: &str, r: &LevelStats) -> fmt::Result {
+    let secs = r.comp_secs.max(1e-6);
+    writeln!(
+        out,
+        "{name:>5} {:>6} {:>10} {:>6.1} {:>8.3} {:>7.3} {:>8.3} {:>9.3} {:>8.3} {:>9.3} {:>6.1} {:>8.1} {:>8.1} {:>9.2} {:>9} {:>8.3} {:>9} {:>8}",
+        format!("{}/{}", r.files, r.files_being_compacted),
+        human(r.size_bytes),
+        r.score,
+        r.read_bytes as f64 / GB,
+        r.read_n_bytes as f64 / GB,
+        r.read_np1_bytes as f64 / GB,
+        r.write_bytes as f64 / GB,
+        r.write_new_bytes as f64 / GB,
+        r.moved_bytes as f64 / GB,
+        r.write_amp,
+        r.read_bytes as f64 / MB / secs,
+        r.write_bytes as f64 / MB / secs,
+        r.comp_secs,
+        r.comp_count,
+        if r.comp_count == 0 {
+            0.0
+        } else {
+            r.comp_secs / r.comp_count as f64
+        },
+        r.keys_in,
+        r.keys_dropped,
+    )
+}
+
+impl fmt::Display for DbStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        for t in &self.tables {
+            writeln!(out, "** Compaction Stats [{}] **", t.name)?;
+            writeln!(
+                out,
+                "Level  Files       Size  Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB)  W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) Comp(cnt) Avg(sec)     KeyIn  KeyDrop"
+            )?;
+            writeln!(out, "{}", "-".repeat(170))?;
+            for r in &t.levels {
+                write_row(&mut out, &format!("L{}", r.level.unwrap_or(0)), r)?;
+            }
+            write_row(&mut out, "Sum", &t.sum)?;
+            writeln!(
+                out,
+                "Flush(GB): cumulative {:.3}; memtables: {} immutable, {} bytes",
+                t.flush_bytes as f64 / GB,
+                t.immutable_memtables,
+                t.memtable_bytes
+            )?;
+            writeln!(
+                out,
+                "Estimated pending compaction bytes: {}; table files {} ({}), estimated live data {}",
+                t.pending_compaction_bytes,
+                human(t.sst_bytes),
+                t.sst_bytes,
+                human(t.live_bytes)
+            )?;
+            writeln!(out)?;
+        }
+        writeln!(out, "** DB Stats **")?;
+        writeln!(out, "Uptime(secs): {:.1}", self.uptime_secs)?;
+        writeln!(
+            out,
+            "Cumulative writes: {} batches, {} groups, {} keys, ingest: {:.3} GB",
+            self.write_batches,
+            self.write_groups,
+            self.keys_written,
+            self.user_bytes as f64 / GB
+        )?;
+        writeln!(
+            out,
+            "Cumulative WAL: {:.3} GB written, {} syncs",
+            self.wal_bytes as f64 / GB,
+            self.wal_syncs
+        )?;
+        writeln!(
+            out,
+            "Cumulative compaction: {:.3} GB write, {:.3} GB read; flush {:.3} GB",
+            self.compaction_write_bytes as f64 / GB,
+            self.compaction_read_bytes as f64 / GB,
+            self.flush_bytes as f64 / GB
+        )?;
+        writeln!(
+            out,
+            "Write amplification: {:.2} ((WAL {} + flush {} + compaction {}) / user {})",
+            self.write_amp,
+            human(self.wal_bytes),
+            human(self.flush_bytes),
+            human(self.compaction_write_bytes),
+            human(self.user_bytes)
+        )?;
+        writeln!(
+            out,
+            "Read amplification: {:.2} tables probed and {:.2} data blocks read per get ({} gets, {} blocks from files, {} filter negatives)",
+            self.read_amp_tables,
+            self.read_amp_blocks,
+            self.gets,
+            self.get_blocks_from_file,
+            self.get_filter_negatives
+        )?;
+        writeln!(
+            out,
+            "Space amplification: {:.2} (tables {} + WAL {} on disk / {} live)",
+            self.space_amp,
+            human(self.sst_bytes),
+            human(self.wal_file_bytes),
+            human(self.live_bytes)
+        )?;
+        let s = &self.stalls;
+        writeln!(
+            out,
+            "Stalls: {} delayed writes ({:.3} s), {} stopped writes ({:.3} s); causes: memtable-limit {}, l0-file-count-limit {}, pending-compaction-bytes {}",
+            s.delayed_writes,
+            s.delayed_time.as_secs_f64(),
+            s.stopped_writes,
+            s.stopped_time.as_secs_f64(),
+            s.memtable_limit,
+            s.l0_file_count,
+            s.pending_compaction_bytes
+        )?;
+        if let Some(c) = &self.block_cache {
+            writeln!(
+                out,
+                "Block cache: {} hits, {} misses, {} of {} used",
+                c.hits,
+                c.misses,
+                human(c.usage as u64),
+                human(c.capacity as u64)
+            )?;
+        }
+        writeln!(
+            out,
+            "Snapshots: {}; read-only: {}",
+            self.snapshots, self.read_only
+        )?;
+        f.write_str(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_bytes_counts_non_overlapping_files_bottom_up() {
+        let v = Version::from_text(
+            "
+L0:
+  000009:[a#20,SET-z#21,SET] size=100
+L1:
+  000005:[c#10,SET-d#10,SET] size=10
+  000006:[m#10,SET-n#10,SET] size=20
+L2:
+  000002:[a#1,SET-e#1,SET] size=1000
+",
+        )
+        .unwrap();
+        // L2 counts; L1 file 5 overlaps it, file 6 does not; L0 overlaps.
+        assert_eq!(estimate_live_bytes(&v), 1020);
+    }
+
+    #[test]
+    fn rows_and_sum_write_amp() {
+        let v = Version::from_text(
+            "
+L0:
+  000009:[a#20,SET-z#21,SET] size=100
+L1:
+  000005:[c#10,SET-d#10,SET] size=300
+",
+        )
+        .unwrap();
+        let mut c = CompactionStatsTable::new(7);
+        c.record_flush(&CompactionStats {
+            bytes_written: 200,
+            count: 2,
+            micros: 2_000_000,
+            ..Default::default()
+        });
+        c.record_compaction(
+            1,
+            &CompactionStats {
+                bytes_read_non_output_levels: 100,
+                bytes_written: 300,
+                count: 1,
+                num_input_records: 10,
+                num_dropped_records: 2,
+                ..Default::default()
+            },
+        );
+        let (rows, sum) = table_rows(&v, &c, &[0.25, 0.1], &[0, 0]);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].write_amp, 1.0);
+        assert_eq!(rows[1].write_amp, 3.0);
+        assert_eq!(sum.write_bytes, 500);
+        assert_eq!(sum.write_amp, 2.5);
+        let stats = DbStats {
+            tables: vec![TableStats {
+                name: "default".into(),
+                levels: rows,
+                sum,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let text = stats.to_string();
+        assert!(text.starts_with("** Compaction Stats [default] **\nLevel  Files"));
+        assert!(text.contains("\n   L1    1/0      300 B    0.1"), "{text}");
+        assert!(text.contains("\n  Sum "));
+    }
+}

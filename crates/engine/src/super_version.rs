@@ -1,0 +1,184 @@
+//! The `SuperVersion`: what a reader pins — the mutable memtable, the
+//! immutable memtables and the current `Version` of one table — and the
+//! lazily opened table files of that version.
+//!
+//! A super version is immutable. Whenever one of its parts changes (a
+//! memtable switch, a flush or compaction installed) the engine builds a
+//! new one and swaps it in under a short lock; readers take a reference
+//! with one `Arc` clone under that lock and never wait for I/O or for
+//! writers.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use lithify_base::sync::{Arc, Mutex};
+use lithify_base::{InternalKeyComparator, SeqNo};
+use lithify_memtable::MemTable;
+use lithify_sstable::{BlockCache, Table, TableOptions};
+use lithify_version::filename::table_file_name;
+use lithify_version::{FileMetadata, Version};
+use lithify_vfs::FileSystem;
+use snafu::ResultExt;
+
+use crate::error::{IoSnafu, Result};
+
+/// An open table file, shared by every super version that holds it.
+pub(crate) type SharedTable = std::sync::Arc<Table<InternalKeyComparator>>;
+
+/// What opening a table needs.
+pub(crate) struct TableOpener {
+    pub(crate) fs: std::sync::Arc<dyn FileSystem>,
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) options: TableOptions<InternalKeyComparator>,
+    pub(crate) cache: Option<std::sync::Arc<BlockCache>>,
+}
+
+impl TableOpener {
+    /// Opens table file `number` of `size` bytes.
+    pub(crate) fn open(&self, number: u64, size: u64) -> Result<SharedTable> {
+        let path = self.dir.join(table_file_name(number));
+        let file = self.fs.open(&path).context(IoSnafu {
+            op: "opening table",
+            path: path.clone(),
+        })?;
+        let table = Table::open(file, &path, size, &self.options, self.cache.clone())?;
+        Ok(std::sync::Arc::new(table))
+    }
+
+    pub(crate) fn path_of(&self, number: u64) -> std::path::PathBuf {
+        self.dir.join(table_file_name(number))
+    }
+}
+
+/// One file of a version and its table, opened on first use.
+pub(crate) struct TableHandle {
+    pub(crate) meta: std::sync::Arc<FileMetadata>,
+    table: OnceLock<SharedTable>,
+    opening: Mutex<()>,
+}
+
+impl TableHandle {
+    fn new(meta: std::sync::Arc<FileMetadata>) -> Self {
+        TableHandle {
+            meta,
+            table: OnceLock::new(),
+            opening: Mutex::new(()),
+        }
+    }
+
+    /// The open table (opening it on first use).
+    pub(crate) fn table(&self, opener: &TableOpener) -> Result<&SharedTable> {
+        if let Some(t) = self.table.get() {
+            return Ok(t);
+        }
+        let _guard = self.opening.lock();
+        if let Some(t) = self.table.get() {
+            return Ok(t);
+        }
+        let t = opener.open(self.meta.number, self.meta.size)?;
+        Ok(self.table.get_or_init(|| t))
+    }
+
+    /// The table if it is open already.
+    pub(crate) fn opened(&self) -> Option<&SharedTable> {
+        self.table.get()
+    }
+}
+
+/// The parts of a table a reader needs, pinned together.
+pub(crate) struct SuperVersion {
+    /// The memtable receiving writes.
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    pub(crate) imm: Vec<Arc<MemTable>>,
+    /// The files.
+    pub(crate) version: std::sync::Arc<Version>,
+    /// `levels[l][i]` is the handle of `version.files(l)[i]`.
+    pub(crate) levels: Vec<Vec<std::sync::Arc<TableHandle>>>,
+}
+
+impl SuperVersion {
+    /// A super version over `version`, reusing the table handles (and open
+    /// tables) of `prev` for files both hold.
+    pub(crate) fn new(
+        mem: Arc<MemTable>,
+        imm: Vec<Arc<MemTable>>,
+        version: std::sync::Arc<Version>,
+        prev: Option<&SuperVersion>,
+    ) -> SuperVersion {
+        let mut old: HashMap<u64, &std::sync::Arc<TableHandle>> = HashMap::new();
+        if let Some(prev) = prev {
+            for level in &prev.levels {
+                for h in level {
+                    old.insert(h.meta.number, h);
+                }
+            }
+        }
+        let levels = (0..version.num_levels())
+            .map(|l| {
+                version
+                    .files(l)
+                    .iter()
+                    .map(|f| match old.get(&f.number) {
+                        Some(h) if std::sync::Arc::ptr_eq(&h.meta, f) => std::sync::Arc::clone(h),
+                        Some(h) => {
+                            // Same file under new metadata (a trivial move):
+                            // keep the open table, drop the old metadata.
+                            let handle = TableHandle::new(std::sync::Arc::clone(f));
+                            if let Some(t) = h.opened() {
+                                let _ = handle.table.set(std::sync::Arc::clone(t));
+                            }
+                            std::sync::Arc::new(handle)
+                        }
+                        None => std::sync::Arc::new(TableHandle::new(std::sync::Arc::clone(f))),
+                    })
+                    .collect()
+            })
+            .collect();
+        SuperVersion {
+            mem,
+            imm,
+            version,
+            levels,
+        }
+    }
+
+    /// The largest sequence number in the memtables, if any.
+    #[allow(dead_code)]
+    pub(crate) fn max_memtable_seqno(&self) -> Option<SeqNo> {
+        std::iter::once(&self.mem)
+            .chain(self.imm.iter())
+            .filter_map(|m| m.last_seqno())
+            .max()
+    }
+}
+
+/// A shared value swapped atomically: the current super version of a
+/// table. Readers take one `Arc` clone under a short lock; an install
+/// never waits for readers (they keep the old value until they drop it).
+pub(crate) struct ArcCell<T> {
+    current: Mutex<Arc<T>>,
+}
+
+impl<T> ArcCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        ArcCell {
+            current: Mutex::new(Arc::new(value)),
+        }
+    }
+
+    /// The current value.
+    #[inline]
+    pub(crate) fn get(&self) -> Arc<T> {
+        Arc::clone(&self.current.lock())
+    }
+
+    /// Installs `value` and returns it.
+    pub(crate) fn install(&self, value: T) -> Arc<T> {
+        let new = Arc::new(value);
+        let old = std::mem::replace(&mut *self.current.lock(), Arc::clone(&new));
+        // The old value is released outside the lock.
+        drop(old);
+        new
+    }
+}

@@ -1,0 +1,440 @@
+//! The write path: what the write group's leader does (stalls, memtable
+//! switch, sequence numbers, the WAL record) and how batches enter the
+//! memtables.
+
+use std::sync::Arc as StdArc;
+use std::time::{Duration, Instant};
+
+use lithify_base::ValueKind;
+use lithify_base::sync::Arc;
+use lithify_base::sync::atomic::Ordering;
+use lithify_version::TableId;
+use snafu::ResultExt;
+
+use crate::batch::{HEADER_LEN, Predecessor, WriteBatch, encode_group_header};
+use crate::db_impl::{DbInner, DbState};
+use crate::error::{
+    Error, InvalidArgumentSnafu, MemtableSnafu, ReadOnlySnafu, Result, ShuttingDownSnafu,
+};
+use crate::options::WriteOptions;
+use crate::stats::Counters;
+use crate::table_state::Imm;
+use crate::wal::{LeaderState, LogWriter, MemSet};
+use crate::write_controller::{StallCause, StallCondition};
+use crate::write_thread::GroupCommit;
+
+/// One writer's request.
+pub(crate) struct Writer {
+    pub(crate) batch: WriteBatch,
+    pub(crate) options: WriteOptions,
+    /// Switch this table's memtable before the group (a flush request).
+    pub(crate) switch_table: Option<TableId>,
+}
+
+/// What the inserts of a group share.
+pub(crate) struct InsertCtx {
+    mems: Arc<MemSet>,
+}
+
+impl GroupCommit for DbInner {
+    type Batch = Writer;
+    type Ctx = InsertCtx;
+    type Error = StdArc<Error>;
+
+    fn batch_bytes(w: &Writer) -> usize {
+        w.batch.size_in_bytes()
+    }
+
+    fn batch_sync(w: &Writer) -> bool {
+        w.options.sync
+    }
+
+    fn batch_disables_wal(w: &Writer) -> bool {
+        w.options.disable_wal
+    }
+
+    fn max_group_bytes(&self) -> usize {
+        self.options.max_write_batch_group_size_bytes as usize
+    }
+
+    fn prepare(&self, group: &mut [Writer]) -> Result<(InsertCtx, u64), StdArc<Error>> {
+        self.prepare_group(group).map_err(StdArc::new)
+    }
+
+    fn insert(&self, ctx: &InsertCtx, w: &Writer) -> Result<(), StdArc<Error>> {
+        self.insert_batch(&ctx.mems, &w.batch).map_err(StdArc::new)
+    }
+
+    fn publish(&self, _ctx: &InsertCtx, last_seq: u64) {
+        self.visible_seq.fetch_max(last_seq, Ordering::AcqRel);
+    }
+
+    fn insert_failed(&self, err: &StdArc<Error>) {
+        let mut st = self.lock_state();
+        let e = crate::error::unshare(StdArc::clone(err));
+        self.set_bg_error(&mut st, e);
+    }
+}
+
+impl DbInner {
+    /// Writes a batch through the write group.
+    pub(crate) fn write_batch(
+        &self,
+        batch: WriteBatch,
+        options: &WriteOptions,
+        switch_table: Option<TableId>,
+    ) -> Result<()> {
+        if let Some(msg) = batch.invalid() {
+            return InvalidArgumentSnafu {
+                message: msg.to_owned(),
+            }
+            .fail();
+        }
+        if batch.has_range_deletes() {
+            self.check_range_deletes(&batch)?;
+        }
+        self.check_writable()?;
+        let w = Writer {
+            batch,
+            options: *options,
+            switch_table,
+        };
+        self.write_thread
+            .write(self, w)
+            .map_err(crate::error::unshare)
+    }
+
+    fn check_range_deletes(&self, batch: &WriteBatch) -> Result<()> {
+        for e in batch.iter() {
+            let e = e.map_err(|message| InvalidArgumentSnafu { message }.build())?;
+            if e.kind == ValueKind::RangeDelete {
+                let t = self.table(e.table).ok_or_else(|| {
+                    InvalidArgumentSnafu {
+                        message: format!("no table with id {}", e.table),
+                    }
+                    .build()
+                })?;
+                if !t.icmp.compare_user(e.key, e.value).is_lt() {
+                    return InvalidArgumentSnafu {
+                        message: "delete_range needs start < end".to_owned(),
+                    }
+                    .fail();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The leader's work before the inserts.
+    fn prepare_group(&self, group: &mut [Writer]) -> Result<(InsertCtx, u64)> {
+        self.check_writable()?;
+        let bytes: u64 = group.iter().map(|w| w.batch.size_in_bytes() as u64).sum();
+        if self.stalled.load(Ordering::Acquire) {
+            self.wait_for_stall(bytes, group[0].options.no_slowdown)?;
+        }
+        let mut leader = self.leader.lock();
+        let forced: Vec<TableId> = group.iter().filter_map(|w| w.switch_table).collect();
+        if !forced.is_empty() || self.switch_pending.load(Ordering::Acquire) {
+            self.switch_memtables(&mut leader, &forced)?;
+        }
+        let mut seq = leader.last_allocated + 1;
+        let first = seq;
+        let mut records = 0u64;
+        let mut user_bytes = 0u64;
+        let mut batches = 0u64;
+        for w in group.iter_mut() {
+            let n = w.batch.len() as u64;
+            if n == 0 {
+                continue;
+            }
+            w.batch.set_sequence(seq);
+            seq += n;
+            records += n;
+            user_bytes += w.batch.user_bytes();
+            batches += 1;
+        }
+        let last = seq - 1;
+        if records == 0 {
+            return Ok((
+                InsertCtx {
+                    mems: Arc::clone(&leader.mems),
+                },
+                leader.last_allocated,
+            ));
+        }
+        leader.last_allocated = last;
+        let c = &self.counters;
+        Counters::add(&c.write_batches, batches);
+        Counters::add(&c.write_groups, 1);
+        Counters::add(&c.keys_written, records);
+        Counters::add(&c.user_bytes, user_bytes);
+        if !group[0].options.disable_wal {
+            let sync = group.iter().any(|w| w.options.sync);
+            if let Err(e) = self.log_group(&mut leader, group, first, records, last, sync) {
+                drop(leader);
+                let mut st = self.lock_state();
+                let shared = self.set_bg_error(&mut st, e);
+                return Err(ReadOnlySnafu { cause: shared }.build());
+            }
+        }
+        Ok((
+            InsertCtx {
+                mems: Arc::clone(&leader.mems),
+            },
+            last,
+        ))
+    }
+
+    /// Appends the group's WAL record (and syncs).
+    fn log_group(
+        &self,
+        leader: &mut LeaderState,
+        group: &[Writer],
+        first: u64,
+        records: u64,
+        last: u64,
+        sync: bool,
+    ) -> Result<()> {
+        let manual = self.options.manual_wal_flush;
+        let LeaderState { log, record, .. } = leader;
+        let log = log.as_mut().expect("an open database has a WAL");
+        let non_empty = group.iter().filter(|w| !w.batch.is_empty()).count();
+        let bytes = if non_empty == 1 {
+            let w = group
+                .iter()
+                .find(|w| !w.batch.is_empty())
+                .expect("one batch");
+            log.append(w.batch.encoded(), last, manual)?;
+            w.batch.size_in_bytes()
+        } else {
+            encode_group_header(record, first, records as u32);
+            for w in group {
+                if !w.batch.is_empty() {
+                    record.extend_from_slice(&w.batch.encoded()[HEADER_LEN..]);
+                }
+            }
+            log.append(record, last, manual)?;
+            record.len()
+        };
+        Counters::add(&self.counters.wal_bytes, bytes as u64);
+        if sync {
+            leader.sync_all(&*self.fs, &self.dir)?;
+            Counters::add(&self.counters.wal_syncs, 1);
+        }
+        Ok(())
+    }
+
+    /// Inserts one batch into the memtables (any thread).
+    pub(crate) fn insert_batch(&self, mems: &MemSet, batch: &WriteBatch) -> Result<()> {
+        let mut seq = u64::from_le_bytes(
+            batch.encoded()[1..9]
+                .try_into()
+                .expect("the header holds 8 bytes of sequence"),
+        );
+        let mut last_table = None;
+        for e in batch.iter() {
+            let e = e.map_err(|message| InvalidArgumentSnafu { message }.build())?;
+            let Some((_, table, mem)) = mems.get(e.table) else {
+                // A table dropped while the batch waited: its records go.
+                seq += 1;
+                continue;
+            };
+            mem.add(seq, e.kind, e.key, e.value)
+                .context(MemtableSnafu)?;
+            seq += 1;
+            if last_table != Some(e.table) {
+                last_table = Some(e.table);
+            }
+            if table.is_full(mem) && table.mark_full() {
+                self.switch_pending.store(true, Ordering::Release);
+            }
+        }
+        Ok(())
+    }
+
+    /// Switches the memtables that are full or asked for (leader only):
+    /// starts a new WAL, marks the old memtables immutable and queues their
+    /// flushes.
+    pub(crate) fn switch_memtables(
+        &self,
+        leader: &mut LeaderState,
+        forced: &[TableId],
+    ) -> Result<()> {
+        self.switch_pending.store(false, Ordering::Release);
+        let mut to_switch: Vec<TableId> = Vec::new();
+        for (id, state, mem) in &leader.mems.entries {
+            let full = state.take_full();
+            if (full || forced.contains(id)) && !mem.is_empty() {
+                to_switch.push(*id);
+            }
+        }
+        if to_switch.is_empty() {
+            return Ok(());
+        }
+        let number = self.versions.new_file_number();
+        let old = leader.log.as_ref().map(|l| Predecessor {
+            log_number: l.number,
+            last_sequence: l.last_seq,
+        });
+        let result = LogWriter::create(&*self.fs, &self.dir, number, old).and_then(|mut new| {
+            if !self.options.manual_wal_flush {
+                new.writer.flush()?;
+            }
+            if let Some(mut prev) = leader.log.take() {
+                // Hand the old log's buffer to the OS; keep it for a later
+                // sync unless it is durable already.
+                if let Err(e) = prev.writer.flush() {
+                    leader.log = Some(prev);
+                    return Err(e.into());
+                }
+                if !prev.synced {
+                    leader.old_logs.push(prev);
+                }
+            }
+            leader.log = Some(new);
+            Ok(())
+        });
+        let mut st = self.lock_state();
+        st.live_logs.insert(number);
+        if let Err(e) = result {
+            let shared = self.set_bg_error(&mut st, e);
+            return Err(ReadOnlySnafu { cause: shared }.build());
+        }
+        let mut entries = Vec::with_capacity(leader.mems.entries.len());
+        for (id, state, mem) in &leader.mems.entries {
+            if !to_switch.contains(id) {
+                entries.push((*id, StdArc::clone(state), Arc::clone(mem)));
+                continue;
+            }
+            let Some(t) = st.tables.get_mut(id) else {
+                continue;
+            };
+            mem.mark_immutable();
+            let fresh = self.new_memtable_for(state);
+            t.imm.push_back(Imm {
+                mem: Arc::clone(mem),
+                next_log: number,
+                flushing: false,
+            });
+            t.mem = Arc::clone(&fresh);
+            if !t.flush_queued {
+                t.flush_queued = true;
+                st.flush_queue.push_back(*id);
+            }
+            self.install_super_version(&mut st, *id);
+            entries.push((*id, StdArc::clone(state), fresh));
+        }
+        self.recompute_stall(&mut st);
+        drop(st);
+        leader.mems = Arc::new(MemSet { entries });
+        self.wake_background();
+        Ok(())
+    }
+
+    /// Waits out a stall (leader only, before it takes the leader lock).
+    fn wait_for_stall(&self, bytes: u64, no_slowdown: bool) -> Result<()> {
+        let mut st = self.lock_state();
+        let mut counted_stop = false;
+        let start = Instant::now();
+        loop {
+            if st.bg_error.is_some() {
+                drop(st);
+                return self.check_writable();
+            }
+            if st.shutting_down {
+                return ShuttingDownSnafu.fail();
+            }
+            match st.controller.condition() {
+                StallCondition::Normal => break,
+                StallCondition::Stopped => {
+                    if no_slowdown {
+                        return InvalidArgumentSnafu {
+                            message: "writes are stopped and the write asked for no slowdown"
+                                .to_owned(),
+                        }
+                        .fail();
+                    }
+                    if !counted_stop {
+                        counted_stop = true;
+                        Counters::add(&self.counters.stall_stopped_writes, 1);
+                        self.count_cause(st.controller.cause());
+                    }
+                    // Background work notifies `done_cv`; the timeout only
+                    // guards against a missed wake-up.
+                    st = self.done_cv.wait_timeout(st, Duration::from_millis(100)).0;
+                }
+                StallCondition::Delayed => {
+                    if no_slowdown {
+                        return InvalidArgumentSnafu {
+                            message: "writes are delayed and the write asked for no slowdown"
+                                .to_owned(),
+                        }
+                        .fail();
+                    }
+                    let delay = st.controller.delay(bytes, Instant::now());
+                    if !delay.is_zero() {
+                        Counters::add(&self.counters.stall_delayed_writes, 1);
+                        self.count_cause(st.controller.cause());
+                    }
+                    drop(st);
+                    let t0 = Instant::now();
+                    // Sleep in 1 ms steps, leaving early if the delay ends.
+                    while t0.elapsed() < delay {
+                        std::thread::sleep(Duration::from_millis(1).min(delay - t0.elapsed()));
+                        if !self.stalled.load(Ordering::Acquire) {
+                            break;
+                        }
+                    }
+                    Counters::add(
+                        &self.counters.stall_delayed_micros,
+                        t0.elapsed().as_micros() as u64,
+                    );
+                    return Ok(());
+                }
+            }
+        }
+        if counted_stop {
+            Counters::add(
+                &self.counters.stall_stopped_micros,
+                start.elapsed().as_micros() as u64,
+            );
+        }
+        Ok(())
+    }
+
+    fn count_cause(&self, cause: Option<StallCause>) {
+        let c = &self.counters;
+        match cause {
+            Some(StallCause::MemtableLimit) => Counters::add(&c.stall_memtable_limit, 1),
+            Some(StallCause::L0FileCount) => Counters::add(&c.stall_l0_files, 1),
+            Some(StallCause::PendingCompactionBytes) => Counters::add(&c.stall_pending_bytes, 1),
+            None => {}
+        }
+    }
+
+    /// Makes every WAL record durable.
+    pub(crate) fn sync_wal(&self) -> Result<()> {
+        let mut leader = self.leader.lock();
+        let r = leader.sync_all(&*self.fs, &self.dir);
+        Counters::add(&self.counters.wal_syncs, 1);
+        drop(leader);
+        if let Err(e) = r {
+            let mut st = self.lock_state();
+            let shared = self.set_bg_error(&mut st, e);
+            return Err(ReadOnlySnafu { cause: shared }.build());
+        }
+        Ok(())
+    }
+
+    /// Hands buffered WAL records to the OS.
+    pub(crate) fn flush_wal(&self) -> Result<()> {
+        let mut leader = self.leader.lock();
+        leader.flush()
+    }
+}
+
+/// Used by `insert_batch` callers that only hold a `DbState`.
+#[allow(dead_code)]
+pub(crate) fn table_ids(st: &DbState) -> Vec<TableId> {
+    st.tables.keys().copied().collect()
+}

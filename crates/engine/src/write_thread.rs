@@ -1,0 +1,307 @@
+//! The write group: concurrent writers commit together.
+//!
+//! This is LevelDB's writer queue with RocksDB's parallel memtable insert:
+//!
+//! 1. A writer takes a **ticket** and queues its batch. The writer at the
+//!    front of the queue becomes the **leader** once no other group is in
+//!    flight; everyone else waits.
+//! 2. The leader takes a prefix of the queue as its **group** (bounded in
+//!    bytes; a non-sync leader does not take a sync write; WAL and no-WAL
+//!    writes are not mixed), then, without holding the queue lock,
+//!    [`prepare`](GroupCommit::prepare)s it: stalls, memtable switch,
+//!    sequence numbers in ticket order, one WAL record, one sync if any
+//!    member asked for it.
+//! 3. The batches are inserted into the memtable: by the leader alone for a
+//!    single batch, otherwise by every waiting writer at once, each taking
+//!    the next batch from a shared counter.
+//! 4. When every insert returned, the leader [`publish`](GroupCommit::publish)es
+//!    the group's last sequence number — readers never see a sequence
+//!    number before every smaller one is in the memtable — marks the
+//!    tickets complete and wakes the next leader.
+//!
+//! Groups never overlap, so a memtable switch in `prepare` never races
+//! with inserts. The protocol is checked by a loom model
+//! (`loom_write_group_publishes_in_order`).
+
+use std::collections::VecDeque;
+
+use lithify_base::sync::atomic::{AtomicUsize, Ordering};
+use lithify_base::sync::{Arc, Condvar, Mutex};
+
+/// What the write group needs from the database.
+pub(crate) trait GroupCommit {
+    /// One writer's unit of work.
+    type Batch: Send + Sync;
+    /// What the inserts of a group share (the memtables, the sequences).
+    type Ctx: Send + Sync;
+    /// An error every member of a failed group gets a copy of.
+    type Error: Clone;
+
+    /// Bytes of a batch (for the group size limit).
+    fn batch_bytes(batch: &Self::Batch) -> usize;
+    /// Whether the batch asked for a WAL sync.
+    fn batch_sync(batch: &Self::Batch) -> bool;
+    /// Whether the batch skips the WAL.
+    fn batch_disables_wal(batch: &Self::Batch) -> bool;
+    /// The upper bound of a group's bytes.
+    fn max_group_bytes(&self) -> usize;
+
+    /// Leader only, groups never overlap: everything before the memtable
+    /// inserts. Returns the shared insert context and the group's last
+    /// sequence number.
+    fn prepare(&self, group: &mut [Self::Batch]) -> Result<(Self::Ctx, u64), Self::Error>;
+    /// Inserts one batch (any thread, concurrently with other batches of
+    /// the group).
+    fn insert(&self, ctx: &Self::Ctx, batch: &Self::Batch) -> Result<(), Self::Error>;
+    /// Leader only, after every insert of the group returned `Ok`: makes
+    /// `last_seq` visible to readers.
+    fn publish(&self, ctx: &Self::Ctx, last_seq: u64);
+    /// Leader only, after an insert failed: the database must stop
+    /// accepting writes (the WAL holds what the memtable lacks).
+    fn insert_failed(&self, err: &Self::Error);
+}
+
+/// A group whose batches several threads insert.
+struct ParallelInsert<B, X, E> {
+    batches: Vec<B>,
+    ctx: X,
+    /// Index of the next batch to take.
+    next: AtomicUsize,
+    /// Batches not yet inserted.
+    remaining: AtomicUsize,
+    error: Mutex<Option<E>>,
+}
+
+impl<B, X, E> ParallelInsert<B, X, E> {
+    fn has_work(&self) -> bool {
+        self.next.load(Ordering::Relaxed) < self.batches.len()
+    }
+}
+
+struct Failure<E> {
+    first: u64,
+    last: u64,
+    /// Members (not the leader) that have yet to collect the error.
+    waiting: u64,
+    error: E,
+}
+
+/// The parallel insert of a group of `C`.
+type SharedInsert<C> = Arc<
+    ParallelInsert<<C as GroupCommit>::Batch, <C as GroupCommit>::Ctx, <C as GroupCommit>::Error>,
+>;
+
+struct State<C: GroupCommit> {
+    pending: VecDeque<(u64, C::Batch)>,
+    next_ticket: u64,
+    /// Every ticket below this is complete.
+    completed_below: u64,
+    leader_active: bool,
+    inserting: Option<SharedInsert<C>>,
+    failures: Vec<Failure<C::Error>>,
+    /// A spare vector for the next group's batches.
+    spare: Vec<C::Batch>,
+}
+
+/// The queue of writers; see the [module documentation](self).
+pub(crate) struct WriteThread<C: GroupCommit> {
+    state: Mutex<State<C>>,
+    cv: Condvar,
+}
+
+impl<C: GroupCommit> WriteThread<C> {
+    pub(crate) fn new() -> Self {
+        WriteThread {
+            state: Mutex::new(State {
+                pending: VecDeque::new(),
+                next_ticket: 0,
+                completed_below: 0,
+                leader_active: false,
+                inserting: None,
+                failures: Vec::new(),
+                spare: Vec::new(),
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Commits `batch` as part of a group; returns when its group is
+    /// complete.
+    pub(crate) fn write(&self, c: &C, batch: C::Batch) -> Result<(), C::Error> {
+        let mut st = self.state.lock();
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        st.pending.push_back((ticket, batch));
+        loop {
+            if ticket < st.completed_below {
+                return Self::collect(&mut st, ticket);
+            }
+            if !st.leader_active && st.pending.front().is_some_and(|(t, _)| *t == ticket) {
+                st.leader_active = true;
+                let mut group = std::mem::take(&mut st.spare);
+                let last = Self::take_group(c, &mut st.pending, &mut group);
+                drop(st);
+                return self.lead(c, ticket, last, group);
+            }
+            if let Some(g) = st.inserting.clone()
+                && g.has_work()
+            {
+                drop(st);
+                self.help_and_notify(c, &g);
+                drop(g);
+                st = self.state.lock();
+                continue;
+            }
+            st = self.cv.wait(st);
+        }
+    }
+
+    /// A member's result once its group completed.
+    fn collect(st: &mut State<C>, ticket: u64) -> Result<(), C::Error> {
+        let Some(i) = st
+            .failures
+            .iter()
+            .position(|f| f.first <= ticket && ticket <= f.last)
+        else {
+            return Ok(());
+        };
+        let f = &mut st.failures[i];
+        let err = f.error.clone();
+        f.waiting -= 1;
+        if f.waiting == 0 {
+            st.failures.swap_remove(i);
+        }
+        Err(err)
+    }
+
+    /// Moves the leader's batch and the compatible ones behind it into
+    /// `group`; returns the last ticket taken.
+    fn take_group(
+        c: &C,
+        pending: &mut VecDeque<(u64, C::Batch)>,
+        group: &mut Vec<C::Batch>,
+    ) -> u64 {
+        let (mut last, leader) = pending.pop_front().expect("the leader is queued");
+        let sync = C::batch_sync(&leader);
+        let no_wal = C::batch_disables_wal(&leader);
+        let leader_bytes = C::batch_bytes(&leader);
+        let mut max = c.max_group_bytes();
+        if leader_bytes <= max / 8 {
+            max = leader_bytes + max / 8;
+        }
+        let mut bytes = leader_bytes;
+        group.push(leader);
+        while let Some((_, next)) = pending.front() {
+            let b = C::batch_bytes(next);
+            if (C::batch_sync(next) && !sync)
+                || C::batch_disables_wal(next) != no_wal
+                || bytes + b > max
+            {
+                break;
+            }
+            bytes += b;
+            let (t, next) = pending.pop_front().expect("front exists");
+            last = t;
+            group.push(next);
+        }
+        last
+    }
+
+    fn help(c: &C, g: &ParallelInsert<C::Batch, C::Ctx, C::Error>) -> bool {
+        let mut did_last = false;
+        loop {
+            let i = g.next.fetch_add(1, Ordering::Relaxed);
+            let Some(batch) = g.batches.get(i) else {
+                return did_last;
+            };
+            if let Err(e) = c.insert(&g.ctx, batch) {
+                g.error.lock().get_or_insert(e);
+            }
+            // AcqRel: the leader's acquire of 0 sees every insert.
+            if g.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                did_last = true;
+            }
+        }
+    }
+
+    fn lead(&self, c: &C, first: u64, last: u64, mut group: Vec<C::Batch>) -> Result<(), C::Error> {
+        let result = match c.prepare(&mut group) {
+            Err(e) => Err(e),
+            Ok((ctx, last_seq)) if group.len() == 1 => {
+                let inserted = c.insert(&ctx, &group[0]);
+                Self::finish_inserts(c, &ctx, last_seq, inserted)
+            }
+            Ok((ctx, last_seq)) => {
+                let n = group.len();
+                let g = Arc::new(ParallelInsert {
+                    batches: std::mem::take(&mut group),
+                    ctx,
+                    next: AtomicUsize::new(0),
+                    remaining: AtomicUsize::new(n),
+                    error: Mutex::new(None),
+                });
+                self.state.lock().inserting = Some(Arc::clone(&g));
+                self.cv.notify_all();
+                Self::help(c, &g);
+                let mut st = self.state.lock();
+                while g.remaining.load(Ordering::Acquire) > 0 {
+                    st = self.cv.wait(st);
+                }
+                st.inserting = None;
+                drop(st);
+                let inserted = match g.error.lock().take() {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                };
+                Self::finish_inserts(c, &g.ctx, last_seq, inserted)
+            }
+        };
+        group.clear();
+        let mut st = self.state.lock();
+        st.completed_below = last + 1;
+        st.leader_active = false;
+        if st.spare.capacity() < group.capacity() {
+            st.spare = group;
+        }
+        if let Err(e) = &result
+            && last > first
+        {
+            st.failures.push(Failure {
+                first,
+                last,
+                waiting: last - first,
+                error: e.clone(),
+            });
+        }
+        drop(st);
+        self.cv.notify_all();
+        result
+    }
+
+    fn finish_inserts(
+        c: &C,
+        ctx: &C::Ctx,
+        last_seq: u64,
+        inserted: Result<(), C::Error>,
+    ) -> Result<(), C::Error> {
+        match inserted {
+            Ok(()) => {
+                c.publish(ctx, last_seq);
+                Ok(())
+            }
+            Err(e) => {
+                c.insert_failed(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// `help` as called from a waiting writer: wakes the leader when this
+    /// writer inserted the group's last batch.
+    fn help_and_notify(&self, c: &C, g: &ParallelInsert<C::Batch, C::Ctx, C::Error>) {
+        if Self::help(c, g) {
+            let _st = self.state.lock();
+            self.cv.notify_all();
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Helpers shared by the engine's integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use lithify_engine::{Db, Options, ReadOptions};
+use lithify_vfs::FileSystem;
+
+/// Small sizes so that tests reach flushes, several levels and
+/// compactions with little data.
+pub(crate) fn small_options(fs: Arc<dyn FileSystem>) -> Options {
+    Options {
+        fs,
+        write_buffer_size: 64 << 10,
+        max_write_buffer_number: 3,
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 8,
+        level0_stop_writes_trigger: 12,
+        max_bytes_for_level_base: 16 << 10,
+        max_bytes_for_level_multiplier: 4.0,
+        target_file_size_base: 8 << 10,
+        block_size: 512,
+        block_cache_size: 1 << 20,
+        num_levels: 5,
+        ..Options::default()
+    }
+}
+
+pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Every `(key, value)` of the database, forward.
+pub(crate) fn scan(db: &Db, opts: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.iter_opt(opts)
+        .map(|kv| {
+            let (k, v) = kv.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+}
+
+/// Every `(key, value)` of the database, backward.
+pub(crate) fn scan_rev(db: &Db, opts: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.iter_opt(opts)
+        .rev()
+        .map(|kv| {
+            let (k, v) = kv.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+}
+
+pub(crate) fn model_pairs(m: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+pub(crate) fn model_range(m: &Model, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    m.range((lo, hi))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Removes `[start, end)` from the model.
+pub(crate) fn model_delete_range(m: &mut Model, start: &[u8], end: &[u8]) {
+    if start >= end {
+        return;
+    }
+    let doomed: Vec<Vec<u8>> = m
+        .range(start.to_vec()..end.to_vec())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in doomed {
+        m.remove(&k);
+    }
+}
+
+/// Asserts that the whole database equals the model, both directions.
+pub(crate) fn assert_equal(db: &Db, m: &Model, what: &str) {
+    let fwd = scan(db, &ReadOptions::default());
+    assert_eq!(fwd, model_pairs(m), "forward scan differs ({what})");
+    let mut rev = scan_rev(db, &ReadOptions::default());
+    rev.reverse();
+    assert_eq!(rev, model_pairs(m), "backward scan differs ({what})");
+}
+
+pub(crate) fn open(dir: &Path, opts: &Options) -> Db {
+    Db::open(dir, opts.clone()).unwrap()
+}

@@ -1,0 +1,311 @@
+//! Model-based test: random operation sequences against a `BTreeMap`
+//! oracle — puts, deletes, range deletes, batches, snapshots, point reads,
+//! scans both ways, cursor walks, flushes, compactions and reopens — with
+//! small memtables and levels so every level is reached.
+
+mod common;
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use common::{Model, assert_equal, model_delete_range, model_range, scan, scan_rev, small_options};
+use lithify_engine::{Db, ReadOptions, Snapshot, WriteBatch};
+use lithify_vfs::MemFs;
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8, u16),
+    Delete(u8),
+    DeleteRange(u8, u8),
+    Batch(Vec<(u8, u8, u8)>),
+    Get(u8),
+    TakeSnapshot,
+    Release(usize),
+    GetAt(usize, u8),
+    Scan {
+        snap: Option<usize>,
+        lo: Option<u8>,
+        hi: Option<u8>,
+        reverse: bool,
+    },
+    Walk {
+        snap: Option<usize>,
+        start: u8,
+        steps: Vec<bool>,
+    },
+    Flush,
+    Compact(Option<u8>, Option<u8>),
+    Reopen,
+}
+
+const KEYS: u8 = 120;
+
+fn key(k: u8) -> Vec<u8> {
+    format!("key{k:03}").into_bytes()
+}
+
+fn value(counter: u64, len: u16) -> Vec<u8> {
+    let mut v = format!("v{counter}-").into_bytes();
+    v.resize(v.len() + len as usize, b'x');
+    v
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let k = || 0..KEYS;
+    prop_oneof![
+        30 => (k(), 0u16..400).prop_map(|(k, l)| Op::Put(k, l)),
+        6 => k().prop_map(Op::Delete),
+        3 => (k(), k()).prop_map(|(a, b)| Op::DeleteRange(a.min(b), a.max(b))),
+        4 => proptest::collection::vec((0u8..3, k(), k()), 1..8).prop_map(Op::Batch),
+        8 => k().prop_map(Op::Get),
+        2 => Just(Op::TakeSnapshot),
+        1 => (0usize..4).prop_map(Op::Release),
+        4 => (0usize..4, k()).prop_map(|(s, k)| Op::GetAt(s, k)),
+        2 => (proptest::option::of(0usize..4), proptest::option::of(k()), proptest::option::of(k()), any::<bool>())
+            .prop_map(|(snap, lo, hi, reverse)| Op::Scan { snap, lo, hi, reverse }),
+        2 => (proptest::option::of(0usize..4), k(), proptest::collection::vec(any::<bool>(), 1..12))
+            .prop_map(|(snap, start, steps)| Op::Walk { snap, start, steps }),
+        3 => Just(Op::Flush),
+        2 => (proptest::option::of(k()), proptest::option::of(k())).prop_map(|(a, b)| Op::Compact(a, b)),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+struct Harness {
+    fs: Arc<MemFs>,
+    db: Option<Db>,
+    model: Model,
+    snapshots: Vec<(Snapshot, Model)>,
+    counter: u64,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let fs = Arc::new(MemFs::new());
+        let db = Db::open("/db", small_options(fs.clone())).unwrap();
+        Harness {
+            fs,
+            db: Some(db),
+            model: Model::new(),
+            snapshots: Vec::new(),
+            counter: 0,
+        }
+    }
+
+    fn db(&self) -> &Db {
+        self.db.as_ref().unwrap()
+    }
+
+    fn snapshot(&self, i: Option<usize>) -> (ReadOptions, &Model) {
+        match i.and_then(|i| self.snapshots.get(i % self.snapshots.len().max(1))) {
+            Some((s, m)) => (ReadOptions::at(s), m),
+            None => (ReadOptions::default(), &self.model),
+        }
+    }
+
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Put(k, len) => {
+                self.counter += 1;
+                let v = value(self.counter, *len);
+                self.db().put(key(*k), &v).unwrap();
+                self.model.insert(key(*k), v);
+            }
+            Op::Delete(k) => {
+                self.db().delete(key(*k)).unwrap();
+                self.model.remove(&key(*k));
+            }
+            Op::DeleteRange(a, b) => {
+                let (s, e) = (key(*a), key(*b));
+                let r = self.db().delete_range(&s, &e);
+                if a < b {
+                    r.unwrap();
+                    model_delete_range(&mut self.model, &s, &e);
+                } else {
+                    assert!(r.is_err(), "an empty range must be refused");
+                }
+            }
+            Op::Batch(entries) => {
+                let mut b = WriteBatch::new();
+                for &(kind, k1, k2) in entries {
+                    match kind {
+                        0 => {
+                            self.counter += 1;
+                            let v = value(self.counter, k2 as u16);
+                            b.put(key(k1), &v);
+                            self.model.insert(key(k1), v);
+                        }
+                        1 => {
+                            b.delete(key(k1));
+                            self.model.remove(&key(k1));
+                        }
+                        _ => {
+                            let (lo, hi) = (k1.min(k2), k1.max(k2).saturating_add(1));
+                            b.delete_range(key(lo), key(hi));
+                            model_delete_range(&mut self.model, &key(lo), &key(hi));
+                        }
+                    }
+                }
+                self.db().write(b).unwrap();
+            }
+            Op::Get(k) => {
+                let got = self.db().get(key(*k)).unwrap();
+                assert_eq!(
+                    got.as_deref(),
+                    self.model.get(&key(*k)).map(|v| &v[..]),
+                    "get {k}"
+                );
+            }
+            Op::TakeSnapshot => {
+                if self.snapshots.len() < 4 {
+                    self.snapshots
+                        .push((self.db().snapshot(), self.model.clone()));
+                }
+            }
+            Op::Release(i) => {
+                if !self.snapshots.is_empty() {
+                    let i = i % self.snapshots.len();
+                    self.snapshots.remove(i);
+                }
+            }
+            Op::GetAt(i, k) => {
+                let (opts, m) = self.snapshot(Some(*i));
+                let got = self.db().get_opt(key(*k), &opts).unwrap();
+                assert_eq!(
+                    got.as_deref(),
+                    m.get(&key(*k)).map(|v| &v[..]),
+                    "get {k} at snapshot"
+                );
+            }
+            Op::Scan {
+                snap,
+                lo,
+                hi,
+                reverse,
+            } => {
+                let (mut opts, m) = self.snapshot(*snap);
+                opts.lower_bound = lo.map(|k| Bytes::from(key(k)));
+                opts.upper_bound = hi.map(|k| Bytes::from(key(k)));
+                let lo_b = lo.map_or(Bound::Unbounded, |k| Bound::Included(key(k)));
+                let hi_b = hi.map_or(Bound::Unbounded, |k| Bound::Excluded(key(k)));
+                let expect = if matches!((lo, hi), (Some(a), Some(b)) if a >= b) {
+                    Vec::new()
+                } else {
+                    model_range(m, lo_b, hi_b)
+                };
+                let mut got = if *reverse {
+                    scan_rev(self.db(), &opts)
+                } else {
+                    scan(self.db(), &opts)
+                };
+                if *reverse {
+                    got.reverse();
+                }
+                assert_eq!(got, expect, "scan {lo:?}..{hi:?} reverse={reverse}");
+            }
+            Op::Walk { snap, start, steps } => {
+                let (opts, m) = self.snapshot(*snap);
+                let entries: Vec<(&Vec<u8>, &Vec<u8>)> = m.iter().collect();
+                let mut it = self.db().raw_iterator(&opts).unwrap();
+                it.seek(key(*start)).unwrap();
+                let mut pos = Some(entries.partition_point(|(k, _)| **k < key(*start)))
+                    .filter(|&p| p < entries.len());
+                for &forward in steps {
+                    match pos {
+                        Some(p) => {
+                            assert_eq!(it.key(), Some(&entries[p].0[..]));
+                            assert_eq!(it.value(), Some(&entries[p].1[..]));
+                        }
+                        None => assert!(!it.valid()),
+                    }
+                    if forward {
+                        it.next().unwrap();
+                        pos = pos.and_then(|p| (p + 1 < entries.len()).then_some(p + 1));
+                    } else {
+                        it.prev().unwrap();
+                        pos = pos.and_then(|p| p.checked_sub(1));
+                    }
+                }
+                match pos {
+                    Some(p) => assert_eq!(it.key(), Some(&entries[p].0[..])),
+                    None => assert!(!it.valid()),
+                }
+            }
+            Op::Flush => self.db().flush().unwrap(),
+            Op::Compact(a, b) => {
+                let (a, b) = (a.map(key), b.map(key));
+                self.db().compact_range(a.as_deref(), b.as_deref()).unwrap();
+            }
+            Op::Reopen => {
+                self.snapshots.clear();
+                self.db.take().unwrap().close().unwrap();
+                self.db = Some(Db::open("/db", small_options(self.fs.clone())).unwrap());
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(32),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn engine_matches_btreemap(ops in proptest::collection::vec(op(), 1..160)) {
+        let mut h = Harness::new();
+        for op in &ops {
+            h.apply(op);
+        }
+        assert_equal(h.db(), &h.model, "end");
+        for (snap, m) in &h.snapshots {
+            let got = scan(h.db(), &ReadOptions::at(snap));
+            prop_assert_eq!(got, common::model_pairs(m));
+        }
+        h.db().compact_range(None, None).unwrap();
+        assert_equal(h.db(), &h.model, "after a full compaction");
+        h.snapshots.clear();
+        h.db.take().unwrap().close().unwrap();
+        let db = Db::open("/db", small_options(h.fs.clone())).unwrap();
+        assert_equal(&db, &h.model, "after reopen");
+    }
+}
+
+/// Enough data that levels below L1 fill, checked level by level.
+#[test]
+fn every_level_is_reached() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", small_options(fs.clone())).unwrap();
+    let mut model = Model::new();
+    for round in 0..12u64 {
+        for i in 0..400u64 {
+            let k = format!("key{:05}", (i * 7919 + round * 13) % 3000).into_bytes();
+            let v = value(round * 1000 + i, 200);
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        db.flush().unwrap();
+    }
+    assert_equal(&db, &model, "before the manual compaction");
+    db.compact_range(None, None).unwrap();
+    let stats = db.stats();
+    // Compactions wrote into every level below L0.
+    let written: Vec<usize> = stats.tables[0]
+        .levels
+        .iter()
+        .filter(|l| l.write_bytes > 0)
+        .map(|l| l.level.unwrap())
+        .collect();
+    assert_eq!(written, [0, 1, 2, 3, 4], "\n{stats}");
+    // After compact_range everything sits in the last level.
+    let populated: Vec<usize> = stats.tables[0]
+        .levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| l.level.unwrap())
+        .collect();
+    assert_eq!(populated, [4], "\n{stats}");
+    assert_equal(&db, &model, "many levels");
+}
