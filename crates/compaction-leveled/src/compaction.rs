@@ -304,6 +304,14 @@ impl fmt::Display for Compaction {
         if self.reuse_untouched_files {
             write!(f, " reuse-untouched")?;
         }
+        if let Some((lo, hi)) = &self.memtable_range {
+            write!(
+                f,
+                " memtable=[{}-{}]",
+                lithify_base::key::escape(lo),
+                lithify_base::key::escape(hi)
+            )?;
+        }
         if !self.output_boundaries.is_empty() {
             let keys: Vec<String> = self
                 .output_boundaries

@@ -379,6 +379,9 @@ fn run_job(
 }
 
 /// One input of the merge: a table, or the memtables of a flush.
+// A job holds a handful of these; boxing the table iterator would add a
+// pointer chase to every key of the hot merge loop.
+#[allow(clippy::large_enum_variant)]
 enum Input<'a> {
     Table(TableIter<InternalKeyComparator>),
     Mem(Box<dyn InternalIterator + Send + 'a>),

@@ -180,13 +180,29 @@ impl TwoTierPicker {
         None
     }
 
-    /// The L0 tables a minor compaction of stripe `s` merges, by policy.
-    fn minor_candidates(&self, s: &StripeScore) -> Option<Vec<Arc<FileMetadata>>> {
+    /// The L0 tables a minor compaction of stripe `s` merges, by policy:
+    /// always the newest ones, up to the first table being compacted.
+    fn minor_candidates(
+        &self,
+        s: &StripeScore,
+        ctx: &PickContext<'_>,
+    ) -> Option<Vec<Arc<FileMetadata>>> {
         let n = s.l0.len();
+        let free =
+            s.l0.iter()
+                .position(|f| ctx.in_progress.is_being_compacted(f.number))
+                .unwrap_or(n);
+        let newest = |k: usize| (k.min(free) >= 2).then(|| s.l0[..k.min(free)].to_vec());
         match self.opts.minor {
             MinorPolicy::None => None,
-            MinorPolicy::MergeWithPrevious => (n >= 2).then(|| s.l0.clone()),
-            MinorPolicy::HotRange { max_tables } => (n > max_tables).then(|| s.l0.clone()),
+            MinorPolicy::MergeWithPrevious => newest(n),
+            MinorPolicy::HotRange { max_tables } => {
+                if n > max_tables {
+                    newest(n)
+                } else {
+                    None
+                }
+            }
             MinorPolicy::SizeTiered {
                 max_tables,
                 size_ratio_percent,
@@ -207,7 +223,7 @@ impl TwoTierPicker {
                 if take < 2 {
                     take = n - max_tables + 1;
                 }
-                Some(s.l0[..take].to_vec())
+                newest(take)
             }
         }
     }
@@ -226,10 +242,10 @@ impl TwoTierPicker {
             order.truncate(1);
         }
         for s in order {
-            let Some(files) = self.minor_candidates(s) else {
+            let Some(files) = self.minor_candidates(s, ctx) else {
                 continue;
             };
-            if files.len() < 2 || !consecutive_in_l0(version, &files) {
+            if !consecutive_in_l0(version, &files) {
                 continue;
             }
             let inputs = vec![CompactionInputs { level: 0, files }];
@@ -301,7 +317,7 @@ impl CompactionPicker for TwoTierPicker {
         let boundaries = self.stripes(version);
         self.stripe_scores(version, &boundaries).iter().any(|s| {
             let free = !ctx.in_progress.any_being_compacted(&s.l0);
-            free && (self.wants_major(s) || self.minor_candidates(s).is_some_and(|f| f.len() >= 2))
+            (free && self.wants_major(s)) || self.minor_candidates(s, ctx).is_some()
         })
     }
 
