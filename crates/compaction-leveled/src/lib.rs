@@ -37,6 +37,7 @@ pub mod iter;
 pub mod job;
 mod options;
 pub mod picker;
+pub mod resource;
 mod score;
 pub mod sim;
 mod stats;

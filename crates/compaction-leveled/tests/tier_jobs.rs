@@ -669,3 +669,61 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_rate_limited_job_charges_every_byte_it_writes() {
+    use lithify_compaction_leveled::resource::{
+        Clock, ManualClock, RateLimiter, RateLimiterOptions,
+    };
+    let picker = CompactionStrategy::TwoTier(TwoTierOptions {
+        target_file_size: 2 << 10,
+        ..TwoTierOptions::write_only()
+    })
+    .picker()
+    .unwrap();
+    let mut lsm = Lsm::new();
+    let mut model = BTreeMap::new();
+    let mut rng = 17;
+    for _ in 0..2 {
+        let b = batch(&mut lsm, &mut model, &mut rng, 300, 400, None);
+        lsm.flush(&*picker, b.entries, b.tombstones).unwrap();
+    }
+    let c = picker
+        .pick_auto(&lsm.version(), &PickContext::new(&lsm.running))
+        .expect("a major");
+    assert!(!c.trivial_move);
+    let clock = Arc::new(ManualClock::new(0));
+    let limiter = Arc::new(RateLimiter::new(
+        RateLimiterOptions {
+            bytes_per_sec: 10_000,
+            offpeak_bytes_per_sec: 0,
+            offpeak: None,
+        },
+        clock.clone(),
+    ));
+    let opts = JobOptions {
+        rate_limiter: Some(limiter.clone()),
+        ..JobOptions::default()
+    };
+    let result = run_compaction(
+        &c,
+        &lsm.opener(),
+        &Snapshots::none(),
+        None,
+        &lsm.factory(),
+        &opts,
+    )
+    .unwrap();
+    let written = result.stats.bytes_written;
+    assert_eq!(limiter.total_bytes(), written);
+    // At 10 kB/s after a 1 kB burst, the clock slept (written - 1000) / 10
+    // ms, give or take a microsecond per wait.
+    let expected = (written - 1_000) * 100;
+    let slept = clock.now_micros();
+    assert!(
+        slept >= expected && slept <= expected + 1_000,
+        "{slept} vs {expected}"
+    );
+    lsm.set.log_and_apply(vec![result.edit]).unwrap();
+    check(&mut lsm, &model, 400, "rate limited");
+}

@@ -56,6 +56,9 @@ pub struct JobOptions {
     /// The picker's file order (round robin changes subcompaction
     /// planning).
     pub compaction_pri: CompactionPri,
+    /// Limits the bytes the job writes per second (compactions; the engine
+    /// leaves flushes unlimited so they never hold up writes).
+    pub rate_limiter: Option<Arc<crate::resource::RateLimiter>>,
 }
 
 impl Default for JobOptions {
@@ -64,6 +67,7 @@ impl Default for JobOptions {
             verify_record_count: true,
             now: None,
             compaction_pri: CompactionPri::MinOverlappingRatio,
+            rate_limiter: None,
         }
     }
 }
@@ -273,6 +277,7 @@ fn run_job(
     );
     let job = SubJob {
         c,
+        limiter: opts.rate_limiter.as_deref(),
         mem,
         tables: &tables,
         cmp: &cmp,
@@ -547,6 +552,7 @@ struct SubOutcome {
 /// What every subcompaction of one job shares.
 struct SubJob<'a, 'm> {
     c: &'a Compaction,
+    limiter: Option<&'a crate::resource::RateLimiter>,
     mem: Option<&'a MemtableInput<'m>>,
     tables: &'a [Arc<Table<InternalKeyComparator>>],
     cmp: &'a InternalKeyComparator,
@@ -626,7 +632,8 @@ impl SubJob<'_, '_> {
             lower.clone(),
             upper,
             self.cutter(),
-        );
+        )
+        .with_rate_limiter(self.limiter);
         let drained = (|| {
             match &lower {
                 Some(l) => it.seek(l)?,

@@ -16,6 +16,7 @@ use super::cutter::OutputCutter;
 use crate::bounds::sentinel;
 use crate::error::{IoSnafu, Result, TableSnafu};
 use crate::iter::RangeDelAggregator;
+use crate::resource::RateLimiter;
 
 /// Hands out file numbers for outputs.
 pub trait FileNumbers: Send + Sync {
@@ -83,7 +84,13 @@ pub(crate) struct OutputWriter<'a> {
     pub(crate) outputs: Vec<FileMetadata>,
     pub(crate) created: Vec<PathBuf>,
     pub(crate) bytes_written: u64,
+    limiter: Option<&'a RateLimiter>,
+    /// Bytes of the current file already charged to the limiter.
+    charged: u64,
 }
+
+/// Bytes a writer lets accumulate before asking the rate limiter.
+const RATE_LIMIT_CHUNK: u64 = 64 << 10;
 
 impl<'a> OutputWriter<'a> {
     #[allow(clippy::too_many_arguments)]
@@ -114,7 +121,15 @@ impl<'a> OutputWriter<'a> {
             outputs: Vec::new(),
             created: Vec::new(),
             bytes_written: 0,
+            limiter: None,
+            charged: 0,
         }
+    }
+
+    /// Charges the bytes written to `limiter` (waiting as it says).
+    pub(crate) fn with_rate_limiter(mut self, limiter: Option<&'a RateLimiter>) -> Self {
+        self.limiter = limiter;
+        self
     }
 
     /// Adds a point entry (keys in order).
@@ -153,6 +168,13 @@ impl<'a> OutputWriter<'a> {
         out.largest.extend_from_slice(key);
         self.last_user_key.clear();
         self.last_user_key.extend_from_slice(user_key);
+        if let Some(limiter) = self.limiter {
+            let size = out.builder.estimated_size();
+            if size >= self.charged + RATE_LIMIT_CHUNK {
+                limiter.request(size - self.charged);
+                self.charged = size;
+            }
+        }
         Ok(())
     }
 
@@ -227,6 +249,10 @@ impl<'a> OutputWriter<'a> {
         meta.creation_time = props.creation_time;
         meta.oldest_ancestor_time = self.oldest_ancestor_time;
         self.bytes_written += built.file_size;
+        if let Some(limiter) = self.limiter {
+            limiter.request(built.file_size.saturating_sub(self.charged));
+        }
+        self.charged = 0;
         self.outputs.push(meta);
         Ok(())
     }
