@@ -352,6 +352,16 @@ impl Db {
     }
 
     fn shutdown(&self) -> Result<()> {
+        // Writes that skipped the WAL live only in memtables: flush them
+        // (RocksDB does unless `avoid_flush_during_shutdown`).
+        if self
+            .inner
+            .unpersisted
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
+            && self.background_error().is_none()
+        {
+            let _ = self.flush();
+        }
         {
             let mut st = self.inner.lock_state();
             if st.shutting_down {

@@ -82,6 +82,8 @@ pub(crate) struct DbInner {
     pub(crate) stalled: AtomicBool,
     /// Some table's memtable is full.
     pub(crate) switch_pending: AtomicBool,
+    /// Writes without WAL went to the memtables: close flushes them.
+    pub(crate) unpersisted: AtomicBool,
     pub(crate) counters: Counters,
     pub(crate) opened_at: Instant,
     pub(crate) _lock: FileLock,

@@ -309,6 +309,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(StdArc<DbInner>, Vec
         read_only: AtomicBool::new(false),
         stalled: AtomicBool::new(false),
         switch_pending: AtomicBool::new(false),
+        unpersisted: AtomicBool::new(false),
         counters: Counters::default(),
         opened_at: Instant::now(),
         _lock: lock,

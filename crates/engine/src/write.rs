@@ -168,7 +168,9 @@ impl DbInner {
         Counters::add(&c.write_groups, 1);
         Counters::add(&c.keys_written, records);
         Counters::add(&c.user_bytes, user_bytes);
-        if !group[0].options.disable_wal {
+        if group[0].options.disable_wal {
+            self.unpersisted.store(true, Ordering::Release);
+        } else {
             let sync = group.iter().any(|w| w.options.sync);
             if let Err(e) = self.log_group(&mut leader, group, first, records, last, sync) {
                 drop(leader);

@@ -249,12 +249,12 @@ impl Harness {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(32),
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(128),
         ..ProptestConfig::default()
     })]
 
     #[test]
-    fn engine_matches_btreemap(ops in proptest::collection::vec(op(), 1..160)) {
+    fn engine_matches_btreemap(ops in proptest::collection::vec(op(), 1..300)) {
         let mut h = Harness::new();
         for op in &ops {
             h.apply(op);

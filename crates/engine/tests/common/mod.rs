@@ -56,7 +56,11 @@ pub(crate) fn model_pairs(m: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-pub(crate) fn model_range(m: &Model, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn model_range(
+    m: &Model,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     m.range((lo, hi))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
