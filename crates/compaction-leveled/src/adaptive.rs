@@ -140,7 +140,9 @@ impl Default for AdaptiveThresholds {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptiveOptions {
     /// The strategy before enough operations were observed (default
-    /// `Leveled`).
+    /// `TwoTier` with its default options: every choice of the table is a
+    /// two-tier shape, so switching among them never needs a reshaping
+    /// compaction).
     pub initial: Box<CompactionStrategy>,
     /// Template for `MajorOnly` choices.
     pub major_only: MajorOnlyOptions,
@@ -159,7 +161,7 @@ pub struct AdaptiveOptions {
 impl Default for AdaptiveOptions {
     fn default() -> Self {
         AdaptiveOptions {
-            initial: Box::default(),
+            initial: Box::new(CompactionStrategy::TwoTier(TwoTierOptions::default())),
             major_only: MajorOnlyOptions::default(),
             two_tier: TwoTierOptions::default(),
             min_window_ops: 10_000,
@@ -340,7 +342,7 @@ pub struct Switch {
 /// use lithify_compaction_leveled::adaptive::{AdaptiveOptions, AdaptiveState, WorkloadStats};
 ///
 /// let mut state = AdaptiveState::new(AdaptiveOptions::default());
-/// assert_eq!(state.current().kind_name(), "leveled");
+/// assert_eq!(state.current().kind_name(), "two-tier");
 /// let read_only = WorkloadStats { reads: 20_000, writes: 10, ..WorkloadStats::default() };
 /// assert!(state.observe(&read_only).is_none()); // one window is not enough
 /// let switch = state.observe(&read_only).unwrap();
@@ -655,7 +657,7 @@ mod tests {
         assert!(state.observe(&read_only).is_none());
         assert!(state.observe(&write_only).is_none());
         let s = state.observe(&write_only).unwrap();
-        assert_eq!(s.from.kind_name(), "leveled");
+        assert_eq!(s.from.kind_name(), "two-tier");
         assert_eq!(s.to.kind_name(), "two-tier");
         // The same choice again keeps it and refreshes the reason.
         assert!(state.observe(&write_only).is_none());

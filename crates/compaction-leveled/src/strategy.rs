@@ -107,7 +107,7 @@ impl CompactionStrategy {
 
 impl fmt::Display for CompactionStrategy {
     /// `leveled`, `major-only`, `two-tier(minor=..,stripes=..,ratio=..)`,
-    /// `adaptive(initial)`.
+    /// `adaptive`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CompactionStrategy::TwoTier(o) => write!(
@@ -117,7 +117,6 @@ impl fmt::Display for CompactionStrategy {
                 o.stripes,
                 o.major_ratio
             ),
-            CompactionStrategy::Adaptive(a) => write!(f, "adaptive({})", a.initial),
             other => f.write_str(other.kind_name()),
         }
     }
@@ -145,7 +144,7 @@ mod tests {
             let s = CompactionStrategy::parse(name).unwrap();
             let picker = s.picker().unwrap();
             let expected = match s.kind_name() {
-                "adaptive" => "leveled",
+                "adaptive" => "two-tier",
                 k => k,
             };
             assert_eq!(picker.name(), expected, "{name}");
@@ -154,7 +153,7 @@ mod tests {
         assert_eq!(CompactionStrategy::default().to_string(), "leveled");
         assert_eq!(
             CompactionStrategy::parse("adaptive").unwrap().to_string(),
-            "adaptive(leveled)"
+            "adaptive"
         );
     }
 }

@@ -211,10 +211,12 @@ impl TwoTierOptions {
     }
 
     /// Read-mostly, few random updates: each flush merged with the
-    /// previous L0 table.
+    /// previous L0 table, major at a quarter of the major level (the one
+    /// L0 table is rewritten by every flush, so it is kept small).
     pub fn read_mostly_few_updates() -> Self {
         TwoTierOptions {
             minor: MinorPolicy::MergeWithPrevious,
+            major_ratio: 0.25,
             ..TwoTierOptions::default()
         }
     }

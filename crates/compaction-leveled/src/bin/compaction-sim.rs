@@ -1,15 +1,22 @@
-//! `compaction-sim`: run the leveled picker over synthetic flushes and
-//! print per-level sizes, write amplification and space amplification.
+//! `compaction-sim`: run a compaction strategy's picker over synthetic
+//! flushes and print per-level sizes and write, read and space
+//! amplification; or, with `--workload all --strategy all`, the strategies
+//! table.
 //!
 //! ```text
 //! cargo run --release -p lithify-compaction-leveled --bin compaction-sim -- \
 //!     --writes 10000000 --key-size 16 --value-size 100 --distribution uniform
+//! cargo run --release -p lithify-compaction-leveled --bin compaction-sim -- \
+//!     --workload all --strategy all --writes 4000000 --keys 1000000
 //! ```
 
 use std::process::ExitCode;
 
-use lithify_compaction_leveled::CompactionPri;
-use lithify_compaction_leveled::sim::{KeyDistribution, SimConfig, simulate};
+use lithify_compaction_leveled::sim::{
+    KeyDistribution, SimConfig, WorkloadKind, report_strategies, simulate, sized_strategy,
+    strategies_table,
+};
+use lithify_compaction_leveled::{CompactionPri, CompactionStrategy};
 
 const USAGE: &str = "usage: compaction-sim [options]
   --writes N                 number of writes (default 10000000)
@@ -26,6 +33,13 @@ const USAGE: &str = "usage: compaction-sim [options]
   --static-levels            level_compaction_dynamic_level_bytes = false
   --compaction-pri P         MinOverlappingRatio | ByCompensatedSize | OldestLargestSeqFirst | OldestSmallestSeqFirst | RoundRobin
   --memtable-overhead N      memtable bytes per entry beyond key+8+value (default 32)
+  --strategy S               leveled | major-only | two-tier[:write-only|:write-mostly|
+                             :read-mostly-few|:read-mostly-many] | adaptive | all (default leveled)
+  --workload W               increasing | write-only | write-mostly | read-only |
+                             read-mostly-few | read-mostly-many | all: operations (--writes of
+                             them, over --keys keys) instead of the plain write stream
+  --tier-file-size N         file size of the two-tier strategies (default: --target-file-size-base)
+  --adaptive-window N        operations per adaptive window (default: 1/40 of --writes)
   --seed N
 Sizes accept K, M and G suffixes (powers of 1024).";
 
@@ -39,9 +53,20 @@ fn size(s: &str) -> Option<u64> {
     digits.parse::<u64>().ok()?.checked_mul(mult)
 }
 
-fn parse(args: &[String]) -> Result<SimConfig, String> {
+/// What to run: one simulation, or the strategies table.
+struct Run {
+    config: SimConfig,
+    strategies: Vec<String>,
+    workloads: Vec<WorkloadKind>,
+    tier_file_size: Option<u64>,
+}
+
+fn parse(args: &[String]) -> Result<Run, String> {
     let mut config = SimConfig::fillrandom(10_000_000);
     let mut key_space = None;
+    let mut strategies = vec!["leveled".to_owned()];
+    let mut workloads = Vec::new();
+    let mut tier_file_size = None;
     let mut i = 0;
     while i < args.len() {
         let flag = args[i].as_str();
@@ -81,18 +106,76 @@ fn parse(args: &[String]) -> Result<SimConfig, String> {
                     .ok_or_else(|| format!("unknown compaction_pri `{value}`"))?
             }
             "--memtable-overhead" => config.memtable_entry_overhead = num()?,
+            "--strategy" => {
+                strategies = if value == "all" {
+                    vec!["all".to_owned()]
+                } else if CompactionStrategy::parse(value).is_some() {
+                    vec![value.clone()]
+                } else {
+                    return Err(format!("unknown strategy `{value}`"));
+                }
+            }
+            "--workload" => {
+                workloads = if value == "all" {
+                    WorkloadKind::ALL.to_vec()
+                } else {
+                    vec![
+                        WorkloadKind::parse(value)
+                            .ok_or_else(|| format!("unknown workload `{value}`"))?,
+                    ]
+                }
+            }
+            "--tier-file-size" => tier_file_size = Some(num()?),
+            "--adaptive-window" => config.adaptive_window = num()?,
             "--seed" => config.seed = num()?,
             _ => return Err(format!("unknown option {flag}")),
         }
         i += 2;
     }
     config.key_space = key_space.unwrap_or(config.num_writes);
-    Ok(config)
+    Ok(Run {
+        config,
+        strategies,
+        workloads,
+        tier_file_size,
+    })
+}
+
+fn run(r: Run) -> Result<String, String> {
+    let tier = r
+        .tier_file_size
+        .unwrap_or(r.config.options.target_file_size_base);
+    let strategies: Vec<CompactionStrategy> = if r.strategies == ["all"] {
+        report_strategies(&r.config.options, tier)
+    } else {
+        let name = &r.strategies[0];
+        let s = CompactionStrategy::parse(name).ok_or(format!("unknown strategy `{name}`"))?;
+        vec![sized_strategy(s, &r.config.options, tier)]
+    };
+    if r.workloads.len() > 1 || strategies.len() > 1 {
+        let workloads = if r.workloads.is_empty() {
+            vec![WorkloadKind::WriteOnly]
+        } else {
+            r.workloads
+        };
+        let (text, _) =
+            strategies_table(&r.config, &workloads, &strategies).map_err(|e| e.to_string())?;
+        return Ok(text);
+    }
+    let mut config = r.config;
+    config.workload = r.workloads.first().copied();
+    config.strategy = strategies.into_iter().next();
+    if config.adaptive_window == 0 {
+        config.adaptive_window = (config.num_writes / 40).max(1);
+    }
+    simulate(&config)
+        .map(|r| r.to_string())
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let config = match parse(&args) {
+    let run_args = match parse(&args) {
         Ok(c) => c,
         Err(msg) => {
             if !msg.is_empty() {
@@ -106,7 +189,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    match simulate(&config) {
+    match run(run_args) {
         Ok(report) => {
             println!("{report}");
             ExitCode::SUCCESS

@@ -18,7 +18,9 @@ use crate::tier_options::{MinorPolicy, TwoTierOptions};
 /// The `TwoTier` picker ("Memtable + L0 + L1"). In order of priority:
 ///
 /// 1. **Reshape**: middle levels left by another strategy are merged, with
-///    every delta file sharing keys with them, into the major level.
+///    every delta file sharing keys with them, into the major level; an L0
+///    table spanning several stripes (flushed before a switch to more
+///    stripes) is cut into one table per stripe.
 /// 2. **Major**: for each stripe (the whole key space with one stripe),
 ///    its score is its L0 bytes over `major_ratio` times its major-level
 ///    bytes (infinite over an empty stripe); a stripe with a score of at
@@ -26,9 +28,10 @@ use crate::tier_options::{MinorPolicy, TwoTierOptions};
 ///    major level — highest score first — with the delta files sharing
 ///    keys with it; major-level files meeting no delta file stay in place
 ///    and outputs are cut at stripe boundaries.
-/// 3. **Minor**, by [`MinorPolicy`], on the newest L0 tables of a stripe
-///    (always a run of consecutive tables in L0 order, so the merged table
-///    takes their place in it).
+/// 3. **Minor**, by [`MinorPolicy`], on the newest L0 tables of a stripe,
+///    the stripe with the most L0 tables first (grown, when a table of
+///    another stripe sits between them in L0 order and shares keys with
+///    them, to take it too, so the merged table can take their place).
 ///
 /// Flush plans ([`pick_flush`](CompactionPicker::pick_flush)) cut flushes
 /// at stripe boundaries, and with `MergeWithPrevious` merge them with the
@@ -146,6 +149,53 @@ impl TwoTierPicker {
             .collect()
     }
 
+    /// Restriping after a switch to more stripes: the newest L0 table
+    /// spanning two or more stripe boundaries (flushed before the stripes
+    /// existed) is rewritten into one L0 table per stripe, so the stripes'
+    /// majors stay apart instead of all joining one major over the whole
+    /// table. A table crossing a single boundary (boundaries drift as the
+    /// major level changes) just joins the neighbouring stripe's major.
+    fn pick_restripe(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        boundaries: &[Vec<u8>],
+    ) -> Option<Compaction> {
+        if boundaries.len() < 2 {
+            return None;
+        }
+        let cmp = version.comparator();
+        let f = version.files(0).iter().find(|f| {
+            !ctx.in_progress.is_being_compacted(f.number)
+                && boundaries
+                    .iter()
+                    .filter(|b| {
+                        cmp.compare_user(f.smallest_user_key(), b).is_lt()
+                            && cmp.compare_user(f.largest_user_key(), b).is_ge()
+                    })
+                    .count()
+                    >= 2
+        })?;
+        tiers::build(
+            version,
+            ctx,
+            &self.output(),
+            vec![CompactionInputs {
+                level: 0,
+                files: vec![f.clone()],
+            }],
+            TierPick {
+                reason: CompactionReason::Reshape,
+                output_level: 0,
+                score: 0.0,
+                manual: false,
+                stripes: boundaries,
+                reuse_untouched_files: false,
+                memtable_range: None,
+            },
+        )
+    }
+
     fn wants_major(&self, s: &StripeScore) -> bool {
         !s.l0.is_empty() && (s.score >= 1.0 || s.l0.len() > self.opts.max_l0_tables)
     }
@@ -238,14 +288,14 @@ impl TwoTierPicker {
         let mut order: Vec<&StripeScore> = scores.iter().collect();
         // The hottest stripe (most L0 tables) first.
         order.sort_by(|a, b| b.l0.len().cmp(&a.l0.len()).then(a.stripe.cmp(&b.stripe)));
-        if matches!(self.opts.minor, MinorPolicy::HotRange { .. }) {
-            order.truncate(1);
-        }
         for s in order {
             let Some(files) = self.minor_candidates(s, ctx) else {
                 continue;
             };
-            if !consecutive_in_l0(version, &files) {
+            let Some(files) = consecutive_run(version, files) else {
+                continue;
+            };
+            if ctx.in_progress.any_being_compacted(&files) {
                 continue;
             }
             let inputs = vec![CompactionInputs { level: 0, files }];
@@ -271,35 +321,54 @@ impl TwoTierPicker {
     }
 }
 
-/// Whether merging `files` (L0 tables) into one keeps L0 ordered: no other
-/// L0 table sharing user keys with their hull sits between them in L0
-/// order (the merged table takes the newest one's place).
-fn consecutive_in_l0(version: &Version, files: &[Arc<FileMetadata>]) -> bool {
+/// `files` (L0 tables) grown into a run that can be merged into one table
+/// without breaking L0's order: every L0 table that sits between two of
+/// them in L0 order and shares user keys with their hull joins (the hull
+/// grows with it), so the merged table can take the newest one's place.
+/// `None` when fewer than two tables result.
+fn consecutive_run(
+    version: &Version,
+    files: Vec<Arc<FileMetadata>>,
+) -> Option<Vec<Arc<FileMetadata>>> {
     let cmp = version.comparator();
     let l0 = version.files(0);
-    let chosen: HashSet<u64> = files.iter().map(|f| f.number).collect();
-    let positions: Vec<usize> = l0
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| chosen.contains(&f.number))
-        .map(|(i, _)| i)
-        .collect();
-    let (Some(&first), Some(&last)) = (positions.first(), positions.last()) else {
-        return false;
-    };
-    let lo = files
-        .iter()
-        .map(|f| f.smallest_user_key())
-        .min_by(|a, b| cmp.compare_user(a, b))
-        .unwrap_or_default();
-    let hi = files
-        .iter()
-        .map(|f| f.largest_user_key())
-        .max_by(|a, b| cmp.compare_user(a, b))
-        .unwrap_or_default();
-    l0[first..=last]
-        .iter()
-        .all(|f| chosen.contains(&f.number) || !f.overlaps_user_range(cmp, Some(lo), Some(hi)))
+    let mut chosen: HashSet<u64> = files.iter().map(|f| f.number).collect();
+    loop {
+        let positions: Vec<usize> = l0
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| chosen.contains(&f.number))
+            .map(|(i, _)| i)
+            .collect();
+        let (&first, &last) = (positions.first()?, positions.last()?);
+        let taken = &l0[first..=last];
+        let lo = taken
+            .iter()
+            .filter(|f| chosen.contains(&f.number))
+            .map(|f| f.smallest_user_key())
+            .min_by(|a, b| cmp.compare_user(a, b))?;
+        let hi = taken
+            .iter()
+            .filter(|f| chosen.contains(&f.number))
+            .map(|f| f.largest_user_key())
+            .max_by(|a, b| cmp.compare_user(a, b))?;
+        let joining: Vec<u64> = taken
+            .iter()
+            .filter(|f| {
+                !chosen.contains(&f.number) && f.overlaps_user_range(cmp, Some(lo), Some(hi))
+            })
+            .map(|f| f.number)
+            .collect();
+        if joining.is_empty() {
+            let run: Vec<Arc<FileMetadata>> = taken
+                .iter()
+                .filter(|f| chosen.contains(&f.number))
+                .cloned()
+                .collect();
+            return (run.len() >= 2).then_some(run);
+        }
+        chosen.extend(joining);
+    }
 }
 
 impl CompactionPicker for TwoTierPicker {
@@ -328,6 +397,9 @@ impl CompactionPicker for TwoTierPicker {
         let boundaries = self.stripes(version);
         if tiers::has_middle_levels(version) {
             return tiers::reshape(version, ctx, &self.output(), &boundaries);
+        }
+        if let Some(c) = self.pick_restripe(version, ctx, &boundaries) {
+            return Some(c);
         }
         let scores = self.stripe_scores(version, &boundaries);
         self.pick_major(version, ctx, &boundaries, &scores)

@@ -1,52 +1,64 @@
-//! The compaction simulator: the real picker driven by synthetic flushes,
-//! with file contents tracked as key sets instead of written.
+//! The compaction simulator: the real pickers of every strategy driven by
+//! synthetic flushes, with file contents tracked as key sets instead of
+//! written.
 //!
-//! Keys are integers in `[0, key_space)`. A flush sorts and deduplicates
-//! the memtable's keys (its size is counted per write, as a memtable holds
-//! every version) into an L0 file; each level L1+ keeps one bitmap of the
-//! keys it holds (its files are disjoint key ranges of it), so a
-//! compaction is a union of bitmap ranges and L0 key lists, walked in key
-//! order through the same [`OutputCutter`] the job uses. File sizes come
-//! from a [`SizeModel`] measured on real tables. Metadata goes through a
-//! real [`VersionSet`] on an in-memory file system, so versions, edits and
-//! the picker are exactly the engine's.
+//! Keys are integers. A flush turns the memtable's newest operation per
+//! key (a put or a delete) into an L0 file — or, when the strategy's
+//! [`pick_flush`](crate::CompactionPicker::pick_flush) plans one, merges it
+//! straight into existing files (major flushes of `MajorOnly`, flushes
+//! cut by stripe or merged with the previous L0 table of `TwoTier`). Each
+//! level L1+ keeps bitmaps of its keys and tombstones, so a compaction is
+//! a merge of bitmap ranges and L0 key lists, newest first, walked in key
+//! order through the same [`OutputCutter`](crate::job::OutputCutter) the
+//! job uses; incremental majors leave files without new keys in place.
+//! File sizes come from a [`SizeModel`] measured on real tables. Metadata
+//! goes through a real `VersionSet` on an in-memory file system, so
+//! versions, edits and pickers are exactly the engine's.
 //!
 //! Compactions run to completion after each flush (an infinitely fast
-//! compaction thread, one compaction at a time); the final memtable is
-//! flushed and compactions drained at the end, like db_bench's
-//! `fillrandom` followed by `waitforcompaction`.
+//! compaction thread, one compaction at a time); at the end the last
+//! memtable is flushed and compactions drained.
+//!
+//! Two kinds of input: the plain write stream of db_bench's `fillrandom`
+//! / `fillseq` (by [`KeyDistribution`]), or one of the six workloads of
+//! the strategies report ([`WorkloadKind`]: reads, puts and deletes, some
+//! after a sorted load). With a workload, point reads are simulated too
+//! (tables probed per read), and `Adaptive` observes the operations in
+//! windows and switches strategy as [`AdaptiveState`] decides.
 
+mod bitmap;
+mod lsm;
+mod ops;
 mod size_model;
 mod workload;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use lithify_base::{InternalKey, InternalKeyComparator, ValueKind};
+use lithify_base::InternalKeyComparator;
 use lithify_sstable::TableOptions;
-use lithify_version::{
-    DEFAULT_TABLE, FileMetadata, Version, VersionEdit, VersionSet, VersionSetOptions,
-};
-use lithify_vfs::MemFs;
-use snafu::ResultExt as _;
+use lithify_version::Version;
 
+pub use ops::{Op, OpGenerator, WorkloadKind};
 pub use size_model::{SizeModel, calibrate, db_bench_key};
 pub use workload::{KeyDistribution, KeyGenerator, SplitMix64};
 
-use crate::compaction::{Compaction, CompactionsInProgress};
-use crate::error::{InvalidArgumentSnafu, Result, VersionSnafu};
-use crate::job::{CutLimits, Grandparent, OutputCutter};
+use crate::adaptive::{AdaptiveState, WorkloadRecorder};
+use crate::compaction::CompactionsInProgress;
+use crate::error::{InvalidArgumentSnafu, Result};
 use crate::options::LeveledOptions;
-use crate::picker::{CompactionPicker, LeveledPicker, PickContext};
-use crate::stats::{CompactionStats, CompactionStatsTable, LevelShape, human_size};
+use crate::picker::{CompactionPicker, PickContext, stripe_boundaries};
+use crate::stats::{CompactionStatsTable, LevelShape, human_size};
+use crate::strategy::CompactionStrategy;
+use bitmap::{Bitmap, MemKeys};
+use lsm::{SimLsm, user_key_of};
 
 /// What to simulate.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
-    /// Number of writes.
+    /// Number of writes (with a workload: operations after its load).
     pub num_writes: u64,
     /// Number of distinct keys writes are drawn from (db_bench's `--num`).
     pub key_space: u64,
@@ -54,7 +66,7 @@ pub struct SimConfig {
     pub key_size: usize,
     /// Value size in bytes.
     pub value_size: usize,
-    /// How keys are drawn.
+    /// How keys are drawn (without a workload).
     pub distribution: KeyDistribution,
     /// Memtable size that triggers a flush (`write_buffer_size`).
     pub write_buffer_size: u64,
@@ -63,8 +75,18 @@ pub struct SimConfig {
     pub memtable_entry_overhead: u64,
     /// Table options of the engine (block size, filter, compression).
     pub table_options: TableOptions<InternalKeyComparator>,
-    /// Compaction options.
+    /// Leveled options (the strategy when `strategy` is `None`; its
+    /// `num_levels` is the version's for every strategy).
     pub options: LeveledOptions,
+    /// The strategy; `None` means `Leveled(options)`.
+    pub strategy: Option<CompactionStrategy>,
+    /// One of the strategies report's workloads instead of the plain write
+    /// stream.
+    pub workload: Option<WorkloadKind>,
+    /// Operations per `Adaptive` observation window.
+    pub adaptive_window: u64,
+    /// One point read in this many is probed for read amplification.
+    pub read_sample: u64,
     /// Random seed.
     pub seed: u64,
 }
@@ -84,8 +106,35 @@ impl SimConfig {
             memtable_entry_overhead: 32,
             table_options: TableOptions::for_internal_keys(InternalKeyComparator::bytewise()),
             options: LeveledOptions::default(),
+            strategy: None,
+            workload: None,
+            adaptive_window: 0,
+            read_sample: 4,
             seed: 0x5eed,
         }
+    }
+
+    /// `ops` operations of `workload` over `key_space` keys with
+    /// `strategy`; the adaptive window defaults to 1/40 of the operations.
+    pub fn workload(
+        workload: WorkloadKind,
+        ops: u64,
+        key_space: u64,
+        strategy: CompactionStrategy,
+    ) -> Self {
+        SimConfig {
+            key_space,
+            workload: Some(workload),
+            strategy: Some(strategy),
+            adaptive_window: (ops / 40).max(1),
+            ..SimConfig::fillrandom(ops)
+        }
+    }
+
+    fn strategy(&self) -> CompactionStrategy {
+        self.strategy
+            .clone()
+            .unwrap_or_else(|| CompactionStrategy::Leveled(self.options.clone()))
     }
 }
 
@@ -94,10 +143,25 @@ impl SimConfig {
 pub struct SimCounts {
     /// Flushes.
     pub flushes: u64,
+    /// Flushes that merged into existing files (flush plans).
+    pub flush_plans: u64,
     /// Compactions that rewrote data, by reason.
     pub compactions: HashMap<&'static str, u64>,
     /// Trivial moves.
     pub trivial_moves: u64,
+    /// Bytes incremental majors left in place.
+    pub bytes_reused: u64,
+}
+
+/// A strategy switch `Adaptive` made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimSwitch {
+    /// Operations done when it switched.
+    pub at_op: u64,
+    /// The new strategy.
+    pub to: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// The simulator's result.
@@ -105,20 +169,36 @@ pub struct SimCounts {
 pub struct SimReport {
     /// The configuration.
     pub config_summary: String,
+    /// The strategy simulated (for `Adaptive`, `adaptive`).
+    pub strategy: String,
     /// The final LSM shape.
     pub version: Arc<Version>,
-    /// Cumulative stats per level.
+    /// Cumulative stats per level (after the load, with a workload).
     pub stats: CompactionStatsTable,
     /// The final scores per level.
     pub scores: Vec<f64>,
     /// Counts.
     pub counts: SimCounts,
-    /// Distinct keys written.
+    /// Distinct keys held (live keys and tombstones not yet dropped).
     pub unique_keys: u64,
-    /// Bytes the user wrote (`num_writes x (key + value)`).
+    /// Live keys at the end.
+    pub live_keys: u64,
+    /// Bytes the user wrote (writes x (key + value); after the load).
     pub user_bytes: u64,
+    /// All bytes flushes and compactions wrote (after the load).
+    pub bytes_written: u64,
+    /// Bytes written by the load, if any.
+    pub load_bytes_written: u64,
     /// Size of the live data compacted into one sorted run.
     pub logical_bytes: u64,
+    /// The most bytes on disk at once, over the live data at the end.
+    pub peak_space_amplification: f64,
+    /// Point reads simulated, and tables they probed.
+    pub reads_probed: u64,
+    /// Tables those reads probed in total.
+    pub tables_probed: u64,
+    /// `Adaptive`'s switches.
+    pub switches: Vec<SimSwitch>,
     /// The table size model used.
     pub size_model: SizeModel,
     /// Bytes of one user write (key + value).
@@ -129,20 +209,27 @@ pub struct SimReport {
 
 impl SimReport {
     /// All bytes written (flushes and compactions) per byte flushed
-    /// (RocksDB's `Sum W-Amp`).
+    /// (RocksDB's `Sum W-Amp`; flushes merged into files count as
+    /// compactions).
     pub fn write_amplification(&self) -> f64 {
         self.stats.write_amplification()
     }
 
     /// All bytes written per byte the user wrote (key + value).
     pub fn write_amplification_vs_user(&self) -> f64 {
-        self.stats.sum().bytes_written as f64 / self.user_bytes.max(1) as f64
+        self.bytes_written as f64 / self.user_bytes.max(1) as f64
     }
 
     /// Bytes on disk per byte of live data (one version of each key in one
     /// sorted run).
     pub fn space_amplification(&self) -> f64 {
         self.version.total_bytes() as f64 / self.logical_bytes.max(1) as f64
+    }
+
+    /// Tables a point read probed on average (no bloom filters; 0 without
+    /// reads).
+    pub fn read_amplification(&self) -> f64 {
+        self.tables_probed as f64 / self.reads_probed.max(1) as f64
     }
 }
 
@@ -183,430 +270,99 @@ impl fmt::Display for SimReport {
         reasons.sort();
         writeln!(
             f,
-            "flushes {}, trivial moves {}, compactions {}",
+            "flushes {} ({} merged into files), trivial moves {}, compactions {}, reused {}",
             self.counts.flushes,
+            self.counts.flush_plans,
             self.counts.trivial_moves,
             reasons
                 .iter()
                 .map(|(r, n)| format!("{r}={n}"))
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(" "),
+            human_size(self.counts.bytes_reused)
         )?;
+        for s in &self.switches {
+            writeln!(
+                f,
+                "switched to {} after {} ops: {}",
+                s.to, s.at_op, s.reason
+            )?;
+        }
         writeln!(
             f,
-            "unique keys {} of {} writes; user data {}, live data {}",
+            "keys held {} (live {}); user data {}, live data {}",
             self.unique_keys,
-            self.user_bytes / self.key_value_bytes.max(1),
+            self.live_keys,
             human_size(self.user_bytes),
             human_size(self.logical_bytes)
         )?;
         writeln!(
             f,
-            "write amplification {:.2} (bytes written / bytes flushed; {:.2} per user byte)",
+            "write amplification {:.2} per user byte ({:.2} bytes written / bytes flushed)",
+            self.write_amplification_vs_user(),
             self.write_amplification(),
-            self.write_amplification_vs_user()
         )?;
+        if self.reads_probed > 0 {
+            writeln!(
+                f,
+                "read amplification {:.2} tables probed per read ({} reads sampled)",
+                self.read_amplification(),
+                self.reads_probed
+            )?;
+        }
         writeln!(
             f,
-            "space amplification {:.3} (bytes on disk / live data)",
-            self.space_amplification()
+            "space amplification {:.3} (bytes on disk / live data), peak {:.3}",
+            self.space_amplification(),
+            self.peak_space_amplification
         )?;
         write!(f, "simulated in {:.2} s", self.elapsed_secs)
     }
 }
 
-/// Where a file's keys are.
-#[derive(Debug, Clone)]
-enum Contents {
-    /// An L0 file's sorted keys.
-    List(Vec<u32>),
-    /// An L1+ file: the keys of its level's bitmap in `[lo, hi]`.
-    Range { lo: u32, hi: u32 },
+/// The memtable and the counters of the stream feeding it.
+struct Feeder {
+    mem: MemKeys,
+    mem_bytes: u64,
+    first_seq: u64,
+    seq: u64,
+    writes_in_mem: u64,
+    entry_bytes: u64,
+    write_buffer_size: u64,
 }
 
-/// One bit per key of the key space.
-#[derive(Debug, Clone)]
-struct Bitmap {
-    words: Vec<u64>,
-}
-
-impl Bitmap {
-    fn new(bits: u64) -> Self {
-        Bitmap {
-            words: vec![0; bits.div_ceil(64) as usize],
+impl Feeder {
+    fn write(
+        &mut self,
+        lsm: &mut SimLsm,
+        picker: &dyn CompactionPicker,
+        id: u32,
+        tombstone: bool,
+    ) -> Result<()> {
+        self.seq += 1;
+        self.writes_in_mem += 1;
+        self.mem.insert(id, tombstone);
+        self.mem_bytes += self.entry_bytes;
+        if self.mem_bytes >= self.write_buffer_size {
+            self.flush(lsm, picker)?;
+            lsm.compact_until_idle(picker)?;
         }
+        Ok(())
     }
 
-    fn set(&mut self, i: u32) {
-        self.words[(i / 64) as usize] |= 1 << (i % 64);
-    }
-
-    /// Masks of words `lo / 64 ..= hi / 64` selecting `[lo, hi]`.
-    fn range_masks(lo: u32, hi: u32) -> impl Iterator<Item = (usize, u64)> {
-        let (lw, hw) = ((lo / 64) as usize, (hi / 64) as usize);
-        (lw..=hw).map(move |w| {
-            let mut m = u64::MAX;
-            if w == lw {
-                m &= u64::MAX << (lo % 64);
-            }
-            if w == hw {
-                m &= u64::MAX >> (63 - hi % 64);
-            }
-            (w, m)
-        })
-    }
-
-    /// ORs `[lo, hi]` of `self` into `dst` (indexed from word `base`) and
-    /// clears it here; returns the number of keys moved.
-    fn take_range(&mut self, lo: u32, hi: u32, dst: &mut [u64], base: usize) -> u64 {
-        let mut n = 0;
-        for (w, m) in Self::range_masks(lo, hi) {
-            let bits = self.words[w] & m;
-            n += bits.count_ones() as u64;
-            dst[w - base] |= bits;
-            self.words[w] &= !m;
+    fn flush(&mut self, lsm: &mut SimLsm, picker: &dyn CompactionPicker) -> Result<()> {
+        if !self.mem.is_empty() {
+            lsm.flush(
+                picker,
+                &mut self.mem,
+                (self.first_seq, self.seq),
+                self.writes_in_mem,
+            )?;
         }
-        n
-    }
-
-    /// ORs `src` (indexed from word `base`) into `self`.
-    fn or_from(&mut self, src: &[u64], base: usize) {
-        for (i, w) in src.iter().enumerate() {
-            self.words[base + i] |= w;
-        }
-    }
-}
-
-/// The distinct keys of the memtable (it holds every version, but a
-/// flush keeps only the newest of each key when no snapshot exists).
-struct MemKeys {
-    bits: Bitmap,
-    lo: u32,
-    hi: u32,
-    any: bool,
-    distinct: usize,
-}
-
-impl MemKeys {
-    fn new(key_space: u64) -> Self {
-        MemKeys {
-            bits: Bitmap::new(key_space),
-            lo: u32::MAX,
-            hi: 0,
-            any: false,
-            distinct: 0,
-        }
-    }
-
-    fn insert(&mut self, id: u32) {
-        let word = &mut self.bits.words[(id / 64) as usize];
-        let bit = 1u64 << (id % 64);
-        self.distinct += usize::from(*word & bit == 0);
-        *word |= bit;
-        self.lo = self.lo.min(id);
-        self.hi = self.hi.max(id);
-        self.any = true;
-    }
-
-    fn is_empty(&self) -> bool {
-        !self.any
-    }
-
-    /// The keys in order; empties the set.
-    fn drain_sorted(&mut self) -> Vec<u32> {
-        let mut out = Vec::with_capacity(self.distinct);
-        if self.any {
-            for w in (self.lo / 64) as usize..=(self.hi / 64) as usize {
-                let mut bits = std::mem::take(&mut self.bits.words[w]);
-                while bits != 0 {
-                    out.push((w * 64 + bits.trailing_zeros() as usize) as u32);
-                    bits &= bits - 1;
-                }
-            }
-        }
-        self.lo = u32::MAX;
-        self.hi = 0;
-        self.any = false;
-        self.distinct = 0;
-        out
-    }
-}
-
-fn id_of(key: &InternalKey) -> u32 {
-    let uk = key.user_key();
-    let mut be = [0u8; 8];
-    let n = uk.len().min(8);
-    be[8 - n..].copy_from_slice(&uk[..n]);
-    u64::from_be_bytes(be) as u32
-}
-
-fn key_of(id: u32, seqno: u64) -> InternalKey {
-    InternalKey::new(&(id as u64).to_be_bytes(), seqno, ValueKind::Put)
-}
-
-struct Sim {
-    config: SimConfig,
-    picker: LeveledPicker,
-    set: VersionSet,
-    model: SizeModel,
-    levels: Vec<Bitmap>,
-    contents: HashMap<u64, Contents>,
-    stats: CompactionStatsTable,
-    counts: SimCounts,
-    scratch: Vec<u64>,
-}
-
-impl Sim {
-    fn current(&self) -> Arc<Version> {
-        self.set
-            .current(DEFAULT_TABLE)
-            .expect("the simulator's table exists")
-    }
-
-    fn file(&self, number: u64, ids: (u32, u32), count: u64, seqnos: (u64, u64)) -> FileMetadata {
-        let mut f = FileMetadata::new(
-            number,
-            self.model.file_size(count),
-            key_of(ids.0, seqnos.1),
-            key_of(ids.1, seqnos.1),
-        );
-        f.smallest_seqno = seqnos.0;
-        f.largest_seqno = seqnos.1;
-        f.num_entries = count;
-        f
-    }
-
-    fn flush(&mut self, keys: Vec<u32>, seqnos: (u64, u64)) -> Result<()> {
-        // Every write of the memtable is a record in; overwritten versions
-        // are dropped by the flush.
-        let writes = seqnos.1 + 1 - seqnos.0;
-        let (Some(&lo), Some(&hi)) = (keys.first(), keys.last()) else {
-            return Ok(());
-        };
-        let number = self.set.new_file_number();
-        let meta = self.file(number, (lo, hi), keys.len() as u64, seqnos);
-        let mut edit = VersionEdit::new(DEFAULT_TABLE);
-        self.stats.record_flush(&CompactionStats {
-            bytes_written: meta.size,
-            num_output_files: 1,
-            num_input_records: writes,
-            num_dropped_records: writes - keys.len() as u64,
-            num_output_records: keys.len() as u64,
-            count: 1,
-            ..CompactionStats::default()
-        });
-        edit.add_file(0, meta);
-        self.contents.insert(number, Contents::List(keys));
-        self.set.log_and_apply(vec![edit]).context(VersionSnafu)?;
-        self.counts.flushes += 1;
-        self.compact_until_idle()
-    }
-
-    fn compact_until_idle(&mut self) -> Result<()> {
-        let in_progress = CompactionsInProgress::new();
-        for _ in 0..1_000_000 {
-            let version = self.current();
-            let ctx = PickContext::new(&in_progress);
-            let Some(c) = self.picker.pick_auto(&version, &ctx) else {
-                return Ok(());
-            };
-            self.run(&c)?;
-        }
-        InvalidArgumentSnafu {
-            message: "the picker kept finding work after a million compactions".to_owned(),
-        }
-        .fail()
-    }
-
-    /// Keys held anywhere (there are no deletes: every key written is).
-    fn distinct_keys(&self) -> u64 {
-        let mut all = Bitmap::new(self.config.key_space);
-        for level in &self.levels {
-            all.or_from(&level.words, 0);
-        }
-        for c in self.contents.values() {
-            if let Contents::List(ids) = c {
-                for &id in ids {
-                    all.set(id);
-                }
-            }
-        }
-        all.words.iter().map(|w| w.count_ones() as u64).sum()
-    }
-
-    /// Moves an input's keys into `dst`; returns how many.
-    fn take_input(&mut self, level: usize, f: &FileMetadata, dst: &mut [u64], base: usize) -> u64 {
-        match self.contents.remove(&f.number) {
-            Some(Contents::List(ids)) => {
-                for &id in &ids {
-                    dst[id as usize / 64 - base] |= 1 << (id % 64);
-                }
-                ids.len() as u64
-            }
-            Some(Contents::Range { lo, hi }) => self.levels[level].take_range(lo, hi, dst, base),
-            None => 0,
-        }
-    }
-
-    fn run(&mut self, c: &Compaction) -> Result<()> {
-        let mut edit = c.input_deletion_edit();
-        let mut stats = CompactionStats {
-            count: 1,
-            ..CompactionStats::default()
-        };
-        if c.trivial_move {
-            for (level, f) in c.input_files() {
-                let contents = self.contents.remove(&f.number);
-                let (lo, hi) = (id_of(&f.smallest), id_of(&f.largest));
-                match contents {
-                    Some(Contents::List(ids)) => {
-                        for id in ids {
-                            self.levels[c.output_level].set(id);
-                        }
-                    }
-                    Some(Contents::Range { .. }) => {
-                        let base = (lo / 64) as usize;
-                        let mut tmp = vec![0u64; (hi / 64) as usize - base + 1];
-                        self.levels[level].take_range(lo, hi, &mut tmp, base);
-                        self.levels[c.output_level].or_from(&tmp, base);
-                    }
-                    None => {}
-                }
-                self.contents.insert(f.number, Contents::Range { lo, hi });
-                edit.add_file(c.output_level, (**f).clone());
-            }
-            stats.bytes_moved = c.input_bytes();
-            self.counts.trivial_moves += 1;
-            self.stats.record_compaction(c.output_level, &stats);
-            return self.set.log_and_apply(vec![edit]).context(VersionSnafu);
-        }
-
-        let mut lo = u32::MAX;
-        let mut hi = 0u32;
-        let mut seq_lo = u64::MAX;
-        let mut seq_hi = 0u64;
-        let mut records_in = 0u64;
-        for (level, f) in c.input_files() {
-            lo = lo.min(id_of(&f.smallest));
-            hi = hi.max(id_of(&f.largest));
-            seq_lo = seq_lo.min(f.smallest_seqno);
-            seq_hi = seq_hi.max(f.largest_seqno);
-            records_in += f.num_entries;
-            if level == c.output_level {
-                stats.bytes_read_output_level += f.size;
-                stats.num_input_files_output_level += 1;
-            } else {
-                stats.bytes_read_non_output_levels += f.size;
-                stats.num_input_files_non_output_levels += 1;
-            }
-        }
-        let base = (lo / 64) as usize;
-        let words = (hi / 64) as usize - base + 1;
-        let mut merged = std::mem::take(&mut self.scratch);
-        merged.clear();
-        merged.resize(words, 0);
-        let inputs: Vec<(usize, Arc<FileMetadata>)> =
-            c.input_files().map(|(l, f)| (l, f.clone())).collect();
-        for (level, f) in &inputs {
-            self.take_input(*level, f, &mut merged, base);
-        }
-
-        let mut outputs: Vec<(u32, u32, u64)> = Vec::new();
-        if c.output_level == 0 {
-            let mut ids = Vec::new();
-            for (i, &w) in merged.iter().enumerate() {
-                let mut w = w;
-                while w != 0 {
-                    ids.push(((base + i) * 64 + w.trailing_zeros() as usize) as u32);
-                    w &= w - 1;
-                }
-            }
-            if let (Some(&a), Some(&b)) = (ids.first(), ids.last()) {
-                let number = self.set.new_file_number();
-                let meta = self.file(number, (a, b), ids.len() as u64, (seq_lo, seq_hi));
-                stats.bytes_written += meta.size;
-                stats.num_output_records += ids.len() as u64;
-                edit.add_file(0, meta);
-                self.contents.insert(number, Contents::List(ids));
-            }
-        } else {
-            let grandparents = c
-                .grandparents
-                .iter()
-                .map(|g| Grandparent {
-                    smallest: id_of(&g.smallest),
-                    largest: id_of(&g.largest),
-                    largest_is_sentinel: false,
-                    size: g.size,
-                })
-                .collect();
-            let mut cutter = OutputCutter::new(
-                grandparents,
-                CutLimits {
-                    target_file_size: c.target_output_file_size,
-                    max_file_size: c.max_output_file_size,
-                    max_compaction_bytes: c.max_compaction_bytes,
-                    dynamic_file_size: c.dynamic_file_size,
-                    never_split: false,
-                },
-            )
-            .with_split_key(c.output_split_key.as_ref().map(id_of));
-            let per_entry = self.model.per_entry;
-            let mut open: Option<(u32, u32, u64)> = None;
-            let cmp = |a: &u32, b: &u32| a.cmp(b);
-            let max_entries = (c.max_output_file_size as f64 / per_entry).ceil() as u64;
-            for (i, &w) in merged.iter().enumerate() {
-                if w == 0 {
-                    continue;
-                }
-                // Bulk path: a whole word of keys that crosses no
-                // grandparent boundary and cannot reach the maximum size.
-                if let Some((_, last, n)) = &mut open {
-                    let pop = w.count_ones() as u64;
-                    let top = ((base + i) * 64 + 63 - w.leading_zeros() as usize) as u32;
-                    if *n + pop < max_entries && cutter.is_quiet_through(&top, cmp) {
-                        *n += pop;
-                        *last = top;
-                        continue;
-                    }
-                }
-                let mut w = w;
-                while w != 0 {
-                    let id = ((base + i) * 64 + w.trailing_zeros() as usize) as u32;
-                    w &= w - 1;
-                    let size = open.map_or(0, |(_, _, n)| (n as f64 * per_entry) as u64);
-                    if cutter.should_stop_before(&id, size, open.is_some(), cmp) {
-                        outputs.extend(open.take());
-                        cutter.file_started(&id, cmp);
-                    }
-                    match &mut open {
-                        Some((_, last, n)) => {
-                            *last = id;
-                            *n += 1;
-                        }
-                        None => open = Some((id, id, 1)),
-                    }
-                }
-            }
-            outputs.extend(open.take());
-            self.levels[c.output_level].or_from(&merged, base);
-            for (a, b, n) in &outputs {
-                let number = self.set.new_file_number();
-                let meta = self.file(number, (*a, *b), *n, (seq_lo, seq_hi));
-                stats.bytes_written += meta.size;
-                stats.num_output_records += n;
-                edit.add_file(c.output_level, meta);
-                self.contents
-                    .insert(number, Contents::Range { lo: *a, hi: *b });
-            }
-        }
-        self.scratch = merged;
-        stats.num_output_files = edit.new_files.len() as u64;
-        stats.num_input_records = records_in;
-        stats.num_dropped_records = records_in.saturating_sub(stats.num_output_records);
-        self.stats.record_compaction(c.output_level, &stats);
-        *self.counts.compactions.entry(c.reason.name()).or_insert(0) += 1;
-        self.set.log_and_apply(vec![edit]).context(VersionSnafu)
+        self.mem_bytes = 0;
+        self.writes_in_mem = 0;
+        self.first_seq = self.seq + 1;
+        Ok(())
     }
 }
 
@@ -626,104 +382,303 @@ impl Sim {
 /// ```
 pub fn simulate(config: &SimConfig) -> Result<SimReport> {
     let started = Instant::now();
-    if config.key_space == 0 || config.key_space > u32::MAX as u64 {
+    let key_ids = match config.workload {
+        Some(kind) => kind.key_ids(config.key_space, config.num_writes),
+        None => config.key_space,
+    };
+    if key_ids == 0 || key_ids >= 1 << 31 {
         return InvalidArgumentSnafu {
-            message: format!("key space must be in 1..=2^32-1, not {}", config.key_space),
+            message: format!("key space must be in 1..2^31, not {key_ids}"),
         }
         .fail();
     }
     let options = config.options.clone().sanitize()?;
-    let picker = LeveledPicker::new(options.clone())?;
-    let fs = Arc::new(MemFs::new());
-    let set = VersionSet::create(
-        fs,
-        Path::new("/sim"),
-        VersionSetOptions {
-            num_levels: options.num_levels,
-            max_manifest_file_size: 16 << 20,
-            ..VersionSetOptions::default()
-        },
-    )
-    .context(VersionSnafu)?;
-    let stride = if config.distribution == KeyDistribution::Sequential {
-        1
-    } else {
-        2
+    let strategy = config.strategy();
+    let mut adaptive = match &strategy {
+        CompactionStrategy::Adaptive(a) => Some(AdaptiveState::new(a.clone())),
+        _ => None,
     };
+    let mut picker: Arc<dyn CompactionPicker> = match &adaptive {
+        Some(state) => state.current().picker()?,
+        None => strategy.picker()?,
+    };
+    let sequential = config.distribution == KeyDistribution::Sequential
+        || config.workload == Some(WorkloadKind::IncreasingKeys);
     let model = calibrate(
         &config.table_options,
         config.key_size,
         config.value_size,
-        stride,
+        if sequential { 1 } else { 2 },
     )?;
-    let mut sim = Sim {
-        config: config.clone(),
-        picker,
-        set,
-        model,
-        levels: (0..options.num_levels)
-            .map(|_| Bitmap::new(config.key_space))
-            .collect(),
-        contents: HashMap::new(),
-        stats: CompactionStatsTable::new(options.num_levels),
-        counts: SimCounts::default(),
-        scratch: Vec::new(),
+    let mut lsm = SimLsm::new(key_ids, options.num_levels, model)?;
+    let mut feeder = Feeder {
+        mem: MemKeys::new(key_ids),
+        mem_bytes: 0,
+        first_seq: 1,
+        seq: 0,
+        writes_in_mem: 0,
+        entry_bytes: (config.key_size + 8 + config.value_size) as u64
+            + config.memtable_entry_overhead,
+        write_buffer_size: config.write_buffer_size,
     };
+    let mut live = Bitmap::new(key_ids);
+    let mut user_writes = 0u64;
+    let mut load_bytes_written = 0;
+    let mut reads_probed = 0u64;
+    let mut tables_probed = 0u64;
+    let mut switches = Vec::new();
 
-    let entry_bytes =
-        (config.key_size + 8 + config.value_size) as u64 + config.memtable_entry_overhead;
-    let mut keys = KeyGenerator::new(config.distribution, config.key_space, config.seed);
-    let mut memtable = MemKeys::new(config.key_space);
-    let mut mem_bytes = 0u64;
-    let mut first_seq = 1u64;
-    for seq in 1..=config.num_writes {
-        let key = keys.next_key() as u32;
-        memtable.insert(key);
-        mem_bytes += entry_bytes;
-        if mem_bytes >= sim.config.write_buffer_size {
-            let keys = memtable.drain_sorted();
-            sim.flush(keys, (first_seq, seq))?;
-            mem_bytes = 0;
-            first_seq = seq + 1;
+    match config.workload {
+        None => {
+            let mut keys = KeyGenerator::new(config.distribution, config.key_space, config.seed);
+            for _ in 0..config.num_writes {
+                let id = keys.next_key() as u32;
+                live.set(id);
+                feeder.write(&mut lsm, &*picker, id, false)?;
+            }
+            user_writes = config.num_writes;
+        }
+        Some(kind) => {
+            if kind.has_load() {
+                for id in 0..key_ids as u32 {
+                    live.set(id);
+                    feeder.write(&mut lsm, &*picker, id, false)?;
+                }
+                feeder.flush(&mut lsm, &*picker)?;
+                lsm.compact_until_idle(&*picker)?;
+                load_bytes_written = lsm.bytes_written;
+                lsm.reset_stats();
+            }
+            let mut ops = OpGenerator::new(kind, config.key_space, config.num_writes, config.seed);
+            let mut recorder = WorkloadRecorder::new(InternalKeyComparator::bytewise(), 8);
+            recorder.set_boundaries(stripe_boundaries(&lsm.current(), 16));
+            let sample = config.read_sample.max(1);
+            let mut reads = 0u64;
+            for i in 0..config.num_writes {
+                match ops.next_op() {
+                    op @ (Op::Put(k) | Op::Delete(k)) => {
+                        let id = k as u32;
+                        let delete = matches!(op, Op::Delete(_));
+                        let sampled = recorder.should_sample().then(|| live.get(id));
+                        recorder.record_write(&user_key_of(id), sampled);
+                        user_writes += 1;
+                        if delete {
+                            live.clear(id);
+                        } else {
+                            live.set(id);
+                        }
+                        feeder.write(&mut lsm, &*picker, id, delete)?;
+                    }
+                    Op::Get(k) => {
+                        recorder.record_read();
+                        reads += 1;
+                        if reads.is_multiple_of(sample) {
+                            reads_probed += 1;
+                            let id = k as u32;
+                            if feeder.mem.lookup(id).is_none() {
+                                tables_probed += lsm.probe(id) as u64;
+                            }
+                        }
+                    }
+                }
+                if let Some(state) = adaptive.as_mut()
+                    && recorder.window_ops() >= config.adaptive_window.max(1)
+                {
+                    let window = recorder.take_window();
+                    if let Some(switch) = state.observe(&window) {
+                        picker = switch.to.picker()?;
+                        switches.push(SimSwitch {
+                            at_op: i + 1,
+                            to: switch.to.to_string(),
+                            reason: switch.reason,
+                        });
+                        lsm.compact_until_idle(&*picker)?;
+                    }
+                    recorder.set_boundaries(stripe_boundaries(&lsm.current(), 16));
+                }
+            }
         }
     }
-    if !memtable.is_empty() {
-        sim.flush(memtable.drain_sorted(), (first_seq, config.num_writes))?;
-    }
-    sim.compact_until_idle()?;
+    feeder.flush(&mut lsm, &*picker)?;
+    lsm.compact_until_idle(&*picker)?;
+    finish(
+        config,
+        &strategy,
+        lsm,
+        &*picker,
+        key_ids,
+        live.count(),
+        user_writes,
+        load_bytes_written,
+        (reads_probed, tables_probed),
+        switches,
+        started,
+    )
+}
 
-    let unique_keys = sim.distinct_keys();
-    let version = sim.current();
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    config: &SimConfig,
+    strategy: &CompactionStrategy,
+    lsm: SimLsm,
+    picker: &dyn CompactionPicker,
+    key_ids: u64,
+    live_keys: u64,
+    user_writes: u64,
+    load_bytes_written: u64,
+    (reads_probed, tables_probed): (u64, u64),
+    switches: Vec<SimSwitch>,
+    started: Instant,
+) -> Result<SimReport> {
+    let unique_keys = lsm.distinct_entries(key_ids);
+    let version = lsm.current();
     let in_progress = CompactionsInProgress::new();
-    let scores = sim
-        .picker
+    let scores = picker
         .level_scores(&version, &PickContext::new(&in_progress))
         .iter()
         .map(|s| s.score)
         .collect();
     let kv = (config.key_size + config.value_size) as u64;
+    let logical_bytes = lsm.model.file_size(live_keys);
+    let input = match config.workload {
+        Some(kind) => format!(
+            "workload {} ({} ops over {} keys{})",
+            kind.name(),
+            config.num_writes,
+            key_ids,
+            if kind.has_load() {
+                ", after a sorted load"
+            } else {
+                ""
+            }
+        ),
+        None => format!(
+            "{} writes over {} keys ({})",
+            config.num_writes,
+            config.key_space,
+            config.distribution.name()
+        ),
+    };
     Ok(SimReport {
         config_summary: format!(
-            "{} writes of {}-byte keys and {}-byte values over {} keys ({}), write_buffer_size {}, max_bytes_for_level_base {}, target_file_size_base {}, dynamic levels {}",
-            config.num_writes,
+            "{input}, {}-byte keys and {}-byte values, write_buffer_size {}, strategy {strategy}",
             config.key_size,
             config.value_size,
-            config.key_space,
-            config.distribution.name(),
             human_size(config.write_buffer_size),
-            human_size(options.max_bytes_for_level_base),
-            human_size(options.target_file_size_base),
-            options.level_compaction_dynamic_level_bytes,
         ),
+        strategy: strategy.to_string(),
         version,
-        stats: sim.stats,
+        stats: lsm.stats.clone(),
         scores,
-        counts: sim.counts,
+        counts: lsm.counts.clone(),
         unique_keys,
-        user_bytes: config.num_writes * kv,
-        logical_bytes: model.file_size(unique_keys),
-        size_model: model,
+        live_keys,
+        user_bytes: user_writes * kv,
+        bytes_written: lsm.bytes_written,
+        load_bytes_written,
+        logical_bytes,
+        peak_space_amplification: lsm.peak_bytes as f64 / logical_bytes.max(1) as f64,
+        reads_probed,
+        tables_probed,
+        switches,
+        size_model: lsm.model,
         key_value_bytes: kv,
         elapsed_secs: started.elapsed().as_secs_f64(),
     })
+}
+
+/// `s` with the simulation's sizes: `Leveled` takes `options`; the
+/// two-tier strategies (and `Adaptive`'s templates and initial strategy)
+/// take `target_file_size`.
+pub fn sized_strategy(
+    mut s: CompactionStrategy,
+    options: &LeveledOptions,
+    target_file_size: u64,
+) -> CompactionStrategy {
+    match &mut s {
+        CompactionStrategy::Leveled(o) => *o = options.clone(),
+        CompactionStrategy::MajorOnly(o) => o.target_file_size = target_file_size,
+        CompactionStrategy::TwoTier(o) => o.target_file_size = target_file_size,
+        CompactionStrategy::Adaptive(a) => {
+            a.major_only.target_file_size = target_file_size;
+            a.two_tier.target_file_size = target_file_size;
+            let initial = std::mem::take(&mut *a.initial);
+            *a.initial = sized_strategy(initial, options, target_file_size);
+        }
+    }
+    s
+}
+
+/// The strategies the report compares, sized by [`sized_strategy`]: every
+/// fixed strategy (leveled, major-only, the four two-tier presets) and
+/// `Adaptive`.
+pub fn report_strategies(
+    options: &LeveledOptions,
+    target_file_size: u64,
+) -> Vec<CompactionStrategy> {
+    CompactionStrategy::NAMES
+        .iter()
+        .filter(|n| **n != "two-tier")
+        .filter_map(|n| CompactionStrategy::parse(n))
+        .map(|s| sized_strategy(s, options, target_file_size))
+        .collect()
+}
+
+/// The strategies table: one line per (workload, strategy) with write,
+/// read and space amplification, from [`simulate`] runs of `base` with
+/// each workload and strategy.
+///
+/// ```
+/// use lithify_compaction_leveled::sim::{SimConfig, WorkloadKind, report_strategies, strategies_table};
+///
+/// let mut base = SimConfig::fillrandom(20_000);
+/// base.key_space = 5_000;
+/// base.write_buffer_size = 256 << 10;
+/// base.options.max_bytes_for_level_base = 1 << 20;
+/// base.options.target_file_size_base = 256 << 10;
+/// let strategies = report_strategies(&base.options, 256 << 10);
+/// let (text, reports) = strategies_table(&base, &[WorkloadKind::WriteOnly], &strategies).unwrap();
+/// assert_eq!(reports.len(), strategies.len());
+/// assert!(text.contains("write-only"));
+/// ```
+pub fn strategies_table(
+    base: &SimConfig,
+    workloads: &[WorkloadKind],
+    strategies: &[CompactionStrategy],
+) -> Result<(String, Vec<SimReport>)> {
+    let mut text = String::from(
+        "| workload | strategy | write amp | read amp (tables/read) | space amp | peak space amp |\n|---|---|---|---|---|---|\n",
+    );
+    let mut reports = Vec::new();
+    for &w in workloads {
+        for s in strategies {
+            let mut config = base.clone();
+            config.workload = Some(w);
+            config.strategy = Some(s.clone());
+            if config.adaptive_window == 0 {
+                config.adaptive_window = (config.num_writes / 40).max(1);
+            }
+            let r = simulate(&config)?;
+            let label = if r.switches.is_empty() {
+                r.strategy.clone()
+            } else {
+                format!(
+                    "{} -> {}",
+                    r.strategy,
+                    r.switches.last().map_or("", |s| s.to.as_str())
+                )
+            };
+            text.push_str(&format!(
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} |\n",
+                w.name(),
+                label,
+                r.write_amplification_vs_user(),
+                r.read_amplification(),
+                r.space_amplification(),
+                r.peak_space_amplification,
+            ));
+            reports.push(r);
+        }
+    }
+    Ok((text, reports))
 }

@@ -1,0 +1,292 @@
+//! The six workloads of the strategies report, as operation streams over
+//! integer keys (the simulator uses them as they are; a benchmark turns
+//! each id into a key with [`db_bench_key`](super::db_bench_key)).
+
+use super::workload::SplitMix64;
+
+/// One operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Write a value to the key (an insert or an update).
+    Put(u64),
+    /// Delete the key.
+    Delete(u64),
+    /// Read the key.
+    Get(u64),
+}
+
+/// The workloads of the issue's table, one per row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorkloadKind {
+    /// Half reads of recent keys (the newest tenth); writes insert
+    /// increasing keys (94 %), update one of the last thousand inserted
+    /// (3 %) and delete the oldest (3 %, expiry).
+    IncreasingKeys,
+    /// Writes only: random puts (90 %) and deletes (10 %).
+    WriteOnly,
+    /// 80 % random writes as above, 20 % random reads.
+    WriteMostly,
+    /// After a sorted load: 99.5 % random reads, 0.5 % random updates.
+    ReadOnly,
+    /// After a sorted load: 95 % random reads, 5 % random updates.
+    ReadMostlyFewUpdates,
+    /// After a sorted load: 70 % random reads, 30 % updates, 80 % of them
+    /// in a hot range of 1/16 of the key space.
+    ReadMostlyManyUpdates,
+}
+
+impl WorkloadKind {
+    /// Every workload, in the order of the issue's table.
+    pub const ALL: [WorkloadKind; 6] = [
+        WorkloadKind::IncreasingKeys,
+        WorkloadKind::WriteOnly,
+        WorkloadKind::WriteMostly,
+        WorkloadKind::ReadOnly,
+        WorkloadKind::ReadMostlyFewUpdates,
+        WorkloadKind::ReadMostlyManyUpdates,
+    ];
+
+    /// The name [`parse`](Self::parse) reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::IncreasingKeys => "increasing",
+            WorkloadKind::WriteOnly => "write-only",
+            WorkloadKind::WriteMostly => "write-mostly",
+            WorkloadKind::ReadOnly => "read-only",
+            WorkloadKind::ReadMostlyFewUpdates => "read-mostly-few",
+            WorkloadKind::ReadMostlyManyUpdates => "read-mostly-many",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<WorkloadKind> {
+        WorkloadKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// Whether the workload starts with a sorted load of every key.
+    pub fn has_load(self) -> bool {
+        matches!(
+            self,
+            WorkloadKind::ReadOnly
+                | WorkloadKind::ReadMostlyFewUpdates
+                | WorkloadKind::ReadMostlyManyUpdates
+        )
+    }
+
+    /// The key ids operations use: `key_space` for random workloads, one
+    /// per operation for increasing keys.
+    pub fn key_ids(self, key_space: u64, ops: u64) -> u64 {
+        match self {
+            WorkloadKind::IncreasingKeys => ops.max(1),
+            _ => key_space.max(1),
+        }
+    }
+}
+
+/// Generates one workload's operations (after its load, if any).
+///
+/// ```
+/// use lithify_compaction_leveled::sim::{Op, OpGenerator, WorkloadKind};
+///
+/// let mut g = OpGenerator::new(WorkloadKind::ReadMostlyFewUpdates, 1_000, 10_000, 7);
+/// let ops: Vec<Op> = (0..10_000).map(|_| g.next_op()).collect();
+/// let reads = ops.iter().filter(|o| matches!(o, Op::Get(_))).count();
+/// assert!((9_300..9_700).contains(&reads));
+/// assert!(ops.iter().all(|o| match o { Op::Put(k) | Op::Delete(k) | Op::Get(k) => *k < 1_000 }));
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpGenerator {
+    kind: WorkloadKind,
+    keys: u64,
+    rng: SplitMix64,
+    cursor: u64,
+    expired: u64,
+    hot_start: u64,
+    hot_len: u64,
+}
+
+impl OpGenerator {
+    /// A generator of `kind` over `key_space` keys (ignored for increasing
+    /// keys, which use one id per operation of `ops`).
+    pub fn new(kind: WorkloadKind, key_space: u64, ops: u64, seed: u64) -> Self {
+        let keys = kind.key_ids(key_space, ops);
+        let mut rng = SplitMix64::new(seed);
+        let hot_len = (keys / 16).max(1);
+        let hot_start = rng.below(keys - hot_len + 1);
+        OpGenerator {
+            kind,
+            keys,
+            rng,
+            cursor: 0,
+            expired: 0,
+            hot_start,
+            hot_len,
+        }
+    }
+
+    /// Number of key ids.
+    pub fn key_ids(&self) -> u64 {
+        self.keys
+    }
+
+    /// The key range `[start, start + len)` the many-updates workload
+    /// updates most.
+    pub fn hot_range(&self) -> (u64, u64) {
+        (self.hot_start, self.hot_len)
+    }
+
+    fn percent(&mut self) -> u64 {
+        self.rng.below(1000)
+    }
+
+    fn random(&mut self) -> u64 {
+        self.rng.below(self.keys)
+    }
+
+    fn random_write(&mut self) -> Op {
+        let k = self.random();
+        if self.percent() < 100 {
+            Op::Delete(k)
+        } else {
+            Op::Put(k)
+        }
+    }
+
+    /// The next operation.
+    pub fn next_op(&mut self) -> Op {
+        let p = self.percent();
+        match self.kind {
+            WorkloadKind::IncreasingKeys => {
+                if p < 500 && self.cursor > 0 {
+                    let recent = (self.cursor / 10).max(1);
+                    let back = self.rng.below(recent);
+                    return Op::Get(self.cursor - 1 - back);
+                }
+                let w = self.percent();
+                if w < 30 && self.cursor > 0 {
+                    let recent = self.cursor.min(1_000);
+                    Op::Put(self.cursor - 1 - self.rng.below(recent))
+                } else if w < 60 && self.expired + 1 < self.cursor {
+                    self.expired += 1;
+                    Op::Delete(self.expired - 1)
+                } else if self.cursor < self.keys {
+                    self.cursor += 1;
+                    Op::Put(self.cursor - 1)
+                } else {
+                    Op::Get(self.random())
+                }
+            }
+            WorkloadKind::WriteOnly => self.random_write(),
+            WorkloadKind::WriteMostly => {
+                if p < 200 {
+                    Op::Get(self.random())
+                } else {
+                    self.random_write()
+                }
+            }
+            WorkloadKind::ReadOnly => {
+                if p < 995 {
+                    Op::Get(self.random())
+                } else {
+                    Op::Put(self.random())
+                }
+            }
+            WorkloadKind::ReadMostlyFewUpdates => {
+                if p < 950 {
+                    Op::Get(self.random())
+                } else {
+                    Op::Put(self.random())
+                }
+            }
+            WorkloadKind::ReadMostlyManyUpdates => {
+                if p < 700 {
+                    Op::Get(self.random())
+                } else if self.percent() < 800 {
+                    Op::Put(self.hot_start + self.rng.below(self.hot_len))
+                } else {
+                    Op::Put(self.random())
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mix(kind: WorkloadKind) -> (f64, f64, f64) {
+        let n = 100_000;
+        let mut g = OpGenerator::new(kind, 50_000, n, 3);
+        let (mut r, mut p, mut d) = (0, 0, 0);
+        for _ in 0..n {
+            match g.next_op() {
+                Op::Get(_) => r += 1,
+                Op::Put(_) => p += 1,
+                Op::Delete(_) => d += 1,
+            }
+        }
+        let n = n as f64;
+        (r as f64 / n, p as f64 / n, d as f64 / n)
+    }
+
+    #[test]
+    fn each_workload_has_its_mix() {
+        let near = |a: f64, b: f64| (a - b).abs() < 0.01;
+        let (r, p, d) = mix(WorkloadKind::WriteOnly);
+        assert!(r == 0.0 && near(p, 0.9) && near(d, 0.1), "{r} {p} {d}");
+        let (r, p, d) = mix(WorkloadKind::WriteMostly);
+        assert!(
+            near(r, 0.2) && near(p, 0.72) && near(d, 0.08),
+            "{r} {p} {d}"
+        );
+        let (r, _, d) = mix(WorkloadKind::ReadOnly);
+        assert!(near(r, 0.995) && d == 0.0);
+        let (r, _, _) = mix(WorkloadKind::ReadMostlyFewUpdates);
+        assert!(near(r, 0.95));
+        let (r, _, _) = mix(WorkloadKind::ReadMostlyManyUpdates);
+        assert!(near(r, 0.70));
+        let (r, p, d) = mix(WorkloadKind::IncreasingKeys);
+        assert!(
+            near(r, 0.5) && near(p, 0.485) && near(d, 0.015),
+            "{r} {p} {d}"
+        );
+        for k in WorkloadKind::ALL {
+            assert_eq!(WorkloadKind::parse(k.name()), Some(k));
+        }
+    }
+
+    #[test]
+    fn increasing_keys_mostly_increase_and_hot_updates_cluster() {
+        let mut g = OpGenerator::new(WorkloadKind::IncreasingKeys, 0, 10_000, 1);
+        let mut last = None;
+        let (mut writes, mut ordered) = (0, 0);
+        for _ in 0..10_000 {
+            if let Op::Put(k) | Op::Delete(k) = g.next_op() {
+                writes += 1;
+                if last.is_none_or(|l| k >= l) {
+                    ordered += 1;
+                }
+                last = Some(k);
+            }
+        }
+        assert!(
+            ordered as f64 / writes as f64 > 0.9,
+            "{ordered} of {writes}"
+        );
+        let mut g = OpGenerator::new(WorkloadKind::ReadMostlyManyUpdates, 16_000, 100_000, 2);
+        let (start, len) = g.hot_range();
+        assert_eq!(len, 1_000);
+        let (mut puts, mut hot) = (0, 0);
+        for _ in 0..100_000 {
+            if let Op::Put(k) = g.next_op() {
+                puts += 1;
+                if (start..start + len).contains(&k) {
+                    hot += 1;
+                }
+            }
+        }
+        let share = hot as f64 / puts as f64;
+        assert!((0.78..0.84).contains(&share), "{share}");
+    }
+}
