@@ -1,7 +1,9 @@
 //! Benchmarks of `lithify-compaction-leveled`: the compaction iterator
 //! (records per second over an in-memory stream), a compaction job on
 //! real tables in a `MemFs` (MB/s of input, one and four subcompactions),
-//! picking on a large LSM shape, and the simulator (writes per second).
+//! picking on a large LSM shape (leveled, two-tier reshape and striped
+//! majors, a major-only flush plan), and the simulator (writes or
+//! operations per second).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -12,10 +14,11 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use lithify_base::{InternalKey, InternalKeyComparator, ValueKind, VecIterator};
 use lithify_compaction_leveled::iter::{CompactionIterOptions, CompactionIterator, Snapshots};
-use lithify_compaction_leveled::sim::{SimConfig, simulate};
+use lithify_compaction_leveled::sim::{SimConfig, WorkloadKind, simulate};
 use lithify_compaction_leveled::{
-    CompactFilesOptions, CompactionPicker, CompactionsInProgress, JobOptions, LeveledOptions,
-    LeveledPicker, OutputFactory, PickContext, TableOpener, run_compaction,
+    CompactFilesOptions, CompactionPicker, CompactionStrategy, CompactionsInProgress, JobOptions,
+    LeveledOptions, LeveledPicker, MajorOnlyOptions, MajorOnlyPicker, OutputFactory, PickContext,
+    TableOpener, TwoTierOptions, TwoTierPicker, run_compaction,
 };
 use lithify_sstable::{Table, TableBuilder, TableOptions};
 use lithify_version::filename::table_file_name;
@@ -221,6 +224,34 @@ fn picking(c: &mut Criterion) {
     c.bench_function("pick_auto_2208_files", |b| {
         b.iter(|| black_box(picker.pick_auto(&version, &PickContext::new(&running))))
     });
+    // The same shape under the two-tier strategies: a reshape (middle
+    // levels present), then, without L5, striped majors, minors and flush
+    // plans over 2000 major-level files.
+    let striped = TwoTierPicker::new(TwoTierOptions::write_mostly()).unwrap();
+    c.bench_function("two_tier_reshape_2208_files", |b| {
+        b.iter(|| black_box(striped.pick_auto(&version, &PickContext::new(&running))))
+    });
+    let no_l5: String = text
+        .lines()
+        .filter(|l| !l.contains(":[k") || !l.trim_start().starts_with("005"))
+        .filter(|l| *l != "L5:")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let two_tier_shape = Version::from_text(&no_l5).unwrap();
+    c.bench_function("two_tier_striped_pick_2008_files", |b| {
+        b.iter(|| black_box(striped.pick_auto(&two_tier_shape, &PickContext::new(&running))))
+    });
+    let major_only = MajorOnlyPicker::new(MajorOnlyOptions::default()).unwrap();
+    c.bench_function("major_only_flush_plan_2008_files", |b| {
+        b.iter(|| {
+            black_box(major_only.pick_flush(
+                &two_tier_shape,
+                &PickContext::new(&running),
+                b"k00100000",
+                b"k00200000",
+            ))
+        })
+    });
 }
 
 fn simulator(c: &mut Criterion) {
@@ -235,6 +266,16 @@ fn simulator(c: &mut Criterion) {
     config.options.target_file_size_base = 4 << 20;
     g.bench_function("fillrandom_1M_small_buffers", |b| {
         b.iter(|| black_box(simulate(&config).unwrap().write_amplification()))
+    });
+    let mut striped = config.clone();
+    striped.workload = Some(WorkloadKind::WriteMostly);
+    striped.key_space = 250_000;
+    striped.strategy = Some(CompactionStrategy::TwoTier(TwoTierOptions {
+        target_file_size: 4 << 20,
+        ..TwoTierOptions::write_mostly()
+    }));
+    g.bench_function("write_mostly_1M_two_tier_striped", |b| {
+        b.iter(|| black_box(simulate(&striped).unwrap().write_amplification_vs_user()))
     });
     g.finish();
 }

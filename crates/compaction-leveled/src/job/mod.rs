@@ -188,7 +188,8 @@ fn run_job(
     };
     let reduced;
     let c = if c.reuse_untouched_files && !c.trivial_move {
-        let (kept, reused) = split_untouched(c, mem, opener)?;
+        let cmp = &factory.table_options.comparator;
+        let (kept, reused) = split_untouched(c, mem, opener, cmp)?;
         stats.bytes_reused = reused;
         reduced = kept;
         &reduced
@@ -466,6 +467,7 @@ fn split_untouched(
     c: &Compaction,
     mem: Option<&MemtableInput<'_>>,
     opener: &dyn TableOpener,
+    cmp: &InternalKeyComparator,
 ) -> Result<(Compaction, u64)> {
     let Some(out_idx) = c.inputs.iter().position(|i| i.level == c.output_level) else {
         return Ok((c.clone(), 0));
@@ -478,14 +480,12 @@ fn split_untouched(
             tombstones.push((t.start.to_vec(), t.end.to_vec()));
         }
     }
-    let mut cmp = None;
     for input in &c.inputs {
         if input.level == c.output_level {
             continue;
         }
         for f in &input.files {
             let table = opener.open_table(f).context(InputSnafu)?;
-            cmp.get_or_insert_with(|| table.comparator().clone());
             for t in table.range_tombstones() {
                 let Some(rt) = RangeTombstone::from_stored(&t.start, &t.end) else {
                     return CorruptKeySnafu {
@@ -499,17 +499,6 @@ fn split_untouched(
             children.push(Input::Table(table.iter()));
         }
     }
-    let Some(first_out) = c.inputs[out_idx].files.first() else {
-        return Ok((c.clone(), 0));
-    };
-    let cmp = match cmp {
-        Some(cmp) => cmp,
-        None => opener
-            .open_table(first_out)
-            .context(InputSnafu)?
-            .comparator()
-            .clone(),
-    };
     let mut delta = MergingIterator::new(cmp.clone(), children);
     let mut kept = Vec::new();
     let mut boundaries = c.output_boundaries.clone();

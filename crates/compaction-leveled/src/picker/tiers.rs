@@ -17,7 +17,6 @@ use lithify_version::{FileMetadata, Version};
 
 use super::PickContext;
 use super::manual::{ManualPick, ManualRequest};
-use crate::bounds::overlapping_files;
 use crate::compaction::{Compaction, CompactionInputs, CompactionReason};
 use crate::error::{ConflictSnafu, InvalidArgumentSnafu, Result};
 use crate::picker::BottommostLevelCompaction;
@@ -117,14 +116,6 @@ pub(crate) fn delta_files(version: &Version) -> Vec<(usize, Arc<FileMetadata>)> 
         .collect()
 }
 
-fn user_overlap(cmp: &InternalKeyComparator, a: &FileMetadata, b: &FileMetadata) -> bool {
-    cmp.compare_user(a.smallest_user_key(), b.largest_user_key())
-        .is_le()
-        && cmp
-            .compare_user(b.smallest_user_key(), a.largest_user_key())
-            .is_le()
-}
-
 fn range_overlap(cmp: &InternalKeyComparator, f: &FileMetadata, lo: &[u8], hi: &[u8]) -> bool {
     cmp.compare_user(f.smallest_user_key(), hi).is_le()
         && cmp.compare_user(f.largest_user_key(), lo).is_ge()
@@ -135,6 +126,10 @@ fn range_overlap(cmp: &InternalKeyComparator, f: &FileMetadata, lo: &[u8], hi: &
 /// sharing user keys with one taken, transitively. A delta file left out
 /// then shares no key with the compaction's delta, so whatever it holds
 /// for a key the major level now has is newer than that key's data there.
+///
+/// Files sharing keys transitively are exactly those whose ranges chain
+/// into one interval of the union of all delta ranges, so one sort and a
+/// sweep find them.
 pub(crate) fn delta_closure(
     version: &Version,
     seeds: &HashSet<u64>,
@@ -142,21 +137,40 @@ pub(crate) fn delta_closure(
 ) -> Vec<(usize, Arc<FileMetadata>)> {
     let cmp = version.comparator();
     let all = delta_files(version);
-    let mut taken: Vec<bool> = all
-        .iter()
-        .map(|(_, f)| {
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by(|&a, &b| {
+        cmp.compare_user(all[a].1.smallest_user_key(), all[b].1.smallest_user_key())
+    });
+    let mut taken = vec![false; all.len()];
+    let mut i = 0;
+    while i < order.len() {
+        // One connected group: files while they start at or before the
+        // group's largest key so far.
+        let mut hi = all[order[i]].1.largest_user_key();
+        let mut j = i + 1;
+        while j < order.len()
+            && cmp
+                .compare_user(all[order[j]].1.smallest_user_key(), hi)
+                .is_le()
+        {
+            let h = all[order[j]].1.largest_user_key();
+            if cmp.compare_user(h, hi).is_gt() {
+                hi = h;
+            }
+            j += 1;
+        }
+        let group = &order[i..j];
+        let wanted = group.iter().any(|&k| {
+            let f = &all[k].1;
             seeds.contains(&f.number)
                 || memtable_range.is_some_and(|(lo, hi)| range_overlap(cmp, f, lo, hi))
-        })
-        .collect();
-    let mut frontier: Vec<usize> = (0..all.len()).filter(|&i| taken[i]).collect();
-    while let Some(i) = frontier.pop() {
-        for j in 0..all.len() {
-            if !taken[j] && user_overlap(cmp, &all[i].1, &all[j].1) {
-                taken[j] = true;
-                frontier.push(j);
+        });
+        if wanted {
+            for &k in group {
+                taken[k] = true;
             }
         }
+        i = j;
     }
     all.into_iter()
         .zip(taken)
@@ -165,8 +179,9 @@ pub(crate) fn delta_closure(
 }
 
 /// The major-level files a major compaction of `delta` (and the memtables'
-/// range) rewrites: those meeting at least one delta file. Major-level
-/// files between them that meet none stay in place.
+/// range) rewrites: those meeting at least one delta file (user keys,
+/// inclusive). Major-level files between them that meet none stay in
+/// place.
 pub(crate) fn base_files(
     version: &Version,
     delta: &[(usize, Arc<FileMetadata>)],
@@ -174,18 +189,33 @@ pub(crate) fn base_files(
 ) -> Files {
     let major = major_level(version);
     let cmp = version.comparator();
-    let mut numbers = HashSet::new();
-    for (_, f) in delta {
-        for g in overlapping_files(version, major, Some(&f.smallest), Some(&f.largest)) {
-            numbers.insert(g.number);
+    // The union of the delta ranges, as sorted disjoint intervals.
+    let mut ranges: Vec<(&[u8], &[u8])> = delta
+        .iter()
+        .map(|(_, f)| (f.smallest_user_key(), f.largest_user_key()))
+        .chain(memtable_range)
+        .collect();
+    ranges.sort_by(|a, b| cmp.compare_user(a.0, b.0));
+    let mut union: Vec<(&[u8], &[u8])> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match union.last_mut() {
+            Some(last) if cmp.compare_user(lo, last.1).is_le() => {
+                if cmp.compare_user(hi, last.1).is_gt() {
+                    last.1 = hi;
+                }
+            }
+            _ => union.push((lo, hi)),
         }
     }
     version
         .files(major)
         .iter()
         .filter(|g| {
-            numbers.contains(&g.number)
-                || memtable_range.is_some_and(|(lo, hi)| range_overlap(cmp, g, lo, hi))
+            // The first interval ending at or after the file's start.
+            let i = union.partition_point(|r| cmp.compare_user(r.1, g.smallest_user_key()).is_lt());
+            union
+                .get(i)
+                .is_some_and(|r| cmp.compare_user(r.0, g.largest_user_key()).is_le())
         })
         .cloned()
         .collect()

@@ -384,6 +384,9 @@ impl CompactionPicker for TwoTierPicker {
             return true;
         }
         let boundaries = self.stripes(version);
+        if self.pick_restripe(version, ctx, &boundaries).is_some() {
+            return true;
+        }
         self.stripe_scores(version, &boundaries).iter().any(|s| {
             let free = !ctx.in_progress.any_being_compacted(&s.l0);
             (free && self.wants_major(s)) || self.minor_candidates(s, ctx).is_some()
