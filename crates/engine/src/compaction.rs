@@ -2,7 +2,7 @@
 //! jobs of `lithify-compaction-leveled` on the background pool (or on the
 //! caller's thread for `compact_range`), installing their edits.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc as StdArc;
 
 use lithify_base::InternalKeyComparator;
@@ -20,7 +20,7 @@ use crate::error::{CompactionSnafu, Error, ReadOnlySnafu, Result, ShuttingDownSn
 use crate::flush::now_secs;
 use crate::options::Options;
 use crate::stats::Counters;
-use crate::super_version::{SharedTable, SuperVersion, TableOpener};
+use crate::super_version::TableOpener;
 use crate::table_state::TableMut;
 
 /// The leveled picker's options from the database options.
@@ -62,28 +62,14 @@ pub(crate) struct PickedCompaction {
     pub(crate) table: TableId,
     pub(crate) compaction: Compaction,
     pub(crate) id: u64,
-    /// The table's super version when picked: its open tables serve the
-    /// job's inputs.
-    pub(crate) sv: lithify_base::sync::Arc<SuperVersion>,
 }
 
-/// Opens a compaction's inputs from the super version's already open
-/// tables, falling back to opening the file.
+/// Opens a compaction's inputs for one sequential pass **without** the
+/// block cache (RocksDB reads compaction inputs with `fill_cache = false`):
+/// a compaction must not evict the blocks readers use, nor hold a cache's
+/// worth of memory while a memtable fills.
 struct InputOpener<'a> {
     opener: &'a TableOpener,
-    handles: HashMap<u64, SharedTable>,
-}
-
-impl<'a> InputOpener<'a> {
-    fn new(opener: &'a TableOpener, sv: &SuperVersion) -> Self {
-        let handles = sv
-            .levels
-            .iter()
-            .flatten()
-            .filter_map(|h| h.opened().map(|t| (h.meta.number, StdArc::clone(t))))
-            .collect();
-        InputOpener { opener, handles }
-    }
 }
 
 impl JobOpener for InputOpener<'_> {
@@ -91,10 +77,7 @@ impl JobOpener for InputOpener<'_> {
         &self,
         file: &FileMetadata,
     ) -> lithify_base::Result<StdArc<Table<InternalKeyComparator>>> {
-        if let Some(t) = self.handles.get(&file.number) {
-            return Ok(StdArc::clone(t));
-        }
-        Ok(self.opener.open(file.number, file.size)?)
+        Ok(self.opener.open_uncached(file.number, file.size)?)
     }
 }
 
@@ -156,7 +139,6 @@ impl DbInner {
                 table: id,
                 compaction: c,
                 id: cid,
-                sv: t.state.sv.get(),
             });
         }
         None
@@ -167,7 +149,9 @@ impl DbInner {
     pub(crate) fn run_compaction(&self, p: PickedCompaction) -> Result<()> {
         let snapshots = Snapshots::new(self.snapshots.sequences());
         let result = {
-            let opener = InputOpener::new(&self.opener, &p.sv);
+            let opener = InputOpener {
+                opener: &self.opener,
+            };
             let factory = OutputFactory {
                 fs: &*self.fs,
                 dir: &self.dir,
@@ -316,14 +300,12 @@ impl DbInner {
                         return Ok(());
                     };
                     let id = t.compactions.register(&c, &t.state.icmp);
-                    let sv = t.state.sv.get();
                     st.running_manual += 1;
                     drop(st);
                     let r = self.run_compaction(PickedCompaction {
                         table,
                         compaction: c,
                         id,
-                        sv,
                     });
                     st = self.lock_state();
                     st.running_manual -= 1;

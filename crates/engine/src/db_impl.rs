@@ -16,10 +16,10 @@ use std::path::PathBuf;
 use std::sync::Arc as StdArc;
 use std::time::Instant;
 
+use crate::mem::Mem;
 use lithify_base::SeqNo;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lithify_base::sync::{Arc, Condvar, Mutex, MutexGuard};
-use lithify_memtable::MemTable;
 use lithify_sstable::BlockCache;
 use lithify_version::{TableId, VersionSet};
 use lithify_vfs::{FileLock, FileSystem};
@@ -179,7 +179,7 @@ impl DbInner {
         self.bg_cv.notify_all();
     }
 
-    pub(crate) fn new_memtable_for(&self, t: &TableState) -> Arc<MemTable> {
+    pub(crate) fn new_memtable_for(&self, t: &TableState) -> Arc<Mem> {
         Arc::new(t.new_memtable())
     }
 }

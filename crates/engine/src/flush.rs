@@ -9,7 +9,9 @@ use lithify_compaction_leveled::iter::{RangeTombstone, Snapshots};
 use lithify_compaction_leveled::job::{
     FileNumbers, FlushResult, JobOptions, OutputFactory, flush_to_level0,
 };
-use lithify_memtable::{MemTable, MemTableIter};
+use lithify_memtable::MemTableIter;
+
+use crate::mem::Mem;
 use lithify_sstable::TableOptions;
 use lithify_version::{TableId, VersionEdit};
 use lithify_vfs::FileSystem;
@@ -36,13 +38,13 @@ pub(crate) fn flush_memtables(
     dir: &std::path::Path,
     numbers: &dyn FileNumbers,
     options: &TableOptions<InternalKeyComparator>,
-    mems: &[Arc<MemTable>],
+    mems: &[Arc<Mem>],
     snapshots: &[SeqNo],
 ) -> Result<FlushResult> {
     let icmp = options.comparator.clone();
     let children: Vec<MemTableIter> = mems
         .iter()
-        .map(|m| MemTableIter::new(Arc::clone(m)))
+        .map(|m| MemTableIter::new(Arc::clone(m.table())))
         .collect();
     let merged = MergingIterator::new(icmp, children);
     let tombstones: Vec<RangeTombstone> = mems

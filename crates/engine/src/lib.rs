@@ -43,6 +43,7 @@ mod flush;
 mod get;
 mod iter;
 mod iter_source;
+mod mem;
 mod open;
 mod options;
 mod properties;

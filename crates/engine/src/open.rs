@@ -10,10 +10,10 @@ use std::sync::Arc as StdArc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use crate::mem::Mem;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64};
 use lithify_base::sync::{Arc, Condvar, Mutex};
 use lithify_base::{InternalKeyComparator, SeqNo};
-use lithify_memtable::MemTable;
 use lithify_sstable::{BlockCache, TableOptions};
 use lithify_version::filename::{FileKind, parse_file_name};
 use lithify_version::{FileMetadata, TableId, VersionEdit, VersionSet, VersionSetOptions};
@@ -55,7 +55,7 @@ pub(crate) fn table_options(o: &Options) -> TableOptions<InternalKeyComparator> 
 struct Replay {
     state: StdArc<TableState>,
     log_number: u64,
-    mem: Arc<MemTable>,
+    mem: Arc<Mem>,
     files: Vec<FileMetadata>,
     /// The recovery flushes, recorded at L0.
     stats: CompactionStatsTable,

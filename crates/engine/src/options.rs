@@ -78,6 +78,11 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Memtables (mutable + immutable) before writes stop (default 2).
     pub max_write_buffer_number: usize,
+    /// A whole-key bloom filter in every memtable (about 2 % of
+    /// `write_buffer_size`), so point lookups of keys a memtable does not
+    /// hold skip its skiplist (RocksDB's `memtable_whole_key_filtering`;
+    /// default **true** here, false in RocksDB).
+    pub memtable_whole_key_filtering: bool,
     /// Immutable memtables merged into one flush (default 1).
     pub min_write_buffer_number_to_merge: usize,
     /// Memtable arena block size; 0 (default) picks
@@ -164,6 +169,7 @@ impl Default for Options {
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             min_write_buffer_number_to_merge: 1,
+            memtable_whole_key_filtering: true,
             arena_block_size: 0,
             num_levels: 7,
             level0_file_num_compaction_trigger: 4,

@@ -109,11 +109,10 @@ impl DbInner {
                     sst_bytes: version.total_bytes(),
                     live_bytes: estimate_live_bytes(version),
                     immutable_memtables: t.imm.len(),
-                    memtable_bytes: t.mem.approximate_memory_usage()
-                        + t.imm
-                            .iter()
-                            .map(|i| i.mem.approximate_memory_usage())
-                            .sum::<usize>(),
+                    memtable_bytes: std::iter::once(&t.mem)
+                        .chain(t.imm.iter().map(|i| &i.mem))
+                        .map(|m| m.approximate_memory_usage() + m.filter_size())
+                        .sum(),
                 });
             }
             let wal_bytes: u64 = st

@@ -11,9 +11,9 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::mem::Mem;
 use lithify_base::sync::{Arc, Mutex};
 use lithify_base::{InternalKeyComparator, SeqNo};
-use lithify_memtable::MemTable;
 use lithify_sstable::{BlockCache, Table, TableOptions};
 use lithify_version::filename::table_file_name;
 use lithify_version::{FileMetadata, Version};
@@ -34,14 +34,30 @@ pub(crate) struct TableOpener {
 }
 
 impl TableOpener {
-    /// Opens table file `number` of `size` bytes.
+    /// Opens table file `number` of `size` bytes, reading through the
+    /// block cache.
     pub(crate) fn open(&self, number: u64, size: u64) -> Result<SharedTable> {
+        self.open_with(number, size, self.cache.clone())
+    }
+
+    /// Opens table file `number` for a one-pass read that bypasses the
+    /// block cache.
+    pub(crate) fn open_uncached(&self, number: u64, size: u64) -> Result<SharedTable> {
+        self.open_with(number, size, None)
+    }
+
+    fn open_with(
+        &self,
+        number: u64,
+        size: u64,
+        cache: Option<std::sync::Arc<BlockCache>>,
+    ) -> Result<SharedTable> {
         let path = self.dir.join(table_file_name(number));
         let file = self.fs.open(&path).context(IoSnafu {
             op: "opening table",
             path: path.clone(),
         })?;
-        let table = Table::open(file, &path, size, &self.options, self.cache.clone())?;
+        let table = Table::open(file, &path, size, &self.options, cache)?;
         Ok(std::sync::Arc::new(table))
     }
 
@@ -88,9 +104,9 @@ impl TableHandle {
 /// The parts of a table a reader needs, pinned together.
 pub(crate) struct SuperVersion {
     /// The memtable receiving writes.
-    pub(crate) mem: Arc<MemTable>,
+    pub(crate) mem: Arc<Mem>,
     /// Immutable memtables, newest first.
-    pub(crate) imm: Vec<Arc<MemTable>>,
+    pub(crate) imm: Vec<Arc<Mem>>,
     /// The files.
     pub(crate) version: std::sync::Arc<Version>,
     /// `levels[l][i]` is the handle of `version.files(l)[i]`.
@@ -101,8 +117,8 @@ impl SuperVersion {
     /// A super version over `version`, reusing the table handles (and open
     /// tables) of `prev` for files both hold.
     pub(crate) fn new(
-        mem: Arc<MemTable>,
-        imm: Vec<Arc<MemTable>>,
+        mem: Arc<Mem>,
+        imm: Vec<Arc<Mem>>,
         version: std::sync::Arc<Version>,
         prev: Option<&SuperVersion>,
     ) -> SuperVersion {

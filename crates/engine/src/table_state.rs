@@ -5,11 +5,11 @@
 use std::collections::VecDeque;
 use std::sync::Arc as StdArc;
 
+use crate::mem::Mem;
 use lithify_base::InternalKeyComparator;
 use lithify_base::sync::Arc;
 use lithify_base::sync::atomic::{AtomicBool, Ordering};
 use lithify_compaction_leveled::{CompactionPicker, CompactionStatsTable, CompactionsInProgress};
-use lithify_memtable::{MemTable, MemTableOptions};
 use lithify_version::{TableId, Version};
 
 use crate::options::Options;
@@ -29,13 +29,13 @@ pub(crate) struct TableState {
 }
 
 impl TableState {
-    pub(crate) fn new_memtable(&self) -> MemTable {
-        new_memtable(&self.icmp, &self.options)
+    pub(crate) fn new_memtable(&self) -> Mem {
+        Mem::new(&self.icmp, &self.options)
     }
 
     /// Whether the memtable passed `write_buffer_size`.
     #[inline]
-    pub(crate) fn is_full(&self, mem: &MemTable) -> bool {
+    pub(crate) fn is_full(&self, mem: &Mem) -> bool {
         mem.approximate_memory_usage() >= self.options.write_buffer_size
     }
 
@@ -48,18 +48,13 @@ impl TableState {
     }
 }
 
-pub(crate) fn new_memtable(icmp: &InternalKeyComparator, options: &Options) -> MemTable {
-    MemTable::with_options(
-        icmp.clone(),
-        &MemTableOptions {
-            arena_block_size: options.arena_block_size.max(1024),
-        },
-    )
+pub(crate) fn new_memtable(icmp: &InternalKeyComparator, options: &Options) -> Mem {
+    Mem::new(icmp, options)
 }
 
 /// An immutable memtable waiting for (or in) its flush.
 pub(crate) struct Imm {
-    pub(crate) mem: Arc<MemTable>,
+    pub(crate) mem: Arc<Mem>,
     /// The WAL created when this memtable was switched out: once it is
     /// flushed, the table needs no older WAL.
     pub(crate) next_log: u64,
@@ -69,7 +64,7 @@ pub(crate) struct Imm {
 /// The mutable part of a table, guarded by the database state mutex.
 pub(crate) struct TableMut {
     pub(crate) state: StdArc<TableState>,
-    pub(crate) mem: Arc<MemTable>,
+    pub(crate) mem: Arc<Mem>,
     /// Immutable memtables, oldest first.
     pub(crate) imm: VecDeque<Imm>,
     pub(crate) version: StdArc<Version>,

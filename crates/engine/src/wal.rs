@@ -16,9 +16,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc as StdArc;
 
+use crate::mem::Mem;
 use lithify_base::SeqNo;
 use lithify_base::sync::Arc;
-use lithify_memtable::MemTable;
 use lithify_version::TableId;
 use lithify_version::filename::log_file_name;
 use lithify_vfs::FileSystem;
@@ -105,16 +105,13 @@ pub(crate) fn log_path(dir: &Path, number: u64) -> PathBuf {
 
 /// The memtables writes go to, one per table; the default table first.
 pub(crate) struct MemSet {
-    pub(crate) entries: Vec<(TableId, StdArc<TableState>, Arc<MemTable>)>,
+    pub(crate) entries: Vec<(TableId, StdArc<TableState>, Arc<Mem>)>,
 }
 
 impl MemSet {
     /// The memtable of `table`.
     #[inline]
-    pub(crate) fn get(
-        &self,
-        table: TableId,
-    ) -> Option<&(TableId, StdArc<TableState>, Arc<MemTable>)> {
+    pub(crate) fn get(&self, table: TableId) -> Option<&(TableId, StdArc<TableState>, Arc<Mem>)> {
         match self.entries.first() {
             Some(e) if e.0 == table => Some(e),
             _ => self.entries.iter().find(|e| e.0 == table),

@@ -230,7 +230,12 @@ fn writes_stop_at_the_memtable_limit_and_resume_after_the_flush() {
 
 #[test]
 fn statistics_and_properties() {
-    let db = Db::open("/db", small_options(Arc::new(MemFs::new()))).unwrap();
+    // No background compaction: the sizes compared below stay put.
+    let opts = Options {
+        disable_auto_compactions: true,
+        ..small_options(Arc::new(MemFs::new()))
+    };
+    let db = Db::open("/db", opts).unwrap();
     for i in 0..3000u32 {
         db.put(format!("key{:05}", i % 1000), vec![b'x'; 100])
             .unwrap();

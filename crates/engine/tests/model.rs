@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use common::{Model, assert_equal, model_delete_range, model_range, scan, scan_rev, small_options};
-use lithify_engine::{Db, ReadOptions, Snapshot, WriteBatch};
+use lithify_engine::{CompactionPri, Db, Options, ReadOptions, Snapshot, WriteBatch};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
 
@@ -73,8 +73,34 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The option sets the model runs under.
+fn options(fs: Arc<MemFs>, variant: u8) -> Options {
+    let base = small_options(fs);
+    match variant % 3 {
+        0 => base,
+        // Subcompactions, no filters anywhere, static level targets.
+        1 => Options {
+            max_subcompactions: 3,
+            max_background_jobs: 4,
+            bloom_bits_per_key: 0.0,
+            memtable_whole_key_filtering: false,
+            level_compaction_dynamic_level_bytes: false,
+            ..base
+        },
+        // Round-robin file order, tiny blocks, a single background thread.
+        _ => Options {
+            compaction_pri: CompactionPri::RoundRobin,
+            block_size: 128,
+            block_restart_interval: 2,
+            max_background_jobs: 1,
+            ..base
+        },
+    }
+}
+
 struct Harness {
     fs: Arc<MemFs>,
+    variant: u8,
     db: Option<Db>,
     model: Model,
     snapshots: Vec<(Snapshot, Model)>,
@@ -82,11 +108,12 @@ struct Harness {
 }
 
 impl Harness {
-    fn new() -> Self {
+    fn new(variant: u8) -> Self {
         let fs = Arc::new(MemFs::new());
-        let db = Db::open("/db", small_options(fs.clone())).unwrap();
+        let db = Db::open("/db", options(fs.clone(), variant)).unwrap();
         Harness {
             fs,
+            variant,
             db: Some(db),
             model: Model::new(),
             snapshots: Vec::new(),
@@ -241,7 +268,7 @@ impl Harness {
             Op::Reopen => {
                 self.snapshots.clear();
                 self.db.take().unwrap().close().unwrap();
-                self.db = Some(Db::open("/db", small_options(self.fs.clone())).unwrap());
+                self.db = Some(Db::open("/db", options(self.fs.clone(), self.variant)).unwrap());
             }
         }
     }
@@ -254,8 +281,8 @@ proptest! {
     })]
 
     #[test]
-    fn engine_matches_btreemap(ops in proptest::collection::vec(op(), 1..300)) {
-        let mut h = Harness::new();
+    fn engine_matches_btreemap(ops in proptest::collection::vec(op(), 1..300), variant in 0u8..3) {
+        let mut h = Harness::new(variant);
         for op in &ops {
             h.apply(op);
         }
@@ -268,7 +295,7 @@ proptest! {
         assert_equal(h.db(), &h.model, "after a full compaction");
         h.snapshots.clear();
         h.db.take().unwrap().close().unwrap();
-        let db = Db::open("/db", small_options(h.fs.clone())).unwrap();
+        let db = Db::open("/db", options(h.fs.clone(), variant)).unwrap();
         assert_equal(&db, &h.model, "after reopen");
     }
 }
