@@ -1,0 +1,175 @@
+//! lithify: an LSM key-value database with RocksDB-style leveled
+//! compaction, and a Kafka-style log cleaner — the one crate to depend on.
+//!
+//! * [`Db`] is the database ([`lithify_engine`]): group-committed writes
+//!   through a write-ahead log, memtables flushed to sorted tables,
+//!   background leveled compaction, snapshots, iterators in both
+//!   directions, write stalls, and statistics that measure write, read and
+//!   space amplification.
+//! * [`log`] holds the Kafka-format segmented logs and their cleaner
+//!   ([`lithify_compaction_logclean`]).
+//! * [`vfs`] is the file-system layer every file goes through (the real
+//!   one, an in-memory one that simulates power loss, a fault injector).
+//! * [`Error`] is the one error type: every fallible call of this crate's
+//!   re-exports converts into it with `?`.
+//!
+//! ```
+//! use lithify::{Db, Options, ReadOptions, WriteBatch};
+//!
+//! fn main() -> lithify::Result<()> {
+//!     let dir = tempfile::tempdir().unwrap();
+//!     let db = Db::open(dir.path(), Options::default())?;
+//!
+//!     // Write, one key or a batch applied atomically.
+//!     db.put(b"apple", b"red")?;
+//!     let mut batch = WriteBatch::new();
+//!     batch.put(b"banana", b"yellow");
+//!     batch.put(b"cherry", b"dark red");
+//!     db.write(batch)?;
+//!
+//!     // Read.
+//!     assert_eq!(db.get(b"apple")?.as_deref(), Some(&b"red"[..]));
+//!
+//!     // A snapshot keeps seeing the state it was taken in.
+//!     let snapshot = db.snapshot();
+//!     db.delete(b"apple")?;
+//!     assert_eq!(db.get(b"apple")?, None);
+//!     let then = ReadOptions::at(&snapshot);
+//!     assert_eq!(db.get_opt(b"apple", &then)?.as_deref(), Some(&b"red"[..]));
+//!
+//!     // Iterate in key order, over everything or a range, both ways.
+//!     let mut keys = Vec::new();
+//!     for item in db.iter() {
+//!         let (key, _value) = item?;
+//!         keys.push(key);
+//!     }
+//!     assert_eq!(keys, [&b"banana"[..], &b"cherry"[..]]);
+//!     let last = db.range(&b"a"[..]..&b"c"[..]).next_back().transpose()?;
+//!     assert_eq!(last.map(|(k, _)| k), Some(bytes_of(b"banana")));
+//!     let at_snapshot = db.iter_opt(&then).count();
+//!     assert_eq!(at_snapshot, 3);
+//!
+//!     // The engine measures itself.
+//!     println!("{}", db.property("lithify.stats").unwrap());
+//!     db.close()?;
+//!     Ok(())
+//! }
+//! # fn bytes_of(b: &'static [u8]) -> lithify::Bytes { lithify::Bytes::from_static(b) }
+//! ```
+
+use snafu::Snafu;
+
+pub use bytes::Bytes;
+pub use lithify_base::{Classify, ErrorKind};
+pub use lithify_engine::{
+    BlockCache, BottommostLevelCompaction, CompactRangeOptions, CompactionFilter, CompactionPri,
+    Compression, Db, DbIterator, DbStats, FilterDecision, LevelStats, Options, RawIterator,
+    ReadOptions, RecoveryMode, SeqNo, Snapshot, StallCause, StallCondition, StallStats, TableStats,
+    WriteBatch, WriteOptions,
+};
+
+/// The Kafka-style log: segmented logs of keyed records in Kafka's on-disk
+/// format, and the cleaner that compacts them by key.
+pub mod log {
+    pub use lithify_compaction_logclean::record::SimpleRecord;
+    pub use lithify_compaction_logclean::{
+        AppendInfo, CleanerConfig, CleanerEvent, CleanerStats, CleanupPolicy, Clock,
+        CompressionType, Log, LogCleaner, LogCleanerManager, LogConfig, ManualClock, OpenOptions,
+        SegmentInfo, SystemClock, TopicPartition, shared_log,
+    };
+}
+
+/// The file systems every lithify file goes through.
+pub mod vfs {
+    pub use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind, OsFs};
+}
+
+/// Any error of lithify: the database's or the log's. Both convert into
+/// it with `?`; [`kind`](Error::kind) classifies it (I/O, corruption,
+/// invalid argument, no space, refused after an earlier failure).
+#[derive(Debug, Snafu)]
+#[snafu(visibility(pub(crate)))]
+#[non_exhaustive]
+pub enum Error {
+    /// The database failed.
+    #[snafu(display("{source}"), context(false))]
+    Db {
+        /// The engine's error.
+        source: lithify_engine::Error,
+    },
+    /// A log or the log cleaner failed.
+    #[snafu(display("{source}"), context(false))]
+    Log {
+        /// The log's error.
+        source: lithify_compaction_logclean::Error,
+    },
+}
+
+/// `Result` with lithify's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Classify for Error {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Db { source } => source.kind(),
+            Error::Log { source } => source.kind(),
+        }
+    }
+}
+
+impl Error {
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        Classify::kind(self)
+    }
+
+    /// Whether stored data is damaged.
+    pub fn is_corruption(&self) -> bool {
+        self.kind() == ErrorKind::Corruption
+    }
+}
+
+/// The README's example, run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn use_both() -> Result<usize> {
+        let fs = Arc::new(vfs::MemFs::new());
+        let db = Db::open(
+            "/db",
+            Options {
+                fs: fs.clone(),
+                ..Options::default()
+            },
+        )?;
+        db.put("k", "v")?;
+        let mut l = log::Log::open(fs, Path::new("/log/t-0"), log::LogConfig::default())?;
+        l.append(&[log::SimpleRecord::new(1, "k", "v")])?;
+        Ok(db.iter().count())
+    }
+
+    #[test]
+    fn both_errors_convert_with_question_mark() {
+        assert_eq!(use_both().unwrap(), 1);
+        let err: Error = lithify_engine::Db::open(
+            "/missing",
+            Options {
+                create_if_missing: false,
+                fs: Arc::new(vfs::MemFs::new()),
+                ..Options::default()
+            },
+        )
+        .unwrap_err()
+        .into();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.to_string().contains("does not exist"), "{err}");
+    }
+}
