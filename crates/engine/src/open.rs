@@ -13,7 +13,7 @@ use std::time::Instant;
 use crate::mem::Mem;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64};
 use lithify_base::sync::{Arc, Condvar, Mutex};
-use lithify_base::{InternalKeyComparator, SeqNo};
+use lithify_base::{InternalKeyComparator, MAX_SEQNO, SeqNo, ValueKind};
 use lithify_sstable::{BlockCache, TableOptions};
 use lithify_version::filename::{FileKind, parse_file_name};
 use lithify_version::{FileMetadata, TableId, VersionEdit, VersionSet, VersionSetOptions};
@@ -22,7 +22,7 @@ use lithify_wal::{LogEnd, Reader, RecoveryMode};
 use snafu::ResultExt;
 
 use crate::background::spawn_workers;
-use crate::batch::WalRecord;
+use crate::batch::{BatchEntry, DecodedBatch, WalRecord};
 use crate::db_impl::{DbInner, DbState};
 use crate::error::{
     CorruptionSnafu, InvalidArgumentSnafu, IoSnafu, LockedSnafu, MemtableSnafu, Result,
@@ -331,6 +331,38 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(StdArc<DbInner>, Vec
     Ok((inner, workers))
 }
 
+/// The entries of a replayed batch, if the batch can be applied whole:
+/// every record decodes, its sequence numbers follow everything replayed
+/// before and stay below `MAX_SEQNO`, and its range deletions are not
+/// empty. Anything else is damage a valid checksum did not catch.
+fn check_batch<'a>(
+    b: &DecodedBatch<'a>,
+    replayed: SeqNo,
+    tables: &BTreeMap<TableId, Replay>,
+) -> std::result::Result<Vec<BatchEntry<'a>>, String> {
+    let count = u64::from(b.count);
+    if b.sequence <= replayed
+        || b.sequence
+            .checked_add(count)
+            .is_none_or(|end| end > MAX_SEQNO + 1)
+    {
+        return Err(format!(
+            "batch of {count} records at sequence {} does not follow sequence {replayed}",
+            b.sequence
+        ));
+    }
+    let entries = b.iter().collect::<std::result::Result<Vec<_>, String>>()?;
+    for e in &entries {
+        if e.kind == ValueKind::RangeDelete
+            && let Some(t) = tables.get(&e.table)
+            && !t.state.icmp.compare_user(e.key, e.value).is_lt()
+        {
+            return Err("an empty range deletion".to_owned());
+        }
+    }
+    Ok(entries)
+}
+
 /// Writes a recovered memtable to an L0 file and starts a fresh one.
 fn flush_replayed(
     fs: &dyn FileSystem,
@@ -430,19 +462,21 @@ fn replay_wals(
                     }
                 }
                 Ok(WalRecord::Batch(b)) => {
+                    // Check the whole batch before applying any of it, so
+                    // that a damaged batch is never half applied.
+                    let entries = match check_batch(&b, max_seq, tables) {
+                        Ok(entries) => entries,
+                        Err(message) => match mode {
+                            RecoveryMode::SkipAnyCorruptedRecords => continue,
+                            RecoveryMode::PointInTimeRecovery => {
+                                stop = true;
+                                break;
+                            }
+                            _ => return Err(corrupt(message)),
+                        },
+                    };
                     let mut touched: Vec<TableId> = Vec::new();
-                    for (seq, e) in (b.sequence..).zip(b.iter()) {
-                        let e = match e {
-                            Ok(e) => e,
-                            Err(message) => match mode {
-                                RecoveryMode::SkipAnyCorruptedRecords => break,
-                                RecoveryMode::PointInTimeRecovery => {
-                                    stop = true;
-                                    break;
-                                }
-                                _ => return Err(corrupt(message)),
-                            },
-                        };
+                    for (seq, e) in (b.sequence..).zip(entries) {
                         if let Some(t) = tables.get_mut(&e.table)
                             && number >= t.log_number
                         {
@@ -455,9 +489,6 @@ fn replay_wals(
                         }
                         max_seq = max_seq.max(seq);
                         last_in_log = last_in_log.max(seq);
-                    }
-                    if stop {
-                        break;
                     }
                     for id in touched {
                         let t = tables.get_mut(&id).expect("touched tables exist");

@@ -154,6 +154,12 @@ impl DbInner {
             batches += 1;
         }
         let last = seq - 1;
+        if last > lithify_base::MAX_SEQNO {
+            return InvalidArgumentSnafu {
+                message: "sequence numbers are exhausted".to_owned(),
+            }
+            .fail();
+        }
         if records == 0 {
             return Ok((
                 InsertCtx {

@@ -195,3 +195,40 @@ fn orphans_of_a_crashed_job_are_removed_and_the_lock_is_exclusive() {
     };
     assert!(Db::open("/nothing", opts).is_err());
 }
+
+#[test]
+fn batches_with_impossible_sequence_numbers_are_damage() {
+    // Found by fuzzing: a checksummed record whose sequence numbers run
+    // past MAX_SEQNO, or go backwards, must be treated as damage.
+    for bad_seq in [lithify_base::MAX_SEQNO, u64::MAX, 1] {
+        let fs = Arc::new(MemFs::new());
+        let first = fresh_db(&fs);
+        write_log(
+            &fs,
+            first,
+            &[batch(1, &["a", "b"]), batch(bad_seq, &["x", "y"])],
+        );
+        let db = Db::open("/db", options(&fs, RecoveryMode::PointInTimeRecovery)).unwrap();
+        assert_eq!(keys(&db), ["a", "b"], "sequence {bad_seq}");
+        drop(db);
+        let fs = Arc::new(MemFs::new());
+        let first = fresh_db(&fs);
+        write_log(
+            &fs,
+            first,
+            &[batch(1, &["a", "b"]), batch(bad_seq, &["x", "y"])],
+        );
+        let err = Db::open("/db", options(&fs, RecoveryMode::AbsoluteConsistency)).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+    }
+    // An empty range deletion in a checksummed record.
+    let fs = Arc::new(MemFs::new());
+    let first = fresh_db(&fs);
+    let mut b = WriteBatch::new();
+    b.delete_range("b", "a");
+    let mut rep = b.encoded().to_vec();
+    rep[1..9].copy_from_slice(&1u64.to_le_bytes());
+    write_log(&fs, first, &[rep, batch(2, &["c"])]);
+    let db = Db::open("/db", options(&fs, RecoveryMode::SkipAnyCorruptedRecords)).unwrap();
+    assert_eq!(keys(&db), ["c"]);
+}
