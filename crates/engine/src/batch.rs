@@ -458,13 +458,14 @@ mod tests {
             ]
         );
         assert_eq!(b.user_bytes(), 3 + 1 + 2);
+        // The worked example of docs/FORMATS.md.
         let p = Predecessor {
             log_number: 5,
-            last_sequence: 0x0a0b,
+            last_sequence: 0x0104,
         };
         assert_eq!(
             p.encode(),
-            [0x81, 5, 0, 0, 0, 0, 0, 0, 0, 0x0b, 0x0a, 0, 0, 0, 0, 0, 0]
+            [0x81, 5, 0, 0, 0, 0, 0, 0, 0, 0x04, 0x01, 0, 0, 0, 0, 0, 0]
         );
         assert_eq!(Predecessor::decode(&p.encode()), Ok(p));
     }
