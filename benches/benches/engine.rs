@@ -1,0 +1,72 @@
+//! Engine throughput: random puts (16-byte keys, 100-byte values, WAL
+//! without fsync), random point lookups and seek + 10 nexts over 200 000
+//! keys on the real file system. The full-size comparison (2M keys) is the
+//! `db_bench` example: `cargo run --release -p lithify-engine --example
+//! db_bench`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use lithify_engine::{Db, Options, ReadOptions};
+
+const KEYS: u64 = 200_000;
+
+fn key(n: u64) -> [u8; 16] {
+    let mut k = [b'0'; 16];
+    let mut n = n;
+    for b in k.iter_mut().rev() {
+        *b = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    k
+}
+
+/// A cheap deterministic key order.
+fn scramble(i: u64) -> u64 {
+    i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % KEYS
+}
+
+fn engine(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let value = [b'v'; 100];
+    let mut g = c.benchmark_group("engine");
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0u64;
+    g.bench_function("put (random key, no sync)", |b| {
+        b.iter(|| {
+            i += 1;
+            db.put(key(scramble(i)), value).unwrap();
+        })
+    });
+    for n in 0..KEYS {
+        db.put(key(n), value).unwrap();
+    }
+    db.flush().unwrap();
+    let mut j = 0u64;
+    g.bench_function("get (present key)", |b| {
+        b.iter(|| {
+            j += 1;
+            black_box(db.get(key(scramble(j))).unwrap());
+        })
+    });
+    let mut it = db.raw_iterator(&ReadOptions::default()).unwrap();
+    let mut s = 0u64;
+    g.bench_function("seek + 10 nexts", |b| {
+        b.iter(|| {
+            s += 1;
+            it.seek(key(scramble(s))).unwrap();
+            for _ in 0..10 {
+                if !it.valid() {
+                    break;
+                }
+                black_box(it.value());
+                it.next().unwrap();
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, engine);
+criterion_main!(benches);
