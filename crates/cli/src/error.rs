@@ -19,6 +19,65 @@ pub(crate) enum Error {
         location: Location,
     },
 
+    /// The database failed (its message names the file at fault).
+    #[snafu(display("{source}"))]
+    Db {
+        /// The database's error.
+        #[snafu(source(from(lithify_engine::Error, Into::into)))]
+        source: lithify::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A table file could not be read (the message names the file and
+    /// byte offset).
+    #[snafu(display("{source}"))]
+    Table {
+        /// The table crate's error.
+        source: lithify_sstable::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A record log (WAL) could not be read (the message names the file
+    /// and byte offset).
+    #[snafu(display("{source}"))]
+    Wal {
+        /// The log crate's error.
+        source: lithify_wal::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A MANIFEST or CURRENT could not be read (the message names the file).
+    #[snafu(display("{source}"))]
+    Version {
+        /// The version crate's error.
+        source: lithify_version::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// The benchmark's results could not be written as JSON.
+    #[snafu(display("cannot write the benchmark results as JSON: {source}"))]
+    Json {
+        /// serde_json's error.
+        source: serde_json::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// `get` found no value.
+    #[snafu(display("key {key:?} is not in the database in {}", dir.display()))]
+    NotFound {
+        /// The key as given.
+        key: String,
+        /// The database directory.
+        dir: PathBuf,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// A file or directory could not be used.
     #[snafu(display("cannot {action} {}: {source}", path.display()))]
     Io {

@@ -3,16 +3,25 @@
 //! One module per command family; `main` only parses, dispatches and turns
 //! an error into one sentence on stderr and a non-zero exit code.
 //!
+//! * `lithify bench` ([`bench`]): the engine's db_bench;
+//! * `lithify get|put|delete|scan|stats|compact` ([`db`]): the database
+//!   tools, as RocksDB's `ldb`;
+//! * `lithify dump-sst|dump-wal|dump-manifest` ([`dump`]): file dumps, as
+//!   `sst_dump` and `ldb dump_wal` / `manifest_dump`;
 //! * `lithify log ...` ([`log`]): Kafka-format logs and their cleaner —
 //!   `produce`, `dump`, `clean`, `bench`.
 //!
-//! Adding a family (the engine's `bench`, `get`, `scan`, `dump-sst`, ...):
-//! a module with its own clap `Args`/`Subcommand` type and a `run`
-//! function returning [`error::Result`], one variant in [`Command`], one
-//! arm in [`run`].
+//! Adding a command: a module with its own clap `Args`/`Subcommand` type
+//! and a `run` function returning [`error::Result`], one variant in
+//! [`Command`], one arm in [`run`].
 
+mod bench;
+mod db;
+mod dump;
 mod error;
 mod log;
+mod rng;
+mod text;
 
 use std::process::ExitCode;
 
@@ -26,9 +35,31 @@ struct Cli {
     command: Command,
 }
 
-/// The command families.
+/// The commands.
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Benchmark the engine as db_bench does (default: fillrandom,
+    /// readrandom and seekrandom over 1M keys in a temporary directory).
+    Bench(Box<bench::BenchArgs>),
+    /// Print the value of a key.
+    Get(db::GetArgs),
+    /// Set a key.
+    Put(db::PutArgs),
+    /// Delete a key.
+    Delete(db::DeleteArgs),
+    /// Print the keys (and values) of a key range in order.
+    Scan(db::ScanArgs),
+    /// Print the engine's statistics: compaction stats and amplification.
+    Stats(db::StatsArgs),
+    /// Compact a key range (everything by default) and wait.
+    Compact(db::CompactArgs),
+    /// Print a table file: properties, blocks, entries; verify every
+    /// checksum.
+    DumpSst(dump::sst::DumpSstArgs),
+    /// Print the records and writes of a write-ahead log.
+    DumpWal(dump::wal::DumpWalArgs),
+    /// Print the MANIFEST of a database: version edits and the LSM shape.
+    DumpManifest(dump::manifest::DumpManifestArgs),
     /// Kafka-format logs: produce a workload, dump files, clean, benchmark.
     #[command(subcommand)]
     Log(log::LogCommand),
@@ -36,6 +67,16 @@ enum Command {
 
 fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
+        Command::Bench(a) => bench::run(*a),
+        Command::Get(a) => db::get(a),
+        Command::Put(a) => db::put(a),
+        Command::Delete(a) => db::delete(a),
+        Command::Scan(a) => db::scan(a),
+        Command::Stats(a) => db::stats(a),
+        Command::Compact(a) => db::compact(a),
+        Command::DumpSst(a) => dump::sst::run(a),
+        Command::DumpWal(a) => dump::wal::run(a),
+        Command::DumpManifest(a) => dump::manifest::run(a),
         Command::Log(cmd) => log::run(cmd),
     }
 }

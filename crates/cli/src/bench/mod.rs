@@ -1,0 +1,267 @@
+//! `lithify bench`: the engine's benchmark, as RocksDB's db_bench.
+//!
+//! Runs the benchmarks of `--benchmarks` in order on one database — by
+//! default fillrandom, readrandom and seekrandom over 1M keys of 16 bytes
+//! with 100-byte values, in a fresh temporary directory removed afterwards
+//! (`--keep` keeps it, `--db` names one). Prints per workload ops/s, MB/s
+//! and latency percentiles, then the engine's compaction stats table and
+//! its write / read / space amplification; `--json` prints one JSON object
+//! per workload instead.
+//!
+//! * `data`: db_bench's keys and half-compressible values;
+//! * `histogram`: fixed-memory latency histogram;
+//! * `options`: engine options by their RocksDB names;
+//! * `progress`: the progress bar;
+//! * `workload`: the benchmarks themselves;
+//! * `report`: text and JSON output.
+
+mod data;
+mod histogram;
+mod options;
+mod progress;
+mod report;
+mod workload;
+
+use std::path::PathBuf;
+
+use clap::Args;
+use lithify::{Db, Options, WriteOptions};
+use lithify_vfs::{FileSystem as _, OsFs};
+use snafu::ResultExt as _;
+
+use crate::error::{DbSnafu, IoSnafu, Result, UsageSnafu};
+use options::EngineArgs;
+use workload::{Benchmark, Settings};
+
+/// Arguments of `bench` (db_bench's names, with `-` or `_`).
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// Benchmarks to run in order, comma-separated: fillseq, fillrandom,
+    /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
+    /// deleterandom, flush, compact.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fillrandom,readrandom,seekrandom"
+    )]
+    pub benchmarks: Vec<Benchmark>,
+    /// Keys in the key space; operations of each write benchmark.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Operations of each read benchmark (default: --num).
+    #[arg(long)]
+    pub reads: Option<u64>,
+    /// Bytes per key.
+    #[arg(long, alias = "key_size", default_value_t = 16)]
+    pub key_size: usize,
+    /// Bytes per value.
+    #[arg(long, alias = "value_size", default_value_t = 100)]
+    pub value_size: usize,
+    /// Share of each value that is random; the rest repeats it, so values
+    /// compress to about this ratio.
+    #[arg(long, alias = "compression_ratio", default_value_t = 0.5)]
+    pub compression_ratio: f64,
+    /// Threads per benchmark; the operations are split between them
+    /// (readwhilewriting adds one writer thread).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Seed of the key and value generators.
+    #[arg(long, default_value_t = 301)]
+    pub seed: u64,
+    /// Nexts after each seek of seekrandom.
+    #[arg(long, alias = "seek_nexts", default_value_t = 10)]
+    pub seek_nexts: usize,
+    /// Writes per write batch.
+    #[arg(long, alias = "batch_size", default_value_t = 1)]
+    pub batch_size: usize,
+    /// Percent of readrandom lookups aimed at keys never written (on top of
+    /// the keys fillrandom left out: about 37 % of the key space).
+    #[arg(long, alias = "read_miss_percent", default_value_t = 0,
+          value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub read_miss_percent: u8,
+    /// Make every write durable (fsync the WAL) before it returns.
+    #[arg(long)]
+    pub sync: bool,
+    /// Write without the WAL.
+    #[arg(long, alias = "disable_wal")]
+    pub disable_wal: bool,
+    /// The database directory (default: a fresh temporary directory).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Run on the database already in --db instead of refusing it.
+    #[arg(long, alias = "use_existing_db")]
+    pub use_existing_db: bool,
+    /// Keep the temporary database directory and print its path.
+    #[arg(long)]
+    pub keep: bool,
+    /// One JSON object per benchmark on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Engine options.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Where the database lives, and whether to remove it afterwards.
+enum Location {
+    Given(PathBuf),
+    Temporary(tempfile::TempDir),
+}
+
+impl Location {
+    fn path(&self) -> PathBuf {
+        match self {
+            Location::Given(p) => p.clone(),
+            Location::Temporary(t) => t.path().to_path_buf(),
+        }
+    }
+}
+
+/// Runs `bench`.
+pub(crate) fn run(a: BenchArgs) -> Result<()> {
+    let settings = Settings {
+        num: a.num,
+        reads: a.reads.unwrap_or(a.num),
+        key_size: a.key_size,
+        value_size: a.value_size,
+        compression_ratio: a.compression_ratio,
+        threads: a.threads,
+        seed: a.seed,
+        seek_nexts: a.seek_nexts,
+        batch_size: a.batch_size,
+        read_miss_percent: a.read_miss_percent,
+        write_options: WriteOptions {
+            sync: a.sync,
+            disable_wal: a.disable_wal,
+            no_slowdown: false,
+        },
+    };
+    workload::check(&settings, &a.benchmarks)?;
+    let options = a.engine.to_options()?;
+    let location = locate(&a)?;
+    let dir = location.path();
+    let header = header(&a, &settings, &options, &dir);
+    if !a.json {
+        println!("{header}");
+    }
+
+    let db = Db::open(&dir, options).context(DbSnafu)?;
+    for &benchmark in &a.benchmarks {
+        let outcome = workload::run(&db, benchmark, &settings)?;
+        if a.json {
+            println!("{}", report::json_line(&outcome, &settings, &db.stats())?);
+        } else {
+            println!("{}", report::text(&outcome));
+        }
+    }
+    if !a.json {
+        println!();
+        print!("{}", db.stats());
+        if let Some(mb) = report::peak_rss_mb() {
+            println!("Peak RSS: {mb:.1} MB");
+        }
+    }
+    db.close().context(DbSnafu)?;
+
+    match location {
+        Location::Temporary(t) if a.keep => {
+            let kept = t.keep();
+            if !a.json {
+                println!("Database kept in {}", kept.display());
+            }
+        }
+        Location::Temporary(t) => {
+            let path = t.path().to_path_buf();
+            t.close().context(IoSnafu {
+                action: "remove the temporary database",
+                path,
+            })?;
+        }
+        Location::Given(_) => {}
+    }
+    Ok(())
+}
+
+/// The database directory: `--db` (refusing an existing database unless
+/// `--use-existing-db`) or a new temporary directory.
+fn locate(a: &BenchArgs) -> Result<Location> {
+    match &a.db {
+        Some(dir) => {
+            let has_db = OsFs.exists(&dir.join(lithify_version::filename::CURRENT));
+            if has_db && !a.use_existing_db {
+                return UsageSnafu {
+                    message: format!(
+                        "{} already holds a database; pass --use-existing-db to run on it",
+                        dir.display()
+                    ),
+                }
+                .fail();
+            }
+            Ok(Location::Given(dir.clone()))
+        }
+        None => {
+            if a.use_existing_db {
+                return UsageSnafu {
+                    message: "--use-existing-db needs --db".to_string(),
+                }
+                .fail();
+            }
+            let temp = tempfile::Builder::new()
+                .prefix("lithify-bench-")
+                .tempdir()
+                .context(IoSnafu {
+                    action: "create a temporary directory in",
+                    path: std::env::temp_dir(),
+                })?;
+            Ok(Location::Temporary(temp))
+        }
+    }
+}
+
+/// db_bench's opening lines: what is measured, with which options.
+fn header(a: &BenchArgs, s: &Settings, o: &Options, dir: &std::path::Path) -> String {
+    let cache = o
+        .block_cache
+        .as_ref()
+        .map_or(o.block_cache_size, |c| c.stats().capacity);
+    let names: Vec<_> = a.benchmarks.iter().map(|b| b.name()).collect();
+    format!(
+        "lithify bench: {}\n\
+         Keys:       {} bytes each\n\
+         Values:     {} bytes each ({:.0} bytes after compression)\n\
+         Entries:    {}; reads {}; threads {}; batch {}; seed {}\n\
+         WAL:        {}\n\
+         Engine:     write_buffer_size {} MiB, block cache {} MiB, compression {}, bloom {} bits/key, \
+         L0 triggers {}/{}/{}, max_bytes_for_level_base {} MiB x {}, target_file_size_base {} MiB, \
+         {} background jobs\n\
+         Directory:  {}\n",
+        names.join(","),
+        s.key_size,
+        s.value_size,
+        s.value_size as f64 * s.compression_ratio.clamp(0.0, 1.0),
+        s.num,
+        s.reads,
+        s.threads,
+        s.batch_size,
+        s.seed,
+        if s.write_options.disable_wal {
+            "disabled"
+        } else if s.write_options.sync {
+            "fsync on every write"
+        } else {
+            "written, not synced"
+        },
+        o.write_buffer_size >> 20,
+        cache >> 20,
+        o.compression.name(),
+        o.bloom_bits_per_key,
+        o.level0_file_num_compaction_trigger,
+        o.level0_slowdown_writes_trigger,
+        o.level0_stop_writes_trigger,
+        o.max_bytes_for_level_base >> 20,
+        o.max_bytes_for_level_multiplier,
+        o.target_file_size_base >> 20,
+        o.max_background_jobs,
+        dir.display(),
+    )
+}

@@ -1,0 +1,189 @@
+//! Engine options on the command line, by their RocksDB (db_bench) names.
+//!
+//! Every flag is spelled both ways: `--write-buffer-size` and db_bench's
+//! `--write_buffer_size`. A flag left out keeps the engine's default
+//! (RocksDB's, see `lithify::Options`).
+
+use std::sync::Arc;
+
+use clap::Args;
+use lithify::{BlockCache, CompactionPri, Compression, Options};
+
+use crate::error::{Result, UsageSnafu};
+
+/// The engine options `bench` accepts.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Engine options (RocksDB names)")]
+pub(crate) struct EngineArgs {
+    /// Bytes of a memtable before it is flushed (engine default 64 MiB).
+    #[arg(long, alias = "write_buffer_size")]
+    pub write_buffer_size: Option<usize>,
+    /// Memtables (mutable + immutable) before writes stop (default 2).
+    #[arg(long, alias = "max_write_buffer_number")]
+    pub max_write_buffer_number: Option<usize>,
+    /// Immutable memtables merged into one flush (default 1).
+    #[arg(long, alias = "min_write_buffer_number_to_merge")]
+    pub min_write_buffer_number_to_merge: Option<usize>,
+    /// Block cache capacity in bytes (engine default 32 MiB; 0 disables it).
+    #[arg(long, alias = "cache_size")]
+    pub cache_size: Option<usize>,
+    /// Uncompressed data-block size (default 4096).
+    #[arg(long, alias = "block_size")]
+    pub block_size: Option<usize>,
+    /// Entries between restart points in data blocks (default 16).
+    #[arg(long, alias = "block_restart_interval")]
+    pub block_restart_interval: Option<usize>,
+    /// Bloom filter bits per key, 0 for none (default 10).
+    #[arg(long, alias = "bloom_bits")]
+    pub bloom_bits: Option<f64>,
+    /// Data-block compression: none or zstd (default none).
+    #[arg(long, alias = "compression_type", value_parser = ["none", "zstd"])]
+    pub compression_type: Option<String>,
+    /// zstd level when --compression-type zstd (default 3).
+    #[arg(long, alias = "compression_level", allow_negative_numbers = true)]
+    pub compression_level: Option<i32>,
+    /// Number of levels (default 7).
+    #[arg(long, alias = "num_levels")]
+    pub num_levels: Option<usize>,
+    /// L0 files that trigger a compaction (default 4).
+    #[arg(long, alias = "level0_file_num_compaction_trigger")]
+    pub level0_file_num_compaction_trigger: Option<usize>,
+    /// L0 files at which writes slow down (default 20).
+    #[arg(long, alias = "level0_slowdown_writes_trigger")]
+    pub level0_slowdown_writes_trigger: Option<usize>,
+    /// L0 files at which writes stop (default 36).
+    #[arg(long, alias = "level0_stop_writes_trigger")]
+    pub level0_stop_writes_trigger: Option<usize>,
+    /// Target size of the base level in bytes (default 256 MiB).
+    #[arg(long, alias = "max_bytes_for_level_base")]
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Size ratio between adjacent levels (default 10).
+    #[arg(long, alias = "max_bytes_for_level_multiplier")]
+    pub max_bytes_for_level_multiplier: Option<f64>,
+    /// Level targets computed from the last level's size (default true).
+    #[arg(long, alias = "level_compaction_dynamic_level_bytes")]
+    pub level_compaction_dynamic_level_bytes: Option<bool>,
+    /// Target size of compaction output files in bytes (default 64 MiB).
+    #[arg(long, alias = "target_file_size_base")]
+    pub target_file_size_base: Option<u64>,
+    /// Growth of the target file size per level (default 1).
+    #[arg(long, alias = "target_file_size_multiplier")]
+    pub target_file_size_multiplier: Option<u32>,
+    /// Upper bound of a compaction's input bytes (default 25 target files).
+    #[arg(long, alias = "max_compaction_bytes")]
+    pub max_compaction_bytes: Option<u64>,
+    /// Background threads for flushes and compactions (default 2).
+    #[arg(long, alias = "max_background_jobs")]
+    pub max_background_jobs: Option<usize>,
+    /// Pieces a compaction is split into and run in parallel (default 1).
+    #[arg(long, alias = "subcompactions", alias = "max_subcompactions")]
+    pub max_subcompactions: Option<usize>,
+    /// No automatic compactions (default false).
+    #[arg(long, alias = "disable_auto_compactions")]
+    pub disable_auto_compactions: Option<bool>,
+    /// Order files of a level are compacted in, as RocksDB numbers it:
+    /// 0 by compensated size, 1 oldest largest seqno, 2 oldest smallest
+    /// seqno, 3 min overlapping ratio (default), 4 round robin.
+    #[arg(long, alias = "compaction_pri", value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub compaction_pri: Option<u8>,
+    /// Bytes per second writes are slowed to during a slowdown (default 16 MiB).
+    #[arg(long, alias = "delayed_write_rate")]
+    pub delayed_write_rate: Option<u64>,
+    /// Pending compaction bytes that slow writes (default 64 GiB; 0 off).
+    #[arg(long, alias = "soft_pending_compaction_bytes_limit")]
+    pub soft_pending_compaction_bytes_limit: Option<u64>,
+    /// Pending compaction bytes that stop writes (default 256 GiB; 0 off).
+    #[arg(long, alias = "hard_pending_compaction_bytes_limit")]
+    pub hard_pending_compaction_bytes_limit: Option<u64>,
+    /// Bytes one write group commits at most (default 1 MiB).
+    #[arg(long, alias = "max_write_batch_group_size_bytes")]
+    pub max_write_batch_group_size_bytes: Option<u64>,
+    /// Buffer WAL records until 64 KiB, a sync or close (default false).
+    #[arg(long, alias = "manual_wal_flush")]
+    pub manual_wal_flush: Option<bool>,
+    /// Verify block checksums on every read from a file (default true).
+    #[arg(long, alias = "verify_checksum", alias = "verify_checksums")]
+    pub verify_checksum: Option<bool>,
+    /// Whole-key bloom filter in every memtable (default true here).
+    #[arg(long, alias = "memtable_whole_key_filtering")]
+    pub memtable_whole_key_filtering: Option<bool>,
+}
+
+impl EngineArgs {
+    /// The engine options: the defaults with every given flag applied.
+    pub(crate) fn to_options(&self) -> Result<Options> {
+        let mut o = Options::default();
+        macro_rules! set {
+            ($($field:ident),* $(,)?) => {
+                $(if let Some(v) = self.$field.clone() { o.$field = v; })*
+            };
+        }
+        set!(
+            write_buffer_size,
+            max_write_buffer_number,
+            min_write_buffer_number_to_merge,
+            block_size,
+            block_restart_interval,
+            num_levels,
+            level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger,
+            max_bytes_for_level_base,
+            max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes,
+            target_file_size_base,
+            target_file_size_multiplier,
+            max_compaction_bytes,
+            max_background_jobs,
+            max_subcompactions,
+            disable_auto_compactions,
+            delayed_write_rate,
+            soft_pending_compaction_bytes_limit,
+            hard_pending_compaction_bytes_limit,
+            max_write_batch_group_size_bytes,
+            manual_wal_flush,
+            memtable_whole_key_filtering,
+        );
+        if let Some(bits) = self.bloom_bits {
+            if !(0.0..=100.0).contains(&bits) {
+                return UsageSnafu {
+                    message: format!("--bloom-bits must be between 0 and 100, not {bits}"),
+                }
+                .fail();
+            }
+            o.bloom_bits_per_key = bits;
+        }
+        if let Some(v) = self.verify_checksum {
+            o.verify_checksums = v;
+        }
+        if let Some(size) = self.cache_size {
+            o.block_cache = Some(Arc::new(BlockCache::new(size)));
+            o.block_cache_size = size;
+        }
+        match (self.compression_type.as_deref(), self.compression_level) {
+            (Some("zstd"), level) => {
+                o.compression = Compression::Zstd {
+                    level: level.unwrap_or(3),
+                }
+            }
+            (_, Some(_)) => {
+                return UsageSnafu {
+                    message: "--compression-level needs --compression-type zstd".to_string(),
+                }
+                .fail();
+            }
+            (Some(_), None) => o.compression = Compression::None,
+            (None, None) => {}
+        }
+        if let Some(p) = self.compaction_pri {
+            o.compaction_pri = match p {
+                0 => CompactionPri::ByCompensatedSize,
+                1 => CompactionPri::OldestLargestSeqFirst,
+                2 => CompactionPri::OldestSmallestSeqFirst,
+                3 => CompactionPri::MinOverlappingRatio,
+                _ => CompactionPri::RoundRobin,
+            };
+        }
+        Ok(o)
+    }
+}

@@ -1,0 +1,260 @@
+//! What `bench` prints: a db_bench-style line per workload with its
+//! latency percentiles, or one JSON object per workload (`--json`).
+
+use std::path::Path;
+
+use lithify::DbStats;
+use lithify_vfs::{FileSystem as _, OsFs};
+use serde::Serialize;
+use snafu::ResultExt as _;
+
+use crate::bench::workload::{Outcome, Settings};
+use crate::error::{JsonSnafu, Result};
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Serialize)]
+pub(crate) struct Latency {
+    /// Operations timed (batches, for batched writes).
+    pub samples: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p99_9: f64,
+    /// Slowest operation.
+    pub max: f64,
+}
+
+/// One level of the LSM tree in the JSON output.
+#[derive(Debug, Serialize)]
+pub(crate) struct LevelJson {
+    /// The level.
+    pub level: usize,
+    /// Files in it.
+    pub files: usize,
+    /// Bytes of its files.
+    pub size_bytes: u64,
+    /// Bytes compactions (flushes at L0) wrote into it.
+    pub write_bytes: u64,
+}
+
+/// The engine's own measurements after a workload (cumulative since the
+/// database was opened).
+#[derive(Debug, Serialize)]
+pub(crate) struct EngineJson {
+    /// (WAL + flush + compaction bytes) / user bytes.
+    pub write_amp: f64,
+    /// Tables probed per point lookup.
+    pub read_amp_tables: f64,
+    /// Data blocks read per point lookup.
+    pub read_amp_blocks: f64,
+    /// (table + WAL bytes) / estimated live bytes.
+    pub space_amp: f64,
+    /// Key and value bytes written by users.
+    pub user_bytes: u64,
+    /// Bytes appended to WALs.
+    pub wal_bytes: u64,
+    /// Bytes of tables written by flushes.
+    pub flush_bytes: u64,
+    /// Bytes of tables read by compactions.
+    pub compaction_read_bytes: u64,
+    /// Bytes of tables written by compactions.
+    pub compaction_write_bytes: u64,
+    /// Bytes of table files now.
+    pub sst_bytes: u64,
+    /// Estimated live bytes.
+    pub live_bytes: u64,
+    /// Write groups slowed down by a stall.
+    pub stall_delayed_writes: u64,
+    /// Microseconds spent slowed down.
+    pub stall_delayed_micros: u64,
+    /// Write groups stopped by a stall.
+    pub stall_stopped_writes: u64,
+    /// Microseconds spent stopped.
+    pub stall_stopped_micros: u64,
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// The levels of every table that hold files or have history.
+    pub levels: Vec<LevelJson>,
+}
+
+impl EngineJson {
+    /// The summary of `stats`.
+    pub(crate) fn new(stats: &DbStats) -> Self {
+        let (hits, misses) = stats
+            .block_cache
+            .as_ref()
+            .map_or((0, 0), |c| (c.hits, c.misses));
+        EngineJson {
+            write_amp: stats.write_amp,
+            read_amp_tables: stats.read_amp_tables,
+            read_amp_blocks: stats.read_amp_blocks,
+            space_amp: stats.space_amp,
+            user_bytes: stats.user_bytes,
+            wal_bytes: stats.wal_bytes,
+            flush_bytes: stats.flush_bytes,
+            compaction_read_bytes: stats.compaction_read_bytes,
+            compaction_write_bytes: stats.compaction_write_bytes,
+            sst_bytes: stats.sst_bytes,
+            live_bytes: stats.live_bytes,
+            stall_delayed_writes: stats.stalls.delayed_writes,
+            stall_delayed_micros: stats.stalls.delayed_time.as_micros() as u64,
+            stall_stopped_writes: stats.stalls.stopped_writes,
+            stall_stopped_micros: stats.stalls.stopped_time.as_micros() as u64,
+            block_cache_hits: hits,
+            block_cache_misses: misses,
+            levels: stats
+                .tables
+                .iter()
+                .flat_map(|t| t.levels.iter())
+                .map(|l| LevelJson {
+                    level: l.level.unwrap_or(0),
+                    files: l.files,
+                    size_bytes: l.size_bytes,
+                    write_bytes: l.write_bytes,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The JSON object of one workload.
+#[derive(Debug, Serialize)]
+pub(crate) struct WorkloadJson<'a> {
+    /// db_bench's name of the benchmark.
+    pub benchmark: &'a str,
+    /// Operations done.
+    pub ops: u64,
+    /// Threads that did them.
+    pub threads: usize,
+    /// Wall time in seconds.
+    pub seconds: f64,
+    /// Operations per second of wall time.
+    pub ops_per_sec: f64,
+    /// Key and value bytes per second, in MiB (db_bench's MB/s).
+    pub mb_per_sec: f64,
+    /// Key and value bytes written or returned.
+    pub bytes: u64,
+    /// Lookups that found their key (read workloads).
+    pub found: Option<u64>,
+    /// Writes of the background writer (`readwhilewriting`).
+    pub background_writes: Option<u64>,
+    /// Latency of one operation (one batch for batched writes).
+    pub latency_us: Latency,
+    /// Keys of the key space.
+    pub num: u64,
+    /// Bytes per key.
+    pub key_size: usize,
+    /// Bytes per value.
+    pub value_size: usize,
+    /// Peak resident memory of the process so far, in MiB (Linux).
+    pub peak_rss_mb: Option<f64>,
+    /// The engine's statistics after the workload.
+    pub engine: EngineJson,
+}
+
+fn micros(nanos: u64) -> f64 {
+    nanos as f64 / 1e3
+}
+
+fn latency(o: &Outcome) -> Latency {
+    let h = &o.latency;
+    Latency {
+        samples: h.count(),
+        mean: h.mean() / 1e3,
+        p50: micros(h.quantile(0.5)),
+        p99: micros(h.quantile(0.99)),
+        p99_9: micros(h.quantile(0.999)),
+        max: micros(h.max()),
+    }
+}
+
+fn per_sec(n: f64, o: &Outcome) -> f64 {
+    let secs = o.elapsed.as_secs_f64();
+    if secs > 0.0 { n / secs } else { 0.0 }
+}
+
+/// The JSON line of `o`.
+pub(crate) fn json_line(o: &Outcome, s: &Settings, stats: &DbStats) -> Result<String> {
+    let threads = match o.benchmark {
+        crate::bench::workload::Benchmark::Flush | crate::bench::workload::Benchmark::Compact => 1,
+        _ => s.threads,
+    };
+    let object = WorkloadJson {
+        benchmark: o.benchmark.name(),
+        ops: o.ops,
+        threads,
+        seconds: o.elapsed.as_secs_f64(),
+        ops_per_sec: per_sec(o.ops as f64, o),
+        mb_per_sec: per_sec(o.bytes as f64 / MIB, o),
+        bytes: o.bytes,
+        found: o.found,
+        background_writes: o.background_writes,
+        latency_us: latency(o),
+        num: s.num,
+        key_size: s.key_size,
+        value_size: s.value_size,
+        peak_rss_mb: peak_rss_mb(),
+        engine: EngineJson::new(stats),
+    };
+    serde_json::to_string(&object).context(JsonSnafu)
+}
+
+/// The text lines of `o`, as db_bench prints them, with the latency
+/// percentiles under them.
+pub(crate) fn text(o: &Outcome) -> String {
+    let secs = o.elapsed.as_secs_f64();
+    let micros_per_op = if o.ops == 0 {
+        0.0
+    } else {
+        secs * 1e6 / o.ops as f64
+    };
+    let mut out = format!(
+        "{:<16}: {:>10.3} micros/op {:>10.0} ops/sec; {:>7.1} MB/s; {:.2} s, {} ops",
+        o.benchmark.name(),
+        micros_per_op,
+        per_sec(o.ops as f64, o),
+        per_sec(o.bytes as f64 / MIB, o),
+        secs,
+        o.ops
+    );
+    if let Some(found) = o.found {
+        out.push_str(&format!(" ({found} of {} found)", o.ops));
+    }
+    if let Some(w) = o.background_writes {
+        out.push_str(&format!(" ({w} writes alongside)"));
+    }
+    let l = latency(o);
+    out.push_str(&format!(
+        "\n{:<16}  latency us: p50 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  mean {:.1}",
+        "", l.p50, l.p99, l.p99_9, l.max, l.mean
+    ));
+    out
+}
+
+/// Peak resident set size of this process in MiB, from
+/// `/proc/self/status` (Linux only; `None` elsewhere). `/proc` files report
+/// a size of 0, so this reads until the end instead of trusting it.
+pub(crate) fn peak_rss_mb() -> Option<f64> {
+    let file = OsFs.open(Path::new("/proc/self/status")).ok()?;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = file.read_at(text.len() as u64, &mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8(text).ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}

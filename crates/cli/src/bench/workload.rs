@@ -1,0 +1,523 @@
+//! The workloads, db_bench's benchmarks by their db_bench names.
+//!
+//! A workload's operations are split between `--threads` threads (db_bench
+//! gives every thread the full count instead); each thread draws its keys
+//! from its own generator, seeded from `--seed`, the workload's name and
+//! the thread's index, so reads do not replay the fill order and a run is
+//! repeatable. Every operation is timed into the thread's [`Histogram`].
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use lithify::{Db, ReadOptions, WriteBatch, WriteOptions};
+use snafu::ResultExt as _;
+
+use crate::bench::data::{Values, make_key};
+use crate::bench::histogram::Histogram;
+use crate::bench::progress::{Progress, UPDATE_EVERY};
+use crate::error::{DbSnafu, Result, UsageSnafu};
+use crate::rng::Rng;
+
+/// A benchmark of `--benchmarks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Benchmark {
+    /// Write `--num` keys in key order.
+    FillSeq,
+    /// Write `--num` keys drawn at random from `0..num`.
+    FillRandom,
+    /// As `fillrandom`, meant to run over an existing database.
+    Overwrite,
+    /// Point lookups of random keys (`--read-miss-percent` of them absent).
+    ReadRandom,
+    /// Scan forward from the first key.
+    ReadSeq,
+    /// Seek to a random key, then `--seek-nexts` nexts.
+    SeekRandom,
+    /// `readrandom` in `--threads` threads while one more thread writes
+    /// random keys.
+    ReadWhileWriting,
+    /// Delete random keys.
+    DeleteRandom,
+    /// Flush the memtables and wait.
+    Flush,
+    /// Compact the whole key range and wait.
+    Compact,
+}
+
+impl Benchmark {
+    /// Every benchmark, in the order of the help text.
+    pub(crate) const ALL: [Benchmark; 10] = [
+        Benchmark::FillSeq,
+        Benchmark::FillRandom,
+        Benchmark::Overwrite,
+        Benchmark::ReadRandom,
+        Benchmark::ReadSeq,
+        Benchmark::SeekRandom,
+        Benchmark::ReadWhileWriting,
+        Benchmark::DeleteRandom,
+        Benchmark::Flush,
+        Benchmark::Compact,
+    ];
+
+    /// db_bench's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Benchmark::FillSeq => "fillseq",
+            Benchmark::FillRandom => "fillrandom",
+            Benchmark::Overwrite => "overwrite",
+            Benchmark::ReadRandom => "readrandom",
+            Benchmark::ReadSeq => "readseq",
+            Benchmark::SeekRandom => "seekrandom",
+            Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::Flush => "flush",
+            Benchmark::Compact => "compact",
+        }
+    }
+}
+
+impl FromStr for Benchmark {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Benchmark::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Benchmark::ALL.iter().map(|b| b.name()).collect();
+                format!("unknown benchmark {s:?}; known: {}", names.join(", "))
+            })
+    }
+}
+
+/// What every workload needs to know.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// Keys of the key space, and operations of the write workloads.
+    pub num: u64,
+    /// Operations of the read workloads.
+    pub reads: u64,
+    /// Bytes per key.
+    pub key_size: usize,
+    /// Bytes per value.
+    pub value_size: usize,
+    /// Random share of each value.
+    pub compression_ratio: f64,
+    /// Threads per workload.
+    pub threads: usize,
+    /// Seed of every generator.
+    pub seed: u64,
+    /// Nexts after each seek of `seekrandom`.
+    pub seek_nexts: usize,
+    /// Writes per batch.
+    pub batch_size: usize,
+    /// Percent of `readrandom` lookups aimed at keys never written.
+    pub read_miss_percent: u8,
+    /// Options of every write.
+    pub write_options: WriteOptions,
+}
+
+/// What one workload measured.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// The benchmark.
+    pub benchmark: Benchmark,
+    /// Operations done (keys written, lookups, seeks, entries scanned).
+    pub ops: u64,
+    /// Key and value bytes written or returned.
+    pub bytes: u64,
+    /// Wall time of the whole workload.
+    pub elapsed: Duration,
+    /// Latency of each operation (each batch, for batched writes), in
+    /// nanoseconds.
+    pub latency: Histogram,
+    /// Lookups that found their key (read workloads).
+    pub found: Option<u64>,
+    /// Writes of the background writer of `readwhilewriting`.
+    pub background_writes: Option<u64>,
+}
+
+/// The per-thread tally.
+struct Tally<'p> {
+    latency: Histogram,
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    last: Instant,
+    unreported: u64,
+    progress: Option<&'p Progress>,
+}
+
+impl<'p> Tally<'p> {
+    fn new(progress: Option<&'p Progress>) -> Self {
+        Tally {
+            latency: Histogram::default(),
+            ops: 0,
+            bytes: 0,
+            found: 0,
+            last: Instant::now(),
+            unreported: 0,
+            progress,
+        }
+    }
+
+    /// Closes one timed operation that did `ops` operations' worth of work
+    /// and moved `bytes`. One clock read per operation: the time since the
+    /// previous one (key generation included, as db_bench measures).
+    #[inline]
+    fn done(&mut self, ops: u64, bytes: u64) {
+        let now = Instant::now();
+        self.latency
+            .record(now.duration_since(self.last).as_nanos() as u64);
+        self.last = now;
+        self.ops += ops;
+        self.bytes += bytes;
+        self.unreported += ops;
+        if self.unreported >= UPDATE_EVERY {
+            if let Some(p) = self.progress {
+                p.advance(self.unreported);
+            }
+            self.unreported = 0;
+        }
+    }
+}
+
+/// A thread's key generator.
+struct Keys {
+    rng: Rng,
+    buf: Vec<u8>,
+}
+
+impl Keys {
+    fn new(settings: &Settings, benchmark: Benchmark, thread: usize) -> Self {
+        let salt = lithify_base::xxh3_64(benchmark.name().as_bytes());
+        Keys {
+            rng: Rng::new(settings.seed ^ salt ^ (thread as u64).wrapping_mul(0x9E37_79B9)),
+            buf: vec![0; settings.key_size],
+        }
+    }
+
+    /// Key number `n`.
+    #[inline]
+    fn number(&mut self, n: u64) -> &[u8] {
+        make_key(n, &mut self.buf);
+        &self.buf
+    }
+
+    /// A random key of `0..num`.
+    #[inline]
+    fn random(&mut self, num: u64) -> &[u8] {
+        let n = self.rng.uniform(num);
+        self.number(n)
+    }
+
+    /// A random key for a lookup: `miss_percent` of them in `num..2 num`,
+    /// where nothing was written.
+    #[inline]
+    fn lookup(&mut self, num: u64, miss_percent: u8) -> &[u8] {
+        let n = if miss_percent > 0 && self.rng.uniform(100) < u64::from(miss_percent) {
+            num + self.rng.uniform(num)
+        } else {
+            self.rng.uniform(num)
+        };
+        self.number(n)
+    }
+}
+
+/// Runs `benchmark` on `db`.
+pub(crate) fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
+    match benchmark {
+        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => {
+            write_workload(db, benchmark, s, false)
+        }
+        Benchmark::DeleteRandom => write_workload(db, benchmark, s, true),
+        Benchmark::ReadRandom => read_random(db, benchmark, s, s.threads),
+        Benchmark::ReadWhileWriting => read_while_writing(db, s),
+        Benchmark::ReadSeq => read_seq(db, s),
+        Benchmark::SeekRandom => seek_random(db, s),
+        Benchmark::Flush => single(benchmark, || db.flush()),
+        Benchmark::Compact => single(benchmark, || db.compact_range(None, None)),
+    }
+}
+
+/// Splits `total` operations between `threads`: thread `t` gets the range
+/// of operation numbers it does.
+fn share(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
+    let threads = threads as u64;
+    let t = t as u64;
+    (total * t / threads)..(total * (t + 1) / threads)
+}
+
+/// Runs `work(thread, tally)` in `threads` threads and sums the tallies.
+fn in_threads<F>(benchmark: Benchmark, threads: usize, total: u64, work: F) -> Result<Outcome>
+where
+    F: Fn(usize, &mut Tally<'_>) -> Result<()> + Sync,
+{
+    let progress = Progress::new(benchmark.name(), total);
+    let started = Instant::now();
+    let results: Vec<Result<Tally<'_>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let work = &work;
+                let progress = &progress;
+                scope.spawn(move || {
+                    let mut tally = Tally::new(Some(progress));
+                    work(t, &mut tally).map(|()| tally)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(r) => r,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    let elapsed = started.elapsed();
+    progress.finish();
+    let mut outcome = Outcome {
+        benchmark,
+        ops: 0,
+        bytes: 0,
+        elapsed,
+        latency: Histogram::default(),
+        found: None,
+        background_writes: None,
+    };
+    let mut found = 0;
+    for r in results {
+        let tally = r?;
+        outcome.ops += tally.ops;
+        outcome.bytes += tally.bytes;
+        outcome.latency.merge(&tally.latency);
+        found += tally.found;
+    }
+    outcome.found = Some(found);
+    Ok(outcome)
+}
+
+fn write_workload(db: &Db, benchmark: Benchmark, s: &Settings, delete: bool) -> Result<Outcome> {
+    let entry_bytes = if delete {
+        s.key_size as u64
+    } else {
+        (s.key_size + s.value_size) as u64
+    };
+    let mut outcome = in_threads(benchmark, s.threads, s.num, |t, tally| {
+        let mut keys = Keys::new(s, benchmark, t);
+        let mut values = Values::new(s.value_size, s.compression_ratio, s.seed ^ t as u64);
+        let range = share(s.num, s.threads, t);
+        let mut next = range.start;
+        let mut batch = WriteBatch::new();
+        while next < range.end {
+            let n = (s.batch_size as u64).min(range.end - next);
+            if n == 1 {
+                let key = match benchmark {
+                    Benchmark::FillSeq => keys.number(next),
+                    _ => keys.random(s.num),
+                };
+                if delete {
+                    db.delete_opt(key, &s.write_options).context(DbSnafu)?;
+                } else {
+                    db.put_opt(key, values.next_value(), &s.write_options)
+                        .context(DbSnafu)?;
+                }
+            } else {
+                batch.clear();
+                for i in 0..n {
+                    let key = match benchmark {
+                        Benchmark::FillSeq => keys.number(next + i),
+                        _ => keys.random(s.num),
+                    };
+                    if delete {
+                        batch.delete(key);
+                    } else {
+                        batch.put(key, values.next_value());
+                    }
+                }
+                db.write_opt(std::mem::take(&mut batch), &s.write_options)
+                    .context(DbSnafu)?;
+            }
+            next += n;
+            tally.done(n, n * entry_bytes);
+        }
+        Ok(())
+    })?;
+    outcome.found = None;
+    Ok(outcome)
+}
+
+fn read_random(db: &Db, benchmark: Benchmark, s: &Settings, threads: usize) -> Result<Outcome> {
+    let outcome = in_threads(benchmark, threads, s.reads, |t, tally| {
+        let mut keys = Keys::new(s, benchmark, t);
+        for _ in share(s.reads, threads, t) {
+            let key = keys.lookup(s.num, s.read_miss_percent);
+            let bytes = match db.get(key).context(DbSnafu)? {
+                Some(value) => {
+                    tally.found += 1;
+                    (key.len() + value.len()) as u64
+                }
+                None => 0,
+            };
+            tally.done(1, bytes);
+        }
+        Ok(())
+    })?;
+    Ok(outcome)
+}
+
+fn read_while_writing(db: &Db, s: &Settings) -> Result<Outcome> {
+    let readers_done = AtomicBool::new(false);
+    let writer_settings = Settings {
+        threads: 1,
+        ..s.clone()
+    };
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| -> Result<u64> {
+            let mut keys = Keys::new(&writer_settings, Benchmark::ReadWhileWriting, usize::MAX);
+            let mut values = Values::new(s.value_size, s.compression_ratio, !s.seed);
+            let mut written = 0;
+            while !readers_done.load(Ordering::Relaxed) {
+                let key = keys.random(s.num);
+                db.put_opt(key, values.next_value(), &s.write_options)
+                    .context(DbSnafu)?;
+                written += 1;
+            }
+            Ok(written)
+        });
+        let reads = read_random(db, Benchmark::ReadWhileWriting, s, s.threads);
+        readers_done.store(true, Ordering::Relaxed);
+        let written = match writer.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        let mut outcome = reads?;
+        outcome.background_writes = Some(written?);
+        Ok(outcome)
+    })
+}
+
+fn read_seq(db: &Db, s: &Settings) -> Result<Outcome> {
+    let outcome = in_threads(Benchmark::ReadSeq, s.threads, s.reads, |t, tally| {
+        let mut it = db.raw_iterator(&ReadOptions::default()).context(DbSnafu)?;
+        it.seek_to_first().context(DbSnafu)?;
+        for _ in share(s.reads, s.threads, t) {
+            let (Some(key), Some(value)) = (it.key(), it.value()) else {
+                break;
+            };
+            let bytes = (key.len() + value.len()) as u64;
+            tally.found += 1;
+            it.next().context(DbSnafu)?;
+            tally.done(1, bytes);
+        }
+        Ok(())
+    })?;
+    Ok(outcome)
+}
+
+fn seek_random(db: &Db, s: &Settings) -> Result<Outcome> {
+    let outcome = in_threads(Benchmark::SeekRandom, s.threads, s.reads, |t, tally| {
+        let mut keys = Keys::new(s, Benchmark::SeekRandom, t);
+        let mut it = db.raw_iterator(&ReadOptions::default()).context(DbSnafu)?;
+        for _ in share(s.reads, s.threads, t) {
+            it.seek(keys.random(s.num)).context(DbSnafu)?;
+            let mut bytes = 0;
+            if it.valid() {
+                tally.found += 1;
+            }
+            for _ in 0..s.seek_nexts {
+                let (Some(key), Some(value)) = (it.key(), it.value()) else {
+                    break;
+                };
+                bytes += (key.len() + value.len()) as u64;
+                it.next().context(DbSnafu)?;
+            }
+            tally.done(1, bytes);
+        }
+        Ok(())
+    })?;
+    Ok(outcome)
+}
+
+/// A benchmark of one call (`flush`, `compact`).
+fn single(
+    benchmark: Benchmark,
+    call: impl FnOnce() -> lithify_engine::Result<()>,
+) -> Result<Outcome> {
+    let mut tally = Tally::new(None);
+    let started = Instant::now();
+    call().context(DbSnafu)?;
+    tally.done(1, 0);
+    Ok(Outcome {
+        benchmark,
+        ops: 1,
+        bytes: 0,
+        elapsed: started.elapsed(),
+        latency: tally.latency,
+        found: None,
+        background_writes: None,
+    })
+}
+
+/// Checks the settings against the benchmarks asked for.
+pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()> {
+    let usage = |message: String| UsageSnafu { message }.fail();
+    if settings.num == 0 || settings.threads == 0 || settings.batch_size == 0 {
+        return usage("--num, --threads and --batch-size must be at least 1".to_string());
+    }
+    if settings.key_size == 0 {
+        return usage("--key-size must be at least 1".to_string());
+    }
+    let key_space = if settings.read_miss_percent > 0 {
+        settings.num.saturating_mul(2)
+    } else {
+        settings.num
+    };
+    let distinct = crate::bench::data::distinct_keys(settings.key_size);
+    if key_space > distinct {
+        return usage(format!(
+            "{}-byte keys have only {distinct} distinct values, too few for --num {}{}",
+            settings.key_size,
+            settings.num,
+            if settings.read_miss_percent > 0 {
+                " and keys outside it for --read-miss-percent"
+            } else {
+                ""
+            }
+        ));
+    }
+    if benchmarks.is_empty() {
+        return usage("--benchmarks names no benchmark".to_string());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for b in Benchmark::ALL {
+            assert_eq!(b.name().parse::<Benchmark>(), Ok(b));
+        }
+        let err = "readrandomly".parse::<Benchmark>().unwrap_err();
+        assert!(err.contains("fillseq, fillrandom"), "{err}");
+    }
+
+    #[test]
+    fn shares_cover_every_operation_once() {
+        for total in [0u64, 1, 7, 1000, 1_000_003] {
+            for threads in 1..=5 {
+                let mut next = 0;
+                for t in 0..threads {
+                    let r = share(total, threads, t);
+                    assert_eq!(r.start, next);
+                    next = r.end;
+                }
+                assert_eq!(next, total);
+            }
+        }
+    }
+}

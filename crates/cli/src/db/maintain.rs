@@ -1,0 +1,97 @@
+//! `stats` and `compact`.
+
+use clap::Args;
+use snafu::ResultExt as _;
+
+use crate::db::{DbArgs, close};
+use crate::error::{DbSnafu, Result, UsageSnafu};
+
+/// Arguments of `stats`.
+#[derive(Debug, Args)]
+pub(crate) struct StatsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print this property instead of `lithify.stats` (see
+    /// `--list-properties`).
+    #[arg(long)]
+    pub property: Option<String>,
+    /// List the property names.
+    #[arg(long)]
+    pub list_properties: bool,
+}
+
+/// Prints the engine's statistics (RocksDB's compaction stats table and
+/// the amplification figures) or another property.
+pub(crate) fn stats(a: StatsArgs) -> Result<()> {
+    if a.list_properties {
+        for name in lithify::Db::property_names() {
+            println!("{name}");
+        }
+        return Ok(());
+    }
+    let name = a.property.as_deref().unwrap_or("lithify.stats");
+    let db = a.db.open(false)?;
+    let text = db.property(name);
+    close(db)?;
+    match text {
+        Some(text) => {
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+            Ok(())
+        }
+        None => UsageSnafu {
+            message: format!("unknown property {name:?}; --list-properties lists them"),
+        }
+        .fail(),
+    }
+}
+
+/// Arguments of `compact`.
+#[derive(Debug, Args)]
+pub(crate) struct CompactArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// First key of the range (default: the smallest).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last key of the range (inclusive; default: the largest).
+    #[arg(long)]
+    pub to: Option<String>,
+}
+
+/// Compacts a key range (everything by default) and waits; prints the
+/// files per level afterwards.
+pub(crate) fn compact(a: CompactArgs) -> Result<()> {
+    let enc = a.db.encoding();
+    let from = a
+        .from
+        .as_deref()
+        .map(|k| enc.parse("--from", k))
+        .transpose()?;
+    let to = a.to.as_deref().map(|k| enc.parse("--to", k)).transpose()?;
+    let db = a.db.open(false)?;
+    db.compact_range(from.as_deref(), to.as_deref())
+        .context(DbSnafu)?;
+    let stats = db.stats();
+    close(db)?;
+    for table in &stats.tables {
+        let levels: Vec<String> = table
+            .levels
+            .iter()
+            .filter(|l| l.files > 0)
+            .map(|l| format!("L{}: {} files", l.level.unwrap_or(0), l.files))
+            .collect();
+        println!(
+            "compacted table {:?}: {}",
+            table.name,
+            if levels.is_empty() {
+                "no files".to_string()
+            } else {
+                levels.join(", ")
+            }
+        );
+    }
+    Ok(())
+}

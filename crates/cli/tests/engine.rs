@@ -1,0 +1,780 @@
+//! The engine commands — `bench`, the database tools and the file dumps —
+//! run as a user runs them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use lithify::{Db, Options, WriteBatch};
+use lithify_sstable::{Compression, TableBuilder, TableOptions};
+use lithify_vfs::{FileSystem, OsFs};
+use serde_json::Value;
+
+fn lithify_with(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lithify"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("the lithify binary runs")
+}
+
+fn lithify(args: &[&str]) -> Output {
+    lithify_with(args, &[])
+}
+
+fn ok(args: &[&str]) -> String {
+    checked(args, lithify(args))
+}
+
+fn checked(args: &[&str], out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "lithify {args:?} failed:\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a command that must fail with one `error: ` sentence (no panic, no
+/// backtrace) and a non-zero exit code; returns stderr and stdout.
+fn fails(args: &[&str]) -> (String, String) {
+    let out = lithify(args);
+    assert!(!out.status.success(), "lithify {args:?} succeeded");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        !stderr.contains("panicked")
+            && !stderr.contains("RUST_BACKTRACE")
+            && !stderr.contains("internal error"),
+        "{stderr}"
+    );
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    (stderr, String::from_utf8(out.stdout).unwrap())
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Files of `dir` whose names end with `suffix`, sorted.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut names: Vec<_> = OsFs
+        .list_dir(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    names.sort();
+    names.into_iter().map(|n| dir.join(n)).collect()
+}
+
+fn flip_byte(path: &Path, offset: usize) {
+    let mut data = lithify_vfs::read_file(&OsFs, path).unwrap();
+    data[offset] ^= 0x40;
+    lithify_vfs::write_file_atomic(&OsFs, path, &data).unwrap();
+}
+
+fn f(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} missing in {v}"))
+}
+
+fn u(v: &Value, field: &str) -> u64 {
+    v[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{field} missing in {v}"))
+}
+
+// ------------------------------------------------------------------ bench --
+
+#[test]
+fn bench_json_reports_every_workload_with_sane_figures_and_removes_its_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "bench",
+        "--json",
+        "--num",
+        "3000",
+        "--benchmarks",
+        "fillseq,overwrite,readrandom,readseq,seekrandom,readwhilewriting,deleterandom,flush,compact",
+        "--write-buffer-size",
+        "65536",
+        "--batch-size",
+        "3",
+        "--threads",
+        "2",
+    ];
+    // The temporary database goes into TMPDIR, which must be empty again
+    // afterwards.
+    let out = checked(&args, lithify_with(&args, &[("TMPDIR", tmp.path())]));
+    assert!(OsFs.list_dir(tmp.path()).unwrap().is_empty());
+
+    let objects: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let names: Vec<&str> = objects
+        .iter()
+        .map(|o| o["benchmark"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fillseq",
+            "overwrite",
+            "readrandom",
+            "readseq",
+            "seekrandom",
+            "readwhilewriting",
+            "deleterandom",
+            "flush",
+            "compact"
+        ]
+    );
+    for o in &objects {
+        let name = o["benchmark"].as_str().unwrap();
+        let expected_ops = if matches!(name, "flush" | "compact") {
+            1
+        } else {
+            3000
+        };
+        assert_eq!(u(o, "ops"), expected_ops, "{o}");
+        assert_eq!(
+            (u(o, "num"), u(o, "key_size"), u(o, "value_size")),
+            (3000, 16, 100)
+        );
+        assert!(f(o, "seconds") > 0.0, "{o}");
+        let rate = f(o, "ops_per_sec");
+        assert!(
+            (rate - expected_ops as f64 / f(o, "seconds")).abs() <= 1e-6 * rate,
+            "{o}"
+        );
+        assert!(f(o, "mb_per_sec") >= 0.0);
+        let l = &o["latency_us"];
+        let (p50, p99, p999, max) = (f(l, "p50"), f(l, "p99"), f(l, "p99_9"), f(l, "max"));
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max, "{o}");
+        assert!(f(l, "mean") <= max);
+        assert!(o["peak_rss_mb"].as_f64().is_none_or(|m| m > 1.0));
+        let e = &o["engine"];
+        for field in [
+            "write_amp",
+            "read_amp_tables",
+            "read_amp_blocks",
+            "space_amp",
+        ] {
+            assert!(f(e, field) >= 0.0, "{field} in {e}");
+        }
+    }
+    let by_name = |n: &str| objects.iter().find(|o| o["benchmark"] == n).unwrap();
+
+    // Writes: batches of 3 are timed as one operation each (two threads
+    // split 3000 keys: 1500 each, 500 batches each).
+    let fill = by_name("fillseq");
+    assert_eq!(u(&fill["latency_us"], "samples"), 1000);
+    assert_eq!(u(fill, "bytes"), 3000 * 116);
+    assert!(fill["found"].is_null());
+    let e = &fill["engine"];
+    assert_eq!(u(e, "user_bytes"), 3000 * 116);
+    assert!(u(e, "wal_bytes") >= 3000 * 116);
+    assert!(f(e, "write_amp") >= 1.0);
+
+    // Every key of 0..num exists after fillseq: every lookup and seek
+    // finds one, and a scan reads them all.
+    for name in ["readrandom", "readseq", "seekrandom", "readwhilewriting"] {
+        assert_eq!(u(by_name(name), "found"), 3000, "{name}");
+        assert_eq!(u(&by_name(name)["latency_us"], "samples"), 3000, "{name}");
+    }
+    assert_eq!(u(by_name("readrandom"), "bytes"), 3000 * 116);
+    assert_eq!(u(by_name("readseq"), "bytes"), 3000 * 116);
+    // Seeks near the end of the key space see fewer than 10 entries.
+    let seek_bytes = u(by_name("seekrandom"), "bytes");
+    assert!(seek_bytes > 3000 * 116 * 8 && seek_bytes <= 3000 * 116 * 10);
+    assert!(
+        by_name("readwhilewriting")["background_writes"]
+            .as_u64()
+            .is_some()
+    );
+    assert!(by_name("readrandom")["background_writes"].is_null());
+    assert_eq!(u(by_name("deleterandom"), "bytes"), 3000 * 16);
+
+    // 64 KiB memtables flushed many times; after `compact` everything sits
+    // in one level.
+    let after = &by_name("compact")["engine"];
+    assert!(u(after, "flush_bytes") > 0);
+    let levels = after["levels"].as_array().unwrap();
+    let with_files: Vec<_> = levels.iter().filter(|l| u(l, "files") > 0).collect();
+    assert_eq!(with_files.len(), 1, "{levels:?}");
+    assert!(u(after, "sst_bytes") > 0);
+    assert_eq!(
+        u(after, "sst_bytes"),
+        with_files.iter().map(|l| u(l, "size_bytes")).sum::<u64>()
+    );
+}
+
+#[test]
+fn bench_text_misses_keep_and_existing_databases() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let text = ok(&[
+        "bench",
+        "--db",
+        s(&db),
+        "--num",
+        "2000",
+        "--benchmarks",
+        "fillseq,readrandom",
+        "--read-miss-percent",
+        "40",
+        "--cache-size",
+        "1048576",
+        "--compression-type",
+        "zstd",
+    ]);
+    assert!(text.contains("Keys:       16 bytes each"), "{text}");
+    assert!(text.contains("compression zstd"), "{text}");
+    assert!(text.contains("block cache 1 MiB"), "{text}");
+    let fill = text.lines().find(|l| l.starts_with("fillseq ")).unwrap();
+    assert!(fill.contains("micros/op") && fill.contains("ops/sec") && fill.contains("MB/s"));
+    let read = text.lines().find(|l| l.starts_with("readrandom ")).unwrap();
+    let found: u64 = read
+        .split(" (")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // 40 % of the lookups aim past the written keys.
+    assert!((1000..1400).contains(&found), "{read}");
+    assert!(text.contains("latency us: p50 "), "{text}");
+    assert!(text.contains("** Compaction Stats [default] **"), "{text}");
+    assert!(text.contains("Write amplification: "), "{text}");
+    assert!(text.contains("Space amplification: "), "{text}");
+
+    // The database stays; a second run refuses it without
+    // --use-existing-db, and reads it with.
+    assert!(OsFs.exists(&db.join("CURRENT")));
+    let (err, _) = fails(&["bench", "--db", s(&db), "--num", "10"]);
+    assert!(
+        err.contains(s(&db)) && err.contains("--use-existing-db"),
+        "{err}"
+    );
+    let again = ok(&[
+        "bench",
+        "--db",
+        s(&db),
+        "--use-existing-db",
+        "--json",
+        "--num",
+        "2000",
+        "--benchmarks",
+        "readrandom",
+    ]);
+    let o: Value = serde_json::from_str(again.trim()).unwrap();
+    assert_eq!(u(&o, "found"), 2000);
+
+    // --keep leaves the temporary database and says where.
+    let kept = ok(&[
+        "bench",
+        "--num",
+        "100",
+        "--benchmarks",
+        "fillrandom",
+        "--keep",
+    ]);
+    let line = kept
+        .lines()
+        .find(|l| l.starts_with("Database kept in "))
+        .unwrap();
+    let dir = PathBuf::from(line.trim_start_matches("Database kept in "));
+    assert!(OsFs.exists(&dir.join("CURRENT")));
+    // The kept database opens with the tools, then is removed by hand.
+    assert!(
+        ok(&["scan", "--db", s(&dir), "--keys-only"])
+            .lines()
+            .count()
+            > 50
+    );
+    for name in OsFs.list_dir(&dir).unwrap() {
+        OsFs.remove_file(&dir.join(name)).unwrap();
+    }
+    OsFs.remove_dir(&dir).unwrap();
+}
+
+#[test]
+fn bench_refuses_impossible_settings() {
+    for (args, phrase) in [
+        (&["bench", "--num", "0"][..], "--num"),
+        (
+            &["bench", "--key-size", "1", "--num", "1000"][..],
+            "1-byte keys",
+        ),
+        (
+            &["bench", "--compression-level", "3"][..],
+            "--compression-type zstd",
+        ),
+        (&["bench", "--use-existing-db"][..], "--db"),
+    ] {
+        let (err, _) = fails(args);
+        assert!(err.contains(phrase), "{args:?}: {err}");
+    }
+    let out = lithify(&["bench", "--benchmarks", "fillrandom,nosuch"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("unknown benchmark \"nosuch\""), "{err}");
+}
+
+// ---------------------------------------------------------- database tools --
+
+#[test]
+fn put_get_delete_scan_stats_compact_round_trip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let d = s(&db);
+
+    // No database yet: only put --create-if-missing creates one.
+    let (err, _) = fails(&["get", "--db", d, "apple"]);
+    assert!(err.contains(d) && err.contains("does not exist"), "{err}");
+    let (err, _) = fails(&["put", "--db", d, "apple", "red"]);
+    assert!(err.contains(d), "{err}");
+    ok(&["put", "--db", d, "--create-if-missing", "apple", "red"]);
+    for (k, v) in [
+        ("banana", "yellow"),
+        ("cherry", "dark red"),
+        ("date", "brown"),
+    ] {
+        ok(&["put", "--db", d, k, v]);
+    }
+    // Binary keys and values, in hex and escaped.
+    ok(&["put", "--db", d, "--hex", "00ff", "0a0b"]);
+    ok(&["put", "--db", d, "--sync", "e\\x5cscaped", "tab\\x09bed"]);
+
+    assert_eq!(ok(&["get", "--db", d, "cherry"]), "dark red\n");
+    assert_eq!(ok(&["get", "--db", d, "--hex", "00ff"]), "0a0b\n");
+    assert_eq!(ok(&["get", "--db", d, "\\x00\\xff"]), "\\x0a\\x0b\n");
+    assert_eq!(ok(&["get", "--db", d, "e\\x5cscaped"]), "tab\\x09bed\n");
+    assert_eq!(
+        ok(&["scan", "--db", d]),
+        "\\x00\\xff => \\x0a\\x0b\n\
+         apple => red\n\
+         banana => yellow\n\
+         cherry => dark red\n\
+         date => brown\n\
+         e\\x5cscaped => tab\\x09bed\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", d, "--from", "b", "--to", "date"]),
+        "banana => yellow\ncherry => dark red\n"
+    );
+    assert_eq!(
+        ok(&[
+            "scan",
+            "--db",
+            d,
+            "--from",
+            "apple",
+            "--limit",
+            "2",
+            "--keys-only"
+        ]),
+        "apple\nbanana\n"
+    );
+
+    ok(&["delete", "--db", d, "banana"]);
+    let (err, out) = fails(&["get", "--db", d, "banana"]);
+    assert!(
+        err.contains("\"banana\" is not in the database") && err.contains(d),
+        "{err}"
+    );
+    assert!(out.is_empty());
+    assert_eq!(
+        ok(&["scan", "--db", d, "--keys-only", "--from", "a", "--to", "d"]),
+        "apple\ncherry\n"
+    );
+
+    let stats = ok(&["stats", "--db", d]);
+    assert!(
+        stats.contains("** Compaction Stats [default] **"),
+        "{stats}"
+    );
+    assert!(stats.contains("Write amplification"), "{stats}");
+    assert!(ok(&["stats", "--db", d, "--list-properties"]).contains("lithify.stats"));
+    let (err, _) = fails(&["stats", "--db", d, "--property", "lithify.nosuch"]);
+    assert!(err.contains("lithify.nosuch"), "{err}");
+
+    let compacted = ok(&["compact", "--db", d]);
+    assert!(
+        compacted.starts_with("compacted table \"default\": L"),
+        "{compacted}"
+    );
+    // Everything sits in one level now.
+    assert!(
+        !compacted.contains(", ") && compacted.ends_with(" files\n"),
+        "{compacted}"
+    );
+    // Nothing changed for a reader.
+    assert_eq!(
+        ok(&["scan", "--db", d, "--keys-only"]),
+        "\\x00\\xff\napple\ncherry\ndate\ne\\x5cscaped\n"
+    );
+    let (err, _) = fails(&["put", "--db", d, "--hex", "0g", "00"]);
+    assert!(err.contains("\"0g\" is not valid hexadecimal"), "{err}");
+    let (err, _) = fails(&["get", "--db", d, "bad\\escape"]);
+    assert!(err.contains("is not valid text"), "{err}");
+}
+
+#[test]
+fn a_directory_without_a_database_or_with_a_damaged_current_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (err, _) = fails(&["scan", "--db", s(tmp.path())]);
+    assert!(
+        err.contains(s(tmp.path())) && err.contains("holds no database"),
+        "{err}"
+    );
+
+    let db = tmp.path().join("db");
+    ok(&["put", "--db", s(&db), "--create-if-missing", "k", "v"]);
+    let current = db.join("CURRENT");
+    lithify_vfs::write_file_atomic(&OsFs, &current, b"MANIFEST-000099\n").unwrap();
+    let (err, _) = fails(&["get", "--db", s(&db), "k"]);
+    assert!(err.contains("MANIFEST-000099"), "{err}");
+    let (err, _) = fails(&["dump-manifest", s(&db)]);
+    assert!(err.contains("MANIFEST-000099"), "{err}");
+    lithify_vfs::write_file_atomic(&OsFs, &current, b"garbage").unwrap();
+    for args in [
+        &["get", "--db", s(&db), "k"][..],
+        &["dump-manifest", s(&db)][..],
+    ] {
+        let (err, _) = fails(args);
+        assert!(err.contains(s(&current)), "{args:?}: {err}");
+    }
+}
+
+// ------------------------------------------------------------------ dumps --
+
+/// A database with two flushed tables and writes left in the WAL.
+fn make_database(dir: &Path) {
+    let db = Db::open(
+        dir,
+        Options {
+            disable_auto_compactions: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    for i in 0..500u32 {
+        db.put(format!("key{i:04}"), format!("value-{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    db.delete("key0007").unwrap();
+    db.delete_range("key0100", "key0200").unwrap();
+    db.flush().unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put("late", "write");
+    batch.delete("key0001");
+    db.write(batch).unwrap();
+    // Past one 32 KiB block of the log.
+    for i in 0..150u32 {
+        db.put(format!("wal{i:03}"), vec![b'x'; 300]).unwrap();
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn dump_sst_prints_properties_blocks_entries_and_verifies_checksums() {
+    let tmp = tempfile::tempdir().unwrap();
+    make_database(tmp.path());
+    let tables = files_ending(tmp.path(), ".sst");
+    assert_eq!(tables.len(), 2, "{tables:?}");
+
+    let first = ok(&["dump-sst", s(&tables[0]), "--blocks", "--entries"]);
+    assert!(
+        first.starts_with(&format!("table {} (", s(&tables[0]))),
+        "{first}"
+    );
+    for line in [
+        "  comparator:          lithify.InternalKeyComparator:lithify.BytewiseComparator",
+        "  key schema:          lithify.InternalKeys",
+        "  entries:             500 (0 deletions)",
+        "  smallest key:        key0000#1,SET",
+        "  largest key:         key0499#500,SET",
+        "  sequence numbers:    1..=500",
+        "    key0000#1,SET => value-0",
+        "    key0499#500,SET => value-499",
+    ] {
+        assert!(first.lines().any(|l| l == line), "no {line:?} in\n{first}");
+    }
+    let entries = first.lines().filter(|l| l.starts_with("    key")).count();
+    assert_eq!(entries, 500);
+    let blocks = first.lines().filter(|l| l.starts_with("  block ")).count();
+    assert!(blocks > 1);
+    assert!(
+        first
+            .lines()
+            .any(|l| l.starts_with("  block 0 at offset 0: ")
+                && l.contains("raw")
+                && l.contains("checksum ok"))
+    );
+    assert!(
+        first.ends_with(&format!(
+            "checksums: {blocks} data blocks read, 500 entries; every block verified\n"
+        )),
+        "{first}"
+    );
+
+    let second = ok(&["dump-sst", s(&tables[1]), "--entries", "--limit", "5"]);
+    assert!(
+        second.contains("  entries:             1 (1 deletions)"),
+        "{second}"
+    );
+    assert!(
+        second.contains("range tombstones:\n  [key0100#502,RANGEDEL, key0200)"),
+        "{second}"
+    );
+    assert!(second.contains("    key0007#501,DEL => \n"), "{second}");
+
+    // A table of plain keys built with the sstable crate, zstd-compressed.
+    let plain = tmp.path().join("plain.sst");
+    let opts = TableOptions {
+        compression: Compression::zstd(),
+        ..TableOptions::default()
+    };
+    let mut b = TableBuilder::new(OsFs.create(&plain).unwrap(), &plain, &opts).unwrap();
+    for i in 0..2000u32 {
+        b.add(format!("k{i:05}").as_bytes(), &[b'a' + (i % 3) as u8; 64])
+            .unwrap();
+    }
+    b.finish().unwrap();
+    let out = ok(&[
+        "dump-sst",
+        s(&plain),
+        "--blocks",
+        "--entries",
+        "--limit",
+        "1",
+        "--hex",
+    ]);
+    assert!(
+        out.contains("  key schema:          lithify.PlainKeys"),
+        "{out}"
+    );
+    assert!(out.contains("  compression:         zstd"), "{out}");
+    assert!(out.contains("(zstd, "), "{out}");
+    assert!(
+        out.contains(&format!("    6b3030303030 => {}\n", "61".repeat(64))),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("2000 entries; every block verified\n"),
+        "{out}"
+    );
+
+    // Damage: a flipped byte in a data block is found, the walk goes on,
+    // the command fails naming the file and the block's offset.
+    let block_1 = first
+        .lines()
+        .find(|l| l.starts_with("  block 1 at offset "))
+        .unwrap()
+        .trim_start_matches("  block 1 at offset ")
+        .split(':')
+        .next()
+        .unwrap()
+        .parse::<usize>()
+        .unwrap();
+    flip_byte(&tables[0], block_1 + 10);
+    let (err, out) = fails(&["dump-sst", s(&tables[0]), "--blocks"]);
+    assert!(err.contains(s(&tables[0])), "{err}");
+    assert!(err.contains(&format!("offset {block_1}")), "{err}");
+    assert!(err.contains("checksum mismatch"), "{err}");
+    assert!(
+        out.contains(&format!("  block 1 at offset {block_1}: DAMAGED: ")),
+        "{out}"
+    );
+    assert!(out.contains("  block 2 at offset "), "{out}");
+
+    // A cut file, a file that is no table, a missing file.
+    let data = lithify_vfs::read_file(&OsFs, &tables[1]).unwrap();
+    lithify_vfs::write_file_atomic(&OsFs, &tables[1], &data[..data.len() - 20]).unwrap();
+    let (err, _) = fails(&["dump-sst", s(&tables[1])]);
+    assert!(err.contains(s(&tables[1])), "{err}");
+    let text = tmp.path().join("notes.txt");
+    lithify_vfs::write_file_atomic(&OsFs, &text, &[b'x'; 100]).unwrap();
+    let (err, _) = fails(&["dump-sst", s(&text)]);
+    assert!(
+        err.contains(s(&text)) && err.contains("not a lithify table"),
+        "{err}"
+    );
+    let missing = tmp.path().join("missing.sst");
+    let (err, _) = fails(&["dump-sst", s(&missing)]);
+    assert!(err.contains(s(&missing)), "{err}");
+}
+
+#[test]
+fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    make_database(tmp.path());
+    let logs = files_ending(tmp.path(), ".log");
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = &logs[0];
+
+    let out = ok(&["dump-wal", s(log), "--entries"]);
+    assert!(
+        out.starts_with(&format!("log {} (log number ", s(log))),
+        "{out}"
+    );
+    assert!(out.contains(": predecessor log "), "{out}");
+    assert!(
+        out.contains(
+            ": batch at sequence 503, 2 writes\n  #503 PUT late => write\n  #504 DELETE key0001\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("  #654 PUT wal149 => {}\n", "x".repeat(300))),
+        "{out}"
+    );
+    assert!(
+        out.ends_with(
+            "end: clean; 152 records, 152 writes, sequence numbers 503..=654, 0 bytes dropped\n"
+        ),
+        "{out}"
+    );
+    let headers_only = ok(&["dump-wal", s(log)]);
+    assert!(!headers_only.contains("PUT"), "{headers_only}");
+    assert_eq!(headers_only.lines().count(), 2 + 152);
+
+    // A flipped byte in the first batch: point-in-time recovery (the
+    // default) stops there, and the command fails naming the file and the
+    // record's offset.
+    let batch_offset: usize = out
+        .lines()
+        .find(|l| l.contains("batch at sequence 503"))
+        .unwrap()
+        .trim_start_matches("record at offset ")
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    flip_byte(log, batch_offset + 11 + 3);
+    let (err, out) = fails(&["dump-wal", s(log), "--entries"]);
+    assert!(
+        err.contains(s(log))
+            && err.contains(&format!("at offset {batch_offset}: checksum mismatch")),
+        "{err}"
+    );
+    assert!(!out.contains("batch at sequence"), "{out}");
+    assert!(
+        out.contains(&format!("end: stopped at damage at offset {batch_offset}")),
+        "{out}"
+    );
+    // Skipping damaged records shows the records of the next blocks, and
+    // still fails.
+    let (err, out) = fails(&[
+        "dump-wal",
+        s(log),
+        "--entries",
+        "--mode",
+        "skip-any-corrupted-records",
+    ]);
+    assert!(
+        err.contains(s(log)) && err.contains(&format!("at offset {batch_offset}")),
+        "{err}"
+    );
+    assert!(out.contains("dropped "), "{out}");
+    assert!(!out.contains("PUT late"), "{out}");
+    assert!(out.contains("PUT wal149"), "{out}");
+
+    // A cut tail is what a crash leaves: reported, not a failure.
+    flip_byte(log, batch_offset + 11 + 3);
+    let data = lithify_vfs::read_file(&OsFs, log).unwrap();
+    lithify_vfs::write_file_atomic(&OsFs, log, &data[..data.len() - 100]).unwrap();
+    for mode in ["point-in-time-recovery", "skip-any-corrupted-records"] {
+        let out = ok(&["dump-wal", s(log), "--mode", mode]);
+        assert!(out.contains("end: torn tail at offset "), "{out}");
+        assert!(out.contains("151 records"), "{out}");
+    }
+    let (err, _) = fails(&["dump-wal", s(log), "--mode", "absolute-consistency"]);
+    assert!(err.contains(s(log)), "{err}");
+
+    // Not a log at all.
+    let other = tmp.path().join("other.bin");
+    lithify_vfs::write_file_atomic(&OsFs, &other, &[7u8; 64]).unwrap();
+    let (err, _) = fails(&["dump-wal", s(&other)]);
+    assert!(err.contains(s(&other)) && err.contains("offset 0"), "{err}");
+}
+
+#[test]
+fn dump_manifest_shows_edits_and_the_lsm_shape() {
+    let tmp = tempfile::tempdir().unwrap();
+    make_database(tmp.path());
+    let out = ok(&["dump-manifest", s(tmp.path())]);
+    assert!(out.starts_with("MANIFEST-"), "{out}");
+    assert!(out.contains("record 1 at offset 24:"), "{out}");
+    assert!(
+        out.contains("table 0 \"default\" comparator=lithify.BytewiseComparator"),
+        "{out}"
+    );
+    let manifests = files_ending(tmp.path(), "");
+    let manifest = manifests
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("MANIFEST-")
+        })
+        .unwrap();
+    // The file itself gives the same dump.
+    assert_eq!(ok(&["dump-manifest", s(manifest)]), out);
+    // A damaged record in the middle fails, naming the file.
+    let len = OsFs.file_size(manifest).unwrap() as usize;
+    flip_byte(manifest, 24 + 11 + 2);
+    assert!(len > 60);
+    let (err, out) = fails(&["dump-manifest", s(tmp.path())]);
+    assert!(err.contains(s(manifest)), "{err}");
+    assert!(out.starts_with("MANIFEST-"), "{out}");
+}
+
+/// The arguments of every subcommand parse (a typo in a clap attribute
+/// only shows when the command runs).
+#[test]
+fn every_command_has_help() {
+    for cmd in [
+        "bench",
+        "get",
+        "put",
+        "delete",
+        "scan",
+        "stats",
+        "compact",
+        "dump-sst",
+        "dump-wal",
+        "dump-manifest",
+    ] {
+        let help = ok(&[cmd, "--help"]);
+        assert!(help.contains("Usage: lithify"), "{cmd}: {help}");
+    }
+    let bench = ok(&["bench", "--help"]);
+    assert!(bench.contains("Engine options (RocksDB names)"), "{bench}");
+    assert!(bench.contains("--max-bytes-for-level-base"), "{bench}");
+    // db_bench's spellings are accepted too.
+    let out = ok(&[
+        "bench",
+        "--json",
+        "--num",
+        "10",
+        "--benchmarks",
+        "fillseq",
+        "--write_buffer_size",
+        "65536",
+        "--value_size",
+        "10",
+    ]);
+    let o: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(u(&o, "value_size"), 10);
+}
