@@ -1,8 +1,8 @@
 //! Engine throughput: random puts (16-byte keys, 100-byte values, WAL
 //! without fsync), random point lookups and seek + 10 nexts over 200 000
 //! keys on the real file system. The full-size comparison (2M keys) is the
-//! `db_bench` example: `cargo run --release -p lithify-engine --example
-//! db_bench`.
+//! `lithify` command's db_bench: `cargo run --release --bin lithify --
+//! bench --num 2000000 --cache-size 67108864`.
 
 use std::hint::black_box;
 
