@@ -231,9 +231,9 @@ fn header(a: &BenchArgs, s: &Settings, o: &Options, dir: &std::path::Path) -> St
          Values:     {} bytes each ({:.0} bytes after compression)\n\
          Entries:    {}; reads {}; threads {}; batch {}; seed {}\n\
          WAL:        {}\n\
-         Engine:     write_buffer_size {} MiB, block cache {} MiB, compression {}, bloom {} bits/key, \
-         L0 triggers {}/{}/{}, max_bytes_for_level_base {} MiB x {}, target_file_size_base {} MiB, \
-         {} background jobs\n\
+         Engine:     write_buffer_size {} MiB, block cache {} MiB, compression {}, bloom {} bits/key\n\
+         Levels:     L0 triggers {}/{}/{}, max_bytes_for_level_base {} MiB x {}, \
+         target_file_size_base {} MiB, {} background jobs\n\
          Directory:  {}\n",
         names.join(","),
         s.key_size,

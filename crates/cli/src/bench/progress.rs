@@ -6,7 +6,7 @@ use std::io::IsTerminal as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// How long a workload runs before its bar appears.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
@@ -29,8 +29,13 @@ impl Progress {
     pub(crate) fn new(name: &str, total: u64) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
         let style = ProgressStyle::with_template(
-            "{prefix:>12} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({per_sec}, eta {eta})",
+            "{prefix:>16} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} ({rate}, eta {eta})",
         )
+        .map(|style| {
+            style.with_key("rate", |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} ops/s", state.per_sec());
+            })
+        })
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_prefix(name.to_string());
