@@ -778,3 +778,43 @@ fn every_command_has_help() {
     let o: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(u(&o, "value_size"), 10);
 }
+
+/// `lithify dump-sst FILE --entries | head`: the reader leaving early is no
+/// error and no panic message.
+#[test]
+fn a_closed_pipe_ends_a_dump_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    ok(&[
+        "bench",
+        "--db",
+        s(&db),
+        "--num",
+        "20000",
+        "--benchmarks",
+        "fillseq,flush",
+    ]);
+    let table = &files_ending(&db, ".sst")[0];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lithify"))
+        .args(["dump-sst", s(table), "--entries"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("table "), "{first}");
+    // The read end is closed here; megabytes of entries remain unwritten.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
