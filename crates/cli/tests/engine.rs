@@ -451,6 +451,16 @@ fn a_directory_without_a_database_or_with_a_damaged_current_is_refused_by_name()
         let (err, _) = fails(args);
         assert!(err.contains(s(&current)), "{args:?}: {err}");
     }
+
+    // A damaged table inside a database: reads fail naming it.
+    let db = tmp.path().join("db2");
+    make_database(&db);
+    let table = &files_ending(&db, ".sst")[0];
+    flip_byte(table, 100);
+    let (err, _) = fails(&["scan", "--db", s(&db)]);
+    assert!(err.contains(s(table)) && err.contains("offset 0"), "{err}");
+    let (err, _) = fails(&["get", "--db", s(&db), "key0002"]);
+    assert!(err.contains(s(table)), "{err}");
 }
 
 // ------------------------------------------------------------------ dumps --

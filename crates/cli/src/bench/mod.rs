@@ -103,16 +103,16 @@ pub(crate) struct BenchArgs {
 }
 
 /// Where the database lives, and whether to remove it afterwards.
-enum Location {
+enum DbDir {
     Given(PathBuf),
     Temporary(tempfile::TempDir),
 }
 
-impl Location {
+impl DbDir {
     fn path(&self) -> PathBuf {
         match self {
-            Location::Given(p) => p.clone(),
-            Location::Temporary(t) => t.path().to_path_buf(),
+            DbDir::Given(p) => p.clone(),
+            DbDir::Temporary(t) => t.path().to_path_buf(),
         }
     }
 }
@@ -138,8 +138,8 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     };
     workload::check(&settings, &a.benchmarks)?;
     let options = a.engine.to_options()?;
-    let location = locate(&a)?;
-    let dir = location.path();
+    let db_dir = locate(&a)?;
+    let dir = db_dir.path();
     let header = header(&a, &settings, &options, &dir);
     if !a.json {
         println!("{header}");
@@ -163,28 +163,28 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     }
     db.close().context(DbSnafu)?;
 
-    match location {
-        Location::Temporary(t) if a.keep => {
+    match db_dir {
+        DbDir::Temporary(t) if a.keep => {
             let kept = t.keep();
             if !a.json {
                 println!("Database kept in {}", kept.display());
             }
         }
-        Location::Temporary(t) => {
+        DbDir::Temporary(t) => {
             let path = t.path().to_path_buf();
             t.close().context(IoSnafu {
                 action: "remove the temporary database",
                 path,
             })?;
         }
-        Location::Given(_) => {}
+        DbDir::Given(_) => {}
     }
     Ok(())
 }
 
 /// The database directory: `--db` (refusing an existing database unless
 /// `--use-existing-db`) or a new temporary directory.
-fn locate(a: &BenchArgs) -> Result<Location> {
+fn locate(a: &BenchArgs) -> Result<DbDir> {
     match &a.db {
         Some(dir) => {
             let has_db = OsFs.exists(&dir.join(lithify_version::filename::CURRENT));
@@ -197,7 +197,7 @@ fn locate(a: &BenchArgs) -> Result<Location> {
                 }
                 .fail();
             }
-            Ok(Location::Given(dir.clone()))
+            Ok(DbDir::Given(dir.clone()))
         }
         None => {
             if a.use_existing_db {
@@ -213,7 +213,7 @@ fn locate(a: &BenchArgs) -> Result<Location> {
                     action: "create a temporary directory in",
                     path: std::env::temp_dir(),
                 })?;
-            Ok(Location::Temporary(temp))
+            Ok(DbDir::Temporary(temp))
         }
     }
 }
