@@ -3,7 +3,7 @@
 //! One module per command family; `main` only parses, dispatches and turns
 //! an error into one sentence on stderr and a non-zero exit code.
 //!
-//! * `lithify bench` ([`bench`]): the engine's db_bench;
+//! * `lithify bench` ([`bench`](mod@bench)): the engine's db_bench;
 //! * `lithify get|put|delete|scan|stats|compact` ([`db`]): the database
 //!   tools, as RocksDB's `ldb`;
 //! * `lithify dump-sst|dump-wal|dump-manifest` ([`dump`]): file dumps, as
