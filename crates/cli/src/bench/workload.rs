@@ -232,7 +232,7 @@ pub(crate) fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome
             write_workload(db, benchmark, s, false)
         }
         Benchmark::DeleteRandom => write_workload(db, benchmark, s, true),
-        Benchmark::ReadRandom => read_random(db, benchmark, s, s.threads),
+        Benchmark::ReadRandom => read_random(db, benchmark, s),
         Benchmark::ReadWhileWriting => read_while_writing(db, s),
         Benchmark::ReadSeq => read_seq(db, s),
         Benchmark::SeekRandom => seek_random(db, s),
@@ -309,7 +309,6 @@ fn write_workload(db: &Db, benchmark: Benchmark, s: &Settings, delete: bool) -> 
         let mut values = Values::new(s.value_size, s.compression_ratio, s.seed ^ t as u64);
         let range = share(s.num, s.threads, t);
         let mut next = range.start;
-        let mut batch = WriteBatch::new();
         while next < range.end {
             let n = (s.batch_size as u64).min(range.end - next);
             if n == 1 {
@@ -324,7 +323,7 @@ fn write_workload(db: &Db, benchmark: Benchmark, s: &Settings, delete: bool) -> 
                         .context(DbSnafu)?;
                 }
             } else {
-                batch.clear();
+                let mut batch = WriteBatch::with_capacity(n as usize * (entry_bytes as usize + 8));
                 for i in 0..n {
                     let key = match benchmark {
                         Benchmark::FillSeq => keys.number(next + i),
@@ -336,8 +335,7 @@ fn write_workload(db: &Db, benchmark: Benchmark, s: &Settings, delete: bool) -> 
                         batch.put(key, values.next_value());
                     }
                 }
-                db.write_opt(std::mem::take(&mut batch), &s.write_options)
-                    .context(DbSnafu)?;
+                db.write_opt(batch, &s.write_options).context(DbSnafu)?;
             }
             next += n;
             tally.done(n, n * entry_bytes);
@@ -348,10 +346,10 @@ fn write_workload(db: &Db, benchmark: Benchmark, s: &Settings, delete: bool) -> 
     Ok(outcome)
 }
 
-fn read_random(db: &Db, benchmark: Benchmark, s: &Settings, threads: usize) -> Result<Outcome> {
-    let outcome = in_threads(benchmark, threads, s.reads, |t, tally| {
+fn read_random(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
+    let outcome = in_threads(benchmark, s.threads, s.reads, |t, tally| {
         let mut keys = Keys::new(s, benchmark, t);
-        for _ in share(s.reads, threads, t) {
+        for _ in share(s.reads, s.threads, t) {
             let key = keys.lookup(s.num, s.read_miss_percent);
             let bytes = match db.get(key).context(DbSnafu)? {
                 Some(value) => {
@@ -369,13 +367,9 @@ fn read_random(db: &Db, benchmark: Benchmark, s: &Settings, threads: usize) -> R
 
 fn read_while_writing(db: &Db, s: &Settings) -> Result<Outcome> {
     let readers_done = AtomicBool::new(false);
-    let writer_settings = Settings {
-        threads: 1,
-        ..s.clone()
-    };
     std::thread::scope(|scope| {
         let writer = scope.spawn(|| -> Result<u64> {
-            let mut keys = Keys::new(&writer_settings, Benchmark::ReadWhileWriting, usize::MAX);
+            let mut keys = Keys::new(s, Benchmark::ReadWhileWriting, usize::MAX);
             let mut values = Values::new(s.value_size, s.compression_ratio, !s.seed);
             let mut written = 0;
             while !readers_done.load(Ordering::Relaxed) {
@@ -386,7 +380,7 @@ fn read_while_writing(db: &Db, s: &Settings) -> Result<Outcome> {
             }
             Ok(written)
         });
-        let reads = read_random(db, Benchmark::ReadWhileWriting, s, s.threads);
+        let reads = read_random(db, Benchmark::ReadWhileWriting, s);
         readers_done.store(true, Ordering::Relaxed);
         let written = match writer.join() {
             Ok(r) => r,
