@@ -121,5 +121,13 @@ pub(crate) enum Error {
     },
 }
 
+impl Error {
+    /// Whether this is a write to a pipe whose reader has gone
+    /// (`lithify bench | head`): no failure of ours.
+    pub(crate) fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
 /// `Result` with the command line's [`Error`].
 pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;

@@ -100,6 +100,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::from(141),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE

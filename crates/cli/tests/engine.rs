@@ -827,4 +827,27 @@ fn a_closed_pipe_ends_a_dump_quietly() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    // `lithify bench | head -1` still removes its temporary database.
+    let scratch = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lithify"))
+        .args(["bench", "--num", "20000"])
+        .env("TMPDIR", scratch.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("lithify bench: "), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(OsFs.list_dir(scratch.path()).unwrap().is_empty());
 }

@@ -22,6 +22,7 @@ mod progress;
 mod report;
 mod workload;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -142,23 +143,25 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     let dir = db_dir.path();
     let header = header(&a, &settings, &options, &dir);
     if !a.json {
-        println!("{header}");
+        say(format_args!("{header}\n"))?;
     }
 
     let db = Db::open(&dir, options).context(DbSnafu)?;
     for &benchmark in &a.benchmarks {
         let outcome = workload::run(&db, benchmark, &settings)?;
         if a.json {
-            println!("{}", report::json_line(&outcome, &settings, &db.stats())?);
+            say(format_args!(
+                "{}\n",
+                report::json_line(&outcome, &settings, &db.stats())?
+            ))?;
         } else {
-            println!("{}", report::text(&outcome));
+            say(format_args!("{}\n", report::text(&outcome)))?;
         }
     }
     if !a.json {
-        println!();
-        print!("{}", db.stats());
+        say(format_args!("\n{}", db.stats()))?;
         if let Some(mb) = report::peak_rss_mb() {
-            println!("Peak RSS: {mb:.1} MB");
+            say(format_args!("Peak RSS: {mb:.1} MB\n"))?;
         }
     }
     db.close().context(DbSnafu)?;
@@ -167,7 +170,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         DbDir::Temporary(t) if a.keep => {
             let kept = t.keep();
             if !a.json {
-                println!("Database kept in {}", kept.display());
+                say(format_args!("Database kept in {}\n", kept.display()))?;
             }
         }
         DbDir::Temporary(t) => {
@@ -180,6 +183,18 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         DbDir::Given(_) => {}
     }
     Ok(())
+}
+
+/// Writes to stdout. A failure (say a closed pipe) is an error, returned
+/// so that the run still closes the database and removes its directory.
+fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(text)
+        .and_then(|()| out.flush())
+        .context(IoSnafu {
+            action: "write to",
+            path: "standard output",
+        })
 }
 
 /// The database directory: `--db` (refusing an existing database unless
