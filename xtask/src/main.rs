@@ -10,6 +10,8 @@
 //! cargo xtask bench [-- criterion args]
 //! cargo xtask bench --smoke            every benchmark once, as a test
 //! cargo xtask kafka-compat             check our Kafka log format against kafka-python, both ways
+//! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|both] [--dev]
+//!                                      SIGKILL loops of `lithify stress`, MemFs power-cut loop
 //! ```
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
@@ -19,9 +21,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-type Result<T = ()> = std::result::Result<T, String>;
+mod crash;
 
-const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat> [args]
+pub(crate) type Result<T = ()> = std::result::Result<T, String>;
+
+const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|crash> [args]
 
   ci                            fmt check, clippy -D warnings, cargo test, fuzz smoke, loom, bench smoke
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
@@ -32,7 +36,12 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat> [args]
   bench [-- criterion args]     run the criterion benchmarks
   bench --smoke                 run every benchmark once, as a test
   kafka-compat                  kafka-python (in a venv under target/) validates the logs our tests
-                                write, and our tests read batches kafka-python writes";
+                                write, and our tests read batches kafka-python writes
+  crash [--kills N] [--simulated N] [--seed S] [--target engine|log|both] [--dev]
+                                `lithify stress` SIGKILLed N times at random moments (engine and/or
+                                log cleaner), each run verifying what the killed one left; and a
+                                power-cut loop on MemFs of N crash points. Without counts: the CI
+                                loop (20 kills each, 300 crash points). Release build unless --dev.";
 
 /// Seconds each target runs in `fuzz --smoke`.
 const FUZZ_SMOKE_SECONDS: u64 = 5;
@@ -45,6 +54,7 @@ fn main() -> ExitCode {
         Some("loom") => loom(args.get(1).map(String::as_str)),
         Some("bench") => bench(&args[1..]),
         Some("kafka-compat") => kafka_compat(),
+        Some("crash") => crash::crash(&args[1..]),
         Some("-h" | "--help" | "help") => {
             eprintln!("{USAGE}");
             Ok(())
@@ -60,7 +70,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives one level below the workspace root")
@@ -68,7 +78,7 @@ fn root() -> PathBuf {
 }
 
 /// Runs a command in the workspace root, failing on a non-zero exit.
-fn run(cmd: &mut Command) -> Result {
+pub(crate) fn run(cmd: &mut Command) -> Result {
     let shown = format!("{cmd:?}");
     eprintln!("xtask: running {shown}");
     let start = Instant::now();
@@ -87,7 +97,7 @@ fn run(cmd: &mut Command) -> Result {
     }
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
@@ -115,6 +125,8 @@ fn ci() -> Result {
     fuzz(&["--smoke".to_string()])?;
     loom(None)?;
     bench(&["--smoke".to_string()])?;
+    // The short crash loops, on the test build `cargo test` just made.
+    crash::crash(&["--dev".to_string()])?;
     eprintln!("xtask: ci passed in {:.0}s", start.elapsed().as_secs_f64());
     Ok(())
 }

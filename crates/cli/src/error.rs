@@ -111,6 +111,32 @@ pub(crate) enum Error {
         location: Location,
     },
 
+    /// A stress run's expected-state file does not decode.
+    #[snafu(display(
+        "the expected-state file {} is damaged at byte {offset}: {message}",
+        path.display()
+    ))]
+    ExpectedState {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the damaged header or slot.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A stress run found the database or log disagreeing with what was
+    /// acknowledged (the message says what, and how to reproduce it).
+    #[snafu(display("{message}"))]
+    StressFailed {
+        /// What was found, with the seed.
+        message: String,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// Some logs failed (each failure was printed above).
     #[snafu(display("{message}"))]
     Failures {

@@ -9,7 +9,9 @@
 //! * `lithify dump-sst|dump-wal|dump-manifest` ([`dump`]): file dumps, as
 //!   `sst_dump` and `ldb dump_wal` / `manifest_dump`;
 //! * `lithify log ...` ([`log`]): Kafka-format logs and their cleaner —
-//!   `produce`, `dump`, `clean`, `bench`.
+//!   `produce`, `dump`, `clean`, `bench`;
+//! * `lithify stress db|log` ([`stress`]): self-checking random workloads
+//!   with an expected-state file, for crash loops (`cargo xtask crash`).
 //!
 //! Adding a command: a module with its own clap `Args`/`Subcommand` type
 //! and a `run` function returning [`error::Result`], one variant in
@@ -21,6 +23,7 @@ mod dump;
 mod error;
 mod log;
 mod rng;
+mod stress;
 mod text;
 
 use std::process::ExitCode;
@@ -63,6 +66,10 @@ enum Command {
     /// Kafka-format logs: produce a workload, dump files, clean, benchmark.
     #[command(subcommand)]
     Log(log::LogCommand),
+    /// Random self-checking workloads with an expected-state file that a
+    /// later process verifies after a crash (RocksDB's db_stress).
+    #[command(subcommand)]
+    Stress(stress::StressCommand),
 }
 
 fn run(cli: Cli) -> error::Result<()> {
@@ -78,6 +85,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::DumpWal(a) => dump::wal::run(a),
         Command::DumpManifest(a) => dump::manifest::run(a),
         Command::Log(cmd) => log::run(cmd),
+        Command::Stress(cmd) => stress::run(cmd),
     }
 }
 

@@ -17,7 +17,7 @@
 
 mod data;
 mod histogram;
-mod options;
+pub(crate) mod options;
 mod progress;
 mod report;
 mod workload;

@@ -112,7 +112,13 @@ pub(crate) struct EngineArgs {
 impl EngineArgs {
     /// The engine options: the defaults with every given flag applied.
     pub(crate) fn to_options(&self) -> Result<Options> {
-        let mut o = Options::default();
+        self.apply_to(Options::default())
+    }
+
+    /// `base` with every given flag applied (a command with defaults of
+    /// its own, such as `stress`, starts from those).
+    pub(crate) fn apply_to(&self, base: Options) -> Result<Options> {
+        let mut o = base;
         macro_rules! set {
             ($($field:ident),* $(,)?) => {
                 $(if let Some(v) = self.$field.clone() { o.$field = v; })*

@@ -16,7 +16,7 @@ mod bench;
 mod clean;
 mod dump;
 mod produce;
-mod settings;
+pub(crate) mod settings;
 mod workload;
 
 use clap::Subcommand;

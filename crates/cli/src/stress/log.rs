@@ -1,0 +1,526 @@
+//! `lithify stress log DATA_DIR`: the log cleaner under a producer load,
+//! made to be killed.
+//!
+//! The data directory holds `--partitions` compacted logs
+//! (`stress-0`, `stress-1`, ...) with tiny segments, so that segments roll
+//! all the time and the cleaner (`--cleaner-threads` threads of
+//! [`LogCleaner`]) always has a round to run. A run first opens every log —
+//! Kafka's recovery: `.cleaned`/`.swap`/`.deleted` leftovers of an
+//! interrupted round completed or rolled back, the active segment
+//! re-validated — and checks each against the expected state
+//! ([`log_expected`](super::log_expected)); then one producer thread per
+//! partition appends batches of `log produce`-style keyed records (uniform
+//! keys, a share of tombstones) whose values are a function of key and
+//! offset, while the cleaner threads clean. Cleaner failures end the run.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
+use lithify_compaction_logclean::record::SimpleRecord;
+use lithify_compaction_logclean::{
+    CleanerConfig, CleanerEvent, Clock, Log, LogCleaner, LogConfig, OpenOptions, SharedLog,
+    SystemClock, shared_log,
+};
+use lithify_vfs::{FileSystem, OsFs};
+use snafu::ResultExt as _;
+
+use super::db::default_expected_path;
+use super::log_expected::{
+    LogExpected, PartitionState, check_partition, latest_records, log_key, log_value,
+    resolve_partition,
+};
+use crate::error::{IoSnafu, LogSnafu, Result, StressFailedSnafu, UsageSnafu};
+use crate::log::settings::{apply, default_log_config, split};
+use crate::rng::Rng;
+
+/// Arguments of `stress log`.
+#[derive(Debug, Args)]
+pub(crate) struct LogStressArgs {
+    /// The data directory (created if missing).
+    pub data_dir: PathBuf,
+    /// The expected-state file (default: DATA_DIR.expected-state).
+    #[arg(long)]
+    pub expected_state: Option<PathBuf>,
+    /// Partitions (logs), one producer each (default 3; fixed when the
+    /// expected state is created).
+    #[arg(long)]
+    pub partitions: Option<usize>,
+    /// Keys per partition (default 500; fixed when the expected state is
+    /// created).
+    #[arg(long)]
+    pub keys: Option<u64>,
+    /// Largest value in bytes, at least 16 (default 200; fixed when the
+    /// expected state is created).
+    #[arg(long)]
+    pub max_value_size: Option<u32>,
+    /// Records each producer appends at most.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub records: u64,
+    /// Stop after this many seconds even if records remain.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Records per second each producer appends at most (0: no limit), so
+    /// that the cleaner keeps up and the logs stay small.
+    #[arg(long, default_value_t = 5_000)]
+    pub rate: u64,
+    /// Records per batch at most (each batch has 1 to N).
+    #[arg(long, default_value_t = 20)]
+    pub batch_size: u64,
+    /// Percent of records that are tombstones.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub tombstone_percent: u8,
+    /// One batch in N is followed by a flush (fsync); 0 never.
+    #[arg(long, default_value_t = 50)]
+    pub flush_one_in: u64,
+    /// Seed of the producers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A log or cleaner setting by its Kafka name (repeatable), over the
+    /// stress defaults: segment.bytes=16384, segment.index.bytes=4096,
+    /// index.interval.bytes=512, min.cleanable.dirty.ratio=0.1,
+    /// delete.retention.ms=200, log.cleaner.threads=2,
+    /// log.cleaner.dedupe.buffer.size=65536, log.cleaner.backoff.ms=20.
+    #[arg(long = "config", value_name = "NAME=VALUE")]
+    pub config: Vec<String>,
+    /// Only recover and verify the logs, then exit.
+    #[arg(long)]
+    pub verify_only: bool,
+}
+
+fn failed<T>(message: String) -> Result<T> {
+    StressFailedSnafu { message }.fail()
+}
+
+/// The settings of a run: the stress defaults, then `--config`.
+fn settings(a: &LogStressArgs) -> Result<(LogConfig, CleanerConfig)> {
+    let mut log = default_log_config();
+    let mut cleaner = CleanerConfig::default();
+    let defaults = [
+        ("segment.bytes", "16384"),
+        ("segment.index.bytes", "4096"),
+        ("index.interval.bytes", "512"),
+        ("min.cleanable.dirty.ratio", "0.1"),
+        ("delete.retention.ms", "200"),
+        ("log.cleaner.threads", "2"),
+        ("log.cleaner.dedupe.buffer.size", "65536"),
+        ("log.cleaner.backoff.ms", "20"),
+    ];
+    for (name, value) in defaults {
+        apply(name, value, &mut log, Some(&mut cleaner))?;
+    }
+    for s in &a.config {
+        let (name, value) = split(s)?;
+        apply(name, value, &mut log, Some(&mut cleaner))?;
+    }
+    log.validate().context(LogSnafu)?;
+    Ok((log, cleaner))
+}
+
+fn partition_dir(data_dir: &Path, p: usize) -> PathBuf {
+    data_dir.join(format!("stress-{p}"))
+}
+
+/// Runs `stress log`.
+pub(crate) fn run(a: LogStressArgs) -> Result<()> {
+    let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
+    let (log_config, cleaner_config) = settings(&a)?;
+    let expected_path = a
+        .expected_state
+        .clone()
+        .unwrap_or_else(|| default_expected_path(&a.data_dir));
+    let seed = a.seed;
+    let mut state = if fs.exists(&expected_path) {
+        let state = LogExpected::load(fs.clone(), &expected_path)?;
+        if a.partitions.is_some_and(|p| p != state.partitions.len())
+            || a.keys.is_some_and(|k| k != state.keys)
+            || a.max_value_size.is_some_and(|m| m != state.max_value_size)
+        {
+            return UsageSnafu {
+                message: format!(
+                    "{} was created for {} partitions of {} keys with values of up to {} bytes; \
+                     --partitions, --keys and --max-value-size cannot change them",
+                    expected_path.display(),
+                    state.partitions.len(),
+                    state.keys,
+                    state.max_value_size
+                ),
+            }
+            .fail();
+        }
+        state
+    } else {
+        if a.verify_only {
+            return UsageSnafu {
+                message: format!("there is no expected state {}", expected_path.display()),
+            }
+            .fail();
+        }
+        if fs.is_dir(&a.data_dir) && !fs.list_dir(&a.data_dir).is_ok_and(|l| l.is_empty()) {
+            return UsageSnafu {
+                message: format!(
+                    "{} is not empty but {} does not exist: a stress run starts from an empty \
+                     directory, or resumes with the expected state it wrote",
+                    a.data_dir.display(),
+                    expected_path.display()
+                ),
+            }
+            .fail();
+        }
+        fs.create_dir_all(&a.data_dir).context(IoSnafu {
+            action: "create",
+            path: &a.data_dir,
+        })?;
+        let max_value_size = a.max_value_size.unwrap_or(200).max(16);
+        LogExpected::create(
+            fs.clone(),
+            &expected_path,
+            a.partitions.unwrap_or(3),
+            a.keys.unwrap_or(500),
+            max_value_size,
+        )?
+    };
+
+    let logs = open_and_verify(&a.data_dir, &log_config, &mut state, seed, "at the start")?;
+    if a.verify_only {
+        return Ok(());
+    }
+    println!(
+        "stress: running {} producers and {} cleaner threads on {} partitions of {} keys (seed {seed})",
+        logs.len(),
+        cleaner_config.threads,
+        logs.len(),
+        state.keys
+    );
+    let _ = std::io::stdout().flush();
+
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let cleaner = LogCleaner::new(cleaner_config, fs.clone(), clock);
+    for log in &logs {
+        cleaner.add_log(log.clone()).context(LogSnafu)?;
+    }
+    let events = cleaner.events();
+    cleaner.startup().context(LogSnafu)?;
+
+    let stop = AtomicBool::new(false);
+    let appended = AtomicU64::new(0);
+    let deadline = a
+        .duration
+        .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let start = Instant::now();
+    let keys = state.keys;
+    let max_value_size = state.max_value_size as usize;
+    let state_ref = &state;
+    let (results, rounds, cleaner_failure) = std::thread::scope(|scope| {
+        let handles: Vec<_> = logs
+            .iter()
+            .enumerate()
+            .map(|(p, log)| {
+                let (stop, appended, a) = (&stop, &appended, &a);
+                let part = state_ref.partitions[p].clone();
+                scope.spawn(move || {
+                    let producer = Producer {
+                        log,
+                        args: a,
+                        keys,
+                        max_value_size,
+                        stop,
+                        deadline,
+                    };
+                    let r = state_ref
+                        .writer(p)
+                        .and_then(|w| producer.run(p, part, w, appended));
+                    if r.is_err() {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    r
+                })
+            })
+            .collect();
+        // Watch the cleaner while the producers run.
+        let mut rounds = 0u64;
+        let mut cleaner_failure = None;
+        while handles.iter().any(|h| !h.is_finished()) {
+            if let Ok(e) = events.recv_timeout(Duration::from_millis(50)) {
+                match &e {
+                    CleanerEvent::Cleaned(_) => rounds += 1,
+                    e if e.is_failure() && cleaner_failure.is_none() => {
+                        cleaner_failure = Some(e.to_string());
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let results: Vec<Result<u64>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| failed("a producer thread panicked".to_string()))
+            })
+            .collect();
+        (results, rounds, cleaner_failure)
+    });
+    cleaner.shutdown();
+    let mut rounds = rounds;
+    for e in events.try_iter() {
+        match e {
+            CleanerEvent::Cleaned(_) => rounds += 1,
+            e if e.is_failure() => {
+                return failed(format!(
+                    "the log cleaner failed (seed {seed}): {}",
+                    e.to_string().trim()
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some(f) = cleaner_failure {
+        return failed(format!(
+            "the log cleaner failed (seed {seed}): {}",
+            f.trim()
+        ));
+    }
+    let mut records = 0;
+    for r in results {
+        records += r?;
+    }
+    println!(
+        "stress: appended {records} records in {:.1}s; {rounds} cleaning rounds",
+        start.elapsed().as_secs_f64()
+    );
+    for log in &logs {
+        log.lock().flush().context(LogSnafu)?;
+    }
+    drop(cleaner);
+    drop(logs);
+    // Reopening after a clean stop loses nothing acknowledged.
+    let mut state = LogExpected::load(fs, &expected_path)?;
+    open_and_verify(
+        &a.data_dir,
+        &log_config,
+        &mut state,
+        seed,
+        "after a clean stop",
+    )?;
+    Ok(())
+}
+
+/// Opens (recovers) every partition's log, checks it against `state`, and
+/// resolves and saves the state.
+fn open_and_verify(
+    data_dir: &Path,
+    config: &LogConfig,
+    state: &mut LogExpected,
+    seed: u64,
+    when: &str,
+) -> Result<Vec<SharedLog>> {
+    let started = Instant::now();
+    let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
+    let checkpoints = match checkpoint::read(&*fs, data_dir) {
+        Ok(c) => c,
+        Err(e) => {
+            return failed(format!(
+                "the cleaner-offset-checkpoint of {} cannot be read {when} (seed {seed}): {e}",
+                data_dir.display()
+            ));
+        }
+    };
+    let mut logs = Vec::new();
+    let mut failures = Vec::new();
+    let mut ends = Vec::new();
+    let mut live = 0usize;
+    for p in 0..state.partitions.len() {
+        let dir = partition_dir(data_dir, p);
+        let options = OpenOptions {
+            recovery_point: None,
+            clock: Arc::new(SystemClock),
+        };
+        let log = match Log::open_with(fs.clone(), &dir, config.clone(), options) {
+            Ok(l) => l,
+            Err(e) => {
+                return failed(format!(
+                    "the log {} does not open {when} (seed {seed}): {e}",
+                    dir.display()
+                ));
+            }
+        };
+        let end = log.log_end_offset();
+        let mut records = Vec::new();
+        let iter = match log.records_from(log.log_start_offset()) {
+            Ok(i) => i,
+            Err(e) => {
+                return failed(format!(
+                    "the log {} cannot be read {when} (seed {seed}): {e}",
+                    dir.display()
+                ));
+            }
+        };
+        for r in iter {
+            match r {
+                Ok(r) => records.push((
+                    r.offset,
+                    r.key.map(|k| k.to_vec()),
+                    r.value.map(|v| v.to_vec()),
+                )),
+                Err(e) => {
+                    return failed(format!(
+                        "the log {} cannot be read {when} (seed {seed}): {e}",
+                        dir.display()
+                    ));
+                }
+            }
+        }
+        let mut part_failures = Vec::new();
+        let found = latest_records(
+            records,
+            state.keys,
+            state.max_value_size as usize,
+            end,
+            &mut part_failures,
+        );
+        live += found.values().filter(|(_, tomb)| !tomb).count();
+        check_partition(&state.partitions[p], end, &found, &mut part_failures);
+        let tp = TopicPartition::new("stress", p as i32);
+        if let Some(&cleaned_to) = checkpoints.get(&tp)
+            && cleaned_to > end
+        {
+            part_failures.push(format!(
+                "cleaner-offset-checkpoint says the log was cleaned up to offset {cleaned_to} but \
+                 it ends at {end}"
+            ));
+        }
+        failures.extend(
+            part_failures
+                .into_iter()
+                .map(|f| format!("{}: {f}", dir.display())),
+        );
+        ends.push(end);
+        logs.push(shared_log(log));
+    }
+    if !failures.is_empty() {
+        let shown: Vec<_> = failures.iter().take(20).cloned().collect();
+        return failed(format!(
+            "the logs in {} fail verification against {} {when} (seed {seed}; the files are left \
+             as they are: `lithify stress log {} --expected-state {} --verify-only` repeats the \
+             check): {} failures\n  {}",
+            data_dir.display(),
+            state.path().display(),
+            data_dir.display(),
+            state.path().display(),
+            failures.len(),
+            shown.join("\n  ")
+        ));
+    }
+    for (part, &end) in state.partitions.iter_mut().zip(&ends) {
+        resolve_partition(part, end);
+    }
+    state.save()?;
+    println!(
+        "stress: verified {} logs {when} (ends {ends:?}, {live} live keys) in {:.2}s",
+        logs.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(logs)
+}
+
+struct Producer<'a> {
+    log: &'a SharedLog,
+    args: &'a LogStressArgs,
+    keys: u64,
+    max_value_size: usize,
+    stop: &'a AtomicBool,
+    deadline: Option<Instant>,
+}
+
+impl Producer<'_> {
+    /// Appends batches to partition `p` until told to stop; returns the
+    /// records appended.
+    fn run(
+        &self,
+        p: usize,
+        mut part: PartitionState,
+        mut w: super::log_expected::PartitionWriter,
+        appended: &AtomicU64,
+    ) -> Result<u64> {
+        let a = self.args;
+        let mut rng = Rng::new(
+            a.seed
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(p as u64 + 1),
+        );
+        let clock = SystemClock;
+        let started = Instant::now();
+        let mut records_done = 0u64;
+        let mut batch_no = 0u64;
+        while records_done < a.records
+            && !self.stop.load(Ordering::Relaxed)
+            && self.deadline.is_none_or(|d| Instant::now() < d)
+        {
+            let n = (1 + rng.uniform(a.batch_size.max(1))).min(a.records - records_done);
+            let base = self.log.lock().log_end_offset();
+            if base != part.acked_end {
+                return failed(format!(
+                    "partition {p}'s log ends at {base}, not at {} where its last append ended \
+                     (seed {})",
+                    part.acked_end, a.seed
+                ));
+            }
+            let now = clock.now_ms();
+            let mut batch = Vec::with_capacity(n as usize);
+            let mut last: BTreeMap<u64, (i64, bool)> = BTreeMap::new();
+            for i in 0..n as i64 {
+                let k = rng.uniform(self.keys);
+                let offset = base + i;
+                let tomb = rng.uniform(100) < u64::from(a.tombstone_percent);
+                batch.push(if tomb {
+                    SimpleRecord::tombstone(now, log_key(k))
+                } else {
+                    SimpleRecord::new(now, log_key(k), log_value(k, offset, self.max_value_size))
+                });
+                last.insert(k, (offset, tomb));
+            }
+            // Pending first: the head, then each key.
+            part.pending_end = base + n as i64;
+            w.write_head(&part)?;
+            for (&k, &l) in &last {
+                part.keys[k as usize].pending = Some(l);
+                w.write_key(k, &part.keys[k as usize])?;
+            }
+            let info = self.log.lock().append(&batch).context(LogSnafu)?;
+            if info.first_offset != base || info.last_offset != base + n as i64 - 1 {
+                return failed(format!(
+                    "partition {p}: an append at {base} of {n} records got offsets {}..={} \
+                     (seed {})",
+                    info.first_offset, info.last_offset, a.seed
+                ));
+            }
+            // Acknowledged: the head, then each key.
+            part.acked_end = part.pending_end;
+            w.write_head(&part)?;
+            for &k in last.keys() {
+                let s = &mut part.keys[k as usize];
+                s.acked = s.pending.take();
+                w.write_key(k, s)?;
+            }
+            records_done += n;
+            appended.fetch_add(n, Ordering::Relaxed);
+            batch_no += 1;
+            if a.flush_one_in > 0 && batch_no.is_multiple_of(a.flush_one_in) {
+                self.log.lock().flush().context(LogSnafu)?;
+            }
+            if a.rate > 0 {
+                let due = Duration::from_secs_f64(records_done as f64 / a.rate as f64);
+                if let Some(ahead) = due.checked_sub(started.elapsed()) {
+                    std::thread::sleep(ahead.min(Duration::from_millis(100)));
+                }
+            }
+        }
+        Ok(records_done)
+    }
+}

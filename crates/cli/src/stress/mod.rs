@@ -1,0 +1,53 @@
+//! `lithify stress ...`: random workloads that check themselves, and leave
+//! behind an expected-state file so that a later process can check what
+//! survived a crash — RocksDB's `db_stress`, for the engine and for the
+//! log cleaner. `cargo xtask crash --kills N` runs them in a loop,
+//! SIGKILLing each run at a random moment.
+//!
+//! * `db DIR` ([`db`]): threads of puts, deletes, range deletions, batches,
+//!   lookups, iterators and snapshots over a small key space, with flushes
+//!   and manual compactions; the expected state keeps, per key, the window
+//!   of values a crash may leave ([`key_state`], [`db_expected`]), and
+//!   every run starts by verifying the database against it
+//!   ([`db_verify`]).
+//! * `log DATA_DIR` ([`log`]): a producer thread per partition appending
+//!   keyed records while cleaner threads compact the logs; every run
+//!   starts with Kafka's recovery of each log and a check of every key's
+//!   latest record and offset ([`log_expected`]).
+//!
+//! Both files share one framing ([`state_file`], specified in
+//! `docs/FORMATS.md`): a checksummed header and checksummed 32-byte slots
+//! rewritten in place, each with one positional write.
+
+pub(crate) mod db;
+pub(crate) mod db_expected;
+pub(crate) mod db_verify;
+pub(crate) mod key_state;
+pub(crate) mod log;
+pub(crate) mod log_expected;
+pub(crate) mod state_file;
+pub(crate) mod values;
+
+use clap::Subcommand;
+
+use crate::error::Result;
+
+/// The `stress` commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum StressCommand {
+    /// Stress the engine: a random multi-threaded workload checked against
+    /// an expected-state file (verified first, after a crash).
+    Db(Box<db::DbStressArgs>),
+    /// Stress the log cleaner: producers appending to compacted logs while
+    /// cleaner threads clean them, checked against an expected-state file
+    /// (after Kafka's recovery, first).
+    Log(Box<log::LogStressArgs>),
+}
+
+/// Runs a `stress` command.
+pub(crate) fn run(cmd: StressCommand) -> Result<()> {
+    match cmd {
+        StressCommand::Db(a) => db::run(*a),
+        StressCommand::Log(a) => log::run(*a),
+    }
+}

@@ -1,0 +1,443 @@
+//! `cargo xtask crash`: the crash loops, as RocksDB's `db_crashtest.py`
+//! runs `db_stress`.
+//!
+//! * `--kills N`: `lithify stress db` (engine) and `lithify stress log`
+//!   (log cleaner) run in a child process with options drawn per run, and
+//!   are SIGKILLed at a random moment — most often while the workload runs
+//!   (flushes, compactions and cleaning rounds in progress), sometimes
+//!   before it starts (during recovery or verification). Each run begins by
+//!   reopening what the killed one left and verifying it against the
+//!   expected-state file; a failing run, a run that dies on its own, or a
+//!   failing final `--verify-only` stops the loop and reports the seeds.
+//! * `--simulated N`: the power-cut loop of `crates/lithify/tests/power_cut.rs`
+//!   on `MemFs`, N crash points.
+
+use std::fs;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::{Result, cargo, root, run};
+
+/// Kills per target in the CI loop.
+const CI_KILLS: u64 = 20;
+/// Crash points of the CI power-cut loop.
+const CI_SIMULATED: u64 = 300;
+/// How long a run may take to reach its workload.
+const START_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// splitmix64, for the loop's own choices (the same generator as the
+/// `lithify` command's workloads).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn pick<'a>(&mut self, choices: &[&'a str]) -> &'a str {
+        choices[self.below(choices.len() as u64) as usize]
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Engine,
+    Log,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Engine => "engine",
+            Target::Log => "log",
+        }
+    }
+}
+
+pub(crate) fn crash(args: &[String]) -> Result {
+    let mut kills = None;
+    let mut simulated = None;
+    let mut seed = None;
+    let mut targets = vec![Target::Engine, Target::Log];
+    let mut dev = false;
+    let mut it = args.iter();
+    let number = |flag: &str, v: Option<&String>| -> Result<u64> {
+        let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
+        v.parse().map_err(|_| format!("bad {flag} {v}"))
+    };
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--kills" => kills = Some(number("--kills", it.next())?),
+            "--simulated" => simulated = Some(number("--simulated", it.next())?),
+            "--seed" => seed = Some(number("--seed", it.next())?),
+            "--dev" => dev = true,
+            "--target" => {
+                targets = match it.next().map(String::as_str) {
+                    Some("engine") => vec![Target::Engine],
+                    Some("log") => vec![Target::Log],
+                    Some("both") => vec![Target::Engine, Target::Log],
+                    other => return Err(format!("--target engine|log|both, not {other:?}")),
+                }
+            }
+            other => return Err(format!("unknown crash argument {other}")),
+        }
+    }
+    if kills.is_none() && simulated.is_none() {
+        kills = Some(CI_KILLS);
+        simulated = Some(CI_SIMULATED);
+    }
+    let seed = seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    eprintln!(
+        "xtask: crash loops with seed {seed} (repeat with --seed {seed}); {} build",
+        if dev { "dev" } else { "release" }
+    );
+    let start = Instant::now();
+    if let Some(n) = kills.filter(|&n| n > 0) {
+        let bin = build_cli(dev)?;
+        for &t in &targets {
+            kill_loop(&bin, t, n, seed)?;
+        }
+    }
+    if let Some(n) = simulated.filter(|&n| n > 0) {
+        power_cut_loop(n, seed, dev)?;
+    }
+    eprintln!(
+        "xtask: crash loops passed in {:.0}s (seed {seed})",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn build_cli(dev: bool) -> Result<PathBuf> {
+    let mut cmd = cargo();
+    cmd.args(["build", "-p", "lithify-cli", "--bin", "lithify"]);
+    if !dev {
+        cmd.arg("--release");
+    }
+    run(&mut cmd)?;
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    Ok(target_dir
+        .join(if dev { "debug" } else { "release" })
+        .join("lithify"))
+}
+
+/// The command of one run: the target's stress command with options drawn
+/// from `rng` (as db_crashtest.py varies options between runs).
+fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &mut Rng) -> Command {
+    let mut cmd = Command::new(bin);
+    let mut args: Vec<String> = Vec::new();
+    match target {
+        Target::Engine => {
+            args.extend([
+                "stress".into(),
+                "db".into(),
+                dir.join("db").display().to_string(),
+            ]);
+            args.extend(["--keys".into(), "10000".into()]);
+            args.extend(["--ops-per-thread".into(), "100000000".into()]);
+            args.extend(["--seed".into(), run_seed.to_string()]);
+            let mut flag = |name: &str, value: &str| {
+                args.push(format!("--{name}"));
+                args.push(value.to_string());
+            };
+            flag("threads", rng.pick(&["2", "4", "8"]));
+            flag("sync-percent", rng.pick(&["0", "5", "10", "50"]));
+            if rng.below(4) == 0 {
+                flag("manual-wal-flush", "true");
+            }
+            flag(
+                "write-buffer-size",
+                rng.pick(&["65536", "262144", "524288", "1048576"]),
+            );
+            flag("target-file-size-base", rng.pick(&["65536", "262144"]));
+            flag("max-bytes-for-level-base", rng.pick(&["262144", "1048576"]));
+            flag("level0-file-num-compaction-trigger", rng.pick(&["2", "4"]));
+            flag("block-size", rng.pick(&["256", "4096"]));
+            flag("block-restart-interval", rng.pick(&["1", "4", "16"]));
+            flag("max-background-jobs", rng.pick(&["1", "2", "4"]));
+            flag("subcompactions", rng.pick(&["1", "2"]));
+            flag("compaction-pri", rng.pick(&["0", "1", "2", "3", "4"]));
+            flag("compression-type", rng.pick(&["none", "zstd"]));
+            flag("flush-one-in", rng.pick(&["500", "2000", "20000"]));
+            flag("compact-range-one-in", rng.pick(&["2000", "10000"]));
+        }
+        Target::Log => {
+            args.extend([
+                "stress".into(),
+                "log".into(),
+                dir.join("data").display().to_string(),
+            ]);
+            args.extend(["--seed".into(), run_seed.to_string()]);
+            let mut config = |name: &str, value: &str| {
+                args.push("--config".into());
+                args.push(format!("{name}={value}"));
+            };
+            config(
+                "compression.type",
+                rng.pick(&["none", "gzip", "snappy", "lz4", "zstd"]),
+            );
+            config("segment.bytes", rng.pick(&["4096", "16384", "65536"]));
+            config("log.cleaner.threads", rng.pick(&["1", "2", "3"]));
+            config("delete.retention.ms", rng.pick(&["0", "200", "5000"]));
+            config(
+                "min.cleanable.dirty.ratio",
+                rng.pick(&["0.01", "0.1", "0.5"]),
+            );
+            config(
+                "log.cleaner.dedupe.buffer.size",
+                rng.pick(&["24576", "65536", "1048576"]),
+            );
+            args.push("--batch-size".into());
+            args.push(rng.pick(&["1", "20", "100"]).into());
+        }
+    }
+    cmd.args(&args);
+    cmd
+}
+
+fn verify_command(bin: &Path, target: Target, dir: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    match target {
+        Target::Engine => cmd.args(["stress", "db"]).arg(dir.join("db")),
+        Target::Log => cmd.args(["stress", "log"]).arg(dir.join("data")),
+    };
+    cmd.arg("--verify-only");
+    cmd
+}
+
+/// A running stress process whose stdout lines arrive on a channel.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: thread::JoinHandle<String>,
+}
+
+fn spawn(mut cmd: Command) -> Result<Running> {
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    let (tx, lines) = mpsc::channel();
+    let out = child.stdout.take().ok_or("no stdout")?;
+    thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(|l| l.ok()) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut err = child.stderr.take().ok_or("no stderr")?;
+    let stderr = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    Ok(Running {
+        child,
+        lines,
+        stderr,
+    })
+}
+
+fn kill_loop(bin: &Path, target: Target, kills: u64, seed: u64) -> Result {
+    let dir = root()
+        .join("target/crash")
+        .join(format!("{}-{seed}", target.name()));
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let log_path = dir.join("runs.log");
+    let mut log =
+        fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut rng = Rng(seed ^ if target == Target::Engine { 0xE } else { 0x1 });
+    let start = Instant::now();
+    let mut early = 0;
+    let mut finished = 0;
+    eprintln!(
+        "xtask: {} kill loop: {kills} runs in {} (each run's output in runs.log)",
+        target.name(),
+        dir.display()
+    );
+    for i in 0..kills {
+        let run_seed = rng.next();
+        let cmd = stress_command(bin, target, &dir, run_seed, &mut rng);
+        let shown = format!("{cmd:?}");
+        let mut running = spawn(cmd)?;
+        // One run in eight is killed before its workload starts: during
+        // the engine's or the logs' recovery and the verification.
+        let before_workload = rng.below(8) == 0;
+        let mut output = Vec::new();
+        let mut reached = false;
+        let deadline = Instant::now() + START_TIMEOUT;
+        let kill_at = if before_workload {
+            Some(Instant::now() + Duration::from_millis(rng.below(400)))
+        } else {
+            None
+        };
+        // Wait for the workload to start (or the early kill time).
+        let mut exited = None;
+        while !reached {
+            let wait_until = kill_at.unwrap_or(deadline).min(deadline);
+            let left = wait_until.saturating_duration_since(Instant::now());
+            match running.lines.recv_timeout(left) {
+                Ok(line) => {
+                    reached = line.starts_with("stress: running");
+                    output.push(line);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    // Its stdout closed: it ended (or is ending) by itself.
+                    let status = running
+                        .child
+                        .wait()
+                        .map_err(|e| format!("could not wait for {shown}: {e}"))?;
+                    exited = Some(status);
+                    break;
+                }
+            }
+        }
+        if exited.is_none() {
+            if reached {
+                let max_ms = if target == Target::Engine { 2500 } else { 1500 };
+                thread::sleep(Duration::from_millis(rng.below(max_ms)));
+            } else if kill_at.is_some() {
+                early += 1;
+            } else {
+                let _ = running.child.kill();
+                let _ = running.child.wait();
+                return Err(format!(
+                    "{} run {i} (run seed {run_seed}) did not start its workload within {}s; \
+                     files in {}",
+                    target.name(),
+                    START_TIMEOUT.as_secs(),
+                    dir.display()
+                ));
+            }
+        }
+        let status = match exited {
+            Some(status) => Some(status),
+            None => match running.child.try_wait() {
+                Ok(Some(status)) => Some(status),
+                Ok(None) => {
+                    running
+                        .child
+                        .kill()
+                        .map_err(|e| format!("could not kill {shown}: {e}"))?;
+                    let _ = running.child.wait();
+                    None
+                }
+                Err(e) => return Err(format!("could not wait for {shown}: {e}")),
+            },
+        };
+        output.extend(running.lines.try_iter());
+        let stderr = running.stderr.join().unwrap_or_default();
+        let _ = writeln!(
+            log,
+            "=== run {i} (seed {run_seed}){}\n{shown}\n{}\n{stderr}",
+            if status.is_none() { ", killed" } else { "" },
+            output.join("\n")
+        );
+        if let Some(status) = status {
+            if !status.success() {
+                return Err(format!(
+                    "{} crash loop failed at run {i} of {kills} (loop seed {seed}, run seed \
+                     {run_seed}): the run exited with {status}:\n{}\n{}\nfiles kept in {}; \
+                     repeat the check with `{} stress {} {} --verify-only`; repeat the loop \
+                     with `cargo xtask crash --kills {kills} --target {} --seed {seed}`",
+                    target.name(),
+                    output.join("\n"),
+                    stderr.trim(),
+                    dir.display(),
+                    bin.display(),
+                    if target == Target::Engine {
+                        "db"
+                    } else {
+                        "log"
+                    },
+                    dir.join(if target == Target::Engine {
+                        "db"
+                    } else {
+                        "data"
+                    })
+                    .display(),
+                    target.name(),
+                ));
+            }
+            finished += 1;
+        }
+        if (i + 1) % 50 == 0 || i + 1 == kills {
+            eprintln!(
+                "xtask: {}: {}/{kills} runs ({} killed before their workload, {} finished on \
+                 their own) in {:.0}s",
+                target.name(),
+                i + 1,
+                early,
+                finished,
+                start.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let out = verify_command(bin, target, &dir)
+        .output()
+        .map_err(|e| format!("could not run the final verification: {e}"))?;
+    let _ = writeln!(
+        log,
+        "=== final verification\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        return Err(format!(
+            "{} crash loop (seed {seed}): the final verification failed:\n{}\nfiles kept in {}",
+            target.name(),
+            String::from_utf8_lossy(&out.stderr).trim(),
+            dir.display()
+        ));
+    }
+    eprintln!(
+        "xtask: {} kill loop passed: {kills} runs, every one verified what the previous left, \
+         in {:.0}s",
+        target.name(),
+        start.elapsed().as_secs_f64()
+    );
+    fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(())
+}
+
+fn power_cut_loop(points: u64, seed: u64, dev: bool) -> Result {
+    let mut cmd = cargo();
+    cmd.args(["test", "-p", "lithify", "--test", "power_cut"]);
+    if !dev {
+        cmd.arg("--release");
+    }
+    cmd.args(["--", "--nocapture"])
+        .env("LITHIFY_POWER_CUT_POINTS", points.to_string())
+        .env("LITHIFY_POWER_CUT_SEED", seed.to_string());
+    run(&mut cmd).map_err(|e| {
+        format!(
+            "the power-cut loop failed (seed {seed}; the test's message names the scenario \
+             seed): {e}"
+        )
+    })
+}
