@@ -25,6 +25,7 @@ pub(crate) mod db_verify;
 pub(crate) mod key_state;
 pub(crate) mod log;
 pub(crate) mod log_expected;
+pub(crate) mod log_state;
 pub(crate) mod state_file;
 pub(crate) mod values;
 
