@@ -13,6 +13,8 @@ use crate::db_impl::{DbInner, DbState};
 enum Job {
     Flush(TableId),
     Compaction(Box<PickedCompaction>),
+    /// A table's scheduled major compaction is due.
+    ScheduledMajor(TableId),
 }
 
 /// Starts the background threads.
@@ -36,6 +38,25 @@ fn next_job(inner: &DbInner, st: &mut DbState) -> Option<Job> {
         return Some(Job::Flush(t));
     }
     let (_, share) = inner.options.job_limits();
+    let now = crate::flush::now_secs();
+    if st.running_compactions < share
+        && st.exclusive_manual == 0
+        && let Some(id) = st
+            .tables
+            .iter()
+            .find(|(_, t)| {
+                !t.scheduled_major_running
+                    && !t.state.is_dropped()
+                    && t.next_scheduled_major.is_some_and(|at| at <= now)
+            })
+            .map(|(id, _)| *id)
+    {
+        if let Some(t) = st.tables.get_mut(&id) {
+            t.scheduled_major_running = true;
+        }
+        st.running_compactions += 1;
+        return Some(Job::ScheduledMajor(id));
+    }
     let max_compactions = if inner.compaction_pressure(st) {
         share
     } else {
@@ -61,7 +82,22 @@ fn worker(inner: &DbInner) {
                 if let Some(job) = next_job(inner, &mut st) {
                     break job;
                 }
-                st = inner.bg_cv.wait(st);
+                // Wake up for the next scheduled major compaction, if any.
+                let next = st
+                    .tables
+                    .values()
+                    .filter_map(|t| t.next_scheduled_major)
+                    .min();
+                st = match next {
+                    None => inner.bg_cv.wait(st),
+                    Some(at) => {
+                        let secs = at.saturating_sub(crate::flush::now_secs()).clamp(1, 60);
+                        inner
+                            .bg_cv
+                            .wait_timeout(st, std::time::Duration::from_secs(secs))
+                            .0
+                    }
+                };
             }
         };
         match job {
@@ -77,6 +113,17 @@ fn worker(inner: &DbInner) {
                 let mut st = inner.lock_state();
                 st.running_compactions -= 1;
                 st.bg_epoch += 1;
+            }
+            Job::ScheduledMajor(table) => {
+                let _ = inner.major_compact(table);
+                let mut st = inner.lock_state();
+                st.running_compactions -= 1;
+                st.bg_epoch += 1;
+                if let Some(t) = st.tables.get_mut(&table) {
+                    t.scheduled_major_running = false;
+                    t.next_scheduled_major =
+                        crate::compaction::next_scheduled_major(&t.state.options);
+                }
             }
         }
         inner.done_cv.notify_all();

@@ -6,11 +6,15 @@ use std::collections::HashSet;
 use std::sync::Arc as StdArc;
 
 use lithify_base::InternalKeyComparator;
+use lithify_compaction_leveled::adaptive::AdaptiveState;
 use lithify_compaction_leveled::iter::Snapshots;
 use lithify_compaction_leveled::job::{JobOptions, OutputFactory, TableOpener as JobOpener};
+use lithify_compaction_leveled::resource::{
+    DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions,
+};
 use lithify_compaction_leveled::{
-    CompactRangeOptions, Compaction, CompactionPicker, LeveledOptions, LeveledPicker,
-    ManualCompaction, ManualStep, PickContext, run_compaction,
+    CompactRangeOptions, Compaction, CompactionPicker, CompactionStrategy, LeveledOptions,
+    MajorOnlyOptions, ManualCompaction, ManualStep, PickContext, TwoTierOptions, run_compaction,
 };
 use lithify_sstable::Table;
 use lithify_version::{FileMetadata, TableId};
@@ -21,7 +25,7 @@ use crate::flush::now_secs;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::super_version::TableOpener;
-use crate::table_state::TableMut;
+use crate::table_state::{StrategyState, TableMut};
 
 /// The leveled picker's options from the database options.
 pub(crate) fn leveled_options(o: &Options) -> LeveledOptions {
@@ -45,11 +49,85 @@ pub(crate) fn leveled_options(o: &Options) -> LeveledOptions {
     }
 }
 
-/// The picker a table starts with.
-pub(crate) fn new_picker(o: &Options) -> Result<StdArc<dyn CompactionPicker>> {
-    let picker =
-        LeveledPicker::new(leveled_options(o)).map_err(|e| CompactionSnafu.into_error(e))?;
-    Ok(StdArc::new(picker))
+/// The picker of a fixed strategy on a table with options `o`: `Leveled`
+/// takes its options from `o`; `MajorOnly` and `TwoTier` take theirs from
+/// the strategy, with the table's compression and subcompactions.
+pub(crate) fn picker_for(
+    strategy: &CompactionStrategy,
+    o: &Options,
+) -> Result<StdArc<dyn CompactionPicker>> {
+    let fixed = match strategy {
+        CompactionStrategy::Leveled(_) => CompactionStrategy::Leveled(leveled_options(o)),
+        CompactionStrategy::MajorOnly(m) => CompactionStrategy::MajorOnly(MajorOnlyOptions {
+            compression: o.compression,
+            max_subcompactions: o.max_subcompactions,
+            ..m.clone()
+        }),
+        CompactionStrategy::TwoTier(t) => CompactionStrategy::TwoTier(TwoTierOptions {
+            compression: o.compression,
+            max_subcompactions: o.max_subcompactions,
+            ..t.clone()
+        }),
+        CompactionStrategy::Adaptive(a) => return picker_for(&a.initial, o),
+    };
+    fixed.picker().map_err(|e| CompactionSnafu.into_error(e))
+}
+
+/// A table's picker and strategy state from its options.
+pub(crate) fn strategy_state(o: &Options) -> Result<(StdArc<dyn CompactionPicker>, StrategyState)> {
+    let configured = o.compaction_strategy.clone();
+    let (picker, adaptive, reason) = match &configured {
+        CompactionStrategy::Adaptive(a) => {
+            let state = AdaptiveState::new(a.clone());
+            let picker = picker_for(state.current(), o)?;
+            let reason = state.reason().to_owned();
+            (picker, Some(state), reason)
+        }
+        fixed => (picker_for(fixed, o)?, None, "configured".to_owned()),
+    };
+    Ok((
+        picker,
+        StrategyState {
+            configured,
+            adaptive,
+            reason,
+            switches: 0,
+        },
+    ))
+}
+
+/// The database's compaction rate limiter, if a rate is set.
+pub(crate) fn rate_limiter(o: &Options) -> Option<StdArc<RateLimiter>> {
+    if o.compaction_rate_limit == 0 && o.compaction_rate_limit_offpeak == 0 {
+        return None;
+    }
+    let offpeak = if o.daily_offpeak_time_utc.is_empty() {
+        None
+    } else {
+        OffpeakWindow::parse(&o.daily_offpeak_time_utc).ok()
+    };
+    Some(StdArc::new(RateLimiter::with_system_clock(
+        RateLimiterOptions {
+            bytes_per_sec: o.compaction_rate_limit,
+            offpeak_bytes_per_sec: o.compaction_rate_limit_offpeak,
+            offpeak,
+        },
+    )))
+}
+
+/// The first scheduled major compaction of a table with options `o` after
+/// now, if it has a schedule.
+pub(crate) fn next_scheduled_major(o: &Options) -> Option<u64> {
+    let t = DailyTime::parse(o.scheduled_major_time_utc.as_deref()?).ok()?;
+    Some(t.next_at_or_after(now_secs() + 1))
+}
+
+/// The strategy in force on a table.
+pub(crate) fn strategy_in_force(s: &StrategyState) -> &CompactionStrategy {
+    match &s.adaptive {
+        Some(a) => a.current(),
+        None => &s.configured,
+    }
 }
 
 /// RocksDB's estimate of the bytes compaction still has to rewrite.
@@ -68,8 +146,8 @@ pub(crate) struct PickedCompaction {
 /// block cache (RocksDB reads compaction inputs with `fill_cache = false`):
 /// a compaction must not evict the blocks readers use, nor hold a cache's
 /// worth of memory while a memtable fills.
-struct InputOpener<'a> {
-    opener: &'a TableOpener,
+pub(crate) struct InputOpener<'a> {
+    pub(crate) opener: &'a TableOpener,
 }
 
 impl JobOpener for InputOpener<'_> {
@@ -84,7 +162,7 @@ impl JobOpener for InputOpener<'_> {
 static NO_MARKED: std::sync::LazyLock<HashSet<u64>> = std::sync::LazyLock::new(HashSet::new);
 
 impl DbInner {
-    fn pick_context<'a>(&self, t: &'a TableMut) -> PickContext<'a> {
+    pub(crate) fn pick_context<'a>(&self, t: &'a TableMut) -> PickContext<'a> {
         PickContext {
             in_progress: &t.compactions,
             now: now_secs(),
@@ -122,7 +200,7 @@ impl DbInner {
         let ids: Vec<TableId> = st.tables.keys().copied().collect();
         for id in ids {
             let t = st.tables.get(&id)?;
-            if t.state.options.disable_auto_compactions {
+            if t.state.options.disable_auto_compactions || t.state.is_dropped() {
                 continue;
             }
             let picked = {
@@ -164,6 +242,7 @@ impl DbInner {
                 .and_then(|t| t.options.compaction_filter.clone());
             let opts = JobOptions {
                 compaction_pri: self.options.compaction_pri,
+                rate_limiter: self.rate_limiter.clone(),
                 ..JobOptions::default()
             };
             run_compaction(
@@ -192,6 +271,12 @@ impl DbInner {
                             .record_compaction(p.compaction.output_level, &r.stats);
                     }
                     Counters::add(&self.counters.compaction_write_bytes, r.stats.bytes_written);
+                    if let Some(t) = st.tables.get(&p.table) {
+                        Counters::add(
+                            &t.state.counters.compaction_write_bytes,
+                            r.stats.bytes_written,
+                        );
+                    }
                     Counters::add(&self.counters.compaction_read_bytes, r.stats.bytes_read());
                     self.install_super_version(&mut st, p.table);
                     self.recompute_stall(&mut st);
@@ -249,6 +334,26 @@ impl DbInner {
             self.wake_background();
         }
         result
+    }
+
+    /// A major compaction of all of `table` (what a scheduled major runs):
+    /// everything above the bottom merged down, then the bottom level
+    /// rewritten (`BottommostLevelCompaction::ForceOptimized`), which drops
+    /// what deletes and snapshots no longer need. Runs on the calling
+    /// thread; memtables are not flushed first.
+    pub(crate) fn major_compact(&self, table: TableId) -> Result<()> {
+        let mut manual = ManualCompaction::new(
+            None,
+            None,
+            CompactRangeOptions {
+                bottommost_level_compaction:
+                    lithify_compaction_leveled::BottommostLevelCompaction::ForceOptimized,
+                ..CompactRangeOptions::default()
+            },
+            self.versions.next_file_number(),
+        );
+        let st = self.lock_state();
+        self.manual_loop(st, table, &mut manual)
     }
 
     fn manual_loop<'a>(

@@ -17,9 +17,10 @@ use crate::db_impl::DbInner;
 use crate::error::{Error, ReadOnlySnafu, Result, ShuttingDownSnafu};
 use crate::iter::{DbIterator, RawIterator};
 use crate::iter_source::cursor_source;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::{Options, ReadOptions, TableOptions, WriteOptions};
 use crate::snapshot::Snapshot;
 use crate::stats::DbStats;
+use crate::table::Table;
 
 /// An open database.
 ///
@@ -249,24 +250,7 @@ impl Db {
 
     /// The keys starting with `prefix` (in the bytewise order).
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
-        let prefix = Bytes::copy_from_slice(prefix.as_ref());
-        let mut opts = ReadOptions {
-            lower_bound: Some(prefix.clone()),
-            ..ReadOptions::default()
-        };
-        let end = match prefix_successor(&prefix) {
-            Some(s) => {
-                opts.upper_bound = Some(s.clone());
-                Bound::Excluded(s)
-            }
-            None => Bound::Unbounded,
-        };
-        DbIterator::new(
-            cursor_source(&self.inner, &self.inner.default_table, &opts),
-            Bound::Included(prefix.clone()),
-            end,
-            Some(prefix),
-        )
+        crate::table::prefix_in(&self.inner, &self.inner.default_table, prefix.as_ref())
     }
 
     /// A cursor (see [`RawIterator`]); not positioned yet.
@@ -306,6 +290,47 @@ impl Db {
         options: &CompactRangeOptions,
     ) -> Result<()> {
         self.inner.compact_range(DEFAULT_TABLE, begin, end, options)
+    }
+
+    /// Creates table `name` (a column family) with the database's options
+    /// and `options`' overrides — its own memtables, levels and compaction
+    /// strategy — and returns its handle. Its creation is durable when this
+    /// returns; `Options::table_options` gives its options when the
+    /// database is opened again.
+    pub fn create_table(&self, name: &str, options: TableOptions) -> Result<Table> {
+        let state = self.inner.create_table(name, &options)?;
+        Ok(Table {
+            inner: StdArc::downgrade(&self.inner),
+            state,
+        })
+    }
+
+    /// Drops table `name` (not the default table): unflushed writes to it
+    /// are discarded, its files deleted once no reader holds them, and
+    /// every handle to it fails from now on.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.drop_table(name)
+    }
+
+    /// A handle to table `name`, if it exists.
+    pub fn table(&self, name: &str) -> Option<Table> {
+        self.inner.table_named(name).map(|state| Table {
+            inner: StdArc::downgrade(&self.inner),
+            state,
+        })
+    }
+
+    /// A handle to the default table (the one `Db`'s own methods use).
+    pub fn default_table(&self) -> Table {
+        Table {
+            inner: StdArc::downgrade(&self.inner),
+            state: StdArc::clone(&self.inner.default_table),
+        }
+    }
+
+    /// The names of the tables, the default table first.
+    pub fn table_names(&self) -> Vec<String> {
+        self.inner.table_names()
     }
 
     /// Hands buffered WAL records to the OS; with `sync`, makes every WAL
@@ -422,18 +447,10 @@ impl DbInner {
     }
 }
 
-/// The smallest key above every key that starts with `prefix` (bytewise),
-/// `None` when there is none (the prefix is all `0xff`).
-fn prefix_successor(prefix: &[u8]) -> Option<Bytes> {
-    let i = prefix.iter().rposition(|&b| b != 0xff)?;
-    let mut s = prefix[..=i].to_vec();
-    s[i] += 1;
-    Some(Bytes::from(s))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::prefix_successor;
 
     #[test]
     fn prefix_successors() {

@@ -84,6 +84,10 @@ pub(crate) struct DbInner {
     pub(crate) switch_pending: AtomicBool,
     /// Writes without WAL went to the memtables: close flushes them.
     pub(crate) unpersisted: AtomicBool,
+    /// Some table is (or was) `Adaptive`: writes are observed.
+    pub(crate) adaptive_seen: AtomicBool,
+    /// Limits the bytes compactions write per second.
+    pub(crate) rate_limiter: Option<StdArc<lithify_compaction_leveled::resource::RateLimiter>>,
     pub(crate) counters: Counters,
     pub(crate) opened_at: Instant,
     pub(crate) _lock: FileLock,

@@ -161,6 +161,16 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
+    /// A [`Table`](crate::Table) handle was used after its database was
+    /// closed or dropped.
+    #[snafu(display("table {table} belongs to a database that is closed"))]
+    Closed {
+        /// The table's name.
+        table: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
 }
 
 /// `Result` with this crate's [`Error`].
@@ -179,7 +189,9 @@ impl Classify for Error {
             Error::Read { source, .. } => source.kind(),
             Error::WalRecord { .. } | Error::Corruption { .. } => ErrorKind::Corruption,
             Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
-            Error::ReadOnly { .. } | Error::ShuttingDown { .. } => ErrorKind::Poisoned,
+            Error::ReadOnly { .. } | Error::ShuttingDown { .. } | Error::Closed { .. } => {
+                ErrorKind::Poisoned
+            }
             Error::GroupFailed { cause, .. } => cause.kind(),
         }
     }

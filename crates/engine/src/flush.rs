@@ -4,10 +4,10 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lithify_base::sync::Arc;
-use lithify_base::{InternalKeyComparator, MergingIterator, SeqNo};
+use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, SeqNo};
 use lithify_compaction_leveled::iter::{RangeTombstone, Snapshots};
 use lithify_compaction_leveled::job::{
-    FileNumbers, FlushResult, JobOptions, OutputFactory, flush_to_level0,
+    FileNumbers, FlushResult, JobOptions, MemtableInput, OutputFactory, flush_to_level0, run_flush,
 };
 use lithify_memtable::MemTableIter;
 
@@ -75,9 +75,61 @@ pub(crate) fn flush_memtables(
     .map_err(|e| CompactionSnafu.into_error(e))
 }
 
+/// The smallest and largest user keys of `mems` (point entries and range
+/// tombstone ends), if they hold anything.
+pub(crate) fn memtable_range(
+    icmp: &InternalKeyComparator,
+    mems: &[Arc<Mem>],
+) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut lo: Option<Vec<u8>> = None;
+    let mut hi: Option<Vec<u8>> = None;
+    let mut widen = |k: &[u8]| {
+        if lo
+            .as_deref()
+            .is_none_or(|l| icmp.compare_user(k, l).is_lt())
+        {
+            lo = Some(k.to_vec());
+        }
+        if hi
+            .as_deref()
+            .is_none_or(|h| icmp.compare_user(k, h).is_gt())
+        {
+            hi = Some(k.to_vec());
+        }
+    };
+    for m in mems {
+        let mut it = MemTableIter::new(Arc::clone(m.table()));
+        it.first()?;
+        if it.valid() {
+            widen(lithify_base::key::user_key(it.key()));
+            it.last()?;
+            widen(lithify_base::key::user_key(it.key()));
+        }
+        if m.num_range_deletes() > 0 {
+            for t in m.range_tombstones() {
+                widen(&t.start);
+                widen(&t.end);
+            }
+        }
+    }
+    Ok(lo.zip(hi))
+}
+
+/// What a flush writes: one L0 table, or the outputs of a flush plan.
+struct Flushed {
+    edit: VersionEdit,
+    stats: lithify_compaction_leveled::CompactionStats,
+    /// The plan's output level, when the flush ran a plan.
+    plan_level: Option<usize>,
+    /// Files written (removed if the edit cannot be installed).
+    outputs: Vec<u64>,
+}
+
 impl DbInner {
     /// Runs one flush of `table`: picks its immutable memtables, writes
-    /// them to an L0 table, installs the edit. Returns whether it did
+    /// them — to an L0 table, or by the strategy's flush plan (a major
+    /// flush into the major level, a flush cut by stripe or merged with the
+    /// previous L0 table) — and installs the edit. Returns whether it did
     /// anything.
     pub(crate) fn run_flush(&self, table: TableId) -> Result<bool> {
         let (mems, next_log, count) = {
@@ -86,6 +138,9 @@ impl DbInner {
                 return Ok(false);
             };
             t.flush_queued = false;
+            if t.state.is_dropped() {
+                return Ok(false);
+            }
             if t.flush_running || t.imm.is_empty() {
                 return Ok(false);
             }
@@ -102,14 +157,7 @@ impl DbInner {
             (mems, next_log, count)
         };
         let snapshots = self.snapshots.sequences();
-        let flushed = flush_memtables(
-            &*self.fs,
-            &self.dir,
-            &self.versions,
-            &self.opener.options,
-            &mems,
-            &snapshots,
-        );
+        let flushed = self.write_flush(table, &mems, &snapshots);
         let mut st = self.lock_state();
         let undo = |st: &mut crate::db_impl::DbState| {
             if let Some(t) = st.tables.get_mut(&table) {
@@ -119,7 +167,7 @@ impl DbInner {
                 }
             }
         };
-        let flushed = match flushed {
+        let mut flushed = match flushed {
             Ok(f) => f,
             Err(e) => {
                 undo(&mut st);
@@ -127,17 +175,16 @@ impl DbInner {
                 return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
             }
         };
-        let mut edit = VersionEdit::new(table);
-        edit.log_number = Some(next_log);
-        let number = flushed.file.as_ref().map(|f| f.number);
-        if let Some(f) = flushed.file.clone() {
-            edit.add_file(0, f);
-        }
+        flushed.edit.log_number = Some(next_log);
+        let mut edits = vec![flushed.edit.clone()];
+        // Tables with nothing unflushed move their log number along, so an
+        // idle table never pins the WALs this flush frees.
+        edits.extend(self.idle_log_edits(&st, table, next_log));
         self.versions.set_last_sequence(self.visible());
-        if let Err(e) = self.versions.log_and_apply(vec![edit]) {
+        if let Err(e) = self.versions.log_and_apply(edits) {
             undo(&mut st);
-            if let Some(n) = number {
-                let _ = self.fs.remove_file(&self.opener.path_of(n));
+            for n in &flushed.outputs {
+                let _ = self.fs.remove_file(&self.opener.path_of(*n));
             }
             let shared = self.set_bg_error(&mut st, e.into());
             return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
@@ -150,7 +197,10 @@ impl DbInner {
             if let Some(v) = self.versions.current(table) {
                 t.version = v;
             }
-            t.stats.record_flush(&flushed.stats);
+            match flushed.plan_level {
+                None => t.stats.record_flush(&flushed.stats),
+                Some(level) => t.stats.record_compaction(level, &flushed.stats),
+            }
             if !t.imm.is_empty() && !t.flush_queued {
                 t.flush_queued = true;
                 st.flush_queue.push_back(table);
@@ -161,8 +211,173 @@ impl DbInner {
         st.bg_epoch += 1;
         drop(st);
         Counters::add(&self.counters.flush_bytes, flushed.stats.bytes_written);
+        if flushed.plan_level.is_some()
+            && let Some(t) = self.table(table)
+        {
+            Counters::add(&t.counters.flush_plan_bytes, flushed.stats.bytes_written);
+        }
         self.done_cv.notify_all();
         self.wake_background();
         Ok(true)
+    }
+}
+
+impl DbInner {
+    /// Writes the memtables of `table` by its strategy's flush plan, or to
+    /// one L0 table.
+    fn write_flush(
+        &self,
+        table: TableId,
+        mems: &[Arc<Mem>],
+        snapshots: &[SeqNo],
+    ) -> Result<Flushed> {
+        let icmp = self.opener.options.comparator.clone();
+        let plan = match memtable_range(&icmp, mems)? {
+            None => None,
+            Some((lo, hi)) => {
+                let mut st = self.lock_state();
+                let Some(t) = st.tables.get_mut(&table) else {
+                    return Ok(Flushed {
+                        edit: VersionEdit::new(table),
+                        stats: Default::default(),
+                        plan_level: None,
+                        outputs: Vec::new(),
+                    });
+                };
+                let c = {
+                    let ctx = self.pick_context(t);
+                    t.picker.pick_flush(&t.version, &ctx, &lo, &hi)
+                };
+                c.map(|c| {
+                    let id = t.compactions.register(&c, &t.state.icmp);
+                    (c, id)
+                })
+            }
+        };
+        let Some((c, id)) = plan else {
+            let flushed = flush_memtables(
+                &*self.fs,
+                &self.dir,
+                &self.versions,
+                &self.opener.options,
+                mems,
+                snapshots,
+            )?;
+            let mut edit = VersionEdit::new(table);
+            let mut outputs = Vec::new();
+            if let Some(f) = flushed.file {
+                outputs.push(f.number);
+                edit.add_file(0, f);
+            }
+            return Ok(Flushed {
+                edit,
+                stats: flushed.stats,
+                plan_level: None,
+                outputs,
+            });
+        };
+        let result = self.run_flush_plan(table, &c, mems, snapshots);
+        if let Some(t) = self.lock_state().tables.get_mut(&table) {
+            t.compactions.unregister(id);
+        }
+        let r = result?;
+        Ok(Flushed {
+            outputs: r.outputs.iter().map(|f| f.number).collect(),
+            edit: r.edit,
+            stats: r.stats,
+            plan_level: Some(c.output_level),
+        })
+    }
+
+    fn run_flush_plan(
+        &self,
+        table: TableId,
+        c: &lithify_compaction_leveled::Compaction,
+        mems: &[Arc<Mem>],
+        snapshots: &[SeqNo],
+    ) -> Result<lithify_compaction_leveled::CompactionResult> {
+        let icmp = self.opener.options.comparator.clone();
+        let tables: Vec<Arc<lithify_memtable::MemTable>> =
+            mems.iter().map(|m| Arc::clone(m.table())).collect();
+        let open = || -> Box<dyn InternalIterator + Send> {
+            let children: Vec<MemTableIter> = tables
+                .iter()
+                .map(|m| MemTableIter::new(Arc::clone(m)))
+                .collect();
+            Box::new(MergingIterator::new(icmp.clone(), children))
+        };
+        let tombstones: Vec<RangeTombstone> = mems
+            .iter()
+            .filter(|m| m.num_range_deletes() > 0)
+            .flat_map(|m| m.range_tombstones())
+            .map(|t| RangeTombstone::new(t.start, t.end, t.seqno))
+            .collect();
+        let num_entries = mems
+            .iter()
+            .map(|m| (m.len() - m.num_range_deletes()) as u64)
+            .sum();
+        let now = now_secs();
+        let mem = MemtableInput {
+            open: &open,
+            range_tombstones: tombstones,
+            num_entries,
+            flush_time: now,
+        };
+        let factory = OutputFactory {
+            fs: &*self.fs,
+            dir: &self.dir,
+            numbers: &self.versions,
+            table_options: self.opener.options.clone(),
+        };
+        let filter = self
+            .table(table)
+            .and_then(|t| t.options.compaction_filter.clone());
+        let opts = JobOptions {
+            now: Some(now),
+            ..JobOptions::default()
+        };
+        run_flush(
+            c,
+            &mem,
+            &crate::compaction::InputOpener {
+                opener: &self.opener,
+            },
+            &Snapshots::new(snapshots.to_vec()),
+            filter.as_deref(),
+            &factory,
+            &opts,
+        )
+        .map_err(|e| CompactionSnafu.into_error(e))
+    }
+}
+
+impl DbInner {
+    /// Edits moving the log number of every table other than `flushed`
+    /// that holds nothing unflushed up to `next_log`: its data is all in
+    /// tables, and anything written to it from now on goes to WALs at or
+    /// above `next_log`, so no older WAL is needed for it.
+    pub(crate) fn idle_log_edits(
+        &self,
+        st: &crate::db_impl::DbState,
+        flushed: TableId,
+        next_log: u64,
+    ) -> Vec<VersionEdit> {
+        st.tables
+            .iter()
+            .filter(|(id, t)| {
+                **id != flushed
+                    && t.mem.is_empty()
+                    && t.imm.is_empty()
+                    && self
+                        .versions
+                        .table(**id)
+                        .is_some_and(|info| info.log_number < next_log)
+            })
+            .map(|(id, _)| {
+                let mut e = VersionEdit::new(*id);
+                e.log_number = Some(next_log);
+                e
+            })
+            .collect()
     }
 }

@@ -50,7 +50,39 @@ impl DbInner {
         // it is in the pinned parts or was written concurrently.
         let sv = table.sv.get();
         let snap = snapshot.unwrap_or_else(|| self.visible());
+        self.observe_read(table);
         self.get_at(table, &sv, key, snap)
+    }
+
+    /// Whether `key` exists in `table` now, without counting a read (the
+    /// `Adaptive` strategy's update/insert sampling).
+    pub(crate) fn exists_uncounted(&self, table: &TableState, key: &[u8]) -> bool {
+        let sv = table.sv.get();
+        let snap = self.visible();
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            match mem.get(key, snap) {
+                Lookup::Found { .. } => return true,
+                Lookup::Deleted { .. } => return false,
+                Lookup::NotFound => {}
+            }
+        }
+        let mut cost = GetCost::default();
+        BUFFERS.with(|b| {
+            let (seek, found) = &mut *b.borrow_mut();
+            matches!(
+                lookup_files(
+                    &sv,
+                    &self.opener,
+                    &table.icmp,
+                    key,
+                    snap,
+                    seek,
+                    found,
+                    &mut cost
+                ),
+                Ok(Some(_))
+            )
+        })
     }
 
     /// Looks `key` up in the pinned `sv` of `table` at `snap`.
@@ -65,10 +97,12 @@ impl DbInner {
             match mem.get(key, snap) {
                 Lookup::Found { value, .. } => {
                     Counters::add(&self.counters.gets, 1);
+                    Counters::add(&table.counters.gets, 1);
                     return Ok(Some(Bytes::copy_from_slice(value)));
                 }
                 Lookup::Deleted { .. } => {
                     Counters::add(&self.counters.gets, 1);
+                    Counters::add(&table.counters.gets, 1);
                     return Ok(None);
                 }
                 Lookup::NotFound => {}
@@ -94,6 +128,10 @@ impl DbInner {
         Counters::add(&c.get_blocks, cost.reads.blocks_read());
         Counters::add(&c.get_blocks_from_file, cost.reads.blocks_from_file);
         Counters::add(&c.get_filter_negatives, cost.reads.filter_negatives);
+        let t = &table.counters;
+        Counters::add(&t.gets, 1);
+        Counters::add(&t.get_tables_probed, cost.probed);
+        Counters::add(&t.get_blocks, cost.reads.blocks_read());
         r
     }
 }

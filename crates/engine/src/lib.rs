@@ -51,7 +51,9 @@ mod purge;
 mod range_del;
 mod snapshot;
 mod stats;
+mod strategy;
 mod super_version;
+mod table;
 mod table_state;
 mod wal;
 mod write;
@@ -66,15 +68,18 @@ pub use db::Db;
 pub use error::{Error, Result};
 pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
+pub use lithify_compaction_leveled::adaptive::{AdaptiveOptions, AdaptiveThresholds};
 pub use lithify_compaction_leveled::iter::{CompactionFilter, FilterDecision};
 pub use lithify_compaction_leveled::{
-    BottommostLevelCompaction, CompactRangeOptions, CompactionPri,
+    BottommostLevelCompaction, CompactRangeOptions, CompactionPri, CompactionStrategy,
+    MajorOnlyOptions, MinorPolicy, TwoTierOptions,
 };
 pub use lithify_sstable::{BlockCache, Compression};
 pub use lithify_wal::RecoveryMode;
-pub use options::{Options, ReadOptions, WriteOptions};
+pub use options::{Options, ReadOptions, TableOptions, WriteOptions};
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelStats, StallStats, TableStats};
+pub use table::Table;
 pub use write_controller::{StallCause, StallCondition};
 
 /// The README's example, run as a doctest so it stays true.

@@ -33,7 +33,7 @@ use crate::options::Options;
 use crate::purge::orphans;
 use crate::snapshot::SnapshotList;
 use crate::stats::Counters;
-use crate::super_version::{ArcCell, SuperVersion, TableOpener};
+use crate::super_version::{SuperVersion, TableOpener};
 use crate::table_state::{TableMut, TableState, new_memtable};
 use crate::wal::{LeaderState, LogWriter, MemSet, log_path};
 use crate::write_controller::WriteController;
@@ -49,6 +49,15 @@ pub(crate) fn table_options(o: &Options) -> TableOptions<InternalKeyComparator> 
     t.compression = o.compression;
     t.verify_checksums = o.verify_checksums;
     t
+}
+
+/// The effective options of table `name`: the database's, with the
+/// table's overrides from `table_options`.
+pub(crate) fn table_effective_options(db: &Options, name: &str) -> Options {
+    match db.table_options.get(name) {
+        Some(t) => t.apply(db),
+        None => db.clone(),
+    }
 }
 
 /// A table being recovered.
@@ -156,20 +165,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(StdArc<DbInner>, Vec
         let Some(version) = versions.current(info.id) else {
             continue;
         };
-        let mem = Arc::new(new_memtable(&icmp, &opts));
-        let state = StdArc::new(TableState {
-            id: info.id,
-            name: info.name.clone(),
-            options: StdArc::clone(&opts),
-            icmp: icmp.clone(),
-            sv: ArcCell::new(SuperVersion::new(
-                Arc::clone(&mem),
-                Vec::new(),
-                version,
-                None,
-            )),
-            needs_switch: AtomicBool::new(false),
-        });
+        let topts = StdArc::new(table_effective_options(&opts, &info.name));
+        let mem = Arc::new(new_memtable(&icmp, &topts));
+        let state = StdArc::new(TableState::new(
+            info.id,
+            info.name.clone(),
+            topts,
+            icmp.clone(),
+            SuperVersion::new(Arc::clone(&mem), Vec::new(), version, None),
+        ));
         replay.insert(
             info.id,
             Replay {
@@ -241,8 +245,14 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(StdArc<DbInner>, Vec
         let version = versions
             .current(id)
             .expect("recovered tables have versions");
-        let mem = Arc::new(new_memtable(&icmp, &opts));
+        let topts = StdArc::clone(&r.state.options);
+        let mem = Arc::new(new_memtable(&icmp, &topts));
+        r.state
+            .mem_first_log
+            .store(new_log, std::sync::atomic::Ordering::Relaxed);
         mem_entries.push((id, StdArc::clone(&r.state), Arc::clone(&mem)));
+        let (picker, strategy) = crate::compaction::strategy_state(&topts)?;
+        r.state.workload.configure(&strategy);
         tables.insert(
             id,
             TableMut {
@@ -252,9 +262,12 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(StdArc<DbInner>, Vec
                 version,
                 flush_running: false,
                 flush_queued: false,
-                picker: crate::compaction::new_picker(&opts)?,
+                picker,
                 compactions: CompactionsInProgress::new(),
                 stats: r.stats,
+                strategy,
+                next_scheduled_major: crate::compaction::next_scheduled_major(&topts),
+                scheduled_major_running: false,
             },
         );
     }
@@ -268,6 +281,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(StdArc<DbInner>, Vec
             }
             .build()
         })?;
+    let any_adaptive = tables.values().any(|t| t.state.workload.is_enabled());
     // The default table first: the write path finds it without a search.
     mem_entries.sort_by_key(|e| e.0 != lithify_version::DEFAULT_TABLE);
     let state = DbState {
@@ -300,6 +314,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(StdArc<DbInner>, Vec
             mems: Arc::new(MemSet {
                 entries: mem_entries,
             }),
+            log_bytes: std::collections::BTreeMap::from([(new_log, 0)]),
         }),
         visible_seq: AtomicU64::new(last_seq),
         snapshots: StdArc::new(SnapshotList::new()),
@@ -310,6 +325,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(StdArc<DbInner>, Vec
         stalled: AtomicBool::new(false),
         switch_pending: AtomicBool::new(false),
         unpersisted: AtomicBool::new(false),
+        adaptive_seen: AtomicBool::new(any_adaptive),
+        rate_limiter: crate::compaction::rate_limiter(&opts),
         counters: Counters::default(),
         opened_at: Instant::now(),
         _lock: lock,

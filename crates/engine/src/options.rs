@@ -1,13 +1,15 @@
 //! Options of the database, of reads and of writes, with RocksDB's names
 //! and defaults.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use lithify_base::{BytewiseComparator, Comparator};
 use lithify_compaction_leveled::iter::CompactionFilter;
-use lithify_compaction_leveled::{CompactionPri, DEFAULT_TTL_SECONDS};
+use lithify_compaction_leveled::resource::{DailyTime, OffpeakWindow};
+use lithify_compaction_leveled::{CompactionPri, CompactionStrategy, DEFAULT_TTL_SECONDS};
 use lithify_sstable::{BlockCache, Compression};
 use lithify_vfs::{FileSystem, OsFs};
 use lithify_wal::RecoveryMode;
@@ -148,6 +150,121 @@ pub struct Options {
     pub compression: Compression,
     /// Verify block checksums on every read from a file (default true).
     pub verify_checksums: bool,
+
+    // ----- strategies, tables and resources -----
+    /// The compaction strategy of the default table and of tables created
+    /// without one (default `Leveled`, whose options are the fields above;
+    /// the other strategies carry their own).
+    pub compaction_strategy: CompactionStrategy,
+    /// Options of named tables (column families), applied when the
+    /// database opens with those tables (RocksDB's column family
+    /// descriptors). Tables not listed get the database's options.
+    pub table_options: BTreeMap<String, TableOptions>,
+    /// When the live WAL files pass this many bytes, the tables whose
+    /// unflushed data holds the oldest WAL are flushed, so an idle table
+    /// never pins old WALs (RocksDB's `max_total_wal_size`; 0, the
+    /// default, means 4 x the memtable budget of every table).
+    pub max_total_wal_size: u64,
+    /// Bytes per second compactions may write, database-wide (0, the
+    /// default: unlimited). Flushes are never limited.
+    pub compaction_rate_limit: u64,
+    /// Bytes per second compactions may write inside the off-peak window
+    /// (0, the default: unlimited).
+    pub compaction_rate_limit_offpeak: u64,
+    /// RocksDB's `daily_offpeak_time_utc`: `"HH:mm-HH:mm"` in UTC (empty:
+    /// none). Compactions run at `compaction_rate_limit_offpeak` inside it.
+    pub daily_offpeak_time_utc: String,
+    /// A daily time (`"HH:mm"`, UTC) at which the default table gets a
+    /// major compaction of everything (OceanBase's daily merge; `None`,
+    /// the default: never).
+    pub scheduled_major_time_utc: Option<String>,
+}
+
+/// Options of one table (column family) that differ from the database's
+/// [`Options`]; `None` keeps the database's value.
+///
+/// ```
+/// use lithify_engine::{CompactionStrategy, TableOptions};
+///
+/// let opts = TableOptions {
+///     compaction_strategy: CompactionStrategy::parse("two-tier:write-only"),
+///     write_buffer_size: Some(8 << 20),
+///     ..TableOptions::default()
+/// };
+/// assert!(opts.compaction_strategy.is_some());
+/// ```
+#[derive(Clone, Default)]
+pub struct TableOptions {
+    /// The table's compaction strategy.
+    pub compaction_strategy: Option<CompactionStrategy>,
+    /// The table's memtable size.
+    pub write_buffer_size: Option<usize>,
+    /// Memtables (mutable + immutable) before writes stop.
+    pub max_write_buffer_number: Option<usize>,
+    /// Target size of the table's compaction outputs (leveled).
+    pub target_file_size_base: Option<u64>,
+    /// Data-block compression of the table's files.
+    pub compression: Option<Compression>,
+    /// No automatic compactions for this table.
+    pub disable_auto_compactions: Option<bool>,
+    /// The table's compaction filter.
+    pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    /// A daily time (`"HH:mm"`, UTC) for a major compaction of the whole
+    /// table.
+    pub scheduled_major_time_utc: Option<String>,
+}
+
+impl fmt::Debug for TableOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableOptions")
+            .field(
+                "compaction_strategy",
+                &self.compaction_strategy.as_ref().map(|s| s.to_string()),
+            )
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("target_file_size_base", &self.target_file_size_base)
+            .field("compression", &self.compression)
+            .field("disable_auto_compactions", &self.disable_auto_compactions)
+            .field(
+                "compaction_filter",
+                &self.compaction_filter.as_ref().map(|f| f.name().to_owned()),
+            )
+            .field("scheduled_major_time_utc", &self.scheduled_major_time_utc)
+            .finish()
+    }
+}
+
+impl TableOptions {
+    /// The effective options of a table: `db` with these overrides.
+    pub(crate) fn apply(&self, db: &Options) -> Options {
+        let mut o = db.clone();
+        if let Some(s) = &self.compaction_strategy {
+            o.compaction_strategy = s.clone();
+        }
+        if let Some(v) = self.write_buffer_size {
+            o.write_buffer_size = v;
+        }
+        if let Some(v) = self.max_write_buffer_number {
+            o.max_write_buffer_number = v;
+        }
+        if let Some(v) = self.target_file_size_base {
+            o.target_file_size_base = v;
+        }
+        if let Some(v) = self.compression {
+            o.compression = v;
+        }
+        if let Some(v) = self.disable_auto_compactions {
+            o.disable_auto_compactions = v;
+        }
+        if let Some(f) = &self.compaction_filter {
+            o.compaction_filter = Some(Arc::clone(f));
+        }
+        if let Some(t) = &self.scheduled_major_time_utc {
+            o.scheduled_major_time_utc = Some(t.clone());
+        }
+        o
+    }
 }
 
 impl Default for Options {
@@ -193,6 +310,13 @@ impl Default for Options {
             bloom_bits_per_key: 10.0,
             compression: Compression::None,
             verify_checksums: true,
+            compaction_strategy: CompactionStrategy::default(),
+            table_options: BTreeMap::new(),
+            max_total_wal_size: 0,
+            compaction_rate_limit: 0,
+            compaction_rate_limit_offpeak: 0,
+            daily_offpeak_time_utc: String::new(),
+            scheduled_major_time_utc: None,
         }
     }
 }
@@ -223,6 +347,12 @@ impl fmt::Debug for Options {
                 "compaction_filter",
                 &self.compaction_filter.as_ref().map(|f| f.name().to_owned()),
             )
+            .field("compaction_strategy", &self.compaction_strategy.to_string())
+            .field("table_options", &self.table_options)
+            .field("max_total_wal_size", &self.max_total_wal_size)
+            .field("compaction_rate_limit", &self.compaction_rate_limit)
+            .field("daily_offpeak_time_utc", &self.daily_offpeak_time_utc)
+            .field("scheduled_major_time_utc", &self.scheduled_major_time_utc)
             .finish_non_exhaustive()
     }
 }
@@ -277,6 +407,32 @@ impl Options {
         }
         o.max_subcompactions = o.max_subcompactions.max(1);
         o.delayed_write_rate = o.delayed_write_rate.max(16 << 10);
+        if !o.daily_offpeak_time_utc.is_empty() {
+            OffpeakWindow::parse(&o.daily_offpeak_time_utc).map_err(|e| {
+                InvalidArgumentSnafu {
+                    message: e.to_string(),
+                }
+                .build()
+            })?;
+        }
+        if let Some(t) = &o.scheduled_major_time_utc {
+            DailyTime::parse(t).map_err(|e| {
+                InvalidArgumentSnafu {
+                    message: e.to_string(),
+                }
+                .build()
+            })?;
+        }
+        for (name, t) in &o.table_options {
+            if let Some(time) = &t.scheduled_major_time_utc {
+                DailyTime::parse(time).map_err(|e| {
+                    InvalidArgumentSnafu {
+                        message: format!("table {name}: {e}"),
+                    }
+                    .build()
+                })?;
+            }
+        }
         o.max_write_batch_group_size_bytes = o.max_write_batch_group_size_bytes.max(1);
         Ok(o)
     }

@@ -87,6 +87,10 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
     })
 }
 
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
 impl DbInner {
     /// Gathers every statistic into one struct.
     pub(crate) fn collect_stats(&self) -> DbStats {
@@ -99,7 +103,9 @@ impl DbInner {
                 let version = &t.version;
                 let (scores, being) = self.level_scores(t);
                 let (levels, sum) = table_rows(version, &t.stats, &scores, &being);
-                let flush_bytes = t.stats.bytes_flushed();
+                // Plain flushes (and recovery) are recorded at L0; flush
+                // plans at their output level.
+                let flush_bytes = t.stats.bytes_flushed() + g(&t.state.counters.flush_plan_bytes);
                 tables.push(TableStats {
                     name: t.state.name.clone(),
                     levels,
@@ -113,6 +119,22 @@ impl DbInner {
                         .chain(t.imm.iter().map(|i| &i.mem))
                         .map(|m| m.approximate_memory_usage() + m.filter_size())
                         .sum(),
+                    strategy: crate::compaction::strategy_in_force(&t.strategy).to_string(),
+                    strategy_reason: t.strategy.reason.clone(),
+                    strategy_switches: t.strategy.switches,
+                    keys_written: g(&t.state.counters.keys_written),
+                    user_bytes: g(&t.state.counters.user_bytes),
+                    compaction_write_bytes: g(&t.state.counters.compaction_write_bytes),
+                    gets: g(&t.state.counters.gets),
+                    read_amp_tables: ratio(
+                        g(&t.state.counters.get_tables_probed),
+                        g(&t.state.counters.gets),
+                    ),
+                    read_amp_blocks: ratio(
+                        g(&t.state.counters.get_blocks),
+                        g(&t.state.counters.gets),
+                    ),
+                    ..TableStats::default()
                 });
             }
             let wal_bytes: u64 = st
@@ -149,6 +171,12 @@ impl DbInner {
                 pending_compaction_bytes: g(&c.stall_pending_bytes),
             },
             block_cache: self.cache.as_ref().map(|c| c.stats()),
+            rate_limited_bytes: self.rate_limiter.as_ref().map_or(0, |r| r.total_bytes()),
+            rate_limit_wait: Duration::from_micros(
+                self.rate_limiter
+                    .as_ref()
+                    .map_or(0, |r| r.total_wait_micros()),
+            ),
             tables,
             snapshots: self.snapshots.count(),
             read_only,

@@ -107,6 +107,29 @@ pub struct TableStats {
     pub immutable_memtables: usize,
     /// Bytes of the memtables.
     pub memtable_bytes: usize,
+    /// The compaction strategy in force.
+    pub strategy: String,
+    /// Why it is in force (`Adaptive`: the workload figures of its choice).
+    pub strategy_reason: String,
+    /// Strategy switches so far (live switches and `Adaptive` choices).
+    pub strategy_switches: u64,
+    /// Records written to the table.
+    pub keys_written: u64,
+    /// Key and value bytes written to the table.
+    pub user_bytes: u64,
+    /// Bytes of tables written by the table's compactions.
+    pub compaction_write_bytes: u64,
+    /// `(WAL share + flush_bytes + compaction_write_bytes) / user_bytes`,
+    /// the WAL's bytes shared out by user bytes.
+    pub write_amp: f64,
+    /// Point lookups of the table.
+    pub gets: u64,
+    /// Tables probed per lookup.
+    pub read_amp_tables: f64,
+    /// Data blocks read per lookup.
+    pub read_amp_blocks: f64,
+    /// `sst_bytes / live_bytes`.
+    pub space_amp: f64,
 }
 
 /// Write-stall counters.
@@ -181,6 +204,10 @@ pub struct DbStats {
     pub stalls: StallStats,
     /// The block cache's counters.
     pub block_cache: Option<CacheStats>,
+    /// Bytes compactions wrote through the rate limiter (0 without one).
+    pub rate_limited_bytes: u64,
+    /// Time compactions waited for the rate limiter.
+    pub rate_limit_wait: Duration,
     /// Per-table statistics.
     pub tables: Vec<TableStats>,
     /// Live snapshots.
@@ -195,6 +222,19 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 impl DbStats {
     pub(crate) fn finish(&mut self) {
+        let total_user: u64 = self.tables.iter().map(|t| t.user_bytes).sum();
+        for t in &mut self.tables {
+            let wal_share = if total_user == 0 {
+                0
+            } else {
+                (self.wal_bytes as u128 * t.user_bytes as u128 / total_user as u128) as u64
+            };
+            t.write_amp = ratio(
+                wal_share + t.flush_bytes + t.compaction_write_bytes,
+                t.user_bytes,
+            );
+            t.space_amp = ratio(t.sst_bytes, t.live_bytes);
+        }
         self.write_amp = ratio(
             self.wal_bytes + self.flush_bytes + self.compaction_write_bytes,
             self.user_bytes,
@@ -374,6 +414,21 @@ impl fmt::Display for DbStats {
                 t.sst_bytes,
                 human(t.live_bytes)
             )?;
+            writeln!(
+                out,
+                "Strategy: {} ({} switches) - {}",
+                t.strategy, t.strategy_switches, t.strategy_reason
+            )?;
+            writeln!(
+                out,
+                "Amplification: write {:.2} ({} user bytes), read {:.2} tables and {:.2} blocks per get ({} gets), space {:.2}",
+                t.write_amp,
+                human(t.user_bytes),
+                t.read_amp_tables,
+                t.read_amp_blocks,
+                t.gets,
+                t.space_amp
+            )?;
             writeln!(out)?;
         }
         writeln!(out, "** DB Stats **")?;
@@ -437,6 +492,14 @@ impl fmt::Display for DbStats {
             s.l0_file_count,
             s.pending_compaction_bytes
         )?;
+        if self.rate_limited_bytes > 0 {
+            writeln!(
+                out,
+                "Compaction rate limiter: {} through, {:.3} s waited",
+                human(self.rate_limited_bytes),
+                self.rate_limit_wait.as_secs_f64()
+            )?;
+        }
         if let Some(c) = &self.block_cache {
             writeln!(
                 out,

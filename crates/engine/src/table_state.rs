@@ -1,15 +1,19 @@
 //! Per-table (column family) state: everything the engine keeps for one
-//! table, keyed by its id. Issue 8 exposes only the default table, but the
-//! write path, read path, flush and compaction all work per table.
+//! table, keyed by its id — its memtables, version, options, compaction
+//! strategy (and, for `Adaptive`, the workload it observes), running
+//! compactions and statistics.
 
 use std::collections::VecDeque;
 use std::sync::Arc as StdArc;
 
 use crate::mem::Mem;
 use lithify_base::InternalKeyComparator;
-use lithify_base::sync::Arc;
-use lithify_base::sync::atomic::{AtomicBool, Ordering};
-use lithify_compaction_leveled::{CompactionPicker, CompactionStatsTable, CompactionsInProgress};
+use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use lithify_base::sync::{Arc, Mutex};
+use lithify_compaction_leveled::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
+use lithify_compaction_leveled::{
+    CompactionPicker, CompactionStatsTable, CompactionStrategy, CompactionsInProgress,
+};
 use lithify_version::{TableId, Version};
 
 use crate::options::Options;
@@ -26,9 +30,150 @@ pub(crate) struct TableState {
     /// Set by an insert that filled the memtable; the next write leader
     /// switches it.
     pub(crate) needs_switch: AtomicBool,
+    /// Per-table counters (amplification per table).
+    pub(crate) counters: TableCounters,
+    /// The workload observed for the `Adaptive` strategy.
+    pub(crate) workload: WorkloadTracker,
+    /// The table was dropped: handles fail, jobs skip it.
+    dropped: AtomicBool,
+    /// The oldest WAL the mutable memtable may hold data of (the live WAL
+    /// when it was created); written and read by the write leader only.
+    pub(crate) mem_first_log: AtomicU64,
+}
+
+/// What one table did, counted without locks.
+#[derive(Debug, Default)]
+pub(crate) struct TableCounters {
+    pub(crate) keys_written: AtomicU64,
+    pub(crate) user_bytes: AtomicU64,
+    pub(crate) gets: AtomicU64,
+    pub(crate) get_tables_probed: AtomicU64,
+    pub(crate) get_blocks: AtomicU64,
+    /// Bytes written by flush plans (flushes merged into files).
+    pub(crate) flush_plan_bytes: AtomicU64,
+    pub(crate) compaction_write_bytes: AtomicU64,
+}
+
+/// The `Adaptive` strategy's observation of a table: reads counted with
+/// an atomic, writes (their order, key range and sampled existence) in a
+/// [`WorkloadRecorder`] fed by the write leader. Disabled (and free)
+/// unless the table's strategy is `Adaptive`.
+pub(crate) struct WorkloadTracker {
+    pub(crate) enabled: AtomicBool,
+    pub(crate) reads: AtomicU64,
+    /// Writes observed (one in `SAMPLE_EVERY` is looked up).
+    pub(crate) writes_seen: AtomicU64,
+    pub(crate) recorder: Mutex<WorkloadRecorder>,
+    /// Operations per window.
+    pub(crate) window_ops: AtomicU64,
+}
+
+/// One write in 64 is looked up to tell updates from inserts.
+pub(crate) const SAMPLE_EVERY: u64 = 64;
+
+impl WorkloadTracker {
+    pub(crate) fn new(icmp: &InternalKeyComparator) -> Self {
+        WorkloadTracker {
+            enabled: AtomicBool::new(false),
+            reads: AtomicU64::new(0),
+            writes_seen: AtomicU64::new(0),
+            recorder: Mutex::new(WorkloadRecorder::new(icmp.clone(), 1)),
+            window_ops: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Counts a read; true when a window may be complete (checked every
+    /// 1024 reads so readers rarely touch the lock).
+    #[inline]
+    pub(crate) fn record_read(&self) -> bool {
+        let n = self.reads.fetch_add(1, Ordering::Relaxed) + 1;
+        n.is_multiple_of(1024) && self.window_full(n)
+    }
+
+    fn window_full(&self, reads: u64) -> bool {
+        let writes = self.recorder.lock().window_ops();
+        reads + writes >= self.window_ops.load(Ordering::Relaxed)
+    }
+
+    /// Whether the window holds enough operations.
+    pub(crate) fn is_full(&self) -> bool {
+        self.window_full(self.reads.load(Ordering::Relaxed))
+    }
+
+    /// Turns observation on (with the adaptive window size) or off, as the
+    /// table's strategy says.
+    pub(crate) fn configure(&self, strategy: &StrategyState) {
+        match &strategy.adaptive {
+            Some(a) => {
+                self.window_ops
+                    .store(a.options().min_window_ops.max(1), Ordering::Relaxed);
+                self.enabled.store(true, Ordering::Relaxed);
+            }
+            None => {
+                self.enabled.store(false, Ordering::Relaxed);
+                self.window_ops.store(u64::MAX, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Ends the window: its statistics, reads included.
+    pub(crate) fn take_window(&self) -> WorkloadStats {
+        let mut rec = self.recorder.lock();
+        let mut w = rec.take_window();
+        w.reads += self.reads.swap(0, Ordering::Relaxed);
+        w
+    }
+}
+
+/// A table's strategy as configured, and the adaptive state when it is
+/// `Adaptive`.
+pub(crate) struct StrategyState {
+    /// The strategy the user set.
+    pub(crate) configured: CompactionStrategy,
+    /// `Adaptive`'s choice and window history.
+    pub(crate) adaptive: Option<AdaptiveState>,
+    /// Why the strategy in force is in force (shown in the stats).
+    pub(crate) reason: String,
+    /// Switches so far.
+    pub(crate) switches: u64,
 }
 
 impl TableState {
+    /// A table's shared state around its first super version.
+    pub(crate) fn new(
+        id: TableId,
+        name: String,
+        options: StdArc<Options>,
+        icmp: InternalKeyComparator,
+        sv: SuperVersion,
+    ) -> TableState {
+        TableState {
+            id,
+            name,
+            options,
+            workload: WorkloadTracker::new(&icmp),
+            icmp,
+            sv: ArcCell::new(sv),
+            needs_switch: AtomicBool::new(false),
+            counters: TableCounters::default(),
+            dropped: AtomicBool::new(false),
+            mem_first_log: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
     pub(crate) fn new_memtable(&self) -> Mem {
         Mem::new(&self.icmp, &self.options)
     }
@@ -78,6 +223,13 @@ pub(crate) struct TableMut {
     pub(crate) compactions: CompactionsInProgress,
     /// Cumulative flush and compaction statistics per level.
     pub(crate) stats: CompactionStatsTable,
+    /// The strategy and, for `Adaptive`, its state.
+    pub(crate) strategy: StrategyState,
+    /// The next scheduled major compaction (seconds since the Unix
+    /// epoch), if the table has one.
+    pub(crate) next_scheduled_major: Option<u64>,
+    /// A scheduled major compaction is running.
+    pub(crate) scheduled_major_running: bool,
 }
 
 impl TableMut {

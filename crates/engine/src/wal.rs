@@ -131,6 +131,9 @@ pub(crate) struct LeaderState {
     pub(crate) record: Vec<u8>,
     /// The memtables receiving writes.
     pub(crate) mems: Arc<MemSet>,
+    /// Bytes appended to each live WAL by this process (for
+    /// `max_total_wal_size`).
+    pub(crate) log_bytes: std::collections::BTreeMap<u64, u64>,
 }
 
 impl LeaderState {
@@ -159,5 +162,14 @@ impl LeaderState {
     /// Forgets closed WALs below `min_log` (their data is in tables).
     pub(crate) fn drop_logs_below(&mut self, min_log: u64) {
         self.old_logs.retain(|l| l.number >= min_log);
+        self.log_bytes.retain(|n, _| *n >= min_log);
+    }
+
+    /// Bytes of the live WALs, and the oldest of them.
+    pub(crate) fn wal_size(&self) -> (u64, Option<u64>) {
+        (
+            self.log_bytes.values().sum(),
+            self.log_bytes.keys().next().copied(),
+        )
     }
 }

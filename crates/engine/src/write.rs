@@ -94,6 +94,9 @@ impl DbInner {
             self.check_range_deletes(&batch)?;
         }
         self.check_writable()?;
+        if self.adaptive_seen.load(Ordering::Relaxed) && !batch.is_empty() {
+            self.observe_writes(&batch);
+        }
         let w = Writer {
             batch,
             options: *options,
@@ -133,7 +136,8 @@ impl DbInner {
             self.wait_for_stall(bytes, group[0].options.no_slowdown)?;
         }
         let mut leader = self.leader.lock();
-        let forced: Vec<TableId> = group.iter().filter_map(|w| w.switch_table).collect();
+        let mut forced: Vec<TableId> = group.iter().filter_map(|w| w.switch_table).collect();
+        forced.extend(self.tables_pinning_old_wals(&leader));
         if !forced.is_empty() || self.switch_pending.load(Ordering::Acquire) {
             self.switch_memtables(&mut leader, &forced)?;
         }
@@ -225,6 +229,7 @@ impl DbInner {
             record.len()
         };
         Counters::add(&self.counters.wal_bytes, bytes as u64);
+        *leader.log_bytes.entry(log.number).or_insert(0) += bytes as u64;
         if sync {
             leader.sync_all(&*self.fs, &self.dir)?;
             Counters::add(&self.counters.wal_syncs, 1);
@@ -239,7 +244,14 @@ impl DbInner {
                 .try_into()
                 .expect("the header holds 8 bytes of sequence"),
         );
-        let mut last_table = None;
+        // Per-table byte and key counts, added once per run of one table.
+        let mut run: Option<(&StdArc<crate::table_state::TableState>, u64, u64)> = None;
+        let flush_run = |run: Option<(&StdArc<crate::table_state::TableState>, u64, u64)>| {
+            if let Some((t, keys, bytes)) = run {
+                Counters::add(&t.counters.keys_written, keys);
+                Counters::add(&t.counters.user_bytes, bytes);
+            }
+        };
         for e in batch.iter() {
             let e = e.map_err(|message| InvalidArgumentSnafu { message }.build())?;
             let Some((_, table, mem)) = mems.get(e.table) else {
@@ -250,13 +262,22 @@ impl DbInner {
             mem.add(seq, e.kind, e.key, e.value)
                 .context(MemtableSnafu)?;
             seq += 1;
-            if last_table != Some(e.table) {
-                last_table = Some(e.table);
+            let bytes = (e.key.len() + e.value.len()) as u64;
+            match &mut run {
+                Some((t, keys, b)) if StdArc::ptr_eq(t, table) => {
+                    *keys += 1;
+                    *b += bytes;
+                }
+                _ => {
+                    flush_run(run.take());
+                    run = Some((table, 1, bytes));
+                }
             }
             if table.is_full(mem) && table.mark_full() {
                 self.switch_pending.store(true, Ordering::Release);
             }
         }
+        flush_run(run);
         Ok(())
     }
 
@@ -325,9 +346,16 @@ impl DbInner {
                 flushing: false,
             });
             t.mem = Arc::clone(&fresh);
+            state.mem_first_log.store(number, Ordering::Relaxed);
             if !t.flush_queued {
                 t.flush_queued = true;
-                st.flush_queue.push_back(*id);
+                if forced.contains(id) {
+                    // Asked for (a flush call, or a WAL to free): ahead of
+                    // flushes of memtables that merely filled up.
+                    st.flush_queue.push_front(*id);
+                } else {
+                    st.flush_queue.push_back(*id);
+                }
             }
             self.install_super_version(&mut st, *id);
             entries.push((*id, StdArc::clone(state), fresh));
@@ -337,6 +365,43 @@ impl DbInner {
         leader.mems = Arc::new(MemSet { entries });
         self.wake_background();
         Ok(())
+    }
+
+    /// When the live WALs hold more than `max_total_wal_size` bytes (by
+    /// default 4 x every table's memtable budget), the tables whose mutable
+    /// memtable holds data of the oldest live WAL: switching (and so
+    /// flushing) them lets it go. A table written rarely would otherwise
+    /// pin every WAL written since its last flush (RocksDB's
+    /// `max_total_wal_size`). A table switched once starts its new
+    /// memtable in a newer WAL, so it is not picked again for the same
+    /// oldest WAL while its flush runs; immutable memtables pinning the
+    /// oldest WAL are already queued for their flush.
+    fn tables_pinning_old_wals(&self, leader: &LeaderState) -> Vec<TableId> {
+        let (total, oldest) = leader.wal_size();
+        let limit = if self.options.max_total_wal_size > 0 {
+            self.options.max_total_wal_size
+        } else {
+            4 * leader
+                .mems
+                .entries
+                .iter()
+                .map(|(_, t, _)| {
+                    (t.options.write_buffer_size * t.options.max_write_buffer_number) as u64
+                })
+                .sum::<u64>()
+        };
+        let (Some(oldest), true) = (oldest, total > limit) else {
+            return Vec::new();
+        };
+        leader
+            .mems
+            .entries
+            .iter()
+            .filter(|(_, t, mem)| {
+                !mem.is_empty() && t.mem_first_log.load(Ordering::Relaxed) <= oldest
+            })
+            .map(|(id, _, _)| *id)
+            .collect()
     }
 
     /// Waits out a stall (leader only, before it takes the leader lock).

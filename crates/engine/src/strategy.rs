@@ -1,0 +1,152 @@
+//! Compaction strategies on live tables: switching, and the `Adaptive`
+//! strategy's observation of the workload.
+//!
+//! A switch replaces the table's picker under the database mutex; nothing
+//! else changes, and the new picker's next compaction reshapes what the
+//! old one left. `Adaptive` tables count their reads with an atomic and
+//! feed their writes (key order, key range, and for one write in 64
+//! whether the key existed) to a `WorkloadRecorder` on the writer's
+//! thread; when a window holds enough operations, the thread that notices
+//! closes it and hands it to the table's `AdaptiveState`, which may switch.
+
+use std::sync::Arc as StdArc;
+use std::sync::atomic::Ordering;
+
+use lithify_base::ValueKind;
+use lithify_compaction_leveled::CompactionStrategy;
+use lithify_compaction_leveled::picker::stripe_boundaries;
+use lithify_version::TableId;
+
+use crate::batch::WriteBatch;
+use crate::compaction::{picker_for, strategy_in_force, strategy_state};
+use crate::db_impl::DbInner;
+use crate::error::{InvalidArgumentSnafu, Result};
+use crate::table_state::{SAMPLE_EVERY, TableState};
+
+/// Key ranges the recorder buckets writes into (for the hot-range share).
+const RECORDER_RANGES: usize = 16;
+
+impl DbInner {
+    /// Sets the strategy of `table` (a live switch).
+    pub(crate) fn set_strategy(&self, table: TableId, strategy: CompactionStrategy) -> Result<()> {
+        let mut st = self.lock_state();
+        let Some(t) = st.tables.get_mut(&table) else {
+            return InvalidArgumentSnafu {
+                message: format!("no table with id {table}"),
+            }
+            .fail();
+        };
+        let mut o = (*t.state.options).clone();
+        o.compaction_strategy = strategy;
+        let (picker, mut state) = strategy_state(&o)?;
+        state.switches = t.strategy.switches + 1;
+        if state.adaptive.is_none() {
+            state.reason = "set on the live table".to_owned();
+        }
+        t.picker = picker;
+        t.strategy = state;
+        t.state.workload.configure(&t.strategy);
+        if t.state.workload.is_enabled() {
+            self.adaptive_seen.store(true, Ordering::Release);
+            let boundaries = stripe_boundaries(&t.version, RECORDER_RANGES);
+            let _ = t.state.workload.take_window();
+            t.state.workload.recorder.lock().set_boundaries(boundaries);
+        }
+        self.recompute_stall(&mut st);
+        drop(st);
+        self.wake_background();
+        Ok(())
+    }
+
+    /// The strategy in force on `table` and why.
+    pub(crate) fn strategy_of(&self, table: TableId) -> (CompactionStrategy, String) {
+        let st = self.lock_state();
+        match st.tables.get(&table) {
+            Some(t) => (
+                strategy_in_force(&t.strategy).clone(),
+                t.strategy.reason.clone(),
+            ),
+            None => (CompactionStrategy::default(), "dropped".to_owned()),
+        }
+    }
+
+    /// Feeds the writes of `batch` to the recorders of the `Adaptive`
+    /// tables it writes (on the writer's thread, before the write group):
+    /// one write in [`SAMPLE_EVERY`] is looked up to tell an update from
+    /// an insert.
+    pub(crate) fn observe_writes(&self, batch: &WriteBatch) {
+        let mut last: Option<(TableId, Option<StdArc<TableState>>)> = None;
+        let mut full = Vec::new();
+        for e in batch.iter() {
+            let Ok(e) = e else { return };
+            let table = match &last {
+                Some((id, t)) if *id == e.table => t.clone(),
+                _ => {
+                    let t = self.table(e.table).filter(|t| t.workload.is_enabled());
+                    last = Some((e.table, t.clone()));
+                    t
+                }
+            };
+            let Some(table) = table else { continue };
+            let w = &table.workload;
+            if e.kind == ValueKind::RangeDelete {
+                w.recorder.lock().record_range_delete();
+                continue;
+            }
+            let n = w.writes_seen.fetch_add(1, Ordering::Relaxed);
+            let existed = n
+                .is_multiple_of(SAMPLE_EVERY)
+                .then(|| self.exists_uncounted(&table, e.key));
+            w.recorder.lock().record_write(e.key, existed);
+            if n.is_multiple_of(256)
+                && w.is_full()
+                && !full.iter().any(|t: &StdArc<TableState>| t.id == table.id)
+            {
+                full.push(StdArc::clone(&table));
+            }
+        }
+        for t in full {
+            self.close_window(&t);
+        }
+    }
+
+    /// Counts a read of an `Adaptive` table (and closes its window when it
+    /// is full).
+    #[inline]
+    pub(crate) fn observe_read(&self, table: &TableState) {
+        if table.workload.is_enabled() && table.workload.record_read() {
+            self.close_window(table);
+        }
+    }
+
+    /// Ends `table`'s observation window and lets its `AdaptiveState`
+    /// decide; a new choice replaces the picker.
+    pub(crate) fn close_window(&self, table: &TableState) {
+        let stats = table.workload.take_window();
+        let boundaries = stripe_boundaries(&table.sv.get().version, RECORDER_RANGES);
+        table.workload.recorder.lock().set_boundaries(boundaries);
+        let mut st = self.lock_state();
+        let Some(t) = st.tables.get_mut(&table.id) else {
+            return;
+        };
+        let Some(adaptive) = t.strategy.adaptive.as_mut() else {
+            return;
+        };
+        match adaptive.observe(&stats) {
+            None => t.strategy.reason = adaptive.reason().to_owned(),
+            Some(switch) => match picker_for(&switch.to, &t.state.options) {
+                Ok(picker) => {
+                    t.picker = picker;
+                    t.strategy.reason = switch.reason;
+                    t.strategy.switches += 1;
+                    self.recompute_stall(&mut st);
+                    drop(st);
+                    self.wake_background();
+                }
+                Err(e) => {
+                    t.strategy.reason = format!("could not switch to {}: {e}", switch.to);
+                }
+            },
+        }
+    }
+}

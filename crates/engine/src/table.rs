@@ -1,0 +1,468 @@
+//! Tables (column families): `Db::create_table`, `drop_table`, `table`,
+//! and the [`Table`] handle — each table with its own memtables, levels,
+//! options and compaction strategy; one WAL and one sequence for all.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::{Bound, RangeBounds};
+use std::sync::{Arc as StdArc, Weak};
+
+use bytes::Bytes;
+use lithify_base::sync::Arc;
+use lithify_compaction_leveled::{
+    CompactRangeOptions, CompactionStatsTable, CompactionStrategy, CompactionsInProgress,
+};
+use lithify_version::TableId;
+
+use crate::batch::WriteBatch;
+use crate::db_impl::DbInner;
+use crate::error::{ClosedSnafu, InvalidArgumentSnafu, Result};
+use crate::iter::{DbIterator, RawIterator};
+use crate::iter_source::cursor_source;
+use crate::options::{ReadOptions, TableOptions, WriteOptions};
+use crate::snapshot::Snapshot;
+use crate::stats::TableStats;
+use crate::super_version::SuperVersion;
+use crate::table_state::{TableMut, TableState};
+use crate::wal::MemSet;
+
+/// A handle to one table of an open database (a column family).
+///
+/// Handles are cheap to clone. Like RocksDB's column family handles they
+/// do not keep the database open: once the [`Db`](crate::Db) is closed or
+/// dropped (which releases its `LOCK`), every operation through a handle
+/// fails with [`Error::Closed`](crate::Error::Closed); once the table is
+/// dropped, with an invalid-argument error. A handle to a dropped table
+/// keeps the table's last files until the handle goes.
+/// Writes to several tables commit atomically in one [`WriteBatch`]
+/// ([`WriteBatch::put_cf`] and friends).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use lithify_engine::{CompactionStrategy, Db, Options, TableOptions, WriteBatch};
+///
+/// let db = Db::open(dir.path(), Options::default()).unwrap();
+/// let events = db
+///     .create_table(
+///         "events",
+///         TableOptions {
+///             compaction_strategy: CompactionStrategy::parse("major-only"),
+///             ..TableOptions::default()
+///         },
+///     )
+///     .unwrap();
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"user/1", b"alice"); // the default table
+/// batch.put_cf(&events, b"0001", b"signed up"); // the events table
+/// db.write(batch).unwrap(); // both or neither
+/// assert_eq!(events.get(b"0001").unwrap().unwrap(), &b"signed up"[..]);
+/// assert_eq!(db.get(b"0001").unwrap(), None);
+/// assert_eq!(events.compaction_strategy().unwrap().0.kind_name(), "major-only");
+///
+/// // The handle does not keep the database open.
+/// db.close().unwrap();
+/// assert!(events.get(b"0001").is_err());
+/// ```
+#[derive(Clone)]
+pub struct Table {
+    pub(crate) inner: Weak<DbInner>,
+    pub(crate) state: StdArc<TableState>,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.state.name)
+            .field("id", &self.state.id)
+            .finish()
+    }
+}
+
+fn bounds_of<K: AsRef<[u8]>>(range: &impl RangeBounds<K>) -> (Bound<Bytes>, Bound<Bytes>) {
+    let map = |b: Bound<&K>| match b {
+        Bound::Included(k) => Bound::Included(Bytes::copy_from_slice(k.as_ref())),
+        Bound::Excluded(k) => Bound::Excluded(Bytes::copy_from_slice(k.as_ref())),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    (map(range.start_bound()), map(range.end_bound()))
+}
+
+/// The smallest key above every key that starts with `prefix` (bytewise),
+/// `None` when there is none (the prefix is all `0xff`).
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Bytes> {
+    let i = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut s = prefix[..=i].to_vec();
+    s[i] += 1;
+    Some(Bytes::from(s))
+}
+
+impl Table {
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// The table's id (as recorded in the WAL and the MANIFEST).
+    pub fn id(&self) -> u32 {
+        self.state.id
+    }
+
+    /// The database, if it is still open and the table not dropped.
+    fn db(&self) -> Result<StdArc<DbInner>> {
+        let Some(inner) = self.inner.upgrade() else {
+            return ClosedSnafu {
+                table: self.state.name.clone(),
+            }
+            .fail();
+        };
+        if self.state.is_dropped() {
+            return InvalidArgumentSnafu {
+                message: format!("table {} was dropped", self.state.name),
+            }
+            .fail();
+        }
+        Ok(inner)
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// Sets `key` to `value` with explicit write options.
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_cf(self, key, value);
+        self.write_opt(b, options)
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_cf(self, key);
+        self.write_opt(b, &WriteOptions::default())
+    }
+
+    /// Deletes every key in `[start, end)` (a range marker; `start < end`).
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range_cf(self, start, end);
+        self.write_opt(b, &WriteOptions::default())
+    }
+
+    fn write_opt(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+        self.db()?.write_batch(batch, options, None)
+    }
+
+    /// The value of `key`, if any.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.db()?.get_in(&self.state, key.as_ref(), None)
+    }
+
+    /// The value of `key` at the read options' snapshot.
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, options: &ReadOptions) -> Result<Option<Bytes>> {
+        let snap = options.snapshot.as_ref().map(Snapshot::sequence_number);
+        self.db()?.get_in(&self.state, key.as_ref(), snap)
+    }
+
+    /// Every key of the table in order (an iterator pins what it reads
+    /// and works on after the database closes).
+    pub fn iter(&self) -> Result<DbIterator> {
+        self.iter_opt(&ReadOptions::default())
+    }
+
+    /// Every key within the read options' bounds, at their snapshot.
+    pub fn iter_opt(&self, options: &ReadOptions) -> Result<DbIterator> {
+        Ok(DbIterator::new(
+            cursor_source(&*self.db()?, &self.state, options),
+            Bound::Unbounded,
+            Bound::Unbounded,
+            None,
+        ))
+    }
+
+    /// The keys in `range`.
+    pub fn range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<DbIterator> {
+        self.range_opt(range, &ReadOptions::default())
+    }
+
+    /// The keys in `range` at the read options' snapshot.
+    pub fn range_opt<K: AsRef<[u8]>>(
+        &self,
+        range: impl RangeBounds<K>,
+        options: &ReadOptions,
+    ) -> Result<DbIterator> {
+        Ok(range_in(&*self.db()?, &self.state, range, options))
+    }
+
+    /// The keys starting with `prefix`.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<DbIterator> {
+        Ok(prefix_in(&*self.db()?, &self.state, prefix.as_ref()))
+    }
+
+    /// A cursor over the table (see [`RawIterator`]).
+    pub fn raw_iterator(&self, options: &ReadOptions) -> Result<RawIterator> {
+        RawIterator::new(cursor_source(&*self.db()?, &self.state, options))
+    }
+
+    /// Switches the table's memtable (if it holds anything) and waits until
+    /// it is flushed.
+    pub fn flush(&self) -> Result<()> {
+        let db = self.db()?;
+        db.write_batch(
+            WriteBatch::new(),
+            &WriteOptions::default(),
+            Some(self.state.id),
+        )?;
+        db.wait_for_flush(self.state.id)
+    }
+
+    /// Compacts `[begin, end]` as [`Db::compact_range`](crate::Db::compact_range)
+    /// does, with the table's strategy (a major compaction of the range for
+    /// the two-tier strategies).
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.db()?
+            .compact_range(self.state.id, begin, end, &CompactRangeOptions::default())
+    }
+
+    /// Runs the table's major compaction now (what its scheduled major
+    /// compaction runs): the whole table merged down and the bottom level
+    /// rewritten. Returns when done; memtables are not flushed first.
+    pub fn major_compact(&self) -> Result<()> {
+        self.db()?.major_compact(self.state.id)
+    }
+
+    /// Sets the table's compaction strategy on the live table. The new
+    /// strategy's next compaction reshapes what the old one left (see
+    /// `lithify-compaction-leveled`'s README); `Adaptive` starts observing.
+    /// The choice lasts until the database closes; set
+    /// [`TableOptions::compaction_strategy`] to keep it across opens.
+    pub fn set_compaction_strategy(&self, strategy: CompactionStrategy) -> Result<()> {
+        self.db()?.set_strategy(self.state.id, strategy)
+    }
+
+    /// The strategy in force and why (for `Adaptive`: its latest choice and
+    /// the workload figures behind it).
+    pub fn compaction_strategy(&self) -> Result<(CompactionStrategy, String)> {
+        Ok(self.db()?.strategy_of(self.state.id))
+    }
+
+    /// The table's statistics (levels, amplification, strategy).
+    pub fn stats(&self) -> Result<TableStats> {
+        let db = self.db()?;
+        let stats = db.collect_stats();
+        match stats.tables.into_iter().find(|t| t.name == self.state.name) {
+            Some(t) => Ok(t),
+            None => InvalidArgumentSnafu {
+                message: format!("table {} was dropped", self.state.name),
+            }
+            .fail(),
+        }
+    }
+}
+
+pub(crate) fn range_in<K: AsRef<[u8]>>(
+    inner: &DbInner,
+    table: &TableState,
+    range: impl RangeBounds<K>,
+    options: &ReadOptions,
+) -> DbIterator {
+    let (start, end) = bounds_of(&range);
+    let mut opts = options.clone();
+    if let Bound::Included(s) = &start
+        && opts.lower_bound.is_none()
+    {
+        opts.lower_bound = Some(s.clone());
+    }
+    if let Bound::Excluded(e) = &end
+        && opts.upper_bound.is_none()
+    {
+        opts.upper_bound = Some(e.clone());
+    }
+    DbIterator::new(cursor_source(inner, table, &opts), start, end, None)
+}
+
+pub(crate) fn prefix_in(inner: &DbInner, table: &TableState, prefix: &[u8]) -> DbIterator {
+    let prefix = Bytes::copy_from_slice(prefix);
+    let mut opts = ReadOptions {
+        lower_bound: Some(prefix.clone()),
+        ..ReadOptions::default()
+    };
+    let end = match prefix_successor(&prefix) {
+        Some(s) => {
+            opts.upper_bound = Some(s.clone());
+            Bound::Excluded(s)
+        }
+        None => Bound::Unbounded,
+    };
+    DbIterator::new(
+        cursor_source(inner, table, &opts),
+        Bound::Included(prefix.clone()),
+        end,
+        Some(prefix),
+    )
+}
+
+impl DbInner {
+    /// Creates table `name` with the database's options and `overrides`.
+    pub(crate) fn create_table(
+        &self,
+        name: &str,
+        overrides: &TableOptions,
+    ) -> Result<StdArc<TableState>> {
+        self.check_writable()?;
+        if name.is_empty() {
+            return InvalidArgumentSnafu {
+                message: "a table needs a name".to_owned(),
+            }
+            .fail();
+        }
+        let base = crate::open::table_effective_options(&self.options, name);
+        let topts = StdArc::new(overrides.apply(&base).sanitized()?);
+        let (picker, strategy) = crate::compaction::strategy_state(&topts)?;
+        // The leader lock keeps writes out while the table appears: its log
+        // number is the live WAL, which every write to it will follow.
+        let mut leader = self.leader.lock();
+        if self.versions.table_by_name(name).is_some() {
+            return InvalidArgumentSnafu {
+                message: format!("table {name} exists"),
+            }
+            .fail();
+        }
+        let log_number = leader.log.as_ref().map_or(0, |l| l.number);
+        let id = self.versions.create_table(name, None, log_number)?;
+        let version = self
+            .versions
+            .current(id)
+            .expect("a created table has a version");
+        let mem = Arc::new(crate::table_state::new_memtable(
+            &self.default_table.icmp,
+            &topts,
+        ));
+        let state = StdArc::new(TableState::new(
+            id,
+            name.to_owned(),
+            StdArc::clone(&topts),
+            self.default_table.icmp.clone(),
+            SuperVersion::new(Arc::clone(&mem), Vec::new(), StdArc::clone(&version), None),
+        ));
+        state
+            .mem_first_log
+            .store(log_number, std::sync::atomic::Ordering::Relaxed);
+        state.workload.configure(&strategy);
+        if state.workload.is_enabled() {
+            self.adaptive_seen
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+        {
+            let mut st = self.lock_state();
+            st.tables.insert(
+                id,
+                TableMut {
+                    state: StdArc::clone(&state),
+                    mem: Arc::clone(&mem),
+                    imm: VecDeque::new(),
+                    version,
+                    flush_running: false,
+                    flush_queued: false,
+                    picker,
+                    compactions: CompactionsInProgress::new(),
+                    stats: CompactionStatsTable::new(topts.num_levels),
+                    strategy,
+                    next_scheduled_major: crate::compaction::next_scheduled_major(&topts),
+                    scheduled_major_running: false,
+                },
+            );
+            self.install_super_version(&mut st, id);
+            self.recompute_stall(&mut st);
+        }
+        let mut entries: Vec<_> = leader
+            .mems
+            .entries
+            .iter()
+            .map(|(i, s, m)| (*i, StdArc::clone(s), Arc::clone(m)))
+            .collect();
+        entries.push((id, StdArc::clone(&state), mem));
+        leader.mems = Arc::new(MemSet { entries });
+        Ok(state)
+    }
+
+    /// Drops table `name`: waits for its running flush and compactions,
+    /// forgets its memtables (unflushed writes to it are discarded) and
+    /// records the drop; its files are deleted once nothing reads them.
+    pub(crate) fn drop_table(&self, name: &str) -> Result<()> {
+        self.check_writable()?;
+        let Some(info) = self.versions.table_by_name(name) else {
+            return InvalidArgumentSnafu {
+                message: format!("no table {name}"),
+            }
+            .fail();
+        };
+        if info.id == lithify_version::DEFAULT_TABLE {
+            return InvalidArgumentSnafu {
+                message: "the default table cannot be dropped".to_owned(),
+            }
+            .fail();
+        }
+        let id: TableId = info.id;
+        {
+            // No new job starts on a dropped table; running ones finish.
+            let mut st = self.lock_state();
+            let Some(t) = st.tables.get(&id) else {
+                return Ok(());
+            };
+            t.state.mark_dropped();
+            loop {
+                let busy = st
+                    .tables
+                    .get(&id)
+                    .is_some_and(|t| t.flush_running || !t.compactions.is_empty());
+                if !busy || st.bg_error.is_some() || st.shutting_down {
+                    break;
+                }
+                st = self.done_cv.wait(st);
+            }
+        }
+        let mut leader = self.leader.lock();
+        let mut st = self.lock_state();
+        if !st.tables.contains_key(&id) {
+            return Ok(());
+        }
+        self.versions.drop_table(id)?;
+        st.tables.remove(&id);
+        st.flush_queue.retain(|t| *t != id);
+        self.recompute_stall(&mut st);
+        drop(st);
+        let entries = leader
+            .mems
+            .entries
+            .iter()
+            .filter(|(i, _, _)| *i != id)
+            .map(|(i, s, m)| (*i, StdArc::clone(s), Arc::clone(m)))
+            .collect();
+        leader.mems = Arc::new(MemSet { entries });
+        drop(leader);
+        self.purge_obsolete_files();
+        Ok(())
+    }
+
+    /// The shared state of table `name`.
+    pub(crate) fn table_named(&self, name: &str) -> Option<StdArc<TableState>> {
+        let st = self.lock_state();
+        st.tables
+            .values()
+            .find(|t| t.state.name == name)
+            .map(|t| StdArc::clone(&t.state))
+    }
+
+    /// The table names, default table first.
+    pub(crate) fn table_names(&self) -> Vec<String> {
+        let st = self.lock_state();
+        st.tables.values().map(|t| t.state.name.clone()).collect()
+    }
+}
