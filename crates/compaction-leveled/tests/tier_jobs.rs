@@ -104,6 +104,8 @@ struct Lsm {
     seq: SeqNo,
     reused_bytes: u64,
     major_level_bytes_read: u64,
+    /// Live snapshots flushes keep versions and tombstones for.
+    snapshots: Snapshots,
 }
 
 impl Lsm {
@@ -119,6 +121,7 @@ impl Lsm {
             seq: 0,
             reused_bytes: 0,
             major_level_bytes_read: 0,
+            snapshots: Snapshots::none(),
         }
     }
 
@@ -240,7 +243,7 @@ impl Lsm {
                     &c,
                     &mem,
                     &self.opener(),
-                    &Snapshots::none(),
+                    &self.snapshots,
                     None,
                     &self.factory(),
                     &JobOptions::default(),
@@ -252,7 +255,7 @@ impl Lsm {
                 let result = flush_to_level0(
                     VecIterator::new(cmp.clone(), entries),
                     tombstones,
-                    &Snapshots::none(),
+                    &self.snapshots,
                     &self.factory(),
                     &JobOptions::default(),
                     5,
@@ -584,6 +587,68 @@ fn a_range_tombstone_touches_the_files_it_covers() {
         .map(|f| f.number)
         .collect();
     assert_eq!(rewritten, expected);
+}
+
+/// A reused major-level file between the memtable's point keys and its
+/// range tombstones: the outputs are cut where the reused file starts, so
+/// the tombstone-only piece after it gets its own file and no output's
+/// range (stretched by a tombstone) covers the reused file. (Found by the
+/// metamorphic test: the major level once held overlapping files.)
+#[test]
+fn tombstones_past_a_reused_file_get_their_own_output() {
+    let picker = CompactionStrategy::MajorOnly(MajorOnlyOptions::default())
+        .picker()
+        .unwrap();
+    let mut lsm = Lsm::new();
+    let mut model = BTreeMap::new();
+    lsm.seq += 1;
+    let old = vec![(
+        InternalKey::new(&key(51), lsm.seq, ValueKind::Put).into_encoded(),
+        b"old".to_vec(),
+    )];
+    model.insert(key(51), b"old".to_vec());
+    lsm.flush(&*picker, old, Vec::new()).unwrap();
+    let before = lsm.version();
+    assert_eq!(before.num_files(6), 1, "{before}");
+    let reused = before.files(6)[0].number;
+    // A snapshot older than the tombstone keeps it in the major level.
+    lsm.snapshots = Snapshots::new(vec![lsm.seq]);
+    lsm.seq += 1;
+    let put = vec![(
+        InternalKey::new(&key(0), lsm.seq, ValueKind::Put).into_encoded(),
+        b"v".to_vec(),
+    )];
+    model.insert(key(0), b"v".to_vec());
+    lsm.seq += 1;
+    let t = RangeTombstone::new(Bytes::from(key(52)), Bytes::from(key(53)), lsm.seq);
+    lsm.flush(&*picker, put, vec![t]).unwrap();
+    check(&mut lsm, &model, 60, "tombstone past a reused file");
+    let after = lsm.version();
+    let ranges: Vec<(u64, String, String)> = after
+        .files(6)
+        .iter()
+        .map(|f| {
+            (
+                f.number,
+                String::from_utf8_lossy(f.smallest_user_key()).into_owned(),
+                String::from_utf8_lossy(f.largest_user_key()).into_owned(),
+            )
+        })
+        .collect();
+    let names: Vec<(&str, &str)> = ranges
+        .iter()
+        .map(|(_, lo, hi)| (lo.as_str(), hi.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("k00000", "k00000"),
+            ("k00051", "k00051"),
+            ("k00052", "k00053"),
+        ],
+        "{after}"
+    );
+    assert_eq!(ranges[1].0, reused, "the middle file stays in place");
 }
 
 #[test]

@@ -105,6 +105,11 @@ impl<K> OutputCutter<K> {
         self
     }
 
+    /// The boundaries given to [`with_boundaries`](Self::with_boundaries).
+    pub fn boundaries(&self) -> &[K] {
+        &self.boundaries
+    }
+
     /// Passes every boundary at or before `key`; returns whether any was
     /// passed.
     fn pass_boundaries<Q: ?Sized>(&mut self, key: &Q, cmp: &impl Fn(&Q, &K) -> Ordering) -> bool {

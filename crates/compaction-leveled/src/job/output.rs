@@ -150,13 +150,22 @@ impl<'a> OutputWriter<'a> {
                 self.pending_cut = true;
             } else {
                 self.pending_cut = false;
-                self.finish_file(Some(user_key))?;
-                self.lower = Some(user_key.to_vec());
+                if self.next_boundary_through(Some(user_key)).is_some() {
+                    // Boundaries lie between the last key and this one:
+                    // the file ends at the first, and the tombstones of
+                    // each gap between them get their own file.
+                    self.close_segments_through(Some(user_key))?;
+                } else {
+                    self.finish_file(Some(user_key))?;
+                    self.lower = Some(user_key.to_vec());
+                }
                 self.cutter
                     .file_started(user_key, |q, k| cmp.compare_user(q, k));
             }
         }
         if self.current.is_none() {
+            // Tombstones before the first key may span boundaries too.
+            self.close_segments_through(Some(user_key))?;
             self.open_file()?;
         }
         let out = self.current.as_mut().expect("opened above");
@@ -174,6 +183,45 @@ impl<'a> OutputWriter<'a> {
                 limiter.request(size - self.charged);
                 self.charged = size;
             }
+        }
+        Ok(())
+    }
+
+    /// The first boundary after the current file's lower bound and at or
+    /// before `upto` (every later one when `upto` is `None`).
+    fn next_boundary_through(&self, upto: Option<&[u8]>) -> Option<Vec<u8>> {
+        let cmp = &self.cmp;
+        self.cutter
+            .boundaries()
+            .iter()
+            .find(|b| {
+                self.lower
+                    .as_deref()
+                    .is_none_or(|l| cmp.compare_user(b, l).is_gt())
+            })
+            .filter(|b| upto.is_none_or(|u| cmp.compare_user(b, u).is_le()))
+            .cloned()
+    }
+
+    /// Closes the output at every boundary after the lower bound and at or
+    /// before `upto`: the open file (if any) ends at the first, and each
+    /// gap between two boundaries that holds range tombstones becomes a
+    /// tombstone-only file. A boundary is where a major-level file that
+    /// stays in place starts, or a stripe starts; tombstones written past
+    /// it would give an output a range overlapping that file or stripe.
+    /// Afterwards the lower bound is the last boundary passed.
+    fn close_segments_through(&mut self, upto: Option<&[u8]>) -> Result<()> {
+        while let Some(b) = self.next_boundary_through(upto) {
+            if self.current.is_none()
+                && !self
+                    .range_dels
+                    .tombstones_in(self.lower.as_deref(), Some(&b), self.bottommost)
+                    .is_empty()
+            {
+                self.open_file()?;
+            }
+            self.finish_file(Some(&b))?;
+            self.lower = Some(b);
         }
         Ok(())
     }
@@ -262,6 +310,7 @@ impl<'a> OutputWriter<'a> {
     pub(crate) fn finish(mut self) -> (Vec<PathBuf>, Result<(Vec<FileMetadata>, u64)>) {
         let upper = self.upper.clone();
         let result = (|| {
+            self.close_segments_through(upper.as_deref())?;
             if self.current.is_none()
                 && !self
                     .range_dels
