@@ -62,10 +62,11 @@ use snafu::Snafu;
 pub use bytes::Bytes;
 pub use lithify_base::{Classify, ErrorKind};
 pub use lithify_engine::{
-    BlockCache, BottommostLevelCompaction, CompactRangeOptions, CompactionFilter, CompactionPri,
-    Compression, Db, DbIterator, DbStats, FilterDecision, LevelStats, Options, RawIterator,
-    ReadOptions, RecoveryMode, SeqNo, Snapshot, StallCause, StallCondition, StallStats, TableStats,
-    WriteBatch, WriteOptions,
+    AdaptiveOptions, AdaptiveThresholds, BlockCache, BottommostLevelCompaction,
+    CompactRangeOptions, CompactionFilter, CompactionPri, CompactionStrategy, Compression, Db,
+    DbIterator, DbStats, FilterDecision, LevelStats, MajorOnlyOptions, MinorPolicy, Options,
+    RawIterator, ReadOptions, RecoveryMode, SeqNo, Snapshot, StallCause, StallCondition,
+    StallStats, Table, TableOptions, TableStats, TwoTierOptions, WriteBatch, WriteOptions,
 };
 
 /// The Kafka-style log: segmented logs of keyed records in Kafka's on-disk

@@ -3,7 +3,9 @@
 //! point reads, scans, cursor walks, flushes, manual compactions, clean
 //! reopens and power cuts — runs on the engine under several option sets
 //! (block size, restart interval, memtable size, compression, filters,
-//! level shapes, background jobs, compaction order) and on a `BTreeMap`
+//! level shapes, background jobs, compaction order, and every compaction
+//! strategy: leveled, major-only, two-tier with striped majors and with
+//! merged flushes, adaptive) and on a `BTreeMap`
 //! model, in lockstep. Every read must return the same thing everywhere:
 //! options change how data is laid out, never what a read returns.
 //!
@@ -19,7 +21,10 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use lithify::vfs::{FileSystem, MemFs};
-use lithify::{Bytes, CompactionPri, Compression, Db, Options, ReadOptions, Snapshot, WriteBatch};
+use lithify::{
+    Bytes, CompactionPri, CompactionStrategy, Compression, Db, Options, ReadOptions, Snapshot,
+    WriteBatch,
+};
 use proptest::prelude::*;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -149,6 +154,19 @@ fn option_sets() -> Vec<(&'static str, Options)> {
             },
         ),
         (
+            "Memtable + L1 (major-only)",
+            with_strategy(small.clone(), "major-only"),
+        ),
+        (
+            "Memtable + L0 + L1, striped progressive majors",
+            with_strategy(small.clone(), "two-tier:write-mostly"),
+        ),
+        (
+            "Memtable + L0 + L1, each flush merged with the previous L0 table",
+            with_strategy(small.clone(), "two-tier:read-mostly-few"),
+        ),
+        ("Adaptive", with_strategy(small.clone(), "adaptive")),
+        (
             "manual compactions only, zstd level 3, tiny files",
             Options {
                 disable_auto_compactions: true,
@@ -158,6 +176,15 @@ fn option_sets() -> Vec<(&'static str, Options)> {
             },
         ),
     ]
+}
+
+/// `o` with the compaction strategy named `name` (its `parse` form).
+fn with_strategy(o: Options, name: &str) -> Options {
+    Options {
+        compaction_strategy: CompactionStrategy::parse(name)
+            .unwrap_or_else(|| panic!("{name} is a strategy name")),
+        ..o
+    }
 }
 
 /// `o` with no block cache, so every read goes to the files.
