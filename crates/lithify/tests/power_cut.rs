@@ -1,7 +1,8 @@
 //! Simulated power cuts at scale, through the public API only.
 //!
 //! Each scenario draws a workload (puts, deletes, range deletions, batches,
-//! some with `sync`, flushes, manual compactions) and engine options from
+//! some with `sync`, flushes, manual compactions) and engine options
+//! (block shape, compression, background jobs, compaction strategy) from
 //! its seed, and runs it on a `MemFs` with torn tails while the background
 //! threads flush and compact. Crash points come two ways:
 //!
@@ -30,7 +31,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use lithify::vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
-use lithify::{Compression, Db, Options, WriteBatch, WriteOptions};
+use lithify::{CompactionStrategy, Compression, Db, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -57,6 +58,17 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 const KEYS: u64 = 200;
+
+/// The compaction strategies scenarios draw from (leveled twice as often).
+const STRATEGIES: [&str; 7] = [
+    "leveled",
+    "leveled",
+    "major-only",
+    "two-tier",
+    "two-tier:write-mostly",
+    "two-tier:read-mostly-few",
+    "adaptive",
+];
 
 fn key(k: u64) -> Vec<u8> {
     format!("key{k:04}").into_bytes()
@@ -106,6 +118,10 @@ impl Scenario {
                 Compression::Zstd { level: 1 }
             } else {
                 Compression::None
+            },
+            compaction_strategy: {
+                let name = STRATEGIES[rng.below(STRATEGIES.len() as u64) as usize];
+                CompactionStrategy::parse(name).expect("a strategy name")
             },
             ..Options::default()
         };
