@@ -69,6 +69,13 @@ pub(crate) struct LogStressArgs {
     /// that the cleaner keeps up and the logs stay small.
     #[arg(long, default_value_t = 5_000)]
     pub rate: u64,
+    /// Segments a partition may hold before its producer waits for the
+    /// cleaner (0: never waits). The cleaner swaps a round's output in
+    /// only when the round completes, so under frequent kills a backlog
+    /// that takes longer to clean than a run lasts would never shrink and
+    /// the logs would grow without bound (and run out of file handles).
+    #[arg(long, default_value_t = 256)]
+    pub max_segments: usize,
     /// Records per batch at most (each batch has 1 to N).
     #[arg(long, default_value_t = 20)]
     pub batch_size: u64,
@@ -462,6 +469,11 @@ impl Producer<'_> {
             && !self.stop.load(Ordering::Relaxed)
             && self.deadline.is_none_or(|d| Instant::now() < d)
         {
+            if a.max_segments > 0 && self.log.lock().segments().count() > a.max_segments {
+                // Backpressure: let the cleaner catch up.
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
             let n = (1 + rng.uniform(a.batch_size.max(1))).min(a.records - records_done);
             let base = self.log.lock().log_end_offset();
             if base != part.acked_end {
