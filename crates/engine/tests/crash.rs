@@ -3,13 +3,15 @@
 //! many points — including in the middle of flushes and compactions.
 //! After each, the database opens, every write acknowledged with `sync`
 //! survives, and what survives is the state after a prefix of the writes.
+//! Every test runs under each compaction strategy (the fixed ones and
+//! `Adaptive`), with live strategy switches among the operations.
 
 mod common;
 
 use std::sync::Arc;
 
-use common::{Model, model_delete_range, model_pairs, scan, small_options};
-use lithify_engine::{Db, ReadOptions, WriteBatch, WriteOptions};
+use common::{Model, all_strategies, cases, model_delete_range, model_pairs, scan, small_options};
+use lithify_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
 
@@ -19,6 +21,8 @@ enum Op {
     Delete(u8),
     DeleteRange(u8, u8),
     Batch(Vec<(bool, u8)>),
+    /// Switches the live table to `all_strategies()[i % len]`.
+    Switch(u8),
 }
 
 fn key(k: u8) -> Vec<u8> {
@@ -31,6 +35,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u8..60).prop_map(Op::Delete),
         1 => (0u8..60, 0u8..60).prop_map(|(a, b)| Op::DeleteRange(a.min(b), a.max(b) + 1)),
         2 => proptest::collection::vec((any::<bool>(), 0u8..60), 1..6).prop_map(Op::Batch),
+        1 => any::<u8>().prop_map(Op::Switch),
     ]
 }
 
@@ -73,13 +78,38 @@ fn apply(db: &Db, model: &mut Model, i: usize, op: &Op, sync: bool) {
             }
             db.write_opt(b, &wo).unwrap();
         }
+        Op::Switch(i) => {
+            let all = all_strategies();
+            db.default_table()
+                .set_compaction_strategy(all[*i as usize % all.len()].clone())
+                .unwrap();
+            if sync {
+                // The caller counts this op as a synced point.
+                db.flush_wal(true).unwrap();
+            }
+        }
+    }
+}
+
+/// The test options with compaction strategy `all_strategies()[strategy]`.
+fn options(fs: Arc<MemFs>, strategy: usize) -> Options {
+    Options {
+        compaction_strategy: all_strategies()[strategy].clone(),
+        ..small_options(fs)
     }
 }
 
 /// Opens the crashed copy and checks the prefix rule.
-fn check_recovery(fs: MemFs, states: &[Model], last_synced: usize, done: usize, what: &str) {
+fn check_recovery(
+    fs: MemFs,
+    strategy: usize,
+    states: &[Model],
+    last_synced: usize,
+    done: usize,
+    what: &str,
+) {
     let fs = Arc::new(fs);
-    let db = Db::open("/db", small_options(fs.clone()))
+    let db = Db::open("/db", options(fs.clone(), strategy))
         .unwrap_or_else(|e| panic!("the database does not open after a crash ({what}): {e}"));
     let got = scan(&db, &ReadOptions::default());
     let k = (last_synced..=done)
@@ -94,18 +124,18 @@ fn check_recovery(fs: MemFs, states: &[Model], last_synced: usize, done: usize, 
     // The recovered database keeps working, and survives another reopen.
     db.put(b"after-crash", b"1").unwrap();
     db.close().unwrap();
-    let db = Db::open("/db", small_options(fs)).unwrap();
+    let db = Db::open("/db", options(fs, strategy)).unwrap();
     assert_eq!(db.get(b"after-crash").unwrap().as_deref(), Some(&b"1"[..]));
     let mut again = scan(&db, &ReadOptions::default());
     again.retain(|(k, _)| k != b"after-crash");
     assert_eq!(again, got, "a second reopen changed the data ({what})");
 }
 
-fn run(ops: &[Op], sync_every: usize, crash_every: usize, seed: u64) {
+fn run(ops: &[Op], sync_every: usize, crash_every: usize, seed: u64, strategy: usize) {
     let fs = MemFs::new();
     fs.set_torn_tails(Some(seed));
     let fs = Arc::new(fs);
-    let db = Db::open("/db", small_options(fs.clone())).unwrap();
+    let db = Db::open("/db", options(fs.clone(), strategy)).unwrap();
     let mut model = Model::new();
     let mut states = vec![model.clone()];
     let mut last_synced = 0;
@@ -122,6 +152,7 @@ fn run(ops: &[Op], sync_every: usize, crash_every: usize, seed: u64) {
             let crashed = fs.crash_clone();
             check_recovery(
                 crashed,
+                strategy,
                 &states,
                 last_synced,
                 i + 1,
@@ -130,45 +161,86 @@ fn run(ops: &[Op], sync_every: usize, crash_every: usize, seed: u64) {
         }
     }
     let crashed = fs.crash_clone();
-    check_recovery(crashed, &states, last_synced, ops.len(), "at the end");
+    check_recovery(
+        crashed,
+        strategy,
+        &states,
+        last_synced,
+        ops.len(),
+        "at the end",
+    );
     drop(db);
     // A clean shutdown loses nothing acknowledged (process exit, no power
     // loss).
-    let db = Db::open("/db", small_options(fs)).unwrap();
+    let db = Db::open("/db", options(fs, strategy)).unwrap();
     assert_eq!(scan(&db, &ReadOptions::default()), model_pairs(&model));
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(48),
-        ..ProptestConfig::default()
-    })]
+/// One power-loss proptest per strategy (an index into `all_strategies()`).
+macro_rules! power_loss_under {
+    ($($name:ident: $strategy:expr, $cases:expr;)*) => {
+        $(
+            proptest! {
+                #![proptest_config(ProptestConfig {
+                    cases: cases($cases),
+                    ..ProptestConfig::default()
+                })]
+                #[test]
+                fn $name(
+                    ops in proptest::collection::vec(op(), 50..400),
+                    sync_every in prop_oneof![Just(0usize), 1usize..20],
+                    crash_every in 10usize..60,
+                    seed in any::<u64>(),
+                ) {
+                    run(&ops, sync_every, crash_every, seed, $strategy);
+                }
+            }
+        )*
+    };
+}
 
-    #[test]
-    fn power_loss_keeps_a_prefix(
-        ops in proptest::collection::vec(op(), 50..400),
-        sync_every in prop_oneof![Just(0usize), 1usize..20],
-        crash_every in 10usize..60,
-        seed in any::<u64>(),
-    ) {
-        run(&ops, sync_every, crash_every, seed);
-    }
+power_loss_under! {
+    power_loss_keeps_a_prefix_leveled: 0, 32;
+    power_loss_keeps_a_prefix_major_only: 1, 12;
+    power_loss_keeps_a_prefix_two_tier_write_only: 2, 12;
+    power_loss_keeps_a_prefix_two_tier_write_mostly: 3, 12;
+    power_loss_keeps_a_prefix_two_tier_read_mostly_few_updates: 4, 12;
+    power_loss_keeps_a_prefix_two_tier_read_mostly_many_updates: 5, 12;
+    power_loss_keeps_a_prefix_adaptive: 6, 16;
 }
 
 /// Big enough values that memtables switch often, and a crash right after
 /// each switch: the flush (and the compactions it triggers) is running.
+/// Under every strategy, the run switching to the next one half-way.
 #[test]
 fn crash_in_the_middle_of_flushes_and_compactions() {
+    let all = all_strategies();
+    let mut crashes = 0;
+    for strategy in 0..all.len() {
+        crashes += crash_while_busy(strategy, (strategy + 1) % all.len());
+    }
+    // How many of the points find a job running depends on the machine's
+    // speed; some always do, with twenty memtable switches per strategy.
+    assert!(crashes > 0, "no crash hit background work");
+}
+
+/// One run of [`crash_in_the_middle_of_flushes_and_compactions`]; returns
+/// the crashes made while background work was pending.
+fn crash_while_busy(strategy: usize, then: usize) -> usize {
     let fs = MemFs::new();
     fs.set_torn_tails(Some(7));
     let fs = Arc::new(fs);
-    let db = Db::open("/db", small_options(fs.clone())).unwrap();
+    let db = Db::open("/db", options(fs.clone(), strategy)).unwrap();
     let mut model = Model::new();
     let mut states = vec![model.clone()];
     let mut last_synced = 0;
     let mut crashes = 0;
-    for i in 0..1500usize {
-        let op = Op::Put((i * 37 % 251) as u8 % 60, 900);
+    for i in 0..1200usize {
+        let op = if i == 600 {
+            Op::Switch(then as u8)
+        } else {
+            Op::Put((i * 37 % 251) as u8 % 60, 900)
+        };
         let sync = i % 50 == 49;
         apply(&db, &mut model, i, &op, sync);
         states.push(model.clone());
@@ -179,22 +251,21 @@ fn crash_in_the_middle_of_flushes_and_compactions() {
         let busy = db.property("lithify.num-running-flushes").unwrap() != "0"
             || db.property("lithify.num-running-compactions").unwrap() != "0";
         if busy || stats.tables[0].immutable_memtables > 0 {
-            // Several power losses of the same moment, each keeping other
-            // torn prefixes of the unsynced WAL tails.
-            for seed in 0..4 {
+            // Power losses of the same moment, each keeping other torn
+            // prefixes of the unsynced WAL tails.
+            for seed in 0..2 {
                 crashes += 1;
                 fs.set_torn_tails(Some(i as u64 * 4 + seed));
                 check_recovery(
                     fs.crash_clone(),
+                    strategy,
                     &states,
                     last_synced,
                     i + 1,
-                    &format!("busy after op {i}"),
+                    &format!("busy after op {i} under strategy {strategy}"),
                 );
             }
         }
     }
-    // How many of the points find a job running depends on the machine's
-    // speed; some always do, with twenty memtable switches.
-    assert!(crashes > 0, "no crash hit background work");
+    crashes
 }

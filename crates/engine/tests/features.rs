@@ -196,7 +196,18 @@ fn writes_stop_at_the_memtable_limit_and_resume_after_the_flush() {
         i += 1;
         assert!(i < 10_000, "writes never stopped");
     }
-    assert!(gate.blocked.load(Ordering::Relaxed));
+    // The stop needs two unflushed memtables, not a running flush: the
+    // first flush may still be on its way to the gate.
+    for _ in 0..10_000 {
+        if gate.blocked.load(Ordering::Relaxed) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    if !gate.blocked.load(Ordering::Relaxed) {
+        gate.set(true); // let the database close
+        panic!("no flush reached the gate:\n{}", db.stats());
+    }
     // A write that refuses to wait fails at once.
     let no_wait = WriteOptions {
         no_slowdown: true,
@@ -217,6 +228,13 @@ fn writes_stop_at_the_memtable_limit_and_resume_after_the_flush() {
         db.get(0u64.to_be_bytes()).unwrap().as_deref(),
         Some(&value[..])
     );
+    // The writer counts itself stopped when it starts waiting.
+    for _ in 0..10_000 {
+        if db.stats().stalls.stopped_writes >= 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     assert!(!done.load(Ordering::Acquire), "a write passed a stop");
     gate.set(true);
     writer.join().unwrap();

@@ -1,7 +1,9 @@
 //! Model-based test: random operation sequences against a `BTreeMap`
 //! oracle — puts, deletes, range deletes, batches, snapshots, point reads,
-//! scans both ways, cursor walks, flushes, compactions and reopens — with
-//! small memtables and levels so every level is reached.
+//! scans both ways, cursor walks, flushes, compactions, reopens and live
+//! compaction-strategy switches — with small memtables and levels so every
+//! level is reached. It runs once per compaction strategy (each fixed one
+//! and `Adaptive`), each run switching strategies mid-way too.
 
 mod common;
 
@@ -9,7 +11,10 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::{Model, assert_equal, model_delete_range, model_range, scan, scan_rev, small_options};
+use common::{
+    Model, all_strategies, assert_equal, cases, model_delete_range, model_range, scan, scan_rev,
+    small_options,
+};
 use lithify_engine::{CompactionPri, Db, Options, ReadOptions, Snapshot, WriteBatch};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
@@ -38,6 +43,8 @@ enum Op {
     Flush,
     Compact(Option<u8>, Option<u8>),
     Reopen,
+    /// Switches the live table to `all_strategies()[i % len]`.
+    Switch(u8),
 }
 
 const KEYS: u8 = 120;
@@ -70,12 +77,25 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Flush),
         2 => (proptest::option::of(k()), proptest::option::of(k())).prop_map(|(a, b)| Op::Compact(a, b)),
         1 => Just(Op::Reopen),
+        1 => any::<u8>().prop_map(Op::Switch),
     ]
 }
 
-/// The option sets the model runs under.
-fn options(fs: Arc<MemFs>, variant: u8) -> Options {
-    let base = small_options(fs);
+/// The option sets the model runs under, with compaction strategy
+/// `all_strategies()[strategy]`.
+fn options(fs: Arc<MemFs>, variant: u8, strategy: usize) -> Options {
+    let small = small_options(fs);
+    let base = Options {
+        compaction_strategy: all_strategies()[strategy].clone(),
+        // Under the other strategies, smaller memtables: more flushes, so
+        // their flush plans and majors run within a few hundred ops.
+        write_buffer_size: if strategy == 0 {
+            small.write_buffer_size
+        } else {
+            16 << 10
+        },
+        ..small
+    };
     match variant % 3 {
         0 => base,
         // Subcompactions, no filters anywhere, static level targets.
@@ -101,6 +121,7 @@ fn options(fs: Arc<MemFs>, variant: u8) -> Options {
 struct Harness {
     fs: Arc<MemFs>,
     variant: u8,
+    strategy: usize,
     db: Option<Db>,
     model: Model,
     snapshots: Vec<(Snapshot, Model)>,
@@ -108,12 +129,13 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(variant: u8) -> Self {
+    fn new(variant: u8, strategy: usize) -> Self {
         let fs = Arc::new(MemFs::new());
-        let db = Db::open("/db", options(fs.clone(), variant)).unwrap();
+        let db = Db::open("/db", options(fs.clone(), variant, strategy)).unwrap();
         Harness {
             fs,
             variant,
+            strategy,
             db: Some(db),
             model: Model::new(),
             snapshots: Vec::new(),
@@ -268,36 +290,69 @@ impl Harness {
             Op::Reopen => {
                 self.snapshots.clear();
                 self.db.take().unwrap().close().unwrap();
-                self.db = Some(Db::open("/db", options(self.fs.clone(), self.variant)).unwrap());
+                self.db = Some(
+                    Db::open("/db", options(self.fs.clone(), self.variant, self.strategy)).unwrap(),
+                );
+            }
+            Op::Switch(i) => {
+                let all = all_strategies();
+                let to = all[*i as usize % all.len()].clone();
+                self.db()
+                    .default_table()
+                    .set_compaction_strategy(to)
+                    .unwrap();
             }
         }
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(128),
-        ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn engine_matches_btreemap(ops in proptest::collection::vec(op(), 1..300), variant in 0u8..3) {
-        let mut h = Harness::new(variant);
-        for op in &ops {
-            h.apply(op);
-        }
-        assert_equal(h.db(), &h.model, "end");
-        for (snap, m) in &h.snapshots {
-            let got = scan(h.db(), &ReadOptions::at(snap));
-            prop_assert_eq!(got, common::model_pairs(m));
-        }
-        h.db().compact_range(None, None).unwrap();
-        assert_equal(h.db(), &h.model, "after a full compaction");
-        h.snapshots.clear();
-        h.db.take().unwrap().close().unwrap();
-        let db = Db::open("/db", options(h.fs.clone(), variant)).unwrap();
-        assert_equal(&db, &h.model, "after reopen");
+/// Runs `ops` under option set `variant` and strategy `strategy`, then
+/// checks the end state, the snapshots, a full compaction and a reopen.
+fn run_model(ops: &[Op], variant: u8, strategy: usize) -> Result<(), TestCaseError> {
+    let mut h = Harness::new(variant, strategy);
+    for op in ops {
+        h.apply(op);
     }
+    assert_equal(h.db(), &h.model, "end");
+    for (snap, m) in &h.snapshots {
+        let got = scan(h.db(), &ReadOptions::at(snap));
+        prop_assert_eq!(got, common::model_pairs(m));
+    }
+    h.db().compact_range(None, None).unwrap();
+    assert_equal(h.db(), &h.model, "after a full compaction");
+    h.snapshots.clear();
+    h.db.take().unwrap().close().unwrap();
+    let db = Db::open("/db", options(h.fs.clone(), variant, strategy)).unwrap();
+    assert_equal(&db, &h.model, "after reopen");
+    Ok(())
+}
+
+/// One model proptest per strategy (an index into `all_strategies()`).
+macro_rules! model_under {
+    ($($name:ident: $strategy:expr, $cases:expr;)*) => {
+        $(
+            proptest! {
+                #![proptest_config(ProptestConfig {
+                    cases: cases($cases),
+                    ..ProptestConfig::default()
+                })]
+                #[test]
+                fn $name(ops in proptest::collection::vec(op(), 1..300), variant in 0u8..3) {
+                    run_model(&ops, variant, $strategy)?;
+                }
+            }
+        )*
+    };
+}
+
+model_under! {
+    engine_matches_btreemap_leveled: 0, 96;
+    engine_matches_btreemap_major_only: 1, 64;
+    engine_matches_btreemap_two_tier_write_only: 2, 64;
+    engine_matches_btreemap_two_tier_write_mostly: 3, 64;
+    engine_matches_btreemap_two_tier_read_mostly_few_updates: 4, 64;
+    engine_matches_btreemap_two_tier_read_mostly_many_updates: 5, 64;
+    engine_matches_btreemap_adaptive: 6, 96;
 }
 
 /// Enough data that levels below L1 fill, checked level by level.

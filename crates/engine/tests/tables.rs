@@ -19,25 +19,8 @@ fn key(i: u32) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
 
-/// The fixed strategies with sizes fit for tests.
-pub(crate) fn strategies() -> Vec<CompactionStrategy> {
-    let tt = |o: TwoTierOptions| {
-        CompactionStrategy::TwoTier(TwoTierOptions {
-            target_file_size: 8 << 10,
-            ..o
-        })
-    };
-    vec![
-        CompactionStrategy::default(),
-        CompactionStrategy::MajorOnly(MajorOnlyOptions {
-            target_file_size: 8 << 10,
-            ..MajorOnlyOptions::default()
-        }),
-        tt(TwoTierOptions::write_only()),
-        tt(TwoTierOptions::write_mostly()),
-        tt(TwoTierOptions::read_mostly_few_updates()),
-        tt(TwoTierOptions::read_mostly_many_updates()),
-    ]
+fn strategies() -> Vec<CompactionStrategy> {
+    common::fixed_strategies()
 }
 
 fn contents(t: &Table) -> Vec<(Vec<u8>, Vec<u8>)> {

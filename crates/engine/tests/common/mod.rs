@@ -6,7 +6,9 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-use lithify_engine::{Db, Options, ReadOptions};
+use lithify_engine::{
+    AdaptiveOptions, CompactionStrategy, Db, MajorOnlyOptions, Options, ReadOptions, TwoTierOptions,
+};
 use lithify_vfs::FileSystem;
 
 /// Small sizes so that tests reach flushes, several levels and
@@ -91,4 +93,60 @@ pub(crate) fn assert_equal(db: &Db, m: &Model, what: &str) {
 
 pub(crate) fn open(dir: &Path, opts: &Options) -> Db {
     Db::open(dir, opts.clone()).unwrap()
+}
+
+/// The fixed compaction strategies with file sizes fit for tests:
+/// `Leveled`, `MajorOnly` and the four `TwoTier` shapes of the choice
+/// table.
+pub(crate) fn fixed_strategies() -> Vec<CompactionStrategy> {
+    let tt = |o: TwoTierOptions| {
+        CompactionStrategy::TwoTier(TwoTierOptions {
+            target_file_size: 8 << 10,
+            ..o
+        })
+    };
+    vec![
+        CompactionStrategy::default(),
+        CompactionStrategy::MajorOnly(MajorOnlyOptions {
+            target_file_size: 8 << 10,
+            ..MajorOnlyOptions::default()
+        }),
+        tt(TwoTierOptions::write_only()),
+        tt(TwoTierOptions::write_mostly()),
+        tt(TwoTierOptions::read_mostly_few_updates()),
+        tt(TwoTierOptions::read_mostly_many_updates()),
+    ]
+}
+
+/// `Adaptive` with a window short enough that it chooses (and switches)
+/// within a test's few hundred operations.
+pub(crate) fn adaptive_strategy() -> CompactionStrategy {
+    CompactionStrategy::Adaptive(AdaptiveOptions {
+        min_window_ops: 64,
+        switch_after_windows: 1,
+        two_tier: TwoTierOptions {
+            target_file_size: 8 << 10,
+            ..TwoTierOptions::default()
+        },
+        major_only: MajorOnlyOptions {
+            target_file_size: 8 << 10,
+            ..MajorOnlyOptions::default()
+        },
+        ..AdaptiveOptions::default()
+    })
+}
+
+/// Every strategy: the fixed ones, then `Adaptive`.
+pub(crate) fn all_strategies() -> Vec<CompactionStrategy> {
+    let mut all = fixed_strategies();
+    all.push(adaptive_strategy());
+    all
+}
+
+/// Proptest cases for one strategy: `PROPTEST_CASES` if set, else `default`.
+pub(crate) fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(default)
 }
