@@ -82,6 +82,21 @@ pub use stats::{DbStats, LevelStats, StallStats, TableStats};
 pub use table::Table;
 pub use write_controller::{StallCause, StallCondition};
 
+/// The six workloads of the compaction strategies report (one per row of
+/// `Adaptive`'s choice table) as operation streams over integer key ids —
+/// the ones the compaction simulator runs and `lithify bench --workload`
+/// drives the engine with.
+///
+/// ```
+/// use lithify_engine::workloads::{Op, OpGenerator, WorkloadKind};
+///
+/// let mut ops = OpGenerator::new(WorkloadKind::WriteOnly, 1_000, 100, 1);
+/// assert!((0..100).all(|_| !matches!(ops.next_op(), Op::Get(_))));
+/// ```
+pub mod workloads {
+    pub use lithify_compaction_leveled::sim::{Op, OpGenerator, WorkloadKind};
+}
+
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
