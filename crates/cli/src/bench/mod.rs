@@ -13,6 +13,8 @@
 //! * `options`: engine options by their RocksDB names;
 //! * `progress`: the progress bar;
 //! * `workload`: the benchmarks themselves;
+//! * `strategies`: `--strategy`, the six workloads of the compaction
+//!   strategies' choice table (`--workload`) and the strategies report;
 //! * `report`: text and JSON output.
 
 mod data;
@@ -20,6 +22,7 @@ mod histogram;
 pub(crate) mod options;
 mod progress;
 mod report;
+mod strategies;
 mod workload;
 
 use std::io::Write as _;
@@ -46,9 +49,29 @@ pub(crate) struct BenchArgs {
         default_value = "fillrandom,readrandom,seekrandom"
     )]
     pub benchmarks: Vec<Benchmark>,
-    /// Keys in the key space; operations of each write benchmark.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub num: u64,
+    /// Keys in the key space; operations of each write benchmark
+    /// (default 1000000; with --strategies-report 250000).
+    #[arg(long)]
+    pub num: Option<u64>,
+    /// The compaction strategy of the database: leveled (default),
+    /// major-only, two-tier, two-tier:write-only, two-tier:write-mostly,
+    /// two-tier:read-mostly-few, two-tier:read-mostly-many, adaptive.
+    /// Major-level files are cut at --target-file-size-base.
+    #[arg(long)]
+    pub strategy: Option<String>,
+    /// Run one workload of the strategies' choice table instead of
+    /// --benchmarks: increasing, write-only-random, write-mostly-random,
+    /// read-only, read-mostly-few-updates, read-mostly-many-updates.
+    #[arg(long, conflicts_with = "strategies_report")]
+    pub workload: Option<String>,
+    /// Run every workload under every fixed strategy and adaptive, each on
+    /// a fresh database, and print throughput, amplification and p99.
+    #[arg(long)]
+    pub strategies_report: bool,
+    /// Operations of --workload / --strategies-report after the load
+    /// (default: twice the keys).
+    #[arg(long)]
+    pub ops: Option<u64>,
     /// Operations of each read benchmark (default: --num).
     #[arg(long)]
     pub reads: Option<u64>,
@@ -120,9 +143,13 @@ impl DbDir {
 
 /// Runs `bench`.
 pub(crate) fn run(a: BenchArgs) -> Result<()> {
+    if a.workload.is_some() || a.strategies_report {
+        return run_strategies(&a);
+    }
+    let num = a.num.unwrap_or(1_000_000);
     let settings = Settings {
-        num: a.num,
-        reads: a.reads.unwrap_or(a.num),
+        num,
+        reads: a.reads.unwrap_or(num),
         key_size: a.key_size,
         value_size: a.value_size,
         compression_ratio: a.compression_ratio,
@@ -138,7 +165,11 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         },
     };
     workload::check(&settings, &a.benchmarks)?;
-    let options = a.engine.to_options()?;
+    let mut options = a.engine.to_options()?;
+    if let Some(name) = &a.strategy {
+        options.compaction_strategy =
+            strategies::strategy_named(name, options.target_file_size_base)?;
+    }
     let db_dir = locate(&a)?;
     let dir = db_dir.path();
     let header = header(&a, &settings, &options, &dir);
@@ -181,6 +212,108 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             })?;
         }
         DbDir::Given(_) => {}
+    }
+    Ok(())
+}
+
+/// `--workload` (one workload under `--strategy`) or
+/// `--strategies-report` (every workload under every strategy), each run
+/// on a fresh database in its own temporary directory.
+fn run_strategies(a: &BenchArgs) -> Result<()> {
+    let report = a.strategies_report;
+    let keys = a.num.unwrap_or(if report { 250_000 } else { 1_000_000 });
+    let ws = strategies::WorkloadSettings {
+        keys,
+        ops: a.ops.unwrap_or(2 * keys),
+        key_size: a.key_size,
+        value_size: a.value_size,
+        compression_ratio: a.compression_ratio,
+        seed: a.seed,
+    };
+    if a.key_size < 8 || a.value_size == 0 || ws.keys == 0 {
+        return UsageSnafu {
+            message: "workloads need --key-size of at least 8, a value and keys".to_string(),
+        }
+        .fail();
+    }
+    let base = if report {
+        // Small enough that the report runs in minutes, large enough that
+        // every strategy flushes and compacts many times.
+        a.engine.apply_to(Options {
+            write_buffer_size: 1 << 20,
+            target_file_size_base: 1 << 20,
+            max_bytes_for_level_base: 4 << 20,
+            ..Options::default()
+        })?
+    } else {
+        a.engine.to_options()?
+    };
+    let workloads = match &a.workload {
+        Some(name) => vec![strategies::workload_named(name)?],
+        None => strategies::WORKLOAD_NAMES.iter().map(|(_, k)| *k).collect(),
+    };
+    let names: Vec<String> = match (&a.strategy, report) {
+        (Some(s), false) => vec![s.clone()],
+        (None, false) => vec!["leveled".to_string()],
+        (_, true) => strategies::REPORT_STRATEGIES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    let mut strategies_of = Vec::new();
+    for name in &names {
+        strategies_of.push(strategies::strategy_named(
+            name,
+            base.target_file_size_base,
+        )?);
+    }
+    if !a.json {
+        say(format_args!(
+            "lithify bench: {} workload(s) x {} strategy(ies); {} keys of {} bytes, \
+             {} ops, values {} bytes; write_buffer_size {} KiB, target_file_size_base {} KiB\n",
+            workloads.len(),
+            names.len(),
+            ws.keys,
+            ws.key_size,
+            ws.ops,
+            ws.value_size,
+            base.write_buffer_size >> 10,
+            base.target_file_size_base >> 10,
+        ))?;
+    }
+    let mut all = Vec::new();
+    for &w in &workloads {
+        let mut runs = Vec::new();
+        for (name, strategy) in names.iter().zip(&strategies_of) {
+            let dir = tempfile::Builder::new()
+                .prefix("lithify-bench-")
+                .tempdir()
+                .context(IoSnafu {
+                    action: "create a temporary directory in",
+                    path: std::env::temp_dir(),
+                })?;
+            let options = Options {
+                compaction_strategy: strategy.clone(),
+                ..base.clone()
+            };
+            let run = strategies::run_workload(dir.path(), options, name, w, &ws)?;
+            let path = dir.path().to_path_buf();
+            dir.close().context(IoSnafu {
+                action: "remove the temporary database",
+                path,
+            })?;
+            if a.json {
+                say(format_args!("{}\n", report::workload_json(&run)?))?;
+            }
+            runs.push(run);
+        }
+        if !a.json {
+            say(format_args!("{}", strategies::report_rows(&runs)))?;
+        }
+        all.extend(runs);
+    }
+    if report && !a.json {
+        say(format_args!("\n{}", strategies::markdown(&all)))?;
     }
     Ok(())
 }

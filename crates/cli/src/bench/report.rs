@@ -165,7 +165,10 @@ fn micros(nanos: u64) -> f64 {
 }
 
 fn latency(o: &Outcome) -> Latency {
-    let h = &o.latency;
+    histogram_latency(&o.latency)
+}
+
+fn histogram_latency(h: &crate::bench::histogram::Histogram) -> Latency {
     Latency {
         samples: h.count(),
         mean: h.mean() / 1e3,
@@ -257,4 +260,36 @@ pub(crate) fn peak_rss_mb() -> Option<f64> {
     let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
+}
+
+/// One JSON line of a workload run (`--workload`, `--strategies-report`).
+#[derive(Debug, Serialize)]
+struct WorkloadRunJson<'a> {
+    workload: &'a str,
+    strategy: &'a str,
+    in_force: &'a str,
+    ops: u64,
+    seconds: f64,
+    ops_per_sec: f64,
+    write_amp: f64,
+    read_amp_tables_per_get: f64,
+    space_amp: f64,
+    latency_us: Latency,
+}
+
+/// The JSON line of a workload run.
+pub(crate) fn workload_json(r: &crate::bench::strategies::WorkloadRun) -> Result<String> {
+    let object = WorkloadRunJson {
+        workload: crate::bench::strategies::workload_name(r.workload),
+        strategy: &r.strategy,
+        in_force: &r.in_force,
+        ops: r.ops,
+        seconds: r.elapsed.as_secs_f64(),
+        ops_per_sec: r.ops_per_sec(),
+        write_amp: r.write_amp,
+        read_amp_tables_per_get: r.read_amp,
+        space_amp: r.space_amp,
+        latency_us: histogram_latency(&r.latency),
+    };
+    serde_json::to_string(&object).context(JsonSnafu)
 }

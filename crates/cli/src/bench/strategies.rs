@@ -1,0 +1,393 @@
+//! Compaction strategies: `--strategy`, the six workloads of `Adaptive`'s
+//! choice table (`--workload`), and the strategies report
+//! (`--strategies-report`: every workload under every fixed strategy and
+//! under `Adaptive`).
+//!
+//! A workload run opens a fresh database with the strategy, loads every
+//! key in order first if the workload has a load (the read-mostly ones),
+//! then times each operation the workload's generator draws. Throughput
+//! and latency cover the operations only; write amplification is the
+//! operations' share (WAL, flush and compaction bytes written per user
+//! byte, counted from before the operations until background work has
+//! settled after them), read amplification the tables probed per lookup,
+//! space amplification the table files over the live data at the end.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use lithify::{CompactionStrategy, Db, DbStats, MajorOnlyOptions, Options, TwoTierOptions};
+use lithify_engine::workloads::{Op, OpGenerator, WorkloadKind};
+use snafu::ResultExt as _;
+
+use crate::bench::data::{Values, make_key};
+use crate::bench::histogram::Histogram;
+use crate::error::{DbSnafu, Result, UsageSnafu};
+
+/// Names of `--workload`, one per row of the choice table, in its order.
+pub(crate) const WORKLOAD_NAMES: [(&str, WorkloadKind); 6] = [
+    ("increasing", WorkloadKind::IncreasingKeys),
+    ("write-only-random", WorkloadKind::WriteOnly),
+    ("write-mostly-random", WorkloadKind::WriteMostly),
+    ("read-only", WorkloadKind::ReadOnly),
+    (
+        "read-mostly-few-updates",
+        WorkloadKind::ReadMostlyFewUpdates,
+    ),
+    (
+        "read-mostly-many-updates",
+        WorkloadKind::ReadMostlyManyUpdates,
+    ),
+];
+
+/// The strategies of the report: every fixed one, then `Adaptive`.
+pub(crate) const REPORT_STRATEGIES: [&str; 7] = [
+    "leveled",
+    "major-only",
+    "two-tier:write-only",
+    "two-tier:write-mostly",
+    "two-tier:read-mostly-few",
+    "two-tier:read-mostly-many",
+    "adaptive",
+];
+
+/// The workload named `name` (the simulator's short names work too).
+pub(crate) fn workload_named(name: &str) -> Result<WorkloadKind> {
+    WORKLOAD_NAMES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, k)| *k)
+        .or_else(|| WorkloadKind::parse(name))
+        .ok_or_else(|| {
+            let names: Vec<_> = WORKLOAD_NAMES.iter().map(|(n, _)| *n).collect();
+            UsageSnafu {
+                message: format!("unknown workload {name:?}; known: {}", names.join(", ")),
+            }
+            .build()
+        })
+}
+
+/// The `--workload` name of `kind`.
+pub(crate) fn workload_name(kind: WorkloadKind) -> &'static str {
+    WORKLOAD_NAMES
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map_or(kind.name(), |(n, _)| n)
+}
+
+/// Strategy `name` (see `CompactionStrategy::NAMES`), its major-level
+/// files (and `Adaptive`'s templates') cut at `target_file_size` like
+/// the leveled strategy's.
+pub(crate) fn strategy_named(name: &str, target_file_size: u64) -> Result<CompactionStrategy> {
+    let Some(strategy) = CompactionStrategy::parse(name) else {
+        return UsageSnafu {
+            message: format!(
+                "unknown compaction strategy {name:?}; known: {}",
+                CompactionStrategy::NAMES.join(", ")
+            ),
+        }
+        .fail();
+    };
+    let major_only = |o: MajorOnlyOptions| MajorOnlyOptions {
+        target_file_size,
+        ..o
+    };
+    let two_tier = |o: TwoTierOptions| TwoTierOptions {
+        target_file_size,
+        ..o
+    };
+    Ok(match strategy {
+        CompactionStrategy::MajorOnly(o) => CompactionStrategy::MajorOnly(major_only(o)),
+        CompactionStrategy::TwoTier(o) => CompactionStrategy::TwoTier(two_tier(o)),
+        CompactionStrategy::Adaptive(mut a) => {
+            a.major_only = major_only(a.major_only);
+            a.two_tier = two_tier(a.two_tier);
+            if let CompactionStrategy::TwoTier(o) = *a.initial {
+                a.initial = Box::new(CompactionStrategy::TwoTier(two_tier(o)));
+            }
+            CompactionStrategy::Adaptive(a)
+        }
+        other => other,
+    })
+}
+
+/// Sizes of a workload run.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkloadSettings {
+    /// Keys of the key space (and of the load).
+    pub keys: u64,
+    /// Operations after the load.
+    pub ops: u64,
+    /// Bytes per key.
+    pub key_size: usize,
+    /// Bytes per value.
+    pub value_size: usize,
+    /// Random share of each value.
+    pub compression_ratio: f64,
+    /// Seed of the operation stream.
+    pub seed: u64,
+}
+
+/// What one workload run measured.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkloadRun {
+    pub workload: WorkloadKind,
+    /// The strategy asked for.
+    pub strategy: String,
+    /// The strategy in force at the end and why (`Adaptive`'s choice).
+    pub in_force: String,
+    pub ops: u64,
+    pub elapsed: Duration,
+    pub latency: Histogram,
+    pub write_amp: f64,
+    pub read_amp: f64,
+    pub space_amp: f64,
+}
+
+impl WorkloadRun {
+    /// Operations per second.
+    pub(crate) fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Waits (up to a minute) until no flush or compaction runs and no
+/// memtable waits for its flush.
+fn settle(db: &Db) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let idle = |db: &Db| {
+        [
+            "lithify.num-running-flushes",
+            "lithify.num-running-compactions",
+            "lithify.num-immutable-mem-table",
+        ]
+        .iter()
+        .all(|p| db.property(p).as_deref() == Some("0"))
+    };
+    while Instant::now() < deadline {
+        if idle(db) {
+            // Look again once background threads had a chance to pick.
+            std::thread::sleep(Duration::from_millis(20));
+            if idle(db) {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Bytes written for the default table: WAL, flushes, compactions, and
+/// the user bytes behind them.
+fn written(stats: &DbStats) -> (u64, u64) {
+    let t = &stats.tables[0];
+    (
+        stats.wal_bytes + t.flush_bytes + t.compaction_write_bytes,
+        t.user_bytes,
+    )
+}
+
+/// Runs `workload` on a fresh database in `dir` with `options`.
+pub(crate) fn run_workload(
+    dir: &Path,
+    options: Options,
+    strategy: &str,
+    workload: WorkloadKind,
+    s: &WorkloadSettings,
+) -> Result<WorkloadRun> {
+    let db = Db::open(dir, options).context(DbSnafu)?;
+    let mut values = Values::new(s.value_size, s.compression_ratio, s.seed);
+    let mut key = vec![0u8; s.key_size];
+    if workload.has_load() {
+        const BATCH: u64 = 1000;
+        let mut next = 0;
+        while next < s.keys {
+            let mut batch = lithify::WriteBatch::new();
+            for id in next..(next + BATCH).min(s.keys) {
+                make_key(id, &mut key);
+                batch.put(&key, values.next_value());
+            }
+            db.write(batch).context(DbSnafu)?;
+            next += BATCH;
+        }
+        db.flush().context(DbSnafu)?;
+    }
+    settle(&db);
+    let before = written(&db.stats());
+    let mut ops = OpGenerator::new(workload, s.keys, s.ops, s.seed);
+    let mut latency = Histogram::default();
+    let start = Instant::now();
+    for _ in 0..s.ops {
+        let t0 = Instant::now();
+        match ops.next_op() {
+            Op::Put(id) => {
+                make_key(id, &mut key);
+                db.put(&key, values.next_value()).context(DbSnafu)?;
+            }
+            Op::Delete(id) => {
+                make_key(id, &mut key);
+                db.delete(&key).context(DbSnafu)?;
+            }
+            Op::Get(id) => {
+                make_key(id, &mut key);
+                db.get(&key).context(DbSnafu)?;
+            }
+        }
+        latency.record(t0.elapsed().as_nanos() as u64);
+    }
+    let elapsed = start.elapsed();
+    settle(&db);
+    let stats = db.stats();
+    let after = written(&stats);
+    let t = &stats.tables[0];
+    let user = after.1 - before.1;
+    let run = WorkloadRun {
+        workload,
+        strategy: strategy.to_owned(),
+        in_force: format!("{} ({})", t.strategy, t.strategy_reason),
+        ops: s.ops,
+        elapsed,
+        latency,
+        write_amp: if user == 0 {
+            0.0
+        } else {
+            (after.0 - before.0) as f64 / user as f64
+        },
+        read_amp: t.read_amp_tables,
+        space_amp: t.space_amp,
+    };
+    db.close().context(DbSnafu)?;
+    Ok(run)
+}
+
+/// One workload's rows of the report, with `Adaptive` against the best
+/// fixed strategy by throughput.
+pub(crate) fn report_rows(runs: &[WorkloadRun]) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return out;
+    };
+    let _ = writeln!(out, "\n{}", workload_name(first.workload));
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>10} {:>7} {:>7} {:>7} {:>9}",
+        "strategy", "ops/s", "W-amp", "R-amp", "S-amp", "p99(us)"
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>10.0} {:>7.2} {:>7.2} {:>7.2} {:>9.1}",
+            r.strategy,
+            r.ops_per_sec(),
+            r.write_amp,
+            r.read_amp,
+            r.space_amp,
+            r.latency.quantile(0.99) as f64 / 1000.0,
+        );
+    }
+    let best = runs
+        .iter()
+        .filter(|r| r.strategy != "adaptive")
+        .max_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
+    if let (Some(best), Some(adaptive)) = (best, runs.iter().find(|r| r.strategy == "adaptive")) {
+        let _ = writeln!(
+            out,
+            "  adaptive: {:.0} % of the best fixed strategy's throughput ({}); chose {}",
+            100.0 * adaptive.ops_per_sec() / best.ops_per_sec(),
+            best.strategy,
+            adaptive.in_force
+        );
+    }
+    out
+}
+
+/// The report as a Markdown table (for the README).
+pub(crate) fn markdown(runs: &[WorkloadRun]) -> String {
+    let mut out = String::from(
+        "| workload | strategy | ops/s | write amp | read amp (tables/get) | space amp | p99 (µs) |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.1} |",
+            workload_name(r.workload),
+            r.strategy,
+            r.ops_per_sec(),
+            r.write_amp,
+            r.read_amp,
+            r.space_amp,
+            r.latency.quantile(0.99) as f64 / 1000.0,
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_workload_name_parses_and_round_trips() {
+        for (name, kind) in WORKLOAD_NAMES {
+            assert_eq!(workload_named(name).unwrap(), kind);
+            assert_eq!(workload_name(kind), name);
+            assert_eq!(workload_named(kind.name()).unwrap(), kind);
+        }
+        assert!(workload_named("nope").is_err());
+    }
+
+    #[test]
+    fn report_strategies_carry_the_target_file_size() {
+        for name in REPORT_STRATEGIES {
+            let s = strategy_named(name, 2 << 20).unwrap();
+            match &s {
+                CompactionStrategy::MajorOnly(o) => assert_eq!(o.target_file_size, 2 << 20),
+                CompactionStrategy::TwoTier(o) => assert_eq!(o.target_file_size, 2 << 20),
+                CompactionStrategy::Adaptive(a) => {
+                    assert_eq!(a.two_tier.target_file_size, 2 << 20);
+                    assert_eq!(a.major_only.target_file_size, 2 << 20);
+                }
+                CompactionStrategy::Leveled(_) => assert_eq!(name, "leveled"),
+            }
+        }
+        assert!(strategy_named("fastest", 1).is_err());
+    }
+
+    #[test]
+    fn a_small_workload_runs_every_operation_and_measures_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = WorkloadSettings {
+            keys: 2_000,
+            ops: 4_000,
+            key_size: 16,
+            value_size: 50,
+            compression_ratio: 0.5,
+            seed: 1,
+        };
+        let options = Options {
+            write_buffer_size: 32 << 10,
+            compaction_strategy: strategy_named("two-tier:write-only", 32 << 10).unwrap(),
+            ..Options::default()
+        };
+        let r = run_workload(
+            dir.path(),
+            options,
+            "two-tier:write-only",
+            WorkloadKind::ReadMostlyFewUpdates,
+            &s,
+        )
+        .unwrap();
+        assert_eq!((r.ops, r.latency.count()), (4_000, 4_000));
+        // The WAL alone writes every user byte once, plus record overhead.
+        assert!(r.write_amp >= 1.0, "{r:?}");
+        // The load was flushed: lookups probe tables.
+        assert!(r.read_amp > 0.0, "{r:?}");
+        assert!(r.space_amp > 0.0, "{r:?}");
+        assert!(r.in_force.starts_with("two-tier"), "{}", r.in_force);
+        let table = markdown(std::slice::from_ref(&r));
+        assert!(
+            table.contains("| read-mostly-few-updates | two-tier:write-only |"),
+            "{table}"
+        );
+    }
+}
