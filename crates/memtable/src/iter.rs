@@ -3,10 +3,10 @@
 use std::fmt;
 
 use lithify_base::sync::Arc;
-use lithify_base::{Comparator, InternalIterator, Result};
+use lithify_base::{InternalIterator, Result};
 
 use crate::memtable::MemTable;
-use crate::skiplist::{NodePtr, SkipList};
+use crate::skiplist::{NodePtr, SearchKey, SkipList};
 
 /// Which list of the memtable an iterator walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,20 +107,26 @@ impl MemTableIter {
 impl InternalIterator for MemTableIter {
     fn seek_ge(&mut self, target: &[u8]) -> Result<()> {
         let list = self.list();
-        let cmp = list.comparator();
-        self.node = list.find_greater_or_equal(|k| cmp.compare(k, target));
+        let node = list.find_greater_or_equal(&SearchKey::from_encoded(target));
+        if let Some(node) = node {
+            list.prefetch_successor(node);
+        }
+        self.node = node;
         Ok(())
     }
 
     fn seek_lt(&mut self, target: &[u8]) -> Result<()> {
-        let list = self.list();
-        let cmp = list.comparator();
-        self.node = list.find_less_than(|k| cmp.compare(k, target));
+        self.node = self.list().find_less_than(&SearchKey::from_encoded(target));
         Ok(())
     }
 
     fn first(&mut self) -> Result<()> {
-        self.node = self.list().first();
+        let list = self.list();
+        let node = list.first();
+        if let Some(node) = node {
+            list.prefetch_successor(node);
+        }
+        self.node = node;
         Ok(())
     }
 
@@ -132,7 +138,15 @@ impl InternalIterator for MemTableIter {
     #[inline]
     fn next(&mut self) -> Result<()> {
         if let Some(node) = self.node {
-            self.node = self.list().next(node);
+            let list = self.list();
+            let next = list.next(node);
+            // Entries sit in the arena in insertion order, so the one after
+            // the next is a cache miss: start it now (the flush and scans
+            // then overlap it with their work on this entry).
+            if let Some(next) = next {
+                list.prefetch_successor(next);
+            }
+            self.node = next;
         }
         Ok(())
     }
@@ -142,9 +156,7 @@ impl InternalIterator for MemTableIter {
         // RocksDB's skiplist iterator does (O(log n)).
         if let Some(node) = self.node {
             let list = self.list();
-            let cmp = list.comparator();
-            let key = list.key(node);
-            self.node = list.find_less_than(|k| cmp.compare(k, key));
+            self.node = list.find_less_than(&SearchKey::from_encoded(list.key(node)));
         }
         Ok(())
     }

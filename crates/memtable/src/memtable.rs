@@ -13,7 +13,7 @@ use crate::error::{
     SeqnoOutOfRangeSnafu,
 };
 use crate::lookup::{DeletedBy, Lookup};
-use crate::skiplist::{DuplicateKey, MAX_HEIGHT, SkipList, split_key};
+use crate::skiplist::{DuplicateKey, MAX_HEIGHT, SearchKey, SkipList, split_key};
 
 /// The longest user key and the longest value of an entry: lengths are
 /// stored as `u32` and the internal key adds an 8-byte trailer.
@@ -215,23 +215,14 @@ impl MemTable {
     /// consults older layers exactly then.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Lookup<'_> {
         let snapshot = snapshot.min(MAX_SEQNO);
-        let cmp = self.comparator();
         // Seek to `user_key#snapshot,SEEK` without building that key: the
         // newest version with seqno <= snapshot is the first entry >= it.
-        let seek_trailer = pack_trailer(snapshot, KIND_FOR_SEEK);
+        let seek = SearchKey::new(user_key, pack_trailer(snapshot, KIND_FOR_SEEK));
         let point = self
             .points
-            .find_greater_or_equal(|k| {
-                let (uk, t) = split_key(k);
-                cmp.compare_user(uk, user_key)
-                    .then_with(|| seek_trailer.cmp(&t))
-            })
-            .and_then(|node| {
-                let (uk, t) = split_key(self.points.key(node));
-                cmp.compare_user(uk, user_key)
-                    .is_eq()
-                    .then_some((node, unpack_trailer(t)))
-            });
+            .find_greater_or_equal(&seek)
+            .filter(|&node| self.points.has_user_key(node, user_key))
+            .map(|node| (node, unpack_trailer(split_key(self.points.key(node)).1)));
         let point_seqno = point.map(|(_, (seqno, _))| seqno);
         if let Some(range_seqno) = self.max_covering_tombstone_seq(user_key, snapshot)
             && point_seqno.is_none_or(|p| range_seqno > p)

@@ -3,27 +3,42 @@
 //! The protocol is RocksDB's `InlineSkipList::InsertConcurrently` (the
 //! memtable of `allow_concurrent_memtable_write`), written in our own words:
 //!
-//! * A node is one arena allocation: a header, a tower of `height` atomic
-//!   `next` links, then the internal key and the value inline:
+//! * A node is one arena allocation: a tower of `height` atomic `next`
+//!   links stored top level first, the header, then the internal key and
+//!   the value inline. A node pointer points at the header, so the level-0
+//!   link, the header and the key are adjacent (a search reads them
+//!   together, usually from one cache line):
 //!
 //!   ```text
-//!   +---------------------------------+--------------------+-----+-------+
-//!   | key_len u32 | value_len u32 |   | next[0..height]    | key | value |
-//!   | height u32  | payload marker    | AtomicPtr<Node>    |     |       |
-//!   +---------------------------------+--------------------+-----+-------+
+//!   +----------------------------------+-----------------+-----+-------+
+//!   | next[height-1] ... next[1] next[0] | key_len u32   | key | value |
+//!   | AtomicPtr<Node> each               | value_len u32 |     |       |
+//!   |                                    | payload marker|     |       |
+//!   +----------------------------------+-----------------+-----+-------+
+//!                                       ^ node pointer
 //!   ```
 //!
 //!   Everything but the links is written once, before the node is
-//!   published, and never changes.
-//! * **Insert** allocates and fills the node, raises the list height with a
-//!   CAS if the node is taller, finds the *splice* (at every level, the last
-//!   node before the key and the first at or after it), then links the node
-//!   bottom-up: for each level, store the successor into the node's link
-//!   (relaxed: the node is not reachable at that level yet) and CAS the
-//!   predecessor's link from the successor to the node with **release**
-//!   ordering. A failed CAS means another writer linked a node there; the
-//!   splice of that level is recomputed from the old predecessor and the
-//!   step retried. An equal key found at level 0 aborts the insert.
+//!   published, and never changes. Debug builds add the tower height to the
+//!   header, to check that no link is read past a node's tower (the links
+//!   before a node belong to the previous allocation, so an overrun would
+//!   read another node's bytes silently).
+//! * **Insert** raises the list height with a CAS if the new node is
+//!   taller, finds the *splice* (at every level, the last node before the
+//!   key and the first at or after it) top-down, allocates and fills the
+//!   node, then links it bottom-up: for each level, store the successor
+//!   into the node's link (relaxed: the node is not reachable at that level
+//!   yet) and CAS the predecessor's link from the successor to the node with
+//!   **release** ordering. A failed CAS means another writer linked a node
+//!   there; the splice of that level is recomputed from the old predecessor
+//!   and the step retried. An equal key found at level 0 aborts the insert.
+//! * The splice search of a level starts at the predecessor found one level
+//!   up and stops, without comparing, when it reaches that level's
+//!   successor (it is known to sort at or after the key), as RocksDB's
+//!   `FindSpliceForLevel` does; whether that successor's key equals the new
+//!   key is carried down, so the duplicate check at level 0 costs no extra
+//!   comparison. The key is compared as a split (user key, trailer) pair,
+//!   with an inlined byte comparison for the bytewise comparator.
 //! * **Readers** load links with **acquire** ordering, so a node reached
 //!   through a link is seen fully initialised. They never lock, never
 //!   retry, and see each insert appear atomically at level 0 (its
@@ -37,14 +52,14 @@
 //! that), with no shared random state for writers to contend on.
 
 use std::cmp::Ordering as CmpOrdering;
-use std::mem::{align_of, offset_of, size_of};
+use std::mem::{align_of, size_of};
 use std::ptr::{self, NonNull};
 
 use lithify_base::key::{TRAILER_LEN, trailer, user_key};
 use lithify_base::sync::UnsafeCell;
 use lithify_base::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use lithify_base::xxh3_64;
-use lithify_base::{Comparator, InternalKeyComparator};
+use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator};
 
 use crate::arena::{ARENA_ALIGN, Arena};
 
@@ -52,23 +67,32 @@ use crate::arena::{ARENA_ALIGN, Arena};
 /// lists of tens of millions of entries at full speed.
 pub(crate) const MAX_HEIGHT: usize = 12;
 
-/// The node header; the tower, key and value follow it in the arena.
+/// The node header; the tower precedes it, the key and value follow it.
 #[repr(C)]
 struct Node {
     key_len: u32,
     value_len: u32,
+    /// The number of links (debug builds only, to check every link access;
+    /// release builds never need it).
+    #[cfg(debug_assertions)]
     height: u32,
     /// Stands for the key and value bytes: they are written inside
     /// `with_mut` before the node is published and read after `with`. Under
     /// std this is zero-sized and free; under loom it lets the model checker
     /// verify that every reader's access happens after the writer's.
     payload: UnsafeCell<()>,
-    /// The first of `height` links (a zero-length marker: the links are
-    /// addressed from the node pointer, whose provenance covers them).
-    tower: [AtomicPtr<Node>; 0],
 }
 
+/// Bytes of one tower link.
+const LINK_LEN: usize = size_of::<AtomicPtr<Node>>();
+/// Bytes of the header (the key starts this far after the node pointer).
+const HEADER_LEN: usize = size_of::<Node>();
+
+// Towers start at an arena-aligned address; the header after `height` links
+// and the links themselves must be aligned.
 const _: () = assert!(align_of::<Node>() <= ARENA_ALIGN);
+const _: () = assert!(align_of::<AtomicPtr<Node>>() <= ARENA_ALIGN);
+const _: () = assert!(LINK_LEN.is_multiple_of(align_of::<Node>()));
 
 /// A pointer to a published (fully initialised) node of a [`SkipList`].
 ///
@@ -81,6 +105,32 @@ pub(crate) struct NodePtr(NonNull<Node>);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DuplicateKey;
 
+/// An internal key split into its user key and trailer once, so that the
+/// many comparisons of a search do not split it again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SearchKey<'a> {
+    user_key: &'a [u8],
+    trailer: u64,
+}
+
+impl<'a> SearchKey<'a> {
+    /// The internal key `user_key#trailer`.
+    #[inline]
+    pub(crate) fn new(user_key: &'a [u8], trailer: u64) -> Self {
+        SearchKey { user_key, trailer }
+    }
+
+    /// An encoded internal key, split as the internal-key comparator splits
+    /// it (a key shorter than a trailer is all user key, trailer 0).
+    #[inline]
+    pub(crate) fn from_encoded(key: &'a [u8]) -> Self {
+        SearchKey {
+            user_key: user_key(key),
+            trailer: trailer(key),
+        }
+    }
+}
+
 /// A concurrent arena skiplist of `(internal key, value)` entries.
 pub(crate) struct SkipList {
     arena: Arena,
@@ -91,6 +141,8 @@ pub(crate) struct SkipList {
     height: AtomicUsize,
     max_height: usize,
     cmp: InternalKeyComparator,
+    /// Whether user keys compare as plain bytes (then compared inline).
+    bytewise: bool,
 }
 
 // SAFETY: the list's nodes live in its own arena, which is dropped with it.
@@ -110,12 +162,14 @@ impl SkipList {
         let max_height = max_height.clamp(1, MAX_HEIGHT);
         let arena = Arena::new(block_size);
         let head = allocate_node(&arena, max_height, None, &[]);
+        let bytewise = cmp.user_comparator().name() == BytewiseComparator::NAME;
         SkipList {
             arena,
             head,
             height: AtomicUsize::new(1),
             max_height,
             cmp,
+            bytewise,
         }
     }
 
@@ -156,9 +210,7 @@ impl SkipList {
         value: &[u8],
     ) -> Result<(), DuplicateKey> {
         let height = height.clamp(1, self.max_height);
-        let node = allocate_node(&self.arena, height, Some((ukey, trailer)), value);
-        let node_ptr = NodePtr(node);
-        let key = self.key(node_ptr);
+        let key = SearchKey::new(ukey, trailer);
 
         // Raise the list height first, so the splice covers the new levels.
         let mut list_height = self.height.load(Ordering::Relaxed);
@@ -174,23 +226,29 @@ impl SkipList {
             }
         }
 
-        // The splice: prev[l] < key <= next[l] at every level l.
+        // The splice: prev[l] < key <= next[l] at every level l. Each level
+        // starts from the level above's pair, which brackets the key.
         let mut prev = [self.head; MAX_HEIGHT];
         let mut next: [*mut Node; MAX_HEIGHT] = [ptr::null_mut(); MAX_HEIGHT];
         let mut before = self.head;
+        let mut after: *mut Node = ptr::null_mut();
+        let mut after_equal = false;
         for level in (0..list_height).rev() {
-            let (p, n) = self.find_splice_for_level(key, before, level);
+            let (p, n, equal) = self.find_splice_for_level(&key, before, after, after_equal, level);
             prev[level] = p;
             next[level] = n;
-            before = p;
+            (before, after, after_equal) = (p, n, equal);
+        }
+        // Whether next[0] holds an equal key.
+        let mut duplicate = after_equal;
+        if duplicate {
+            return Err(DuplicateKey);
         }
 
+        let node = allocate_node(&self.arena, height, Some((ukey, trailer)), value);
         for level in 0..height {
             loop {
-                if level == 0
-                    && let Some(succ) = NonNull::new(next[0])
-                    && self.cmp.compare(self.key(NodePtr(succ)), key) == CmpOrdering::Equal
-                {
+                if level == 0 && duplicate {
                     return Err(DuplicateKey);
                 }
                 // Relaxed: nobody reaches `node` at this level before the
@@ -204,9 +262,18 @@ impl SkipList {
                 ) {
                     Ok(_) => break,
                     Err(_) => {
-                        let (p, n) = self.find_splice_for_level(key, prev[level], level);
+                        // Another writer linked a node between prev and
+                        // next: the old next still brackets the key.
+                        let (p, n, equal) = self.find_splice_for_level(
+                            &key,
+                            prev[level],
+                            next[level],
+                            false,
+                            level,
+                        );
                         prev[level] = p;
                         next[level] = n;
+                        duplicate = equal;
                     }
                 }
             }
@@ -215,30 +282,64 @@ impl SkipList {
     }
 
     /// Walks `level` from `before` (which sorts before `key`) to the last
-    /// node before `key`; returns it and its successor (null at the end).
+    /// node before `key`; returns it, its successor (null at the end) and
+    /// whether that successor's key equals `key`. `after` is a node of this
+    /// level known to sort at or after `key` (null: the end), reached
+    /// without comparing; `after_equal` says whether its key equals `key`.
+    #[inline]
     fn find_splice_for_level(
         &self,
-        key: &[u8],
+        key: &SearchKey<'_>,
         mut before: NonNull<Node>,
+        after: *mut Node,
+        after_equal: bool,
         level: usize,
-    ) -> (NonNull<Node>, *mut Node) {
+    ) -> (NonNull<Node>, *mut Node, bool) {
         loop {
             let next = self.link(before, level).load(Ordering::Acquire);
-            match NonNull::new(next) {
-                Some(n) if self.cmp.compare(self.key(NodePtr(n)), key) == CmpOrdering::Less => {
-                    before = n;
-                }
-                _ => return (before, next),
+            if next == after {
+                return (before, next, after_equal);
+            }
+            let Some(n) = NonNull::new(next) else {
+                return (before, next, false);
+            };
+            // Start fetching the node after `n` while `n` is compared.
+            self.prefetch_next(n, level);
+            match self.compare_node(n, key) {
+                CmpOrdering::Less => before = n,
+                CmpOrdering::Equal => return (before, next, true),
+                CmpOrdering::Greater => return (before, next, false),
             }
         }
     }
 
-    /// The first entry whose key is `>=` the target; `target(k)` compares
-    /// an entry's key `k` with the target.
-    pub(crate) fn find_greater_or_equal(
-        &self,
-        target: impl Fn(&[u8]) -> CmpOrdering,
-    ) -> Option<NodePtr> {
+    /// Compares the key of `node` (not the head) with `key`.
+    #[inline]
+    fn compare_node(&self, node: NonNull<Node>, key: &SearchKey<'_>) -> CmpOrdering {
+        let encoded = self.key(NodePtr(node));
+        let (node_user, node_trailer) = (user_key(encoded), trailer(encoded));
+        let users = if self.bytewise {
+            compare_bytes(node_user, key.user_key)
+        } else {
+            self.cmp.compare_user(node_user, key.user_key)
+        };
+        // A higher trailer (newer) sorts first.
+        users.then_with(|| key.trailer.cmp(&node_trailer))
+    }
+
+    /// Whether the entry `node` has the user key `user_key`.
+    #[inline]
+    pub(crate) fn has_user_key(&self, node: NodePtr, ukey: &[u8]) -> bool {
+        let node_user = user_key(self.key(node));
+        if self.bytewise {
+            node_user == ukey
+        } else {
+            self.cmp.compare_user(node_user, ukey).is_eq()
+        }
+    }
+
+    /// The first entry whose key is `>=` `target`.
+    pub(crate) fn find_greater_or_equal(&self, target: &SearchKey<'_>) -> Option<NodePtr> {
         let mut x = self.head;
         let mut level = self.height.load(Ordering::Relaxed) - 1;
         // A node already known to be >= target at a higher level.
@@ -246,7 +347,10 @@ impl SkipList {
         loop {
             let next = self.link(x, level).load(Ordering::Acquire);
             let ord = match NonNull::new(next) {
-                Some(n) if next != last_bigger => target(self.key(NodePtr(n))),
+                Some(n) if next != last_bigger => {
+                    self.prefetch_next(n, level);
+                    self.compare_node(n, target)
+                }
                 _ => CmpOrdering::Greater,
             };
             match ord {
@@ -264,9 +368,8 @@ impl SkipList {
         }
     }
 
-    /// The last entry whose key is `<` the target (see
-    /// [`find_greater_or_equal`](Self::find_greater_or_equal)).
-    pub(crate) fn find_less_than(&self, target: impl Fn(&[u8]) -> CmpOrdering) -> Option<NodePtr> {
+    /// The last entry whose key is `<` `target`.
+    pub(crate) fn find_less_than(&self, target: &SearchKey<'_>) -> Option<NodePtr> {
         let mut x = self.head;
         let mut level = self.height.load(Ordering::Relaxed) - 1;
         // A node already known not to be before the target.
@@ -276,7 +379,7 @@ impl SkipList {
             match NonNull::new(next) {
                 Some(n)
                     if next != last_not_before
-                        && target(self.key(NodePtr(n))) == CmpOrdering::Less =>
+                        && self.compare_node(n, target) == CmpOrdering::Less =>
                 {
                     x = n;
                 }
@@ -311,6 +414,14 @@ impl SkipList {
     #[inline]
     pub(crate) fn next(&self, node: NodePtr) -> Option<NodePtr> {
         NonNull::new(self.link(node.0, 0).load(Ordering::Acquire)).map(NodePtr)
+    }
+
+    /// Starts fetching the entry after `node` into the cache: an iterator
+    /// positioned on `node` will likely step there next, and the caller's
+    /// work on `node` hides the miss.
+    #[inline]
+    pub(crate) fn prefetch_successor(&self, node: NodePtr) {
+        self.prefetch_next(node.0, 0);
     }
 
     /// Whether the list has no entries.
@@ -351,11 +462,32 @@ impl SkipList {
     /// The link of `node` at `level`.
     #[inline]
     fn link(&self, node: NonNull<Node>, level: usize) -> &AtomicPtr<Node> {
+        #[cfg(debug_assertions)]
         debug_assert!(level < header(node).height as usize);
         // SAFETY: `node` is a node of this list (published, or being linked
-        // by the caller) with more than `level` links, all initialised by
-        // `allocate_node`; the arena keeps them alive for `&self`.
-        unsafe { &*tower(node).add(level) }
+        // by the caller) with more than `level` links (callers only follow a
+        // node's links at levels it was linked at, or the head's, which has
+        // `max_height`), all initialised by `allocate_node`; the arena keeps
+        // them alive for `&self`.
+        unsafe { &*link_ptr(node, level) }
+    }
+
+    /// Hints the processor to fetch the header of the successor of `node`
+    /// at `level` (RocksDB's skiplist does the same): a search usually
+    /// moves on to it next, and its cache miss then overlaps the comparison
+    /// with `node`. A relaxed load is enough: the pointer is only a hint.
+    #[inline(always)]
+    fn prefetch_next(&self, node: NonNull<Node>, level: usize) {
+        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let next = self.link(node, level).load(Ordering::Relaxed);
+            // SAFETY: a prefetch is only a hint to the processor; it never
+            // faults and reads nothing, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(next.cast::<i8>()) }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+        let _ = (node, level);
     }
 
     /// A tower height for a new entry: 1, then one more with probability
@@ -380,41 +512,63 @@ impl std::fmt::Debug for SkipList {
     }
 }
 
+/// Compares two byte strings as `Ord for [u8]` does, eight bytes at a time
+/// (big-endian words compare like their bytes), without a call to `memcmp`:
+/// memtable keys are short and compared millions of times.
+#[inline]
+pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> CmpOrdering {
+    let common = a.len().min(b.len());
+    let mut at = 0;
+    while at + 8 <= common {
+        // SAFETY: `at + 8 <= common`, so both reads stay inside their slices.
+        let (x, y) = unsafe {
+            (
+                a.as_ptr().add(at).cast::<u64>().read_unaligned(),
+                b.as_ptr().add(at).cast::<u64>().read_unaligned(),
+            )
+        };
+        if x != y {
+            return u64::from_be(x).cmp(&u64::from_be(y));
+        }
+        at += 8;
+    }
+    while at < common {
+        let (x, y) = (a[at], b[at]);
+        if x != y {
+            return x.cmp(&y);
+        }
+        at += 1;
+    }
+    a.len().cmp(&b.len())
+}
+
 /// The header of an initialised node.
 #[inline]
 fn header<'a>(node: NonNull<Node>) -> &'a Node {
     // SAFETY: every `NonNull<Node>` the list handles points to a header
     // written by `allocate_node` before the node was shared; headers are
     // immutable afterwards (the payload marker is an `UnsafeCell`). The
-    // reference covers the header only (the tower is a zero-length array),
-    // so it overlaps no bytes that change. Callers bound the lifetime by the
-    // list that owns the arena.
+    // reference covers the header only, so it overlaps no bytes that change
+    // (the links precede it). Callers bound the lifetime by the list that
+    // owns the arena.
     unsafe { node.as_ref() }
 }
 
-/// The first link of `node`, with the provenance of the node's allocation.
+/// The link of `node` at `level`, with the provenance of the node's
+/// allocation. Link `level` sits `level + 1` links before the header.
 #[inline]
-fn tower(node: NonNull<Node>) -> *const AtomicPtr<Node> {
-    // SAFETY: in bounds of the node's allocation (the tower follows the
-    // header); no reference is created.
-    unsafe {
-        node.as_ptr()
-            .cast::<u8>()
-            .add(offset_of!(Node, tower))
-            .cast()
-    }
+fn link_ptr(node: NonNull<Node>, level: usize) -> *const AtomicPtr<Node> {
+    // SAFETY: callers pass a level below the node's height, so the link is
+    // inside the node's allocation, which starts `height` links before the
+    // header; no reference is created.
+    unsafe { node.as_ptr().cast::<AtomicPtr<Node>>().sub(level + 1) }
 }
 
 /// The first key byte of `node`.
 #[inline]
 fn key_ptr(node: NonNull<Node>) -> *mut u8 {
-    let height = header(node).height as usize;
-    // SAFETY: the key follows the `height` links inside the node allocation.
-    unsafe {
-        node.as_ptr()
-            .cast::<u8>()
-            .add(offset_of!(Node, tower) + height * size_of::<AtomicPtr<Node>>())
-    }
+    // SAFETY: the key follows the header inside the node allocation.
+    unsafe { node.as_ptr().cast::<u8>().add(HEADER_LEN) }
 }
 
 /// Allocates and fully initialises an unlinked node for the internal key
@@ -426,30 +580,35 @@ fn allocate_node(
     value: &[u8],
 ) -> NonNull<Node> {
     let key_len = key.map_or(0, |(ukey, _)| ukey.len() + TRAILER_LEN);
-    let size =
-        offset_of!(Node, tower) + height * size_of::<AtomicPtr<Node>>() + key_len + value.len();
-    let node = arena.allocate(size).cast::<Node>();
+    let tower_len = height * LINK_LEN;
+    let size = tower_len + HEADER_LEN + key_len + value.len();
+    let start = arena.allocate(size);
     let (Ok(key_len32), Ok(value_len32)) = (u32::try_from(key_len), u32::try_from(value.len()))
     else {
         unreachable!("MemTable::add bounds key and value lengths to u32")
     };
-    // SAFETY: `node` points to `size` fresh, exclusively owned bytes aligned
-    // for `Node` (ARENA_ALIGN >= align_of::<Node>()); the header, `height`
-    // links and the key and value fit inside them. Nothing else can see the
-    // node until it is published with a release CAS.
-    unsafe {
+    // SAFETY: `start` points to `size` fresh, exclusively owned bytes aligned
+    // to ARENA_ALIGN; the `height` links fill the first `tower_len` bytes
+    // (each aligned: see the const assertions), the header follows aligned
+    // for `Node`, then the key and the value, all inside the allocation.
+    // Nothing else can see the node until it is published with a release
+    // CAS.
+    let node = unsafe {
+        let node = start.add(tower_len).cast::<Node>();
         node.as_ptr().write(Node {
             key_len: key_len32,
             value_len: value_len32,
+            #[cfg(debug_assertions)]
             height: height as u32,
             payload: UnsafeCell::new(()),
-            tower: [],
         });
-        let links = tower(node).cast_mut();
         for level in 0..height {
-            links.add(level).write(AtomicPtr::new(ptr::null_mut()));
+            link_ptr(node, level)
+                .cast_mut()
+                .write(AtomicPtr::new(ptr::null_mut()));
         }
-    }
+        node
+    };
     header(node).payload.with_mut(|_| {
         let dst = key_ptr(node);
         // SAFETY: `dst` has room for `key_len + value.len()` bytes (see the
@@ -559,16 +718,16 @@ mod tests {
             l.insert_with_height(height, &k.to_be_bytes(), pack_trailer(1, 1), b"")
                 .unwrap();
         }
-        let cmp = InternalKeyComparator::bytewise();
         for probe in 0u32..130 {
             let target = InternalKey::new(&probe.to_be_bytes(), 1, ValueKind::Put);
-            let ge = l.find_greater_or_equal(|k| cmp.compare(k, target.encoded()));
+            let target = SearchKey::from_encoded(target.encoded());
+            let ge = l.find_greater_or_equal(&target);
             let want_ge = keys.iter().find(|&&k| k >= probe);
             assert_eq!(
                 ge.map(|n| l.key(n)[..4].to_vec()),
                 want_ge.map(|k| k.to_be_bytes().to_vec())
             );
-            let lt = l.find_less_than(|k| cmp.compare(k, target.encoded()));
+            let lt = l.find_less_than(&target);
             let want_lt = keys.iter().rev().find(|&&k| k < probe);
             assert_eq!(
                 lt.map(|n| l.key(n)[..4].to_vec()),
