@@ -246,7 +246,28 @@ pub(crate) fn text(o: &Outcome) -> String {
 /// `/proc/self/status` (Linux only; `None` elsewhere). `/proc` files report
 /// a size of 0, so this reads until the end instead of trusting it.
 pub(crate) fn peak_rss_mb() -> Option<f64> {
-    let file = OsFs.open(Path::new("/proc/self/status")).ok()?;
+    let text = read_proc("/proc/self/status")?;
+    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// CPU seconds (user + system, every thread) this process has used, from
+/// `/proc/self/stat` (Linux, whose clock ticks are 1/100 s); `None`
+/// elsewhere.
+pub(crate) fn process_cpu_seconds() -> Option<f64> {
+    let text = read_proc("/proc/self/stat")?;
+    // After the command name in parentheses: state is field 3, utime 14,
+    // stime 15.
+    let fields: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// The text of a `/proc` file (whose size reads as 0), if readable.
+fn read_proc(path: &str) -> Option<String> {
+    let file = OsFs.open(Path::new(path)).ok()?;
     let mut text = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
@@ -256,10 +277,7 @@ pub(crate) fn peak_rss_mb() -> Option<f64> {
         }
         text.extend_from_slice(&buf[..n]);
     }
-    let text = String::from_utf8(text).ok()?;
-    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
+    String::from_utf8(text).ok()
 }
 
 /// One JSON line of a workload run (`--workload`, `--strategies-report`).
@@ -274,6 +292,7 @@ struct WorkloadRunJson<'a> {
     write_amp: f64,
     read_amp_tables_per_get: f64,
     space_amp: f64,
+    cpu_us_per_op: Option<f64>,
     latency_us: Latency,
 }
 
@@ -289,6 +308,7 @@ pub(crate) fn workload_json(r: &crate::bench::strategies::WorkloadRun) -> Result
         write_amp: r.write_amp,
         read_amp_tables_per_get: r.read_amp,
         space_amp: r.space_amp,
+        cpu_us_per_op: r.cpu_us_per_op,
         latency_us: histogram_latency(&r.latency),
     };
     serde_json::to_string(&object).context(JsonSnafu)

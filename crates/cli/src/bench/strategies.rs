@@ -11,6 +11,10 @@
 //! byte, counted from before the operations until background work has
 //! settled after them), read amplification the tables probed per lookup,
 //! space amplification the table files over the live data at the end.
+//! CPU per operation is the process's CPU time (every thread, background
+//! flushes and compactions included) from the first operation until
+//! background work has settled, over the operations: unlike ops/s it
+//! barely moves when other processes share the machine.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -22,6 +26,7 @@ use snafu::ResultExt as _;
 
 use crate::bench::data::{Values, make_key};
 use crate::bench::histogram::Histogram;
+use crate::bench::report;
 use crate::error::{DbSnafu, Result, UsageSnafu};
 
 /// Names of `--workload`, one per row of the choice table, in its order.
@@ -142,6 +147,8 @@ pub(crate) struct WorkloadRun {
     pub write_amp: f64,
     pub read_amp: f64,
     pub space_amp: f64,
+    /// CPU microseconds per operation, background work included (Linux).
+    pub cpu_us_per_op: Option<f64>,
 }
 
 impl WorkloadRun {
@@ -215,6 +222,7 @@ pub(crate) fn run_workload(
     let before = written(&db.stats());
     let mut ops = OpGenerator::new(workload, s.keys, s.ops, s.seed);
     let mut latency = Histogram::default();
+    let cpu_before = report::process_cpu_seconds();
     let start = Instant::now();
     for _ in 0..s.ops {
         let t0 = Instant::now();
@@ -236,6 +244,10 @@ pub(crate) fn run_workload(
     }
     let elapsed = start.elapsed();
     settle(&db);
+    let cpu_us_per_op = match (cpu_before, report::process_cpu_seconds()) {
+        (Some(a), Some(b)) if s.ops > 0 => Some((b - a) * 1e6 / s.ops as f64),
+        _ => None,
+    };
     let stats = db.stats();
     let after = written(&stats);
     let t = &stats.tables[0];
@@ -254,6 +266,7 @@ pub(crate) fn run_workload(
         },
         read_amp: t.read_amp_tables,
         space_amp: t.space_amp,
+        cpu_us_per_op,
     };
     db.close().context(DbSnafu)?;
     Ok(run)
@@ -269,15 +282,16 @@ pub(crate) fn report_rows(runs: &[WorkloadRun]) -> String {
     let _ = writeln!(out, "\n{}", workload_name(first.workload));
     let _ = writeln!(
         out,
-        "  {:<26} {:>10} {:>7} {:>7} {:>7} {:>9}",
-        "strategy", "ops/s", "W-amp", "R-amp", "S-amp", "p99(us)"
+        "  {:<26} {:>10} {:>9} {:>7} {:>7} {:>7} {:>9}",
+        "strategy", "ops/s", "CPU us/op", "W-amp", "R-amp", "S-amp", "p99(us)"
     );
     for r in runs {
         let _ = writeln!(
             out,
-            "  {:<26} {:>10.0} {:>7.2} {:>7.2} {:>7.2} {:>9.1}",
+            "  {:<26} {:>10.0} {:>9} {:>7.2} {:>7.2} {:>7.2} {:>9.1}",
             r.strategy,
             r.ops_per_sec(),
+            cpu(r),
             r.write_amp,
             r.read_amp,
             r.space_amp,
@@ -288,31 +302,54 @@ pub(crate) fn report_rows(runs: &[WorkloadRun]) -> String {
         .iter()
         .filter(|r| r.strategy != "adaptive")
         .max_by(|a, b| a.ops_per_sec().total_cmp(&b.ops_per_sec()));
-    if let (Some(best), Some(adaptive)) = (best, runs.iter().find(|r| r.strategy == "adaptive")) {
+    let adaptive = runs.iter().find(|r| r.strategy == "adaptive");
+    if let (Some(best), Some(adaptive)) = (best, adaptive) {
         let _ = writeln!(
             out,
-            "  adaptive: {:.0} % of the best fixed strategy's throughput ({}); chose {}",
+            "  adaptive: {:.0} % of the best fixed strategy's throughput ({})",
             100.0 * adaptive.ops_per_sec() / best.ops_per_sec(),
             best.strategy,
-            adaptive.in_force
         );
     }
+    let cheapest = runs
+        .iter()
+        .filter(|r| r.strategy != "adaptive")
+        .filter_map(|r| r.cpu_us_per_op.map(|c| (r, c)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    if let (Some((best, c)), Some(a)) = (cheapest, adaptive.and_then(|a| a.cpu_us_per_op)) {
+        let _ = writeln!(
+            out,
+            "  adaptive: {:.0} % of the CPU per op of the cheapest fixed strategy ({})",
+            100.0 * a / c,
+            best.strategy,
+        );
+    }
+    if let Some(a) = adaptive {
+        let _ = writeln!(out, "  adaptive chose {}", a.in_force);
+    }
     out
+}
+
+/// CPU microseconds per op as text (`-` where not measured).
+fn cpu(r: &WorkloadRun) -> String {
+    r.cpu_us_per_op
+        .map_or("-".to_owned(), |c| format!("{c:.2}"))
 }
 
 /// The report as a Markdown table (for the README).
 pub(crate) fn markdown(runs: &[WorkloadRun]) -> String {
     let mut out = String::from(
-        "| workload | strategy | ops/s | write amp | read amp (tables/get) | space amp | p99 (µs) |\n\
-         |---|---|---:|---:|---:|---:|---:|\n",
+        "| workload | strategy | ops/s | CPU µs/op | write amp | read amp (tables/get) | space amp | p99 (µs) |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in runs {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.1} |",
+            "| {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.2} | {:.1} |",
             workload_name(r.workload),
             r.strategy,
             r.ops_per_sec(),
+            cpu(r),
             r.write_amp,
             r.read_amp,
             r.space_amp,
