@@ -74,9 +74,15 @@ mod tests {
             b.add(format!("key{i:05}").as_bytes(), &[7u8; 40]).unwrap();
         }
         let built = b.finish().unwrap();
-        let table = Arc::new(Table::open(fs.open(path).unwrap(), path, built.file_size, &opts, None).unwrap());
+        let table = Arc::new(
+            Table::open(fs.open(path).unwrap(), path, built.file_size, &opts, None).unwrap(),
+        );
         let anchors = table.approximate_key_anchors(16).unwrap();
-        assert!(anchors.len() <= 16 && anchors.len() >= 8, "{}", anchors.len());
+        assert!(
+            anchors.len() <= 16 && anchors.len() >= 8,
+            "{}",
+            anchors.len()
+        );
         assert!(anchors.windows(2).all(|w| w[0].key < w[1].key));
         let total: u64 = anchors.iter().map(|a| a.range_size).sum();
         assert_eq!(total, built.properties.data_size);

@@ -15,7 +15,7 @@ use crate::error::{EntryTooLargeSnafu, IoSnafu, OutOfOrderSnafu, PoisonedSnafu, 
 use crate::filter::{BloomBuilder, filter_hash};
 use crate::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD, BlockHandle, FORMAT_VERSION, Footer,
-    META_FILTER, META_PROPERTIES, META_RANGE_DEL, block_trailer,
+    META_FILTER, META_PROPERTIES, META_RANGE_DEL, append_block_trailer,
 };
 use crate::options::TableOptions;
 use crate::properties::Properties;
@@ -441,9 +441,10 @@ impl<C: Comparator> TableBuilder<C> {
 /// Appends a block and its trailer to `out`, whose first byte will land at
 /// file offset `base`; returns the block's handle.
 fn emit(out: &mut Vec<u8>, base: u64, contents: &[u8], block_type: u8) -> BlockHandle {
-    let offset = base + out.len() as u64;
+    let at = out.len();
+    let offset = base + at as u64;
     out.extend_from_slice(contents);
-    out.extend_from_slice(&block_trailer(contents, block_type));
+    append_block_trailer(out, at, block_type);
     BlockHandle {
         offset,
         size: contents.len() as u64,

@@ -5,6 +5,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use bytes::Bytes;
 use lithify_base::sync::Mutex;
+
+use crate::block::Block;
 use lithify_base::sync::atomic::{AtomicU64, Ordering};
 
 /// Bytes charged per cached block on top of its length (list links, map
@@ -35,8 +37,12 @@ pub struct CacheStats {
 
 /// The block cache shared by many tables.
 ///
-/// A [`BlockCache`] holds decoded (checksum-verified, decompressed) blocks
-/// as [`Bytes`], keyed by `(table id, block offset)`. It is split into
+/// A [`BlockCache`] holds decoded (checksum-verified, decompressed) blocks,
+/// keyed by `(table id, block offset)`. Tables cache them parsed, as
+/// [`Block`]s ([`insert_block`](Self::insert_block),
+/// [`get_block`](Self::get_block)), so a hit costs no re-parsing; the
+/// byte-level [`insert`](Self::insert) and [`get`](Self::get) serve other
+/// users. It is split into
 /// shards, each a mutex-protected LRU list with its own share of the byte
 /// capacity, so readers of different blocks rarely contend. A hit hands out
 /// a clone of the `Bytes` (a reference-count increment): the block is never
@@ -116,25 +122,60 @@ impl BlockCache {
         &self.shards[((h >> 32) & self.shard_mask) as usize]
     }
 
-    /// The cached block at `offset` of table `table_id`, counting a hit or a
-    /// miss.
+    /// The bytes of the cached block at `offset` of table `table_id`,
+    /// counting a hit or a miss.
     pub fn get(&self, table_id: u64, offset: u64) -> Option<Bytes> {
         let key = CacheKey {
             table: table_id,
             offset,
         };
-        self.shard(key).lock().get(key)
+        self.shard(key)
+            .lock()
+            .get(key)
+            .map(|cached| cached.data().clone())
     }
 
-    /// Caches `block` at `offset` of table `table_id`, evicting the least
-    /// recently used blocks of its shard to stay within capacity. A block
-    /// larger than a shard's capacity is not cached.
+    /// Caches the bytes `block` at `offset` of table `table_id`, evicting
+    /// the least recently used blocks of its shard to stay within capacity.
+    /// A block larger than a shard's capacity is not cached.
     pub fn insert(&self, table_id: u64, offset: u64, block: Bytes) {
         let key = CacheKey {
             table: table_id,
             offset,
         };
-        self.shard(key).lock().insert(key, block);
+        self.shard(key).lock().insert(key, Cached::Bytes(block));
+    }
+
+    /// The parsed block cached at `offset` of table `table_id`, counting a
+    /// hit or a miss. Bytes cached with [`insert`](Self::insert) are parsed
+    /// on the way out (and count as a miss if they are no block).
+    pub fn get_block(&self, table_id: u64, offset: u64) -> Option<Block> {
+        let key = CacheKey {
+            table: table_id,
+            offset,
+        };
+        let mut shard = self.shard(key).lock();
+        match shard.get(key)? {
+            Cached::Block(block) => Some(block),
+            Cached::Bytes(bytes) => match Block::new(bytes) {
+                Ok(block) => Some(block),
+                Err(_) => {
+                    shard.hits -= 1;
+                    shard.misses += 1;
+                    None
+                }
+            },
+        }
+    }
+
+    /// Caches the parsed `block` at `offset` of table `table_id`, charged
+    /// like [`insert`](Self::insert)'s bytes.
+    pub fn insert_block(&self, table_id: u64, offset: u64, block: Block) {
+        let key = CacheKey {
+            table: table_id,
+            offset,
+        };
+        self.shard(key).lock().insert(key, Cached::Block(block));
     }
 
     /// The counters, summed over the shards.
@@ -200,10 +241,27 @@ impl Hasher for KeyHasher {
 /// Index of the list sentinel in `Shard::slots`.
 const SENTINEL: u32 = 0;
 
+/// What a slot holds: a parsed block, or bytes cached through the byte
+/// API.
+#[derive(Debug, Clone)]
+enum Cached {
+    Block(Block),
+    Bytes(Bytes),
+}
+
+impl Cached {
+    fn data(&self) -> &Bytes {
+        match self {
+            Cached::Block(block) => block.data(),
+            Cached::Bytes(bytes) => bytes,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Slot {
     key: CacheKey,
-    block: Option<Bytes>,
+    block: Option<Cached>,
     charge: usize,
     prev: u32,
     next: u32,
@@ -263,7 +321,7 @@ impl Shard {
         self.slots[SENTINEL as usize].next = i;
     }
 
-    fn get(&mut self, key: CacheKey) -> Option<Bytes> {
+    fn get(&mut self, key: CacheKey) -> Option<Cached> {
         match self.map.get(&key) {
             Some(&i) => {
                 self.hits += 1;
@@ -278,8 +336,8 @@ impl Shard {
         }
     }
 
-    fn insert(&mut self, key: CacheKey, block: Bytes) {
-        let charge = block.len() + ENTRY_OVERHEAD;
+    fn insert(&mut self, key: CacheKey, block: Cached) {
+        let charge = block.data().len() + ENTRY_OVERHEAD;
         if charge > self.capacity {
             return;
         }

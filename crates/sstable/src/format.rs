@@ -125,6 +125,38 @@ pub fn verify_trailer(contents: &[u8], trailer: &[u8; BLOCK_TRAILER_LEN]) -> Res
     }
 }
 
+/// Checks the trailer of a block read in one piece: `stored` is the stored
+/// block bytes followed by their trailer. Returns the block type. The same
+/// check as [`verify_trailer`], but the stored bytes and the type byte are
+/// adjacent here, so they are hashed in one pass.
+pub fn verify_stored_block(stored: &[u8]) -> Result<u8, String> {
+    let Some(contents_len) = stored.len().checked_sub(BLOCK_TRAILER_LEN) else {
+        return Err("block shorter than its trailer".to_string());
+    };
+    let (hashed, checksum) = stored.split_at(contents_len + 1);
+    let block_type = hashed[contents_len];
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(checksum);
+    let stored_sum = u64::from_le_bytes(bytes);
+    let actual = masked_xxh3_64(&[hashed]);
+    if stored_sum == actual {
+        Ok(block_type)
+    } else {
+        Err(format!(
+            "block checksum mismatch: stored {stored_sum:#018x}, computed {actual:#018x}"
+        ))
+    }
+}
+
+/// Appends the trailer of the block that `out[contents_at..]` holds to
+/// `out`: the same bytes as [`block_trailer`], hashing the block and its
+/// type byte in one pass.
+pub fn append_block_trailer(out: &mut Vec<u8>, contents_at: usize, block_type: u8) {
+    out.push(block_type);
+    let checksum = masked_xxh3_64(&[&out[contents_at..]]);
+    out.extend_from_slice(&checksum.to_le_bytes());
+}
+
 /// The decoded footer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Footer {
@@ -230,6 +262,26 @@ mod tests {
             bad[i] ^= 0x01;
             assert!(Footer::decode(&bad).is_err(), "flip at {i} accepted");
         }
+    }
+
+    #[test]
+    fn one_pass_trailers_match_block_trailer() {
+        for contents in [&b""[..], b"x", &[7u8; 5000][..]] {
+            for block_type in [BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD] {
+                let mut out = b"prefix".to_vec();
+                out.extend_from_slice(contents);
+                append_block_trailer(&mut out, 6, block_type);
+                assert_eq!(
+                    &out[6 + contents.len()..],
+                    block_trailer(contents, block_type)
+                );
+                assert_eq!(verify_stored_block(&out[6..]), Ok(block_type));
+                let last = out.len() - 1;
+                out[last] ^= 1;
+                assert!(verify_stored_block(&out[6..]).is_err());
+            }
+        }
+        assert!(verify_stored_block(&[0; 8]).is_err());
     }
 
     #[test]

@@ -121,10 +121,7 @@ impl<C: Comparator> TableIter<C> {
     }
 
     fn try_seek_ge(&mut self, target: &[u8]) -> Result<()> {
-        let cmp = self.table.comparator();
-        self.index
-            .seek_ge(target, cmp)
-            .map_err(|e| self.table.index_corrupt(e))?;
+        self.table.index_seek_ge(&mut self.index, target)?;
         if !self.index.valid() {
             self.invalidate();
             return Ok(());
@@ -138,10 +135,7 @@ impl<C: Comparator> TableIter<C> {
     }
 
     fn try_seek_lt(&mut self, target: &[u8]) -> Result<()> {
-        let cmp = self.table.comparator();
-        self.index
-            .seek_ge(target, cmp)
-            .map_err(|e| self.table.index_corrupt(e))?;
+        self.table.index_seek_ge(&mut self.index, target)?;
         if !self.index.valid() {
             // Every key is below `target`: the answer is in the last block.
             self.index.last().map_err(|e| self.table.index_corrupt(e))?;

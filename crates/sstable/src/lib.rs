@@ -56,6 +56,7 @@ mod compression;
 mod error;
 pub mod filter;
 pub mod format;
+mod index_words;
 mod iter;
 mod options;
 mod properties;

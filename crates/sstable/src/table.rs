@@ -1,5 +1,6 @@
 //! Reading a table.
 
+use std::borrow::Borrow;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,8 +17,9 @@ use crate::error::{CorruptionSnafu, Error, IncompatibleSnafu, IoSnafu, Result};
 use crate::filter::BloomFilter;
 use crate::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD, BlockHandle, FOOTER_LEN, Footer,
-    META_FILTER, META_PROPERTIES, META_RANGE_DEL, verify_trailer,
+    META_FILTER, META_PROPERTIES, META_RANGE_DEL, verify_stored_block,
 };
+use crate::index_words::{IndexWords, seek_in_candidates};
 use crate::iter::TableIter;
 use crate::options::TableOptions;
 use crate::properties::Properties;
@@ -82,6 +84,8 @@ pub struct Table<C = BytewiseComparator> {
     cache_id: u64,
     footer: Footer,
     index: Block,
+    /// A dense search aid for `index` (byte-ordered tables only).
+    index_words: Option<IndexWords>,
     filter: Option<BloomFilter>,
     range_tombstones: Vec<RangeTombstone>,
     properties: Properties,
@@ -231,6 +235,7 @@ impl<C: Comparator + Clone> Table<C> {
             ));
         }
 
+        let index_words = IndexWords::build(&index, options.comparator.name());
         let cache_id = cache.as_ref().map_or(0, |c| c.new_table_id());
         Ok(Table {
             file,
@@ -243,6 +248,7 @@ impl<C: Comparator + Clone> Table<C> {
             cache_id,
             footer,
             index,
+            index_words,
             filter,
             range_tombstones,
             properties,
@@ -349,18 +355,19 @@ fn read_block(
     let mut buf = vec![0u8; len];
     file.read_exact_at(handle.offset, &mut buf)
         .map_err(|e| io_error(path, handle.offset, len, e))?;
-    let contents_len = handle.size as usize;
-    let mut trailer = [0u8; BLOCK_TRAILER_LEN];
-    trailer.copy_from_slice(&buf[contents_len..]);
+    // The stored bytes and the type byte are adjacent: one hashing pass.
     let block_type = if verify {
-        verify_trailer(&buf[..contents_len], &trailer).map_err(corrupt)?
+        verify_stored_block(&buf).map_err(corrupt)?
     } else {
-        trailer[0]
+        buf[len - BLOCK_TRAILER_LEN]
     };
-    buf.truncate(contents_len);
+    let contents_len = handle.size as usize;
     let block = match block_type {
-        BLOCK_TYPE_RAW => Bytes::from(buf),
-        BLOCK_TYPE_ZSTD => Bytes::from(decompress_zstd(&buf).map_err(corrupt)?),
+        // The trailer stays in the buffer, out of the block's view: a
+        // buffer whose length is its capacity becomes `Bytes` without a
+        // copy or a second allocation.
+        BLOCK_TYPE_RAW => Bytes::from(buf).slice(..contents_len),
+        BLOCK_TYPE_ZSTD => Bytes::from(decompress_zstd(&buf[..contents_len]).map_err(corrupt)?),
         other => return Err(corrupt(format!("unknown block type {other}"))),
     };
     Ok((block, len as u64))
@@ -407,9 +414,12 @@ impl<C: Comparator> Table<C> {
         self.filter.is_some()
     }
 
-    /// Bytes of the index and filter held in memory while the table is open.
+    /// Bytes of the index (with its in-memory search aid) and filter held
+    /// in memory while the table is open.
     pub fn pinned_bytes(&self) -> usize {
-        self.index.data().len() + self.filter.as_ref().map_or(0, BloomFilter::size)
+        self.index.data().len()
+            + self.index_words.as_ref().map_or(0, IndexWords::size)
+            + self.filter.as_ref().map_or(0, BloomFilter::size)
     }
 
     /// Whether a key whose filter key is `filter_key` may be in the table:
@@ -438,8 +448,29 @@ impl<C: Comparator> Table<C> {
         &self.index
     }
 
+    /// Positions `index`, a cursor over this table's index block, at the
+    /// first entry `>= target`: through the index words when the table has
+    /// them, else by the block's own binary search.
+    pub(crate) fn index_seek_ge<B: Borrow<Block>>(
+        &self,
+        index: &mut BlockIter<B>,
+        target: &[u8],
+    ) -> Result<()> {
+        let positioned = match &self.index_words {
+            Some(words) => {
+                let (lo, hi) = words.candidates(target);
+                seek_in_candidates(index, lo, hi, target, |a, b| self.comparator.compare(a, b))
+            }
+            None => index.seek_ge(target, &self.comparator),
+        };
+        positioned.map_err(|e| self.index_corrupt(e))
+    }
+
     /// Decodes the block handle at the index cursor.
-    pub(crate) fn index_handle(&self, index: &BlockIter) -> Result<BlockHandle> {
+    pub(crate) fn index_handle<B: Borrow<Block>>(
+        &self,
+        index: &BlockIter<B>,
+    ) -> Result<BlockHandle> {
         BlockHandle::decode_exact(index.value()).ok_or_else(|| {
             self.corrupt(
                 self.footer.index.offset,
@@ -454,10 +485,10 @@ impl<C: Comparator> Table<C> {
     /// The data block at `handle`, from the cache or the file.
     pub(crate) fn data_block(&self, handle: BlockHandle, stats: &mut ReadStats) -> Result<Block> {
         if let Some(cache) = &self.cache
-            && let Some(bytes) = cache.get(self.cache_id, handle.offset)
+            && let Some(block) = cache.get_block(self.cache_id, handle.offset)
         {
             stats.blocks_from_cache += 1;
-            return Block::new(bytes).map_err(|e| self.data_corrupt(handle, e));
+            return Ok(block);
         }
         let limit = self.file_size - FOOTER_LEN as u64;
         let (bytes, read) = read_block(
@@ -471,7 +502,7 @@ impl<C: Comparator> Table<C> {
         stats.bytes_from_file += read;
         let block = Block::new(bytes).map_err(|e| self.data_corrupt(handle, e))?;
         if let Some(cache) = &self.cache {
-            cache.insert(self.cache_id, handle.offset, block.data().clone());
+            cache.insert_block(self.cache_id, handle.offset, block.clone());
         }
         Ok(block)
     }
@@ -504,10 +535,10 @@ impl<C: Comparator> Table<C> {
                 return Ok(None);
             }
         }
-        let mut index = BlockIter::new(self.index.clone(), Vec::new());
-        index
-            .seek_ge(target, &self.comparator)
-            .map_err(|e| self.index_corrupt(e))?;
+        // Index keys are restart entries, kept in the block: the cursor
+        // borrows the pinned index and allocates nothing.
+        let mut index = BlockIter::new(&self.index, Vec::new());
+        self.index_seek_ge(&mut index, target)?;
         let mut buf = std::mem::take(key_out);
         let mut first_block = true;
         while index.valid() {
@@ -561,10 +592,8 @@ impl<C: Comparator> Table<C> {
     /// the data block that would hold `key`, or the end of the data blocks
     /// for keys past the last one. For splitting key ranges by size.
     pub fn approximate_offset_of(&self, key: &[u8]) -> Result<u64> {
-        let mut index = BlockIter::new(self.index.clone(), Vec::new());
-        index
-            .seek_ge(key, &self.comparator)
-            .map_err(|e| self.index_corrupt(e))?;
+        let mut index = BlockIter::new(&self.index, Vec::new());
+        self.index_seek_ge(&mut index, key)?;
         if index.valid() {
             let offset = self.index_handle(&index)?.offset;
             if offset > self.properties.data_size {

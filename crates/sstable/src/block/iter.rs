@@ -1,5 +1,6 @@
 //! A cursor over one block.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 
 use bytes::Bytes;
@@ -22,9 +23,14 @@ enum KeyAt {
 /// in a buffer that is kept across blocks ([`reset`](Self::reset)), so
 /// iterating does not allocate once the buffer has grown to the longest key.
 /// Values are slices of the block's [`Bytes`].
+///
+/// The cursor owns its [`Block`] (a cheap clone) by default; a
+/// `BlockIter<&Block>` borrows one instead, which saves the reference-count
+/// traffic of a clone for short-lived cursors (a table's point lookup walks
+/// its pinned index block that way).
 #[derive(Debug)]
-pub struct BlockIter {
-    block: Block,
+pub struct BlockIter<B: Borrow<Block> = Block> {
+    block: B,
     /// Offset of the current entry (meaningful when `valid`).
     cur: u32,
     /// Offset of the entry after the current one.
@@ -38,10 +44,17 @@ pub struct BlockIter {
     valid: bool,
 }
 
-impl BlockIter {
+/// The block a cursor's `B` stands for (a field-level borrow, so the key
+/// buffer stays writable while the block is read).
+#[inline]
+fn as_block<B: Borrow<Block>>(block: &B) -> &Block {
+    block.borrow()
+}
+
+impl<B: Borrow<Block>> BlockIter<B> {
     /// An unpositioned cursor over `block`, using `key_buf` as its key
     /// buffer.
-    pub fn new(block: Block, key_buf: Vec<u8>) -> Self {
+    pub fn new(block: B, key_buf: Vec<u8>) -> Self {
         BlockIter {
             block,
             cur: 0,
@@ -56,7 +69,7 @@ impl BlockIter {
     }
 
     /// Switches to another block, keeping the key buffer; unpositioned.
-    pub fn reset(&mut self, block: Block) {
+    pub fn reset(&mut self, block: B) {
         self.block = block;
         self.valid = false;
         self.key = KeyAt::Buffer;
@@ -73,8 +86,9 @@ impl BlockIter {
     pub fn into_current_key(mut self) -> Vec<u8> {
         if let KeyAt::InBlock { start, len } = self.key {
             self.key_buf.clear();
-            self.key_buf
-                .extend_from_slice(&self.block.data[start as usize..(start + len) as usize]);
+            self.key_buf.extend_from_slice(
+                &as_block(&self.block).data[start as usize..(start + len) as usize],
+            );
         }
         self.key_buf
     }
@@ -84,7 +98,7 @@ impl BlockIter {
     pub fn key_bytes(&self) -> Bytes {
         match self.key {
             KeyAt::InBlock { start, len } => self
-                .block
+                .block()
                 .data
                 .slice(start as usize..(start + len) as usize),
             KeyAt::Buffer => Bytes::copy_from_slice(&self.key_buf),
@@ -92,8 +106,9 @@ impl BlockIter {
     }
 
     /// The block.
+    #[inline]
     pub fn block(&self) -> &Block {
-        &self.block
+        as_block(&self.block)
     }
 
     /// Whether the cursor is on an entry.
@@ -108,7 +123,7 @@ impl BlockIter {
         debug_assert!(self.valid);
         match self.key {
             KeyAt::InBlock { start, len } => {
-                &self.block.data[start as usize..start as usize + len as usize]
+                &as_block(&self.block).data[start as usize..start as usize + len as usize]
             }
             KeyAt::Buffer => &self.key_buf,
         }
@@ -119,7 +134,7 @@ impl BlockIter {
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
         let at = self.value_at as usize;
-        &self.block.data[at..at + self.value_len as usize]
+        &as_block(&self.block).data[at..at + self.value_len as usize]
     }
 
     /// The current value as a zero-copy slice of the block. Requires
@@ -127,7 +142,9 @@ impl BlockIter {
     #[inline]
     pub fn value_bytes(&self) -> Bytes {
         let at = self.value_at as usize;
-        self.block.data.slice(at..at + self.value_len as usize)
+        as_block(&self.block)
+            .data
+            .slice(at..at + self.value_len as usize)
     }
 
     /// Offset of the current entry within the block.
@@ -137,7 +154,7 @@ impl BlockIter {
 
     /// Positions before restart point `i`: the next `parse_next` decodes it.
     fn seek_to_restart(&mut self, i: u32) -> Result<(), BlockError> {
-        self.next = self.block.restart(i)?;
+        self.next = self.block().restart(i)?;
         self.restart_index = i;
         self.key = KeyAt::Buffer;
         self.key_buf.clear();
@@ -149,13 +166,13 @@ impl BlockIter {
     #[inline]
     fn parse_next(&mut self) -> Result<(), BlockError> {
         let at = self.next;
-        if at >= self.block.entries_end() {
+        if at >= self.block().entries_end() {
             self.valid = false;
             return Ok(());
         }
         self.valid = false;
-        let h = self.block.entry_header(at)?;
-        let data = &self.block.data;
+        let h = self.block().entry_header(at)?;
+        let data = &as_block(&self.block).data;
         if h.shared == 0 {
             self.key = KeyAt::InBlock {
                 start: h.key_at,
@@ -188,8 +205,8 @@ impl BlockIter {
         self.value_at = h.value_at();
         self.value_len = h.value_len;
         // Keep `restart_index` on the last restart point at or before `cur`.
-        while self.restart_index + 1 < self.block.num_restarts
-            && self.block.restart(self.restart_index + 1)? <= at
+        while self.restart_index + 1 < self.block().num_restarts
+            && self.block().restart(self.restart_index + 1)? <= at
         {
             self.restart_index += 1;
         }
@@ -197,10 +214,21 @@ impl BlockIter {
         Ok(())
     }
 
+    /// Positions at the entry of restart point `i`; invalid when `i` is
+    /// past the last restart point.
+    pub(crate) fn seek_to_restart_entry(&mut self, i: u32) -> Result<(), BlockError> {
+        self.valid = false;
+        if i >= self.block().num_restarts {
+            return Ok(());
+        }
+        self.seek_to_restart(i)?;
+        self.parse_next()
+    }
+
     /// Positions at the first entry.
     pub fn first(&mut self) -> Result<(), BlockError> {
         self.valid = false;
-        if self.block.is_empty() {
+        if self.block().is_empty() {
             return Ok(());
         }
         self.seek_to_restart(0)?;
@@ -210,12 +238,12 @@ impl BlockIter {
     /// Positions at the last entry.
     pub fn last(&mut self) -> Result<(), BlockError> {
         self.valid = false;
-        if self.block.is_empty() {
+        if self.block().is_empty() {
             return Ok(());
         }
-        self.seek_to_restart(self.block.num_restarts - 1)?;
+        self.seek_to_restart(self.block().num_restarts - 1)?;
         self.parse_next()?;
-        while self.valid && self.next < self.block.entries_end() {
+        while self.valid && self.next < self.block().entries_end() {
             self.parse_next()?;
         }
         Ok(())
@@ -241,7 +269,7 @@ impl BlockIter {
         // Find the last restart point strictly before the current entry.
         let mut ri = self.restart_index;
         loop {
-            if self.block.restart(ri)? < original {
+            if self.block().restart(ri)? < original {
                 break;
             }
             if ri == 0 {
@@ -282,15 +310,15 @@ impl BlockIter {
         cmp: &C,
     ) -> Result<(), BlockError> {
         self.valid = false;
-        if self.block.is_empty() {
+        if self.block().is_empty() {
             return Ok(());
         }
         // Binary search for the last restart point whose key is < target.
-        let (mut lo, mut hi) = (0u32, self.block.num_restarts - 1);
+        let (mut lo, mut hi) = (0u32, self.block().num_restarts - 1);
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
-            let at = self.block.restart(mid)?;
-            let key = self.block.restart_key(at)?;
+            let at = self.block().restart(mid)?;
+            let key = self.block().restart_key(at)?;
             if cmp.compare(key, target) == Ordering::Less {
                 lo = mid;
             } else {

@@ -1,0 +1,345 @@
+//! An in-memory search aid for a table's index block.
+//!
+//! A point lookup or a seek starts with a binary search of the index
+//! block: about `log2(data blocks)` probes, each decoding a separator key
+//! somewhere in a block of a megabyte or more, so nearly every probe is a
+//! cache miss. When the table's order is plain byte order on an *ordering
+//! key* (the whole key under [`BytewiseComparator`], the user key under the
+//! bytewise [`InternalKeyComparator`]), the table keeps, next to the index,
+//! one `u64` per index entry: the eight bytes of the entry's ordering key
+//! that follow the prefix all entries share, big-endian and zero-padded.
+//!
+//! Byte order makes these words monotone: an entry that sorts before
+//! another never has a larger word. So a binary search over the dense word
+//! array (eight bytes per entry, which stays in the processor's cache)
+//! finds the entries whose word equals the target's; every entry before
+//! them sorts before the target and every entry after them after it. Only
+//! those few candidates (usually none or one) are compared in full. The
+//! answer is exactly the block binary search's: the first entry `>=` the
+//! target. Nothing of the file format changes; other comparators search
+//! the block as before.
+//!
+//! [`BytewiseComparator`]: lithify_base::BytewiseComparator
+//! [`InternalKeyComparator`]: lithify_base::InternalKeyComparator
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+
+use lithify_base::key::{TRAILER_LEN, user_key};
+use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator};
+
+use crate::block::{Block, BlockIter};
+
+/// Which part of a key the table's comparator orders bytewise first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OrderingKey {
+    /// The whole key (`BytewiseComparator`).
+    Whole,
+    /// The key without its 8-byte trailer (bytewise internal keys; ties are
+    /// broken by the trailer, which the full comparison handles).
+    UserKey,
+}
+
+impl OrderingKey {
+    /// The ordering key of a comparator named `name`, if it is one the
+    /// words can stand for.
+    fn for_comparator(name: &str) -> Option<OrderingKey> {
+        if name == BytewiseComparator::NAME {
+            Some(OrderingKey::Whole)
+        } else if name == InternalKeyComparator::bytewise().name() {
+            Some(OrderingKey::UserKey)
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn of(self, key: &[u8]) -> &[u8] {
+        match self {
+            OrderingKey::Whole => key,
+            OrderingKey::UserKey => user_key(key),
+        }
+    }
+}
+
+/// One word per index entry; see the module documentation.
+#[derive(Debug, Clone)]
+pub(crate) struct IndexWords {
+    ordering: OrderingKey,
+    /// The prefix every entry's ordering key starts with.
+    common: Box<[u8]>,
+    /// Per entry, the 8 ordering-key bytes after `common`, big-endian.
+    words: Box<[u64]>,
+}
+
+impl IndexWords {
+    /// Builds the words of `index` for a table ordered by the comparator
+    /// named `comparator`. `None` when that comparator is not a byte order
+    /// the words can stand for, or when the index is not one restart point
+    /// per entry (as every index this crate writes is) or does not decode:
+    /// the table then searches the block itself, which reports any damage.
+    pub(crate) fn build(index: &Block, comparator: &str) -> Option<IndexWords> {
+        let ordering = OrderingKey::for_comparator(comparator)?;
+        let n = index.num_restarts() as usize;
+        if n == 0 {
+            return None;
+        }
+        // The shared prefix of the first and the second-to-last entries: the
+        // last separator of a table is often a short successor key (`"1"`
+        // after `"0999"`) that shares nothing with the others. Entries that
+        // do not start with the prefix still get monotone words (see
+        // `word_of`).
+        let mut it = BlockIter::new(index, Vec::new());
+        it.first().ok()?;
+        let first = ordering.of(it.key()).to_vec();
+        it.seek_to_restart_entry(index.num_restarts().saturating_sub(2))
+            .ok()?;
+        let other = ordering.of(it.key());
+        let common_len = first.iter().zip(other).take_while(|(a, b)| a == b).count();
+        let common: Box<[u8]> = first[..common_len].into();
+
+        let mut words = Vec::with_capacity(n);
+        it.first().ok()?;
+        while it.valid() {
+            words.push(word_of(ordering.of(it.key()), &common));
+            it.next().ok()?;
+        }
+        // Every entry must be a restart point: positions in `words` are
+        // restart indexes.
+        if words.len() != n {
+            return None;
+        }
+        Some(IndexWords {
+            ordering,
+            common,
+            words: words.into_boxed_slice(),
+        })
+    }
+
+    /// Bytes held.
+    pub(crate) fn size(&self) -> usize {
+        self.words.len() * 8 + self.common.len()
+    }
+
+    /// The entries that may be the first one `>= target`, as a range of
+    /// entry positions `lo..hi`: every entry before `lo` sorts before
+    /// `target`, every entry from `hi` on after it. The answer is the first
+    /// entry of the range that is `>= target` in a full comparison, or `hi`
+    /// if none is.
+    pub(crate) fn candidates(&self, target: &[u8]) -> (usize, usize) {
+        let w = word_of(self.ordering.of(target), &self.common);
+        let lo = self.words.partition_point(|&x| x < w);
+        // Ties are rare and short: gallop over them from `lo` instead of a
+        // second search over the whole tail.
+        let rest = &self.words[lo..];
+        let mut end = 1;
+        while end < rest.len() && rest[end - 1] <= w {
+            end *= 2;
+        }
+        let end = end.min(rest.len());
+        let hi = lo + rest[..end].partition_point(|&x| x <= w);
+        (lo, hi)
+    }
+}
+
+/// The word of an ordering key: the 8 bytes after `common`, big-endian and
+/// zero-padded, for keys that start with `common`; 0 for keys below every
+/// key that does (they differ from it by a smaller byte, or are a proper
+/// prefix of it) and `u64::MAX` for keys above. Byte order of keys implies
+/// the order of their words, which is all the search needs.
+#[inline]
+fn word_of(key: &[u8], common: &[u8]) -> u64 {
+    let c = common.len();
+    let head = &key[..key.len().min(c)];
+    match head.cmp(&common[..head.len()]) {
+        Ordering::Less => 0,
+        Ordering::Greater => u64::MAX,
+        Ordering::Equal if key.len() < c => 0,
+        Ordering::Equal => {
+            let rest = &key[c..];
+            let mut bytes = [0u8; 8];
+            let n = rest.len().min(8);
+            bytes[..n].copy_from_slice(&rest[..n]);
+            u64::from_be_bytes(bytes)
+        }
+    }
+}
+
+/// Positions `index` (a cursor over a block with one restart point per
+/// entry) at the first entry of `lo..hi` whose key is `>= target` under
+/// `compare`, or at entry `hi` (past the end: invalid) if none is.
+pub(crate) fn seek_in_candidates<B: Borrow<Block>>(
+    index: &mut BlockIter<B>,
+    lo: usize,
+    hi: usize,
+    target: &[u8],
+    compare: impl Fn(&[u8], &[u8]) -> Ordering,
+) -> Result<(), crate::block::BlockError> {
+    let (mut lo, mut hi) = (lo as u32, hi as u32);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let block = index.block();
+        let key = block.restart_key(block.restart(mid)?)?;
+        if compare(key, target) == Ordering::Less {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    index.seek_to_restart_entry(lo)
+}
+
+// The trailer length the `UserKey` ordering strips.
+const _: () = assert!(TRAILER_LEN == 8);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::BlockBuilder;
+    use lithify_base::key::append_internal_key;
+    use proptest::prelude::*;
+
+    fn block_of(keys: &[Vec<u8>]) -> Block {
+        let mut b = BlockBuilder::new(1);
+        for k in keys {
+            b.add(k, b"v");
+        }
+        Block::new(bytes::Bytes::copy_from_slice(b.finish())).unwrap()
+    }
+
+    fn first_ge(
+        block: &Block,
+        words: &IndexWords,
+        target: &[u8],
+        cmp: &dyn Comparator,
+    ) -> Option<Vec<u8>> {
+        let (lo, hi) = words.candidates(target);
+        let mut it = BlockIter::new(block, Vec::new());
+        seek_in_candidates(&mut it, lo, hi, target, |a, b| cmp.compare(a, b)).unwrap();
+        it.valid().then(|| it.key().to_vec())
+    }
+
+    fn plain_first_ge(block: &Block, target: &[u8], cmp: &dyn Comparator) -> Option<Vec<u8>> {
+        let mut it = BlockIter::new(block, Vec::new());
+        it.seek_ge(target, cmp).unwrap();
+        it.valid().then(|| it.key().to_vec())
+    }
+
+    #[test]
+    fn only_byte_orders_get_words() {
+        let block = block_of(&[b"a".to_vec(), b"b".to_vec()]);
+        assert!(IndexWords::build(&block, BytewiseComparator::NAME).is_some());
+        let icmp = InternalKeyComparator::bytewise();
+        assert!(IndexWords::build(&block, icmp.name()).is_some());
+        assert!(IndexWords::build(&block, "some.OtherComparator").is_none());
+        assert!(IndexWords::build(&Block::empty(), BytewiseComparator::NAME).is_none());
+        // Two entries per restart point: positions would not be entries.
+        let mut b = BlockBuilder::new(2);
+        b.add(b"a", b"");
+        b.add(b"b", b"");
+        let block = Block::new(bytes::Bytes::copy_from_slice(b.finish())).unwrap();
+        assert!(IndexWords::build(&block, BytewiseComparator::NAME).is_none());
+    }
+
+    #[test]
+    fn shared_prefix_and_ties() {
+        // Long shared prefixes and words that tie on 8 bytes.
+        let keys: Vec<Vec<u8>> = [
+            "user:0001:aaaaaaaaaa1",
+            "user:0001:aaaaaaaaaa2",
+            "user:0001:aaaaaaaaaa3",
+            "user:0002",
+            "user:0003:x",
+        ]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+        let block = block_of(&keys);
+        let words = IndexWords::build(&block, BytewiseComparator::NAME).unwrap();
+        assert_eq!(&*words.common, b"user:000");
+        // A last separator outside the shared prefix, as successors are.
+        let mut with_successor = keys.clone();
+        with_successor.push(b"v".to_vec());
+        let block2 = block_of(&with_successor);
+        let words2 = IndexWords::build(&block2, BytewiseComparator::NAME).unwrap();
+        assert_eq!(&*words2.common, b"user:000");
+        assert_eq!(words2.candidates(b"user:0002"), (3, 4));
+        for target in ["", "user:0003:z", "u", "v", "w"] {
+            assert_eq!(
+                first_ge(&block2, &words2, target.as_bytes(), &BytewiseComparator),
+                plain_first_ge(&block2, target.as_bytes(), &BytewiseComparator),
+                "{target}"
+            );
+        }
+        for target in [
+            "",
+            "a",
+            "user:",
+            "user:0001:aaaaaaaaaa2",
+            "user:0001:aaaaaaaaaa21",
+            "user:0001:b",
+            "user:0003:x",
+            "user:0003:y",
+            "z",
+        ] {
+            assert_eq!(
+                first_ge(&block, &words, target.as_bytes(), &BytewiseComparator),
+                plain_first_ge(&block, target.as_bytes(), &BytewiseComparator),
+                "{target}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_the_block_search_on_plain_keys(
+            mut keys in proptest::collection::btree_set(proptest::collection::vec(0u8..4, 0..12), 1..60),
+            targets in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..12), 1..40),
+            prefix in proptest::collection::vec(0u8..3, 0..10),
+        ) {
+            let keys: Vec<Vec<u8>> = std::mem::take(&mut keys).into_iter().map(|k| [prefix.clone(), k].concat()).collect();
+            let block = block_of(&keys);
+            let words = IndexWords::build(&block, BytewiseComparator::NAME).unwrap();
+            for t in targets {
+                for target in [t.clone(), [prefix.clone(), t].concat()] {
+                    prop_assert_eq!(
+                        first_ge(&block, &words, &target, &BytewiseComparator),
+                        plain_first_ge(&block, &target, &BytewiseComparator)
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn agrees_with_the_block_search_on_internal_keys(
+            entries in proptest::collection::btree_set((proptest::collection::vec(0u8..3, 0..10), 0u64..4), 1..60),
+            targets in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..10), 0u64..5), 1..40),
+        ) {
+            let icmp = InternalKeyComparator::bytewise();
+            let mut keys: Vec<Vec<u8>> = entries
+                .into_iter()
+                .map(|(uk, seq)| {
+                    let mut k = Vec::new();
+                    append_internal_key(&mut k, &uk, seq, 1);
+                    k
+                })
+                .collect();
+            keys.sort_by(|a, b| icmp.compare(a, b));
+            let block = block_of(&keys);
+            let words = IndexWords::build(&block, icmp.name()).unwrap();
+            for (uk, seq) in targets {
+                let mut target = Vec::new();
+                append_internal_key(&mut target, &uk, seq, 1);
+                prop_assert_eq!(
+                    first_ge(&block, &words, &target, &icmp),
+                    plain_first_ge(&block, &target, &icmp)
+                );
+                // Damaged short targets (no whole trailer) as well.
+                prop_assert_eq!(
+                    first_ge(&block, &words, &uk, &icmp),
+                    plain_first_ge(&block, &uk, &icmp)
+                );
+            }
+        }
+    }
+}
