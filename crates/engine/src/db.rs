@@ -62,15 +62,6 @@ impl fmt::Debug for Db {
     }
 }
 
-fn bounds_of<K: AsRef<[u8]>>(range: &impl RangeBounds<K>) -> (Bound<Bytes>, Bound<Bytes>) {
-    let map = |b: Bound<&K>| match b {
-        Bound::Included(k) => Bound::Included(Bytes::copy_from_slice(k.as_ref())),
-        Bound::Excluded(k) => Bound::Excluded(Bytes::copy_from_slice(k.as_ref())),
-        Bound::Unbounded => Bound::Unbounded,
-    };
-    (map(range.start_bound()), map(range.end_bound()))
-}
-
 impl Db {
     /// Opens the database in `path`, creating it if missing (unless
     /// `create_if_missing` is off). Recovery replays every WAL not yet
@@ -228,24 +219,7 @@ impl Db {
         range: impl RangeBounds<K>,
         options: &ReadOptions,
     ) -> DbIterator {
-        let (start, end) = bounds_of(&range);
-        let mut opts = options.clone();
-        if let Bound::Included(s) = &start
-            && opts.lower_bound.is_none()
-        {
-            opts.lower_bound = Some(s.clone());
-        }
-        if let Bound::Excluded(e) = &end
-            && opts.upper_bound.is_none()
-        {
-            opts.upper_bound = Some(e.clone());
-        }
-        DbIterator::new(
-            cursor_source(&self.inner, &self.inner.default_table, &opts),
-            start,
-            end,
-            None,
-        )
+        crate::table::range_in(&self.inner, &self.inner.default_table, range, options)
     }
 
     /// The keys starting with `prefix` (in the bytewise order).

@@ -28,6 +28,15 @@ pub(crate) fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Every range tombstone of the memtables, as compaction takes them.
+fn range_tombstones_of(mems: &[Arc<Mem>]) -> Vec<RangeTombstone> {
+    mems.iter()
+        .filter(|m| m.num_range_deletes() > 0)
+        .flat_map(|m| m.range_tombstones())
+        .map(|t| RangeTombstone::new(t.start, t.end, t.seqno))
+        .collect()
+}
+
 /// Writes the memtables (newest first) into one L0 table through the
 /// compaction iterator's flush rules (a version hidden by a newer one in
 /// the same snapshot stripe is dropped; tombstones stay, as older data
@@ -47,12 +56,7 @@ pub(crate) fn flush_memtables(
         .map(|m| MemTableIter::new(Arc::clone(m.table())))
         .collect();
     let merged = MergingIterator::new(icmp, children);
-    let tombstones: Vec<RangeTombstone> = mems
-        .iter()
-        .filter(|m| m.num_range_deletes() > 0)
-        .flat_map(|m| m.range_tombstones())
-        .map(|t| RangeTombstone::new(t.start, t.end, t.seqno))
-        .collect();
+    let tombstones = range_tombstones_of(mems);
     let factory = OutputFactory {
         fs,
         dir,
@@ -123,6 +127,11 @@ struct Flushed {
     plan_level: Option<usize>,
     /// Files written (removed if the edit cannot be installed).
     outputs: Vec<u64>,
+    /// The plan's registration in the table's running compactions, held
+    /// until its edit is installed (or fails): released any earlier, a
+    /// compaction could take the plan's input files in between, and one
+    /// of the two edits would delete files the other already deleted.
+    plan_id: Option<u64>,
 }
 
 impl DbInner {
@@ -181,7 +190,15 @@ impl DbInner {
         // idle table never pins the WALs this flush frees.
         edits.extend(self.idle_log_edits(&st, table, next_log));
         self.versions.set_last_sequence(self.visible());
-        if let Err(e) = self.versions.log_and_apply(edits) {
+        let applied = self.versions.log_and_apply(edits);
+        // Installed (or failed) under the same lock as the release, so no
+        // compaction sees the plan's inputs free before they are gone.
+        if let Some(id) = flushed.plan_id
+            && let Some(t) = st.tables.get_mut(&table)
+        {
+            t.compactions.unregister(id);
+        }
+        if let Err(e) = applied {
             undo(&mut st);
             for n in &flushed.outputs {
                 let _ = self.fs.remove_file(&self.opener.path_of(*n));
@@ -242,6 +259,7 @@ impl DbInner {
                         stats: Default::default(),
                         plan_level: None,
                         outputs: Vec::new(),
+                        plan_id: None,
                     });
                 };
                 let c = {
@@ -274,18 +292,24 @@ impl DbInner {
                 stats: flushed.stats,
                 plan_level: None,
                 outputs,
+                plan_id: None,
             });
         };
-        let result = self.run_flush_plan(table, &c, mems, snapshots);
-        if let Some(t) = self.lock_state().tables.get_mut(&table) {
-            t.compactions.unregister(id);
-        }
-        let r = result?;
+        let r = match self.run_flush_plan(table, &c, mems, snapshots) {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(t) = self.lock_state().tables.get_mut(&table) {
+                    t.compactions.unregister(id);
+                }
+                return Err(e);
+            }
+        };
         Ok(Flushed {
             outputs: r.outputs.iter().map(|f| f.number).collect(),
             edit: r.edit,
             stats: r.stats,
             plan_level: Some(c.output_level),
+            plan_id: Some(id),
         })
     }
 
@@ -306,12 +330,7 @@ impl DbInner {
                 .collect();
             Box::new(MergingIterator::new(icmp.clone(), children))
         };
-        let tombstones: Vec<RangeTombstone> = mems
-            .iter()
-            .filter(|m| m.num_range_deletes() > 0)
-            .flat_map(|m| m.range_tombstones())
-            .map(|t| RangeTombstone::new(t.start, t.end, t.seqno))
-            .collect();
+        let tombstones = range_tombstones_of(mems);
         let num_entries = mems
             .iter()
             .map(|m| (m.len() - m.num_range_deletes()) as u64)
