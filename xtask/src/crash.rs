@@ -174,6 +174,18 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
             flag("block-restart-interval", rng.pick(&["1", "4", "16"]));
             flag("max-background-jobs", rng.pick(&["1", "2", "4"]));
             flag("subcompactions", rng.pick(&["1", "2"]));
+            flag(
+                "strategy",
+                rng.pick(&[
+                    "leveled",
+                    "leveled",
+                    "major-only",
+                    "two-tier",
+                    "two-tier:write-mostly",
+                    "two-tier:read-mostly-few",
+                    "adaptive",
+                ]),
+            );
             flag("compaction-pri", rng.pick(&["0", "1", "2", "3", "4"]));
             flag("compression-type", rng.pick(&["none", "zstd"]));
             flag("flush-one-in", rng.pick(&["500", "2000", "20000"]));

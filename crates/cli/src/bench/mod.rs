@@ -22,7 +22,7 @@ mod histogram;
 pub(crate) mod options;
 mod progress;
 mod report;
-mod strategies;
+pub(crate) mod strategies;
 mod workload;
 
 use std::io::Write as _;

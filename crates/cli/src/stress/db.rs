@@ -34,6 +34,7 @@ use super::db_verify::{self, Verdict};
 use super::key_state::Observed;
 use super::values::{Values, key, parse_key};
 use crate::bench::options::EngineArgs;
+use crate::bench::strategies::strategy_named;
 use crate::error::{DbSnafu, Result, StressFailedSnafu, UsageSnafu};
 use crate::rng::Rng;
 
@@ -105,6 +106,11 @@ pub(crate) struct DbStressArgs {
     /// Only verify the database against the expected state, then exit.
     #[arg(long)]
     pub verify_only: bool,
+    /// The compaction strategy (see `lithify bench --strategy`; default
+    /// leveled). A run may open a database another strategy shaped: the
+    /// new strategy reshapes it.
+    #[arg(long)]
+    pub strategy: Option<String>,
     /// Engine options (stress defaults: 512 KiB memtables, 256 KiB files,
     /// 1 MiB base level, 8 MiB cache, so flushes and compactions run all
     /// the time).
@@ -113,7 +119,7 @@ pub(crate) struct DbStressArgs {
 }
 
 /// The engine options of a stress run: small sizes, then the flags.
-fn options(args: &EngineArgs, fs: Arc<dyn FileSystem>) -> Result<Options> {
+fn options(args: &EngineArgs, strategy: Option<&str>, fs: Arc<dyn FileSystem>) -> Result<Options> {
     let base = Options {
         fs,
         write_buffer_size: 512 << 10,
@@ -122,7 +128,11 @@ fn options(args: &EngineArgs, fs: Arc<dyn FileSystem>) -> Result<Options> {
         block_cache_size: 8 << 20,
         ..Options::default()
     };
-    args.apply_to(base)
+    let mut options = args.apply_to(base)?;
+    if let Some(name) = strategy {
+        options.compaction_strategy = strategy_named(name, options.target_file_size_base)?;
+    }
+    Ok(options)
 }
 
 /// The default expected-state path for a database directory.
@@ -163,7 +173,7 @@ pub(crate) fn run(a: DbStressArgs) -> Result<()> {
         .fail();
     }
     let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
-    let opts = options(&a.engine, fs.clone())?;
+    let opts = options(&a.engine, a.strategy.as_deref(), fs.clone())?;
     let expected_path = a
         .expected_state
         .clone()
