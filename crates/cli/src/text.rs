@@ -31,7 +31,8 @@ impl Encoding {
     /// Decodes argument `what` (for the error message) given as `text`.
     pub(crate) fn parse(self, what: &str, text: &str) -> Result<Vec<u8>> {
         let decoded = match self {
-            Encoding::Escaped => unescape(text),
+            // The internal-key text form's decoder: the same `\xNN` rule.
+            Encoding::Escaped => lithify_base::key::unescape(text),
             Encoding::Hex => unhex(text),
         };
         match decoded {
@@ -75,26 +76,6 @@ impl Encoding {
         self.write(&mut s, bytes);
         s
     }
-}
-
-fn unescape(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' {
-            if bytes.get(i + 1) != Some(&b'x') {
-                return None;
-            }
-            let hex = text.get(i + 2..i + 4)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    Some(out)
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
