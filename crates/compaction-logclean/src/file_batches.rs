@@ -115,16 +115,7 @@ impl Iterator for FileBatches {
         if self.done {
             return None;
         }
-        match self.next_batch() {
-            Ok(Some(b)) => Some(Ok(b)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.next_batch();
+        lithify_base::iter::fuse_step(&mut self.done, step)
     }
 }

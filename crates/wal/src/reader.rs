@@ -915,19 +915,12 @@ impl Iterator for Records {
         if self.done {
             return None;
         }
-        match self.reader.read_record() {
-            Ok(Some(r)) => Some(Ok(OwnedRecord {
+        let step = self.reader.read_record().map(|r| {
+            r.map(|r| OwnedRecord {
                 offset: r.offset,
                 payload: r.payload.to_vec(),
-            })),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+            })
+        });
+        lithify_base::iter::fuse_step(&mut self.done, step)
     }
 }

@@ -30,6 +30,37 @@ use bytes::Bytes;
 
 use crate::error::Result;
 
+/// One step of a `std::iter::Iterator` over a fallible source that ends
+/// for good at its end or at its first error: passes an item through,
+/// and sets `done` (after which the caller returns `None` without reading)
+/// when the step found the end or failed.
+///
+/// ```
+/// use lithify_base::iter::fuse_step;
+///
+/// let mut done = false;
+/// assert_eq!(fuse_step(&mut done, Ok::<_, &str>(Some(1))), Some(Ok(1)));
+/// assert!(!done);
+/// assert_eq!(fuse_step(&mut done, Err::<Option<i32>, _>("bad block")), Some(Err("bad block")));
+/// assert!(done);
+/// ```
+pub fn fuse_step<T, E>(
+    done: &mut bool,
+    step: std::result::Result<Option<T>, E>,
+) -> Option<std::result::Result<T, E>> {
+    match step {
+        Ok(Some(item)) => Some(Ok(item)),
+        Ok(None) => {
+            *done = true;
+            None
+        }
+        Err(e) => {
+            *done = true;
+            Some(Err(e))
+        }
+    }
+}
+
 /// A positioned cursor over sorted `(key, value)` entries. See the module
 /// documentation for the contract.
 pub trait InternalIterator {

@@ -267,17 +267,8 @@ impl Iterator for BatchHeaders<'_> {
         if self.done {
             return None;
         }
-        match self.next_header() {
-            Ok(Some(h)) => Some(Ok(h)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.next_header();
+        lithify_base::iter::fuse_step(&mut self.done, step)
     }
 }
 

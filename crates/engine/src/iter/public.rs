@@ -331,17 +331,8 @@ impl Iterator for DbIterator {
         if self.done {
             return None;
         }
-        match self.step_front() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.step_front();
+        lithify_base::iter::fuse_step(&mut self.done, step)
     }
 }
 
@@ -350,17 +341,8 @@ impl DoubleEndedIterator for DbIterator {
         if self.done {
             return None;
         }
-        match self.step_back() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.step_back();
+        lithify_base::iter::fuse_step(&mut self.done, step)
     }
 }
 
