@@ -19,11 +19,10 @@ use snafu::ResultExt as _;
 
 use super::key_state::KeyState;
 use super::state_file::{
-    self, HEADER_LEN, Header, SLOT_LEN, StateKind, decode_file, encode_file, encode_slot,
-    slot_offset,
+    self, HEADER_LEN, Header, SLOT_LEN, StateKind, encode_file, encode_slot, slot_offset,
 };
 use super::values::Values;
-use crate::error::{ExpectedStateSnafu, IoSnafu, Result, UsageSnafu};
+use crate::error::{IoSnafu, Result, UsageSnafu};
 
 /// The expected state of every key of an engine stress run.
 pub(crate) struct DbExpected {
@@ -82,19 +81,8 @@ impl DbExpected {
 
     /// Reads the file at `path`.
     pub(crate) fn load(fs: Arc<dyn FileSystem>, path: &Path) -> Result<DbExpected> {
-        let bytes = lithify_vfs::read_file(&*fs, path).context(IoSnafu {
-            action: "read",
-            path,
-        })?;
-        let damaged = |offset: u64, message: String| {
-            ExpectedStateSnafu {
-                path,
-                offset,
-                message,
-            }
-            .build()
-        };
-        let (header, payloads) = decode_file(&bytes).map_err(|e| damaged(e.offset, e.message))?;
+        let (header, payloads) = state_file::read_file(&*fs, path)?;
+        let damaged = |offset: u64, message: String| state_file::damaged(path, offset, message);
         if header.kind != StateKind::Db || header.keys != header.slots {
             return Err(damaged(
                 12,

@@ -22,9 +22,9 @@ use snafu::ResultExt as _;
 
 pub(crate) use super::log_state::{Latest, LogKeyState, PartitionState};
 use super::state_file::{
-    Header, SLOT_PAYLOAD, StateKind, decode_file, encode_file, encode_slot, slot_offset,
+    self, Header, SLOT_PAYLOAD, StateKind, encode_file, encode_slot, slot_offset,
 };
-use crate::error::{ExpectedStateSnafu, IoSnafu, Result, UsageSnafu};
+use crate::error::{IoSnafu, Result, UsageSnafu};
 use crate::rng::Rng;
 
 /// The expected state of every partition of a log stress run.
@@ -78,19 +78,8 @@ impl LogExpected {
 
     /// Reads the file at `path`.
     pub(crate) fn load(fs: Arc<dyn FileSystem>, path: &Path) -> Result<LogExpected> {
-        let bytes = lithify_vfs::read_file(&*fs, path).context(IoSnafu {
-            action: "read",
-            path,
-        })?;
-        let damaged = |offset: u64, message: String| {
-            ExpectedStateSnafu {
-                path,
-                offset,
-                message,
-            }
-            .build()
-        };
-        let (header, payloads) = decode_file(&bytes).map_err(|e| damaged(e.offset, e.message))?;
+        let (header, payloads) = state_file::read_file(&*fs, path)?;
+        let damaged = |offset: u64, message: String| state_file::damaged(path, offset, message);
         let per = header.keys.saturating_add(1);
         if header.kind != StateKind::Log || header.keys == 0 || header.slots % per != 0 {
             return Err(damaged(

@@ -249,6 +249,29 @@ pub(crate) fn decode_file(file: &[u8]) -> Result<(Header, Vec<[u8; SLOT_PAYLOAD]
     Ok((header, slots))
 }
 
+/// The error for a damaged expected-state file at `path`, `offset`.
+pub(crate) fn damaged(path: &std::path::Path, offset: u64, message: String) -> crate::error::Error {
+    crate::error::ExpectedStateSnafu {
+        path,
+        offset,
+        message,
+    }
+    .build()
+}
+
+/// Reads and decodes the expected-state file at `path`.
+pub(crate) fn read_file(
+    fs: &dyn lithify_vfs::FileSystem,
+    path: &std::path::Path,
+) -> crate::error::Result<(Header, Vec<[u8; SLOT_PAYLOAD]>)> {
+    use snafu::ResultExt as _;
+    let bytes = lithify_vfs::read_file(fs, path).context(crate::error::IoSnafu {
+        action: "read",
+        path,
+    })?;
+    decode_file(&bytes).map_err(|e| damaged(path, e.offset, e.message))
+}
+
 /// Encodes a whole file.
 pub(crate) fn encode_file(header: &Header, slots: &[[u8; SLOT_PAYLOAD]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + slots.len() * SLOT_LEN);
