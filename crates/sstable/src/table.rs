@@ -352,8 +352,8 @@ fn read_block(
     }
     // `end <= limit <= file size` and the file is in memory or addressable.
     let len = handle.size as usize + BLOCK_TRAILER_LEN;
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(handle.offset, &mut buf)
+    let buf = file
+        .read_vec(handle.offset, len)
         .map_err(|e| io_error(path, handle.offset, len, e))?;
     // The stored bytes and the type byte are adjacent: one hashing pass.
     let block_type = if verify {

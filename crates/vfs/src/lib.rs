@@ -143,25 +143,30 @@ pub trait RandomAccessFile: Send + Sync + fmt::Debug {
         while done < buf.len() {
             let n = self.read_at(offset + done as u64, &mut buf[done..])?;
             if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read of {} bytes at offset {offset} ended after {done} bytes",
-                        buf.len()
-                    ),
-                ));
+                return Err(short_read(offset, buf.len(), done));
             }
             done += n;
         }
         Ok(())
     }
 
-    /// Reads `len` bytes at `offset` into a new vector.
+    /// Reads exactly `len` bytes at `offset` into a new vector whose
+    /// capacity is `len`, or fails with `UnexpectedEof`. [`OsFs`] reads
+    /// straight into the fresh allocation, without zeroing it first.
     fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         let mut buf = vec![0; len];
         self.read_exact_at(offset, &mut buf)?;
         Ok(buf)
     }
+}
+
+/// The error of a read of `len` bytes at `offset` that met the end of the
+/// file after `done` bytes.
+pub(crate) fn short_read(offset: u64, len: usize, done: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("read of {len} bytes at offset {offset} ended after {done} bytes"),
+    )
 }
 
 /// An exclusive lock on a file, released on drop.

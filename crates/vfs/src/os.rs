@@ -5,11 +5,12 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile, short_read};
 
 /// The operating system's file system.
 ///
@@ -91,6 +92,44 @@ impl RandomAccessFile for OsReadable {
 
     fn size(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
+    }
+
+    /// `pread` into the vector's spare capacity: a block read from a table
+    /// is about to be overwritten by the kernel, so zeroing it first (the
+    /// default) only costs time on every block-cache miss.
+    fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::<u8>::with_capacity(len);
+        let fd = self.file.as_raw_fd();
+        let mut done = 0;
+        while done < len {
+            let at = offset
+                .checked_add(done as u64)
+                .and_then(|at| libc::off_t::try_from(at).ok())
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("read at offset {offset} past the largest file offset"),
+                    )
+                })?;
+            // SAFETY: the destination is the vector's spare capacity
+            // `done..len`, writable and owned by `buf`; pread writes at most
+            // `len - done` bytes there and reads nothing from it.
+            let n = unsafe { libc::pread(fd, buf.as_mut_ptr().add(done).cast(), len - done, at) };
+            match n {
+                0 => return Err(short_read(offset, len, done)),
+                n if n > 0 => done += n.unsigned_abs(),
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        // SAFETY: the loop initialised all `len` bytes (it only ends with
+        // `done == len`), and `len` is the capacity.
+        unsafe { buf.set_len(len) };
+        Ok(buf)
     }
 }
 

@@ -39,6 +39,9 @@ fn exercise(fs: &dyn FileSystem, root: &Path) {
         r.read_vec(3, 10).unwrap_err().kind(),
         io::ErrorKind::UnexpectedEof
     );
+    let whole = r.read_vec(1, 5).unwrap();
+    assert_eq!((whole.as_slice(), whole.capacity()), (&b"ello?"[..], 5));
+    assert_eq!(r.read_vec(6, 0).unwrap(), b"");
 
     assert_eq!(
         fs.create_new(&a).map(|_| ()).unwrap_err().kind(),
