@@ -28,27 +28,6 @@ mod text;
 
 use std::process::ExitCode;
 
-/// Keeps glibc's `malloc` from retaining freed memory.
-///
-/// glibc raises its mmap threshold to the size of every large block freed
-/// (up to 32 MiB) and its trim threshold to twice that, so after a flush
-/// frees a few MiB of builder buffers each thread's arena keeps up to twice
-/// as much: `lithify bench` at 2M keys peaked at 109-121 MB RSS. Setting the
-/// thresholds pins them at their initial values (128 KiB), which gave
-/// 100 MB with no measurable throughput change. A process-wide choice, so
-/// it is made here, by the application, not by the library crates.
-fn pin_malloc_thresholds() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallopt only changes allocator parameters; it is called
-        // before any other thread exists.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 10);
-        }
-    }
-}
-
 use clap::{Parser, Subcommand};
 
 /// The lithify storage toolbox.
@@ -107,6 +86,27 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::DumpManifest(a) => dump::manifest::run(a),
         Command::Log(cmd) => log::run(cmd),
         Command::Stress(cmd) => stress::run(cmd),
+    }
+}
+
+/// Keeps glibc's `malloc` from retaining freed memory.
+///
+/// glibc raises its mmap threshold to the size of every large block freed
+/// (up to 32 MiB) and its trim threshold to twice that, so after a flush
+/// frees a few MiB of builder buffers each thread's arena keeps up to twice
+/// as much: `lithify bench` at 2M keys peaked at 109-121 MB RSS. Setting the
+/// thresholds pins them at their initial values (128 KiB), which gave
+/// 100 MB with no measurable throughput change. A process-wide choice, so
+/// it is made here, by the application, not by the library crates.
+fn pin_malloc_thresholds() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt only changes allocator parameters; it is called
+        // before any other thread exists.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 10);
+        }
     }
 }
 

@@ -150,9 +150,9 @@ pub trait RandomAccessFile: Send + Sync + fmt::Debug {
         Ok(())
     }
 
-    /// Reads exactly `len` bytes at `offset` into a new vector whose
-    /// capacity is `len`, or fails with `UnexpectedEof`. [`OsFs`] reads
-    /// straight into the fresh allocation, without zeroing it first.
+    /// Reads exactly `len` bytes at `offset` into a new vector, or fails
+    /// with `UnexpectedEof`. [`OsFs`] reads straight into the fresh
+    /// allocation, without zeroing it first.
     fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         let mut buf = vec![0; len];
         self.read_exact_at(offset, &mut buf)?;
