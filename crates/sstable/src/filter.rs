@@ -67,11 +67,19 @@ fn line_of(low: u32, num_lines: u32) -> usize {
     ((u64::from(low) * u64::from(num_lines)) >> 32) as usize
 }
 
+/// Hashes per chunk of a [`BloomBuilder`] (64 KiB).
+const HASH_CHUNK: usize = 8192;
+
 /// Collects key hashes while a table is built and lays out the filter at
 /// the end.
+///
+/// The hashes are kept in fixed 64 KiB chunks, as RocksDB keeps them in a
+/// deque: a 64 MiB table has half a million keys, and one growing vector
+/// would reserve up to twice their 4 MiB (12 MiB at the last doubling,
+/// old and new buffer together) and copy them each time it doubles.
 #[derive(Debug, Default)]
 pub struct BloomBuilder {
-    hashes: Vec<u64>,
+    chunks: Vec<Vec<u64>>,
     millibits_per_key: u32,
 }
 
@@ -79,7 +87,7 @@ impl BloomBuilder {
     /// A builder for `millibits_per_key` thousandths of a bit per key.
     pub fn new(millibits_per_key: u32) -> Self {
         BloomBuilder {
-            hashes: Vec::new(),
+            chunks: Vec::new(),
             millibits_per_key,
         }
     }
@@ -88,19 +96,27 @@ impl BloomBuilder {
     /// are stored once.
     #[inline]
     pub fn add_hash(&mut self, hash: u64) {
-        if self.hashes.last() != Some(&hash) {
-            self.hashes.push(hash);
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.last() == Some(&hash) => {}
+            Some(chunk) if chunk.len() < HASH_CHUNK => chunk.push(hash),
+            _ => {
+                let mut chunk = Vec::with_capacity(HASH_CHUNK);
+                chunk.push(hash);
+                self.chunks.push(chunk);
+            }
         }
     }
 
     /// Number of hashes collected.
     pub fn len(&self) -> usize {
-        self.hashes.len()
+        self.chunks
+            .last()
+            .map_or(0, |last| (self.chunks.len() - 1) * HASH_CHUNK + last.len())
     }
 
     /// Whether no hash was collected.
     pub fn is_empty(&self) -> bool {
-        self.hashes.is_empty()
+        self.chunks.is_empty()
     }
 
     /// Bytes the filter would take now.
@@ -109,7 +125,7 @@ impl BloomBuilder {
     }
 
     fn num_lines(&self) -> u32 {
-        let bits = self.hashes.len() as u64 * u64::from(self.millibits_per_key) / 1000;
+        let bits = self.len() as u64 * u64::from(self.millibits_per_key) / 1000;
         bits.div_ceil(LINE_BYTES as u64 * 8)
             .min(u64::from(u32::MAX)) as u32
     }
@@ -121,7 +137,7 @@ impl BloomBuilder {
         out.clear();
         out.resize(num_lines as usize * LINE_BYTES, 0);
         if num_lines > 0 {
-            for &hash in &self.hashes {
+            for &hash in self.chunks.iter().flatten() {
                 let line = line_of(hash as u32, num_lines) * LINE_BYTES;
                 let bits = &mut out[line..line + LINE_BYTES];
                 let mut h = (hash >> 32) as u32;
@@ -276,6 +292,23 @@ mod tests {
         // And it is close to the textbook 0.82 % of an unblocked filter,
         // never worse than 1.2 %.
         assert!(rate < 0.012, "rate {rate}");
+    }
+
+    #[test]
+    fn hashes_span_chunks_and_consecutive_duplicates_count_once() {
+        let mut b = BloomBuilder::new(10_000);
+        let n = 3 * HASH_CHUNK as u64 + 5;
+        for i in 0..n {
+            // Every version of a user key in a row, across chunk ends too.
+            b.add_hash(filter_hash(&key(i)));
+            b.add_hash(filter_hash(&key(i)));
+        }
+        assert_eq!(b.len(), n as usize);
+        assert_eq!(b.chunks.len(), 4);
+        let mut out = Vec::new();
+        b.finish_into(&mut out);
+        let f = BloomFilter::decode(Bytes::from(out)).unwrap();
+        assert!((0..n).all(|i| f.may_contain(&key(i))));
     }
 
     #[test]
