@@ -136,22 +136,20 @@ impl Mem {
         user_key: &[u8],
         value: &[u8],
     ) -> lithify_memtable::Result<()> {
-        let Some(b) = self
-            .bloom
-            .as_ref()
-            .filter(|_| kind != ValueKind::RangeDelete)
-        else {
-            return self.table.add(seqno, kind, user_key, value);
-        };
-        // The filter's block is a cache miss of its own: fetch it while the
-        // skiplist insert walks its nodes, and set the bits after. Readers
-        // only consult the filter for keys whose seqno is published, which
-        // happens after this call returns.
-        let hash = key_hash(user_key);
-        b.prefetch(hash);
-        self.table.add(seqno, kind, user_key, value)?;
-        b.add(hash);
-        Ok(())
+        match &self.bloom {
+            // The filter's block is a cache miss of its own: fetch it while
+            // the skiplist insert walks its nodes, and set the bits after.
+            // Readers only consult the filter for keys whose seqno is
+            // published, which happens after this call returns.
+            Some(b) if kind != ValueKind::RangeDelete => {
+                let hash = key_hash(user_key);
+                b.prefetch(hash);
+                self.table.add(seqno, kind, user_key, value)?;
+                b.add(hash);
+                Ok(())
+            }
+            _ => self.table.add(seqno, kind, user_key, value),
+        }
     }
 
     /// Looks `user_key` up (see [`MemTable::get`]); a filter miss answers
