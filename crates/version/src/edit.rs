@@ -93,6 +93,10 @@ pub mod tag {
     pub const TABLE_DROP: u32 = 202;
     /// The largest table id ever assigned (varint32).
     pub const MAX_TABLE_ID: u32 = 203;
+    /// A WAL synced through a size (RocksDB's `WalAddition`): varint64 log
+    /// number, varint64 synced size. Safe to ignore: a reader that does not
+    /// know it only verifies less.
+    pub const WAL_ADDITION: u32 = SAFE_TO_IGNORE | 1;
     /// Unknown tags with this bit set may be skipped.
     pub const SAFE_TO_IGNORE: u32 = 1 << 13;
 }
@@ -160,6 +164,20 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(usize, u64)>,
     /// Files added: (level, metadata).
     pub new_files: Vec<(usize, FileMetadata)>,
+    /// WALs known durable through a size (global, not per table).
+    pub wal_additions: Vec<WalAddition>,
+}
+
+/// A WAL that was synced through `synced_size` bytes (RocksDB's
+/// `WalAddition`, tracked as its `track_and_verify_wals_in_manifest`
+/// does). Recovery refuses the WAL if it is missing, shorter than that, or
+/// damaged below it: only bytes past the last sync may be lost in a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WalAddition {
+    /// The WAL's log (file) number.
+    pub number: u64,
+    /// Bytes of the file known durable.
+    pub synced_size: u64,
 }
 
 impl VersionEdit {
@@ -253,6 +271,12 @@ impl VersionEdit {
                 encode_file(b, file);
             });
         }
+        for wal in &self.wal_additions {
+            field(dst, tag::WAL_ADDITION, &|b| {
+                put_varint64(b, wal.number);
+                put_varint64(b, wal.synced_size);
+            });
+        }
     }
 
     /// Decodes an encoded edit.
@@ -265,7 +289,10 @@ impl VersionEdit {
             let tag = d.varint32().map_err(bad)?;
             let body = d.length_prefixed().map_err(bad)?;
             let base = d.position() - body.len();
-            let is_list = matches!(tag, tag::COMPACT_CURSOR | tag::DELETED_FILE | tag::NEW_FILE);
+            let is_list = matches!(
+                tag,
+                tag::COMPACT_CURSOR | tag::DELETED_FILE | tag::NEW_FILE | tag::WAL_ADDITION
+            );
             let known = is_list
                 || matches!(
                     tag,
@@ -333,6 +360,14 @@ impl VersionEdit {
                     let file = decode_file(b.remaining(), base + b.position())?;
                     b = Decoder::new(&[]);
                     edit.new_files.push((level, file));
+                }
+                tag::WAL_ADDITION => {
+                    let number = b.varint64().map_err(shift)?;
+                    let synced_size = b.varint64().map_err(shift)?;
+                    edit.wal_additions.push(WalAddition {
+                        number,
+                        synced_size,
+                    });
                 }
                 _ => unreachable!("known tags are matched above"),
             }
@@ -594,6 +629,9 @@ impl fmt::Display for VersionEdit {
         }
         for (level, key) in &self.compact_cursors {
             writeln!(f, "  cursor L{level} {key}")?;
+        }
+        for wal in &self.wal_additions {
+            writeln!(f, "  wal {:06} synced={}", wal.number, wal.synced_size)?;
         }
         Ok(())
     }

@@ -50,7 +50,7 @@ pub mod text;
 mod version;
 pub mod version_set;
 
-pub use edit::{DEFAULT_TABLE, DEFAULT_TABLE_NAME, TableId, VersionEdit};
+pub use edit::{DEFAULT_TABLE, DEFAULT_TABLE_NAME, TableId, VersionEdit, WalAddition};
 pub use error::{Error, Result};
 pub use file_metadata::FileMetadata;
 pub use version::{DEFAULT_NUM_LEVELS, Version};

@@ -16,8 +16,12 @@
 //!
 //! Recovery reads the MANIFEST with
 //! [`RecoveryMode::TolerateCorruptedTailRecords`]: a torn last record
-//! (an edit whose append was cut by a crash, hence never acknowledged) is
-//! dropped; damage followed by intact records is corruption.
+//! (an edit whose append was cut by a crash, hence never acknowledged: the
+//! file ends inside it, or zeros stand where its bytes would be) is
+//! dropped and reported ([`VersionSet::recovered_torn_tail`](crate::VersionSet::recovered_torn_tail));
+//! any other damage — changed bytes at the end, damage followed by intact
+//! records — is corruption at the offset of the damaged record, the same
+//! offset [`dump`] prints.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -85,8 +89,11 @@ pub(crate) struct Replayed {
     pub(crate) next_file_number: u64,
     pub(crate) last_sequence: SeqNo,
     pub(crate) max_table_id: TableId,
-    /// How the MANIFEST ended (a torn tail is tolerated).
-    pub(crate) end: Option<LogEnd>,
+    /// WALs at or above every table's log number known synced, with their
+    /// synced sizes.
+    pub(crate) wals: BTreeMap<u64, u64>,
+    /// The torn last record dropped from the end of the MANIFEST, if any.
+    pub(crate) torn_tail: Option<DroppedRange>,
 }
 
 struct TableReplay {
@@ -106,6 +113,7 @@ pub(crate) struct Replayer<'a> {
     last_sequence: SeqNo,
     max_table_id: TableId,
     max_file_number: u64,
+    wals: BTreeMap<u64, u64>,
     records: u64,
 }
 
@@ -122,6 +130,7 @@ impl<'a> Replayer<'a> {
             last_sequence: 0,
             max_table_id: 0,
             max_file_number: 0,
+            wals: BTreeMap::new(),
             records: 0,
         }
     }
@@ -163,6 +172,7 @@ impl<'a> Replayer<'a> {
         if let Some(t) = edit.max_table_id {
             self.max_table_id = self.max_table_id.max(t);
         }
+        crate::version_set::add_wals(&mut self.wals, &edit.wal_additions);
         let id = edit.table;
         if let Some(name) = &edit.table_add {
             if self.tables.contains_key(&id) {
@@ -224,6 +234,14 @@ impl<'a> Replayer<'a> {
         if !self.tables.contains_key(&DEFAULT_TABLE) {
             return Err("the MANIFEST does not define the default table".to_owned());
         }
+        let min_log = self
+            .tables
+            .values()
+            .map(|t| t.log_number)
+            .min()
+            .unwrap_or(0);
+        let mut wals = self.wals;
+        wals.retain(|n, _| *n >= min_log);
         let mut tables = BTreeMap::new();
         for (id, t) in self.tables {
             let (version, _) = t
@@ -248,9 +266,118 @@ impl<'a> Replayer<'a> {
                 .max(manifest_number + 1),
             last_sequence: self.last_sequence,
             max_table_id: self.max_table_id,
-            end: None,
+            wals,
+            torn_tail: None,
         })
     }
+}
+
+/// Reads every record of MANIFEST `path` (log number `number`), decoding
+/// each into its edit group and handing it to `on_record` with its offset.
+/// Returns the torn last record the read dropped, if any.
+///
+/// One judgment for recovery and `dump`, so that one damage is reported at
+/// one offset everywhere: every MANIFEST record is synced before its edit
+/// is installed, so only the record being appended when a crash happened
+/// can be incomplete. A tail that is cut short or zero-filled
+/// ([`DropReason::is_torn_write`](lithify_wal::DropReason::is_torn_write))
+/// is that record, dropped; any other damage at the end (a checksum
+/// mismatch, stray bytes) and any damage followed by intact records is
+/// corruption, reported at the offset of the damaged record.
+fn read_records(
+    fs: &dyn FileSystem,
+    path: &Path,
+    number: u64,
+    on_record: &mut dyn FnMut(u64, Vec<VersionEdit>) -> std::result::Result<(), String>,
+) -> Result<Option<DroppedRange>> {
+    let file = fs.open(path).context(IoSnafu {
+        op: "opening",
+        path: path.to_path_buf(),
+    })?;
+    let dropped: Arc<Mutex<Vec<DroppedRange>>> = Arc::new(Mutex::new(Vec::new()));
+    let sink = dropped.clone();
+    let mut reader = Reader::new(file, path, number)?
+        .with_mode(RecoveryMode::TolerateCorruptedTailRecords)
+        .with_reporter(move |r: &DroppedRange| {
+            if let Ok(mut v) = sink.lock() {
+                v.push(*r);
+            }
+        });
+    while let Some(record) = reader.read_record()? {
+        let offset = record.offset;
+        let corrupt = |message: String| {
+            CorruptionSnafu {
+                path: path.to_path_buf(),
+                offset,
+                message,
+            }
+            .build()
+        };
+        let edits = decode_group(record.payload).map_err(|e| corrupt(e.to_string()))?;
+        on_record(offset, edits).map_err(corrupt)?;
+    }
+    let torn = match reader.end() {
+        Some(LogEnd::TornTail { offset, reason }) => {
+            if !reason.is_torn_write() {
+                return CorruptionSnafu {
+                    path: path.to_path_buf(),
+                    offset,
+                    message: format!(
+                        "{reason} in the last record: bytes that were written have changed \
+                         (a crash can only cut a record short)"
+                    ),
+                }
+                .fail();
+            }
+            let len = dropped
+                .lock()
+                .ok()
+                .and_then(|v| v.iter().find(|d| d.offset == offset).map(|d| d.len))
+                .unwrap_or(0);
+            Some(DroppedRange {
+                offset,
+                len,
+                reason,
+            })
+        }
+        Some(LogEnd::Corruption { offset, reason }) => {
+            return CorruptionSnafu {
+                path: path.to_path_buf(),
+                offset,
+                message: format!("{reason}, followed by intact records"),
+            }
+            .fail();
+        }
+        Some(LogEnd::Clean) | None => None,
+    };
+    Ok(torn)
+}
+
+/// The error for a MANIFEST whose records do not make a state: at the torn
+/// record if one was dropped (that is where the damage is), else at the
+/// end of the file.
+fn unfinished(
+    fs: &dyn FileSystem,
+    path: &Path,
+    torn: Option<DroppedRange>,
+    message: String,
+) -> crate::Error {
+    let (offset, message) = match torn {
+        Some(t) => (
+            t.offset,
+            format!(
+                "{message}: the record at offset {} is cut short ({})",
+                t.offset, t.reason
+            ),
+        ),
+        None => (fs.file_size(path).unwrap_or(0), message),
+    };
+    CorruptionSnafu {
+        path: path.to_path_buf(),
+        offset,
+        message,
+    }
+    .build()
 }
 
 /// Replays MANIFEST `number` in `dir`.
@@ -262,37 +389,14 @@ pub(crate) fn replay(
     resolve: &dyn Fn(&str) -> Option<Arc<dyn Comparator>>,
 ) -> Result<Replayed> {
     let path = dir.join(manifest_file_name(number));
-    let file = fs.open(&path).context(IoSnafu {
-        op: "opening",
-        path: path.clone(),
-    })?;
-    let mut reader =
-        Reader::new(file, &path, number)?.with_mode(RecoveryMode::TolerateCorruptedTailRecords);
     let mut replayer = Replayer::new(num_levels, resolve);
-    while let Some(record) = reader.read_record()? {
-        let offset = record.offset;
-        let corrupt = |message: String| {
-            CorruptionSnafu {
-                path: path.clone(),
-                offset,
-                message,
-            }
-            .build()
-        };
-        let edits = decode_group(record.payload).map_err(|e| corrupt(e.to_string()))?;
-        replayer.apply_group(&edits).map_err(corrupt)?;
-    }
-    let end = reader.end();
-    let len = fs.file_size(&path).unwrap_or(0);
-    let mut replayed = replayer.finish(number).map_err(|message| {
-        CorruptionSnafu {
-            path: path.clone(),
-            offset: len,
-            message,
-        }
-        .build()
+    let torn = read_records(fs, &path, number, &mut |_, edits| {
+        replayer.apply_group(&edits)
     })?;
-    replayed.end = end;
+    let mut replayed = replayer
+        .finish(number)
+        .map_err(|message| unfinished(fs, &path, torn, message))?;
+    replayed.torn_tail = torn;
     Ok(replayed)
 }
 
@@ -301,9 +405,10 @@ pub(crate) fn replay(
 /// of every table in the LSM text form.
 ///
 /// The text is written as the file is read, so on an error `out` holds
-/// everything up to the damage. Comparators are not needed: tables whose
-/// comparator is not bytewise are ordered bytewise in the printed state
-/// (noted in the output).
+/// everything up to the damage, then one `error:` line that says what
+/// recovery would say (same offset). Comparators are not needed: tables
+/// whose comparator is not bytewise are ordered bytewise in the printed
+/// state (noted in the output).
 ///
 /// ```
 /// use std::path::Path;
@@ -333,80 +438,41 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
         }
     };
     let _ = writeln!(out, "{name}");
-    let file = fs.open(path).context(IoSnafu {
-        op: "opening",
-        path: path.to_path_buf(),
-    })?;
-    let dropped: Arc<Mutex<Vec<DroppedRange>>> = Arc::new(Mutex::new(Vec::new()));
-    let sink = dropped.clone();
-    let mut reader = Reader::new(file, path, number)?
-        .with_mode(RecoveryMode::TolerateCorruptedTailRecords)
-        .with_reporter(move |r: &DroppedRange| {
-            if let Ok(mut v) = sink.lock() {
-                v.push(*r);
-            }
-        });
     // Any comparator name is accepted; files are ordered bytewise.
     let resolve = |_: &str| -> Option<Arc<dyn Comparator>> { Some(Arc::new(BytewiseComparator)) };
     let mut replayer = Replayer::new(crate::edit::MAX_LEVELS, &resolve);
     let mut index = 0;
-    loop {
-        let record = match reader.read_record() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => {
-                let _ = writeln!(out, "error: {e}");
-                return Err(e.into());
-            }
-        };
+    let read = read_records(fs, path, number, &mut |offset, edits| {
         index += 1;
-        let offset = record.offset;
         let _ = writeln!(out, "record {index} at offset {offset}:");
-        let fail = |out: &mut String, message: String| {
-            let _ = writeln!(out, "error: {message}");
-            CorruptionSnafu {
-                path: path.to_path_buf(),
-                offset,
-                message,
-            }
-            .fail()
-        };
-        let edits = match decode_group(record.payload) {
-            Ok(e) => e,
-            Err(e) => return fail(out, e.to_string()),
-        };
         for edit in &edits {
             for line in edit.to_string().lines() {
                 let _ = writeln!(out, "  {line}");
             }
         }
-        if let Err(m) = replayer.apply_group(&edits) {
-            return fail(out, m);
+        replayer.apply_group(&edits)
+    });
+    let torn = match read {
+        Ok(torn) => torn,
+        Err(e) => {
+            let _ = writeln!(out, "error: {e}");
+            return Err(e);
         }
-    }
-    for d in dropped.lock().map(|v| v.clone()).unwrap_or_default() {
-        let _ = writeln!(out, "dropped: {d}");
-    }
-    let end = match reader.end() {
-        Some(LogEnd::Clean) | None => "clean".to_owned(),
-        Some(LogEnd::TornTail { offset, reason }) => {
-            format!("torn tail at offset {offset} ({reason}), ignored")
-        }
-        Some(LogEnd::Corruption { offset, reason }) => {
-            format!("corruption at offset {offset} ({reason})")
-        }
+    };
+    let end = match torn {
+        None => "clean".to_owned(),
+        Some(t) => format!(
+            "torn tail: the record at offset {} ({} bytes) is cut short ({}); recovery drops it",
+            t.offset, t.len, t.reason
+        ),
     };
     let _ = writeln!(out, "end: {end}, {index} records");
     let state = match replayer.finish(number) {
         Ok(s) => s,
         Err(m) => {
-            let _ = writeln!(out, "error: {m}");
-            return CorruptionSnafu {
-                path: path.to_path_buf(),
-                offset: 0u64,
-                message: m,
-            }
-            .fail();
+            let e = unfinished(fs, path, torn, m);
+            let _ = writeln!(out, "error: {e}");
+            return Err(e);
         }
     };
     let _ = writeln!(
@@ -430,6 +496,9 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
         for line in t.version.to_string().lines() {
             let _ = writeln!(out, "  {line}");
         }
+    }
+    for (number, size) in &state.wals {
+        let _ = writeln!(out, "wal {number:06} synced={size}");
     }
     Ok(())
 }

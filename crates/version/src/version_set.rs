@@ -58,7 +58,8 @@ use snafu::ResultExt;
 
 use crate::builder::VersionBuilder;
 use crate::edit::{
-    DEFAULT_TABLE, DEFAULT_TABLE_NAME, MANIFEST_FORMAT_VERSION, TableId, VersionEdit, encode_group,
+    DEFAULT_TABLE, DEFAULT_TABLE_NAME, MANIFEST_FORMAT_VERSION, TableId, VersionEdit, WalAddition,
+    encode_group,
 };
 use crate::error::{InvalidArgumentSnafu, InvalidEditSnafu, IoSnafu, Result};
 use crate::file_metadata::FileMetadata;
@@ -158,6 +159,11 @@ struct Inner {
     tables: BTreeMap<TableId, Table>,
     versions: BTreeMap<TableId, Arc<Version>>,
     max_table_id: TableId,
+    /// WALs known synced through a size (number -> size), at or above
+    /// every table's log number.
+    wals: BTreeMap<u64, u64>,
+    /// The torn record recovery dropped from the end of the MANIFEST.
+    torn_tail: Option<lithify_wal::DroppedRange>,
     /// The MANIFEST being appended to; `None` means the next write starts a
     /// new one.
     manifest: Option<Writer>,
@@ -193,6 +199,8 @@ struct Initial {
     tables: BTreeMap<TableId, Table>,
     versions: BTreeMap<TableId, Arc<Version>>,
     max_table_id: TableId,
+    wals: BTreeMap<u64, u64>,
+    torn_tail: Option<lithify_wal::DroppedRange>,
     next_file_number: u64,
     last_sequence: SeqNo,
     manifest_number: u64,
@@ -203,6 +211,7 @@ struct Plan {
     tables: BTreeMap<TableId, Table>,
     versions: BTreeMap<TableId, Arc<Version>>,
     max_table_id: TableId,
+    wals: BTreeMap<u64, u64>,
     created: Vec<Arc<FileMetadata>>,
     removed: Vec<u64>,
     next_file_number: u64,
@@ -313,6 +322,8 @@ impl VersionSet {
                 tables: BTreeMap::from([(DEFAULT_TABLE, table)]),
                 versions: BTreeMap::from([(DEFAULT_TABLE, Arc::new(version))]),
                 max_table_id: 0,
+                wals: BTreeMap::new(),
+                torn_tail: None,
                 next_file_number: 1,
                 last_sequence: 0,
                 manifest_number: 0,
@@ -356,6 +367,8 @@ impl VersionSet {
                 tables,
                 versions,
                 max_table_id: replayed.max_table_id,
+                wals: replayed.wals,
+                torn_tail: replayed.torn_tail,
                 next_file_number: replayed.next_file_number,
                 last_sequence: replayed.last_sequence,
                 manifest_number: number,
@@ -394,6 +407,8 @@ impl VersionSet {
                 tables: initial.tables,
                 versions: initial.versions,
                 max_table_id: initial.max_table_id,
+                wals: initial.wals,
+                torn_tail: initial.torn_tail,
                 manifest: None,
                 manifest_number: initial.manifest_number,
                 registry: HashMap::new(),
@@ -452,6 +467,21 @@ impl VersionSet {
             .map(|t| t.log_number)
             .min()
             .unwrap_or(0)
+    }
+
+    /// The WALs known synced through a size (log number -> synced size),
+    /// as the edits' [`WalAddition`]s recorded them; WALs below every
+    /// table's log number are forgotten.
+    pub fn synced_wals(&self) -> BTreeMap<u64, u64> {
+        self.inner.lock().wals.clone()
+    }
+
+    /// The torn last record that recovery dropped from the end of the
+    /// MANIFEST (a crash during its append: it was never acknowledged), if
+    /// there was one. The file is no longer appended to, so the engine can
+    /// keep it aside once a new MANIFEST is current.
+    pub fn recovered_torn_tail(&self) -> Option<lithify_wal::DroppedRange> {
+        self.inner.lock().torn_tail
     }
 
     /// Allocates a new file number (for a table, a WAL or a MANIFEST).
@@ -599,6 +629,7 @@ impl VersionSet {
         let mut builders: BTreeMap<TableId, VersionBuilder> = BTreeMap::new();
         let mut removed = Vec::new();
         let mut max_table_id = inner.max_table_id;
+        let mut wals = inner.wals.clone();
         let mut next_file_number = next_file;
         let mut last_sequence = self.last_sequence();
         for edit in edits {
@@ -617,6 +648,7 @@ impl VersionSet {
             if let Some(t) = edit.max_table_id {
                 max_table_id = max_table_id.max(t);
             }
+            add_wals(&mut wals, &edit.wal_additions);
             if let Some(name) = &edit.table_add {
                 if tables.contains_key(&id) || builders.contains_key(&id) {
                     return Err(invalid(format!("table {id} already exists")));
@@ -709,6 +741,8 @@ impl VersionSet {
                 );
             }
         }
+        let min_log = tables.values().map(|t| t.log_number).min().unwrap_or(0);
+        wals.retain(|n, _| *n >= min_log);
         let mut versions = inner.versions.clone();
         versions.retain(|id, _| tables.contains_key(id));
         let mut created = Vec::new();
@@ -723,6 +757,7 @@ impl VersionSet {
             tables,
             versions,
             max_table_id,
+            wals,
             created,
             removed,
             next_file_number,
@@ -740,6 +775,14 @@ impl VersionSet {
                 edit.next_file_number = Some(plan.next_file_number);
                 edit.last_sequence = Some(plan.last_sequence);
                 edit.max_table_id = Some(plan.max_table_id);
+                edit.wal_additions = plan
+                    .wals
+                    .iter()
+                    .map(|(&number, &synced_size)| WalAddition {
+                        number,
+                        synced_size,
+                    })
+                    .collect();
             }
             edit.table_add = Some(table.name.clone());
             edit.comparator = Some(table.comparator.clone());
@@ -824,6 +867,7 @@ impl VersionSet {
         inner.candidates.extend(plan.removed);
         inner.tables = plan.tables;
         inner.max_table_id = plan.max_table_id;
+        inner.wals = plan.wals;
         inner.versions = plan.versions;
         self.next_file_number
             .fetch_max(plan.next_file_number, Ordering::SeqCst);
@@ -881,5 +925,14 @@ impl VersionSet {
             }
         }
         live
+    }
+}
+
+/// Records `additions` in `wals`: a WAL's synced size only grows (two syncs
+/// of one WAL may reach the MANIFEST out of order, as in RocksDB).
+pub(crate) fn add_wals(wals: &mut BTreeMap<u64, u64>, additions: &[WalAddition]) {
+    for a in additions {
+        let size = wals.entry(a.number).or_insert(0);
+        *size = (*size).max(a.synced_size);
     }
 }

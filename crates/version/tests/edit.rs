@@ -4,7 +4,7 @@
 use lithify_base::coding::{put_length_prefixed, put_varint32};
 use lithify_base::{Classify, ErrorKind, InternalKey, MAX_SEQNO, ValueKind};
 use lithify_version::edit::{decode_group, encode_group, tag};
-use lithify_version::{FileMetadata, VersionEdit};
+use lithify_version::{FileMetadata, VersionEdit, WalAddition};
 use proptest::prelude::*;
 
 fn key(text: &str) -> InternalKey {
@@ -201,6 +201,7 @@ prop_compose! {
         cursors in proptest::collection::vec((0usize..64, arb_key()), 0..3),
         deleted in proptest::collection::vec((0usize..64, any::<u64>()), 0..4),
         added in proptest::collection::vec((0usize..64, arb_file()), 0..4),
+        wals in proptest::collection::vec(any::<(u64, u64)>(), 0..3),
     ) -> VersionEdit {
         VersionEdit {
             table,
@@ -215,6 +216,10 @@ prop_compose! {
             compact_cursors: cursors,
             deleted_files: deleted,
             new_files: added,
+            wal_additions: wals
+                .into_iter()
+                .map(|(number, synced_size)| WalAddition { number, synced_size })
+                .collect(),
         }
     }
 }
@@ -231,7 +236,7 @@ proptest! {
         }
         // The display form is one header line plus one per list entry.
         let lines = edit.to_string().lines().count();
-        prop_assert_eq!(lines, 1 + edit.compact_cursors.len() + edit.deleted_files.len() + edit.new_files.len());
+        prop_assert_eq!(lines, 1 + edit.compact_cursors.len() + edit.deleted_files.len() + edit.new_files.len() + edit.wal_additions.len());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use lithify_base::{BytewiseComparator, Classify, Comparator, ErrorKind, Internal
 use lithify_version::filename::manifest_file_name;
 use lithify_version::{
     DEFAULT_TABLE, FileMetadata, TableId, Version, VersionEdit, VersionSet, VersionSetOptions,
-    manifest,
+    WalAddition, manifest,
 };
 use lithify_vfs::{FileSystem, MemFs};
 use proptest::prelude::*;
@@ -646,4 +646,139 @@ table 1 \"users\" comparator=lithify.BytewiseComparator log=3
     000003:[000003a#2,SET-000003z#2,DEL] size=1003 entries=3 created=30
 "
     );
+}
+
+#[test]
+fn synced_wals_survive_rollover_and_leave_with_the_log_number() {
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new(DIR);
+    // A tiny MANIFEST limit: every write starts a new MANIFEST, so the
+    // tracked WALs must travel in the snapshot.
+    let set = VersionSet::create(fs.clone(), dir, options(1)).unwrap();
+    let mut e = VersionEdit::new(DEFAULT_TABLE);
+    e.log_number = Some(5);
+    e.wal_additions = vec![
+        WalAddition {
+            number: 4,
+            synced_size: 100,
+        },
+        WalAddition {
+            number: 5,
+            synced_size: 300,
+        },
+        WalAddition {
+            number: 6,
+            synced_size: 50,
+        },
+    ];
+    set.log_and_apply(vec![e]).unwrap();
+    // WAL 4 is below the log number: forgotten.
+    assert_eq!(set.synced_wals(), BTreeMap::from([(5, 300), (6, 50)]));
+    // Sizes only grow (two syncs may be logged out of order).
+    let mut e = VersionEdit::new(DEFAULT_TABLE);
+    e.wal_additions = vec![
+        WalAddition {
+            number: 6,
+            synced_size: 40,
+        },
+        WalAddition {
+            number: 6,
+            synced_size: 80,
+        },
+    ];
+    set.log_and_apply(vec![e]).unwrap();
+    assert_eq!(set.synced_wals(), BTreeMap::from([(5, 300), (6, 80)]));
+    let recovered = VersionSet::recover(fs.clone(), dir, options(1)).unwrap();
+    assert_eq!(recovered.synced_wals(), BTreeMap::from([(5, 300), (6, 80)]));
+    assert_eq!(recovered.recovered_torn_tail(), None);
+    // Raising the log number forgets the WALs below it.
+    let mut e = VersionEdit::new(DEFAULT_TABLE);
+    e.log_number = Some(6);
+    recovered.log_and_apply(vec![e]).unwrap();
+    assert_eq!(recovered.synced_wals(), BTreeMap::from([(6, 80)]));
+}
+
+#[test]
+fn manifest_damage_has_one_offset_in_recovery_and_dump() {
+    let h = Harness::new(1 << 20);
+    let fs = h.fs.clone();
+    let dir = Path::new(DIR);
+    for i in 0..3 {
+        let n = h.set.new_file_number();
+        let mut e = VersionEdit::new(DEFAULT_TABLE);
+        e.add_file(0, file(n, i + 1));
+        h.set.log_and_apply(vec![e]).unwrap();
+    }
+    let path = dir.join(manifest_file_name(h.set.manifest_number()));
+    let good = lithify_vfs::read_file(&*fs, &path).unwrap();
+    let write = |bytes: &[u8]| {
+        let mut f = fs.create(&path).unwrap();
+        f.append(bytes).unwrap();
+        f.sync_all().unwrap();
+    };
+    let recover = || VersionSet::recover(fs.clone(), dir, VersionSetOptions::default());
+    let dump = || {
+        let mut out = String::new();
+        let r = manifest::dump(&*fs, &path, &mut out);
+        (r, out)
+    };
+    // Offsets of the records, from a clean dump.
+    let (r, out) = dump();
+    r.unwrap();
+    let offsets: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("record "))
+        .map(|l| l.split(" at offset ").nth(1).unwrap().trim_end_matches(':'))
+        .map(|o| o.parse().unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 4);
+    let last = offsets[3];
+
+    // Cut inside the last record: a torn write, dropped and reported at the
+    // record's offset.
+    write(&good[..good.len() - 3]);
+    let set = recover().unwrap();
+    let torn = set
+        .recovered_torn_tail()
+        .expect("the torn record is reported");
+    assert_eq!(torn.offset, last);
+    assert_eq!(torn.offset + torn.len, good.len() as u64 - 3);
+    let (r, out) = dump();
+    r.unwrap();
+    assert!(
+        out.contains(&format!("torn tail: the record at offset {last} ")),
+        "{out}"
+    );
+
+    // Changed bytes in the last record (nothing intact follows): not a
+    // torn write but corruption, at the same offset in both.
+    let mut bad = good.clone();
+    let n = bad.len();
+    bad[n - 2] ^= 0x10;
+    write(&bad);
+    let err = recover().unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(
+        err.to_string().contains(&format!("at offset {last}:")),
+        "{err}"
+    );
+    let (r, out) = dump();
+    assert_eq!(r.unwrap_err().to_string(), err.to_string());
+    assert!(out.ends_with(&format!("error: {err}\n")), "{out}");
+
+    // Cut inside the first record: no state at all; the error names the
+    // first record's offset (the header's end), in recovery and in dump.
+    write(&good[..40]);
+    let err = recover().unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(
+        err.to_string().contains(&format!(
+            "at offset {}: the MANIFEST holds no record",
+            offsets[0]
+        )),
+        "{err}"
+    );
+    let (r, out) = dump();
+    assert_eq!(r.unwrap_err().to_string(), err.to_string());
+    assert!(out.contains("torn tail"), "{out}");
 }

@@ -62,6 +62,29 @@ pub enum DropReason {
     UnknownType(u8),
 }
 
+impl DropReason {
+    /// Whether a crash in the middle of an append can leave this behind:
+    /// the file ends early (inside a header, a fragment or a record), or it
+    /// holds zeros where the unwritten bytes would be. Anything else —
+    /// a checksum mismatch, a bad length, another log's bytes, an unknown
+    /// type — means bytes that were written have changed.
+    ///
+    /// ```
+    /// use lithify_wal::DropReason;
+    /// assert!(DropReason::TruncatedFragment.is_torn_write());
+    /// assert!(!DropReason::ChecksumMismatch.is_torn_write());
+    /// ```
+    pub fn is_torn_write(&self) -> bool {
+        matches!(
+            self,
+            DropReason::TruncatedHeader
+                | DropReason::TruncatedFragment
+                | DropReason::IncompleteRecord
+                | DropReason::Zeroed
+        )
+    }
+}
+
 impl fmt::Display for DropReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
