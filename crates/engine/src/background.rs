@@ -129,5 +129,6 @@ fn worker(inner: &DbInner) {
         inner.done_cv.notify_all();
         inner.bg_cv.notify_all();
         inner.purge_obsolete_files();
+        inner.events.deliver();
     }
 }

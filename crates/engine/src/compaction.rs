@@ -21,6 +21,7 @@ use lithify_version::{FileMetadata, TableId};
 
 use crate::db_impl::{DbInner, DbState};
 use crate::error::{CompactionSnafu, Error, ReadOnlySnafu, Result, ShuttingDownSnafu};
+use crate::events::CompactionJobInfo;
 use crate::flush::now_secs;
 use crate::options::Options;
 use crate::stats::Counters;
@@ -225,6 +226,29 @@ impl DbInner {
     /// Runs a picked compaction and installs it (or records the failure
     /// as the background error).
     pub(crate) fn run_compaction(&self, p: PickedCompaction) -> Result<()> {
+        let started = std::time::Instant::now();
+        let c = &p.compaction;
+        let mut info = CompactionJobInfo {
+            table: self
+                .table(p.table)
+                .map(|t| t.name.clone())
+                .unwrap_or_default(),
+            table_id: p.table,
+            reason: format!("{:?}", c.reason),
+            inputs: c
+                .inputs
+                .iter()
+                .map(|i| (i.level, i.files.iter().map(|f| f.number).collect()))
+                .collect(),
+            output_level: c.output_level,
+            trivial_move: c.trivial_move,
+            manual: c.manual,
+            output_files: Vec::new(),
+            bytes_read: 0,
+            bytes_written: 0,
+            micros: 0,
+        };
+        self.events.compaction_begin(&info);
         let snapshots = Snapshots::new(self.snapshots.sequences());
         let result = {
             let opener = InputOpener {
@@ -260,7 +284,7 @@ impl DbInner {
         }
         let r = match result {
             Err(e) => Err(CompactionSnafu.into_error(e)),
-            Ok(r) => match self.versions.log_and_apply(vec![r.edit]) {
+            Ok(r) => match self.versions.log_and_apply(vec![r.edit.clone()]) {
                 Err(e) => Err(Error::from(e)),
                 Ok(()) => {
                     if let Some(t) = st.tables.get_mut(&p.table) {
@@ -280,6 +304,9 @@ impl DbInner {
                     Counters::add(&self.counters.compaction_read_bytes, r.stats.bytes_read());
                     self.install_super_version(&mut st, p.table);
                     self.recompute_stall(&mut st);
+                    info.output_files = r.edit.new_files.iter().map(|(_, f)| f.number).collect();
+                    info.bytes_read = r.stats.bytes_read();
+                    info.bytes_written = r.stats.bytes_written;
                     Ok(())
                 }
             },
@@ -291,6 +318,9 @@ impl DbInner {
         }
         st.bg_epoch += 1;
         drop(st);
+        // Listeners hear of the compaction before its waiters wake.
+        info.micros = started.elapsed().as_micros() as u64;
+        self.events.compaction_completed(&info);
         self.done_cv.notify_all();
         self.wake_background();
         Ok(())

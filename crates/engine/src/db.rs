@@ -68,11 +68,54 @@ impl Db {
     /// flushed and writes it to L0. A second open of the same directory
     /// fails while this one lives (the `LOCK` file).
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let (inner, workers) = crate::open::open(path.as_ref(), options)?;
+        let (inner, workers) =
+            crate::open::open(path.as_ref(), options, crate::open::OpenMode::ReadWrite)?;
         Ok(Db {
             inner,
             workers: Mutex::new(workers),
         })
+    }
+
+    /// Opens the database in `path` for reading only (RocksDB's
+    /// `OpenForReadOnly`): the WALs are replayed into memory, and nothing
+    /// in the directory is written, created, moved or deleted — no `LOCK`,
+    /// no `LOG`, no new MANIFEST, no flush. No background work runs;
+    /// writes, flushes and compactions fail with
+    /// [`Error::OpenedReadOnly`]. Recovery refuses and reports damage as
+    /// [`open`](Db::open) does, but leaves damaged files in place.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use lithify_engine::{Db, Options};
+    ///
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// db.put(b"k", b"v").unwrap();
+    /// drop(db); // the write is only in the WAL
+    ///
+    /// let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    /// assert_eq!(ro.get(b"k").unwrap().unwrap(), &b"v"[..]);
+    /// assert!(ro.put(b"k", b"w").unwrap_err().is_read_only());
+    /// assert!(ro.recovery_report().is_clean());
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let (inner, workers) =
+            crate::open::open(path.as_ref(), options, crate::open::OpenMode::ReadOnly)?;
+        Ok(Db {
+            inner,
+            workers: Mutex::new(workers),
+        })
+    }
+
+    /// What the open recovered and what it dropped (and where it kept the
+    /// damaged files).
+    pub fn recovery_report(&self) -> &crate::RecoveryReport {
+        &self.inner.recovery
+    }
+
+    /// Whether the database was opened with
+    /// [`open_read_only`](Db::open_read_only).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.opened_read_only
     }
 
     /// The database directory.
@@ -374,12 +417,28 @@ impl Db {
         for w in workers {
             let _ = w.join();
         }
-        let flushed = self.inner.flush_wal();
+        if self.inner.opened_read_only {
+            return Ok(());
+        }
+        // RocksDB syncs the WALs at close (unless
+        // `avoid_sync_during_shutdown`); the MANIFEST records how far, so
+        // the next open refuses a WAL damaged below that.
+        let closed = if self.background_error().is_none() {
+            self.inner.close_wals()
+        } else {
+            self.inner.flush_wal()
+        };
         self.inner.purge_obsolete_files();
+        self.inner.events.deliver();
+        self.inner.events.emit(
+            crate::events::Level::Info,
+            "close",
+            format_args!("closed at sequence {}", self.inner.visible()),
+        );
         if let Some(e) = self.background_error() {
             return Err(e);
         }
-        flushed
+        closed
     }
 }
 

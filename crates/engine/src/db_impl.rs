@@ -24,8 +24,10 @@ use lithify_sstable::BlockCache;
 use lithify_version::{TableId, VersionSet};
 use lithify_vfs::{FileLock, FileSystem};
 
-use crate::error::{Error, ReadOnlySnafu, Result};
+use crate::error::{Error, OpenedReadOnlySnafu, ReadOnlySnafu, Result};
+use crate::events::Events;
 use crate::options::Options;
+use crate::recovery::RecoveryReport;
 use crate::snapshot::SnapshotList;
 use crate::stats::Counters;
 use crate::super_version::TableOpener;
@@ -90,7 +92,15 @@ pub(crate) struct DbInner {
     pub(crate) rate_limiter: Option<StdArc<lithify_compaction_leveled::resource::RateLimiter>>,
     pub(crate) counters: Counters,
     pub(crate) opened_at: Instant,
-    pub(crate) _lock: FileLock,
+    /// Events: tracing, the `LOG` file, the listeners.
+    pub(crate) events: Events,
+    /// What the open recovered and dropped.
+    pub(crate) recovery: RecoveryReport,
+    /// Opened with `Db::open_read_only`: no writes, no background work,
+    /// nothing written to the directory.
+    pub(crate) opened_read_only: bool,
+    /// The `LOCK` (none for a read-only open).
+    pub(crate) _lock: Option<FileLock>,
 }
 
 impl DbInner {
@@ -115,11 +125,18 @@ impl DbInner {
             .map(|t| StdArc::clone(&t.state))
     }
 
-    /// Fails if a background error made the database read-only.
+    /// Fails if the database was opened read-only, or a background error
+    /// made it read-only.
     #[inline]
     pub(crate) fn check_writable(&self) -> Result<()> {
         if !self.read_only.load(Ordering::Acquire) {
             return Ok(());
+        }
+        if self.opened_read_only {
+            return OpenedReadOnlySnafu {
+                dir: self.dir.clone(),
+            }
+            .fail();
         }
         match &self.lock_state().bg_error {
             Some(cause) => ReadOnlySnafu {
@@ -133,7 +150,11 @@ impl DbInner {
     /// Records the first background error: from now on the database is
     /// read-only.
     pub(crate) fn set_bg_error(&self, st: &mut DbState, err: Error) -> StdArc<Error> {
+        let first = st.bg_error.is_none();
         let e = st.bg_error.get_or_insert_with(|| StdArc::new(err)).clone();
+        if first {
+            self.events.background_error(StdArc::clone(&e));
+        }
         self.read_only.store(true, Ordering::Release);
         self.bg_cv.notify_all();
         self.done_cv.notify_all();
@@ -170,9 +191,17 @@ impl DbInner {
             }
         }
         let was = st.controller.condition();
+        let was_cause = st.controller.cause();
         st.controller.update(&self.options, worst, &worst_inputs);
         self.stalled
             .store(worst.0 != StallCondition::Normal, Ordering::Release);
+        if worst.0 != was || (worst.0 != StallCondition::Normal && worst.1 != was_cause) {
+            self.events.stall_changed(crate::events::WriteStallInfo {
+                condition: worst.0,
+                previous: was,
+                cause: worst.1,
+            });
+        }
         if worst.0 < was {
             self.done_cv.notify_all();
         }

@@ -144,6 +144,19 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
+    /// The database was opened with `Db::open_read_only`: it takes no
+    /// writes, flushes or compactions.
+    #[snafu(display(
+        "the database in {} was opened read-only: it takes no writes, flushes or compactions",
+        dir.display()
+    ))]
+    OpenedReadOnly {
+        /// The database directory.
+        dir: PathBuf,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
     /// The write group this write belonged to failed; the group's leader
     /// got the original error.
     #[snafu(display("the write group of this write failed: {cause}"))]
@@ -188,7 +201,9 @@ impl Classify for Error {
             Error::Memtable { source, .. } => source.kind(),
             Error::Read { source, .. } => source.kind(),
             Error::WalRecord { .. } | Error::Corruption { .. } => ErrorKind::Corruption,
-            Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            Error::InvalidArgument { .. } | Error::OpenedReadOnly { .. } => {
+                ErrorKind::InvalidArgument
+            }
             Error::ReadOnly { .. } | Error::ShuttingDown { .. } | Error::Closed { .. } => {
                 ErrorKind::Poisoned
             }
@@ -208,9 +223,10 @@ impl Error {
         self.kind() == ErrorKind::Corruption
     }
 
-    /// Whether the database refuses writes after a background error.
+    /// Whether the database refuses writes: after a background error, or
+    /// because it was opened read-only.
     pub fn is_read_only(&self) -> bool {
-        matches!(self, Error::ReadOnly { .. })
+        matches!(self, Error::ReadOnly { .. } | Error::OpenedReadOnly { .. })
     }
 }
 

@@ -19,6 +19,7 @@ use snafu::IntoError as _;
 
 use crate::db_impl::DbInner;
 use crate::error::{CompactionSnafu, Result};
+use crate::events::FlushJobInfo;
 use crate::stats::Counters;
 
 /// Seconds since the Unix epoch.
@@ -165,8 +166,14 @@ impl DbInner {
             let count = mems.len();
             (mems, next_log, count)
         };
+        let started = std::time::Instant::now();
+        let mut info = self.flush_info(table, &mems);
+        self.events.flush_begin(&info);
         let snapshots = self.snapshots.sequences();
         let flushed = self.write_flush(table, &mems, &snapshots);
+        // Closed WALs that sync writes made durable: this edit records
+        // their sizes (the leader lock comes before the state lock).
+        let wal_additions = self.leader.lock().take_synced_closed();
         let mut st = self.lock_state();
         let undo = |st: &mut crate::db_impl::DbState| {
             if let Some(t) = st.tables.get_mut(&table) {
@@ -185,6 +192,7 @@ impl DbInner {
             }
         };
         flushed.edit.log_number = Some(next_log);
+        flushed.edit.wal_additions = wal_additions;
         let mut edits = vec![flushed.edit.clone()];
         // Tables with nothing unflushed move their log number along, so an
         // idle table never pins the WALs this flush frees.
@@ -233,9 +241,40 @@ impl DbInner {
         {
             Counters::add(&t.counters.flush_plan_bytes, flushed.stats.bytes_written);
         }
+        // Listeners hear of the flush before its waiters wake.
+        info.output_level = flushed.plan_level.unwrap_or(0);
+        info.output_files = flushed.outputs;
+        info.bytes_written = flushed.stats.bytes_written;
+        info.micros = started.elapsed().as_micros() as u64;
+        self.events.flush_completed(&info);
         self.done_cv.notify_all();
         self.wake_background();
         Ok(true)
+    }
+
+    /// What a flush of `mems` is, before it runs.
+    fn flush_info(&self, table: TableId, mems: &[Arc<Mem>]) -> FlushJobInfo {
+        let (mut lo, mut hi) = (SeqNo::MAX, 0);
+        for m in mems {
+            if let (Some(a), Some(b)) = (m.first_seqno(), m.last_seqno()) {
+                lo = lo.min(a);
+                hi = hi.max(b);
+            }
+        }
+        FlushJobInfo {
+            table: self
+                .table(table)
+                .map(|t| t.name.clone())
+                .unwrap_or_default(),
+            table_id: table,
+            memtables: mems.len(),
+            smallest_seqno: if lo == SeqNo::MAX { 0 } else { lo },
+            largest_seqno: hi,
+            output_level: 0,
+            output_files: Vec::new(),
+            bytes_written: 0,
+            micros: 0,
+        }
     }
 }
 

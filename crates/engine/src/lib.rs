@@ -17,6 +17,12 @@
 //! * **Statistics**: [`Db::property`]`("lithify.stats")` prints RocksDB's
 //!   "Compaction Stats" table and the write, read and space amplification;
 //!   [`Db::stats`] returns them as a [`DbStats`].
+//! * **Damage is never silent**: the open verifies every live table file,
+//!   refuses WALs damaged below their synced size, and reports whatever a
+//!   recovery mode drops ([`RecoveryReport`]), keeping the damaged file in
+//!   `lost/`. [`Db::open_read_only`] reads without writing anything.
+//! * **Events**: `tracing` events (target `lithify::engine`), an optional
+//!   `LOG` file, and [`EventListener`] callbacks.
 //!
 //! ```
 //! # let dir = tempfile::tempdir().unwrap();
@@ -39,6 +45,7 @@ mod compaction;
 mod db;
 mod db_impl;
 mod error;
+mod events;
 mod flush;
 mod get;
 mod iter;
@@ -49,6 +56,7 @@ mod options;
 mod properties;
 mod purge;
 mod range_del;
+mod recovery;
 mod snapshot;
 mod stats;
 mod strategy;
@@ -66,6 +74,10 @@ mod loom_tests;
 pub use batch::WriteBatch;
 pub use db::Db;
 pub use error::{Error, Result};
+pub use events::{
+    CompactionJobInfo, EventListener, FlushJobInfo, INFO_LOG_FILE, StrategySwitchInfo,
+    WriteStallInfo,
+};
 pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
 pub use lithify_compaction_leveled::adaptive::{AdaptiveOptions, AdaptiveThresholds};
@@ -77,6 +89,7 @@ pub use lithify_compaction_leveled::{
 pub use lithify_sstable::{BlockCache, Compression};
 pub use lithify_wal::RecoveryMode;
 pub use options::{Options, ReadOptions, TableOptions, WriteOptions};
+pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelStats, StallStats, TableStats};
 pub use table::Table;

@@ -15,6 +15,7 @@ use lithify_vfs::{FileSystem, OsFs};
 use lithify_wal::RecoveryMode;
 
 use crate::error::{InvalidArgumentSnafu, Result};
+use crate::events::EventListener;
 use crate::snapshot::Snapshot;
 
 /// How a database is opened and run. Field names and defaults are
@@ -73,6 +74,20 @@ pub struct Options {
     pub block_cache_size: usize,
     /// Upper bound of the bytes one write group commits (default 1 MiB).
     pub max_write_batch_group_size_bytes: u64,
+    /// Check at open that every table file the MANIFEST lists exists with
+    /// the size it records, and refuse to open otherwise (RocksDB's
+    /// `paranoid_checks`; default true).
+    pub paranoid_checks: bool,
+    /// Write a human-readable `LOG` file of the database's events in its
+    /// directory (RocksDB's info LOG). Default false in the library (the
+    /// events always go to `tracing`); the `lithify` command turns it on
+    /// for read-write opens. A read-only open never writes it.
+    pub info_log: bool,
+    /// Old `LOG` files kept as `LOG.old.<micros>` (default 16).
+    pub keep_log_file_num: usize,
+    /// Callbacks told about flushes, compactions, stalls, background
+    /// errors, strategy switches and recovery (RocksDB's `listeners`).
+    pub listeners: Vec<Arc<dyn EventListener>>,
 
     // ----- memtables (per table) -----
     /// A memtable larger than this becomes immutable and is flushed
@@ -283,6 +298,10 @@ impl Default for Options {
             block_cache: None,
             block_cache_size: 32 << 20,
             max_write_batch_group_size_bytes: 1 << 20,
+            paranoid_checks: true,
+            info_log: false,
+            keep_log_file_num: 16,
+            listeners: Vec::new(),
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             min_write_buffer_number_to_merge: 1,
@@ -332,6 +351,9 @@ impl fmt::Debug for Options {
             .field("max_subcompactions", &self.max_subcompactions)
             .field("wal_recovery_mode", &self.wal_recovery_mode)
             .field("manual_wal_flush", &self.manual_wal_flush)
+            .field("paranoid_checks", &self.paranoid_checks)
+            .field("info_log", &self.info_log)
+            .field("listeners", &self.listeners.len())
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("num_levels", &self.num_levels)
@@ -372,8 +394,30 @@ impl Options {
         if o.max_background_jobs == 0 {
             return fail("max_background_jobs must be at least 1".to_owned());
         }
-        if o.block_size == 0 || o.block_restart_interval == 0 {
-            return fail("block_size and block_restart_interval must be positive".to_owned());
+        if o.block_size == 0 {
+            return fail("block_size must be positive, not 0".to_owned());
+        }
+        if o.block_restart_interval == 0 {
+            return fail("block_restart_interval must be positive, not 0".to_owned());
+        }
+        if o.target_file_size_base == 0 {
+            return fail("target_file_size_base must be positive, not 0".to_owned());
+        }
+        if o.max_bytes_for_level_base == 0 {
+            return fail("max_bytes_for_level_base must be positive, not 0".to_owned());
+        }
+        if !(o.bloom_bits_per_key >= 0.0 && o.bloom_bits_per_key.is_finite()) {
+            return fail(format!(
+                "bloom_bits_per_key must be a number of bits, 0 or more, not {}",
+                o.bloom_bits_per_key
+            ));
+        }
+        for (name, t) in &o.table_options {
+            if t.target_file_size_base == Some(0) {
+                return fail(format!(
+                    "table {name:?}: target_file_size_base must be positive, not 0"
+                ));
+            }
         }
         o.write_buffer_size = o.write_buffer_size.clamp(64 << 10, 64 << 30);
         o.max_write_buffer_number = o.max_write_buffer_number.max(2);

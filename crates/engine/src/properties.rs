@@ -179,7 +179,10 @@ impl DbInner {
             ),
             tables,
             snapshots: self.snapshots.count(),
-            read_only,
+            read_only: read_only || self.opened_read_only,
+            opened_read_only: self.opened_read_only,
+            recovery: self.recovery.clone(),
+            lost_files: crate::recovery::lost_files(&*self.fs, &self.dir),
             ..DbStats::default()
         };
         s.finish();

@@ -16,6 +16,9 @@ impl DbInner {
     /// Deletes obsolete tables, MANIFESTs and WALs. Failures to delete are
     /// ignored: the file is an orphan the next open removes.
     pub(crate) fn purge_obsolete_files(&self) {
+        if self.opened_read_only {
+            return;
+        }
         let obsolete = self.versions.obsolete_files();
         for number in obsolete.tables {
             let _ = self.fs.remove_file(&self.dir.join(table_file_name(number)));

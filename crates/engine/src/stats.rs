@@ -5,6 +5,7 @@
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
+use crate::recovery::RecoveryReport;
 use lithify_base::sync::atomic::{AtomicU64, Ordering};
 use lithify_base::{InternalKeyComparator, key::user_key};
 use lithify_compaction_leveled::{CompactionStats, CompactionStatsTable};
@@ -214,6 +215,12 @@ pub struct DbStats {
     pub snapshots: usize,
     /// Whether a background error made the database read-only.
     pub read_only: bool,
+    /// Whether the database was opened with `Db::open_read_only`.
+    pub opened_read_only: bool,
+    /// What the open recovered and dropped.
+    pub recovery: RecoveryReport,
+    /// Files earlier recoveries kept in `lost/` (names).
+    pub lost_files: Vec<String>,
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -512,9 +519,27 @@ impl fmt::Display for DbStats {
         }
         writeln!(
             out,
-            "Snapshots: {}; read-only: {}",
-            self.snapshots, self.read_only
+            "Snapshots: {}; read-only: {}{}",
+            self.snapshots,
+            self.read_only,
+            if self.opened_read_only {
+                " (opened read-only)"
+            } else {
+                ""
+            }
         )?;
+        writeln!(out, "Recovery: {}", self.recovery)?;
+        for d in &self.recovery.dropped {
+            writeln!(out, "  {d}")?;
+        }
+        if !self.lost_files.is_empty() {
+            writeln!(
+                out,
+                "Kept in {}/ by recoveries: {}",
+                crate::recovery::LOST_DIR,
+                self.lost_files.join(", ")
+            )?;
+        }
         f.write_str(&out)
     }
 }

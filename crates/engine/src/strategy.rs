@@ -21,6 +21,7 @@ use crate::batch::WriteBatch;
 use crate::compaction::{picker_for, strategy_in_force, strategy_state};
 use crate::db_impl::DbInner;
 use crate::error::{InvalidArgumentSnafu, Result};
+use crate::events::StrategySwitchInfo;
 use crate::table_state::{SAMPLE_EVERY, TableState};
 
 /// Key ranges the recorder buckets writes into (for the hot-range share).
@@ -36,6 +37,7 @@ impl DbInner {
             }
             .fail();
         };
+        let from = strategy_in_force(&t.strategy).to_string();
         let mut o = (*t.state.options).clone();
         o.compaction_strategy = strategy;
         let (picker, mut state) = strategy_state(&o)?;
@@ -52,8 +54,15 @@ impl DbInner {
             let _ = t.state.workload.take_window();
             t.state.workload.recorder.lock().set_boundaries(boundaries);
         }
+        let info = StrategySwitchInfo {
+            table: t.state.name.clone(),
+            from,
+            to: strategy_in_force(&t.strategy).to_string(),
+            reason: t.strategy.reason.clone(),
+        };
         self.recompute_stall(&mut st);
         drop(st);
+        self.events.strategy_switched(&info);
         self.wake_background();
         Ok(())
     }
@@ -136,11 +145,18 @@ impl DbInner {
             None => t.strategy.reason = adaptive.reason().to_owned(),
             Some(switch) => match picker_for(&switch.to, &t.state.options) {
                 Ok(picker) => {
+                    let info = StrategySwitchInfo {
+                        table: t.state.name.clone(),
+                        from: switch.from.to_string(),
+                        to: switch.to.to_string(),
+                        reason: switch.reason.clone(),
+                    };
                     t.picker = picker;
                     t.strategy.reason = switch.reason;
                     t.strategy.switches += 1;
                     self.recompute_stall(&mut st);
                     drop(st);
+                    self.events.strategy_switched(&info);
                     self.wake_background();
                 }
                 Err(e) => {

@@ -12,6 +12,16 @@
 //!
 //! A `sync` write makes every older unsynced WAL durable before the live
 //! one, and the live WAL's directory entry on its first sync.
+//!
+//! # Synced sizes in the MANIFEST
+//!
+//! As RocksDB's `track_and_verify_wals_in_manifest` does for closed WALs,
+//! the MANIFEST learns how far WALs were synced (`WalAddition`): a closed
+//! WAL found wholly synced rides on the next flush's edit, and a clean
+//! close syncs every live WAL and records all of them. Recovery refuses a
+//! recorded WAL that is missing, shorter than its synced size, or damaged
+//! below it; only bytes past the last recorded sync may be dropped as a
+//! torn tail.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc as StdArc;
@@ -19,8 +29,8 @@ use std::sync::Arc as StdArc;
 use crate::mem::Mem;
 use lithify_base::SeqNo;
 use lithify_base::sync::Arc;
-use lithify_version::TableId;
 use lithify_version::filename::log_file_name;
+use lithify_version::{TableId, WalAddition};
 use lithify_vfs::FileSystem;
 use lithify_wal::{Writer, WriterOptions};
 use snafu::ResultExt;
@@ -134,6 +144,12 @@ pub(crate) struct LeaderState {
     /// Bytes appended to each live WAL by this process (for
     /// `max_total_wal_size`).
     pub(crate) log_bytes: std::collections::BTreeMap<u64, u64>,
+    /// Final sizes of the closed WALs still live (for the record made at
+    /// close).
+    pub(crate) closed_sizes: std::collections::BTreeMap<u64, u64>,
+    /// Closed WALs now wholly synced whose size no edit recorded yet: the
+    /// next flush's edit carries them (`WalAddition`s).
+    pub(crate) synced_closed: Vec<WalAddition>,
 }
 
 impl LeaderState {
@@ -142,6 +158,10 @@ impl LeaderState {
         for old in &mut self.old_logs {
             if !old.synced {
                 old.sync(fs, dir)?;
+                self.synced_closed.push(WalAddition {
+                    number: old.number,
+                    synced_size: old.writer.synced_len(),
+                });
             }
         }
         self.old_logs.retain(|l| !l.synced);
@@ -163,6 +183,54 @@ impl LeaderState {
     pub(crate) fn drop_logs_below(&mut self, min_log: u64) {
         self.old_logs.retain(|l| l.number >= min_log);
         self.log_bytes.retain(|n, _| *n >= min_log);
+        self.closed_sizes.retain(|n, _| *n >= min_log);
+        self.synced_closed.retain(|w| w.number >= min_log);
+    }
+
+    /// Keeps a WAL the switch closed: for a later sync, or, if it is
+    /// durable already, as a size the next edit records.
+    pub(crate) fn close_log(&mut self, log: LogWriter) {
+        let size = log.writer.bytes_written();
+        self.closed_sizes.insert(log.number, size);
+        if log.synced {
+            self.synced_closed.push(WalAddition {
+                number: log.number,
+                synced_size: size,
+            });
+        } else {
+            self.old_logs.push(log);
+        }
+    }
+
+    /// The closed WALs found wholly synced since the last call.
+    pub(crate) fn take_synced_closed(&mut self) -> Vec<WalAddition> {
+        std::mem::take(&mut self.synced_closed)
+    }
+
+    /// Syncs every live WAL and returns the size of each (what a clean
+    /// close records in the MANIFEST).
+    pub(crate) fn sync_for_close(
+        &mut self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+    ) -> Result<Vec<WalAddition>> {
+        self.sync_all(fs, dir)?;
+        self.synced_closed.clear();
+        let mut sizes: Vec<WalAddition> = self
+            .closed_sizes
+            .iter()
+            .map(|(&number, &synced_size)| WalAddition {
+                number,
+                synced_size,
+            })
+            .collect();
+        if let Some(log) = &self.log {
+            sizes.push(WalAddition {
+                number: log.number,
+                synced_size: log.writer.synced_len(),
+            });
+        }
+        Ok(sizes)
     }
 
     /// Bytes of the live WALs, and the oldest of them.

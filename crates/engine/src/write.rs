@@ -102,9 +102,12 @@ impl DbInner {
             options: *options,
             switch_table,
         };
-        self.write_thread
+        let r = self
+            .write_thread
             .write(self, w)
-            .map_err(crate::error::unshare)
+            .map_err(crate::error::unshare);
+        self.events.deliver();
+        r
     }
 
     fn check_range_deletes(&self, batch: &WriteBatch) -> Result<()> {
@@ -316,9 +319,7 @@ impl DbInner {
                     leader.log = Some(prev);
                     return Err(e.into());
                 }
-                if !prev.synced {
-                    leader.old_logs.push(prev);
-                }
+                leader.close_log(prev);
             }
             leader.log = Some(new);
             Ok(())
@@ -496,6 +497,19 @@ impl DbInner {
             let shared = self.set_bg_error(&mut st, e);
             return Err(ReadOnlySnafu { cause: shared }.build());
         }
+        Ok(())
+    }
+
+    /// Syncs every live WAL and records their sizes in the MANIFEST (a
+    /// clean close).
+    pub(crate) fn close_wals(&self) -> Result<()> {
+        let sizes = self.leader.lock().sync_for_close(&*self.fs, &self.dir)?;
+        if sizes.is_empty() {
+            return Ok(());
+        }
+        let mut edit = lithify_version::VersionEdit::new(lithify_version::DEFAULT_TABLE);
+        edit.wal_additions = sizes;
+        self.versions.log_and_apply(vec![edit])?;
         Ok(())
     }
 

@@ -120,10 +120,13 @@ fn a_log_after_a_truncated_one_is_not_replayed() {
 }
 
 #[test]
-fn a_log_whose_predecessor_is_missing_is_not_replayed() {
+fn a_log_whose_predecessor_is_missing_is_refused_not_skipped() {
+    // The first log is gone; the second names it. Before issue 18 the open
+    // silently replayed nothing; a WAL the MANIFEST still needs is missing,
+    // so the open is refused, naming it, and only the salvage mode opens
+    // (reporting what it could not have).
     let fs = Arc::new(MemFs::new());
     let first = fresh_db(&fs);
-    // The first log is gone; the second names it.
     fs.remove_file(Path::new(&format!("/db/{first:06}.log")))
         .unwrap();
     let note = Predecessor {
@@ -131,8 +134,27 @@ fn a_log_whose_predecessor_is_missing_is_not_replayed() {
         last_sequence: 3,
     };
     write_log(&fs, first + 1, &[note.encode().to_vec(), batch(4, &["d"])]);
-    let db = Db::open("/db", options(&fs, RecoveryMode::PointInTimeRecovery)).unwrap();
-    assert!(keys(&db).is_empty());
+    for mode in [
+        RecoveryMode::PointInTimeRecovery,
+        RecoveryMode::TolerateCorruptedTailRecords,
+        RecoveryMode::AbsoluteConsistency,
+    ] {
+        let err = Db::open("/db", options(&fs, mode)).unwrap_err();
+        assert!(err.is_corruption(), "{mode:?}: {err}");
+        assert!(
+            err.to_string().contains(&format!("{first:06}.log")),
+            "{mode:?}: {err}"
+        );
+    }
+    let db = Db::open("/db", options(&fs, RecoveryMode::SkipAnyCorruptedRecords)).unwrap();
+    assert_eq!(keys(&db), ["d"]);
+    let report = db.recovery_report();
+    assert_eq!(report.dropped.len(), 1, "{report:?}");
+    assert!(
+        report.dropped[0].reason.contains("missing"),
+        "{:?}",
+        report.dropped[0]
+    );
 }
 
 #[test]

@@ -63,10 +63,12 @@ pub use bytes::Bytes;
 pub use lithify_base::{Classify, ErrorKind};
 pub use lithify_engine::{
     AdaptiveOptions, AdaptiveThresholds, BlockCache, BottommostLevelCompaction,
-    CompactRangeOptions, CompactionFilter, CompactionPri, CompactionStrategy, Compression, Db,
-    DbIterator, DbStats, FilterDecision, LevelStats, MajorOnlyOptions, MinorPolicy, Options,
-    RawIterator, ReadOptions, RecoveryMode, SeqNo, Snapshot, StallCause, StallCondition,
-    StallStats, Table, TableOptions, TableStats, TwoTierOptions, WriteBatch, WriteOptions,
+    CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy,
+    Compression, Db, DbIterator, DbStats, DroppedBytes, EventListener, FilterDecision,
+    FlushJobInfo, INFO_LOG_FILE, LOST_DIR, LevelStats, MajorOnlyOptions, MinorPolicy, Options,
+    RawIterator, ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot, StallCause,
+    StallCondition, StallStats, StrategySwitchInfo, Table, TableOptions, TableStats,
+    TwoTierOptions, WriteBatch, WriteOptions, WriteStallInfo,
 };
 
 /// The Kafka-style log: segmented logs of keyed records in Kafka's on-disk

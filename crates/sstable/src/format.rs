@@ -189,7 +189,7 @@ impl Footer {
     pub fn decode(src: &[u8; FOOTER_LEN]) -> Result<Footer, String> {
         if src[48..56] != MAGIC {
             return Err(format!(
-                "bad magic number {:02x?}: not a lithify table",
+                "bad magic number {:02x?}: not a lithify table, or a table cut short (its footer is not at the end of the file)",
                 &src[48..56]
             ));
         }

@@ -120,6 +120,27 @@ impl<C: Comparator + Clone> Table<C> {
             verify: options.verify_checksums,
             limit: 0,
         };
+        // The size the caller expects (the MANIFEST's, for the engine)
+        // against the file's: a table cut short is not "not a table".
+        if let Ok(actual) = file.size()
+            && actual != file_size
+        {
+            let message = if actual < file_size {
+                format!(
+                    "the table is truncated: it should have {file_size} bytes but the file ends at offset {actual}"
+                )
+            } else {
+                format!(
+                    "the table should have {file_size} bytes but the file has {actual} (bytes were added at offset {file_size})"
+                )
+            };
+            return CorruptionSnafu {
+                path,
+                offset: actual.min(file_size),
+                message,
+            }
+            .fail();
+        }
         let footer_at = match file_size.checked_sub(FOOTER_LEN as u64) {
             Some(at) => at,
             None => {

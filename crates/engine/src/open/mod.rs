@@ -1,0 +1,598 @@
+//! Opening a database, in the order it runs:
+//!
+//! 1. **lock** ([`lock_dir`]): the directory is created if allowed and the
+//!    `LOCK` file taken — a read-only open creates nothing and takes no
+//!    lock (RocksDB's `OpenForReadOnly`);
+//! 2. **recover** ([`recover_versions`]): the `VersionSet` is created or
+//!    recovered from the MANIFEST, and every live table file is checked to
+//!    exist with its recorded size ([`verify`], RocksDB's
+//!    `paranoid_checks`);
+//! 3. **replay** ([`replay`]): every WAL at or above the minimum log number
+//!    is replayed into memtables, dropping only what the recovery mode and
+//!    the synced sizes allow, and reporting every dropped range;
+//! 4. **finish** ([`finish_recovery`], read-write only): the replayed data
+//!    goes to L0, a new WAL starts, one edit group raises every log number,
+//!    files nothing needs are deleted — except files recovery dropped bytes
+//!    from, which move to `lost/`;
+//! 5. **assemble** ([`assemble`]): the running database, its super
+//!    versions and (read-write) its background threads.
+
+mod replay;
+mod verify;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::Path;
+use std::sync::Arc as StdArc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use lithify_base::sync::atomic::{AtomicBool, AtomicU64};
+use lithify_base::sync::{Arc, Condvar, Mutex};
+use lithify_base::{InternalKeyComparator, SeqNo};
+use lithify_compaction_leveled::{CompactionStatsTable, CompactionsInProgress};
+use lithify_sstable::{BlockCache, TableOptions};
+use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name};
+use lithify_version::{TableId, VersionEdit, VersionSet, VersionSetOptions};
+use lithify_vfs::{FileLock, FileSystem, parent_dir};
+use snafu::ResultExt;
+
+use crate::background::spawn_workers;
+use crate::db_impl::{DbInner, DbState};
+use crate::error::{CorruptionSnafu, InvalidArgumentSnafu, IoSnafu, LockedSnafu, Result};
+use crate::events::{Events, Level};
+use crate::options::Options;
+use crate::purge::orphans;
+use crate::recovery::{DroppedBytes, RecoveryReport, keep_in_lost};
+use crate::snapshot::SnapshotList;
+use crate::stats::Counters;
+use crate::super_version::{SuperVersion, TableOpener};
+use crate::table_state::{Imm, TableMut, TableState, new_memtable};
+use crate::wal::{LeaderState, LogWriter, MemSet};
+use crate::write_controller::WriteController;
+use crate::write_thread::WriteThread;
+use replay::{Replay, WalReplay, flush_replayed};
+
+/// How a database is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenMode {
+    /// The normal open: recovery writes L0 files and a new MANIFEST.
+    ReadWrite,
+    /// RocksDB's `OpenForReadOnly`: the WALs are replayed into memory only;
+    /// nothing is written, no lock is taken, no background work runs.
+    ReadOnly,
+}
+
+/// The table-file options of `o`.
+pub(crate) fn table_options(o: &Options) -> TableOptions<InternalKeyComparator> {
+    let mut t = TableOptions::for_internal_keys(InternalKeyComparator::new(o.comparator.clone()));
+    t.block_size = o.block_size;
+    t.block_restart_interval = o.block_restart_interval;
+    t.bloom_bits_per_key = o.bloom_bits_per_key;
+    t.compression = o.compression;
+    t.verify_checksums = o.verify_checksums;
+    t
+}
+
+/// The effective options of table `name`: the database's, with the
+/// table's overrides from `table_options`.
+pub(crate) fn table_effective_options(db: &Options, name: &str) -> Options {
+    match db.table_options.get(name) {
+        Some(t) => t.apply(db),
+        None => db.clone(),
+    }
+}
+
+/// Opens (or, read-write, creates) the database in `dir`.
+pub(crate) fn open(
+    dir: &Path,
+    options: Options,
+    mode: OpenMode,
+) -> Result<(StdArc<DbInner>, Vec<JoinHandle<()>>)> {
+    let opts = StdArc::new(options.sanitized()?);
+    let fs = StdArc::clone(&opts.fs);
+    let read_only = mode == OpenMode::ReadOnly;
+    let (lock, exists) = lock_dir(&*fs, dir, &opts, mode)?;
+    let events = Events::new(
+        &*fs,
+        dir,
+        opts.listeners.clone(),
+        opts.info_log && !read_only,
+        opts.keep_log_file_num,
+    );
+    events.emit(
+        Level::Info,
+        "open",
+        format_args!(
+            "opening {}{}",
+            if exists {
+                "the database"
+            } else {
+                "a new database"
+            },
+            if read_only { " read-only" } else { "" }
+        ),
+    );
+    let (versions, names) = recover_versions(&fs, dir, &opts, exists)?;
+    let mut logs = Vec::new();
+    for name in &names {
+        match parse_file_name(name) {
+            Some(FileKind::Log(n)) => {
+                versions.mark_file_number_used(n);
+                logs.push(n);
+            }
+            Some(FileKind::Table(n) | FileKind::Manifest(n)) => versions.mark_file_number_used(n),
+            _ => {}
+        }
+    }
+    logs.sort_unstable();
+
+    let icmp = InternalKeyComparator::new(opts.comparator.clone());
+    let cache = match &opts.block_cache {
+        Some(c) => Some(StdArc::clone(c)),
+        None if opts.block_cache_size > 0 => {
+            Some(StdArc::new(BlockCache::new(opts.block_cache_size)))
+        }
+        None => None,
+    };
+    let opener = StdArc::new(TableOpener {
+        fs: StdArc::clone(&fs),
+        dir: dir.to_path_buf(),
+        options: table_options(&opts),
+        cache: cache.clone(),
+    });
+
+    // Tables, with empty memtables.
+    let mut tables: BTreeMap<TableId, Replay> = BTreeMap::new();
+    for info in versions.tables() {
+        let Some(version) = versions.current(info.id) else {
+            continue;
+        };
+        let topts = StdArc::new(table_effective_options(&opts, &info.name));
+        let mem = Arc::new(new_memtable(&icmp, &topts));
+        let state = StdArc::new(TableState::new(
+            info.id,
+            info.name.clone(),
+            topts,
+            icmp.clone(),
+            SuperVersion::new(Arc::clone(&mem), Vec::new(), version, None),
+        ));
+        tables.insert(
+            info.id,
+            Replay {
+                state,
+                log_number: info.log_number,
+                mem,
+                imm: Vec::new(),
+                files: Vec::new(),
+                stats: CompactionStatsTable::new(opts.num_levels),
+            },
+        );
+    }
+
+    let manifest = manifest_file_name(versions.manifest_number());
+    let min_log = versions.min_log_number_to_keep();
+    let replay_logs: Vec<u64> = logs.iter().copied().filter(|&n| n >= min_log).collect();
+    let replayed = WalReplay {
+        fs: &*fs,
+        dir,
+        options: &opts,
+        opener: &opener,
+        versions: &versions,
+        read_only,
+        manifest: manifest.clone(),
+    }
+    .run(&replay_logs, min_log, &mut tables)?;
+    let last_seq = versions.last_sequence().max(replayed.last_seq);
+    let mut report = RecoveryReport {
+        mode: opts.wal_recovery_mode,
+        read_only,
+        wals_replayed: replayed.wals_read,
+        last_sequence: last_seq,
+        dropped: Vec::new(),
+    };
+    if let Some(torn) = versions.recovered_torn_tail() {
+        report.dropped.push(DroppedBytes {
+            file: dir.join(&manifest),
+            offset: torn.offset,
+            len: torn.len,
+            reason: format!(
+                "{} in the last record (an edit whose write a crash cut short, never acknowledged)",
+                torn.reason
+            ),
+            kept: None,
+        });
+    }
+    report.dropped.extend(replayed.dropped);
+
+    let log = if read_only {
+        None
+    } else {
+        Some(finish_recovery(
+            &*fs,
+            dir,
+            &opener,
+            &versions,
+            &mut tables,
+            &names,
+            &replay_logs,
+            last_seq,
+            &mut report,
+        )?)
+    };
+    let inner = assemble(AssembleParts {
+        dir,
+        fs,
+        opts,
+        versions,
+        opener,
+        cache,
+        icmp,
+        tables,
+        log,
+        last_seq,
+        events,
+        report,
+        lock,
+    })?;
+    inner.events.recovery_completed(&inner.recovery);
+    if read_only {
+        return Ok((inner, Vec::new()));
+    }
+    inner.purge_obsolete_files();
+    let workers = spawn_workers(&inner).context(IoSnafu {
+        op: "starting background threads for",
+        path: dir.to_path_buf(),
+    })?;
+    inner.wake_background();
+    Ok((inner, workers))
+}
+
+/// Step 1: checks the directory, creates it if allowed (read-write) and
+/// takes the `LOCK` (read-write). Returns the lock and whether a database
+/// exists there.
+fn lock_dir(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opts: &Options,
+    mode: OpenMode,
+) -> Result<(Option<FileLock>, bool)> {
+    if fs.exists(dir) && !fs.is_dir(dir) {
+        return InvalidArgumentSnafu {
+            message: format!("{} is not a directory", dir.display()),
+        }
+        .fail();
+    }
+    let current = dir.join(lithify_version::filename::CURRENT);
+    if mode == OpenMode::ReadOnly {
+        if !fs.exists(&current) {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "no database in {} (no CURRENT file); a read-only open creates nothing",
+                    dir.display()
+                ),
+            }
+            .fail();
+        }
+        return Ok((None, true));
+    }
+    if !fs.is_dir(dir) {
+        if !opts.create_if_missing {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "{} does not exist (create_if_missing is false)",
+                    dir.display()
+                ),
+            }
+            .fail();
+        }
+        fs.create_dir_all(dir).context(IoSnafu {
+            op: "creating directory",
+            path: dir.to_path_buf(),
+        })?;
+        fs.sync_dir(parent_dir(dir)).context(IoSnafu {
+            op: "syncing directory",
+            path: parent_dir(dir).to_path_buf(),
+        })?;
+    }
+    let lock_path = dir.join("LOCK");
+    let lock = fs.lock(&lock_path).context(LockedSnafu {
+        dir: dir.to_path_buf(),
+        path: lock_path.clone(),
+    })?;
+    let exists = fs.exists(&current);
+    if exists && opts.error_if_exists {
+        return InvalidArgumentSnafu {
+            message: format!(
+                "a database exists in {} (error_if_exists is set)",
+                dir.display()
+            ),
+        }
+        .fail();
+    }
+    if !exists && !opts.create_if_missing {
+        return InvalidArgumentSnafu {
+            message: format!(
+                "no database in {} (create_if_missing is false)",
+                dir.display()
+            ),
+        }
+        .fail();
+    }
+    Ok((Some(lock), exists))
+}
+
+/// Step 2: the `VersionSet`, created or recovered, with its live files
+/// verified; and the names in the directory.
+fn recover_versions(
+    fs: &StdArc<dyn FileSystem>,
+    dir: &Path,
+    opts: &Options,
+    exists: bool,
+) -> Result<(VersionSet, Vec<String>)> {
+    let vs_opts = VersionSetOptions {
+        num_levels: opts.num_levels,
+        max_manifest_file_size: opts.max_manifest_file_size,
+        comparators: vec![opts.comparator.clone()],
+    };
+    let names = fs.list_dir(dir).context(IoSnafu {
+        op: "listing",
+        path: dir.to_path_buf(),
+    })?;
+    let versions = if exists {
+        VersionSet::recover(StdArc::clone(fs), dir, vs_opts)?
+    } else {
+        VersionSet::create(StdArc::clone(fs), dir, vs_opts)?
+    };
+    if opts.paranoid_checks {
+        verify::live_files(&**fs, dir, &versions)?;
+    }
+    Ok((versions, names))
+}
+
+/// Step 4 (read-write): writes what the replay left in memtables to L0,
+/// starts a new WAL, raises every table's log number past the replayed
+/// WALs in one edit group, then removes files nothing needs — moving the
+/// ones recovery dropped bytes from into `lost/` instead. Returns the new
+/// WAL.
+#[allow(clippy::too_many_arguments)]
+fn finish_recovery(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opener: &TableOpener,
+    versions: &VersionSet,
+    tables: &mut BTreeMap<TableId, Replay>,
+    names: &[String],
+    replay_logs: &[u64],
+    last_seq: SeqNo,
+    report: &mut RecoveryReport,
+) -> Result<LogWriter> {
+    for r in tables.values_mut() {
+        if !r.mem.is_empty() {
+            flush_replayed(fs, dir, opener, versions, r)?;
+        }
+    }
+    let new_log = versions.new_file_number();
+    let log = LogWriter::create(fs, dir, new_log, None)?;
+    let mut edits = Vec::new();
+    for (id, r) in tables.iter_mut() {
+        let mut edit = VersionEdit::new(*id);
+        edit.log_number = Some(new_log);
+        for f in r.files.drain(..) {
+            edit.add_file(0, f);
+        }
+        edits.push(edit);
+    }
+    if !replay_logs.is_empty() || tables.values().any(|r| r.log_number < new_log) {
+        fs.sync_dir(dir).context(IoSnafu {
+            op: "syncing directory",
+            path: dir.to_path_buf(),
+        })?;
+    }
+    versions.set_last_sequence(last_seq);
+    versions.log_and_apply(edits)?;
+
+    // Files recovery dropped bytes from are evidence: kept, not deleted.
+    // So are tables no version names when the MANIFEST lost its tail (they
+    // may be the outputs of the dropped edit).
+    let mut keep: BTreeSet<String> = report
+        .dropped
+        .iter()
+        .filter_map(|d| d.file.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect();
+    let manifest_torn = versions.recovered_torn_tail().is_some();
+    let live = versions.live_files();
+    for name in orphans(
+        names,
+        &live,
+        versions.min_log_number_to_keep(),
+        versions.manifest_number(),
+    ) {
+        if manifest_torn && matches!(parse_file_name(&name), Some(FileKind::Table(_))) {
+            keep.insert(name.clone());
+        }
+        if !keep.contains(&name) {
+            let _ = fs.remove_file(&dir.join(&name));
+            continue;
+        }
+        let kept = keep_in_lost(fs, dir, &name).context(IoSnafu {
+            op: "keeping in lost/",
+            path: dir.join(&name),
+        })?;
+        for d in &mut report.dropped {
+            if d.file.file_name().is_some_and(|n| *n == *name) {
+                d.kept = Some(kept.clone());
+            }
+        }
+        if !report
+            .dropped
+            .iter()
+            .any(|d| d.kept.as_ref() == Some(&kept))
+        {
+            report.dropped.push(DroppedBytes {
+                file: dir.join(&name),
+                offset: 0,
+                len: fs.file_size(&kept).unwrap_or(0),
+                reason: "a table file no version names after the MANIFEST lost its last record"
+                    .to_owned(),
+                kept: Some(kept),
+            });
+        }
+    }
+    Ok(log)
+}
+
+/// What [`assemble`] builds the database from.
+struct AssembleParts<'a> {
+    dir: &'a Path,
+    fs: StdArc<dyn FileSystem>,
+    opts: StdArc<Options>,
+    versions: VersionSet,
+    opener: StdArc<TableOpener>,
+    cache: Option<StdArc<BlockCache>>,
+    icmp: InternalKeyComparator,
+    tables: BTreeMap<TableId, Replay>,
+    /// The WAL writes go to; `None` for a read-only open.
+    log: Option<LogWriter>,
+    last_seq: SeqNo,
+    events: Events,
+    report: RecoveryReport,
+    lock: Option<FileLock>,
+}
+
+/// Step 5: the running database around the recovered tables.
+fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
+    let read_only = p.log.is_none();
+    let new_log = p.log.as_ref().map(|l| l.number);
+    let log = p.log;
+    let mut tables = BTreeMap::new();
+    let mut mem_entries = Vec::new();
+    for (id, r) in p.tables {
+        let version = p
+            .versions
+            .current(id)
+            .expect("recovered tables have versions");
+        let topts = StdArc::clone(&r.state.options);
+        // Read-write: a fresh memtable (the replayed ones are in L0).
+        // Read-only: the replayed memtables are the data.
+        let (mem, imm) = if read_only {
+            let imm: VecDeque<Imm> = r
+                .imm
+                .into_iter()
+                .map(|mem| Imm {
+                    mem,
+                    next_log: 0,
+                    flushing: false,
+                })
+                .collect();
+            (r.mem, imm)
+        } else {
+            (Arc::new(new_memtable(&p.icmp, &topts)), VecDeque::new())
+        };
+        if let Some(n) = new_log {
+            r.state
+                .mem_first_log
+                .store(n, std::sync::atomic::Ordering::Relaxed);
+        }
+        mem_entries.push((id, StdArc::clone(&r.state), Arc::clone(&mem)));
+        let (picker, strategy) = crate::compaction::strategy_state(&topts)?;
+        r.state.workload.configure(&strategy);
+        tables.insert(
+            id,
+            TableMut {
+                state: r.state,
+                mem,
+                imm,
+                version,
+                flush_running: false,
+                flush_queued: false,
+                picker,
+                compactions: CompactionsInProgress::new(),
+                stats: r.stats,
+                strategy,
+                next_scheduled_major: crate::compaction::next_scheduled_major(&topts),
+                scheduled_major_running: false,
+            },
+        );
+    }
+    let default_table = tables
+        .get(&lithify_version::DEFAULT_TABLE)
+        .map(|t| StdArc::clone(&t.state))
+        .ok_or_else(|| {
+            CorruptionSnafu {
+                path: p.dir.join(lithify_version::filename::CURRENT),
+                message: "the database has no default table".to_owned(),
+            }
+            .build()
+        })?;
+    let any_adaptive = tables.values().any(|t| t.state.workload.is_enabled());
+    // The default table first: the write path finds it without a search.
+    mem_entries.sort_by_key(|e| e.0 != lithify_version::DEFAULT_TABLE);
+    let state = DbState {
+        tables,
+        bg_error: None,
+        shutting_down: false,
+        flush_queue: VecDeque::new(),
+        running_flushes: 0,
+        running_compactions: 0,
+        exclusive_manual: 0,
+        running_manual: 0,
+        controller: WriteController::new(p.opts.delayed_write_rate),
+        // Read-only: the WALs read are the live ones (for the statistics).
+        live_logs: match new_log {
+            Some(n) => BTreeSet::from([n]),
+            None => p.report.wals_replayed.iter().copied().collect(),
+        },
+        bg_epoch: 0,
+    };
+    let inner = StdArc::new(DbInner {
+        dir: p.dir.to_path_buf(),
+        fs: p.fs,
+        options: StdArc::clone(&p.opts),
+        versions: p.versions,
+        opener: p.opener,
+        cache: p.cache,
+        default_table,
+        write_thread: WriteThread::new(),
+        leader: Mutex::new(LeaderState {
+            log,
+            old_logs: Vec::new(),
+            last_allocated: p.last_seq,
+            record: Vec::new(),
+            mems: Arc::new(MemSet {
+                entries: mem_entries,
+            }),
+            log_bytes: new_log.map(|n| (n, 0)).into_iter().collect(),
+            closed_sizes: BTreeMap::new(),
+            synced_closed: Vec::new(),
+        }),
+        visible_seq: AtomicU64::new(p.last_seq),
+        snapshots: StdArc::new(SnapshotList::new()),
+        state: Mutex::new(state),
+        bg_cv: Condvar::new(),
+        done_cv: Condvar::new(),
+        read_only: AtomicBool::new(read_only),
+        opened_read_only: read_only,
+        stalled: AtomicBool::new(false),
+        switch_pending: AtomicBool::new(false),
+        unpersisted: AtomicBool::new(false),
+        adaptive_seen: AtomicBool::new(any_adaptive),
+        rate_limiter: crate::compaction::rate_limiter(&p.opts),
+        counters: Counters::default(),
+        opened_at: Instant::now(),
+        events: p.events,
+        recovery: p.report,
+        _lock: p.lock,
+    });
+    {
+        let mut st = inner.lock_state();
+        let ids: Vec<TableId> = st.tables.keys().copied().collect();
+        for id in ids {
+            inner.install_super_version(&mut st, id);
+        }
+        if !read_only {
+            inner.recompute_stall(&mut st);
+        }
+    }
+    Ok(inner)
+}
