@@ -4,8 +4,9 @@
 //! an error into one sentence on stderr and a non-zero exit code.
 //!
 //! * `lithify bench` ([`bench`](mod@bench)): the engine's db_bench;
-//! * `lithify get|put|delete|scan|stats|compact` ([`db`]): the database
-//!   tools, as RocksDB's `ldb`;
+//! * `lithify get|put|delete|scan|stats|compact|check` ([`db`]): the
+//!   database tools, as RocksDB's `ldb` (reads open the database
+//!   read-only);
 //! * `lithify dump-sst|dump-wal|dump-manifest` ([`dump`]): file dumps, as
 //!   `sst_dump` and `ldb dump_wal` / `manifest_dump`;
 //! * `lithify log ...` ([`log`]): Kafka-format logs and their cleaner —
@@ -34,6 +35,12 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "lithify", version, about, propagate_version = true)]
 struct Cli {
+    /// Show the libraries' events on stderr: `-v` flushes, compactions and
+    /// recovery; `-vv` everything. Without it only warnings and errors
+    /// (damage a recovery dropped, background errors). `RUST_LOG`, when
+    /// set, decides instead (e.g. `RUST_LOG=lithify=debug`).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,6 +63,11 @@ enum Command {
     Stats(db::StatsArgs),
     /// Compact a key range (everything by default) and wait.
     Compact(db::CompactArgs),
+    /// Verify a database: the MANIFEST, every live table file (size,
+    /// footer, every block's checksum, key order) and the WALs, as
+    /// RocksDB's `ldb checkconsistency` and `sst_dump --command=verify`;
+    /// one line per problem, exit status 1 if any.
+    Check(db::CheckArgs),
     /// Print a table file: properties, blocks, entries; verify every
     /// checksum.
     DumpSst(dump::sst::DumpSstArgs),
@@ -81,6 +93,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Scan(a) => db::scan(a),
         Command::Stats(a) => db::stats(a),
         Command::Compact(a) => db::compact(a),
+        Command::Check(a) => db::check(a),
         Command::DumpSst(a) => dump::sst::run(a),
         Command::DumpWal(a) => dump::wal::run(a),
         Command::DumpManifest(a) => dump::manifest::run(a),
@@ -110,6 +123,26 @@ fn pin_malloc_thresholds() {
     }
 }
 
+/// Shows the libraries' `tracing` events on stderr, one line each: by
+/// default warnings and errors, `-v` informational events, `-vv` debug
+/// events; `RUST_LOG` overrides.
+fn install_subscriber(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
 fn main() -> ExitCode {
     pin_malloc_thresholds();
     // A bug must still read as one sentence, not a backtrace.
@@ -128,6 +161,7 @@ fn main() -> ExitCode {
         eprintln!("lithify: internal error (a bug): {what}");
     }));
     let cli = Cli::parse();
+    install_subscriber(cli.verbose);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::from(141),

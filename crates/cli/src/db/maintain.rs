@@ -3,7 +3,7 @@
 use clap::Args;
 use snafu::ResultExt as _;
 
-use crate::db::{DbArgs, close};
+use crate::db::{DbArgs, check_range, close};
 use crate::error::{DbSnafu, Result, UsageSnafu};
 
 /// Arguments of `stats`.
@@ -30,7 +30,9 @@ pub(crate) fn stats(a: StatsArgs) -> Result<()> {
         return Ok(());
     }
     let name = a.property.as_deref().unwrap_or("lithify.stats");
-    let db = a.db.open(false)?;
+    // Read-only: the shape of the tree and what recovery found are read
+    // from the files; counters of earlier processes are not kept.
+    let db = a.db.open_read_only()?;
     let text = db.property(name);
     close(db)?;
     match text {
@@ -71,6 +73,7 @@ pub(crate) fn compact(a: CompactArgs) -> Result<()> {
         .map(|k| enc.parse("--from", k))
         .transpose()?;
     let to = a.to.as_deref().map(|k| enc.parse("--to", k)).transpose()?;
+    check_range(from.as_deref(), to.as_deref(), "--to")?;
     let db = a.db.open(false)?;
     db.compact_range(from.as_deref(), to.as_deref())
         .context(DbSnafu)?;

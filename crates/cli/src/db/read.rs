@@ -5,7 +5,7 @@ use std::io::Write as _;
 use clap::Args;
 use snafu::ResultExt as _;
 
-use crate::db::{DbArgs, close};
+use crate::db::{DbArgs, check_range, close};
 use crate::error::{DbSnafu, IoSnafu, NotFoundSnafu, Result};
 
 /// Arguments of `get`.
@@ -21,7 +21,7 @@ pub(crate) struct GetArgs {
 pub(crate) fn get(a: GetArgs) -> Result<()> {
     let enc = a.db.encoding();
     let key = enc.parse("key", &a.key)?;
-    let db = a.db.open(false)?;
+    let db = a.db.open_read_only()?;
     let value = db.get(&key).context(DbSnafu)?;
     close(db)?;
     match value {
@@ -65,7 +65,8 @@ pub(crate) fn scan(a: ScanArgs) -> Result<()> {
         .map(|k| enc.parse("--from", k))
         .transpose()?;
     let to = a.to.as_deref().map(|k| enc.parse("--to", k)).transpose()?;
-    let db = a.db.open(false)?;
+    check_range(from.as_deref(), to.as_deref(), "--to")?;
+    let db = a.db.open_read_only()?;
     let range = (
         from.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included),
         to.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),

@@ -149,13 +149,143 @@ pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
         action: "open",
         path,
     })?;
+    // In a database directory the MANIFEST knows the table's size, so a
+    // table cut short reads as truncated, not as "not a table".
+    let size = match recorded_size(path) {
+        Some(recorded) if recorded != size => {
+            let opened = open(file.clone(), path, recorded);
+            return Err(opened.err().unwrap_or_else(|| {
+                damaged(
+                    path,
+                    size.min(recorded),
+                    format!("the MANIFEST records {recorded} bytes, the file has {size}"),
+                )
+            }));
+        }
+        _ => size,
+    };
     let opened = open(file.clone(), path, size)?;
     let keys = KeyPrinter {
         enc,
         internal: opened.internal,
     };
     print_properties(&opened, size, &keys);
+    if a.blocks || a.entries {
+        println!("data blocks:");
+    }
+    let show = Show {
+        blocks: a.blocks,
+        entries: a.entries,
+        limit: a.limit.unwrap_or(u64::MAX),
+    };
+    let walk = walk(&*file, path, size, &opened, keys, show)?;
+    for (offset, message) in &walk.damage {
+        println!("damage at offset {offset}: {message}");
+    }
+    println!(
+        "checksums: {} data blocks read, {} entries; {}",
+        walk.blocks,
+        walk.entries,
+        if walk.damage.is_empty() {
+            "every block verified".to_string()
+        } else {
+            format!("{} problems", walk.damage.len())
+        }
+    );
+    match walk.damage.first() {
+        None => Ok(()),
+        Some((offset, message)) => DamagedSnafu {
+            path,
+            message: format!(
+                "{} problem(s); the first at offset {offset}: {message}",
+                walk.damage.len()
+            ),
+        }
+        .fail(),
+    }
+}
 
+/// The size the MANIFEST of the table's directory records for it, when
+/// the table sits in a database directory whose MANIFEST lists it.
+fn recorded_size(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let Some(lithify_version::filename::FileKind::Table(number)) =
+        lithify_version::filename::parse_file_name(name)
+    else {
+        return None;
+    };
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty())?;
+    let versions = lithify_version::VersionSet::recover(
+        Arc::new(OsFs),
+        dir,
+        lithify_version::VersionSetOptions::default(),
+    )
+    .ok()?;
+    versions.tables().iter().find_map(|t| {
+        versions
+            .current(t.id)?
+            .all_files()
+            .find(|(_, f)| f.number == number)
+            .map(|(_, f)| f.size)
+    })
+}
+
+/// What `lithify check` learns of one table file.
+pub(crate) struct TableCheck {
+    /// Data blocks read.
+    pub blocks: u64,
+    /// Entries in them.
+    pub entries: u64,
+    /// Every problem: (file offset, what is wrong).
+    pub damage: Vec<(u64, String)>,
+}
+
+/// Verifies the table at `path` as `dump-sst` does — footer, meta blocks,
+/// every data block's checksum, decoding and key order, the counts against
+/// the properties — printing nothing. `expected_size` (the MANIFEST's)
+/// makes a cut file read as truncated rather than as not a table. An
+/// error means the table cannot be opened at all.
+pub(crate) fn verify(path: &Path, expected_size: u64) -> Result<TableCheck> {
+    let file = OsFs.open(path).context(IoSnafu {
+        action: "open",
+        path,
+    })?;
+    let opened = open(file.clone(), path, expected_size)?;
+    let keys = KeyPrinter {
+        enc: Encoding::new(false),
+        internal: opened.internal,
+    };
+    let show = Show {
+        blocks: false,
+        entries: false,
+        limit: 0,
+    };
+    let w = walk(&*file, path, expected_size, &opened, keys, show)?;
+    Ok(TableCheck {
+        blocks: w.blocks,
+        entries: w.entries,
+        damage: w.damage,
+    })
+}
+
+/// What a walk prints.
+#[derive(Clone, Copy)]
+struct Show {
+    blocks: bool,
+    entries: bool,
+    limit: u64,
+}
+
+/// Reads every data block the index names, checking each, and the block
+/// and entry counts against the properties.
+fn walk(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    size: u64,
+    opened: &Opened,
+    keys: KeyPrinter,
+    show: Show,
+) -> Result<Walk> {
     // The index, read again to walk the data blocks it names.
     let mut raw_footer = [0u8; FOOTER_LEN];
     let footer_at = size - FOOTER_LEN as u64; // Table::open checked the size.
@@ -166,7 +296,7 @@ pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
         })?;
     let footer =
         Footer::decode(&raw_footer).map_err(|message| damaged(path, footer_at, message))?;
-    let index = read_block(&*file, footer_at, footer.index)
+    let index = read_block(file, footer_at, footer.index)
         .and_then(|(b, _)| Block::new(b).map_err(|e| e.to_string()))
         .map_err(|m| damaged(path, footer.index.offset, format!("index block: {m}")))?;
     let mut index_it = BlockIter::new(index, Vec::new());
@@ -179,9 +309,9 @@ pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
         order: opened
             .known_order
             .then(|| opened.table.comparator().clone()),
-        show_blocks: a.blocks,
-        show_entries: a.entries,
-        limit: a.limit.unwrap_or(u64::MAX),
+        show_blocks: show.blocks,
+        show_entries: show.entries,
+        limit: show.limit,
         printed: 0,
         entries: 0,
         blocks: 0,
@@ -189,12 +319,9 @@ pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
         previous_key: None,
         out: String::new(),
     };
-    if a.blocks || a.entries {
-        println!("data blocks:");
-    }
     while index_it.valid() {
         match BlockHandle::decode_exact(index_it.value()) {
-            Some(handle) => walk.block(&*file, footer_at, handle),
+            Some(handle) => walk.block(file, footer_at, handle),
             None => walk.damage.push((
                 footer.index.offset,
                 format!(
@@ -228,30 +355,7 @@ pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
             ),
         ));
     }
-    for (offset, message) in &walk.damage {
-        println!("damage at offset {offset}: {message}");
-    }
-    println!(
-        "checksums: {} data blocks read, {} entries; {}",
-        walk.blocks,
-        walk.entries,
-        if walk.damage.is_empty() {
-            "every block verified".to_string()
-        } else {
-            format!("{} problems", walk.damage.len())
-        }
-    );
-    match walk.damage.first() {
-        None => Ok(()),
-        Some((offset, message)) => DamagedSnafu {
-            path,
-            message: format!(
-                "{} problem(s); the first at offset {offset}: {message}",
-                walk.damage.len()
-            ),
-        }
-        .fail(),
-    }
+    Ok(walk)
 }
 
 fn damaged(path: &Path, offset: u64, message: impl Into<String>) -> crate::error::Error {

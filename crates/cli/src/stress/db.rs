@@ -173,6 +173,13 @@ pub(crate) fn run(a: DbStressArgs) -> Result<()> {
         .fail();
     }
     let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
+    if fs.exists(&a.db) && !fs.is_dir(&a.db) {
+        // Checked before the expected-state file is created beside it.
+        return UsageSnafu {
+            message: format!("{} is not a directory", a.db.display()),
+        }
+        .fail();
+    }
     let opts = options(&a.engine, a.strategy.as_deref(), fs.clone())?;
     let expected_path = a
         .expected_state
