@@ -1,13 +1,16 @@
-//! The `cleaner-offset-checkpoint` file: how far the cleaner has cleaned
-//! each log of a data directory (Kafka's `OffsetCheckpointFile`, version 0).
+//! Offset checkpoint files (Kafka's `OffsetCheckpointFile`, version 0):
+//! `cleaner-offset-checkpoint`, how far the cleaner has cleaned each log of
+//! a data directory, and `recovery-point-offset-checkpoint`, how far each
+//! log was flushed (what [`Log::open`](crate::Log::open) may truncate and
+//! what it must refuse).
 //!
-//! One file per data directory (the directory holding the
+//! One file of each per data directory (the directory holding the
 //! `<topic>-<partition>` log directories), UTF-8 text with `\n` line ends:
 //!
 //! ```text
 //! 0                           <- version, must be 0
 //! 2                           <- number of entries
-//! orders 0 1500               <- topic, partition, first dirty offset
+//! orders 0 1500               <- topic, partition, offset
 //! orders 1 0
 //! ```
 //!
@@ -16,12 +19,16 @@
 //! runs of whitespace into exactly three fields; a later entry for the same
 //! partition wins; any other deviation (a version other than 0, a
 //! non-numeric field, a count that does not match the entries, bytes that
-//! are not UTF-8) is [`Error::CheckpointMalformed`](crate::Error::CheckpointMalformed), which names the file
-//! and the line. The format is Kafka's, so it carries no checksum of its
-//! own: it is only ever replaced whole, by
-//! [`lithify_vfs::write_file_atomic`] (write `cleaner-offset-checkpoint.tmp`,
-//! fsync, rename, fsync the directory), so a crash leaves the old or the new
-//! file, never a torn one.
+//! are not UTF-8) is [`Error::CheckpointMalformed`](crate::Error::CheckpointMalformed),
+//! which names the file, the line and the byte offset where that line
+//! starts. Kafka takes a data directory offline when one of these files
+//! cannot be read (`CheckpointFileWithFailureHandler`); the cleaner does
+//! the same with the directory of a malformed `cleaner-offset-checkpoint`
+//! (see [`LogCleanerManager`](crate::LogCleanerManager)). The format is
+//! Kafka's, so it carries no checksum of its own: it is only ever replaced
+//! whole, by [`lithify_vfs::write_file_atomic`] (write `<name>.tmp`, fsync,
+//! rename, fsync the directory), so a crash leaves the old or the new file,
+//! never a torn one.
 //!
 //! We write entries sorted by topic and partition (Kafka writes them in
 //! hash-map order; readers accept any order).
@@ -53,8 +60,13 @@ use snafu::ResultExt as _;
 
 use crate::error::{CheckpointMalformedSnafu, IoSnafu, Result};
 
-/// The checkpoint's file name inside a data directory.
+/// The cleaner's checkpoint file name inside a data directory.
 pub const FILE_NAME: &str = "cleaner-offset-checkpoint";
+
+/// The recovery points' file name inside a data directory (Kafka's
+/// `LogManager.RecoveryPointCheckpointFile`): for each log, the offset
+/// below which every batch was flushed. Same format as the cleaner's.
+pub const RECOVERY_POINT_FILE_NAME: &str = "recovery-point-offset-checkpoint";
 
 /// The only version of the format (Kafka's `CURRENT_VERSION`).
 pub const VERSION: i32 = 0;
@@ -125,8 +137,9 @@ fn java_split(line: &str) -> Vec<&str> {
 }
 
 /// Java's `BufferedReader.readLine` over the whole text: lines end at
-/// `\n`, `\r` or `\r\n`; a final line without an end still counts.
-fn java_lines(text: &str) -> Vec<&str> {
+/// `\n`, `\r` or `\r\n`; a final line without an end still counts. Each
+/// line comes with the byte offset where it starts.
+fn java_lines(text: &str) -> Vec<(usize, &str)> {
     let mut lines = Vec::new();
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -134,12 +147,12 @@ fn java_lines(text: &str) -> Vec<&str> {
     while i < bytes.len() {
         match bytes[i] {
             b'\n' => {
-                lines.push(&text[start..i]);
+                lines.push((start, &text[start..i]));
                 i += 1;
                 start = i;
             }
             b'\r' => {
-                lines.push(&text[start..i]);
+                lines.push((start, &text[start..i]));
                 i += 1;
                 if bytes.get(i) == Some(&b'\n') {
                     i += 1;
@@ -150,88 +163,93 @@ fn java_lines(text: &str) -> Vec<&str> {
         }
     }
     if start < bytes.len() {
-        lines.push(&text[start..]);
+        lines.push((start, &text[start..]));
     }
     lines
 }
 
 /// Parses a checkpoint's bytes (`path` only names the file in errors).
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<BTreeMap<TopicPartition, i64>> {
-    let malformed = |line: usize, message: String| {
+    let malformed = |line: usize, offset: usize, message: String| {
         CheckpointMalformedSnafu {
             path,
             line,
+            offset: offset as u64,
             message,
         }
         .build()
     };
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count()
-            + 1;
-        malformed(line, format!("byte {} is not valid UTF-8", e.valid_up_to()))
+        let bad = e.valid_up_to();
+        let line = bytes[..bad].iter().filter(|b| **b == b'\n').count() + 1;
+        malformed(line, bad, format!("byte {bad} is not valid UTF-8"))
     })?;
     let lines = java_lines(text);
     let mut entries = BTreeMap::new();
-    let Some(version) = lines.first() else {
+    let Some(&(at, version)) = lines.first() else {
         return Ok(entries);
     };
     let version: i32 = version
         .parse()
-        .map_err(|_| malformed(1, format!("the version {version:?} is not a number")))?;
+        .map_err(|_| malformed(1, at, format!("the version {version:?} is not a number")))?;
     if version != VERSION {
         return Err(malformed(
             1,
+            at,
             format!("unrecognised version {version}, expected {VERSION}"),
         ));
     }
-    let Some(count) = lines.get(1) else {
+    let Some(&(at, count)) = lines.get(1) else {
         return Ok(entries);
     };
     let expected: i32 = count
         .parse()
-        .map_err(|_| malformed(2, format!("the entry count {count:?} is not a number")))?;
+        .map_err(|_| malformed(2, at, format!("the entry count {count:?} is not a number")))?;
     if expected < 0 {
-        return Err(malformed(2, format!("negative entry count {expected}")));
+        return Err(malformed(2, at, format!("negative entry count {expected}")));
     }
     let mut found = 0usize;
-    for (i, line) in lines.iter().enumerate().skip(2) {
+    for (i, &(at, line)) in lines.iter().enumerate().skip(2) {
         let number = i + 1;
         let fields = java_split(line);
         let [topic, partition, offset] = fields[..] else {
             return Err(malformed(
                 number,
+                at,
                 format!(
                     "{line:?} has {} fields, expected \"<topic> <partition> <offset>\"",
                     fields.len()
                 ),
             ));
         };
-        let partition: i32 = partition
-            .parse()
-            .map_err(|_| malformed(number, format!("partition {partition:?} is not a number")))?;
+        let partition: i32 = partition.parse().map_err(|_| {
+            malformed(
+                number,
+                at,
+                format!("partition {partition:?} is not a number"),
+            )
+        })?;
         let offset: i64 = offset
             .parse()
-            .map_err(|_| malformed(number, format!("offset {offset:?} is not a number")))?;
+            .map_err(|_| malformed(number, at, format!("offset {offset:?} is not a number")))?;
         entries.insert(TopicPartition::new(topic, partition), offset);
         found += 1;
     }
     if found != expected as usize {
         return Err(malformed(
             lines.len(),
+            bytes.len(),
             format!("the file declares {expected} entries but holds {found}"),
         ));
     }
     Ok(entries)
 }
 
-/// Reads the checkpoint of `data_dir`; a missing file has no entries.
-pub fn read(fs: &dyn FileSystem, data_dir: &Path) -> Result<BTreeMap<TopicPartition, i64>> {
-    let path = path(data_dir);
-    match lithify_vfs::read_file(fs, &path) {
-        Ok(bytes) => decode(&path, &bytes),
+/// Reads the offset checkpoint file at `path` (any of Kafka's
+/// `OffsetCheckpointFile`s); a missing file has no entries.
+pub fn read_file(fs: &dyn FileSystem, path: &Path) -> Result<BTreeMap<TopicPartition, i64>> {
+    match lithify_vfs::read_file(fs, path) {
+        Ok(bytes) => decode(path, &bytes),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(BTreeMap::new()),
         Err(e) => Err(e).context(IoSnafu {
             action: "read",
@@ -240,17 +258,33 @@ pub fn read(fs: &dyn FileSystem, data_dir: &Path) -> Result<BTreeMap<TopicPartit
     }
 }
 
-/// Replaces the checkpoint of `data_dir` with `entries`, crash-safely.
+/// Replaces the offset checkpoint file at `path` with `entries`,
+/// crash-safely (`.tmp`, fsync, rename, directory fsync).
+pub fn write_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    entries: &BTreeMap<TopicPartition, i64>,
+) -> Result<()> {
+    lithify_vfs::write_file_atomic(fs, path, encode(entries).as_bytes()).context(IoSnafu {
+        action: "write",
+        path,
+    })
+}
+
+/// Reads the cleaner's checkpoint of `data_dir`; a missing file has no
+/// entries.
+pub fn read(fs: &dyn FileSystem, data_dir: &Path) -> Result<BTreeMap<TopicPartition, i64>> {
+    read_file(fs, &path(data_dir))
+}
+
+/// Replaces the cleaner's checkpoint of `data_dir` with `entries`,
+/// crash-safely.
 pub fn write(
     fs: &dyn FileSystem,
     data_dir: &Path,
     entries: &BTreeMap<TopicPartition, i64>,
 ) -> Result<()> {
-    let path = path(data_dir);
-    lithify_vfs::write_file_atomic(fs, &path, encode(entries).as_bytes()).context(IoSnafu {
-        action: "write",
-        path,
-    })
+    write_file(fs, &path(data_dir), entries)
 }
 
 #[cfg(test)]
@@ -339,6 +373,12 @@ mod tests {
         }
         let err = decode(Path::new("/c"), b"0\n1\n\xff 1 2\n").unwrap_err();
         assert!(err.to_string().contains("line 3"), "{err}");
+        assert_eq!(err.file_offset(), Some((Path::new("/c"), 4)));
+        // The byte offset is where the bad line starts.
+        let err = parse("0\n1\na b 2\n").unwrap_err();
+        assert!(err.to_string().contains("byte offset 4"), "{err}");
+        let err = parse("0\n2\na 1 2\n").unwrap_err();
+        assert!(err.to_string().contains("byte offset 10"), "{err}");
         assert!(err.is_corruption());
     }
 }

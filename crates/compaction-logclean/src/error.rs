@@ -46,6 +46,74 @@ pub enum Error {
         location: Location,
     },
 
+    /// Recovery found damage (an invalid batch, a batch cut short) in
+    /// bytes below the recovery point, which were flushed: it refuses to
+    /// truncate them.
+    #[snafu(display(
+        "{} is damaged at byte offset {offset}, after offset {next_offset}, below the recovery point {recovery_point} (bytes that were flushed), so it is refused rather than truncated: {reason}",
+        path.display()
+    ))]
+    DamagedBelowRecoveryPoint {
+        /// The segment file.
+        path: PathBuf,
+        /// Byte offset of the first byte that is not a valid batch.
+        offset: u64,
+        /// The log's recovery point.
+        recovery_point: i64,
+        /// The offset after the last valid batch before the damage.
+        next_offset: i64,
+        /// What is wrong there.
+        reason: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A log ends below its recovery point: records that were flushed are
+    /// missing (segment files removed or cut at a batch boundary).
+    #[snafu(display(
+        "log {} ends at offset {log_end_offset}, below its recovery point {recovery_point} in {}: the records flushed at offsets {log_end_offset}..{recovery_point} are missing (the last segment, {}, holds {size} bytes); if they were removed on purpose, remove the log's line from that file",
+        dir.display(),
+        checkpoint.display(),
+        segment.display()
+    ))]
+    MissingFlushedRecords {
+        /// The log directory.
+        dir: PathBuf,
+        /// The last segment's `.log`.
+        segment: PathBuf,
+        /// Its size: where the missing records should have been.
+        size: u64,
+        /// Where the recovery point was read.
+        checkpoint: PathBuf,
+        /// The log end offset found.
+        log_end_offset: i64,
+        /// The recovery point.
+        recovery_point: i64,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A segment's `.log` is missing while its index is there and later
+    /// segments hold later offsets: its records are gone.
+    #[snafu(display(
+        "{} is missing: its index {} is still there and the log goes on to offset {log_end_offset}, so the records of that segment are gone (remove the index file if the segment was removed on purpose)",
+        path.display(),
+        index.display()
+    ))]
+    MissingSegment {
+        /// The missing `.log`.
+        path: PathBuf,
+        /// The index file found without it.
+        index: PathBuf,
+        /// The log end offset of the segments that are there.
+        log_end_offset: i64,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// A batch names a compression codec Kafka does not define.
     #[snafu(display(
         "the batch in {} at byte offset {offset} names compression codec id {id}, which is not one of Kafka's codecs (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)",
@@ -144,9 +212,10 @@ pub enum Error {
         location: Location,
     },
 
-    /// A `cleaner-offset-checkpoint` file is not in Kafka's format.
+    /// An offset checkpoint file (`cleaner-offset-checkpoint`,
+    /// `recovery-point-offset-checkpoint`) is not in Kafka's format.
     #[snafu(display(
-        "cleaner offset checkpoint {} is malformed at line {line}: {message}",
+        "offset checkpoint {} is malformed at line {line} (byte offset {offset}): {message}",
         path.display()
     ))]
     CheckpointMalformed {
@@ -154,6 +223,9 @@ pub enum Error {
         path: PathBuf,
         /// The 1-based line number of the problem.
         line: usize,
+        /// Byte offset of that line (the file's size when an entry is
+        /// missing at the end).
+        offset: u64,
         /// What is wrong.
         message: String,
         /// Where the error was raised.
@@ -227,7 +299,11 @@ impl Error {
             Error::Corrupt { path, offset, .. }
             | Error::UnknownCodec { path, offset, .. }
             | Error::Decompress { path, offset, .. }
-            | Error::UnsupportedMagic { path, offset, .. } => Some((path, *offset)),
+            | Error::UnsupportedMagic { path, offset, .. }
+            | Error::CheckpointMalformed { path, offset, .. }
+            | Error::DamagedBelowRecoveryPoint { path, offset, .. } => Some((path, *offset)),
+            Error::MissingFlushedRecords { segment, size, .. } => Some((segment, *size)),
+            Error::MissingSegment { path, .. } => Some((path, 0)),
             _ => None,
         }
     }
@@ -240,7 +316,10 @@ impl Classify for Error {
             Error::Corrupt { .. }
             | Error::UnknownCodec { .. }
             | Error::Decompress { .. }
-            | Error::CheckpointMalformed { .. } => ErrorKind::Corruption,
+            | Error::CheckpointMalformed { .. }
+            | Error::DamagedBelowRecoveryPoint { .. }
+            | Error::MissingFlushedRecords { .. }
+            | Error::MissingSegment { .. } => ErrorKind::Corruption,
             Error::UnsupportedMagic { .. }
             | Error::KeylessRecord { .. }
             | Error::BatchTooLarge { .. }

@@ -14,9 +14,15 @@
 //! * [`LogSegment`] appends, rolls, recovers and renames a segment;
 //! * [`Log::open`] runs Kafka's recovery ([`recovery`]): leftover
 //!   `.deleted`/`.cleaned`/`.swap` files of an interrupted segment
-//!   replacement are completed or rolled back, the active segment is
-//!   re-validated batch by batch and truncated at the first invalid batch,
-//!   missing or corrupt indexes are rebuilt;
+//!   replacement are completed or rolled back, missing or corrupt indexes
+//!   are rebuilt from their `.log`, and the segments from the recovery
+//!   point on are re-validated batch by batch. Damage below the recovery
+//!   point (bytes that were flushed, as `recovery-point-offset-checkpoint`
+//!   records) is refused with the file and byte offset; only bytes above
+//!   it are truncated, and those are kept under the partition's `lost/`
+//!   ([`lost`]) and listed in the [`RecoveryReport`];
+//! * [`Log::close`] leaves the directory as Kafka leaves one after a clean
+//!   shutdown: indexes trimmed to their entries, everything synced;
 //! * settings use Kafka's names and defaults ([`LogConfig`]).
 //!
 //! Every file goes through a [`lithify_vfs::FileSystem`], so crash tests
@@ -50,6 +56,7 @@ pub mod error;
 pub mod file_batches;
 pub mod index;
 pub mod log;
+pub mod lost;
 pub mod naming;
 pub mod record;
 pub mod recovery;
@@ -71,5 +78,5 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CleanupPolicy, CompressionType, LogConfig};
 pub use error::{Error, Result};
 pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, SegmentInfo};
-pub use recovery::RecoveryReport;
-pub use segment::{LogSegment, RollParams, SegmentRecovery};
+pub use recovery::{RecoveryPointSource, RecoveryReport, Truncation};
+pub use segment::{LogSegment, RollParams, SegmentProblem, SegmentRecovery};

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use lithify_vfs::{FileSystem, parent_dir};
 use snafu::ResultExt as _;
 
+use crate::checkpoint::{self, TopicPartition};
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::error::{
-    BatchTooLargeSnafu, CorruptSnafu, Error, InvalidArgumentSnafu, IoSnafu, KeylessRecordSnafu,
-    PoisonedSnafu, Result,
+    BatchTooLargeSnafu, CorruptSnafu, DamagedBelowRecoveryPointSnafu, Error, InvalidArgumentSnafu,
+    IoSnafu, KeylessRecordSnafu, MissingFlushedRecordsSnafu, MissingSegmentSnafu, PoisonedSnafu,
+    Result,
 };
 use crate::file_batches::FileBatches;
 use crate::naming::{self, FileKind, Suffix};
@@ -20,16 +22,21 @@ use crate::record::batch::{
     ATTRIBUTES_OFFSET, CRC_OFFSET, MAX_TIMESTAMP_OFFSET, TIMESTAMP_TYPE_MASK, compute_crc,
 };
 use crate::record::{BatchBuilder, Record, RecordBatch, SimpleRecord, TimestampType};
-use crate::recovery::{self, RecoveryReport};
-use crate::segment::{LogSegment, RollParams};
+use crate::recovery::{self, RecoveryPointSource, RecoveryReport, Truncation};
+use crate::segment::{LogSegment, RollParams, SegmentProblem};
 
 /// How [`Log::open_with`] opens a log.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
-    /// Segments holding offsets at or after this one are re-validated
-    /// batch by batch (Kafka's recovery point). `None`: only the last
-    /// segment, which is enough because a segment is synced when it rolls.
-    /// `Some(0)` re-validates everything.
+    /// Kafka's recovery point: every batch below it was flushed. Segments
+    /// from the one holding it on are re-validated batch by batch; damage
+    /// in batches below it is refused, damage above it is truncated (and
+    /// the bytes kept). `None`: the log's line in the data directory's
+    /// `recovery-point-offset-checkpoint` (which [`Log::flush`],
+    /// [`Log::roll`] and [`Log::close`] write), or, without one, the last
+    /// segment's base offset (a segment is synced when it rolls). `Some(0)`
+    /// re-validates everything and lets recovery truncate anywhere, as
+    /// Kafka does without a checkpoint.
     pub recovery_point: Option<i64>,
     /// The clock for `segment.ms` rolls and LogAppendTime.
     pub clock: Arc<dyn Clock>,
@@ -117,6 +124,13 @@ pub struct Log {
     next_offset: i64,
     poisoned: Option<String>,
     report: RecoveryReport,
+    /// Every batch below this offset is durable.
+    recovery_point: i64,
+    /// The value of this log's line in `recovery-point-offset-checkpoint`,
+    /// when known.
+    checkpointed: Option<i64>,
+    /// Set by [`Log::close`]: nothing is left to do on drop.
+    closed: bool,
 }
 
 impl Log {
@@ -129,13 +143,33 @@ impl Log {
     ///
     /// 1. leftover `.deleted`, `.cleaned` and `.swap` files are resolved
     ///    (see [`crate::recovery`]);
-    /// 2. index files without a `.log` are removed;
-    /// 3. every segment is opened; one whose indexes are missing or corrupt
-    ///    is re-validated and its indexes rebuilt;
-    /// 4. segments from the recovery point on (by default the last one) are
-    ///    re-validated batch by batch and truncated at the first invalid
-    ///    batch; if a segment is truncated, every later segment is removed;
-    /// 5. the last segment becomes the active one (an empty segment at
+    /// 2. index files without a `.log` are removed when they lie beyond the
+    ///    log's end (what a removal interrupted by a crash leaves), and
+    ///    refused ([`Error::MissingSegment`]) when they lie below it: a
+    ///    `.log` is missing from the middle of the log;
+    /// 3. the recovery point is found: [`OpenOptions::recovery_point`] if
+    ///    given, else the log's entry in the data directory's
+    ///    `recovery-point-offset-checkpoint` (written by [`Log::flush`],
+    ///    [`Log::roll`] and [`Log::close`]), else the last segment's base
+    ///    offset (segments are synced when they roll);
+    /// 4. every segment is opened; a segment below the one holding the
+    ///    recovery point whose indexes are missing or corrupt, or whose
+    ///    `.log` does not end with a whole batch, is re-validated: its
+    ///    indexes are rebuilt if its batches are all valid, and the open
+    ///    fails with [`Error::DamagedBelowRecoveryPoint`] (file and byte
+    ///    offset) if they are not: flushed data is never truncated;
+    /// 5. the segments from the one holding the recovery point on (at
+    ///    least the last one) are re-validated batch by batch; the first
+    ///    invalid batch is refused the same way if the batches before it
+    ///    end below the recovery point, and otherwise (bytes never flushed)
+    ///    the segment is truncated there and every later segment removed,
+    ///    as in Kafka, after the dropped bytes were copied to the
+    ///    partition's `lost/` directory ([`crate::lost`]); each such
+    ///    truncation is in [`RecoveryReport::truncations`] and a `tracing`
+    ///    warning;
+    /// 6. a log that ends below its recovery point is refused
+    ///    ([`Error::MissingFlushedRecords`]);
+    /// 7. the last segment becomes the active one (an empty segment at
     ///    offset 0 is created in an empty directory).
     pub fn open_with(
         fs: Arc<dyn FileSystem>,
@@ -145,7 +179,8 @@ impl Log {
     ) -> Result<Log> {
         config.validate()?;
         let io = |action| IoSnafu { action, path: dir };
-        if !fs.is_dir(dir) {
+        let created = !fs.is_dir(dir);
+        if created {
             // Every directory created must be made durable in its parent.
             let mut created = vec![dir];
             let mut d = parent_dir(dir);
@@ -165,6 +200,7 @@ impl Log {
 
         let names = fs.list_dir(dir).context(io("list"))?;
         let mut bases = Vec::new();
+        let mut orphans = Vec::new();
         for name in &names {
             let Some(p) = naming::parse(name) else {
                 continue;
@@ -181,12 +217,7 @@ impl Log {
                         Suffix::None,
                     ));
                     if !fs.exists(&log) {
-                        let path = dir.join(name);
-                        fs.remove_file(&path).context(IoSnafu {
-                            action: "remove",
-                            path: &path,
-                        })?;
-                        report.deleted_files.push(name.clone());
+                        orphans.push((p.base_offset, name.clone(), log));
                     }
                 }
                 _ => {}
@@ -194,56 +225,172 @@ impl Log {
         }
         bases.sort_unstable();
 
-        let mut segments = BTreeMap::new();
-        let mut rebuilt = Vec::new();
+        // A directory just created has no flushed records, whatever an old
+        // checkpoint entry of a removed directory of that name says.
+        let checkpointed = if created {
+            None
+        } else {
+            read_recovery_point(&*fs, dir, &mut report)
+        };
         let last_base = bases.last().copied();
+        let (recovery_point, source) = match (options.recovery_point, checkpointed) {
+            (Some(p), _) => (p, RecoveryPointSource::Given),
+            (None, Some(p)) => (p, RecoveryPointSource::Checkpoint),
+            (None, None) => (last_base.unwrap_or(0), RecoveryPointSource::LastSegment),
+        };
+        report.recovery_point = recovery_point;
+        report.recovery_point_source = source;
+
+        let mut segments = BTreeMap::new();
+        let mut problems = BTreeMap::new();
         for &base in &bases {
-            let (mut seg, problem) =
+            let (seg, problem) =
                 LogSegment::open(fs.clone(), dir, base, Suffix::None, &config, now)?;
-            // The last segment is always re-validated below (its indexes
-            // are preallocated zeros while active, never "valid").
-            if let Some(problem) = problem.filter(|_| Some(base) != last_base) {
-                report.rebuilt_indexes.push((base, problem));
-                report.recovered.push(seg.recover(false)?);
-                rebuilt.push(base);
+            if let Some(problem) = problem {
+                problems.insert(base, problem);
             }
             segments.insert(base, seg);
         }
+        // Index files without their `.log`. Beyond the log's end they are
+        // what a removal interrupted by a crash leaves (recovery removing
+        // the segments after a truncation), and are removed, as Kafka
+        // does. Below it, a `.log` went missing from the middle of the log:
+        // its records are gone, and that is refused.
+        let mut end_hint = segments
+            .values()
+            .map(LogSegment::next_offset)
+            .max()
+            .unwrap_or(0);
+        if source != RecoveryPointSource::LastSegment {
+            end_hint = end_hint.max(recovery_point);
+        }
+        for (base, name, log) in &orphans {
+            if *base < end_hint {
+                return MissingSegmentSnafu {
+                    path: log,
+                    index: dir.join(name),
+                    log_end_offset: end_hint,
+                }
+                .fail();
+            }
+        }
+        for (_, name, _) in orphans {
+            let path = dir.join(&name);
+            fs.remove_file(&path).context(IoSnafu {
+                action: "remove",
+                path: &path,
+            })?;
+            report.deleted_files.push(name);
+        }
 
-        if let Some(&last) = segments.keys().next_back() {
-            let from = options.recovery_point.map_or(last, |point| {
-                segments
-                    .range(..=point)
-                    .next_back()
-                    .map_or(i64::MIN, |(b, _)| *b)
-            });
+        // The first segment to re-validate: the one holding the recovery
+        // point, and at least the last one (its indexes are preallocated
+        // zeros while active, never "valid").
+        let first_unflushed = last_base.map(|last| {
+            segments
+                .range(..=recovery_point)
+                .next_back()
+                .map_or(i64::MIN, |(b, _)| *b)
+                .min(last)
+        });
+
+        // Flushed segments with a problem: rebuild their indexes, or refuse.
+        for (base, problem) in &problems {
+            if first_unflushed.is_some_and(|f| *base >= f) {
+                continue;
+            }
+            let Some(seg) = segments.get_mut(base) else {
+                continue;
+            };
+            if let SegmentProblem::LogCutShort { size, message } = problem {
+                return DamagedBelowRecoveryPointSnafu {
+                    path: seg.log_path(),
+                    offset: *size,
+                    recovery_point,
+                    next_offset: seg.next_offset(),
+                    reason: format!(
+                        "{message} (if the .log is intact and an index is damaged instead, remove the segment's .index and .timeindex to have them rebuilt)"
+                    ),
+                }
+                .fail();
+            }
+            let rec = seg.recover(false, i64::MAX)?;
+            tracing::info!(
+                log = %dir.display(),
+                segment = *base,
+                problem = %problem,
+                "rebuilt the indexes of a segment from its .log"
+            );
+            report.rebuilt_indexes.push((*base, problem.to_string()));
+            report.recovered.push(rec);
+        }
+
+        if let Some(from) = first_unflushed {
             let to_recover: Vec<i64> = segments.range(from..).map(|(b, _)| *b).collect();
             for base in to_recover {
                 let is_last = Some(&base) == segments.keys().next_back();
-                if rebuilt.contains(&base) && !is_last {
-                    continue;
-                }
                 let Some(seg) = segments.get_mut(&base) else {
                     continue;
                 };
-                let rec = seg.recover(is_last)?;
-                let truncated = rec.truncated_bytes > 0;
-                if let Some(pos) = report.recovered.iter().position(|r| r.base_offset == base) {
-                    report.recovered[pos] = rec;
-                } else {
-                    report.recovered.push(rec);
+                let log_path = seg.log_path().to_path_buf();
+                let rec = seg.recover(is_last, recovery_point)?;
+                if let Some(problem) = problems.get(&base)
+                    && !is_last
+                {
+                    report.rebuilt_indexes.push((base, problem.to_string()));
                 }
+                let truncated = rec.truncated_bytes > 0;
+                if let Some(kept_at) = &rec.kept_at {
+                    report.truncations.push(Truncation {
+                        file: log_path.clone(),
+                        position: rec.valid_bytes,
+                        bytes: rec.truncated_bytes,
+                        first_offset_dropped: rec.next_offset,
+                        reason: rec.reason.clone().unwrap_or_default(),
+                        kept_at: kept_at.clone(),
+                    });
+                }
+                let next_offset = rec.next_offset;
+                report.recovered.push(rec);
                 if truncated && !is_last {
                     let later: Vec<i64> = segments.range(base + 1..).map(|(b, _)| *b).collect();
                     for b in later {
-                        if let Some(s) = segments.remove(&b) {
-                            s.delete()?;
-                            report.removed_after_corruption.push(b);
-                        }
+                        let Some(s) = segments.remove(&b) else {
+                            continue;
+                        };
+                        let (reader, path) = s.file();
+                        let size = s.size();
+                        let kept_at = crate::lost::keep_range(&*fs, dir, &path, &*reader, 0, size)?;
+                        s.delete()?;
+                        report.removed_after_corruption.push(b);
+                        report.truncations.push(Truncation {
+                            file: (*path).clone(),
+                            position: 0,
+                            bytes: size,
+                            first_offset_dropped: next_offset,
+                            reason: format!(
+                                "the segment follows {}, which recovery truncated at byte offset {}",
+                                log_path.display(),
+                                report.recovered.last().map_or(0, |r| r.valid_bytes)
+                            ),
+                            kept_at,
+                        });
                     }
                     break;
                 }
             }
+        }
+        for t in &report.truncations {
+            tracing::warn!(
+                log = %dir.display(),
+                file = %t.file.display(),
+                position = t.position,
+                bytes = t.bytes,
+                first_offset_dropped = t.first_offset_dropped,
+                kept_at = %t.kept_at.display(),
+                reason = %t.reason,
+                "recovery truncated bytes above the recovery point"
+            );
         }
 
         if segments.is_empty() {
@@ -254,9 +401,24 @@ impl Log {
             .values_mut()
             .next_back()
             .expect("a log has at least one segment");
-        active.make_active()?;
         let next_offset = active.next_offset();
+        if source != RecoveryPointSource::LastSegment && next_offset < recovery_point {
+            return MissingFlushedRecordsSnafu {
+                dir,
+                segment: active.log_path(),
+                size: active.size(),
+                checkpoint: match source {
+                    RecoveryPointSource::Given => PathBuf::from("the given OpenOptions"),
+                    _ => recovery_point_path(dir),
+                },
+                log_end_offset: next_offset,
+                recovery_point,
+            }
+            .fail();
+        }
+        active.make_active()?;
         fs.sync_dir(dir).context(io("sync"))?;
+        let flushed = recovery_point.min(next_offset);
         Ok(Log {
             fs,
             dir: dir.to_path_buf(),
@@ -266,6 +428,9 @@ impl Log {
             next_offset,
             poisoned: None,
             report,
+            recovery_point: flushed,
+            checkpointed: checkpointed.filter(|p| *p == flushed),
+            closed: false,
         })
     }
 
@@ -472,13 +637,77 @@ impl Log {
             path: &self.dir,
         })?;
         self.segments.insert(new_base, seg);
-        Ok(())
+        // The old segment is synced: everything below the new one is durable.
+        self.advance_recovery_point(new_base)
     }
 
-    /// Makes every append so far durable.
+    /// Makes every append so far durable, then records the log end offset
+    /// as the log's recovery point in the data directory's
+    /// `recovery-point-offset-checkpoint` (when the log directory is named
+    /// `<topic>-<partition>`): after a crash, [`Log::open`] refuses damage
+    /// below it instead of truncating it.
     pub fn flush(&mut self) -> Result<()> {
         self.check_writable()?;
-        self.guarded(|log| log.active_segment_mut().flush())
+        self.guarded(|log| {
+            log.active_segment_mut().flush()?;
+            log.advance_recovery_point(log.next_offset)
+        })
+    }
+
+    /// Closes the log as Kafka does at a clean shutdown: the active
+    /// segment's time index gets its final entry, both of its indexes are
+    /// trimmed to their entries (no preallocated zeros are left behind),
+    /// everything is synced and the recovery point is checkpointed. A
+    /// dropped log only trims the indexes, best effort.
+    pub fn close(mut self) -> Result<()> {
+        self.check_writable()?;
+        let out = self.guarded(|log| {
+            log.active_segment_mut().on_become_inactive()?;
+            log.advance_recovery_point(log.next_offset)
+        });
+        self.closed = out.is_ok();
+        out
+    }
+
+    /// The offset below which every batch is known to be durable.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    /// Sets the recovery point to `point` (everything below it is synced)
+    /// and writes it to the data directory's checkpoint if it changed.
+    fn advance_recovery_point(&mut self, point: i64) -> Result<()> {
+        self.recovery_point = self.recovery_point.max(point);
+        if self.checkpointed == Some(self.recovery_point) {
+            return Ok(());
+        }
+        let Some(tp) = self
+            .topic_partition()
+            .map(|(t, p)| TopicPartition::new(t, p))
+        else {
+            return Ok(());
+        };
+        let path = recovery_point_path(&self.dir);
+        // Logs of one data directory share the file: one writer at a time.
+        let _guard = RECOVERY_POINT_LOCK
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut entries = match checkpoint::read_file(&*self.fs, &path) {
+            Ok(entries) => entries,
+            Err(e) if e.is_corruption() => {
+                tracing::warn!(
+                    file = %path.display(),
+                    error = %e,
+                    "replacing an unreadable recovery point checkpoint; logs without a line in it are re-validated from their last segment"
+                );
+                BTreeMap::new()
+            }
+            Err(e) => return Err(e),
+        };
+        entries.insert(tp, self.recovery_point);
+        checkpoint::write_file(&*self.fs, &path, &entries)?;
+        self.checkpointed = Some(self.recovery_point);
+        Ok(())
     }
 
     /// What the cleaner needs of every segment, taken under the caller's
@@ -503,7 +732,7 @@ impl Log {
                     known_first_batch_timestamp: s.known_first_batch_timestamp(),
                     offset_index_bytes: s.offset_index().size_in_bytes(),
                     time_index_bytes: s.time_index().size_in_bytes(),
-                    lookup_position: u64::from(s.offset_index().lookup(lookup_offset).position),
+                    lookup_position: s.checked_lookup(lookup_offset),
                     reader,
                     path,
                 }
@@ -625,6 +854,8 @@ impl Log {
             segments: self.segments.range(first..).map(|(_, s)| s).collect(),
             current: None,
             start_offset,
+            prev_next: i64::MIN,
+            limit: i64::MAX,
         })
     }
 
@@ -708,12 +939,65 @@ impl Log {
     }
 }
 
+impl Drop for Log {
+    /// Trims the active segment's preallocated indexes to their entries,
+    /// best effort (what [`Log::close`] does fully).
+    fn drop(&mut self) {
+        if self.closed || self.poisoned.is_some() {
+            return;
+        }
+        if let Some(active) = self.segments.values_mut().next_back() {
+            active.trim_indexes_best_effort();
+        }
+    }
+}
+
+/// Serialises the read-modify-write of `recovery-point-offset-checkpoint`
+/// files by the logs of this process.
+static RECOVERY_POINT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The `recovery-point-offset-checkpoint` of the data directory holding
+/// the log directory `dir`.
+fn recovery_point_path(dir: &Path) -> PathBuf {
+    parent_dir(dir).join(checkpoint::RECOVERY_POINT_FILE_NAME)
+}
+
+/// The log's line of its data directory's recovery point checkpoint, if
+/// it has one; a file that cannot be read counts as no line (Kafka reads
+/// it as empty too), with a warning and a note in the report.
+fn read_recovery_point(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    report: &mut RecoveryReport,
+) -> Option<i64> {
+    let (topic, partition) = naming::parse_partition_dir(dir.file_name()?.to_str()?)?;
+    let path = recovery_point_path(dir);
+    match checkpoint::read_file(fs, &path) {
+        Ok(entries) => entries.get(&TopicPartition::new(topic, partition)).copied(),
+        Err(e) => {
+            tracing::warn!(
+                log = %dir.display(),
+                error = %e,
+                "the recovery point checkpoint cannot be read; only the last segment is re-validated"
+            );
+            report.recovery_point_unreadable = Some(e.to_string());
+            None
+        }
+    }
+}
+
 /// Batches of a log from an offset; see [`Log::batches_from`].
 #[derive(Debug)]
 pub struct LogBatches<'a> {
     segments: VecDeque<&'a LogSegment>,
     current: Option<FileBatches>,
     start_offset: i64,
+    /// The next offset of the last batch returned (at first, the current
+    /// segment's base offset).
+    prev_next: i64,
+    /// The next segment's base offset: every batch of the current segment
+    /// ends below it.
+    limit: i64,
 }
 
 impl Iterator for LogBatches<'_> {
@@ -724,16 +1008,44 @@ impl Iterator for LogBatches<'_> {
             if self.current.is_none() {
                 let seg = self.segments.pop_front()?;
                 self.current = Some(seg.batches_from_offset(self.start_offset));
+                self.prev_next = seg.base_offset();
+                self.limit = self.segments.front().map_or(i64::MAX, |s| s.base_offset());
             }
-            match self.current.as_mut()?.next() {
-                None => self.current = None,
-                Some(Err(e)) => {
+            let item = match self.current.as_mut()?.next() {
+                None => {
+                    self.current = None;
+                    continue;
+                }
+                // A base offset is outside the CRC: one that goes backwards
+                // or past the next segment is damage, not data.
+                Some(Ok(b)) if b.base_offset() < self.prev_next || b.last_offset() >= self.limit => {
+                    Err(CorruptSnafu {
+                        path: b.path().map(Path::to_path_buf).unwrap_or_default(),
+                        offset: b.position(),
+                        message: format!(
+                            "batch offsets {}..={} do not follow the previous batch's next offset {} within the segment (next segment at {})",
+                            b.base_offset(),
+                            b.last_offset(),
+                            self.prev_next,
+                            self.limit
+                        ),
+                    }
+                    .build())
+                }
+                Some(other) => other,
+            };
+            match item {
+                Err(e) => {
                     self.segments.clear();
                     self.current = None;
                     return Some(Err(e));
                 }
-                Some(Ok(b)) if b.last_offset() < self.start_offset => {}
-                Some(Ok(b)) => return Some(Ok(b)),
+                Ok(b) => {
+                    self.prev_next = b.next_offset();
+                    if b.last_offset() >= self.start_offset {
+                        return Some(Ok(b));
+                    }
+                }
             }
         }
     }
@@ -761,6 +1073,12 @@ impl Iterator for LogRecords<'_> {
             };
             if batch.is_control() {
                 continue;
+            }
+            // Records are only handed out from a batch whose CRC holds, so
+            // a damaged batch is an error naming its file and byte offset,
+            // never wrong records.
+            if let Err(e) = batch.ensure_valid() {
+                return Some(Err(e));
             }
             match batch.records() {
                 Ok(records) => self.pending.extend(

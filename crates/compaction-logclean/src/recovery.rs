@@ -20,8 +20,9 @@
 //! new files are `.swap` the replacement completes; a mix of `.swap` and
 //! `.cleaned` is rolled back.
 
+use std::fmt;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lithify_vfs::FileSystem;
@@ -32,6 +33,56 @@ use crate::file_batches::FileBatches;
 use crate::naming::{self, FileKind, Suffix};
 use crate::segment::SegmentRecovery;
 
+/// Where [`Log::open`](crate::Log::open) learnt its recovery point.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RecoveryPointSource {
+    /// [`OpenOptions::recovery_point`](crate::OpenOptions::recovery_point).
+    Given,
+    /// The log's entry in the data directory's
+    /// `recovery-point-offset-checkpoint`.
+    Checkpoint,
+    /// No entry (a directory not named `<topic>-<partition>`, a log never
+    /// flushed, a checkpoint file that cannot be read): the last segment's
+    /// base offset, since a segment is synced when it rolls.
+    #[default]
+    LastSegment,
+}
+
+/// Bytes that recovery cut from a segment (above the recovery point only),
+/// and where it kept them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    /// The segment file that lost the bytes.
+    pub file: PathBuf,
+    /// Byte offset in that file where the dropped bytes began (0 for a
+    /// segment removed whole because an earlier one was truncated).
+    pub position: u64,
+    /// How many bytes were dropped.
+    pub bytes: u64,
+    /// The first offset not kept: the log end offset after the truncation.
+    pub first_offset_dropped: i64,
+    /// Why: the damage found at `position`, or the earlier truncation that
+    /// made this segment unreachable.
+    pub reason: String,
+    /// The copy of the dropped bytes, under the partition's `lost/`.
+    pub kept_at: PathBuf,
+}
+
+impl fmt::Display for Truncation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "recovery dropped {} bytes of {} from byte offset {} (offsets from {} on, above the recovery point: never flushed): {}; the bytes are kept in {}",
+            self.bytes,
+            self.file.display(),
+            self.position,
+            self.first_offset_dropped,
+            self.reason,
+            self.kept_at.display()
+        )
+    }
+}
+
 /// What opening a log found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
@@ -40,19 +91,32 @@ pub struct RecoveryReport {
     pub deleted_files: Vec<String>,
     /// `.swap` files renamed into place.
     pub swapped_in: Vec<String>,
-    /// Segments whose indexes were missing or corrupt, and why.
+    /// Segments whose indexes were missing or corrupt, and why; each was
+    /// rebuilt from its `.log`, losing nothing.
     pub rebuilt_indexes: Vec<(i64, String)>,
     /// Segments re-validated batch by batch.
     pub recovered: Vec<SegmentRecovery>,
     /// Segments removed because an earlier segment was truncated (the log
-    /// ends at the first invalid batch, as in Kafka).
+    /// ends at the first invalid batch, as in Kafka); their bytes are kept
+    /// (see `truncations`).
     pub removed_after_corruption: Vec<i64>,
+    /// Every byte range dropped, with where it was kept. Empty unless
+    /// bytes above the recovery point were damaged or torn.
+    pub truncations: Vec<Truncation>,
+    /// The recovery point used: damage in batches below it is refused,
+    /// damage above it is truncated (and kept).
+    pub recovery_point: i64,
+    /// Where the recovery point came from.
+    pub recovery_point_source: RecoveryPointSource,
+    /// Why `recovery-point-offset-checkpoint` could not be read, if it
+    /// could not (the last segment's base was used instead).
+    pub recovery_point_unreadable: Option<String>,
 }
 
 impl RecoveryReport {
-    /// Total bytes truncated from segments.
+    /// Total bytes truncated from segments (removed segments included).
     pub fn truncated_bytes(&self) -> u64 {
-        self.recovered.iter().map(|r| r.truncated_bytes).sum()
+        self.truncations.iter().map(|t| t.bytes).sum()
     }
 }
 

@@ -21,12 +21,12 @@ use lithify_vfs::{FileSystem, RandomAccessFile, WritableFile};
 use snafu::ResultExt as _;
 
 use crate::config::LogConfig;
-use crate::error::{Error, InvalidArgumentSnafu, IoSnafu, Result};
+use crate::error::{DamagedBelowRecoveryPointSnafu, Error, InvalidArgumentSnafu, IoSnafu, Result};
 use crate::file_batches::FileBatches;
 use crate::index::{OffsetIndex, TimeIndex, TimestampOffset};
 use crate::naming::{FileKind, Suffix, file_name};
 use crate::record::RecordBatch;
-use crate::record::batch::NO_TIMESTAMP;
+use crate::record::batch::{BatchPrefix, LAST_OFFSET_DELTA_OFFSET, MAGIC_V2, NO_TIMESTAMP};
 
 /// What recovering one segment found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +40,41 @@ pub struct SegmentRecovery {
     /// Why the scan stopped before the end of the file, if it did: a torn
     /// tail or the corruption error of the first invalid batch.
     pub reason: Option<String>,
+    /// The offset after the last valid batch: the first offset dropped
+    /// when bytes were truncated.
+    pub next_offset: i64,
+    /// Where the truncated bytes were kept (under the partition's `lost/`).
+    pub kept_at: Option<PathBuf>,
+}
+
+/// What [`LogSegment::open`] found wrong with a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SegmentProblem {
+    /// An index is missing, malformed, or does not match the `.log`; the
+    /// `.log` itself looked whole. Re-validating the `.log` rebuilds the
+    /// indexes (and finds any damage in it).
+    Index(String),
+    /// The `.log` holds an invalid batch header after the last index
+    /// entry, or does not end with a whole batch.
+    Log(String),
+    /// Both the `.log` ends and an index describes more: the `.log` was
+    /// cut short at `size` (or the index is damaged in a way that looks
+    /// the same). Re-validating cannot find what is gone.
+    LogCutShort {
+        /// The size of the `.log`.
+        size: u64,
+        /// What the indexes say that the `.log` does not hold.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for SegmentProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SegmentProblem::Index(m) | SegmentProblem::Log(m) => f.write_str(m),
+            SegmentProblem::LogCutShort { message, .. } => f.write_str(message),
+        }
+    }
 }
 
 /// One batch of a chunk given to [`LogSegment::append_batches`].
@@ -158,8 +193,17 @@ impl LogSegment {
     }
 
     /// Opens the existing segment at `base_offset`, read-only. Returns with
-    /// it the reason its indexes must be rebuilt, if they are missing or
-    /// corrupt (then call [`LogSegment::recover`]).
+    /// it what is wrong with it, if anything (then call
+    /// [`LogSegment::recover`], or refuse the segment; see
+    /// [`SegmentProblem`]).
+    ///
+    /// Besides loading both indexes (missing or malformed: an index
+    /// problem), it reads the batches after the last offset-index entry, as
+    /// Kafka's `readNextOffset` does, and checks what it can without
+    /// reading more: the entry points at a batch ending at its offset, the
+    /// file ends with a whole batch, the time index's last entry matches
+    /// its batch, and neither index describes bytes the `.log` does not
+    /// hold (a `.log` cut short).
     pub fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
@@ -167,7 +211,7 @@ impl LogSegment {
         suffix: Suffix,
         config: &LogConfig,
         now_ms: i64,
-    ) -> Result<(LogSegment, Option<String>)> {
+    ) -> Result<(LogSegment, Option<SegmentProblem>)> {
         let log_path = path_of(dir, base_offset, FileKind::Log, suffix);
         let reader = fs.open(&log_path).context(IoSnafu {
             action: "open",
@@ -181,27 +225,35 @@ impl LogSegment {
         let index_path = path_of(dir, base_offset, FileKind::Index, suffix);
         let time_path = path_of(dir, base_offset, FileKind::TimeIndex, suffix);
         let mut problem = None;
-        let offset_index =
-            match OffsetIndex::load(fs.clone(), index_path.clone(), base_offset, size) {
-                Ok(Some(i)) => i,
-                Ok(None) => {
-                    problem = Some(format!("offset index {} is missing", index_path.display()));
-                    OffsetIndex::new(fs.clone(), index_path, base_offset, max_index_size)
-                }
-                Err(e) if e.is_corruption() => {
-                    problem = Some(e.to_string());
-                    OffsetIndex::new(fs.clone(), index_path, base_offset, max_index_size)
-                }
-                Err(e) => return Err(e),
-            };
+        let mut offset_index_loaded = true;
+        let offset_index = match OffsetIndex::load(fs.clone(), index_path.clone(), base_offset) {
+            Ok(Some(i)) => i,
+            Ok(None) => {
+                offset_index_loaded = false;
+                problem = Some(SegmentProblem::Index(format!(
+                    "offset index {} is missing",
+                    index_path.display()
+                )));
+                OffsetIndex::new(fs.clone(), index_path, base_offset, max_index_size)
+            }
+            Err(e) if e.is_corruption() => {
+                offset_index_loaded = false;
+                problem = Some(SegmentProblem::Index(e.to_string()));
+                OffsetIndex::new(fs.clone(), index_path, base_offset, max_index_size)
+            }
+            Err(e) => return Err(e),
+        };
         let time_index = match TimeIndex::load(fs.clone(), time_path.clone(), base_offset) {
             Ok(Some(i)) => i,
             Ok(None) => {
-                problem.get_or_insert(format!("time index {} is missing", time_path.display()));
+                problem.get_or_insert(SegmentProblem::Index(format!(
+                    "time index {} is missing",
+                    time_path.display()
+                )));
                 TimeIndex::new(fs.clone(), time_path, base_offset, max_index_size)
             }
             Err(e) if e.is_corruption() => {
-                problem.get_or_insert(e.to_string());
+                problem.get_or_insert(SegmentProblem::Index(e.to_string()));
                 TimeIndex::new(fs.clone(), time_path, base_offset, max_index_size)
             }
             Err(e) => return Err(e),
@@ -225,24 +277,125 @@ impl LogSegment {
             created_ms: now_ms,
             next_offset: base_offset,
         };
-        if problem.is_none() {
-            // Find the next offset (and any larger timestamp) past the last
-            // index entry, as Kafka's readNextOffset does.
-            let from = u64::from(segment.offset_index.last_entry().position);
-            for batch in
-                FileBatches::new(segment.reader.clone(), segment.log_path.clone(), from, size)
-            {
-                match batch {
-                    Ok(b) => segment.observe_batch(&b),
-                    Err(e) if e.is_corruption() => {
-                        problem = Some(e.to_string());
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+        if offset_index_loaded {
+            let tail_problem = segment.check_tail()?;
+            problem = match (problem, tail_problem) {
+                (_, Some(cut @ SegmentProblem::LogCutShort { .. })) => Some(cut),
+                (Some(p), _) => Some(p),
+                (None, t) => t,
+            };
         }
         Ok((segment, problem))
+    }
+
+    /// Reads the batches after the last offset-index entry (finding the
+    /// next offset and any larger timestamp) and checks them against both
+    /// indexes; see [`LogSegment::open`].
+    fn check_tail(&mut self) -> Result<Option<SegmentProblem>> {
+        let size = self.size;
+        let path = self.log_path.display().to_string();
+        let entry = self.offset_index.last_entry();
+        let time_entry = self.time_index.last_entry();
+        // An offset-index entry past the end of the `.log`: the `.log` lost
+        // its end, or the entry is damaged. Read the whole segment and let
+        // the time index (a file of its own) tell which.
+        let beyond = !self.offset_index.is_empty() && u64::from(entry.position) >= size;
+        let start = if beyond { 0 } else { u64::from(entry.position) };
+        let mut tail_max_timestamp = NO_TIMESTAMP;
+        let mut time_entry_matches = false;
+        let mut time_entry_checked = self.time_index.is_empty();
+        let mut first = !beyond;
+        let mut problem = None;
+        let mut batches = FileBatches::new(self.reader.clone(), self.log_path.clone(), start, size);
+        for batch in &mut batches {
+            let b = match batch {
+                Ok(b) => b,
+                Err(e) if e.is_corruption() => {
+                    problem = Some(SegmentProblem::Log(e.to_string()));
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            if first && !self.offset_index.is_empty() && b.last_offset() != entry.offset {
+                problem = Some(SegmentProblem::Index(format!(
+                    "the last entry of offset index {} says offset {} ends the batch at byte offset {}, but that batch ends at offset {}",
+                    self.offset_index.path().display(),
+                    entry.offset,
+                    entry.position,
+                    b.last_offset()
+                )));
+            }
+            first = false;
+            if !self.time_index.is_empty() && b.last_offset() == time_entry.offset {
+                time_entry_checked = true;
+                time_entry_matches = b.max_timestamp() == time_entry.timestamp;
+                if !time_entry_matches {
+                    problem.get_or_insert(SegmentProblem::Index(format!(
+                        "the last entry of time index {} says timestamp {} at offset {}, but that batch's max timestamp is {}",
+                        self.time_index.path().display(),
+                        time_entry.timestamp,
+                        time_entry.offset,
+                        b.max_timestamp()
+                    )));
+                }
+            }
+            tail_max_timestamp = tail_max_timestamp.max(b.max_timestamp());
+            self.observe_batch(&b);
+        }
+        if problem.is_none() && batches.position() < size {
+            problem = Some(SegmentProblem::Log(format!(
+                "corruption in {path} at byte offset {}: the last {} bytes are not a complete batch",
+                batches.position(),
+                size - batches.position()
+            )));
+        }
+        if let Some(p @ SegmentProblem::Log(_)) = problem {
+            return Ok(Some(p));
+        }
+        // The time index knows offsets the `.log` does not hold, with a
+        // timestamp later than any left: the `.log` lost its end.
+        let cut_by_time = !self.time_index.is_empty()
+            && time_entry.offset >= self.next_offset
+            && time_entry.timestamp > tail_max_timestamp;
+        if beyond {
+            if time_entry_matches && !cut_by_time {
+                return Ok(Some(SegmentProblem::Index(format!(
+                    "offset index {} has an entry for offset {} at byte offset {}, past the end of the log ({size} bytes), which its time index agrees with",
+                    self.offset_index.path().display(),
+                    entry.offset,
+                    entry.position
+                ))));
+            }
+            return Ok(Some(SegmentProblem::LogCutShort {
+                size,
+                message: format!(
+                    "{path} ends at byte offset {size}, but its offset index has an entry for offset {} at byte offset {}",
+                    entry.offset, entry.position
+                ),
+            }));
+        }
+        if cut_by_time {
+            return Ok(Some(SegmentProblem::LogCutShort {
+                size,
+                message: format!(
+                    "{path} ends at byte offset {size} with offset {}, but its time index has an entry for offset {} (timestamp {}, later than any left)",
+                    self.next_offset - 1,
+                    time_entry.offset,
+                    time_entry.timestamp
+                ),
+            }));
+        }
+        if problem.is_some() {
+            return Ok(problem);
+        }
+        if !time_entry_checked && time_entry.offset >= entry.offset {
+            return Ok(Some(SegmentProblem::Index(format!(
+                "the last entry of time index {} names offset {}, which ends no batch of the log",
+                self.time_index.path().display(),
+                time_entry.offset
+            ))));
+        }
+        Ok(None)
     }
 
     fn observe_batch(&mut self, b: &RecordBatch) {
@@ -256,14 +409,27 @@ impl LogSegment {
     }
 
     /// Re-validates every batch (size, magic, CRC, codec, offsets within the
-    /// segment's range), truncates the `.log` after the last valid one and
-    /// rebuilds both indexes (Kafka's `LogSegment.recover`). With `active`,
-    /// the segment is left open for appends with preallocated indexes;
-    /// otherwise its indexes are trimmed. Everything is synced.
+    /// segment's range) and rebuilds both indexes (Kafka's
+    /// `LogSegment.recover`). With `active`, the segment is left open for
+    /// appends with preallocated indexes; otherwise its indexes are
+    /// trimmed. Everything is synced.
+    ///
+    /// Where the first invalid batch (or a batch cut short) is found,
+    /// `recovery_point` decides:
+    ///
+    /// * if the valid batches before it end below `recovery_point`, the
+    ///   damage is in bytes that were flushed: nothing is changed and the
+    ///   result is [`Error::DamagedBelowRecoveryPoint`], naming the file and
+    ///   the byte offset (pass `i64::MAX` to refuse any damage);
+    /// * otherwise the bytes from there to the end were never flushed:
+    ///   they are copied to the partition's `lost/` directory (see
+    ///   [`crate::lost`]), then the `.log` is truncated after the last valid
+    ///   batch, and [`SegmentRecovery`] says what was dropped and where it
+    ///   was kept (pass `i64::MIN` to allow any truncation).
     ///
     /// A batch in an old message format (magic 0 or 1) is an error, not a
     /// truncation point: it is valid data we cannot read.
-    pub fn recover(&mut self, active: bool) -> Result<SegmentRecovery> {
+    pub fn recover(&mut self, active: bool, recovery_point: i64) -> Result<SegmentRecovery> {
         self.writer = None;
         self.offset_index.reset(self.max_index_size);
         self.time_index.reset(self.max_index_size);
@@ -339,6 +505,27 @@ impl LogSegment {
             ));
         }
         let truncated = size - valid;
+        let mut kept_at = None;
+        if truncated > 0 {
+            if self.next_offset < recovery_point {
+                return DamagedBelowRecoveryPointSnafu {
+                    path: (*self.log_path).clone(),
+                    offset: valid,
+                    recovery_point,
+                    next_offset: self.next_offset,
+                    reason: reason.clone().unwrap_or_default(),
+                }
+                .fail();
+            }
+            kept_at = Some(crate::lost::keep_range(
+                &*self.fs,
+                &self.dir,
+                &self.log_path,
+                &*self.reader,
+                valid,
+                size,
+            )?);
+        }
         let mut writer = self.fs.open_append(&self.log_path).context(IoSnafu {
             action: "open",
             path: self.log_path.as_path(),
@@ -369,6 +556,8 @@ impl LogSegment {
             valid_bytes: valid,
             truncated_bytes: truncated,
             reason,
+            next_offset: self.next_offset,
+            kept_at,
         })
     }
 
@@ -589,6 +778,14 @@ impl LogSegment {
         Ok(())
     }
 
+    /// Trims both index files to their entries, best effort (what a
+    /// dropped [`Log`](crate::Log) does for its active segment; the index
+    /// files stay writable in memory only until then).
+    pub(crate) fn trim_indexes_best_effort(&mut self) {
+        let _ = self.offset_index.trim();
+        let _ = self.time_index.trim();
+    }
+
     /// Makes the `.log` and index writes so far durable.
     pub fn flush(&mut self) -> Result<()> {
         if let Some(w) = &mut self.writer {
@@ -679,8 +876,47 @@ impl LogSegment {
     /// Batches that may hold `offset` or later ones: from the offset index's
     /// entry for `offset`; the caller skips batches ending below `offset`.
     pub fn batches_from_offset(&self, offset: i64) -> FileBatches {
-        let start = self.offset_index.lookup(offset).position;
-        self.batches_from_position(u64::from(start))
+        self.batches_from_position(self.checked_lookup(offset))
+    }
+
+    /// Where a scan for `offset` starts: the position of the offset index's
+    /// entry for it, once checked against the `.log` (the batch there must
+    /// end at the entry's offset). An entry that fails the check (an index
+    /// damaged in a way that kept it well-formed) is not trusted: the scan
+    /// starts at the beginning of the segment, which loses nothing, and a
+    /// warning says so.
+    pub(crate) fn checked_lookup(&self, offset: i64) -> u64 {
+        let entry = self.offset_index.lookup(offset);
+        let position = u64::from(entry.position);
+        if position == 0 {
+            return 0;
+        }
+        let header = LAST_OFFSET_DELTA_OFFSET + 4;
+        let ok = position + header as u64 <= self.size
+            && self.reader.read_vec(position, header).is_ok_and(|h| {
+                let prefix = BatchPrefix::parse(&h);
+                let delta = i32::from_be_bytes([
+                    h[LAST_OFFSET_DELTA_OFFSET],
+                    h[LAST_OFFSET_DELTA_OFFSET + 1],
+                    h[LAST_OFFSET_DELTA_OFFSET + 2],
+                    h[LAST_OFFSET_DELTA_OFFSET + 3],
+                ]);
+                prefix.is_some_and(|p| {
+                    p.magic == MAGIC_V2
+                        && p.batch_size().is_some_and(|s| position + s <= self.size)
+                        && p.base_offset.checked_add(i64::from(delta)) == Some(entry.offset)
+                })
+            });
+        if ok {
+            return position;
+        }
+        tracing::warn!(
+            index = %self.offset_index.path().display(),
+            offset = entry.offset,
+            position,
+            "an offset index entry does not point at the batch ending at its offset; scanning the segment from its start instead"
+        );
+        0
     }
 
     /// The segment's base offset.

@@ -222,31 +222,60 @@ fn an_invalid_checkpoint_is_reset_to_the_log_start_even_when_not_chosen() {
 }
 
 #[test]
-fn a_malformed_checkpoint_is_reported_and_replaced_without_stopping_the_logs() {
+fn a_malformed_checkpoint_takes_its_data_directory_offline_and_is_kept() {
     let fs = MemFs::new();
     let (svc, _) = service(&fs, 10_000);
     let c = compact(&[("segment.bytes", "1000")]);
     svc.add_log(dirty_log(&fs, "t-0", 5, 3, c.clone())).unwrap();
-    svc.add_log(dirty_log(&fs, "t-1", 5, 3, c)).unwrap();
-    write_file_atomic(
-        &fs,
-        Path::new("/data/cleaner-offset-checkpoint"),
-        b"0\n2\nt 0 x\n",
-    )
-    .unwrap();
+    svc.add_log(dirty_log(&fs, "t-1", 5, 3, c.clone())).unwrap();
+    // A log in another data directory is cleaned all the same.
+    let mut other = open(Arc::new(fs.clone()), "/other/u-0", c, 0);
+    for i in 0..15 {
+        other
+            .append(&[rec(1000 + i, format!("k{}", i % 5), "v")])
+            .unwrap();
+    }
+    other.roll().unwrap();
+    svc.add_log(shared_log(other)).unwrap();
+    let garbage = b"0\n2\nt 0 x\n";
+    let path = Path::new("/data/cleaner-offset-checkpoint");
+    write_file_atomic(&fs, path, garbage).unwrap();
     let events = svc.clean_eligible_once().unwrap();
-    let problem = events
+    let problems: Vec<String> = events
         .iter()
-        .find_map(|e| match e {
+        .filter_map(|e| match e {
             CleanerEvent::Problem(p) => Some(p.clone()),
             _ => None,
         })
-        .unwrap();
+        .collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
-        problem.contains("/data/cleaner-offset-checkpoint") && problem.contains("line 3"),
-        "{problem}"
+        problems[0].contains("/data/cleaner-offset-checkpoint")
+            && problems[0].contains("line 3")
+            && problems[0].contains("byte offset 4"),
+        "{problems:?}"
     );
-    assert_eq!(cleaned(&events).len(), 2);
+    // As in Kafka, the directory is offline: none of its logs is cleaned,
+    // and the file is kept as it was.
+    assert_eq!(cleaned(&events), [tp("u", 0)]);
+    assert_eq!(read_file(&fs, path).unwrap(), garbage);
+    assert!(
+        svc.manager()
+            .offline_dirs()
+            .contains_key(Path::new("/data"))
+    );
+    assert!(svc.clean_eligible_once().unwrap().is_empty());
+    // Removing the file loses nothing: the logs are cleaned from their start.
+    fs.remove_file(path).unwrap();
+    assert!(
+        svc.manager()
+            .clear_offline_dir(Path::new("/data"))
+            .is_some()
+    );
+    let events = svc.clean_eligible_once().unwrap();
+    let mut got = cleaned(&events);
+    got.sort();
+    assert_eq!(got, [tp("t", 0), tp("t", 1)]);
     let cp = checkpoint::read(&fs, Path::new("/data")).unwrap();
     assert_eq!(cp.len(), 2);
 }

@@ -25,10 +25,13 @@
 //! * **pauses** logs ([`abort_and_pause`], [`resume`]) through the
 //!   [`StateBoard`].
 //!
-//! A checkpoint file that is not in Kafka's format is reported (in
-//! [`Grab::problems`]) and read as empty, so the logs of that directory are
-//! cleaned again from their start, which is always correct, and the next
-//! checkpoint write replaces the bad file.
+//! A checkpoint file that cannot be read (not in Kafka's format, or an I/O
+//! error) takes its data directory offline, as Kafka's
+//! `CheckpointFileWithFailureHandler` does: it is reported once (in
+//! [`Grab::problems`]) naming the file, the line and the byte offset, none
+//! of that directory's logs is cleaned, and the file is never overwritten.
+//! A missing file (or an empty one) has no entries: each log is cleaned
+//! from its start, which loses nothing.
 //!
 //! [`grab_filthiest_log`]: LogCleanerManager::grab_filthiest_log
 //! [`done_cleaning`]: LogCleanerManager::done_cleaning
@@ -183,26 +186,48 @@ impl LogCleanerManager {
         dirs
     }
 
-    /// Every checkpointed offset of every data directory, and a sentence
-    /// for each checkpoint file that could not be read (read as empty).
+    /// Every checkpointed offset of every data directory that is not
+    /// offline. A directory whose checkpoint file cannot be read (malformed,
+    /// or an I/O error) is taken offline, as Kafka's
+    /// `CheckpointFileWithFailureHandler` does: its logs are not cleaned
+    /// and the file is left as it is, for someone to look at. One sentence
+    /// per directory taken offline is returned with the offsets.
     pub fn all_cleaner_checkpoints(&self) -> (BTreeMap<TopicPartition, i64>, Vec<String>) {
         let mut all = BTreeMap::new();
         let mut problems = Vec::new();
         for dir in self.data_dirs() {
+            if self.registry.lock().offline_dirs.contains_key(&dir) {
+                continue;
+            }
             match checkpoint::read(&*self.fs, &dir) {
                 Ok(entries) => all.extend(entries),
-                Err(e) => problems.push(format!(
-                    "{e}; the logs of {} are cleaned from their start",
-                    dir.display()
-                )),
+                Err(e) => {
+                    let reason = format!(
+                        "{e}; the logs of {} are not cleaned until the file is repaired or removed (a removed checkpoint makes the next round clean each log from its start, which loses nothing)",
+                        dir.display()
+                    );
+                    tracing::error!(
+                        data_dir = %dir.display(),
+                        error = %e,
+                        "data directory taken offline for cleaning: its cleaner-offset-checkpoint cannot be read"
+                    );
+                    self.registry
+                        .lock()
+                        .offline_dirs
+                        .insert(dir.clone(), reason.clone());
+                    problems.push(format!(
+                        "data directory {} is offline: {reason}",
+                        dir.display()
+                    ));
+                }
             }
         }
         (all, problems)
     }
 
     /// Reads, changes and rewrites the checkpoint of `data_dir`, keeping
-    /// only partitions of logs in that directory (a file that cannot be
-    /// read is replaced).
+    /// only partitions of logs in that directory. A file that cannot be
+    /// read is an error, never overwritten.
     fn update_checkpoint(
         &self,
         data_dir: &Path,
@@ -210,7 +235,7 @@ impl LogCleanerManager {
         remove: Option<&TopicPartition>,
     ) -> Result<()> {
         let reg = self.registry.lock();
-        let mut entries = checkpoint::read(&*self.fs, data_dir).unwrap_or_default();
+        let mut entries = checkpoint::read(&*self.fs, data_dir)?;
         entries.retain(|tp, _| reg.logs.get(tp).is_some_and(|m| m.data_dir == data_dir));
         if let Some(tp) = remove {
             entries.remove(tp);
@@ -358,11 +383,22 @@ impl LogCleanerManager {
         if matches!(error.kind(), ErrorKind::Io | ErrorKind::NoSpace)
             && matches!(error, Error::Io { .. })
         {
+            tracing::error!(
+                data_dir = %data_dir.display(),
+                partition = %tp,
+                error = %error,
+                "data directory taken offline for cleaning after an I/O error"
+            );
             reg.offline_dirs.insert(
                 data_dir.to_path_buf(),
                 format!("{reason} (while cleaning {tp})"),
             );
         } else {
+            tracing::warn!(
+                partition = %tp,
+                error = %error,
+                "log marked uncleanable"
+            );
             reg.uncleanable.insert(tp.clone(), reason);
         }
     }
@@ -396,9 +432,16 @@ impl LogCleanerManager {
         self.registry.lock().uncleanable.clone()
     }
 
-    /// The data directories taken offline by I/O errors, and why.
+    /// The data directories taken offline (by I/O errors, or a
+    /// `cleaner-offset-checkpoint` that cannot be read), and why.
     pub fn offline_dirs(&self) -> BTreeMap<PathBuf, String> {
         self.registry.lock().offline_dirs.clone()
+    }
+
+    /// Lets the logs of an offline data directory be cleaned again (Kafka
+    /// only forgets on restart), returning why it was offline.
+    pub fn clear_offline_dir(&self, data_dir: &Path) -> Option<String> {
+        self.registry.lock().offline_dirs.remove(data_dir)
     }
 
     /// Drops uncleanable entries of partitions no longer handed to the

@@ -25,9 +25,15 @@
 //!
 //! * every batch's CRC is checked before it is mapped or rewritten (Kafka
 //!   does not), so a damaged batch stops the round instead of being
-//!   re-stamped with a valid CRC;
-//! * a segment whose end is not a complete batch is an error (Kafka's
-//!   cleaner would stop at it silently);
+//!   re-stamped with a valid CRC. Like any other failure, that aborts the
+//!   round before anything is swapped in, leaves the checkpoint where it
+//!   was, and the manager marks the log uncleanable with the error (file
+//!   and byte offset); a segment whose end is not a complete batch fails
+//!   the same way (Kafka's `growBuffersOrFail` fails there too);
+//! * a valid batch is never refused for its size: Kafka grows its read
+//!   buffer to the next batch's size, and we read each batch whole, so a
+//!   batch larger than a `max.message.bytes` lowered after it was written
+//!   is cleaned like any other;
 //! * the groups of a round are swapped in together, not one by one: Kafka's
 //!   per-group swaps leave a half-cleaned log after a crash, which holds
 //!   the right latest value of every key but neither the old nor the new
@@ -59,9 +65,7 @@ use crate::cleaner::snapshot::{
 use crate::cleaner::stats::{CleanerStats, RoundReport};
 use crate::cleaner::throttler::Throttler;
 use crate::cleaner::to_clean::LogToClean;
-use crate::error::{
-    CorruptSnafu, Error, InvalidArgumentSnafu, OffsetMapSnafu, Result, UnsupportedSnafu,
-};
+use crate::error::{CorruptSnafu, Error, OffsetMapSnafu, Result, UnsupportedSnafu};
 use crate::log::Log;
 use crate::naming::Suffix;
 use crate::record::RecordBatch;
@@ -91,7 +95,6 @@ pub struct Cleaner {
     map: OffsetMap,
     load_factor: LoadFactor,
     write_buffer_size: usize,
-    max_message_bytes: i32,
     producer_id_expiration_ms: i64,
     throttler: Arc<Throttler>,
     write_buffer: Vec<u8>,
@@ -122,7 +125,6 @@ impl Cleaner {
             map,
             load_factor: config.dedupe_buffer_load_factor,
             write_buffer_size: config.write_buffer_per_thread(),
-            max_message_bytes: config.max_message_bytes,
             producer_id_expiration_ms: config.producer_id_expiration_ms,
             throttler,
             write_buffer: Vec::new(),
@@ -156,6 +158,13 @@ impl Cleaner {
         let upper_bound = to_clean.first_uncleanable_offset;
         let snap = log.lock().snapshot_for_cleaning(first_dirty);
         let mut stats = CleanerStats::default();
+        tracing::info!(
+            log = %snap.dir.display(),
+            cleaner = self.id,
+            first_dirty_offset = first_dirty,
+            first_uncleanable_offset = upper_bound,
+            "cleaning round begins"
+        );
 
         self.build_offset_map(&snap, first_dirty, upper_bound, &mut stats, check_done)?;
         let latest = match self.map.latest_offset() {
@@ -203,7 +212,6 @@ impl Cleaner {
         // `pass` borrows the map; the rest of `self` is passed apart.
         let mut io = CleanIo {
             write_buffer_size: self.write_buffer_size,
-            max_batch_bytes: self.max_message_bytes.max(snap.config.max_message_bytes),
             producer_id_expiration_ms: self.producer_id_expiration_ms,
             throttler: &self.throttler,
             write_buffer: &mut self.write_buffer,
@@ -266,6 +274,18 @@ impl Cleaner {
                 .saturating_sub(throttled_before),
         );
         let earliest_horizon = pass.earliest_horizon;
+        tracing::info!(
+            log = %snap.dir.display(),
+            cleaner = self.id,
+            end_offset,
+            bytes_read = stats.bytes_read,
+            bytes_written = stats.bytes_written,
+            records_kept = stats.messages_written,
+            records_removed = stats.messages_read.saturating_sub(stats.messages_written),
+            segments_in = rewrite.len(),
+            segments_out,
+            "cleaning round ends"
+        );
         Ok(RoundOutcome {
             report: RoundReport {
                 topic_partition: to_clean.topic_partition.clone(),
@@ -293,15 +313,17 @@ impl Cleaner {
     ) -> Result<()> {
         self.map.clear();
         let dirty = snap.overlapping(start, end);
-        let max_batch_bytes = self.max_message_bytes.max(snap.config.max_message_bytes);
         let mut since_check = 0u64;
         for (i, seg) in dirty.iter().enumerate() {
             check_done()?;
             let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset);
             let mut batches = seg.batches_from(seg.lookup_position);
+            let mut prev_next = seg.base_offset;
             for batch in &mut batches {
                 let batch = batch?;
-                check_batch(snap, &batch, max_batch_bytes)?;
+                check_batch(snap, &batch)?;
+                check_offsets(seg, &batch, prev_next, next_start)?;
+                prev_next = batch.next_offset();
                 let records = BatchRecords::decompress(&batch)?;
                 for r in records.iter() {
                     let r = r?;
@@ -342,7 +364,6 @@ impl Cleaner {
 /// Pass 2's buffers and limits, apart from the map that [`Pass2`] borrows.
 struct CleanIo<'a> {
     write_buffer_size: usize,
-    max_batch_bytes: i32,
     producer_id_expiration_ms: i64,
     throttler: &'a Throttler,
     write_buffer: &'a mut Vec<u8>,
@@ -364,9 +385,18 @@ impl CleanIo<'_> {
         self.write_buffer.clear();
         self.written.clear();
         let mut batches = seg.batches_from(0);
+        let mut prev_next = seg.base_offset;
+        let limit = pass
+            .snap
+            .segments
+            .iter()
+            .find(|s| s.base_offset > seg.base_offset)
+            .map_or(i64::MAX, |s| s.base_offset);
         for batch in &mut batches {
             let batch = batch?;
-            check_batch(pass.snap, &batch, self.max_batch_bytes)?;
+            check_batch(pass.snap, &batch)?;
+            check_offsets(seg, &batch, prev_next, limit)?;
+            prev_next = batch.next_offset();
             let size = batch.size_in_bytes() as u64;
             let ends_segment = batch.position() + size == seg.size;
             let retain_empty = batch.next_offset() == pass.upper_bound
@@ -444,23 +474,19 @@ impl CleanIo<'_> {
     }
 }
 
-/// Checks a batch before the cleaner uses it: its CRC, its size against the
-/// largest batch allowed, and that it is a data batch outside transactions.
-fn check_batch(snap: &LogSnapshot, batch: &RecordBatch, max_batch_bytes: i32) -> Result<()> {
+/// Checks a batch before the cleaner uses it: its CRC, and that it is a
+/// data batch outside transactions.
+///
+/// Its size is not held against `message.max.bytes` or the log's
+/// `max.message.bytes`: a valid batch written before the limit was lowered
+/// is cleaned like any other, as Kafka's cleaner grows its read buffer to
+/// the next batch's size (`growBuffersOrFail`). The batch was read whole
+/// already, and its length was checked against the segment's size.
+fn check_batch(snap: &LogSnapshot, batch: &RecordBatch) -> Result<()> {
     batch.ensure_valid()?;
     let path = batch
         .path()
         .map_or_else(Default::default, |p| p.display().to_string());
-    if batch.size_in_bytes() > max_batch_bytes.max(0) as usize {
-        return InvalidArgumentSnafu {
-            message: format!(
-                "the batch at byte offset {} of {path} is {} bytes, more than the largest batch the cleaner accepts ({max_batch_bytes} bytes: the larger of message.max.bytes and the log's max.message.bytes)",
-                batch.position(),
-                batch.size_in_bytes()
-            ),
-        }
-        .fail();
-    }
     if batch.is_control() || batch.is_transactional() {
         return UnsupportedSnafu {
             dir: snap.dir.clone(),
@@ -471,6 +497,24 @@ fn check_batch(snap: &LogSnapshot, batch: &RecordBatch, max_batch_bytes: i32) ->
                 batch.base_offset(),
                 batch.last_offset(),
                 batch.position()
+            ),
+        }
+        .fail();
+    }
+    Ok(())
+}
+
+/// A batch's offsets (its base offset is outside the CRC) must follow the
+/// previous batch's and stay below the next segment's base offset.
+fn check_offsets(seg: &SegmentView, batch: &RecordBatch, prev_next: i64, limit: i64) -> Result<()> {
+    if batch.base_offset() < prev_next || batch.last_offset() >= limit {
+        return CorruptSnafu {
+            path: seg.path(),
+            offset: batch.position(),
+            message: format!(
+                "batch offsets {}..={} do not follow the previous batch's next offset {prev_next} within the segment (next segment at {limit})",
+                batch.base_offset(),
+                batch.last_offset()
             ),
         }
         .fail();

@@ -54,13 +54,15 @@ impl OffsetIndex {
     }
 
     /// Loads the index at `path`; `Ok(None)` when the file is missing, a
-    /// corruption error when it is not a valid index for a `.log` of
-    /// `log_size` bytes (sizes, increasing offsets, positions inside the log).
+    /// corruption error when it is not a well-formed index (size, offsets
+    /// and positions in range, offsets increasing, positions not
+    /// decreasing). Whether its positions fit the `.log` is for the caller
+    /// to judge ([`LogSegment::open`](crate::LogSegment::open)): an entry
+    /// past the end of the `.log` may mean the `.log` lost bytes.
     pub(crate) fn load(
         fs: Arc<dyn FileSystem>,
         path: PathBuf,
         base_offset: i64,
-        log_size: u64,
     ) -> Result<Option<Self>> {
         let Some(bytes) = read_index_file(&*fs, &path)? else {
             return Ok(None);
@@ -83,11 +85,8 @@ impl OffsetIndex {
         for (i, e) in bytes.chunks_exact(Self::ENTRY_SIZE).enumerate() {
             let rel = u32::from_be_bytes([e[0], e[1], e[2], e[3]]);
             let pos = u32::from_be_bytes([e[4], e[5], e[6], e[7]]);
-            if rel > i32::MAX as u32 || u64::from(pos) >= log_size.max(1) {
-                return corrupt(
-                    i * 8,
-                    format!("entry ({rel}, {pos}) is out of range for a {log_size}-byte log"),
-                );
+            if rel > i32::MAX as u32 || pos > i32::MAX as u32 {
+                return corrupt(i * 8, format!("entry ({rel}, {pos}) is out of range"));
             }
             if let Some(&(prev_rel, prev_pos)) = entries.last()
                 && (rel <= prev_rel || pos < prev_pos)
