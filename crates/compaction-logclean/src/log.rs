@@ -333,7 +333,29 @@ impl Log {
                     continue;
                 };
                 let log_path = seg.log_path().to_path_buf();
-                let rec = seg.recover(is_last, recovery_point)?;
+                // The log must reach its recovery point: checked before the
+                // last segment's recovery writes anything.
+                let must_reach = |next_offset: i64, size: u64| {
+                    if !is_last
+                        || source == RecoveryPointSource::LastSegment
+                        || next_offset >= recovery_point
+                    {
+                        return Ok(());
+                    }
+                    MissingFlushedRecordsSnafu {
+                        dir,
+                        segment: log_path.clone(),
+                        size,
+                        checkpoint: match source {
+                            RecoveryPointSource::Given => PathBuf::from("the given OpenOptions"),
+                            _ => recovery_point_path(dir),
+                        },
+                        log_end_offset: next_offset,
+                        recovery_point,
+                    }
+                    .fail()
+                };
+                let rec = seg.recover_checked(is_last, recovery_point, &must_reach)?;
                 if let Some(problem) = problems.get(&base)
                     && !is_last
                 {
@@ -393,7 +415,23 @@ impl Log {
             );
         }
 
+        // (A last segment was checked against the recovery point before its
+        // recovery wrote anything; a log without segments is checked here.)
         if segments.is_empty() {
+            if source != RecoveryPointSource::LastSegment && recovery_point > 0 {
+                return MissingFlushedRecordsSnafu {
+                    dir,
+                    segment: dir.join(naming::file_name(0, FileKind::Log, Suffix::None)),
+                    size: 0u64,
+                    checkpoint: match source {
+                        RecoveryPointSource::Given => PathBuf::from("the given OpenOptions"),
+                        _ => recovery_point_path(dir),
+                    },
+                    log_end_offset: 0i64,
+                    recovery_point,
+                }
+                .fail();
+            }
             let seg = LogSegment::create(fs.clone(), dir, 0, Suffix::None, &config, now)?;
             segments.insert(0, seg);
         }
@@ -402,20 +440,6 @@ impl Log {
             .next_back()
             .expect("a log has at least one segment");
         let next_offset = active.next_offset();
-        if source != RecoveryPointSource::LastSegment && next_offset < recovery_point {
-            return MissingFlushedRecordsSnafu {
-                dir,
-                segment: active.log_path(),
-                size: active.size(),
-                checkpoint: match source {
-                    RecoveryPointSource::Given => PathBuf::from("the given OpenOptions"),
-                    _ => recovery_point_path(dir),
-                },
-                log_end_offset: next_offset,
-                recovery_point,
-            }
-            .fail();
-        }
         active.make_active()?;
         fs.sync_dir(dir).context(io("sync"))?;
         let flushed = recovery_point.min(next_offset);

@@ -430,6 +430,18 @@ impl LogSegment {
     /// A batch in an old message format (magic 0 or 1) is an error, not a
     /// truncation point: it is valid data we cannot read.
     pub fn recover(&mut self, active: bool, recovery_point: i64) -> Result<SegmentRecovery> {
+        self.recover_checked(active, recovery_point, &|_, _| Ok(()))
+    }
+
+    /// [`LogSegment::recover`], calling `check_end(next offset, valid
+    /// bytes)` once the batches are validated and before anything is
+    /// written: an error from it leaves the files as they were.
+    pub(crate) fn recover_checked(
+        &mut self,
+        active: bool,
+        recovery_point: i64,
+        check_end: &dyn Fn(i64, u64) -> Result<()>,
+    ) -> Result<SegmentRecovery> {
         self.writer = None;
         self.offset_index.reset(self.max_index_size);
         self.time_index.reset(self.max_index_size);
@@ -506,6 +518,9 @@ impl LogSegment {
         }
         let truncated = size - valid;
         let mut kept_at = None;
+        if truncated == 0 || self.next_offset >= recovery_point {
+            check_end(self.next_offset, valid)?;
+        }
         if truncated > 0 {
             if self.next_offset < recovery_point {
                 return DamagedBelowRecoveryPointSnafu {

@@ -1,0 +1,678 @@
+//! The damage matrix of the Kafka files (issue 18): one test per file kind
+//! and damage, each run on `MemFs` and on real files, each asserting one
+//! outcome:
+//!
+//! * **refused**: an error naming the file and byte offset, at open or at
+//!   the first read or cleaning round that touches the bytes, and nothing
+//!   on disk changed;
+//! * **recovered**: only above the recovery point (bytes never flushed):
+//!   the log is truncated at the first invalid batch, the report lists the
+//!   file, byte offset, bytes and first offset dropped, and the dropped
+//!   bytes are kept under the partition's `lost/`;
+//! * **rebuilt**: a derived file (`.index`, `.timeindex`) rebuilt from the
+//!   `.log`, byte for byte what it was, nothing lost; **kept**: a derived
+//!   file damaged in a way that loses nothing (a valid shorter index) is
+//!   used as it is;
+//! * for `cleaner-offset-checkpoint`: **offline** (Kafka's behaviour for a
+//!   file it cannot read: the data directory is not cleaned, the file is
+//!   kept as it is, the error names its line and byte offset) or **cleaned
+//!   from another offset** (a missing or still-readable file: the logs are
+//!   cleaned from their start or from the offset read, which loses
+//!   nothing: every key keeps its latest value).
+//!
+//! Never: an open or a round that succeeds with fewer records and nothing
+//! in its report.
+//!
+//! The fixture: `t-0` has two flushed inactive segments (the second is
+//! "the flushed segment" below) and an active segment whose first two
+//! batches were flushed (the recovery point) and whose last six were
+//! appended after that. The checkpoint cells use `t-0` and `u-0`, cleaned
+//! once, then appended to.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
+use lithify_compaction_logclean::naming::{FileKind, Suffix, file_name};
+use lithify_compaction_logclean::record::{BatchPrefix, SimpleRecord};
+use lithify_compaction_logclean::{
+    CleanerConfig, CleanerEvent, Log, LogCleaner, LogConfig, ManualClock, OpenOptions, shared_log,
+};
+use lithify_vfs::{FileSystem, MemFs, OsFs, read_file, write_file_atomic};
+
+/// The files damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The `.log` of an inactive segment below the recovery point.
+    FlushedLog,
+    /// The `.log` of the active segment: flushed, then appended to.
+    ActiveLog,
+    /// The `.index` of the flushed inactive segment.
+    OffsetIndex,
+    /// The `.timeindex` of the flushed inactive segment.
+    TimeIndex,
+    /// The data directory's `cleaner-offset-checkpoint`.
+    CleanerCheckpoint,
+}
+
+/// What is done to the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Damage {
+    Missing,
+    Empty,
+    /// Cut inside the header (a batch header, the first index entry, the
+    /// version line).
+    CutHeader,
+    /// Cut in the middle of the first unit (batch, entry, entry line).
+    CutFirst,
+    /// Cut in the middle of the middle unit.
+    CutMiddle,
+    /// Cut in the middle of the last unit.
+    CutLast,
+    /// The last byte cut.
+    CutLastByte,
+    /// A bit flipped in the header (a magic byte, the first entry, the
+    /// version).
+    FlipHeader,
+    /// A bit flipped in the middle of the body.
+    FlipBody,
+    /// A bit flipped in the last byte.
+    FlipFooter,
+    /// The whole file replaced by random bytes of the same length.
+    Random,
+}
+
+/// The one outcome a cell asserts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    RefusedAtOpen,
+    RefusedWhenRead,
+    Recovered,
+    Rebuilt,
+    Kept,
+    Offline,
+    CleanedFromAnotherOffset,
+}
+
+const TS: i64 = 1_000_000;
+
+fn config() -> LogConfig {
+    LogConfig::from_properties([
+        ("cleanup.policy", "compact"),
+        ("segment.index.bytes", "1024"),
+        ("index.interval.bytes", "150"),
+    ])
+    .unwrap()
+}
+
+fn open(fs: &Arc<dyn FileSystem>, dir: &Path) -> lithify_compaction_logclean::Result<Log> {
+    let options = OpenOptions {
+        recovery_point: None,
+        clock: Arc::new(ManualClock::new(TS)),
+    };
+    Log::open_with(fs.clone(), dir, config(), options)
+}
+
+type Records = Vec<(i64, String, Option<String>)>;
+
+fn records(log: &Log) -> lithify_compaction_logclean::Result<Records> {
+    log.records_from(log.log_start_offset())?
+        .map(|r| {
+            r.map(|r| {
+                let s = |b: bytes::Bytes| String::from_utf8(b.to_vec()).unwrap();
+                (r.offset, s(r.key.unwrap()), r.value.map(s))
+            })
+        })
+        .collect()
+}
+
+fn append_batches(log: &mut Log, n: usize, next: &mut i64) {
+    for _ in 0..n {
+        let batch: Vec<SimpleRecord> = (0..3)
+            .map(|_| {
+                let i = *next;
+                *next += 1;
+                SimpleRecord::new(TS + i, format!("k{}", i % 10), format!("value-{i}"))
+            })
+            .collect();
+        log.append(&batch).unwrap();
+    }
+}
+
+/// The log `<root>/<name>`: two inactive segments of 12 batches, then an
+/// active segment of 2 flushed and 6 unflushed batches. Returns its
+/// records and the segments' base offsets.
+fn build_log(fs: &Arc<dyn FileSystem>, root: &Path, name: &str) -> (Records, Vec<i64>) {
+    let mut log = open(fs, &root.join(name)).unwrap();
+    let mut next = 0;
+    append_batches(&mut log, 12, &mut next);
+    log.roll().unwrap();
+    append_batches(&mut log, 12, &mut next);
+    log.roll().unwrap();
+    append_batches(&mut log, 2, &mut next);
+    log.flush().unwrap();
+    append_batches(&mut log, 6, &mut next);
+    let recs = records(&log).unwrap();
+    let bases = log.segments().map(|s| s.base_offset()).collect();
+    drop(log);
+    (recs, bases)
+}
+
+fn cleaner(fs: &Arc<dyn FileSystem>, now: i64) -> LogCleaner {
+    let config =
+        CleanerConfig::from_properties([("log.cleaner.dedupe.buffer.size", "65536")]).unwrap();
+    LogCleaner::new(config, fs.clone(), Arc::new(ManualClock::new(now)))
+}
+
+/// The checkpoint fixture: `t-0` and `u-0` built, cleaned once, then
+/// appended to and rolled, so both are dirty again.
+fn build_cleaned(fs: &Arc<dyn FileSystem>, root: &Path) {
+    for name in ["t-0", "u-0"] {
+        build_log(fs, root, name);
+    }
+    let svc = cleaner(fs, TS + 10_000);
+    for name in ["t-0", "u-0"] {
+        let mut log = open(fs, &root.join(name)).unwrap();
+        log.roll().unwrap();
+        svc.add_log(shared_log(log)).unwrap();
+    }
+    let events = svc.clean_eligible_once().unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, CleanerEvent::Cleaned(_)))
+            .count(),
+        2,
+        "{events:?}"
+    );
+    drop(svc);
+    for name in ["t-0", "u-0"] {
+        let mut log = open(fs, &root.join(name)).unwrap();
+        let mut next = log.log_end_offset();
+        append_batches(&mut log, 6, &mut next);
+        log.roll().unwrap();
+        log.close().unwrap();
+    }
+}
+
+/// Byte ranges of the file's units: batches of a `.log`, entries of an
+/// index, lines of a checkpoint.
+fn units(kind: Kind, bytes: &[u8]) -> Vec<(usize, usize)> {
+    match kind {
+        Kind::FlushedLog | Kind::ActiveLog => {
+            let mut out = Vec::new();
+            let mut pos = 0;
+            while pos < bytes.len() {
+                let size = BatchPrefix::parse(&bytes[pos..])
+                    .unwrap()
+                    .batch_size()
+                    .unwrap() as usize;
+                out.push((pos, pos + size));
+                pos += size;
+            }
+            out
+        }
+        Kind::OffsetIndex | Kind::TimeIndex => {
+            let size = if kind == Kind::OffsetIndex { 8 } else { 12 };
+            (0..bytes.len() / size)
+                .map(|i| (i * size, i * size + size))
+                .collect()
+        }
+        Kind::CleanerCheckpoint => {
+            let mut out = Vec::new();
+            let mut start = 0;
+            for (i, b) in bytes.iter().enumerate() {
+                if *b == b'\n' {
+                    out.push((start, i + 1));
+                    start = i + 1;
+                }
+            }
+            // The entry lines: after the version and count lines.
+            out.split_off(2)
+        }
+    }
+}
+
+/// `bytes` damaged by `damage`; `None` for a removed file.
+fn damaged(kind: Kind, damage: Damage, bytes: &[u8]) -> Option<Vec<u8>> {
+    let u = units(kind, bytes);
+    assert!(u.len() >= 2, "{kind:?} has {} units", u.len());
+    let (first, last, middle) = (u[0], u[u.len() - 1], u[u.len() / 2]);
+    let mid = |(a, b): (usize, usize)| (a + b) / 2;
+    let cut = |at: usize| Some(bytes[..at].to_vec());
+    let flip = |at: usize, bit: u8| {
+        let mut b = bytes.to_vec();
+        b[at] ^= 1 << bit;
+        Some(b)
+    };
+    match damage {
+        Damage::Missing => None,
+        Damage::Empty => Some(Vec::new()),
+        Damage::CutHeader => cut(match kind {
+            Kind::FlushedLog | Kind::ActiveLog => 20,
+            Kind::OffsetIndex | Kind::TimeIndex => 2,
+            Kind::CleanerCheckpoint => 1,
+        }),
+        Damage::CutFirst => cut(mid(first)),
+        Damage::CutMiddle => cut(mid(middle)),
+        Damage::CutLast => cut(mid(last)),
+        Damage::CutLastByte => cut(bytes.len() - 1),
+        Damage::FlipHeader => match kind {
+            // The first batch's magic byte: 2 becomes 0x82.
+            Kind::FlushedLog | Kind::ActiveLog => flip(16, 7),
+            // The top of the first entry's relative offset or timestamp.
+            Kind::OffsetIndex | Kind::TimeIndex => flip(0, 6),
+            // The version: "0" becomes "1".
+            Kind::CleanerCheckpoint => flip(0, 0),
+        },
+        Damage::FlipBody => match kind {
+            Kind::FlushedLog | Kind::ActiveLog => flip(bytes.len() / 2, 4),
+            // The lowest bit of the middle entry (a position, an offset).
+            Kind::OffsetIndex | Kind::TimeIndex => flip(middle.1 - 1, 0),
+            // The last digit of an entry's offset: still a number, so the
+            // file reads, with another offset.
+            Kind::CleanerCheckpoint => flip(middle.1 - 2, 0),
+        },
+        Damage::FlipFooter => flip(bytes.len() - 1, 0),
+        Damage::Random => {
+            let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ bytes.len() as u64;
+            Some(
+                (0..bytes.len())
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x >> 24) as u8
+                    })
+                    .collect(),
+            )
+        }
+    }
+}
+
+/// Every plain file of `dir` and its bytes.
+fn files(fs: &dyn FileSystem, dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs.list_dir(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| !fs.is_dir(&dir.join(n)))
+        .map(|n| {
+            let b = read_file(fs, &dir.join(&n)).unwrap();
+            (n, b)
+        })
+        .collect()
+}
+
+/// Asserts two snapshots of a directory are equal, naming the files that
+/// differ (not their bytes).
+#[track_caller]
+fn same_files(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>, what: &str) {
+    let names = |m: &BTreeMap<String, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(a), names(b), "{what}");
+    let differ: Vec<&String> = a
+        .iter()
+        .filter(|(n, v)| b[*n] != **v)
+        .map(|(n, _)| n)
+        .collect();
+    assert!(differ.is_empty(), "{what}: {differ:?} changed");
+}
+
+/// The `.log` files of `dir`.
+fn logs(fs: &dyn FileSystem, dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    files(fs, dir)
+        .into_iter()
+        .filter(|(n, _)| n.ends_with(".log"))
+        .collect()
+}
+
+/// The latest value of every key.
+fn latest(recs: &Records) -> BTreeMap<String, Option<String>> {
+    recs.iter()
+        .map(|(_, k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn cell(kind: Kind, damage: Damage, outcome: Outcome) {
+    let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    run(&mem, Path::new("/data"), kind, damage, outcome);
+    let tmp = tempfile::tempdir().unwrap();
+    let os: Arc<dyn FileSystem> = Arc::new(OsFs);
+    run(&os, tmp.path(), kind, damage, outcome);
+}
+
+fn run(fs: &Arc<dyn FileSystem>, root: &Path, kind: Kind, damage: Damage, outcome: Outcome) {
+    let what = format!("{kind:?} {damage:?} on {root:?}");
+    let dir = root.join("t-0");
+    if kind == Kind::CleanerCheckpoint {
+        build_cleaned(fs, root);
+        return run_checkpoint(fs, root, damage, outcome, &what);
+    }
+    let (before, bases) = build_log(fs, root, "t-0");
+    assert_eq!(bases.len(), 3, "{what}");
+    let (flushed, active) = (bases[1], bases[2]);
+    let target = match kind {
+        Kind::FlushedLog => dir.join(file_name(flushed, FileKind::Log, Suffix::None)),
+        Kind::ActiveLog => dir.join(file_name(active, FileKind::Log, Suffix::None)),
+        Kind::OffsetIndex => dir.join(file_name(flushed, FileKind::Index, Suffix::None)),
+        Kind::TimeIndex => dir.join(file_name(flushed, FileKind::TimeIndex, Suffix::None)),
+        Kind::CleanerCheckpoint => unreachable!(),
+    };
+    let segment_log = dir.join(file_name(
+        if kind == Kind::ActiveLog {
+            active
+        } else {
+            flushed
+        },
+        FileKind::Log,
+        Suffix::None,
+    ));
+    let original = read_file(&**fs, &target).unwrap();
+    let bad = damaged(kind, damage, &original);
+    match &bad {
+        None => fs.remove_file(&target).unwrap(),
+        Some(b) => write_file_atomic(&**fs, &target, b).unwrap(),
+    }
+    let after_damage = files(&**fs, &dir);
+
+    let opened = open(fs, &dir);
+    match outcome {
+        Outcome::RefusedAtOpen => {
+            let err = opened.err().unwrap_or_else(|| panic!("{what}: opened"));
+            assert!(err.is_corruption(), "{what}: {err}");
+            let (path, offset) = err.file_offset().unwrap_or_else(|| panic!("{what}: {err}"));
+            assert!(
+                path == target || path == segment_log,
+                "{what}: {err} names {path:?}"
+            );
+            let size = bad.as_ref().map_or(0, Vec::len) as u64;
+            assert!(offset <= size.max(original.len() as u64), "{what}: {err}");
+            let text = err.to_string();
+            assert!(text.contains(&path.display().to_string()), "{what}: {text}");
+            same_files(&files(&**fs, &dir), &after_damage, &what);
+            assert!(!fs.exists(&dir.join("lost")), "{what}");
+        }
+        Outcome::RefusedWhenRead => {
+            let log = opened.unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(log.recovery_report().truncations.is_empty(), "{what}");
+            let err = records(&log).expect_err(&what);
+            let (path, offset) = err.file_offset().unwrap_or_else(|| panic!("{what}: {err}"));
+            assert_eq!(path, target, "{what}: {err}");
+            assert!(offset < original.len() as u64, "{what}: {err}");
+            let log_files = logs(&**fs, &dir);
+            // A cleaning round refuses too, and changes nothing.
+            let svc = cleaner(fs, TS + 10_000);
+            let mut log = log;
+            log.roll().unwrap();
+            let rolled = logs(&**fs, &dir);
+            svc.add_log(shared_log(log)).unwrap();
+            let events = svc.clean_eligible_once().unwrap();
+            // A failed round, or a failure while choosing the log (its
+            // first batch's header is read to find its age).
+            let failure = events
+                .iter()
+                .find(|e| e.is_failure())
+                .unwrap_or_else(|| panic!("{what}: {events:?}"))
+                .to_string();
+            assert!(
+                failure.contains(&target.display().to_string()) && failure.contains("byte offset"),
+                "{what}: {failure}"
+            );
+            assert!(
+                svc.manager()
+                    .uncleanable_partitions()
+                    .contains_key(&TopicPartition::new("t", 0)),
+                "{what}"
+            );
+            same_files(&logs(&**fs, &dir), &rolled, &what);
+            assert!(
+                rolled
+                    .iter()
+                    .all(|(n, b)| log_files.get(n).is_none_or(|o| o == b)),
+                "{what}"
+            );
+            let cp = checkpoint::read(&**fs, root).unwrap();
+            assert!(cp.is_empty(), "{what}: {cp:?}");
+        }
+        Outcome::Recovered => {
+            let log = opened.unwrap_or_else(|e| panic!("{what}: {e}"));
+            let report = log.recovery_report();
+            let rp = report.recovery_point;
+            assert_eq!(rp, active + 6, "{what}");
+            let t = report
+                .truncations
+                .first()
+                .unwrap_or_else(|| panic!("{what}: {report:?}"));
+            assert_eq!(t.file, target, "{what}");
+            assert!(t.first_offset_dropped >= rp, "{what}: {t}");
+            assert_eq!(log.log_end_offset(), t.first_offset_dropped, "{what}");
+            let bad = bad.as_ref().unwrap();
+            assert_eq!(t.position + t.bytes, bad.len() as u64, "{what}: {t}");
+            assert!(t.kept_at.starts_with(dir.join("lost")), "{what}: {t}");
+            assert_eq!(
+                read_file(&**fs, &t.kept_at).unwrap(),
+                &bad[t.position as usize..],
+                "{what}: the dropped bytes are kept"
+            );
+            let got = records(&log).unwrap();
+            let n = got.len();
+            assert_eq!(got, before[..n], "{what}");
+            assert_eq!(before[n].0, t.first_offset_dropped, "{what}");
+        }
+        Outcome::Rebuilt | Outcome::Kept => {
+            let log = opened.unwrap_or_else(|e| panic!("{what}: {e}"));
+            let report = log.recovery_report();
+            assert!(report.truncations.is_empty(), "{what}: {report:?}");
+            let rebuilt = report.rebuilt_indexes.iter().any(|(b, _)| *b == flushed);
+            assert_eq!(rebuilt, outcome == Outcome::Rebuilt, "{what}: {report:?}");
+            let now = read_file(&**fs, &target).ok();
+            if outcome == Outcome::Rebuilt {
+                assert_eq!(
+                    now.as_deref(),
+                    Some(&original[..]),
+                    "{what}: rebuilt as it was"
+                );
+            } else {
+                assert_eq!(now, bad, "{what}: kept as it is");
+            }
+            assert_eq!(records(&log).unwrap(), before, "{what}");
+            // Reads through the index from every offset lose nothing.
+            for (i, (offset, _, _)) in before.iter().enumerate() {
+                let got: Vec<i64> = log
+                    .records_from(*offset)
+                    .unwrap()
+                    .map(|r| r.unwrap().offset)
+                    .collect();
+                let want: Vec<i64> = before[i..].iter().map(|r| r.0).collect();
+                assert_eq!(got, want, "{what}: from {offset}");
+            }
+        }
+        Outcome::Offline | Outcome::CleanedFromAnotherOffset => unreachable!("{what}"),
+    }
+}
+
+fn run_checkpoint(
+    fs: &Arc<dyn FileSystem>,
+    root: &Path,
+    damage: Damage,
+    outcome: Outcome,
+    what: &str,
+) {
+    let target = checkpoint::path(root);
+    let original = read_file(&**fs, &target).unwrap();
+    let bad = damaged(Kind::CleanerCheckpoint, damage, &original);
+    match &bad {
+        None => fs.remove_file(&target).unwrap(),
+        Some(b) => write_file_atomic(&**fs, &target, b).unwrap(),
+    }
+    let names = ["t-0", "u-0"];
+    let mut before = BTreeMap::new();
+    let svc = cleaner(fs, TS + 20_000);
+    for name in names {
+        let log = open(fs, &root.join(name)).unwrap_or_else(|e| panic!("{what}: {e}"));
+        before.insert(
+            name,
+            (records(&log).unwrap(), logs(&**fs, &root.join(name))),
+        );
+        svc.add_log(shared_log(log)).unwrap();
+    }
+    let events = svc.clean_eligible_once().unwrap();
+    let cleaned: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            CleanerEvent::Cleaned(r) => Some(r.topic_partition.to_string()),
+            _ => None,
+        })
+        .collect();
+    match outcome {
+        Outcome::Offline => {
+            assert!(cleaned.is_empty(), "{what}: {events:?}");
+            let problems: Vec<String> = events.iter().map(ToString::to_string).collect();
+            assert_eq!(problems.len(), 1, "{what}: {problems:?}");
+            assert!(
+                problems[0].contains(&target.display().to_string())
+                    && problems[0].contains("byte offset"),
+                "{what}: {problems:?}"
+            );
+            assert!(svc.manager().offline_dirs().contains_key(root), "{what}");
+            assert_eq!(
+                read_file(&**fs, &target).ok(),
+                bad,
+                "{what}: the file is kept"
+            );
+            for name in names {
+                same_files(&logs(&**fs, &root.join(name)), &before[name].1, what);
+            }
+        }
+        Outcome::CleanedFromAnotherOffset => {
+            // Cleaned from their start, or from the offset read (a log
+            // whose first dirty offset moved up may not be dirty enough).
+            assert!(cleaned.contains(&"t-0".to_string()), "{what}: {events:?}");
+            assert!(events.iter().all(|e| !e.is_failure()), "{what}: {events:?}");
+            drop(svc);
+            for name in names {
+                let log = open(fs, &root.join(name)).unwrap();
+                let after = records(&log).unwrap();
+                let (was, _) = &before[name];
+                assert_eq!(latest(&after), latest(was), "{what}: {name}");
+                assert_eq!(log.log_end_offset(), was.last().unwrap().0 + 1, "{what}");
+            }
+            let cp = checkpoint::read(&**fs, root).unwrap();
+            assert_eq!(cp.len(), 2, "{what}: {cp:?}");
+        }
+        _ => unreachable!("{what}"),
+    }
+}
+
+macro_rules! matrix {
+    ($($name:ident: $kind:ident $damage:ident => $outcome:ident;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                cell(Kind::$kind, Damage::$damage, Outcome::$outcome);
+            }
+        )*
+        /// Every cell, for the table in docs/ARCHITECTURE.md.
+        #[allow(dead_code)]
+        const CELLS: &[(Kind, Damage, Outcome)] = &[$((Kind::$kind, Damage::$damage, Outcome::$outcome),)*];
+    };
+}
+
+matrix! {
+    flushed_log_missing: FlushedLog Missing => RefusedAtOpen;
+    flushed_log_empty: FlushedLog Empty => RefusedAtOpen;
+    flushed_log_cut_in_header: FlushedLog CutHeader => RefusedAtOpen;
+    flushed_log_cut_in_first_batch: FlushedLog CutFirst => RefusedAtOpen;
+    flushed_log_cut_in_middle: FlushedLog CutMiddle => RefusedAtOpen;
+    flushed_log_cut_in_last_batch: FlushedLog CutLast => RefusedAtOpen;
+    flushed_log_cut_last_byte: FlushedLog CutLastByte => RefusedAtOpen;
+    flushed_log_bit_flip_in_header: FlushedLog FlipHeader => RefusedWhenRead;
+    flushed_log_bit_flip_in_body: FlushedLog FlipBody => RefusedWhenRead;
+    flushed_log_bit_flip_in_footer: FlushedLog FlipFooter => RefusedWhenRead;
+    flushed_log_random_bytes: FlushedLog Random => RefusedAtOpen;
+
+    active_log_missing: ActiveLog Missing => RefusedAtOpen;
+    active_log_empty: ActiveLog Empty => RefusedAtOpen;
+    active_log_cut_in_header: ActiveLog CutHeader => RefusedAtOpen;
+    active_log_cut_in_first_batch: ActiveLog CutFirst => RefusedAtOpen;
+    active_log_cut_in_middle: ActiveLog CutMiddle => Recovered;
+    active_log_cut_in_last_batch: ActiveLog CutLast => Recovered;
+    active_log_cut_last_byte: ActiveLog CutLastByte => Recovered;
+    active_log_bit_flip_in_header: ActiveLog FlipHeader => RefusedAtOpen;
+    active_log_bit_flip_in_body: ActiveLog FlipBody => Recovered;
+    active_log_bit_flip_in_footer: ActiveLog FlipFooter => Recovered;
+    active_log_random_bytes: ActiveLog Random => RefusedAtOpen;
+
+    offset_index_missing: OffsetIndex Missing => Rebuilt;
+    offset_index_empty: OffsetIndex Empty => Kept;
+    offset_index_cut_in_header: OffsetIndex CutHeader => Rebuilt;
+    offset_index_cut_in_first_entry: OffsetIndex CutFirst => Rebuilt;
+    offset_index_cut_in_middle: OffsetIndex CutMiddle => Rebuilt;
+    offset_index_cut_in_last_entry: OffsetIndex CutLast => Rebuilt;
+    offset_index_cut_last_byte: OffsetIndex CutLastByte => Rebuilt;
+    offset_index_bit_flip_in_header: OffsetIndex FlipHeader => Rebuilt;
+    offset_index_bit_flip_in_body: OffsetIndex FlipBody => Kept;
+    offset_index_bit_flip_in_footer: OffsetIndex FlipFooter => Rebuilt;
+    offset_index_random_bytes: OffsetIndex Random => Rebuilt;
+
+    time_index_missing: TimeIndex Missing => Rebuilt;
+    time_index_empty: TimeIndex Empty => Kept;
+    time_index_cut_in_header: TimeIndex CutHeader => Rebuilt;
+    time_index_cut_in_first_entry: TimeIndex CutFirst => Rebuilt;
+    time_index_cut_in_middle: TimeIndex CutMiddle => Rebuilt;
+    time_index_cut_in_last_entry: TimeIndex CutLast => Rebuilt;
+    time_index_cut_last_byte: TimeIndex CutLastByte => Rebuilt;
+    time_index_bit_flip_in_header: TimeIndex FlipHeader => Rebuilt;
+    time_index_bit_flip_in_body: TimeIndex FlipBody => Kept;
+    time_index_bit_flip_in_footer: TimeIndex FlipFooter => Rebuilt;
+    time_index_random_bytes: TimeIndex Random => Rebuilt;
+
+    checkpoint_missing: CleanerCheckpoint Missing => CleanedFromAnotherOffset;
+    checkpoint_empty: CleanerCheckpoint Empty => CleanedFromAnotherOffset;
+    checkpoint_cut_in_header: CleanerCheckpoint CutHeader => CleanedFromAnotherOffset;
+    checkpoint_cut_in_first_entry: CleanerCheckpoint CutFirst => Offline;
+    checkpoint_cut_in_middle: CleanerCheckpoint CutMiddle => Offline;
+    checkpoint_cut_in_last_entry: CleanerCheckpoint CutLast => Offline;
+    checkpoint_cut_last_byte: CleanerCheckpoint CutLastByte => CleanedFromAnotherOffset;
+    checkpoint_bit_flip_in_header: CleanerCheckpoint FlipHeader => Offline;
+    checkpoint_bit_flip_in_body: CleanerCheckpoint FlipBody => CleanedFromAnotherOffset;
+    checkpoint_bit_flip_in_footer: CleanerCheckpoint FlipFooter => CleanedFromAnotherOffset;
+    checkpoint_random_bytes: CleanerCheckpoint Random => Offline;
+}
+
+/// The matrix covers every file kind with every damage.
+#[test]
+fn every_cell_is_in_the_matrix() {
+    use Damage::*;
+    use Kind::*;
+    for kind in [
+        FlushedLog,
+        ActiveLog,
+        OffsetIndex,
+        TimeIndex,
+        CleanerCheckpoint,
+    ] {
+        for damage in [
+            Missing,
+            Empty,
+            CutHeader,
+            CutFirst,
+            CutMiddle,
+            CutLast,
+            CutLastByte,
+            FlipHeader,
+            FlipBody,
+            FlipFooter,
+            Random,
+        ] {
+            assert_eq!(
+                CELLS
+                    .iter()
+                    .filter(|(k, d, _)| *k == kind && *d == damage)
+                    .count(),
+                1,
+                "{kind:?} {damage:?}"
+            );
+        }
+    }
+}
