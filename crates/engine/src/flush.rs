@@ -191,6 +191,23 @@ impl DbInner {
                 return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
             }
         };
+        // The edit names WAL `next_log` as the table's log number: its
+        // directory entry must be durable first (an open refuses a log
+        // number whose WAL is missing). A flush that wrote a file synced
+        // the directory after the WAL was created; one that wrote nothing
+        // did not.
+        if flushed.outputs.is_empty()
+            && let Err(e) = self.fs.sync_dir(&self.dir)
+        {
+            undo(&mut st);
+            let e = crate::error::IoSnafu {
+                op: "syncing directory",
+                path: self.dir.clone(),
+            }
+            .into_error(e);
+            let shared = self.set_bg_error(&mut st, e);
+            return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
+        }
         flushed.edit.log_number = Some(next_log);
         flushed.edit.wal_additions = wal_additions;
         let mut edits = vec![flushed.edit.clone()];

@@ -335,6 +335,21 @@ impl DbInner {
             .fail();
         }
         let log_number = leader.log.as_ref().map_or(0, |l| l.number);
+        // The MANIFEST will name this WAL as the table's log number: its
+        // directory entry must be durable first (an open refuses a log
+        // number whose WAL is missing).
+        if let Some(log) = leader.log.as_mut()
+            && !log.dir_synced
+        {
+            snafu::ResultExt::context(
+                self.fs.sync_dir(&self.dir),
+                crate::error::IoSnafu {
+                    op: "syncing directory",
+                    path: self.dir.clone(),
+                },
+            )?;
+            log.dir_synced = true;
+        }
         let id = self.versions.create_table(name, None, log_number)?;
         let version = self
             .versions

@@ -69,6 +69,9 @@ impl LogWriter {
         if let Some(p) = predecessor {
             writer.add_record(&p.encode())?;
         }
+        // The header (and note) reach the file now: an empty WAL then only
+        // ever means a power cut before its first sync, or damage.
+        writer.flush()?;
         Ok(LogWriter {
             writer,
             number,

@@ -308,10 +308,7 @@ impl DbInner {
             log_number: l.number,
             last_sequence: l.last_seq,
         });
-        let result = LogWriter::create(&*self.fs, &self.dir, number, old).and_then(|mut new| {
-            if !self.options.manual_wal_flush {
-                new.writer.flush()?;
-            }
+        let result = LogWriter::create(&*self.fs, &self.dir, number, old).and_then(|new| {
             if let Some(mut prev) = leader.log.take() {
                 // Hand the old log's buffer to the OS; keep it for a later
                 // sync unless it is durable already.

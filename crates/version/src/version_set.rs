@@ -344,6 +344,18 @@ impl VersionSet {
     ) -> Result<VersionSet> {
         check_num_levels(&options)?;
         let number = read_current(&*fs, dir)?;
+        let manifest = dir.join(manifest_file_name(number));
+        if !fs.exists(&manifest) {
+            return crate::error::CorruptionSnafu {
+                path: dir.join(CURRENT),
+                offset: 0u64,
+                message: format!(
+                    "CURRENT names {}, which does not exist",
+                    manifest_file_name(number)
+                ),
+            }
+            .fail();
+        }
         let resolve = |name: &str| options.comparator(name);
         let replayed = replay(&*fs, dir, number, options.num_levels, &resolve)?;
         let mut tables = BTreeMap::new();

@@ -539,8 +539,16 @@ fn damaged_current_and_manifest() {
         assert!(err.is_corruption(), "{err}");
         assert!(err.to_string().contains("CURRENT"), "{err}");
     }
+    // CURRENT naming a MANIFEST that is not there is damage, reported
+    // against CURRENT (it was an I/O error on the MANIFEST's name before).
     lithify_vfs::write_file_atomic(&*fs, &dir.join("CURRENT"), b"MANIFEST-000099\n").unwrap();
-    assert_eq!(recover().unwrap_err().kind(), ErrorKind::Io);
+    let err = recover().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corruption);
+    assert!(
+        err.to_string()
+            .contains("CURRENT at offset 0: CURRENT names MANIFEST-000099, which does not exist"),
+        "{err}"
+    );
     manifest::set_current(&*fs, dir, h.set.manifest_number()).unwrap();
     recover().unwrap();
 

@@ -93,7 +93,10 @@ impl fmt::Display for DropReason {
             DropReason::IncompleteRecord => {
                 write!(f, "the file ends before the last fragment of a record")
             }
-            DropReason::BadLength => write!(f, "a fragment length runs past its block"),
+            DropReason::BadLength => write!(
+                f,
+                "a fragment length runs past its block (or past the end of a fragment that is whole)"
+            ),
             DropReason::ChecksumMismatch => write!(f, "checksum mismatch"),
             DropReason::Zeroed => write!(f, "zero-filled bytes where a header should be"),
             DropReason::OtherLog(tag) => write!(
@@ -702,7 +705,19 @@ impl Reader {
             let start = self.pos + FRAGMENT_HEADER_LEN;
             if start + len > self.block.len() {
                 return Ok(if self.block.len() < BLOCK_SIZE {
-                    damaged(DropReason::TruncatedFragment, self.file_len, Tail::Yes)
+                    // The file ends inside the fragment: a write a crash
+                    // cut short — unless the bytes that are there verify
+                    // as a whole fragment once the length says so, which
+                    // means the length field changed, not that bytes are
+                    // missing.
+                    let mut fixed = self.block[self.pos + 4..].to_vec();
+                    let have = self.block.len() - start;
+                    fixed[..2].copy_from_slice(&(have as u16).to_le_bytes());
+                    if fragment_checksum(&fixed) == header.checksum {
+                        damaged(DropReason::BadLength, self.file_len, Tail::Yes)
+                    } else {
+                        damaged(DropReason::TruncatedFragment, self.file_len, Tail::Yes)
+                    }
                 } else {
                     damaged(DropReason::BadLength, next_block, Tail::Scan)
                 });

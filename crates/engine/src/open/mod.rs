@@ -263,6 +263,20 @@ fn lock_dir(
         .fail();
     }
     let current = dir.join(lithify_version::filename::CURRENT);
+    // Without CURRENT the directory is a new database only if it holds no
+    // database files: a lost CURRENT must not turn a database into an
+    // empty one (whose open would then delete the old files as orphans).
+    if !fs.exists(&current)
+        && let Some(found) = database_files(fs, dir)
+    {
+        return CorruptionSnafu {
+            path: current,
+            message: format!(
+                "the file is missing, but the directory holds a database's files ({found}); refusing to create a new database over them"
+            ),
+        }
+        .fail();
+    }
     if mode == OpenMode::ReadOnly {
         if !fs.exists(&current) {
             return InvalidArgumentSnafu {
@@ -319,6 +333,40 @@ fn lock_dir(
         .fail();
     }
     Ok((Some(lock), exists))
+}
+
+/// A description of the database files in `dir` — MANIFESTs, tables,
+/// WALs — if there are any beyond what an interrupted creation leaves
+/// (`MANIFEST-000001` written, `CURRENT` not yet: the open that creates a
+/// database makes its first WAL only after `CURRENT`).
+fn database_files(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
+    let names = fs.list_dir(dir).ok()?;
+    let (mut manifests, mut tables, mut logs) = (Vec::new(), 0, 0);
+    for name in &names {
+        match parse_file_name(name) {
+            Some(FileKind::Manifest(_)) => manifests.push(name.as_str()),
+            Some(FileKind::Table(_)) => tables += 1,
+            Some(FileKind::Log(_)) => logs += 1,
+            _ => {}
+        }
+    }
+    let interrupted_creation = tables == 0
+        && logs == 0
+        && manifests
+            .iter()
+            .all(|m| *m == manifest_file_name(1).as_str());
+    if interrupted_creation {
+        return None;
+    }
+    manifests.sort_unstable();
+    Some(format!(
+        "{}{tables} table file(s), {logs} WAL(s)",
+        if manifests.is_empty() {
+            String::new()
+        } else {
+            format!("{}, ", manifests.join(", "))
+        }
+    ))
 }
 
 /// Step 2: the `VersionSet`, created or recovered, with its live files

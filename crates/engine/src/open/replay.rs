@@ -134,6 +134,23 @@ impl WalReplay<'_> {
                 kept: None,
             });
         }
+        // A table's log number names the WAL holding its unflushed writes;
+        // the edit that set it was made after the WAL's directory entry was
+        // durable, so a missing one was lost.
+        if !salvage {
+            for t in tables.values() {
+                if t.log_number > 0 && !present.contains(&t.log_number) {
+                    return Err(self.corrupt(
+                        &log_path(self.dir, t.log_number),
+                        0,
+                        format!(
+                            "the WAL is missing, but {} names it as the log number of table {:?} (it holds the writes not yet flushed)",
+                            self.manifest, t.state.name
+                        ),
+                    ));
+                }
+            }
+        }
         // (number, last sequence replayed from it)
         let mut prev: Option<(u64, SeqNo)> = None;
         let mut stop: Option<Stop> = None;
@@ -170,6 +187,17 @@ impl WalReplay<'_> {
                 ));
             }
             out.wals_read.push(number);
+            if file_len == 0 {
+                // Not even the header: a power cut right after the WAL was
+                // created leaves this, and so does damage; say so.
+                out.dropped.push(DroppedBytes {
+                    file: path.clone(),
+                    offset: 0,
+                    len: 0,
+                    reason: "the WAL is empty: not even its header reached the disk (a power cut right after it was created, or damage)".to_owned(),
+                    kept: None,
+                });
+            }
             let read = self.replay_one(number, &path, file_len, min_log, prev, tables, &mut out)?;
             // Damage below the synced size is not a crash's doing.
             if let Some(size) = synced_size

@@ -1,0 +1,534 @@
+//! The damage matrix: every database file kind (WAL, MANIFEST, CURRENT,
+//! table) × every damage (missing, empty, cut at five points, a flipped
+//! bit in three places, random bytes), on `MemFs` and on real files, on the
+//! image a clean close leaves and on the image a crash leaves.
+//!
+//! Each cell asserts one outcome, the one `docs/ARCHITECTURE.md` ("What
+//! lithify does with damage") documents for it:
+//!
+//! * `Refused`: the open fails, and the error names the file (and the byte
+//!   offset, where the damage has one);
+//! * `RefusedAtRead`: the open succeeds (the damage is inside a checksummed
+//!   block the open does not read) and the first read of those bytes fails
+//!   naming the file and offset;
+//! * `Reported`: the open recovers by its documented rule, and its
+//!   `RecoveryReport` lists the damaged file with the bytes it dropped and
+//!   where the file is kept (`lost/`); whatever the database holds then is
+//!   what was written (a prefix, never garbage).
+//!
+//! Never: an open that succeeds with fewer records and a clean report. A
+//! read-only open of every damaged image comes first: it must reach the
+//! same verdict (refused or not) and leave every byte of the directory as
+//! it was.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::{Model, model_pairs};
+use lithify_engine::{Db, Options, ReadOptions, WriteOptions};
+use lithify_version::filename::{FileKind, parse_file_name, table_file_name};
+use lithify_version::{VersionSet, VersionSetOptions};
+use lithify_vfs::{FileSystem, MemFs, OsFs};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Wal,
+    Manifest,
+    Current,
+    Table,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Point {
+    Header,
+    FirstBlock,
+    Middle,
+    Footer,
+    LastByte,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Damage {
+    Missing,
+    Empty,
+    Cut(Point),
+    Flip(Point),
+    Random,
+}
+
+const DAMAGES: [Damage; 11] = [
+    Damage::Missing,
+    Damage::Empty,
+    Damage::Cut(Point::Header),
+    Damage::Cut(Point::FirstBlock),
+    Damage::Cut(Point::Middle),
+    Damage::Cut(Point::Footer),
+    Damage::Cut(Point::LastByte),
+    Damage::Flip(Point::Header),
+    Damage::Flip(Point::Middle),
+    Damage::Flip(Point::Footer),
+    Damage::Random,
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Refused,
+    RefusedAtRead,
+    Reported,
+}
+
+/// Which image: after a clean close (every WAL synced and its size in the
+/// MANIFEST) or a crash image (taken while the database was open after
+/// synced writes: its live WAL's size is unknown to the MANIFEST).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Image {
+    Closed,
+    Crashed,
+}
+
+/// What each cell must give. `Refused | Reported` cells are those where
+/// the verdict depends on what the cut MANIFEST still describes (a torn
+/// last record is dropped and reported; a state that lost more is refused
+/// by the live-file and WAL checks).
+fn expected(kind: Kind, damage: Damage, image: Image) -> &'static [Outcome] {
+    use Outcome::*;
+    match (kind, damage) {
+        (Kind::Table, Damage::Flip(_) | Damage::Random) => &[RefusedAtRead],
+        (Kind::Table, _) => &[Refused],
+        (Kind::Current, _) => &[Refused],
+        (Kind::Manifest, Damage::Cut(Point::Middle | Point::Footer | Point::LastByte)) => {
+            &[Refused, Reported]
+        }
+        (Kind::Manifest, _) => &[Refused],
+        // Synced and recorded: nothing below the synced size may go.
+        (Kind::Wal, _) if image == Image::Closed => &[Refused],
+        // The crash image's live WAL (its size unknown to the MANIFEST):
+        // a missing WAL that a log number names is refused; any other
+        // damage is dropped by point-in-time recovery and reported.
+        (Kind::Wal, Damage::Missing) => &[Refused],
+        (Kind::Wal, _) => &[Reported],
+    }
+}
+
+/// A backend with a directory.
+struct Place {
+    fs: Arc<dyn FileSystem>,
+    root: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Place {
+    fn mem() -> Place {
+        let fs = Arc::new(MemFs::new());
+        fs.create_dir_all(Path::new("/t")).unwrap();
+        Place {
+            fs,
+            root: PathBuf::from("/t"),
+            _tmp: None,
+        }
+    }
+
+    fn os() -> Place {
+        let tmp = tempfile::tempdir().unwrap();
+        Place {
+            fs: Arc::new(OsFs),
+            root: tmp.path().to_path_buf(),
+            _tmp: Some(tmp),
+        }
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            fs: self.fs.clone(),
+            write_buffer_size: 64 << 10,
+            target_file_size_base: 16 << 10,
+            max_bytes_for_level_base: 64 << 10,
+            block_size: 1024,
+            disable_auto_compactions: true,
+            ..Options::default()
+        }
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: u32) -> Vec<u8> {
+    format!("value-{i:06}-{}", "x".repeat(90)).into_bytes()
+}
+
+/// Builds a database in `place.root/src`: tables on two levels, several
+/// MANIFEST records, and synced writes still only in the WAL. Returns the
+/// model and the directory of the image.
+fn build(place: &Place, image: Image) -> (Model, PathBuf) {
+    let src = place.root.join("src");
+    let db = Db::open(&src, place.options()).unwrap();
+    let mut model = Model::new();
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    for i in 0..1200 {
+        db.put(key(i), value(i)).unwrap();
+        model.insert(key(i), value(i));
+        if i % 400 == 399 {
+            db.flush().unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    for i in 1200..1300 {
+        db.put_opt(key(i), value(i), &sync).unwrap();
+        model.insert(key(i), value(i));
+    }
+    match image {
+        Image::Closed => {
+            db.close().unwrap();
+            (model, src)
+        }
+        Image::Crashed => {
+            // Nothing runs in the background (no automatic compactions, no
+            // flush pending): a copy now is what a crash leaves.
+            let dst = place.root.join("crashed");
+            copy_dir(&*place.fs, &src, &dst);
+            drop(db);
+            (model, dst)
+        }
+    }
+}
+
+fn copy_dir(fs: &dyn FileSystem, from: &Path, to: &Path) {
+    fs.create_dir_all(to).unwrap();
+    for name in fs.list_dir(from).unwrap() {
+        let path = from.join(&name);
+        if fs.is_dir(&path) {
+            continue;
+        }
+        let bytes = lithify_vfs::read_file(fs, &path).unwrap();
+        let mut f = fs.create(&to.join(&name)).unwrap();
+        f.append(&bytes).unwrap();
+        f.sync_all().unwrap();
+    }
+    fs.sync_dir(to).unwrap();
+}
+
+/// Every file of `dir` and below, with its bytes.
+fn snapshot(fs: &dyn FileSystem, dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for name in fs.list_dir(dir).unwrap() {
+        let path = dir.join(&name);
+        if fs.is_dir(&path) {
+            for (n, b) in snapshot(fs, &path) {
+                out.insert(format!("{name}/{n}"), b);
+            }
+        } else {
+            out.insert(name, lithify_vfs::read_file(fs, &path).unwrap());
+        }
+    }
+    out
+}
+
+/// The file of `kind` in `dir`: the live WAL, the MANIFEST CURRENT names,
+/// CURRENT, the newest table file.
+fn file_of(fs: &Arc<dyn FileSystem>, dir: &Path, kind: Kind) -> String {
+    let names = fs.list_dir(dir).unwrap();
+    match kind {
+        Kind::Current => "CURRENT".to_owned(),
+        Kind::Wal => {
+            let logs: Vec<&String> = names
+                .iter()
+                .filter(|n| matches!(parse_file_name(n), Some(FileKind::Log(_))))
+                .collect();
+            assert_eq!(logs.len(), 1, "{names:?}");
+            logs[0].clone()
+        }
+        Kind::Manifest => {
+            let n = lithify_version::manifest::read_current(&**fs, dir).unwrap();
+            lithify_version::filename::manifest_file_name(n)
+        }
+        Kind::Table => {
+            let set = VersionSet::recover(fs.clone(), dir, VersionSetOptions::default()).unwrap();
+            let newest = set
+                .current(lithify_version::DEFAULT_TABLE)
+                .unwrap()
+                .all_files()
+                .map(|(_, f)| f.number)
+                .max()
+                .unwrap();
+            table_file_name(newest)
+        }
+    }
+}
+
+/// The byte offset of `point` in a file of `len` bytes of `kind`.
+fn offset(kind: Kind, point: Point, len: u64) -> u64 {
+    let at = match (kind, point) {
+        (Kind::Current, Point::Header) => 3,
+        (Kind::Current, Point::FirstBlock) => 8,
+        (_, Point::Header) => 10,
+        // Inside the first record (after the 24-byte log header) or the
+        // first data block.
+        (_, Point::FirstBlock) => 40,
+        (_, Point::Middle) => len / 2,
+        (Kind::Current, Point::Footer) => len - 3,
+        // Inside the last record, or the table footer.
+        (_, Point::Footer) => len - 20,
+        (_, Point::LastByte) => len - 1,
+    };
+    at.min(len.saturating_sub(1))
+}
+
+/// Damages `name` in `dir`; returns the offset of the damage, if it has one.
+fn damage(fs: &dyn FileSystem, dir: &Path, name: &str, kind: Kind, d: Damage) -> Option<u64> {
+    let path = dir.join(name);
+    let bytes = lithify_vfs::read_file(fs, &path).unwrap();
+    let len = bytes.len() as u64;
+    let rewrite = |b: &[u8]| {
+        let mut f = fs.create(&path).unwrap();
+        f.append(b).unwrap();
+        f.sync_all().unwrap();
+    };
+    match d {
+        Damage::Missing => {
+            fs.remove_file(&path).unwrap();
+            fs.sync_dir(dir).unwrap();
+            None
+        }
+        Damage::Empty => {
+            rewrite(&[]);
+            Some(0)
+        }
+        Damage::Cut(p) => {
+            let at = offset(kind, p, len);
+            rewrite(&bytes[..at as usize]);
+            Some(at)
+        }
+        Damage::Flip(p) => {
+            let at = offset(kind, p, len);
+            let mut b = bytes.clone();
+            b[at as usize] ^= 0x04;
+            rewrite(&b);
+            Some(at)
+        }
+        Damage::Random => {
+            let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ len;
+            let b: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            rewrite(&b);
+            Some(0)
+        }
+    }
+}
+
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Every pair of the database, or the first error.
+fn try_scan(db: &Db) -> Result<Pairs, lithify_engine::Error> {
+    db.iter_opt(&ReadOptions::default())
+        .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        .collect()
+}
+
+/// What opening `dir` gives, checked against the rules of the module
+/// documentation.
+/// One damaged image: where it is and what was done to it.
+struct Cell<'a> {
+    fs: &'a Arc<dyn FileSystem>,
+    opts: &'a Options,
+    dir: &'a Path,
+    /// The damaged file's name.
+    name: &'a str,
+    /// The damage's offset, when it has one.
+    at: Option<u64>,
+    model: &'a Model,
+    what: &'a str,
+}
+
+fn verdict(cell: &Cell<'_>, read_only: bool) -> Outcome {
+    let Cell {
+        fs,
+        opts,
+        dir,
+        name,
+        at,
+        model,
+        what,
+    } = *cell;
+    let opened = if read_only {
+        Db::open_read_only(dir, opts.clone())
+    } else {
+        Db::open(dir, opts.clone())
+    };
+    let names_the_file = |e: &lithify_engine::Error| {
+        let m = e.to_string();
+        assert!(
+            m.contains(name),
+            "{what}: the error does not name {name}: {m}"
+        );
+        if at.is_some() {
+            assert!(
+                m.contains("offset"),
+                "{what}: the error names no offset: {m}"
+            );
+        }
+    };
+    let db = match opened {
+        Err(e) => {
+            names_the_file(&e);
+            return Outcome::Refused;
+        }
+        Ok(db) => db,
+    };
+    let got = match try_scan(&db) {
+        Err(e) => {
+            names_the_file(&e);
+            return Outcome::RefusedAtRead;
+        }
+        Ok(got) => got,
+    };
+    let report = db.recovery_report().clone();
+    // Never garbage: every pair read is one that was written.
+    for (k, v) in &got {
+        assert_eq!(
+            model.get(k),
+            Some(v),
+            "{what}: a pair that was never written"
+        );
+    }
+    if got == model_pairs(model) && report.is_clean() {
+        panic!("{what}: the damage went unnoticed (everything read back, a clean report)");
+    }
+    assert!(
+        !report.is_clean(),
+        "{what}: {} of {} pairs are gone and the recovery report is clean",
+        model.len() - got.len(),
+        model.len()
+    );
+    let listed = report
+        .dropped
+        .iter()
+        .find(|d| d.file.ends_with(name))
+        .unwrap_or_else(|| panic!("{what}: the report does not list {name}: {report:?}"));
+    if std::env::var("DAMAGE_DEBUG").is_ok() {
+        eprintln!("{what}: {listed}");
+    }
+    if read_only {
+        assert_eq!(listed.kept, None, "{what}: a read-only open moved a file");
+    } else {
+        let kept = listed
+            .kept
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: the report says not where {name} is kept"));
+        assert!(
+            kept.starts_with(dir.join(lithify_engine::LOST_DIR)) && fs.exists(kept),
+            "{what}: {name} is not kept in lost/: {kept:?}"
+        );
+        // Reopened, the database is whatever the recovery made of it, and
+        // the stats say what the previous open kept.
+        drop(db);
+        let db = Db::open(dir, opts.clone()).unwrap();
+        assert_eq!(
+            try_scan(&db).unwrap(),
+            got,
+            "{what}: the recovered state moved"
+        );
+        assert!(db.stats().lost_files.iter().any(|n| n.starts_with(name)));
+    }
+    Outcome::Reported
+}
+
+fn run_matrix(make: fn() -> Place) {
+    for image in [Image::Closed, Image::Crashed] {
+        let place = make();
+        let (model, src) = build(&place, image);
+        let opts = place.options();
+        for kind in [Kind::Wal, Kind::Manifest, Kind::Current, Kind::Table] {
+            for d in DAMAGES {
+                let what = format!("{kind:?} {d:?} on the {image:?} image");
+                let dir = place
+                    .root
+                    .join(format!("{kind:?}-{d:?}-{image:?}").replace(['(', ')'], "_"));
+                copy_dir(&*place.fs, &src, &dir);
+                let name = file_of(&place.fs, &dir, kind);
+                let at = damage(&*place.fs, &dir, &name, kind, d);
+                let before = snapshot(&*place.fs, &dir);
+                let cell = Cell {
+                    fs: &place.fs,
+                    opts: &opts,
+                    dir: &dir,
+                    name: &name,
+                    at,
+                    model: &model,
+                    what: &what,
+                };
+                let ro = verdict(&cell, true);
+                assert_eq!(
+                    snapshot(&*place.fs, &dir),
+                    before,
+                    "{what}: a read-only open changed the directory"
+                );
+                let rw = verdict(&cell, false);
+                assert_eq!(
+                    ro == Outcome::Refused,
+                    rw == Outcome::Refused,
+                    "{what}: read-only {ro:?}, read-write {rw:?}"
+                );
+                assert!(
+                    expected(kind, d, image).contains(&rw),
+                    "{what}: {rw:?}, expected one of {:?}",
+                    expected(kind, d, image)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_damage_is_refused_or_reported_on_memfs() {
+    run_matrix(Place::mem);
+}
+
+#[test]
+fn every_damage_is_refused_or_reported_on_real_files() {
+    run_matrix(Place::os);
+}
+
+#[test]
+fn a_read_only_open_changes_nothing_and_takes_no_writes() {
+    let place = Place::mem();
+    let (model, dir) = build(&place, Image::Crashed);
+    let before = snapshot(&*place.fs, &dir);
+    let db = Db::open_read_only(&dir, place.options()).unwrap();
+    assert_eq!(try_scan(&db).unwrap(), model_pairs(&model));
+    assert_eq!(db.get(key(1250)).unwrap().unwrap(), value(1250));
+    let _ = db.stats();
+    let _ = db.property("lithify.stats").unwrap();
+    for err in [
+        db.put(b"k", b"v").unwrap_err(),
+        db.delete(b"k").unwrap_err(),
+        db.flush().unwrap_err(),
+        db.compact_range(None, None).unwrap_err(),
+    ] {
+        assert!(err.is_read_only(), "{err}");
+        assert!(err.to_string().contains("opened read-only"), "{err}");
+    }
+    // Two read-only opens at once: no LOCK is taken.
+    let second = Db::open_read_only(&dir, place.options()).unwrap();
+    assert_eq!(try_scan(&second).unwrap(), model_pairs(&model));
+    drop((db, second));
+    assert_eq!(snapshot(&*place.fs, &dir), before);
+    // A directory without a database is refused, and nothing is created.
+    let empty = place.root.join("empty");
+    let err = Db::open_read_only(&empty, place.options()).unwrap_err();
+    assert!(err.to_string().contains("no database"), "{err}");
+    assert!(!place.fs.exists(&empty));
+}
