@@ -4,11 +4,23 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use lithify_vfs::OsFs;
+use lithify_vfs::{FileSystem as _, OsFs};
 
+/// Runs `lithify`, with the libraries' `tracing` events off so stderr
+/// holds the command's own sentences only.
 fn lithify(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lithify"))
         .args(args)
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the lithify binary runs")
+}
+
+/// Runs `lithify` with the default event filter (warnings and errors).
+fn lithify_with_events(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lithify"))
+        .args(args)
+        .env_remove("RUST_LOG")
         .output()
         .expect("the lithify binary runs")
 }
@@ -213,11 +225,9 @@ fn a_corrupt_segment_fails_with_an_error_naming_the_file() {
 
     let err = fails(&["log", "clean", s(data), "--now", "5000"]);
     assert!(err.contains("could not be cleaned"), "{err}");
-    let out = lithify(&["log", "clean", s(data), "--now", "5000"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("failed to clean log t-0") && stdout.contains("00000000000000000000.log"),
-        "{stdout}"
+        err.contains("failed to clean log t-0") && err.contains("00000000000000000000.log"),
+        "{err}"
     );
 
     // A torn tail is damage too.
@@ -236,6 +246,18 @@ fn bad_arguments_are_one_sentence_errors() {
     );
     let err = fails(&["log", "dump", s(&tmp.path().join("nope.log"))]);
     assert!(err.contains("nope.log"), "{err}");
+    let err = fails(&[
+        "log",
+        "produce",
+        s(&tmp.path().join("plain")),
+        "--records",
+        "5",
+    ]);
+    assert!(
+        err.contains("plain") && err.contains("<topic>-<partition>"),
+        "{err}"
+    );
+    assert!(!OsFs.exists(&tmp.path().join("plain")), "nothing created");
     let log = tmp.path().join("x-0");
     let err = fails(&["log", "produce", s(&log), "--config", "segment.bytes=1"]);
     assert!(err.contains("segment.bytes"), "{err}");
@@ -379,4 +401,321 @@ fn bench_reports_cleaning_against_copy() {
     ]);
     assert!(out.contains("copy:") && out.contains("clean:"), "{out}");
     assert!(out.contains("the speed of a plain copy"), "{out}");
+}
+
+/// The `.log` files of a log directory, in offset order.
+fn segment_logs(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut names: Vec<String> = OsFs
+        .list_dir(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    names.sort();
+    names.into_iter().map(|n| dir.join(n)).collect()
+}
+
+/// Byte positions of the batches of a `.log`.
+fn batch_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos + 12 <= bytes.len() {
+        out.push(pos);
+        let len = i32::from_be_bytes(bytes[pos + 8..pos + 12].try_into().unwrap());
+        pos += 12 + len as usize;
+    }
+    out
+}
+
+/// Every index file of every log under `data`: a whole number of entries
+/// and no preallocated zeros (an all-zero entry is never written).
+fn assert_indexes_trimmed(data: &Path) {
+    let mut seen = 0;
+    for dir in OsFs.list_dir(data).unwrap() {
+        let dir = data.join(dir);
+        if !OsFs.is_dir(&dir) {
+            continue;
+        }
+        for name in OsFs.list_dir(&dir).unwrap() {
+            let entry = if name.ends_with(".index") {
+                8
+            } else if name.ends_with(".timeindex") {
+                12
+            } else {
+                continue;
+            };
+            let bytes = lithify_vfs::read_file(&OsFs, &dir.join(&name)).unwrap();
+            assert_eq!(bytes.len() % entry, 0, "{name}: {} bytes", bytes.len());
+            assert!(
+                bytes.chunks(entry).all(|e| e.iter().any(|b| *b != 0)),
+                "{name}: {} bytes with zero entries (preallocated, not trimmed)",
+                bytes.len()
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen > 0);
+}
+
+fn produce(log: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["log", "produce", s(log), "--now", "1000"];
+    args.extend_from_slice(extra);
+    ok(&args)
+}
+
+/// Issue 18: three segments of duplicate keys, the middle segment's first
+/// batch with magic byte 0xFF. `log clean` used to clean the log without
+/// that segment's records and move the checkpoint past them.
+#[test]
+fn a_bad_magic_byte_in_a_flushed_segment_is_refused_naming_file_and_offset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    produce(
+        &log,
+        &[
+            "--records",
+            "60",
+            "--keys",
+            "5",
+            "--batch-size",
+            "10",
+            "--value-size",
+            "20",
+            "--config",
+            "segment.bytes=1000",
+        ],
+    );
+    let segs = segment_logs(&log);
+    assert_eq!(segs.len(), 3);
+    let mut bytes = lithify_vfs::read_file(&OsFs, &segs[1]).unwrap();
+    bytes[16] = 0xff;
+    write(&segs[1], &bytes);
+    let out = lithify(&["log", "clean", s(data), "--now", "5000"]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(s(&segs[1])) && stderr.contains("byte offset 0"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("recovery point"), "{stderr}");
+    assert!(
+        stdout.contains("0 of 1 logs cleaned, 0 not eligible, 1 failed"),
+        "{stdout}"
+    );
+    // Nothing replaced, nothing truncated, no checkpoint.
+    assert_eq!(lithify_vfs::read_file(&OsFs, &segs[1]).unwrap(), bytes);
+    assert_eq!(segment_logs(&log), segs);
+    assert!(!OsFs.exists(&data.join("cleaner-offset-checkpoint")));
+    let first = records(&ok(&["log", "dump", s(&segs[0]), "--records"]));
+    assert_eq!(first.len(), 20);
+}
+
+/// Issue 18: a non-active segment cut mid-batch was cleaned with the cut
+/// records gone (900 of 20,000) and exit 0.
+#[test]
+fn a_flushed_segment_cut_mid_batch_is_refused_and_keeps_its_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    produce(
+        &log,
+        &[
+            "--records",
+            "20000",
+            "--keys",
+            "500",
+            "--config",
+            "segment.bytes=1000000",
+        ],
+    );
+    let segs = segment_logs(&log);
+    assert!(segs.len() >= 2);
+    let bytes = lithify_vfs::read_file(&OsFs, &segs[0]).unwrap();
+    let cut = bytes.len() - bytes.len() / 20;
+    let starts = batch_starts(&bytes);
+    let partial = *starts.iter().rev().find(|p| **p < cut).unwrap();
+    assert_ne!(partial, cut);
+    write(&segs[0], &bytes[..cut]);
+    let err = fails(&["log", "clean", s(data), "--now", "5000"]);
+    assert!(
+        err.contains(s(&segs[0])) && err.contains(&format!("byte offset {partial}")),
+        "{err}"
+    );
+    assert_eq!(
+        OsFs.file_size(&segs[0]).unwrap(),
+        cut as u64,
+        "nothing truncated"
+    );
+    assert!(!OsFs.exists(&data.join("cleaner-offset-checkpoint")));
+}
+
+/// Issue 18: a bad magic byte in the active segment was truncated away
+/// silently (95,792 -> 23,948 bytes, exit 0). Those bytes were flushed.
+#[test]
+fn a_bad_magic_byte_in_the_active_segment_is_refused_not_truncated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    produce(&log, &["--records", "800", "--keys", "50"]);
+    let segs = segment_logs(&log);
+    assert_eq!(segs.len(), 1);
+    let mut bytes = lithify_vfs::read_file(&OsFs, &segs[0]).unwrap();
+    let third = batch_starts(&bytes)[2];
+    bytes[third + 16] = 0xff;
+    write(&segs[0], &bytes);
+    let err = fails(&["log", "clean", s(data), "--now", "5000"]);
+    assert!(
+        err.contains(s(&segs[0])) && err.contains(&format!("byte offset {third}")),
+        "{err}"
+    );
+    assert_eq!(OsFs.file_size(&segs[0]).unwrap(), bytes.len() as u64);
+}
+
+/// Bytes above the recovery point (appended, never flushed: here the
+/// checkpoint is set back as a crash before the last flush leaves it) are
+/// truncated at the first invalid batch, with a warning naming the file,
+/// the byte offset and where the dropped bytes are kept.
+#[test]
+fn damage_above_the_recovery_point_is_truncated_with_a_warning_and_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    produce(
+        &log,
+        &["--records", "100", "--keys", "10", "--batch-size", "10"],
+    );
+    write(
+        data.join("recovery-point-offset-checkpoint"),
+        "0\n1\nt 0 50\n",
+    );
+    let seg = &segment_logs(&log)[0];
+    let mut bytes = lithify_vfs::read_file(&OsFs, seg).unwrap();
+    let seventh = batch_starts(&bytes)[7];
+    bytes[seventh + 16] = 0xff;
+    write(seg, &bytes);
+    let out = lithify_with_events(&["log", "clean", s(data), "--now", "5000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The library's warning event, and the command's own sentence.
+    assert!(
+        stderr.contains("recovery truncated bytes above the recovery point"),
+        "{stderr}"
+    );
+    let kept = log
+        .join("lost")
+        .join(format!("00000000000000000000.log.{seventh}"));
+    assert!(
+        stderr.contains("warning: log")
+            && stderr.contains(s(seg))
+            && stderr.contains(&format!("byte offset {seventh}"))
+            && stderr.contains(s(&kept)),
+        "{stderr}"
+    );
+    assert_eq!(
+        lithify_vfs::read_file(&OsFs, &kept).unwrap(),
+        &bytes[seventh..]
+    );
+    assert_eq!(OsFs.file_size(seg).unwrap(), seventh as u64);
+    let left = records(&ok(&["log", "dump", s(seg), "--records"]));
+    assert_eq!(left.len(), 70);
+}
+
+/// A `cleaner-offset-checkpoint` Kafka could not read takes its data
+/// directory offline (Kafka's CheckpointFileWithFailureHandler): nothing
+/// is cleaned, the file is kept, the counts add up. It used to print "1 of
+/// 1 logs cleaned ... 1 failed".
+#[test]
+fn a_garbage_checkpoint_is_refused_and_the_counts_add_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    produce(
+        &data.join("t-0"),
+        &["--records", "300", "--keys", "10", "--roll"],
+    );
+    let cp = data.join("cleaner-offset-checkpoint");
+    write(&cp, "garbage\n");
+    let out = lithify(&["log", "clean", s(data), "--now", "5000"]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("0 of 1 logs cleaned, 0 not eligible, 1 failed"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(s(&cp)) && stderr.contains("line 1 (byte offset 0)"),
+        "{stderr}"
+    );
+    assert_eq!(lithify_vfs::read_file(&OsFs, &cp).unwrap(), b"garbage\n");
+    // Removing the file loses nothing: the log is cleaned from its start.
+    OsFs.remove_file(&cp).unwrap();
+    let out = ok(&["log", "clean", s(data), "--now", "5000"]);
+    assert!(
+        out.contains("1 of 1 logs cleaned, 0 not eligible, 0 failed"),
+        "{out}"
+    );
+}
+
+/// Kafka grows the cleaner's read buffer to the next batch's size, so a
+/// valid batch larger than a lowered max.message.bytes is cleaned.
+#[test]
+fn a_batch_larger_than_max_message_bytes_is_cleaned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    produce(
+        &data.join("t-0"),
+        &[
+            "--records",
+            "400",
+            "--keys",
+            "50",
+            "--value-size",
+            "10000",
+            "--batch-size",
+            "200",
+            "--roll",
+            "--config",
+            "max.message.bytes=5000000",
+        ],
+    );
+    let out = ok(&["log", "clean", s(data), "--now", "5000"]);
+    assert!(out.contains("1 of 1 logs cleaned"), "{out}");
+}
+
+/// After `log produce` and `log clean` the directory looks like one Kafka
+/// leaves after a clean shutdown: no index holds preallocated zeros.
+#[test]
+fn produce_and_clean_leave_trimmed_indexes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    for p in ["a-0", "b-1"] {
+        produce(
+            &data.join(p),
+            &[
+                "--records",
+                "3000",
+                "--keys",
+                "40",
+                "--config",
+                "segment.bytes=60000",
+            ],
+        );
+    }
+    assert_indexes_trimmed(data);
+    let out = ok(&["log", "clean", s(data), "--now", "5000"]);
+    assert!(out.contains("2 of 2 logs cleaned"), "{out}");
+    assert_indexes_trimmed(data);
+    // The recovery points were checkpointed on close.
+    let rp = ok(&[
+        "log",
+        "dump",
+        s(&data.join("recovery-point-offset-checkpoint")),
+    ]);
+    assert!(
+        rp.contains("partition: a-0 recoveryPoint: 3000")
+            && rp.contains("partition: b-1 recoveryPoint: 3000"),
+        "{rp}"
+    );
 }

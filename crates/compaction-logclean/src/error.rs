@@ -50,7 +50,7 @@ pub enum Error {
     /// bytes below the recovery point, which were flushed: it refuses to
     /// truncate them.
     #[snafu(display(
-        "{} is damaged at byte offset {offset}, after offset {next_offset}, below the recovery point {recovery_point} (bytes that were flushed), so it is refused rather than truncated: {reason}",
+        "{} is damaged at byte offset {offset} (where offset {next_offset} or a later one should start), below the recovery point {recovery_point} (bytes that were flushed), so it is refused rather than truncated: {reason}",
         path.display()
     ))]
     DamagedBelowRecoveryPoint {

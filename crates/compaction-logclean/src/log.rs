@@ -314,7 +314,26 @@ impl Log {
                 }
                 .fail();
             }
-            let rec = seg.recover(false, i64::MAX)?;
+            // Any damage found is below the recovery point: refused, and
+            // reported with the log's recovery point.
+            let rec = seg.recover(false, i64::MAX).map_err(|e| match e {
+                Error::DamagedBelowRecoveryPoint {
+                    path,
+                    offset,
+                    next_offset,
+                    reason,
+                    location,
+                    ..
+                } => Error::DamagedBelowRecoveryPoint {
+                    path,
+                    offset,
+                    recovery_point,
+                    next_offset,
+                    reason,
+                    location,
+                },
+                e => e,
+            })?;
             tracing::info!(
                 log = %dir.display(),
                 segment = *base,

@@ -18,13 +18,14 @@ use clap::Args;
 use lithify_compaction_logclean::checkpoint::TopicPartition;
 use lithify_compaction_logclean::{
     CleanerConfig, CleanerEvent, Clock, Log, LogCleaner, LogConfig, ManualClock, OpenOptions,
-    SystemClock, shared_log,
+    SharedLog, SystemClock, shared_log,
 };
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{FailuresSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, read_properties, split};
+use crate::log::warn_recovery;
 
 /// Arguments of `log clean`.
 #[derive(Debug, Args)]
@@ -104,7 +105,7 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
     })?;
     names.sort();
     let mut open_failures = 0usize;
-    let mut logs = 0usize;
+    let mut opened: Vec<(TopicPartition, SharedLog)> = Vec::new();
     for name in names {
         let dir = a.data_dir.join(&name);
         if !fs.is_dir(&dir) || name.ends_with("-delete") {
@@ -127,8 +128,10 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
         };
         match Log::open_with(fs.clone(), &dir, config, options) {
             Ok(log) => {
-                svc.add_log(shared_log(log)).context(LogSnafu)?;
-                logs += 1;
+                warn_recovery(&log);
+                let log = shared_log(log);
+                svc.add_log(log.clone()).context(LogSnafu)?;
+                opened.push((tp, log));
             }
             Err(e) => {
                 eprintln!("error: log {tp} could not be opened: {e}");
@@ -136,7 +139,7 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
             }
         }
     }
-    if logs == 0 && open_failures == 0 {
+    if opened.is_empty() && open_failures == 0 {
         return UsageSnafu {
             message: format!(
                 "{} holds no <topic>-<partition> log directories",
@@ -146,25 +149,63 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
         .fail();
     }
     let events = svc.clean_eligible_once().context(LogSnafu)?;
-    let mut cleaned = 0;
-    let mut failed = open_failures;
     for e in &events {
-        print!("{e}");
         match e {
-            CleanerEvent::Cleaned(_) => cleaned += 1,
-            e if e.is_failure() => failed += 1,
-            _ => {}
+            // Failures and problems are errors: one sentence each on
+            // stderr, naming the file and byte offset of any damage.
+            CleanerEvent::Problem(p) => eprintln!("error: {p}"),
+            _ if e.is_failure() => eprint!("error: {e}"),
+            _ => print!("{e}"),
         }
     }
-    let touched = events
-        .iter()
-        .filter(|e| !matches!(e, CleanerEvent::Problem(_)))
-        .count();
+
+    // One outcome per log, so the counts add up to the logs found.
+    let uncleanable = svc.manager().uncleanable_partitions();
+    let offline = svc.manager().offline_dirs();
+    let (mut cleaned, mut skipped, mut failed, mut not_eligible) = (0, 0, open_failures, 0);
+    for (tp, _) in &opened {
+        let is = |f: &dyn Fn(&CleanerEvent) -> bool| events.iter().any(f);
+        if is(&|e| matches!(e, CleanerEvent::Cleaned(r) if &r.topic_partition == tp)) {
+            cleaned += 1;
+        } else if uncleanable.contains_key(tp)
+            || offline.contains_key(&a.data_dir)
+            || is(&|e| {
+                matches!(e, CleanerEvent::Failed { topic_partition, .. }
+                    | CleanerEvent::Aborted { topic_partition } if topic_partition == tp)
+            })
+        {
+            failed += 1;
+        } else if is(
+            &|e| matches!(e, CleanerEvent::Skipped { topic_partition, .. } if topic_partition == tp),
+        ) {
+            skipped += 1;
+        } else {
+            not_eligible += 1;
+        }
+    }
+    let total = opened.len() + open_failures;
+    let skipped_text = if skipped > 0 {
+        format!(", {skipped} skipped")
+    } else {
+        String::new()
+    };
     println!(
-        "{cleaned} of {} logs cleaned, {} not eligible, {failed} failed",
-        logs + open_failures,
-        logs.saturating_sub(touched),
+        "{cleaned} of {total} logs cleaned, {not_eligible} not eligible{skipped_text}, {failed} failed"
     );
+
+    // Close every log as Kafka does at a clean shutdown: synced, the
+    // recovery point checkpointed, the active segment's indexes trimmed.
+    drop(svc);
+    for (tp, log) in opened {
+        let closed = match Arc::try_unwrap(log) {
+            Ok(log) => log.into_inner().close(),
+            Err(shared) => shared.lock().flush(),
+        };
+        if let Err(e) = closed {
+            eprintln!("error: log {tp} could not be closed: {e}");
+            failed += 1;
+        }
+    }
     if failed > 0 {
         return FailuresSnafu {
             message: format!(

@@ -77,13 +77,15 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool) -> Result<()> {
         }
         return first_error.map_or(Ok(()), Err);
     }
-    // A data directory: the checkpoint, then each log directory.
+    // A data directory: the checkpoints, then each log directory.
     let mut first_error = None;
-    if names.iter().any(|n| n == checkpoint::FILE_NAME)
-        && let Err(e) = dump_checkpoint(fs, &checkpoint::path(dir))
-    {
-        eprintln!("error: {e}");
-        first_error.get_or_insert(e);
+    for file in [checkpoint::FILE_NAME, checkpoint::RECOVERY_POINT_FILE_NAME] {
+        if names.iter().any(|n| n == file)
+            && let Err(e) = dump_checkpoint(fs, &dir.join(file))
+        {
+            eprintln!("error: {e}");
+            first_error.get_or_insert(e);
+        }
     }
     let mut found = false;
     for name in &names {
@@ -95,7 +97,10 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool) -> Result<()> {
             }
         }
     }
-    if !found && first_error.is_none() && !names.iter().any(|n| n == checkpoint::FILE_NAME) {
+    let checkpoints = names
+        .iter()
+        .any(|n| n == checkpoint::FILE_NAME || n == checkpoint::RECOVERY_POINT_FILE_NAME);
+    if !found && first_error.is_none() && !checkpoints {
         return UsageSnafu {
             message: format!(
                 "{} holds no .log files and no <topic>-<partition> log directories",
@@ -112,7 +117,7 @@ fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    if name == checkpoint::FILE_NAME {
+    if name == checkpoint::FILE_NAME || name == checkpoint::RECOVERY_POINT_FILE_NAME {
         return dump_checkpoint(fs, path);
     }
     match naming::parse(name).map(|p| p.kind) {
@@ -121,7 +126,7 @@ fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
         Some(FileKind::TimeIndex) => dump_index(fs, path, 12),
         _ => UsageSnafu {
             message: format!(
-                "{} is not a .log, .index, .timeindex or cleaner-offset-checkpoint file",
+                "{} is not a .log, .index, .timeindex, cleaner-offset-checkpoint or recovery-point-offset-checkpoint file",
                 path.display()
             ),
         }
@@ -129,12 +134,17 @@ fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
     }
 }
 
+/// A `cleaner-offset-checkpoint` or `recovery-point-offset-checkpoint`.
 fn dump_checkpoint(fs: &dyn FileSystem, path: &Path) -> Result<()> {
     println!("Dumping {}", path.display());
-    let dir = lithify_vfs::parent_dir(path);
-    let entries = checkpoint::read(fs, dir).context(LogSnafu)?;
+    let entries = checkpoint::read_file(fs, path).context(LogSnafu)?;
+    let what = if path.file_name().and_then(|n| n.to_str()) == Some(checkpoint::FILE_NAME) {
+        "firstDirtyOffset"
+    } else {
+        "recoveryPoint"
+    };
     for (tp, offset) in entries {
-        println!("partition: {tp} firstDirtyOffset: {offset}");
+        println!("partition: {tp} {what}: {offset}");
     }
     Ok(())
 }

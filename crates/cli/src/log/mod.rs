@@ -1,7 +1,7 @@
 //! `lithify log ...`: Kafka-format logs and their cleaner.
 //!
 //! * `produce LOG_DIR`: append a synthetic keyed workload (overwrites and
-//!   tombstones) to a log;
+//!   tombstones) to a log (a directory named `<topic>-<partition>`);
 //! * `dump PATH`: print a `.log`, `.index`, `.timeindex`, a
 //!   `cleaner-offset-checkpoint`, a log directory or a data directory, as
 //!   `kafka-dump-log` does;
@@ -34,6 +34,22 @@ pub(crate) enum LogCommand {
     Clean(clean::CleanArgs),
     /// Measure cleaning throughput against a plain copy of the same bytes.
     Bench(bench::BenchArgs),
+}
+
+/// Tells, on stderr, what opening `log` dropped and where the bytes were
+/// kept: recovery truncates only bytes above the recovery point (never
+/// flushed), but never silently.
+pub(crate) fn warn_recovery(log: &lithify_compaction_logclean::Log) {
+    let report = log.recovery_report();
+    for t in &report.truncations {
+        eprintln!("warning: log {}: {t}", log.dir().display());
+    }
+    if let Some(e) = &report.recovery_point_unreadable {
+        eprintln!(
+            "warning: log {}: its recovery point could not be read ({e}); only its last segment was re-validated",
+            log.dir().display()
+        );
+    }
 }
 
 /// Runs a `log` command.

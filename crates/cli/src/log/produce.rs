@@ -4,12 +4,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use lithify_compaction_logclean::checkpoint::TopicPartition;
 use lithify_compaction_logclean::{Clock, Log, ManualClock, OpenOptions, SystemClock};
 use lithify_vfs::OsFs;
 use snafu::ResultExt as _;
 
 use crate::error::{LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
+use crate::log::warn_recovery;
 use crate::log::workload::{Rng, Workload};
 
 /// Arguments of `log produce`.
@@ -58,6 +60,20 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
         }
         .fail();
     }
+    let named = a
+        .log_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(TopicPartition::from_dir_name);
+    if named.is_none() {
+        return UsageSnafu {
+            message: format!(
+                "{} is not named <topic>-<partition> (e.g. orders-0): Kafka, and lithify log clean, only know a log by a directory named so",
+                a.log_dir.display()
+            ),
+        }
+        .fail();
+    }
     let mut config = default_log_config();
     for s in &a.config {
         let (name, value) = split(s)?;
@@ -70,6 +86,7 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
         clock: clock.clone(),
     };
     let mut log = Log::open_with(Arc::new(OsFs), &a.log_dir, config, options).context(LogSnafu)?;
+    warn_recovery(&log);
     let first = log.log_end_offset();
     let workload = Workload {
         keys: a.keys,
@@ -94,15 +111,18 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
     if a.roll {
         log.roll().context(LogSnafu)?;
     }
-    log.flush().context(LogSnafu)?;
     let segments = log.segment_infos();
+    let end = log.log_end_offset();
+    // As Kafka at a clean shutdown: synced, indexes trimmed, the recovery
+    // point checkpointed.
+    log.close().context(LogSnafu)?;
     println!(
         "produced {} records ({} tombstones, {} keys) at offsets {}..{} of {}; the log has {} segments, {} bytes",
         a.records,
         tombstones,
         a.keys,
         first,
-        log.log_end_offset(),
+        end,
         a.log_dir.display(),
         segments.len(),
         segments.iter().map(|s| s.size).sum::<u64>()
