@@ -851,3 +851,199 @@ fn a_closed_pipe_ends_a_dump_quietly() {
     );
     assert!(OsFs.list_dir(scratch.path()).unwrap().is_empty());
 }
+
+// ------------------------------------------------------------------ damage --
+
+/// Every file of `dir` and below with its bytes (the directory's state).
+fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    for name in OsFs.list_dir(dir).unwrap() {
+        let path = dir.join(&name);
+        if OsFs.is_dir(&path) {
+            for (n, b) in tree(&path) {
+                out.insert(format!("{name}/{n}"), b);
+            }
+        } else {
+            out.insert(name, lithify_vfs::read_file(&OsFs, &path).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn reads_dumps_stats_and_check_change_no_byte_of_the_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    make_database(&db);
+    // Writes after the close: a WAL a read-write open would replay to L0.
+    let d = s(&db);
+    ok(&["put", "--db", d, "after", "close"]);
+    let before = tree(&db);
+    assert!(before.contains_key("LOG"), "read-write opens write the LOG");
+    let wal = files_ending(&db, ".log").pop().unwrap();
+    let table = files_ending(&db, ".sst").pop().unwrap();
+    for args in [
+        &["get", "--db", d, "key0002"][..],
+        &["scan", "--db", d, "--keys-only"],
+        &["stats", "--db", d],
+        &["check", "--db", d],
+        &["dump-sst", s(&table)],
+        &["dump-wal", s(&wal)],
+        &["dump-manifest", d],
+        &["-v", "get", "--db", d, "after"],
+    ] {
+        ok(args);
+        assert!(
+            tree(&db) == before,
+            "{args:?} changed the database directory"
+        );
+    }
+    // Three gets used to turn 17 files into 7 by replaying and compacting.
+    assert_eq!(ok(&["get", "--db", d, "after"]), "close\n");
+    assert!(tree(&db) == before);
+}
+
+#[test]
+fn check_reports_each_problem_with_file_and_offset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    make_database(&db);
+    let d = s(&db);
+    let out = ok(&["check", "--db", d]);
+    assert!(
+        out.starts_with("ok: checked ") && out.contains("2 table files"),
+        "{out}"
+    );
+    // A flipped bit inside a data block of one table and another table cut
+    // short: one line each, naming file and offset, and exit status 1.
+    let tables = files_ending(&db, ".sst");
+    flip_byte(&tables[0], 100);
+    let len = OsFs.file_size(&tables[1]).unwrap() as usize;
+    let bytes = lithify_vfs::read_file(&OsFs, &tables[1]).unwrap();
+    lithify_vfs::write_file_atomic(&OsFs, &tables[1], &bytes[..len - 100]).unwrap();
+    let out = lithify(&["check", "--db", d]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let problems: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("problem: "))
+        .collect();
+    assert_eq!(problems.len(), 2, "{stdout}");
+    let about = |t: &Path| {
+        problems
+            .iter()
+            .find(|p| p.starts_with(&format!("problem: {}: ", s(t))))
+            .unwrap_or_else(|| panic!("no line for {t:?}: {stdout}"))
+    };
+    assert!(about(&tables[0]).contains("at offset 0: data block 0: block checksum mismatch"));
+    assert!(about(&tables[1]).contains(&format!("ends at offset {}", len - 100)));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("2 problem(s) found"), "{stderr}");
+}
+
+#[test]
+fn a_damaged_wal_is_refused_after_a_clean_close_and_salvaged_only_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    make_database(&db);
+    let d = s(&db);
+    let wal = files_ending(&db, ".log").pop().unwrap();
+    // A damaged record in the middle of the WAL a clean close synced and
+    // recorded: refused by every open, naming the file and offset.
+    flip_byte(&wal, 2000);
+    for args in [
+        &["get", "--db", d, "late"][..],
+        &["put", "--db", d, "x", "y"],
+    ] {
+        let (err, _) = fails(args);
+        assert!(
+            err.contains(s(&wal)) && err.contains("offset") && err.contains("synced"),
+            "{args:?}: {err}"
+        );
+    }
+    let out = lithify(&["check", "--db", d]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().contains(s(&wal)));
+    // The salvage mode opens it, says on stderr what it dropped, and keeps
+    // the WAL in lost/.
+    let out = lithify(&["put", "--db", d, "--wal-recovery-mode", "skip", "x", "y"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("dropped") && stderr.contains(s(&wal)) && stderr.contains("lost"),
+        "{stderr}"
+    );
+    let kept = db.join("lost").join(wal.file_name().unwrap());
+    assert!(OsFs.exists(&kept), "{stderr}");
+    let stats = ok(&["stats", "--db", d]);
+    assert!(stats.contains("Kept in lost/ by recoveries: "), "{stats}");
+    assert_eq!(ok(&["get", "--db", d, "x"]), "y\n");
+}
+
+#[test]
+fn verbose_shows_the_events_and_the_log_file_keeps_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let d = s(&db);
+    let out = lithify(&["put", "--db", d, "--create-if-missing", "k", "v"]);
+    assert!(out.status.success());
+    assert!(out.stderr.is_empty(), "quiet by default");
+    let out = lithify(&["-v", "compact", "--db", d]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("opening the database") && stderr.contains("compacted (ManualCompaction)"),
+        "{stderr}"
+    );
+    let log = String::from_utf8(lithify_vfs::read_file(&OsFs, &db.join("LOG")).unwrap()).unwrap();
+    assert!(
+        log.contains("[compaction_completed]") && log.contains("[close]"),
+        "{log}"
+    );
+    // The previous run's LOG is kept.
+    assert!(
+        OsFs.list_dir(&db)
+            .unwrap()
+            .iter()
+            .any(|n| n.starts_with("LOG.old."))
+    );
+}
+
+#[test]
+fn wrong_paths_and_backward_ranges_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("plain-file");
+    lithify_vfs::write_file_atomic(&OsFs, &file, b"not a database").unwrap();
+    for args in [
+        &["get", "--db", s(&file), "k"][..],
+        &["put", "--db", s(&file), "--create-if-missing", "k", "v"],
+        &["check", "--db", s(&file)],
+        &["stress", "db", s(&file), "--ops-per-thread", "10"],
+    ] {
+        let (err, _) = fails(args);
+        assert!(err.contains("is not a directory"), "{args:?}: {err}");
+    }
+    // `stress db FILE` left no expected-state file behind.
+    assert_eq!(OsFs.list_dir(tmp.path()).unwrap(), ["plain-file"]);
+
+    let db = tmp.path().join("db");
+    make_database(&db);
+    let d = s(&db);
+    for args in [
+        &["scan", "--db", d, "--from", "b", "--to", "a"][..],
+        &["compact", "--db", d, "--from", "z", "--to", "a"],
+    ] {
+        let (err, _) = fails(args);
+        assert!(
+            err.contains("--from must not sort after --to"),
+            "{args:?}: {err}"
+        );
+    }
+    // An option that cannot work is refused at open, naming it.
+    let (err, _) = fails(&["bench", "--num", "1000", "--target-file-size-base", "0"]);
+    assert!(err.contains("target_file_size_base"), "{err}");
+    // A lost CURRENT does not turn the database into an empty one.
+    OsFs.remove_file(&db.join("CURRENT")).unwrap();
+    let (err, _) = fails(&["put", "--db", d, "--create-if-missing", "k", "v"]);
+    assert!(err.contains("CURRENT") && err.contains("refusing"), "{err}");
+}
