@@ -194,3 +194,63 @@ fn a_device_failing_at_any_step_loses_nothing_acknowledged() {
         n += step;
     }
 }
+
+/// What an `EventListener` heard, in order.
+#[derive(Default)]
+struct Heard(std::sync::Mutex<Vec<String>>);
+
+impl lithify_engine::EventListener for Heard {
+    fn on_flush_completed(&self, info: &lithify_engine::FlushJobInfo) {
+        self.0.lock().unwrap().push(format!(
+            "flush {} -> L{} {:?}",
+            info.table, info.output_level, info.output_files
+        ));
+    }
+    fn on_compaction_completed(&self, info: &lithify_engine::CompactionJobInfo) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("compaction -> L{}", info.output_level));
+    }
+    fn on_background_error(&self, error: &lithify_engine::Error) {
+        self.0.lock().unwrap().push(format!("error {error}"));
+    }
+    fn on_recovery_completed(&self, report: &lithify_engine::RecoveryReport) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("recovery clean={}", report.is_clean()));
+    }
+}
+
+#[test]
+fn listeners_hear_recovery_flushes_compactions_and_the_background_error() {
+    let fs = Arc::new(FaultFs::new(MemFs::new()));
+    let heard = Arc::new(Heard::default());
+    let opts = lithify_engine::Options {
+        listeners: vec![heard.clone()],
+        ..options(fs.clone())
+    };
+    let db = Db::open("/db", opts).unwrap();
+    let mut model = Model::new();
+    fill(&db, &mut model, 0..200);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // The next flush fails: the listener hears the error.
+    fill(&db, &mut model, 200..260);
+    fs.add_rule(FaultRule::fail_nth(OpKind::Sync, 1).on_paths_containing(".sst"));
+    assert!(db.flush().is_err());
+    let _ = db.close();
+    let heard = heard.0.lock().unwrap().clone();
+    assert_eq!(heard[0], "recovery clean=true", "{heard:?}");
+    assert!(heard[1].starts_with("flush default -> L0 ["), "{heard:?}");
+    assert!(
+        heard.iter().any(|h| h.starts_with("compaction -> L")),
+        "{heard:?}"
+    );
+    let last = heard.last().unwrap();
+    assert!(
+        last.starts_with("error ") && last.contains(".sst"),
+        "{heard:?}"
+    );
+}
