@@ -345,11 +345,17 @@ const KAFKA_COMPAT_PACKAGES: [&str; 4] = [
 /// 4. our (otherwise ignored) test reads them back field by field;
 /// 5. our test cleans a log per codec (once, and twice past the delete
 ///    horizon) into `target/kafka-compat/from-cleaner`, and
-///    `check.py validate-cleaned` walks every batch the cleaner wrote.
+///    `check.py validate-cleaned` walks every batch the cleaner wrote;
+/// 6. `lithify log produce` and `lithify log clean`, run as a user runs
+///    them, leave a data directory in `target/kafka-compat/from-cli`, and
+///    `check.py validate-cli` reads every batch with kafka-python and every
+///    index with our reader of Kafka's `DumpLogSegments` rules: trimmed
+///    (whole entries, no preallocated zeros), each entry at a batch
+///    boundary.
 fn kafka_compat() -> Result {
     let work = root().join("target/kafka-compat");
     let python = kafka_compat_python(&work)?;
-    for sub in ["from-rust", "from-python", "from-cleaner"] {
+    for sub in ["from-rust", "from-python", "from-cleaner", "from-cli"] {
         let d = work.join(sub);
         if d.exists() {
             fs::remove_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
@@ -381,8 +387,79 @@ fn kafka_compat() -> Result {
     // Every batch the log cleaner writes, in every codec.
     test("cleaner_output_in_every_codec", false)?;
     run(python().arg(&script).arg("validate-cleaned").arg(&work))?;
+    // What the command line leaves behind.
+    kafka_compat_cli(&work.join("from-cli"))?;
+    run(python().arg(&script).arg("validate-cli").arg(&work))?;
     eprintln!("xtask: kafka-compat passed in both directions");
     Ok(())
+}
+
+/// Step 6 of [`kafka_compat`]: a log per codec written by `lithify log
+/// produce` (several segments, overwrites, tombstones), cleaned by
+/// `lithify log clean`, appended to again (the active segment then holds
+/// batches and index entries) and opened by a second `log clean`; every
+/// command closes its logs as Kafka does at a clean shutdown.
+fn kafka_compat_cli(data: &Path) -> Result {
+    const NOW: i64 = 1_700_000_000_000;
+    const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
+    const SETTINGS: [&str; 2] = ["segment.bytes=30000", "index.interval.bytes=1024"];
+    let lithify = |args: Vec<String>| {
+        let mut cmd = cargo();
+        cmd.args([
+            "run",
+            "--quiet",
+            "-p",
+            "lithify-cli",
+            "--bin",
+            "lithify",
+            "--",
+        ]);
+        cmd.args(args);
+        for s in SETTINGS {
+            cmd.args(["--config", s]);
+        }
+        run(&mut cmd)
+    };
+    let produce = |codec: &str, records: u32, seed: u32, now: i64, roll: bool| {
+        let log = data.join(format!("compat-{codec}-0"));
+        let mut args = vec![
+            "log".to_string(),
+            "produce".into(),
+            log.display().to_string(),
+        ];
+        for (flag, value) in [
+            ("--records", records.to_string()),
+            ("--keys", "60".into()),
+            ("--batch-size", "20".into()),
+            ("--value-size", "80".into()),
+            ("--seed", seed.to_string()),
+            ("--now", now.to_string()),
+            ("--config", format!("compression.type={codec}")),
+        ] {
+            args.extend([flag.to_string(), value]);
+        }
+        if roll {
+            args.push("--roll".into());
+        }
+        lithify(args)
+    };
+    let clean = |now: i64| {
+        lithify(vec![
+            "log".into(),
+            "clean".into(),
+            data.display().to_string(),
+            "--now".into(),
+            now.to_string(),
+        ])
+    };
+    for codec in CODECS {
+        produce(codec, 3000, 1, NOW, true)?;
+    }
+    clean(NOW + 100_000)?;
+    for codec in CODECS {
+        produce(codec, 500, 2, NOW + 200_000, false)?;
+    }
+    clean(NOW + 300_000)
 }
 
 /// A way to run Python with kafka-python and its codec packages importable:

@@ -9,6 +9,14 @@
                             the same checks on every log under
                             DIR/from-cleaner/*/: logs the log cleaner rewrote
                             (rebuilt batches, delete horizons, empty headers).
+    check.py validate-cli DIR
+                            every log directory under DIR/from-cli/ (written
+                            by `lithify log produce`, cleaned by `lithify log
+                            clean`): every batch through kafka-python, and
+                            every .index / .timeindex through our own reader
+                            of Kafka's DumpLogSegments rules, which must find
+                            them trimmed (whole entries, no preallocated
+                            zeros) with every entry at a batch boundary.
     check.py generate DIR   writes DIR/from-python/<codec>.bin: batches built
                             by kafka-python's DefaultRecordBatchBuilder, in
                             every codec, from the specification that the Rust
@@ -188,6 +196,108 @@ def validate_cleaned(root):
           % (total[0], total[3], total[4], total[1]))
 
 
+def dump_log_segments_indexes(log_dir, name, batches):
+    """Reads the segment's .index and .timeindex as Kafka's DumpLogSegments
+    does (core/src/main/scala/kafka/tools/DumpLogSegments.scala, dumpIndex
+    and dumpTimeIndex), and fails where it would report a problem, or where
+    it would stop early at a zero entry: an index Kafka left after a clean
+    shutdown is trimmed to its entries (AbstractIndex.trimToValidSize).
+
+    batches: [(position, batch)] of the segment's .log, from kafka-python.
+    Returns the number of entries read."""
+    base = int(name.split(".")[0])
+    stem = os.path.join(log_dir, name[: -len(".log")])
+    by_position = {pos: b for pos, b in batches}
+    with open(stem + ".index", "rb") as f:
+        index = f.read()
+    with open(stem + ".timeindex", "rb") as f:
+        timeindex = f.read()
+    # A read-only OffsetIndex/TimeIndex has length / entrySize entries.
+    expect(len(index) % 8 == 0, "%s.index: %d bytes, not whole 8-byte entries" % (stem, len(index)))
+    expect(len(timeindex) % 12 == 0, "%s.timeindex: %d bytes, not whole 12-byte entries" % (stem, len(timeindex)))
+    offsets = []
+    for i in range(len(index) // 8):
+        rel, pos = struct.unpack_from(">ii", index, i * 8)
+        # DumpLogSegments stops at a zero entry: "since it is a sparse file,
+        # in the event of a crash there may be many zero entries".
+        expect(not (rel == 0 and i > 0), "%s.index entry %d: a zero entry (preallocated, not trimmed)" % (stem, i))
+        # fileRecords.slice(entry.position, ...).batches.next().lastOffset
+        expect(pos in by_position, "%s.index entry %d: position %d is not a batch boundary" % (stem, i, pos))
+        last = by_position[pos].last_offset
+        expect(last == base + rel, "%s.index entry %d: index offset %d, log offset %d" % (stem, i, base + rel, last))
+        expect(not offsets or base + rel > offsets[-1][0], "%s.index entry %d: offsets not increasing" % (stem, i))
+        offsets.append((base + rel, pos))
+    prev_ts = -1
+    for i in range(len(timeindex) // 12):
+        ts, rel = struct.unpack_from(">qi", timeindex, i * 12)
+        expect(not (rel == 0 and i > 0), "%s.timeindex entry %d: a zero entry (preallocated, not trimmed)" % (stem, i))
+        offset = base + rel
+        # position = index.lookup(entry.offset).position: the last entry
+        # with an offset <= it, else the segment's start.
+        position = 0
+        for o, p in offsets:
+            if o <= offset:
+                position = p
+        found = None
+        for pos, batch in batches:
+            if pos >= position and batch.last_offset >= offset:
+                found = batch
+                break
+        expect(found is not None, "%s.timeindex entry %d: offset %d not found in the log" % (stem, i, offset))
+        expect(found.last_offset == offset, "%s.timeindex entry %d: offset %d is not a batch's last offset (%d)"
+               % (stem, i, offset, found.last_offset))
+        max_ts = max([r.timestamp for r in found] or [-1])
+        expect(max_ts == ts, "%s.timeindex entry %d: timestamp %d, the batch's max record timestamp is %d"
+               % (stem, i, ts, max_ts))
+        expect(prev_ts < ts, "%s.timeindex entry %d: timestamp %d not after %d" % (stem, i, ts, prev_ts))
+        prev_ts = ts
+    return len(index) // 8 + len(timeindex) // 12
+
+
+def read_offset_checkpoint(path):
+    """Kafka's CheckpointFile.read for an OffsetCheckpointFile."""
+    with open(path, "r", encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    expect(lines[0] == "0", "%s: version %r" % (path, lines[0]))
+    n = int(lines[1])
+    entries = {}
+    for line in lines[2:2 + n]:
+        topic, partition, offset = line.split()
+        entries["%s-%s" % (topic, partition)] = int(offset)
+    expect(len(entries) == n and all(l == "" for l in lines[2 + n:]), "%s: %d entries expected" % (path, n))
+    return entries
+
+
+def validate_cli(root):
+    need_codecs()
+    base = os.path.join(root, "from-cli")
+    dirs = sorted(d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d)))
+    expect(len(dirs) >= len(CODECS), "expected a log per codec in %s, found %r" % (base, dirs))
+    cleaned = read_offset_checkpoint(os.path.join(base, "cleaner-offset-checkpoint"))
+    flushed = read_offset_checkpoint(os.path.join(base, "recovery-point-offset-checkpoint"))
+    totals = [0, 0, 0]
+    for d in dirs:
+        log_dir = os.path.join(base, d)
+        names = sorted(n for n in os.listdir(log_dir) if n.endswith(".log"))
+        end = None
+        n_batches = n_entries = 0
+        for name in names:
+            with open(os.path.join(log_dir, name), "rb") as f:
+                batches = batches_of(f.read(), os.path.join(log_dir, name))
+            n_entries += dump_log_segments_indexes(log_dir, name, batches)
+            n_batches += len(batches)
+            if batches:
+                end = batches[-1][1].last_offset + 1
+        expect(d in cleaned, "%s: no cleaner checkpoint" % d)
+        expect(flushed.get(d) == end, "%s: recovery point %r, log end offset %r" % (d, flushed.get(d), end))
+        print("kafka-compat: cli %s: %d segments, %d batches, %d index entries, all trimmed and at batch boundaries"
+              % (d, len(names), n_batches, n_entries))
+        totals = [totals[0] + len(names), totals[1] + n_batches, totals[2] + n_entries]
+    expect(totals[2] > 0, "no index entry was checked")
+    print("kafka-compat: %d segments written by lithify log produce / clean: %d batches valid, %d index entries read by DumpLogSegments' rules"
+          % tuple(totals))
+
+
 def python_spec(codec_name, j):
     """Mirror of `python_spec` in tests/kafka_compat.rs."""
     out = []
@@ -232,7 +342,8 @@ def generate(root):
 
 
 def main(argv):
-    commands = {"validate": validate, "validate-cleaned": validate_cleaned, "generate": generate}
+    commands = {"validate": validate, "validate-cleaned": validate_cleaned, "validate-cli": validate_cli,
+                "generate": generate}
     if len(argv) != 3 or argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         return 2
