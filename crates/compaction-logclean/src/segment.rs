@@ -26,7 +26,7 @@ use crate::file_batches::FileBatches;
 use crate::index::{OffsetIndex, TimeIndex, TimestampOffset};
 use crate::naming::{FileKind, Suffix, file_name};
 use crate::record::RecordBatch;
-use crate::record::batch::{BatchPrefix, LAST_OFFSET_DELTA_OFFSET, MAGIC_V2, NO_TIMESTAMP};
+use crate::record::batch::{BatchPrefix, HEADER_SIZE_UP_TO_MAGIC, MAGIC_V2, NO_TIMESTAMP};
 
 /// What recovering one segment found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,10 +200,10 @@ impl LogSegment {
     /// Besides loading both indexes (missing or malformed: an index
     /// problem), it reads the batches after the last offset-index entry, as
     /// Kafka's `readNextOffset` does, and checks what it can without
-    /// reading more: the entry points at a batch ending at its offset, the
-    /// file ends with a whole batch, the time index's last entry matches
-    /// its batch, and neither index describes bytes the `.log` does not
-    /// hold (a `.log` cut short).
+    /// reading more: the entry points at a batch boundary at or before its
+    /// offset, the file ends with a whole batch, the time index's last
+    /// entry matches its batch, and neither index describes bytes the
+    /// `.log` does not hold (a `.log` cut short).
     pub fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
@@ -316,13 +316,17 @@ impl LogSegment {
                 }
                 Err(e) => return Err(e),
             };
-            if first && !self.offset_index.is_empty() && b.last_offset() != entry.offset {
+            // An entry names a batch boundary at or before its offset (we
+            // write the batch's last offset; Kafka's append writes the last
+            // offset of a chunk of batches, so a follower's entry may lie
+            // past the first batch at its position).
+            if first && !self.offset_index.is_empty() && b.base_offset() > entry.offset {
                 problem = Some(SegmentProblem::Index(format!(
-                    "the last entry of offset index {} says offset {} ends the batch at byte offset {}, but that batch ends at offset {}",
+                    "the last entry of offset index {} says offset {} is in the batch at byte offset {}, but that batch starts at offset {}",
                     self.offset_index.path().display(),
                     entry.offset,
                     entry.position,
-                    b.last_offset()
+                    b.base_offset()
                 )));
             }
             first = false;
@@ -895,8 +899,10 @@ impl LogSegment {
     }
 
     /// Where a scan for `offset` starts: the position of the offset index's
-    /// entry for it, once checked against the `.log` (the batch there must
-    /// end at the entry's offset). An entry that fails the check (an index
+    /// entry for it, once checked against the `.log`: a whole batch must
+    /// start there, at or before the entry's offset (so no batch the scan
+    /// needs lies before it: ours end at the entry's offset, Kafka's may
+    /// begin a chunk ending there). An entry that fails the check (an index
     /// damaged in a way that kept it well-formed) is not trusted: the scan
     /// starts at the beginning of the segment, which loses nothing, and a
     /// warning says so.
@@ -906,22 +912,17 @@ impl LogSegment {
         if position == 0 {
             return 0;
         }
-        let header = LAST_OFFSET_DELTA_OFFSET + 4;
-        let ok = position + header as u64 <= self.size
-            && self.reader.read_vec(position, header).is_ok_and(|h| {
-                let prefix = BatchPrefix::parse(&h);
-                let delta = i32::from_be_bytes([
-                    h[LAST_OFFSET_DELTA_OFFSET],
-                    h[LAST_OFFSET_DELTA_OFFSET + 1],
-                    h[LAST_OFFSET_DELTA_OFFSET + 2],
-                    h[LAST_OFFSET_DELTA_OFFSET + 3],
-                ]);
-                prefix.is_some_and(|p| {
-                    p.magic == MAGIC_V2
-                        && p.batch_size().is_some_and(|s| position + s <= self.size)
-                        && p.base_offset.checked_add(i64::from(delta)) == Some(entry.offset)
-                })
-            });
+        let ok = position + HEADER_SIZE_UP_TO_MAGIC as u64 <= self.size
+            && self
+                .reader
+                .read_vec(position, HEADER_SIZE_UP_TO_MAGIC)
+                .is_ok_and(|h| {
+                    BatchPrefix::parse(&h).is_some_and(|p| {
+                        p.magic == MAGIC_V2
+                            && p.batch_size().is_some_and(|s| position + s <= self.size)
+                            && p.base_offset <= entry.offset
+                    })
+                });
         if ok {
             return position;
         }
@@ -929,7 +930,7 @@ impl LogSegment {
             index = %self.offset_index.path().display(),
             offset = entry.offset,
             position,
-            "an offset index entry does not point at the batch ending at its offset; scanning the segment from its start instead"
+            "an offset index entry does not point at a batch holding its offset; scanning the segment from its start instead"
         );
         0
     }
