@@ -36,7 +36,9 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|crash> 
   bench [-- criterion args]     run the criterion benchmarks
   bench --smoke                 run every benchmark once, as a test
   kafka-compat                  kafka-python (in a venv under target/) validates the logs our tests
-                                write, and our tests read batches kafka-python writes
+                                write, and our tests read batches kafka-python writes; the indexes
+                                `lithify log produce` / `log clean` leave are read by Kafka's
+                                DumpLogSegments rules (trimmed, entries at batch boundaries)
   crash [--kills N] [--simulated N] [--seed S] [--target engine|log|both] [--dev]
                                 `lithify stress` SIGKILLed N times at random moments (engine and/or
                                 log cleaner), each run verifying what the killed one left; and a
