@@ -15,7 +15,9 @@
 //!   our own [`recovery`](crate::recovery) skips directories too;
 //! * a directory in the *data* directory would not do: Kafka's
 //!   `LogManager.loadLogs` parses every subdirectory of a data directory as
-//!   a `<topic>-<partition>` log directory (and fails on other names);
+//!   a `<topic>-<partition>` log directory, and a broker does not start
+//!   with any other name there ("'lost+found' is not in the form of
+//!   topic-partition");
 //! * `lost` does not start with a digit, so no code that reads an offset
 //!   from the text before the first `.` of a name takes it for a segment;
 //! * when Kafka deletes the partition it deletes the directory with
