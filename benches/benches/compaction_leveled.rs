@@ -1,4 +1,5 @@
-//! Benchmarks of `lithify-compaction-leveled`: the compaction iterator
+//! Benchmarks of the compaction crates (`lithify-compaction-leveled`,
+//! `-tiered`, `-sim`): the compaction iterator
 //! (records per second over an in-memory stream), a compaction job on
 //! real tables in a `MemFs` (MB/s of input, one and four subcompactions),
 //! picking on a large LSM shape (leveled, two-tier reshape and striped
@@ -14,11 +15,13 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use lithify_base::{InternalKey, InternalKeyComparator, ValueKind, VecIterator};
 use lithify_compaction_leveled::iter::{CompactionIterOptions, CompactionIterator, Snapshots};
-use lithify_compaction_leveled::sim::{SimConfig, WorkloadKind, simulate};
 use lithify_compaction_leveled::{
-    CompactFilesOptions, CompactionPicker, CompactionStrategy, CompactionsInProgress, JobOptions,
-    LeveledOptions, LeveledPicker, MajorOnlyOptions, MajorOnlyPicker, OutputFactory, PickContext,
-    TableOpener, TwoTierOptions, TwoTierPicker, run_compaction,
+    CompactFilesOptions, CompactionPicker, CompactionsInProgress, JobOptions, LeveledOptions,
+    LeveledPicker, OutputFactory, PickContext, TableOpener, run_compaction,
+};
+use lithify_compaction_sim::{SimConfig, WorkloadKind, simulate};
+use lithify_compaction_tiered::{
+    CompactionStrategy, MajorOnlyOptions, MajorOnlyPicker, TwoTierOptions, TwoTierPicker,
 };
 use lithify_sstable::{Table, TableBuilder, TableOptions};
 use lithify_version::filename::table_file_name;

@@ -107,6 +107,27 @@ impl Error {
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Conflict { .. })
     }
+
+    /// An invalid option or request, for strategies built on this crate
+    /// (`lithify-compaction-tiered` reports through this error type, as its
+    /// pickers implement [`CompactionPicker`](crate::CompactionPicker)).
+    #[track_caller]
+    pub fn invalid_argument(message: impl Into<String>) -> Error {
+        InvalidArgumentSnafu {
+            message: message.into(),
+        }
+        .build()
+    }
+
+    /// A conflict with a running compaction, for strategies built on this
+    /// crate.
+    #[track_caller]
+    pub fn conflict(message: impl Into<String>) -> Error {
+        ConflictSnafu {
+            message: message.into(),
+        }
+        .build()
+    }
 }
 
 impl Classify for Error {

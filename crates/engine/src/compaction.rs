@@ -5,24 +5,23 @@
 use std::collections::HashSet;
 use std::sync::Arc as StdArc;
 
+use crate::resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 use lithify_base::InternalKeyComparator;
-use lithify_compaction_leveled::adaptive::AdaptiveState;
 use lithify_compaction_leveled::iter::Snapshots;
 use lithify_compaction_leveled::job::{JobOptions, OutputFactory, TableOpener as JobOpener};
-use lithify_compaction_leveled::resource::{
-    DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions,
-};
 use lithify_compaction_leveled::{
-    CompactRangeOptions, Compaction, CompactionPicker, CompactionStrategy, LeveledOptions,
-    MajorOnlyOptions, ManualCompaction, ManualStep, PickContext, TwoTierOptions, run_compaction,
+    CompactRangeOptions, Compaction, CompactionPicker, LeveledOptions, ManualCompaction,
+    ManualStep, PickContext, run_compaction,
 };
+use lithify_compaction_tiered::adaptive::AdaptiveState;
+use lithify_compaction_tiered::{CompactionStrategy, MajorOnlyOptions, TwoTierOptions};
 use lithify_sstable::Table;
 use lithify_version::{FileMetadata, TableId};
 
+use crate::clock::now_secs;
 use crate::db_impl::{DbInner, DbState};
 use crate::error::{CompactionSnafu, Error, ReadOnlySnafu, Result, ShuttingDownSnafu};
 use crate::events::CompactionJobInfo;
-use crate::flush::now_secs;
 use crate::options::Options;
 use crate::stats::Counters;
 use crate::super_version::TableOpener;
@@ -266,7 +265,10 @@ impl DbInner {
                 .and_then(|t| t.options.compaction_filter.clone());
             let opts = JobOptions {
                 compaction_pri: self.options.compaction_pri,
-                rate_limiter: self.rate_limiter.clone(),
+                rate_limiter: self
+                    .rate_limiter
+                    .clone()
+                    .map(|r| r as StdArc<dyn lithify_compaction_leveled::WriteRateLimiter>),
                 ..JobOptions::default()
             };
             run_compaction(

@@ -89,7 +89,7 @@ pub(crate) struct DbInner {
     /// Some table is (or was) `Adaptive`: writes are observed.
     pub(crate) adaptive_seen: AtomicBool,
     /// Limits the bytes compactions write per second.
-    pub(crate) rate_limiter: Option<StdArc<lithify_compaction_leveled::resource::RateLimiter>>,
+    pub(crate) rate_limiter: Option<StdArc<crate::resource::RateLimiter>>,
     pub(crate) counters: Counters,
     pub(crate) opened_at: Instant,
     /// Events: tracing, the `LOG` file, the listeners.

@@ -1,8 +1,6 @@
 //! Flush: immutable memtables become one L0 table, installed with a
 //! `VersionEdit` that also advances the table's log number.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use lithify_base::sync::Arc;
 use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, SeqNo};
 use lithify_compaction_leveled::iter::{RangeTombstone, Snapshots};
@@ -17,17 +15,11 @@ use lithify_version::{TableId, VersionEdit};
 use lithify_vfs::FileSystem;
 use snafu::IntoError as _;
 
+use crate::clock::now_secs;
 use crate::db_impl::DbInner;
 use crate::error::{CompactionSnafu, Result};
 use crate::events::FlushJobInfo;
 use crate::stats::Counters;
-
-/// Seconds since the Unix epoch.
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
 
 /// Every range tombstone of the memtables, as compaction takes them.
 fn range_tombstones_of(mems: &[Arc<Mem>]) -> Vec<RangeTombstone> {

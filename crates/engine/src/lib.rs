@@ -41,6 +41,7 @@
 
 mod background;
 pub mod batch;
+mod clock;
 mod compaction;
 mod db;
 mod db_impl;
@@ -57,6 +58,7 @@ mod properties;
 mod purge;
 mod range_del;
 mod recovery;
+mod resource;
 mod snapshot;
 mod stats;
 mod strategy;
@@ -72,6 +74,7 @@ mod write_thread;
 mod loom_tests;
 
 pub use batch::WriteBatch;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::Db;
 pub use error::{Error, Result};
 pub use events::{
@@ -80,35 +83,23 @@ pub use events::{
 };
 pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
-pub use lithify_compaction_leveled::adaptive::{AdaptiveOptions, AdaptiveThresholds};
 pub use lithify_compaction_leveled::iter::{CompactionFilter, FilterDecision};
 pub use lithify_compaction_leveled::{
-    BottommostLevelCompaction, CompactRangeOptions, CompactionPri, CompactionStrategy,
-    MajorOnlyOptions, MinorPolicy, TwoTierOptions,
+    BottommostLevelCompaction, CompactRangeOptions, CompactionPri,
+};
+pub use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveThresholds};
+pub use lithify_compaction_tiered::{
+    CompactionStrategy, MajorOnlyOptions, MinorPolicy, TwoTierOptions,
 };
 pub use lithify_sstable::{BlockCache, Compression};
 pub use lithify_wal::RecoveryMode;
 pub use options::{Options, ReadOptions, TableOptions, WriteOptions};
 pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
+pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelStats, StallStats, TableStats};
 pub use table::Table;
 pub use write_controller::{StallCause, StallCondition};
-
-/// The six workloads of the compaction strategies report (one per row of
-/// `Adaptive`'s choice table) as operation streams over integer key ids —
-/// the ones the compaction simulator runs and `lithify bench --workload`
-/// drives the engine with.
-///
-/// ```
-/// use lithify_engine::workloads::{Op, OpGenerator, WorkloadKind};
-///
-/// let mut ops = OpGenerator::new(WorkloadKind::WriteOnly, 1_000, 100, 1);
-/// assert!((0..100).all(|_| !matches!(ops.next_op(), Op::Get(_))));
-/// ```
-pub mod workloads {
-    pub use lithify_compaction_leveled::sim::{Op, OpGenerator, WorkloadKind};
-}
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::resource::{DailyTime, OffpeakWindow};
 use bytes::Bytes;
 use lithify_base::{BytewiseComparator, Comparator};
 use lithify_compaction_leveled::iter::CompactionFilter;
-use lithify_compaction_leveled::resource::{DailyTime, OffpeakWindow};
-use lithify_compaction_leveled::{CompactionPri, CompactionStrategy, DEFAULT_TTL_SECONDS};
+use lithify_compaction_leveled::{CompactionPri, DEFAULT_TTL_SECONDS};
+use lithify_compaction_tiered::CompactionStrategy;
 use lithify_sstable::{BlockCache, Compression};
 use lithify_vfs::{FileSystem, OsFs};
 use lithify_wal::RecoveryMode;

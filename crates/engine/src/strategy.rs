@@ -13,8 +13,7 @@ use std::sync::Arc as StdArc;
 use std::sync::atomic::Ordering;
 
 use lithify_base::ValueKind;
-use lithify_compaction_leveled::CompactionStrategy;
-use lithify_compaction_leveled::picker::stripe_boundaries;
+use lithify_compaction_tiered::{CompactionStrategy, stripe_boundaries};
 use lithify_version::TableId;
 
 use crate::batch::WriteBatch;

@@ -10,10 +10,9 @@ use crate::mem::Mem;
 use lithify_base::InternalKeyComparator;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lithify_base::sync::{Arc, Mutex};
-use lithify_compaction_leveled::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
-use lithify_compaction_leveled::{
-    CompactionPicker, CompactionStatsTable, CompactionStrategy, CompactionsInProgress,
-};
+use lithify_compaction_leveled::{CompactionPicker, CompactionStatsTable, CompactionsInProgress};
+use lithify_compaction_tiered::CompactionStrategy;
+use lithify_compaction_tiered::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
 use lithify_version::{TableId, Version};
 
 use crate::options::Options;

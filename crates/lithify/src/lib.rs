@@ -78,7 +78,8 @@ pub mod log {
     pub use lithify_compaction_logclean::{
         AppendInfo, CleanerConfig, CleanerEvent, CleanerStats, CleanupPolicy, Clock,
         CompressionType, Log, LogCleaner, LogCleanerManager, LogConfig, ManualClock, OpenOptions,
-        SegmentInfo, SystemClock, TopicPartition, shared_log,
+        RecoveryPointSource, RecoveryReport, SegmentInfo, SystemClock, TopicPartition, Truncation,
+        shared_log,
     };
 }
 

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lithify::{CompactionStrategy, Db, DbStats, MajorOnlyOptions, Options, TwoTierOptions};
-use lithify_engine::workloads::{Op, OpGenerator, WorkloadKind};
+use lithify_compaction_sim::{Op, OpGenerator, WorkloadKind};
 use snafu::ResultExt as _;
 
 use crate::bench::data::{Values, make_key};

@@ -45,8 +45,16 @@ pub trait TableOpener: Send + Sync {
     ) -> lithify_base::Result<Arc<Table<InternalKeyComparator>>>;
 }
 
+/// Paces the bytes a compaction writes: the job asks before it writes
+/// each stretch of output (the engine's token-bucket rate limiter
+/// implements it; flushes are never paced).
+pub trait WriteRateLimiter: Send + Sync {
+    /// Returns once `bytes` more may be written.
+    fn request(&self, bytes: u64);
+}
+
 /// Knobs of a job beyond the compaction description.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct JobOptions {
     /// Check that every input record is read and accounted for (RocksDB's
     /// `compaction_verify_record_count`, default true).
@@ -58,7 +66,18 @@ pub struct JobOptions {
     pub compaction_pri: CompactionPri,
     /// Limits the bytes the job writes per second (compactions; the engine
     /// leaves flushes unlimited so they never hold up writes).
-    pub rate_limiter: Option<Arc<crate::resource::RateLimiter>>,
+    pub rate_limiter: Option<Arc<dyn WriteRateLimiter>>,
+}
+
+impl std::fmt::Debug for JobOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobOptions")
+            .field("verify_record_count", &self.verify_record_count)
+            .field("now", &self.now)
+            .field("compaction_pri", &self.compaction_pri)
+            .field("rate_limited", &self.rate_limiter.is_some())
+            .finish()
+    }
 }
 
 impl Default for JobOptions {
@@ -541,7 +560,7 @@ struct SubOutcome {
 /// What every subcompaction of one job shares.
 struct SubJob<'a, 'm> {
     c: &'a Compaction,
-    limiter: Option<&'a crate::resource::RateLimiter>,
+    limiter: Option<&'a dyn WriteRateLimiter>,
     mem: Option<&'a MemtableInput<'m>>,
     tables: &'a [Arc<Table<InternalKeyComparator>>],
     cmp: &'a InternalKeyComparator,

@@ -12,11 +12,11 @@ use lithify_version::{FileMetadata, VersionSet};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
 
+use super::WriteRateLimiter;
 use super::cutter::OutputCutter;
 use crate::bounds::sentinel;
 use crate::error::{IoSnafu, Result, TableSnafu};
 use crate::iter::RangeDelAggregator;
-use crate::resource::RateLimiter;
 
 /// Hands out file numbers for outputs.
 pub trait FileNumbers: Send + Sync {
@@ -84,7 +84,7 @@ pub(crate) struct OutputWriter<'a> {
     pub(crate) outputs: Vec<FileMetadata>,
     pub(crate) created: Vec<PathBuf>,
     pub(crate) bytes_written: u64,
-    limiter: Option<&'a RateLimiter>,
+    limiter: Option<&'a dyn WriteRateLimiter>,
     /// Bytes of the current file already charged to the limiter.
     charged: u64,
 }
@@ -127,7 +127,7 @@ impl<'a> OutputWriter<'a> {
     }
 
     /// Charges the bytes written to `limiter` (waiting as it says).
-    pub(crate) fn with_rate_limiter(mut self, limiter: Option<&'a RateLimiter>) -> Self {
+    pub(crate) fn with_rate_limiter(mut self, limiter: Option<&'a dyn WriteRateLimiter>) -> Self {
         self.limiter = limiter;
         self
     }

@@ -15,11 +15,8 @@ mod expand;
 mod file_order;
 mod l0;
 mod leveled;
-mod major_only;
 mod manual;
 mod marked;
-mod tiers;
-mod two_tier;
 
 use std::collections::HashSet;
 
@@ -27,15 +24,12 @@ use lithify_base::SeqNo;
 use lithify_version::{Version, VersionEdit};
 
 pub use file_order::files_by_compaction_pri;
-pub use leveled::LeveledPicker;
-pub use major_only::MajorOnlyPicker;
+pub use leveled::{LeveledPicker, refit_level};
 pub use manual::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, ManualCompaction,
-    ManualOutput, ManualPick, ManualRequest, ManualStep, refit_level, sanitize_compact_files,
+    ManualOutput, ManualPick, ManualRequest, ManualStep, sanitize_compact_files,
 };
 pub use marked::{MarkedFiles, bottommost_files};
-pub use tiers::{major_level, stripe_boundaries};
-pub use two_tier::{StripeScore, TwoTierPicker};
 
 use crate::compaction::{Compaction, CompactionsInProgress};
 use crate::error::Result;

@@ -86,7 +86,7 @@ impl WorkloadKind {
 /// Generates one workload's operations (after its load, if any).
 ///
 /// ```
-/// use lithify_compaction_leveled::sim::{Op, OpGenerator, WorkloadKind};
+/// use lithify_compaction_sim::{Op, OpGenerator, WorkloadKind};
 ///
 /// let mut g = OpGenerator::new(WorkloadKind::ReadMostlyFewUpdates, 1_000, 10_000, 7);
 /// let ops: Vec<Op> = (0..10_000).map(|_| g.next_op()).collect();

@@ -10,7 +10,7 @@
 
 use lithify_sstable::Compression;
 
-use crate::error::{InvalidArgumentSnafu, Result};
+use lithify_compaction_leveled::{Error, Result};
 
 /// Options of [`MajorOnlyPicker`](crate::MajorOnlyPicker): no L0 in the
 /// steady state; a flush is a major compaction of the frozen memtables
@@ -18,7 +18,7 @@ use crate::error::{InvalidArgumentSnafu, Result};
 /// receives nothing.
 ///
 /// ```
-/// use lithify_compaction_leveled::MajorOnlyOptions;
+/// use lithify_compaction_tiered::MajorOnlyOptions;
 ///
 /// let opts = MajorOnlyOptions::default().sanitize().unwrap();
 /// assert_eq!(opts.target_file_size, 64 << 20);
@@ -53,10 +53,9 @@ impl MajorOnlyOptions {
     /// Corrects what can be corrected, rejects the rest.
     pub fn sanitize(mut self) -> Result<Self> {
         if self.target_file_size == 0 {
-            return InvalidArgumentSnafu {
-                message: "target_file_size must be positive".to_owned(),
-            }
-            .fail();
+            return Err(Error::invalid_argument(
+                "target_file_size must be positive".to_owned(),
+            ));
         }
         self.max_subcompactions = self.max_subcompactions.max(1);
         Ok(self)
@@ -140,7 +139,7 @@ impl MinorPolicy {
 /// The presets are the issue's rows:
 ///
 /// ```
-/// use lithify_compaction_leveled::{MinorPolicy, TwoTierOptions};
+/// use lithify_compaction_tiered::{MinorPolicy, TwoTierOptions};
 ///
 /// assert_eq!(TwoTierOptions::write_only().minor, MinorPolicy::None);
 /// assert_eq!(TwoTierOptions::write_mostly().stripes, 8);
@@ -234,16 +233,15 @@ impl TwoTierOptions {
     /// Corrects what can be corrected, rejects the rest.
     pub fn sanitize(mut self) -> Result<Self> {
         if !(self.major_ratio.is_finite() && self.major_ratio > 0.0) {
-            return InvalidArgumentSnafu {
-                message: format!("major_ratio must be positive, not {}", self.major_ratio),
-            }
-            .fail();
+            return Err(Error::invalid_argument(format!(
+                "major_ratio must be positive, not {}",
+                self.major_ratio
+            )));
         }
         if self.target_file_size == 0 {
-            return InvalidArgumentSnafu {
-                message: "target_file_size must be positive".to_owned(),
-            }
-            .fail();
+            return Err(Error::invalid_argument(
+                "target_file_size must be positive".to_owned(),
+            ));
         }
         self.stripes = self.stripes.max(1);
         self.max_l0_tables = self.max_l0_tables.max(2);

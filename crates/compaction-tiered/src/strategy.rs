@@ -4,10 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::adaptive::AdaptiveOptions;
-use crate::error::Result;
-use crate::options::LeveledOptions;
-use crate::picker::{CompactionPicker, LeveledPicker, MajorOnlyPicker, TwoTierPicker};
-use crate::tier_options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
+use crate::options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
+use crate::{MajorOnlyPicker, TwoTierPicker};
+use lithify_compaction_leveled::{CompactionPicker, LeveledOptions, LeveledPicker, Result};
 
 /// How one table (column family) is compacted. Every variant's picker
 /// accepts every shape, so a table can switch on the fly: the new picker's
@@ -15,7 +14,7 @@ use crate::tier_options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 /// "Switching strategy").
 ///
 /// ```
-/// use lithify_compaction_leveled::CompactionStrategy;
+/// use lithify_compaction_tiered::CompactionStrategy;
 ///
 /// let s = CompactionStrategy::parse("two-tier:write-mostly").unwrap();
 /// assert_eq!(s.to_string(), "two-tier(minor=size-tiered:8,stripes=8,ratio=1)");

@@ -4,19 +4,20 @@
 //! table.
 //!
 //! ```text
-//! cargo run --release -p lithify-compaction-leveled --bin compaction-sim -- \
+//! cargo run --release -p lithify-compaction-sim --bin compaction-sim -- \
 //!     --writes 10000000 --key-size 16 --value-size 100 --distribution uniform
-//! cargo run --release -p lithify-compaction-leveled --bin compaction-sim -- \
+//! cargo run --release -p lithify-compaction-sim --bin compaction-sim -- \
 //!     --workload all --strategy all --writes 4000000 --keys 1000000
 //! ```
 
 use std::process::ExitCode;
 
-use lithify_compaction_leveled::sim::{
+use lithify_compaction_leveled::CompactionPri;
+use lithify_compaction_sim::{
     KeyDistribution, SimConfig, WorkloadKind, report_strategies, simulate, sized_strategy,
     strategies_table,
 };
-use lithify_compaction_leveled::{CompactionPri, CompactionStrategy};
+use lithify_compaction_tiered::CompactionStrategy;
 
 const USAGE: &str = "usage: compaction-sim [options]
   --writes N                 number of writes (default 10000000)

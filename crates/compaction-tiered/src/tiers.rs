@@ -15,11 +15,10 @@ use lithify_base::InternalKeyComparator;
 use lithify_sstable::Compression;
 use lithify_version::{FileMetadata, Version};
 
-use super::PickContext;
-use super::manual::{ManualPick, ManualRequest};
-use crate::compaction::{Compaction, CompactionInputs, CompactionReason};
-use crate::error::{ConflictSnafu, InvalidArgumentSnafu, Result};
-use crate::picker::BottommostLevelCompaction;
+use lithify_compaction_leveled::{
+    BottommostLevelCompaction, Compaction, CompactionInputs, CompactionReason, Error, ManualPick,
+    ManualRequest, PickContext, Result,
+};
 
 type Files = Vec<Arc<FileMetadata>>;
 
@@ -44,7 +43,7 @@ pub(crate) struct TierOutput {
 /// too few files; none for one stripe.
 ///
 /// ```
-/// use lithify_compaction_leveled::picker::stripe_boundaries;
+/// use lithify_compaction_tiered::stripe_boundaries;
 /// use lithify_version::Version;
 ///
 /// let v = Version::from_text("
@@ -499,10 +498,10 @@ pub(crate) fn pick_manual(
 ) -> Result<Option<ManualPick>> {
     let major = major_level(version);
     if request.input_level > major {
-        return InvalidArgumentSnafu {
-            message: format!("level {} does not exist", request.input_level),
-        }
-        .fail();
+        return Err(Error::invalid_argument(format!(
+            "level {} does not exist",
+            request.input_level
+        )));
     }
     let cmp = version.comparator();
     let begin = request.begin.as_ref().map(|k| k.user_key().to_vec());
@@ -572,10 +571,9 @@ pub(crate) fn pick_manual(
                 next_begin: None,
             }))
         }
-        None => ConflictSnafu {
-            message: "the range overlaps a running compaction".to_owned(),
-        }
-        .fail(),
+        None => Err(Error::conflict(
+            "the range overlaps a running compaction".to_owned(),
+        )),
     }
 }
 

@@ -24,6 +24,9 @@
 //! Strategy names are `CompactionStrategy::parse`'s; options:
 //! `ratio=F stripes=N minor=POLICY max-l0=N target-file=SIZE levels=N`.
 
+// The data-driven harness the leveled picker tests use, shared rather
+// than copied.
+#[path = "../../compaction-leveled/tests/common/mod.rs"]
 mod common;
 
 use std::fmt::Write as _;
@@ -33,9 +36,9 @@ use std::sync::Arc;
 use lithify_base::{Comparator as _, InternalKey, InternalKeyComparator};
 use lithify_compaction_leveled::{
     BottommostLevelCompaction, CompactRangeOptions, Compaction, CompactionPicker,
-    CompactionStrategy, CompactionsInProgress, ManualCompaction, ManualStep, MinorPolicy,
-    PickContext, TwoTierPicker, human_bytes,
+    CompactionsInProgress, ManualCompaction, ManualStep, PickContext, human_bytes,
 };
+use lithify_compaction_tiered::{CompactionStrategy, MinorPolicy, TwoTierPicker};
 use lithify_version::{
     DEFAULT_TABLE, FileMetadata, Version, VersionEdit, VersionSet, VersionSetOptions, text,
 };

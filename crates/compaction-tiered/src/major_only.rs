@@ -5,15 +5,14 @@ use std::collections::HashSet;
 
 use lithify_version::{Version, VersionEdit};
 
-use super::manual::{ManualPick, ManualRequest};
-use super::tiers::{
+use crate::options::MajorOnlyOptions;
+use crate::tiers::{
     self, TierOutput, TierPick, base_files, delta_closure, delta_files, group_inputs, major_level,
 };
-use super::{CompactionPicker, PickContext};
-use crate::compaction::{Compaction, CompactionReason};
-use crate::error::{InvalidArgumentSnafu, Result};
-use crate::score::LevelScore;
-use crate::tier_options::MajorOnlyOptions;
+use lithify_compaction_leveled::{
+    Compaction, CompactionPicker, CompactionReason, Error, LevelScore, ManualPick, ManualRequest,
+    PickContext, Result,
+};
 
 /// The `MajorOnly` picker ("Memtable + L1").
 ///
@@ -31,7 +30,8 @@ use crate::tier_options::MajorOnlyOptions;
 ///   is the reshaping compaction of a strategy switch.
 ///
 /// ```
-/// use lithify_compaction_leveled::{CompactionPicker, CompactionsInProgress, MajorOnlyOptions, MajorOnlyPicker, PickContext};
+/// use lithify_compaction_leveled::{CompactionPicker, CompactionsInProgress, PickContext};
+/// use lithify_compaction_tiered::{MajorOnlyOptions, MajorOnlyPicker};
 /// use lithify_version::Version;
 ///
 /// let picker = MajorOnlyPicker::new(MajorOnlyOptions::default()).unwrap();
@@ -178,10 +178,7 @@ impl CompactionPicker for MajorOnlyPicker {
         _level: usize,
         _target: Option<usize>,
     ) -> Result<VersionEdit> {
-        InvalidArgumentSnafu {
-            message: "change_level does not apply to the major-only strategy: its data stays in the major level".to_owned(),
-        }
-        .fail()
+        Err(Error::invalid_argument("change_level does not apply to the major-only strategy: its data stays in the major level".to_owned()))
     }
 
     fn manual_to_last_level(&self) -> bool {

@@ -7,13 +7,12 @@ use std::sync::Arc;
 
 use lithify_version::{FileMetadata, Version, VersionEdit};
 
-use super::manual::{ManualPick, ManualRequest};
-use super::tiers::{self, TierOutput, TierPick, file_in_stripe, major_level, stripe_boundaries};
-use super::{CompactionPicker, PickContext};
-use crate::compaction::{Compaction, CompactionInputs, CompactionReason};
-use crate::error::{InvalidArgumentSnafu, Result};
-use crate::score::LevelScore;
-use crate::tier_options::{MinorPolicy, TwoTierOptions};
+use crate::options::{MinorPolicy, TwoTierOptions};
+use crate::tiers::{self, TierOutput, TierPick, file_in_stripe, major_level, stripe_boundaries};
+use lithify_compaction_leveled::{
+    Compaction, CompactionInputs, CompactionPicker, CompactionReason, Error, LevelScore,
+    ManualPick, ManualRequest, PickContext, Result,
+};
 
 /// The `TwoTier` picker ("Memtable + L0 + L1"). In order of priority:
 ///
@@ -38,7 +37,8 @@ use crate::tier_options::{MinorPolicy, TwoTierOptions};
 /// L0 tables they meet.
 ///
 /// ```
-/// use lithify_compaction_leveled::{CompactionPicker, CompactionReason, CompactionsInProgress, PickContext, TwoTierOptions, TwoTierPicker};
+/// use lithify_compaction_leveled::{CompactionPicker, CompactionReason, CompactionsInProgress, PickContext};
+/// use lithify_compaction_tiered::{TwoTierOptions, TwoTierPicker};
 /// use lithify_version::Version;
 ///
 /// let picker = TwoTierPicker::new(TwoTierOptions::write_only()).unwrap();
@@ -503,10 +503,7 @@ impl CompactionPicker for TwoTierPicker {
         _level: usize,
         _target: Option<usize>,
     ) -> Result<VersionEdit> {
-        InvalidArgumentSnafu {
-            message: "change_level does not apply to the two-tier strategy: its data stays in L0 and the major level".to_owned(),
-        }
-        .fail()
+        Err(Error::invalid_argument("change_level does not apply to the two-tier strategy: its data stays in L0 and the major level".to_owned()))
     }
 
     fn manual_to_last_level(&self) -> bool {

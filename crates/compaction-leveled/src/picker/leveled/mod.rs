@@ -1,9 +1,14 @@
 //! RocksDB's leveled compaction picker (`LevelCompactionPicker` and
 //! `LevelCompactionBuilder`, `db/compaction/compaction_picker_level.cc`).
 
+mod manual;
+
 use std::sync::Arc;
 
 use lithify_version::{FileMetadata, Version, VersionEdit};
+
+use manual::pick_compact_range;
+pub use manual::refit_level;
 
 use super::expand::{
     Files, conflicts_with_running, expand_to_clean_cut, grandparents, setup_other_inputs,
@@ -11,7 +16,7 @@ use super::expand::{
 };
 use super::file_order::files_by_compaction_pri;
 use super::l0::{cost_based_intra_l0, l0_trivial_move, size_based_intra_l0};
-use super::manual::{ManualPick, ManualRequest, pick_compact_range};
+use super::manual::{ManualPick, ManualRequest};
 use super::marked::MarkedFiles;
 use super::{CompactionPicker, PickContext};
 use crate::bounds::{key_range, overlapping_files};
@@ -793,7 +798,7 @@ impl CompactionPicker for LeveledPicker {
         level: usize,
         target: Option<usize>,
     ) -> Result<VersionEdit> {
-        super::manual::refit_level(version, self, ctx, level, target)
+        refit_level(version, self, ctx, level, target)
     }
 
     fn manual_to_last_level(&self) -> bool {

@@ -4,12 +4,12 @@
 //!
 //! Keys are integers. A flush turns the memtable's newest operation per
 //! key (a put or a delete) into an L0 file — or, when the strategy's
-//! [`pick_flush`](crate::CompactionPicker::pick_flush) plans one, merges it
+//! [`pick_flush`](lithify_compaction_leveled::CompactionPicker::pick_flush) plans one, merges it
 //! straight into existing files (major flushes of `MajorOnly`, flushes
 //! cut by stripe or merged with the previous L0 table of `TwoTier`). Each
 //! level L1+ keeps bitmaps of its keys and tombstones, so a compaction is
 //! a merge of bitmap ranges and L0 key lists, newest first, walked in key
-//! order through the same [`OutputCutter`](crate::job::OutputCutter) the
+//! order through the same [`OutputCutter`](lithify_compaction_leveled::job::OutputCutter) the
 //! job uses; incremental majors leave files without new keys in place.
 //! File sizes come from a [`SizeModel`] measured on real tables. Metadata
 //! goes through a real `VersionSet` on an in-memory file system, so
@@ -27,6 +27,7 @@
 //! windows and switches strategy as [`AdaptiveState`] decides.
 
 mod bitmap;
+mod error;
 mod lsm;
 mod ops;
 mod size_model;
@@ -41,18 +42,19 @@ use lithify_base::InternalKeyComparator;
 use lithify_sstable::TableOptions;
 use lithify_version::Version;
 
+pub use error::{Error, Result};
 pub use ops::{Op, OpGenerator, WorkloadKind};
 pub use size_model::{SizeModel, calibrate, db_bench_key};
 pub use workload::{KeyDistribution, KeyGenerator, SplitMix64};
 
-use crate::adaptive::{AdaptiveState, WorkloadRecorder};
-use crate::compaction::CompactionsInProgress;
-use crate::error::{InvalidArgumentSnafu, Result};
-use crate::options::LeveledOptions;
-use crate::picker::{CompactionPicker, PickContext, stripe_boundaries};
-use crate::stats::{CompactionStatsTable, LevelShape, human_size};
-use crate::strategy::CompactionStrategy;
+use crate::error::InvalidArgumentSnafu;
 use bitmap::{Bitmap, MemKeys};
+use lithify_compaction_leveled::{
+    CompactionPicker, CompactionStatsTable, CompactionsInProgress, LevelShape, LeveledOptions,
+    PickContext, human_size,
+};
+use lithify_compaction_tiered::adaptive::{AdaptiveState, WorkloadRecorder};
+use lithify_compaction_tiered::{CompactionStrategy, stripe_boundaries};
 use lsm::{SimLsm, user_key_of};
 
 /// What to simulate.
@@ -376,7 +378,7 @@ impl Feeder {
 /// Runs the simulation described by `config`.
 ///
 /// ```
-/// use lithify_compaction_leveled::sim::{SimConfig, simulate};
+/// use lithify_compaction_sim::{SimConfig, simulate};
 ///
 /// let mut config = SimConfig::fillrandom(200_000);
 /// config.write_buffer_size = 1 << 20;
@@ -636,7 +638,7 @@ pub fn report_strategies(
 /// each workload and strategy.
 ///
 /// ```
-/// use lithify_compaction_leveled::sim::{SimConfig, WorkloadKind, report_strategies, strategies_table};
+/// use lithify_compaction_sim::{SimConfig, WorkloadKind, report_strategies, strategies_table};
 ///
 /// let mut base = SimConfig::fillrandom(20_000);
 /// base.key_space = 5_000;
@@ -693,8 +695,8 @@ pub fn strategies_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adaptive::{AdaptiveOptions, choose_strategy};
-    use crate::tier_options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
+    use lithify_compaction_tiered::adaptive::{AdaptiveOptions, choose_strategy};
+    use lithify_compaction_tiered::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 
     fn base(ops: u64) -> SimConfig {
         let mut c = SimConfig::fillrandom(ops);

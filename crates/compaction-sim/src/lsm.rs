@@ -22,11 +22,12 @@ use snafu::ResultExt as _;
 use super::SimCounts;
 use super::bitmap::{Bitmap, LevelBits, MemKeys, TOMB};
 use super::size_model::SizeModel;
-use crate::compaction::{Compaction, CompactionsInProgress};
 use crate::error::{InvalidArgumentSnafu, Result, VersionSnafu};
-use crate::job::{CutLimits, Grandparent, OutputCutter};
-use crate::picker::{CompactionPicker, PickContext};
-use crate::stats::{CompactionStats, CompactionStatsTable};
+use lithify_compaction_leveled::job::{CutLimits, Grandparent, OutputCutter};
+use lithify_compaction_leveled::{
+    Compaction, CompactionPicker, CompactionStats, CompactionStatsTable, CompactionsInProgress,
+    PickContext,
+};
 
 /// Where a file's keys are.
 #[derive(Debug, Clone)]

@@ -22,8 +22,8 @@ use std::fmt;
 
 use lithify_base::InternalKeyComparator;
 
+use crate::options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 use crate::strategy::{CompactionStrategy, two_tier_label};
-use crate::tier_options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 
 /// What a table did during one observation window.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -235,7 +235,7 @@ pub struct Choice {
 /// operations.
 ///
 /// ```
-/// use lithify_compaction_leveled::adaptive::{AdaptiveOptions, WorkloadClass, WorkloadStats, choose_strategy};
+/// use lithify_compaction_tiered::adaptive::{AdaptiveOptions, WorkloadClass, WorkloadStats, choose_strategy};
 ///
 /// let stats = WorkloadStats { reads: 5_000, writes: 5_000, ordered_writes: 4_990, ..WorkloadStats::default() };
 /// let choice = choose_strategy(&stats, &AdaptiveOptions::default()).unwrap();
@@ -339,7 +339,7 @@ pub struct Switch {
 /// windows in a row before the table switches.
 ///
 /// ```
-/// use lithify_compaction_leveled::adaptive::{AdaptiveOptions, AdaptiveState, WorkloadStats};
+/// use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveState, WorkloadStats};
 ///
 /// let mut state = AdaptiveState::new(AdaptiveOptions::default());
 /// assert_eq!(state.current().kind_name(), "two-tier");
@@ -420,14 +420,14 @@ const BUCKETS: usize = 16;
 /// Gathers [`WorkloadStats`] from the operations of one table: every read
 /// and write is counted, the previous write's key gives the ordered share,
 /// writes are bucketed by key range (boundaries supplied by the caller,
-/// e.g. [`stripe_boundaries`](crate::picker::stripe_boundaries) of the
+/// e.g. [`stripe_boundaries`](crate::stripe_boundaries) of the
 /// current version with 16 stripes) for the hot-range share, and the
 /// caller reports, for the writes [`should_sample`](Self::should_sample)
 /// picks, whether the key existed.
 ///
 /// ```
 /// use lithify_base::InternalKeyComparator;
-/// use lithify_compaction_leveled::adaptive::WorkloadRecorder;
+/// use lithify_compaction_tiered::adaptive::WorkloadRecorder;
 ///
 /// let mut rec = WorkloadRecorder::new(InternalKeyComparator::bytewise(), 1);
 /// for k in [b"a", b"b", b"c", b"b"] {

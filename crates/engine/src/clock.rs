@@ -1,0 +1,70 @@
+//! Time, in one place: seconds since the Unix epoch for file metadata and
+//! schedules ([`now_secs`]), and the [`Clock`] the rate limiter waits on —
+//! the system's, or a [`ManualClock`] tests move by hand.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+
+/// Seconds since the Unix epoch (0 if the system clock is before it).
+pub(crate) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Time for the rate limiter: the system clock, or a test clock that
+/// advances when slept on.
+pub trait Clock: Send + Sync {
+    /// Microseconds since the Unix epoch.
+    fn now_micros(&self) -> u64;
+    /// Sleeps `micros` microseconds.
+    fn sleep_micros(&self, micros: u64);
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_micros(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64)
+    }
+
+    fn sleep_micros(&self, micros: u64) {
+        std::thread::sleep(Duration::from_micros(micros));
+    }
+}
+
+/// A clock that only moves when slept on or told to (deterministic tests
+/// and simulations).
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    now: Mutex<u64>,
+}
+
+impl ManualClock {
+    /// A clock at `micros` since the Unix epoch.
+    pub fn new(micros: u64) -> Self {
+        ManualClock {
+            now: Mutex::new(micros),
+        }
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, micros: u64) {
+        *self.now.lock() += micros;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_micros(&self) -> u64 {
+        *self.now.lock()
+    }
+
+    fn sleep_micros(&self, micros: u64) {
+        self.advance(micros);
+    }
+}
