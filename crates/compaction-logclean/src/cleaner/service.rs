@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam::channel::{Receiver, Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, bounded};
 use lithify_base::sync::{Condvar, Mutex};
 use lithify_vfs::FileSystem;
 
