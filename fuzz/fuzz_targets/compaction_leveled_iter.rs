@@ -16,9 +16,10 @@ use lithify_base::key::append_internal_key;
 use lithify_base::{
     Classify, InternalKey, InternalKeyComparator, MAX_SEQNO, SeqNo, ValueKind, VecIterator,
 };
+use lithify_base::keyspan::RangeTombstone;
 use lithify_compaction_leveled::DeeperLevels;
 use lithify_compaction_leveled::iter::{
-    CompactionIterOptions, CompactionIterator, RangeDelAggregator, RangeTombstone, Snapshots,
+    CompactionIterOptions, CompactionIterator, RangeDelAggregator, Snapshots,
 };
 use lithify_version::FileMetadata;
 

@@ -12,6 +12,8 @@
 //!   a shared [`Error`] for code that crosses crates (iterators);
 //! * [`iter`]: the [`InternalIterator`] cursor trait, [`MergingIterator`] and
 //!   an in-memory [`VecIterator`];
+//! * [`keyspan`]: range tombstones and their fragmentation into
+//!   non-overlapping spans, shared by the memtable, compaction and reads;
 //! * [`sync`]: the one switch point between std/parking_lot and loom.
 //!
 //! ```
@@ -32,6 +34,7 @@ pub mod error;
 pub mod hint;
 pub mod iter;
 pub mod key;
+pub mod keyspan;
 pub mod sync;
 
 pub use checksum::{mask_checksum, masked_xxh3_64, unmask_checksum, xxh3_64};

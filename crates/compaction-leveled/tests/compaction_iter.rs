@@ -9,11 +9,12 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use lithify_base::keyspan::RangeTombstone;
 use lithify_base::{InternalKey, InternalKeyComparator, SeqNo, ValueKind, VecIterator};
 use lithify_compaction_leveled::DeeperLevels;
 use lithify_compaction_leveled::iter::{
     CompactionFilter, CompactionIterOptions, CompactionIterator, FilterDecision,
-    RangeDelAggregator, RangeTombstone, Snapshots,
+    RangeDelAggregator, Snapshots,
 };
 use lithify_version::FileMetadata;
 use proptest::prelude::*;

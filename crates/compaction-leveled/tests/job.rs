@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use bytes::Bytes;
+use lithify_base::keyspan::RangeTombstone;
 use lithify_base::{
     Comparator as _, InternalIterator, InternalKey, InternalKeyComparator, SeqNo, ValueKind,
     VecIterator,
 };
 use lithify_compaction_leveled::iter::{
-    CompactionIterOptions, CompactionIterator, RangeDelAggregator, RangeTombstone, Snapshots,
+    CompactionIterOptions, CompactionIterator, RangeDelAggregator, Snapshots,
 };
 use lithify_compaction_leveled::{
     CompactFilesOptions, Compaction, CompactionPicker, CompactionsInProgress, FileNumbers,

@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use lithify_base::keyspan::RangeTombstone;
 use lithify_base::{
     Comparator as _, InternalIterator, InternalKey, InternalKeyComparator, ParsedInternalKey,
     SeqNo, ValueKind, VecIterator,
 };
-use lithify_compaction_leveled::iter::{RangeTombstone, Snapshots};
+use lithify_compaction_leveled::iter::Snapshots;
 use lithify_compaction_leveled::{
     CompactionPicker, CompactionsInProgress, JobOptions, LeveledOptions, MemtableInput,
     OutputFactory, PickContext, TableOpener, WriteRateLimiter, flush_to_level0, run_compaction,
@@ -172,17 +173,23 @@ impl Lsm {
     fn get(&mut self, key: &[u8]) -> Option<Vec<u8>> {
         let v = self.version();
         let cmp = v.comparator().clone();
-        for level in 0..v.num_levels() {
-            for f in v.files(level) {
-                if !f.contains_user_key(&cmp, key) {
-                    continue;
-                }
-                if let Some(decided) = self.load(f).decide(key) {
-                    return decided;
-                }
-                if level > 0 {
-                    break;
-                }
+        for f in v.files(0) {
+            if f.contains_user_key(&cmp, key)
+                && let Some(decided) = self.load(f).decide(key)
+            {
+                return decided;
+            }
+        }
+        // One file per deeper level, found as the engine finds it: by
+        // internal key, so a file whose largest key is a range-tombstone
+        // sentinel `k#MAX,RANGEDEL` does not claim `k` from the next file
+        // (a user-key range test would, and stop at the wrong file).
+        let seek = InternalKey::seek(key, self.seq);
+        for level in 1..v.num_levels() {
+            if let Some(f) = v.file_for_key(level, seek.encoded())
+                && let Some(decided) = self.load(f).decide(key)
+            {
+                return decided;
             }
         }
         None

@@ -1,9 +1,10 @@
 //! Flush: immutable memtables become one L0 table, installed with a
 //! `VersionEdit` that also advances the table's log number.
 
+use lithify_base::keyspan::RangeTombstone;
 use lithify_base::sync::Arc;
 use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, SeqNo};
-use lithify_compaction_leveled::iter::{RangeTombstone, Snapshots};
+use lithify_compaction_leveled::iter::Snapshots;
 use lithify_compaction_leveled::job::{
     FileNumbers, FlushResult, JobOptions, MemtableInput, OutputFactory, flush_to_level0, run_flush,
 };
@@ -21,12 +22,11 @@ use crate::error::{CompactionSnafu, Result};
 use crate::events::FlushJobInfo;
 use crate::stats::Counters;
 
-/// Every range tombstone of the memtables, as compaction takes them.
+/// Every range tombstone of the memtables.
 fn range_tombstones_of(mems: &[Arc<Mem>]) -> Vec<RangeTombstone> {
     mems.iter()
         .filter(|m| m.num_range_deletes() > 0)
         .flat_map(|m| m.range_tombstones())
-        .map(|t| RangeTombstone::new(t.start, t.end, t.seqno))
         .collect()
 }
 

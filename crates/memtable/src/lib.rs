@@ -58,7 +58,6 @@ pub use error::{Error, Result};
 pub use iter::MemTableIter;
 pub use lookup::{DeletedBy, Lookup};
 pub use memtable::{MAX_ENTRY_PART_LEN, MemTable, MemTableOptions};
-pub use range_del::RangeTombstone;
 
 /// The engine shares memtables and iterators across threads: keep them
 /// `Send + Sync` (a compile-time check).

@@ -8,48 +8,17 @@
 //! only pay for them when there are some.
 //!
 //! Tombstones are kept as added (unfragmented): overlapping tombstones stay
-//! separate entries. A coverage query scans the tombstones that start at or
+//! separate entries, handed out as `lithify_base::keyspan::RangeTombstone`s
+//! (readers and flushes fragment them with `keyspan::fragment`). A coverage query scans the tombstones that start at or
 //! before the key, which is cheap for the few range deletions a memtable
 //! usually holds.
 
-use std::fmt;
-
 use lithify_base::SeqNo;
-use lithify_base::key::{escape, unpack_trailer};
+use lithify_base::key::unpack_trailer;
+use lithify_base::keyspan::RangeTombstone;
 
 use crate::memtable::MemTable;
 use crate::skiplist::split_key;
-
-/// One range tombstone: every version older than `seqno` of the user keys
-/// in `[start, end)` is deleted.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct RangeTombstone {
-    /// The first deleted user key.
-    pub start: Vec<u8>,
-    /// The first user key after the range (exclusive).
-    pub end: Vec<u8>,
-    /// The tombstone's sequence number.
-    pub seqno: SeqNo,
-}
-
-impl fmt::Display for RangeTombstone {
-    /// `[start, end)#seqno`, keys escaped as in the internal-key text form.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "[{}, {})#{}",
-            escape(&self.start),
-            escape(&self.end),
-            self.seqno
-        )
-    }
-}
-
-impl fmt::Debug for RangeTombstone {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
 
 impl MemTable {
     /// Every range tombstone, ordered by start key, then newest first.
@@ -59,11 +28,11 @@ impl MemTable {
         let mut node = list.first();
         while let Some(n) = node {
             let (start, trailer) = split_key(list.key(n));
-            out.push(RangeTombstone {
-                start: start.to_vec(),
-                end: list.value(n).to_vec(),
-                seqno: unpack_trailer(trailer).0,
-            });
+            out.push(RangeTombstone::new(
+                start.to_vec(),
+                list.value(n).to_vec(),
+                unpack_trailer(trailer).0,
+            ));
             node = list.next(n);
         }
         out

@@ -1,14 +1,13 @@
 //! Exact behaviour of the public API: lookups at snapshots, range
 //! tombstones, iteration in both directions, counters, errors.
 
+use lithify_base::keyspan::RangeTombstone;
 use lithify_base::sync::Arc;
 use lithify_base::{
     BytewiseComparator, Classify, Comparator, ErrorKind, InternalIterator, InternalKey,
     InternalKeyComparator, MAX_SEQNO, ValueKind,
 };
-use lithify_memtable::{
-    DeletedBy, Error, Lookup, MemTable, MemTableIter, MemTableOptions, RangeTombstone,
-};
+use lithify_memtable::{DeletedBy, Error, Lookup, MemTable, MemTableIter, MemTableOptions};
 
 fn mem() -> Arc<MemTable> {
     Arc::new(MemTable::new(InternalKeyComparator::bytewise()))
@@ -204,11 +203,7 @@ fn range_tombstones_decide_only_when_newer_than_the_version_found() {
     assert_eq!(listed, ["[a, c)#4", "[x, z)#9"]);
     assert_eq!(
         m.range_tombstones()[0],
-        RangeTombstone {
-            start: b"a".to_vec(),
-            end: b"c".to_vec(),
-            seqno: 4
-        }
+        RangeTombstone::new(&b"a"[..], &b"c"[..], 4)
     );
 }
 

@@ -6,11 +6,10 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
+use lithify_base::keyspan::RangeTombstone;
 use lithify_base::sync::Arc;
 use lithify_base::{InternalIterator, InternalKey, InternalKeyComparator, SeqNo, ValueKind};
-use lithify_memtable::{
-    DeletedBy, Lookup, MemTable, MemTableIter, MemTableOptions, RangeTombstone,
-};
+use lithify_memtable::{DeletedBy, Lookup, MemTable, MemTableIter, MemTableOptions};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -51,7 +50,7 @@ impl Oracle {
     fn covering(&self, key: &[u8], snapshot: SeqNo) -> Option<SeqNo> {
         self.ranges
             .iter()
-            .filter(|r| r.start.as_slice() <= key && key < r.end.as_slice() && r.seqno <= snapshot)
+            .filter(|r| &r.start[..] <= key && key < &r.end[..] && r.seqno <= snapshot)
             .map(|r| r.seqno)
             .max()
     }
@@ -161,7 +160,7 @@ proptest! {
                 }
                 Op::RangeDelete(s, e) => {
                     mem.add(seqno, ValueKind::RangeDelete, s, e).unwrap();
-                    oracle.ranges.push(RangeTombstone { start: s.clone(), end: e.clone(), seqno });
+                    oracle.ranges.push(RangeTombstone::new(s.clone(), e.clone(), seqno));
                 }
             }
         }
@@ -206,7 +205,7 @@ proptest! {
         let listed: Vec<(Vec<u8>, Vec<u8>)> = collect(&mut rit, true);
         let want_ranges: Vec<(Vec<u8>, Vec<u8>)> = ranges
             .iter()
-            .map(|r| (InternalKey::new(&r.start, r.seqno, ValueKind::RangeDelete).into_encoded(), r.end.clone()))
+            .map(|r| (InternalKey::new(&r.start, r.seqno, ValueKind::RangeDelete).into_encoded(), r.end.to_vec()))
             .collect();
         prop_assert_eq!(listed, want_ranges);
 

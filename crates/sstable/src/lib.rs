@@ -76,7 +76,7 @@ pub use options::{MAX_BLOCK_SIZE, TableOptions};
 pub use properties::Properties;
 pub use schema::{InternalKeys, KeySchema, PlainKeys};
 pub use stats::ReadStats;
-pub use table::{RangeTombstone, Table};
+pub use table::{RangeDelEntry, Table};
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

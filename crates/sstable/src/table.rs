@@ -26,11 +26,13 @@ use crate::properties::Properties;
 use crate::schema::KeySchema;
 use crate::stats::ReadStats;
 
-/// A range tombstone as stored: everything in `[start, end)` is deleted
-/// (for the engine, `start` is the internal key `start#seq,RANGEDEL` and
-/// `end` a user key).
+/// An entry of the range-deletion block as stored: everything in
+/// `[start, end)` is deleted. A table used alone stores plain keys; the
+/// engine's tables store the internal key `start#seq,RANGEDEL` and an end
+/// user key, which `lithify_base::keyspan::RangeTombstone::from_stored`
+/// reads back as the one range-tombstone type of lithify.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeTombstone {
+pub struct RangeDelEntry {
     /// The start key (inclusive).
     pub start: Bytes,
     /// The end key (exclusive).
@@ -87,7 +89,7 @@ pub struct Table<C = BytewiseComparator> {
     /// A dense search aid for `index` (byte-ordered tables only).
     index_words: Option<IndexWords>,
     filter: Option<BloomFilter>,
-    range_tombstones: Vec<RangeTombstone>,
+    range_tombstones: Vec<RangeDelEntry>,
     properties: Properties,
 }
 
@@ -233,7 +235,7 @@ impl<C: Comparator + Clone> Table<C> {
             let mut it = BlockIter::new(block, Vec::new());
             it.first().map_err(|e| reader.block_corrupt(h, e))?;
             while it.valid() {
-                range_tombstones.push(RangeTombstone {
+                range_tombstones.push(RangeDelEntry {
                     start: it.key_bytes(),
                     end: it.value_bytes(),
                 });
@@ -411,7 +413,7 @@ impl<C: Comparator> Table<C> {
     }
 
     /// Every range tombstone, sorted by start key.
-    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+    pub fn range_tombstones(&self) -> &[RangeDelEntry] {
         &self.range_tombstones
     }
 

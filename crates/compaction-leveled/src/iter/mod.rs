@@ -12,5 +12,5 @@ mod snapshots;
 
 pub use compaction_iter::{CompactionIterOptions, CompactionIterator, IterStats};
 pub use filter::{CompactionFilter, FilterDecision};
-pub use range_del::{RangeDelAggregator, RangeTombstone};
+pub use range_del::RangeDelAggregator;
 pub use snapshots::Snapshots;

@@ -3,91 +3,31 @@
 //! `CompactionRangeDelAggregator` and `CompactionOutputs::AddRangeDels`).
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use bytes::Bytes;
-use lithify_base::key::escape;
-use lithify_base::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind};
+use lithify_base::keyspan::{RangeTombstone, Span, fragment};
+use lithify_base::{InternalKeyComparator, SeqNo};
 
 use super::snapshots::Snapshots;
 
-/// A range tombstone: every version older than `seqno` of the user keys in
-/// `[start, end)` is deleted.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct RangeTombstone {
-    /// First deleted user key.
-    pub start: Bytes,
-    /// First user key after the range.
-    pub end: Bytes,
-    /// Sequence number of the tombstone.
-    pub seqno: SeqNo,
-}
-
-impl RangeTombstone {
-    /// A tombstone over `[start, end)` at `seqno`.
-    pub fn new(start: impl Into<Bytes>, end: impl Into<Bytes>, seqno: SeqNo) -> Self {
-        RangeTombstone {
-            start: start.into(),
-            end: end.into(),
-            seqno,
-        }
-    }
-
-    /// Decodes a tombstone as stored in a table's range-deletion block:
-    /// `start#seqno,RANGEDEL` and the end user key. `None` if `start` is not
-    /// such a key.
-    pub fn from_stored(start: &[u8], end: &[u8]) -> Option<Self> {
-        let p = ParsedInternalKey::parse(start).ok()?;
-        (p.kind == ValueKind::RangeDelete).then(|| {
-            RangeTombstone::new(
-                Bytes::copy_from_slice(p.user_key),
-                Bytes::copy_from_slice(end),
-                p.seqno,
-            )
-        })
-    }
-
-    /// The stored start key `start#seqno,RANGEDEL`.
-    pub fn start_key(&self) -> InternalKey {
-        InternalKey::new(&self.start, self.seqno, ValueKind::RangeDelete)
-    }
-}
-
-impl fmt::Display for RangeTombstone {
-    /// `[start, end)#seqno`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "[{}, {})#{}",
-            escape(&self.start),
-            escape(&self.end),
-            self.seqno
-        )
-    }
-}
-
-impl fmt::Debug for RangeTombstone {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-/// One fragment `[bounds[i], bounds[i + 1])` and the newest tombstone
-/// seqno covering it in each snapshot stripe (descending).
+/// One fragment of the tombstones and the newest tombstone seqno covering
+/// it in each snapshot stripe (descending).
 #[derive(Debug, Clone)]
 struct Fragment {
+    span: Span,
     /// (stripe index, newest seqno in that stripe), stripe descending.
     seqs: Vec<(usize, SeqNo)>,
 }
 
 /// All range tombstones of a compaction's inputs, fragmented at every
-/// start and end key, with one tombstone kept per fragment and snapshot
-/// stripe (the newest: within a stripe it covers everything the older
-/// ones do, for every reader).
+/// start and end key ([`lithify_base::keyspan::fragment`]), with one
+/// tombstone kept per fragment and snapshot stripe (the newest: within a
+/// stripe it covers everything the older ones do, for every reader).
 ///
 /// ```
 /// use lithify_base::InternalKeyComparator;
-/// use lithify_compaction_leveled::iter::{RangeDelAggregator, RangeTombstone, Snapshots};
+/// use lithify_base::keyspan::RangeTombstone;
+/// use lithify_compaction_leveled::iter::{RangeDelAggregator, Snapshots};
 ///
 /// let agg = RangeDelAggregator::new(
 ///     InternalKeyComparator::bytewise(),
@@ -102,7 +42,6 @@ struct Fragment {
 pub struct RangeDelAggregator {
     cmp: InternalKeyComparator,
     snapshots: Snapshots,
-    bounds: Vec<Bytes>,
     fragments: Vec<Fragment>,
     count: usize,
 }
@@ -114,45 +53,24 @@ impl RangeDelAggregator {
         tombstones: Vec<RangeTombstone>,
         snapshots: Snapshots,
     ) -> Self {
-        let mut tombstones: Vec<RangeTombstone> = tombstones
+        let count = tombstones.iter().filter(|t| !t.is_empty(&cmp)).count();
+        let fragments = fragment(&cmp, tombstones)
             .into_iter()
-            .filter(|t| cmp.compare_user(&t.start, &t.end).is_lt())
+            .map(|span| {
+                let mut per_stripe: BTreeMap<usize, SeqNo> = BTreeMap::new();
+                for &seqno in &span.seqnos {
+                    let e = per_stripe.entry(snapshots.stripe_index(seqno)).or_insert(0);
+                    *e = (*e).max(seqno);
+                }
+                Fragment {
+                    span,
+                    seqs: per_stripe.into_iter().rev().collect(),
+                }
+            })
             .collect();
-        let count = tombstones.len();
-        let mut bounds: Vec<Bytes> = tombstones
-            .iter()
-            .flat_map(|t| [t.start.clone(), t.end.clone()])
-            .collect();
-        bounds.sort_by(|a, b| cmp.compare_user(a, b));
-        bounds.dedup_by(|a, b| cmp.compare_user(a, b).is_eq());
-        tombstones.sort_by(|a, b| cmp.compare_user(&a.start, &b.start));
-
-        // Sweep: tombstones become active at their start bound and leave
-        // at their end bound.
-        let mut fragments = Vec::with_capacity(bounds.len().saturating_sub(1));
-        let mut active: Vec<&RangeTombstone> = Vec::new();
-        let mut next = 0;
-        for lo in bounds.iter().take(bounds.len().saturating_sub(1)) {
-            active.retain(|t| cmp.compare_user(&t.end, lo).is_gt());
-            while next < tombstones.len() && cmp.compare_user(&tombstones[next].start, lo).is_le() {
-                active.push(&tombstones[next]);
-                next += 1;
-            }
-            let mut per_stripe: BTreeMap<usize, SeqNo> = BTreeMap::new();
-            for t in &active {
-                let e = per_stripe
-                    .entry(snapshots.stripe_index(t.seqno))
-                    .or_insert(0);
-                *e = (*e).max(t.seqno);
-            }
-            fragments.push(Fragment {
-                seqs: per_stripe.into_iter().rev().collect(),
-            });
-        }
         RangeDelAggregator {
             cmp,
             snapshots,
-            bounds,
             fragments,
             count,
         }
@@ -171,12 +89,13 @@ impl RangeDelAggregator {
     /// The fragment holding `user_key`, if any.
     fn fragment_of(&self, user_key: &[u8]) -> Option<&Fragment> {
         let i = self
-            .bounds
-            .partition_point(|b| self.cmp.compare_user(b, user_key).is_le());
-        if i == 0 || i >= self.bounds.len() {
-            return None;
-        }
-        self.fragments.get(i - 1)
+            .fragments
+            .partition_point(|f| self.cmp.compare_user(&f.span.start, user_key).is_le());
+        let f = self.fragments.get(i.checked_sub(1)?)?;
+        self.cmp
+            .compare_user(user_key, &f.span.end)
+            .is_lt()
+            .then_some(f)
     }
 
     /// Whether the version `user_key@seqno` is deleted by a newer tombstone
@@ -209,9 +128,9 @@ impl RangeDelAggregator {
         let mut done: Vec<RangeTombstone> = Vec::new();
         // seqno -> (start, end) of the piece being extended.
         let mut open: BTreeMap<SeqNo, (Bytes, Bytes)> = BTreeMap::new();
-        for (i, frag) in self.fragments.iter().enumerate() {
-            let mut lo = self.bounds[i].clone();
-            let mut hi = self.bounds[i + 1].clone();
+        for frag in &self.fragments {
+            let mut lo = frag.span.start.clone();
+            let mut hi = frag.span.end.clone();
             if let Some(l) = lower {
                 if self.cmp.compare_user(&hi, l).is_le() {
                     continue;

@@ -27,10 +27,11 @@ use crate::compaction::Compaction;
 use crate::error::{CorruptKeySnafu, InputSnafu, IoSnafu, RecordCountSnafu, Result};
 use crate::iter::{
     CompactionFilter, CompactionIterOptions, CompactionIterator, IterStats, RangeDelAggregator,
-    RangeTombstone, Snapshots,
+    Snapshots,
 };
 use crate::options::CompactionPri;
 use crate::stats::CompactionStats;
+use lithify_base::keyspan::RangeTombstone;
 use output::OutputWriter;
 
 /// A subcompaction's `[lower, upper)` user keys (`None`: unbounded).

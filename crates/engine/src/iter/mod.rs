@@ -16,9 +16,10 @@ use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, Res
 use lithify_memtable::MemTableIter;
 use lithify_sstable::TableIter;
 
-use crate::range_del::{Fragments, Tombstone};
+use crate::range_del::Fragments;
 use crate::super_version::{SuperVersion, TableOpener};
 use level::LevelIter;
+use lithify_base::keyspan::RangeTombstone;
 
 /// One source of a merged iteration. An enum rather than a trait object so
 /// that the hot `next`/`key` calls are direct.
@@ -96,15 +97,11 @@ pub(crate) fn build_merged(
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
         children.push(ChildIter::Mem(MemTableIter::new(mem.table().clone())));
         if mem.num_range_deletes() > 0 {
-            for t in mem.range_tombstones() {
-                if t.seqno <= snapshot {
-                    tombstones.push(Tombstone {
-                        start: t.start,
-                        end: t.end,
-                        seq: t.seqno,
-                    });
-                }
-            }
+            tombstones.extend(
+                mem.range_tombstones()
+                    .into_iter()
+                    .filter(|t| t.seqno <= snapshot),
+            );
         }
     }
     // `[lower, upper)` as an inclusive user range for overlap tests.
@@ -124,17 +121,13 @@ pub(crate) fn build_merged(
             }
             if h.meta.num_range_deletions > 0 {
                 let table = h.table(opener)?;
-                for t in table.range_tombstones() {
-                    let (seq, _) =
-                        lithify_base::key::unpack_trailer(lithify_base::key::trailer(&t.start));
-                    if seq <= snapshot {
-                        tombstones.push(Tombstone {
-                            start: lithify_base::key::user_key(&t.start).to_vec(),
-                            end: t.end.to_vec(),
-                            seq,
-                        });
-                    }
-                }
+                tombstones.extend(
+                    table
+                        .range_tombstones()
+                        .iter()
+                        .filter_map(|t| RangeTombstone::from_stored(&t.start, &t.end))
+                        .filter(|t| t.seqno <= snapshot),
+                );
             }
             chosen.push(Arc::clone(h));
         }
