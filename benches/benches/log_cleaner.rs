@@ -22,11 +22,8 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::cleaner::throttler::{SystemPacer, Throttler};
-use lithify_compaction_logclean::record::SimpleRecord;
-use lithify_compaction_logclean::{
-    Cleaner, CleanerConfig, Log, LogConfig, LogToClean, ManualClock, OpenOptions,
-};
+use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, SystemPacer, Throttler};
+use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions, SimpleRecord};
 use lithify_vfs::{FileSystem, MemFs};
 
 const RECORDS: u64 = 1_000_000;

@@ -10,11 +10,9 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::cleaner::throttler::{SystemPacer, Throttler};
-use lithify_compaction_logclean::record::{BatchBuilder, RecordBatch};
-use lithify_compaction_logclean::{
-    Cleaner, CleanerConfig, Log, LogConfig, LogToClean, ManualClock, OpenOptions,
-};
+use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, SystemPacer, Throttler};
+use lithify_kafka_log::record::{BatchBuilder, RecordBatch};
+use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
 use lithify_vfs::{FileSystem, MemFs, write_file_atomic};
 
 const ACTIVE: i64 = 1 << 40;
@@ -33,7 +31,9 @@ fuzz_target!(|data: &[u8]| {
     write_file_atomic(&fs, &dir.join("00000000000000000000.index"), b"").unwrap();
     write_file_atomic(&fs, &dir.join("00000000000000000000.timeindex"), b"").unwrap();
     let mut active = BatchBuilder::new(ACTIVE);
-    active.append(ACTIVE, 5, Some(b"k"), Some(b"v"), &[]).unwrap();
+    active
+        .append(ACTIVE, 5, Some(b"k"), Some(b"v"), &[])
+        .unwrap();
     write_file_atomic(
         &fs,
         &dir.join(format!("{ACTIVE:020}.log")),
@@ -57,7 +57,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let memory = 48 + 24 * (knobs as usize & 0x3f);
     let cleaner_config = CleanerConfig::from_properties([
-        ("log.cleaner.dedupe.buffer.size", memory.to_string().as_str()),
+        (
+            "log.cleaner.dedupe.buffer.size",
+            memory.to_string().as_str(),
+        ),
         ("log.cleaner.io.buffer.load.factor", "0.75"),
         ("log.cleaner.io.buffer.size", "256"),
     ])
@@ -71,8 +74,8 @@ fuzz_target!(|data: &[u8]| {
     let log = Mutex::new(log);
     if cleaner.clean(&log, &ltc, now, &|| Ok(())).is_ok() {
         drop(log);
-        let log = Log::open_with(Arc::new(fs), dir, config, options())
-            .expect("a cleaned log reopens");
+        let log =
+            Log::open_with(Arc::new(fs), dir, config, options()).expect("a cleaned log reopens");
         for b in log.batches_from(log.log_start_offset()).expect("readable") {
             let b = b.expect("cleaned segments hold whole batches");
             b.ensure_valid().expect("the cleaner writes valid batches");

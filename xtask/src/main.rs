@@ -339,7 +339,8 @@ const KAFKA_COMPAT_PACKAGES: [&str; 4] = [
     "zstandard==0.25.0",
 ];
 
-/// The independent codec check of `lithify-compaction-logclean`:
+/// The independent codec check of `lithify-kafka-log` (steps 1-4) and
+/// `lithify-compaction-logclean` (step 5):
 /// 1. our test writes one log per codec into `target/kafka-compat/from-rust`;
 /// 2. `check.py validate` walks every batch with kafka-python
 ///    (`DefaultRecordBatch`: CRC, fields, records) and every index entry;
@@ -363,13 +364,13 @@ fn kafka_compat() -> Result {
             fs::remove_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
     }
-    let script = root().join("crates/compaction-logclean/tests/kafka_compat/check.py");
-    let test = |name: &str, ignored: bool| {
+    let script = root().join("crates/kafka-log/tests/kafka_compat/check.py");
+    let test = |package: &str, name: &str, ignored: bool| {
         let mut cmd = cargo();
         cmd.args([
             "test",
             "-p",
-            "lithify-compaction-logclean",
+            package,
             "--test",
             "kafka_compat",
             "--",
@@ -382,12 +383,20 @@ fn kafka_compat() -> Result {
         cmd.env("LITHIFY_KAFKA_COMPAT_DIR", &work);
         run(&mut cmd)
     };
-    test("writes_a_log_in_every_codec", false)?;
+    test("lithify-kafka-log", "writes_a_log_in_every_codec", false)?;
     run(python().arg(&script).arg("validate").arg(&work))?;
     run(python().arg(&script).arg("generate").arg(&work))?;
-    test("reads_batches_written_by_kafka_python", true)?;
+    test(
+        "lithify-kafka-log",
+        "reads_batches_written_by_kafka_python",
+        true,
+    )?;
     // Every batch the log cleaner writes, in every codec.
-    test("cleaner_output_in_every_codec", false)?;
+    test(
+        "lithify-compaction-logclean",
+        "cleaner_output_in_every_codec",
+        false,
+    )?;
     run(python().arg(&script).arg("validate-cleaned").arg(&work))?;
     // What the command line leaves behind.
     kafka_compat_cli(&work.join("from-cli"))?;

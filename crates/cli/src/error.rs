@@ -14,6 +14,16 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Log {
         /// The log crate's error.
+        source: lithify_kafka_log::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// The log cleaner failed (its message names the log, and the file
+    /// and offset of any damage).
+    #[snafu(display("{source}"))]
+    Cleaner {
+        /// The cleaner crate's error.
         source: lithify_compaction_logclean::Error,
         #[snafu(implicit)]
         location: Location,

@@ -1,139 +1,75 @@
-//! A log's settings, under Kafka's topic-config names and defaults.
+//! The cleaner's own settings, under Kafka's broker names and defaults
+//! (Kafka's `CleanerConfig`). A log's settings (`min.cleanable.dirty.ratio`,
+//! `delete.retention.ms`, ...) live in its [`LogConfig`](crate::LogConfig).
 //!
-//! | name | default | used for |
+//! | name | default | meaning |
 //! |---|---|---|
-//! | `segment.bytes` | 1073741824 | roll when the active segment would exceed it |
-//! | `segment.ms` | 604800000 | roll when the segment's first batch is this much older than the new one |
-//! | `segment.index.bytes` | 10485760 | index preallocation; roll when an index is full |
-//! | `index.interval.bytes` | 4096 | bytes between offset-index entries |
-//! | `cleanup.policy` | `delete` | `compact` rejects keyless records (and is what the cleaner cleans) |
-//! | `max.message.bytes` | 1048588 | largest batch accepted |
-//! | `compression.type` | `producer` | codec of batches built by [`Log::append`](crate::Log::append) |
-//! | `message.timestamp.type` | `CreateTime` | `LogAppendTime` stamps batches with the log's clock |
-//! | `delete.retention.ms` | 86400000 | tombstone horizon (cleaner) |
-//! | `min.compaction.lag.ms` | 0 | cleaner |
-//! | `max.compaction.lag.ms` | 9223372036854775807 | cleaner |
-//! | `min.cleanable.dirty.ratio` | 0.5 | cleaner |
-//! | `file.delete.delay.ms` | 60000 | cleaner (delay before `.deleted` files go) |
+//! | `log.cleaner.threads` | 1 | cleaner threads of a [`LogCleaner`](crate::LogCleaner) |
+//! | `log.cleaner.dedupe.buffer.size` | 134217728 | offset map memory, shared by all threads |
+//! | `log.cleaner.io.buffer.load.factor` | 0.9 | the offset map's load factor |
+//! | `log.cleaner.io.buffer.size` | 524288 | I/O buffers, shared by all threads (a thread writes in chunks of size / threads / 2) |
+//! | `log.cleaner.io.max.bytes.per.second` | 1.7976931348623157E308 | throttle on bytes read and written, all threads together |
+//! | `log.cleaner.backoff.ms` | 15000 | a thread's sleep when no log needs cleaning |
+//! | `message.max.bytes` | 1048588 | with the log's `max.message.bytes`, the largest batch the cleaner accepts |
+//! | `producer.id.expiration.ms` | 86400000 | how long an idempotent producer stays active (its last batch is kept) |
+//! | `lithify.cleaner.digest` | `md5` | `md5` (Kafka's) or `xxh3` (faster, same map layout) |
 //!
-//! Kafka 4.0 raised the minimum `segment.bytes` to 1 MiB; we keep the older
-//! minimum of 14 bytes so tests can roll tiny segments.
+//! Kafka requires more than 1 MiB of map memory per thread; we accept any
+//! memory that holds a map able to make progress (`slots * load factor >
+//! 1`), so tests can force map-full rounds with a few slots.
 //!
 //! ```
-//! use lithify_compaction_logclean::{LogConfig, codec::Compression};
+//! use lithify_compaction_logclean::CleanerConfig;
 //!
-//! let config = LogConfig::from_properties([
-//!     ("segment.bytes", "1024"),
-//!     ("cleanup.policy", "compact"),
-//!     ("compression.type", "zstd"),
+//! let c = CleanerConfig::from_properties([
+//!     ("log.cleaner.dedupe.buffer.size", "480"),
+//!     ("log.cleaner.io.buffer.load.factor", "0.75"),
 //! ]).unwrap();
-//! assert_eq!(config.segment_bytes, 1024);
-//! assert!(config.cleanup_policy.compact);
-//! assert_eq!(config.append_codec(), Compression::Zstd);
-//! assert!(LogConfig::default().set("segment.bytes", "-5").is_err());
+//! assert_eq!(c.map_memory_per_thread(), 480);
+//! assert!(CleanerConfig::default().set("log.cleaner.threads", "x").is_err());
 //! ```
 
 use std::str::FromStr;
 
-use crate::codec::Compression;
+use lithify_offsetmap::{DigestKind, LoadFactor};
+
 use crate::error::{InvalidArgumentSnafu, Result};
-use crate::record::TimestampType;
 
-/// `cleanup.policy`: a list of `compact` and `delete`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CleanupPolicy {
-    /// Whether the log is compacted by key.
-    pub compact: bool,
-    /// Whether old segments are deleted by retention.
-    pub delete: bool,
-}
-
-impl Default for CleanupPolicy {
-    fn default() -> Self {
-        CleanupPolicy {
-            compact: false,
-            delete: true,
-        }
-    }
-}
-
-impl FromStr for CleanupPolicy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        let mut policy = CleanupPolicy {
-            compact: false,
-            delete: false,
-        };
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            match part {
-                "compact" => policy.compact = true,
-                "delete" => policy.delete = true,
-                other => return Err(format!("unknown cleanup policy {other:?}")),
-            }
-        }
-        Ok(policy)
-    }
-}
-
-/// `compression.type`: keep the producer's codec, or a fixed one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CompressionType {
-    /// Keep what the producer sent (batches built by `Log::append` are
-    /// uncompressed).
-    #[default]
-    Producer,
-    /// Always this codec for batches built by `Log::append`.
-    Codec(Compression),
-}
-
-/// The settings of one log.
+/// The cleaner's settings.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LogConfig {
-    /// `segment.bytes`.
-    pub segment_bytes: i32,
-    /// `segment.ms`.
-    pub segment_ms: i64,
-    /// `segment.index.bytes`.
-    pub segment_index_bytes: i32,
-    /// `index.interval.bytes`.
-    pub index_interval_bytes: i32,
-    /// `cleanup.policy`.
-    pub cleanup_policy: CleanupPolicy,
-    /// `max.message.bytes`.
+pub struct CleanerConfig {
+    /// `log.cleaner.threads`.
+    pub threads: usize,
+    /// `log.cleaner.dedupe.buffer.size`: bytes of offset map, all threads.
+    pub dedupe_buffer_size: u64,
+    /// `log.cleaner.io.buffer.load.factor`.
+    pub dedupe_buffer_load_factor: LoadFactor,
+    /// `log.cleaner.io.buffer.size`: bytes of I/O buffers, all threads.
+    pub io_buffer_size: usize,
+    /// `log.cleaner.io.max.bytes.per.second`.
+    pub max_io_bytes_per_second: f64,
+    /// `log.cleaner.backoff.ms`.
+    pub backoff_ms: u64,
+    /// `message.max.bytes` (the broker's largest batch).
     pub max_message_bytes: i32,
-    /// `compression.type`.
-    pub compression_type: CompressionType,
-    /// `message.timestamp.type`.
-    pub message_timestamp_type: TimestampType,
-    /// `delete.retention.ms`.
-    pub delete_retention_ms: i64,
-    /// `min.compaction.lag.ms`.
-    pub min_compaction_lag_ms: i64,
-    /// `max.compaction.lag.ms`.
-    pub max_compaction_lag_ms: i64,
-    /// `min.cleanable.dirty.ratio`.
-    pub min_cleanable_dirty_ratio: f64,
-    /// `file.delete.delay.ms`.
-    pub file_delete_delay_ms: i64,
+    /// `producer.id.expiration.ms`.
+    pub producer_id_expiration_ms: i64,
+    /// `lithify.cleaner.digest`: the offset map's key digest.
+    pub digest: DigestKind,
 }
 
-impl Default for LogConfig {
+impl Default for CleanerConfig {
     fn default() -> Self {
-        LogConfig {
-            segment_bytes: 1 << 30,
-            segment_ms: 604_800_000,
-            segment_index_bytes: 10 << 20,
-            index_interval_bytes: 4096,
-            cleanup_policy: CleanupPolicy::default(),
+        CleanerConfig {
+            threads: 1,
+            dedupe_buffer_size: 128 << 20,
+            dedupe_buffer_load_factor: LoadFactor::KAFKA_DEFAULT,
+            io_buffer_size: 512 << 10,
+            max_io_bytes_per_second: f64::MAX,
+            backoff_ms: 15_000,
             max_message_bytes: 1_048_588,
-            compression_type: CompressionType::Producer,
-            message_timestamp_type: TimestampType::CreateTime,
-            delete_retention_ms: 86_400_000,
-            min_compaction_lag_ms: 0,
-            max_compaction_lag_ms: i64::MAX,
-            min_cleanable_dirty_ratio: 0.5,
-            file_delete_delay_ms: 60_000,
+            producer_id_expiration_ms: 86_400_000,
+            digest: DigestKind::Md5,
         }
     }
 }
@@ -147,145 +83,111 @@ fn parse<T: FromStr>(name: &str, value: &str) -> Result<T> {
     })
 }
 
-fn at_least<T: PartialOrd + std::fmt::Display>(name: &str, v: T, min: T) -> Result<T> {
-    if v < min {
-        return InvalidArgumentSnafu {
-            message: format!("{name}={v} is below its minimum {min}"),
-        }
-        .fail();
-    }
-    Ok(v)
+fn invalid<T>(message: String) -> Result<T> {
+    InvalidArgumentSnafu { message }.fail()
 }
 
-impl LogConfig {
-    /// Every setting name [`LogConfig::set`] accepts.
-    pub const NAMES: [&'static str; 13] = [
-        "segment.bytes",
-        "segment.ms",
-        "segment.index.bytes",
-        "index.interval.bytes",
-        "cleanup.policy",
-        "max.message.bytes",
-        "compression.type",
-        "message.timestamp.type",
-        "delete.retention.ms",
-        "min.compaction.lag.ms",
-        "max.compaction.lag.ms",
-        "min.cleanable.dirty.ratio",
-        "file.delete.delay.ms",
+impl CleanerConfig {
+    /// Every setting name [`CleanerConfig::set`] accepts.
+    pub const NAMES: [&'static str; 9] = [
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.backoff.ms",
+        "message.max.bytes",
+        "producer.id.expiration.ms",
+        "lithify.cleaner.digest",
     ];
 
     /// The defaults with `props` (Kafka names and values) applied in order.
     pub fn from_properties<'a>(
         props: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self> {
-        let mut config = LogConfig::default();
+        let mut config = CleanerConfig::default();
         for (name, value) in props {
             config.set(name, value)?;
         }
-        config.validate()?;
         Ok(config)
     }
 
     /// Sets one setting by its Kafka name, checking Kafka's bounds.
     pub fn set(&mut self, name: &str, value: &str) -> Result<&mut Self> {
         match name {
-            "segment.bytes" => self.segment_bytes = at_least(name, parse(name, value)?, 14)?,
-            "segment.ms" => self.segment_ms = at_least(name, parse(name, value)?, 1)?,
-            "segment.index.bytes" => {
-                self.segment_index_bytes = at_least(name, parse(name, value)?, 4)?
-            }
-            "index.interval.bytes" => {
-                self.index_interval_bytes = at_least(name, parse(name, value)?, 0)?
-            }
-            "cleanup.policy" => {
-                self.cleanup_policy = value
-                    .parse()
-                    .map_err(|message| InvalidArgumentSnafu { message }.build())?
-            }
-            "max.message.bytes" => self.max_message_bytes = at_least(name, parse(name, value)?, 0)?,
-            "compression.type" => {
-                self.compression_type = match value.trim() {
-                    "producer" => CompressionType::Producer,
-                    v => CompressionType::Codec(
-                        v.parse()
-                            .map_err(|message| InvalidArgumentSnafu { message }.build())?,
-                    ),
+            "log.cleaner.threads" => {
+                let n: usize = parse(name, value)?;
+                if n == 0 {
+                    return invalid(format!("{name}={value} must be at least 1"));
                 }
+                self.threads = n;
             }
-            "message.timestamp.type" => {
-                self.message_timestamp_type = match value.trim() {
-                    "CreateTime" => TimestampType::CreateTime,
-                    "LogAppendTime" => TimestampType::LogAppendTime,
-                    _ => return parse::<NeverParses>(name, value).map(|_| self),
-                }
-            }
-            "delete.retention.ms" => {
-                self.delete_retention_ms = at_least(name, parse(name, value)?, 0)?
-            }
-            "min.compaction.lag.ms" => {
-                self.min_compaction_lag_ms = at_least(name, parse(name, value)?, 0)?
-            }
-            "max.compaction.lag.ms" => {
-                self.max_compaction_lag_ms = at_least(name, parse(name, value)?, 1)?
-            }
-            "min.cleanable.dirty.ratio" => {
-                let r: f64 = parse(name, value)?;
-                if !(0.0..=1.0).contains(&r) {
-                    return InvalidArgumentSnafu {
-                        message: format!("{name}={value} is not within [0, 1]"),
+            "log.cleaner.dedupe.buffer.size" => self.dedupe_buffer_size = parse(name, value)?,
+            "log.cleaner.io.buffer.load.factor" => {
+                let lf: f64 = parse(name, value)?;
+                self.dedupe_buffer_load_factor = LoadFactor::new(lf).map_err(|e| {
+                    InvalidArgumentSnafu {
+                        message: format!("{name}={value}: {e}"),
                     }
-                    .fail();
+                    .build()
+                })?;
+            }
+            "log.cleaner.io.buffer.size" => {
+                let n: usize = parse(name, value)?;
+                if n == 0 {
+                    return invalid(format!("{name}={value} must be positive"));
                 }
-                self.min_cleanable_dirty_ratio = r;
+                self.io_buffer_size = n;
             }
-            "file.delete.delay.ms" => {
-                self.file_delete_delay_ms = at_least(name, parse(name, value)?, 0)?
-            }
-            other => {
-                return InvalidArgumentSnafu {
-                    message: format!("unknown log setting {other:?}"),
+            "log.cleaner.io.max.bytes.per.second" => {
+                let r: f64 = parse(name, value)?;
+                if r.is_nan() || r <= 0.0 {
+                    return invalid(format!("{name}={value} must be positive"));
                 }
-                .fail();
+                self.max_io_bytes_per_second = r;
             }
+            "log.cleaner.backoff.ms" => self.backoff_ms = parse(name, value)?,
+            "message.max.bytes" => {
+                let n: i32 = parse(name, value)?;
+                if n < 0 {
+                    return invalid(format!("{name}={value} must not be negative"));
+                }
+                self.max_message_bytes = n;
+            }
+            "producer.id.expiration.ms" => {
+                let n: i64 = parse(name, value)?;
+                if n < 1 {
+                    return invalid(format!("{name}={value} must be at least 1"));
+                }
+                self.producer_id_expiration_ms = n;
+            }
+            "lithify.cleaner.digest" => {
+                self.digest = match value.trim() {
+                    "md5" | "MD5" => DigestKind::Md5,
+                    "xxh3" => DigestKind::Xxh3_128,
+                    _ => return invalid(format!("{name}={value:?} is not md5 or xxh3")),
+                }
+            }
+            other => return invalid(format!("unknown cleaner setting {other:?}")),
         }
         Ok(self)
     }
 
-    /// Checks settings that constrain each other.
-    pub fn validate(&self) -> Result<()> {
-        if self.min_compaction_lag_ms > self.max_compaction_lag_ms {
-            return InvalidArgumentSnafu {
-                message: format!(
-                    "min.compaction.lag.ms={} exceeds max.compaction.lag.ms={}",
-                    self.min_compaction_lag_ms, self.max_compaction_lag_ms
-                ),
-            }
-            .fail();
-        }
-        at_least("segment.bytes", self.segment_bytes, 14)?;
-        at_least("segment.index.bytes", self.segment_index_bytes, 4)?;
-        at_least("index.interval.bytes", self.index_interval_bytes, 0)?;
-        at_least("segment.ms", self.segment_ms, 1)?;
-        Ok(())
+    /// Whether `name` is one of the cleaner's settings.
+    pub fn is_cleaner_setting(name: &str) -> bool {
+        Self::NAMES.contains(&name)
     }
 
-    /// The codec [`Log::append`](crate::Log::append) compresses with.
-    pub fn append_codec(&self) -> Compression {
-        match self.compression_type {
-            CompressionType::Producer => Compression::None,
-            CompressionType::Codec(c) => c,
-        }
+    /// Offset map memory of one thread: `dedupe.buffer.size / threads`,
+    /// capped at `i32::MAX` bytes as Kafka caps it.
+    pub fn map_memory_per_thread(&self) -> usize {
+        let per = self.dedupe_buffer_size / self.threads.max(1) as u64;
+        usize::try_from(per.min(i32::MAX as u64)).unwrap_or(i32::MAX as usize)
     }
-}
 
-/// A type no string parses as, to report a bad enum value uniformly.
-struct NeverParses;
-
-impl FromStr for NeverParses {
-    type Err = ();
-    fn from_str(_: &str) -> Result<Self, ()> {
-        Err(())
+    /// The chunk size one thread writes in: `io.buffer.size / threads / 2`.
+    pub fn write_buffer_per_thread(&self) -> usize {
+        (self.io_buffer_size / self.threads.max(1) / 2).max(1)
     }
 }
 
@@ -296,52 +198,31 @@ mod tests {
     #[test]
     fn every_name_is_accepted_and_bad_values_are_named() {
         let good = [
-            "1024",
-            "60000",
-            "4096",
-            "10",
-            "compact,delete",
-            "1000",
-            "lz4",
-            "LogAppendTime",
-            "0",
-            "0",
-            "100",
-            "0.25",
-            "0",
+            "4", "1000000", "0.5", "65536", "1e6", "10", "2000000", "1000", "xxh3",
         ];
-        let mut c = LogConfig::default();
-        for (name, value) in LogConfig::NAMES.iter().zip(good) {
+        let mut c = CleanerConfig::default();
+        for (name, value) in CleanerConfig::NAMES.iter().zip(good) {
             c.set(name, value).unwrap();
+            assert!(CleanerConfig::is_cleaner_setting(name));
         }
-        assert_eq!(
-            c.cleanup_policy,
-            CleanupPolicy {
-                compact: true,
-                delete: true
-            }
-        );
-        assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
-        assert_eq!(c.append_codec(), Compression::Lz4);
+        assert_eq!(c.threads, 4);
+        assert_eq!(c.map_memory_per_thread(), 250_000);
+        assert_eq!(c.write_buffer_per_thread(), 8192);
+        assert_eq!(c.digest, DigestKind::Xxh3_128);
         for (name, value) in [
-            ("segment.bytes", "13"),
-            ("segment.bytes", "x"),
-            ("cleanup.policy", "forever"),
-            ("message.timestamp.type", "Now"),
-            ("min.cleanable.dirty.ratio", "1.5"),
-            ("compression.type", "brotli"),
-            ("no.such.setting", "1"),
+            ("log.cleaner.threads", "0"),
+            ("log.cleaner.io.buffer.load.factor", "0"),
+            ("log.cleaner.io.buffer.load.factor", "1.5"),
+            ("log.cleaner.io.max.bytes.per.second", "-1"),
+            ("lithify.cleaner.digest", "sha1"),
+            ("log.cleaner.enable.magic", "true"),
         ] {
-            let err = LogConfig::default()
-                .set(name, value)
-                .unwrap_err()
-                .to_string();
-            assert!(err.starts_with("invalid argument"), "{err}");
+            let err = CleanerConfig::default().set(name, value).unwrap_err();
+            assert!(err.to_string().contains(name), "{err}");
         }
-        let err = LogConfig::from_properties([
-            ("min.compaction.lag.ms", "10"),
-            ("max.compaction.lag.ms", "5"),
-        ]);
-        assert!(err.is_err());
+        let huge =
+            CleanerConfig::from_properties([("log.cleaner.dedupe.buffer.size", "99999999999")])
+                .unwrap();
+        assert_eq!(huge.map_memory_per_thread(), i32::MAX as usize);
     }
 }

@@ -1,82 +1,80 @@
-//! Kafka-format segmented logs: the storage the lithify log cleaner works
-//! on.
+//! Kafka's log cleaner (log compaction) on the Kafka-format logs of
+//! [`lithify_kafka_log`].
 //!
-//! A [`Log`] is a partition directory (`<topic>-<partition>`) of segments
-//! in **Kafka's own on-disk format**, so a Kafka partition directory can be
-//! opened and what we write can be read by Kafka's tools:
+//! A cleaning round keeps the latest record of every key of a log, as
+//! Kafka's cleaner does:
 //!
-//! * `<base offset, 20 digits>.log`: RecordBatch v2 batches ([`record`]),
-//!   CRC-32C, big-endian headers, zigzag varints ([`coding`]), records
-//!   compressed with any Kafka codec ([`codec`]): none, gzip, snappy
-//!   (xerial framing), lz4 (frame format), zstd;
-//! * `.index` and `.timeindex` ([`index`]): offset and time indexes,
-//!   preallocated while active and trimmed when the segment rolls;
-//! * [`LogSegment`] appends, rolls, recovers and renames a segment;
-//! * [`Log::open`] runs Kafka's recovery ([`recovery`]): leftover
-//!   `.deleted`/`.cleaned`/`.swap` files of an interrupted segment
-//!   replacement are completed or rolled back, missing or corrupt indexes
-//!   are rebuilt from their `.log`, and the segments from the recovery
-//!   point on are re-validated batch by batch. Damage below the recovery
-//!   point (bytes that were flushed, as `recovery-point-offset-checkpoint`
-//!   records) is refused with the file and byte offset; only bytes above
-//!   it are truncated, and those are kept under the partition's `lost/`
-//!   ([`lost`]) and listed in the [`RecoveryReport`];
-//! * [`Log::close`] leaves the directory as Kafka leaves one after a clean
-//!   shutdown: indexes trimmed to their entries, everything synced;
-//! * settings use Kafka's names and defaults ([`LogConfig`]).
+//! * [`LogCleanerManager`] chooses the dirtiest log (its dirty ratio, or
+//!   `max.compaction.lag.ms`, or tombstones past their delete horizon;
+//!   [`LogToClean`]), keeps the per-partition cleaning states (in
+//!   progress, aborted, paused; loom-checked) and the data directory's
+//!   `cleaner-offset-checkpoint` ([`checkpoint`]), and quarantines logs
+//!   whose rounds fail;
+//! * a [`Cleaner`] runs one round: an offset map (`lithify-offsetmap`'s
+//!   `SkimpyOffsetMap`, MD5 digests) of the dirty section, a rewrite of
+//!   the segments below its end (original offsets kept, tombstones kept
+//!   until their delete horizon, KIP-534) into `.cleaned` segments grouped
+//!   as Kafka groups them, then a crash-safe swap of all of them at once
+//!   ([`Log::replace_segments`](lithify_kafka_log::Log::replace_segments));
+//! * [`LogCleaner`] is the service: `log.cleaner.threads` threads, the
+//!   `log.cleaner.io.max.bytes.per.second` [`Throttler`], a
+//!   [`CleanerEvent`] per round carrying Kafka's "Cleaner stats"
+//!   ([`RoundReport`]).
 //!
-//! Every file goes through a [`lithify_vfs::FileSystem`], so crash tests
-//! run on `MemFs`. Errors ([`Error`]) name the file and byte offset of any
-//! bad input; corruption is an error value, never a panic.
+//! A log is shared between its owner (who appends) and the cleaner as a
+//! [`SharedLog`]: the cleaner holds its lock only to take a snapshot of the
+//! segment list and to swap segments, so appends and reads go on during a
+//! round. Settings use Kafka's broker names ([`CleanerConfig`]); a log's
+//! own settings (`min.cleanable.dirty.ratio`, `delete.retention.ms`, ...)
+//! are in its [`LogConfig`](lithify_kafka_log::LogConfig).
+//!
+//! Errors ([`Error`]) wrap the log's errors (file and byte offset of any
+//! damage) as their source.
 //!
 //! ```
-//! use std::sync::Arc;
 //! use std::path::Path;
+//! use std::sync::Arc;
 //! use lithify_vfs::MemFs;
-//! use lithify_compaction_logclean::{Log, LogConfig, record::SimpleRecord};
+//! use lithify_kafka_log::{Log, LogConfig, ManualClock, SimpleRecord};
+//! use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
 //!
 //! let fs = Arc::new(MemFs::new());
-//! let config = LogConfig::from_properties([("segment.bytes", "200"), ("compression.type", "gzip")]).unwrap();
-//! let mut log = Log::open(fs, Path::new("/kafka/events-0"), config).unwrap();
-//! for i in 0..10 {
-//!     log.append(&[SimpleRecord::new(i, format!("key-{i}"), "value")]).unwrap();
+//! let config = LogConfig::from_properties([("cleanup.policy", "compact"), ("segment.bytes", "300")]).unwrap();
+//! let mut log = Log::open(fs.clone(), Path::new("/kafka/users-0"), config).unwrap();
+//! for i in 0..30 {
+//!     log.append(&[SimpleRecord::new(i, format!("user-{}", i % 3), format!("v{i}"))]).unwrap();
 //! }
-//! assert!(log.segments().count() > 1, "small segments rolled");
-//! let batches = log.read(4, 1).unwrap();
-//! assert_eq!(batches[0].base_offset(), 4);
+//! let cleaner = LogCleaner::new(CleanerConfig::default(), fs.clone(), Arc::new(ManualClock::new(1_000)));
+//! cleaner.add_log(shared_log(log)).unwrap();
+//! let events = cleaner.clean_eligible_once().unwrap();
+//! let CleanerEvent::Cleaned(report) = &events[0] else { panic!("{events:?}") };
+//! assert!(report.stats.messages_written < report.stats.messages_read);
 //! ```
 
 pub mod checkpoint;
-pub mod cleaner;
-pub mod clock;
-pub mod codec;
-pub mod coding;
-pub mod config;
-pub mod error;
-pub mod file_batches;
-pub mod index;
-pub mod log;
-pub mod lost;
-pub mod naming;
-pub mod record;
-pub mod recovery;
-pub mod segment;
+mod config;
+mod error;
+mod filter;
+mod grouping;
+mod manager;
+mod round;
+mod service;
+mod states;
+mod stats;
+mod throttler;
+mod to_clean;
 
 /// The README's examples, run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-pub use checkpoint::TopicPartition;
-pub use cleaner::config::CleanerConfig;
-pub use cleaner::manager::{Grab, LogCleanerManager, SharedLog, shared_log};
-pub use cleaner::round::{Cleaner, RoundOutcome};
-pub use cleaner::service::{CleanerEvent, LogCleaner};
-pub use cleaner::stats::{CleanerStats, RoundReport};
-pub use cleaner::to_clean::{CleaningReason, LogToClean};
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{CleanupPolicy, CompressionType, LogConfig};
+pub use config::CleanerConfig;
 pub use error::{Error, Result};
-pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, SegmentInfo};
-pub use recovery::{RecoveryPointSource, RecoveryReport, Truncation};
-pub use segment::{LogSegment, RollParams, SegmentProblem, SegmentRecovery};
+pub use manager::{Grab, LogCleanerManager, SharedLog, shared_log};
+pub use round::{Cleaner, RoundOutcome};
+pub use service::{CleanerEvent, LogCleaner};
+pub use states::CleaningState;
+pub use stats::{CleanerStats, RoundReport};
+pub use throttler::{Pacer, SystemPacer, Throttler};
+pub use to_clean::{CleaningReason, LogToClean};

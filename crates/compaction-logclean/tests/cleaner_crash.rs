@@ -12,11 +12,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
-use lithify_compaction_logclean::record::SimpleRecord;
-use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, Log, LogCleaner, LogConfig, ManualClock, OpenOptions, shared_log,
-};
+use lithify_compaction_logclean::checkpoint;
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+use lithify_kafka_log::TopicPartition;
+use lithify_kafka_log::record::SimpleRecord;
+use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
 use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
 
 const NOW: i64 = 50_000;

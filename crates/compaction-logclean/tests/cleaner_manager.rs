@@ -9,14 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
-use lithify_compaction_logclean::cleaner::states::CleaningState;
-use lithify_compaction_logclean::naming::{FileKind, Suffix, file_name};
-use lithify_compaction_logclean::record::{BatchBuilder, RecordBatch, SimpleRecord};
+use lithify_compaction_logclean::CleaningState;
+use lithify_compaction_logclean::checkpoint;
 use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, CleaningReason, LogCleaner, LogConfig, ManualClock, SharedLog,
-    shared_log,
+    CleanerConfig, CleanerEvent, CleaningReason, LogCleaner, SharedLog, shared_log,
 };
+use lithify_kafka_log::TopicPartition;
+use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
+use lithify_kafka_log::record::{BatchBuilder, RecordBatch, SimpleRecord};
+use lithify_kafka_log::{LogConfig, ManualClock};
 use lithify_vfs::{FileSystem, MemFs, read_file, write_file_atomic};
 
 fn tp(t: &str, p: i32) -> TopicPartition {

@@ -17,11 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use lithify_compaction_logclean::codec::Compression;
-use lithify_compaction_logclean::record::SimpleRecord;
-use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, Log, LogCleaner, LogConfig, ManualClock, OpenOptions, shared_log,
-};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+use lithify_kafka_log::codec::Compression;
+use lithify_kafka_log::record::SimpleRecord;
+use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
 
@@ -135,8 +134,7 @@ fn run(ops: Vec<Op>, retention: u16) -> Result<(), TestCaseError> {
                 // A producer-built batch in the chosen codec.
                 let codec = Compression::ALL[codec as usize];
                 let base = l.log_end_offset();
-                let mut b =
-                    lithify_compaction_logclean::record::BatchBuilder::new(base).compression(codec);
+                let mut b = lithify_kafka_log::record::BatchBuilder::new(base).compression(codec);
                 for (i, r) in batch.iter().enumerate() {
                     b.append(
                         base + i as i64,
@@ -147,8 +145,7 @@ fn run(ops: Vec<Op>, retention: u16) -> Result<(), TestCaseError> {
                     )
                     .unwrap();
                 }
-                let batch_bytes =
-                    lithify_compaction_logclean::record::RecordBatch::parse(b.build()).unwrap();
+                let batch_bytes = lithify_kafka_log::record::RecordBatch::parse(b.build()).unwrap();
                 l.append_batch(batch_bytes).unwrap();
                 l.flush().unwrap();
                 for (i, r) in batch.iter().enumerate() {

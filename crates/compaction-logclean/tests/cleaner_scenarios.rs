@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use common::*;
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::naming::{FileKind, Suffix, file_name};
-use lithify_compaction_logclean::record::batch::DELETE_HORIZON_FLAG_MASK;
-use lithify_compaction_logclean::record::{BatchBuilder, RecordBatch, SimpleRecord};
+use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
+use lithify_kafka_log::record::DELETE_HORIZON_FLAG_MASK;
+use lithify_kafka_log::record::{BatchBuilder, RecordBatch, SimpleRecord};
+
 use lithify_compaction_logclean::{Error, LogToClean};
 use lithify_vfs::{FileSystem, MemFs, read_file};
 
@@ -392,7 +393,7 @@ fn keyless_records_in_range_are_dropped_and_counted() {
     );
 }
 
-use lithify_compaction_logclean::LogConfig;
+use lithify_kafka_log::LogConfig;
 
 fn idempotent(base: i64, pid: i64, seq: i32, ts: i64, key: &str) -> RecordBatch {
     let mut b = BatchBuilder::new(base).producer(pid, 0, seq);

@@ -33,12 +33,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
-use lithify_compaction_logclean::naming::{FileKind, Suffix, file_name};
-use lithify_compaction_logclean::record::{BatchPrefix, SimpleRecord};
-use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, Log, LogCleaner, LogConfig, ManualClock, OpenOptions, shared_log,
-};
+use lithify_compaction_logclean::checkpoint;
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+use lithify_kafka_log::TopicPartition;
+use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
+use lithify_kafka_log::record::{BatchPrefix, SimpleRecord};
+use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
 use lithify_vfs::{FileSystem, MemFs, OsFs, read_file, write_file_atomic};
 
 /// The files damaged.
@@ -106,7 +106,7 @@ fn config() -> LogConfig {
     .unwrap()
 }
 
-fn open(fs: &Arc<dyn FileSystem>, dir: &Path) -> lithify_compaction_logclean::Result<Log> {
+fn open(fs: &Arc<dyn FileSystem>, dir: &Path) -> lithify_kafka_log::Result<Log> {
     let options = OpenOptions {
         recovery_point: None,
         clock: Arc::new(ManualClock::new(TS)),
@@ -116,7 +116,7 @@ fn open(fs: &Arc<dyn FileSystem>, dir: &Path) -> lithify_compaction_logclean::Re
 
 type Records = Vec<(i64, String, Option<String>)>;
 
-fn records(log: &Log) -> lithify_compaction_logclean::Result<Records> {
+fn records(log: &Log) -> lithify_kafka_log::Result<Records> {
     log.records_from(log.log_start_offset())?
         .map(|r| {
             r.map(|r| {

@@ -18,13 +18,15 @@ use std::sync::Arc;
 
 use common::*;
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
-use lithify_compaction_logclean::naming::{FileKind, Suffix, file_name};
-use lithify_compaction_logclean::record::{BatchPrefix, SimpleRecord};
+use lithify_compaction_logclean::checkpoint;
 use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, Error, Log, LogCleaner, LogConfig, LogToClean, ManualClock,
-    OpenOptions, RecoveryPointSource, shared_log,
+    CleanerConfig, CleanerEvent, LogCleaner, LogToClean, shared_log,
 };
+use lithify_kafka_log::TopicPartition;
+use lithify_kafka_log::checkpoint as recovery_points;
+use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
+use lithify_kafka_log::record::{BatchPrefix, SimpleRecord};
+use lithify_kafka_log::{Error, Log, LogConfig, ManualClock, OpenOptions, RecoveryPointSource};
 use lithify_vfs::{FileSystem, MemFs, OsFs, read_file, write_file_atomic};
 
 /// Runs `test` on a fresh `MemFs` (data directory `/data`) and on real
@@ -198,7 +200,8 @@ fn a_bad_magic_byte_in_the_flushed_active_segment_is_refused() {
         log.flush().unwrap();
         assert_eq!(log.recovery_point(), 40);
         drop(log);
-        let cp = checkpoint::read_file(&*fs, &root.join(checkpoint::RECOVERY_POINT_FILE_NAME));
+        let cp =
+            recovery_points::read_file(&*fs, &root.join(recovery_points::RECOVERY_POINT_FILE_NAME));
         assert_eq!(cp.unwrap()[&TopicPartition::new("t", 0)], 40);
 
         let active = log_path(&dir, 0);
@@ -518,7 +521,8 @@ fn the_recovery_point_is_checkpointed_by_flush_roll_and_close() {
     on_both(|fs, root| {
         let config = compact(&[]);
         let cp = || {
-            checkpoint::read_file(&*fs, &root.join(checkpoint::RECOVERY_POINT_FILE_NAME)).unwrap()
+            recovery_points::read_file(&*fs, &root.join(recovery_points::RECOVERY_POINT_FILE_NAME))
+                .unwrap()
         };
         let mut a = open(&fs, &root.join("a-0"), &config).unwrap();
         let mut b = open(&fs, &root.join("b-3"), &config).unwrap();

@@ -1,21 +1,28 @@
 //! lithify: an LSM key-value database with RocksDB-style leveled
 //! compaction, and a Kafka-style log cleaner — the one crate to depend on.
 //!
-//! * [`Db`] is the database ([`lithify_engine`]): group-committed writes
-//!   through a write-ahead log, memtables flushed to sorted tables,
-//!   background leveled compaction, snapshots, iterators in both
-//!   directions, write stalls, and statistics that measure write, read and
-//!   space amplification.
-//! * [`log`] holds the Kafka-format segmented logs and their cleaner
-//!   ([`lithify_compaction_logclean`]).
+//! * `Db` is the database (`lithify-engine`, feature `db`):
+//!   group-committed writes through a write-ahead log, memtables flushed to
+//!   sorted tables, background leveled compaction, snapshots, iterators in
+//!   both directions, write stalls, and statistics that measure write, read
+//!   and space amplification.
+//! * `log` holds the Kafka-format segmented logs (`lithify-kafka-log`) and
+//!   their cleaner (`lithify-compaction-logclean`), feature `log`.
 //! * [`vfs`] is the file-system layer every file goes through (the real
 //!   one, an in-memory one that simulates power loss, a fault injector).
 //! * [`Error`] is the one error type: every fallible call of this crate's
 //!   re-exports converts into it with `?`.
 //!
+//! Both features are on by default. A user who wants only the database
+//! turns `log` off (`default-features = false, features = ["db"]`) and
+//! builds none of the Kafka side (its codecs and checksum crates); one who
+//! wants only the logs turns `db` off.
+//!
 //! ```
+//! # #[cfg(feature = "db")]
 //! use lithify::{Db, Options, ReadOptions, WriteBatch};
 //!
+//! # #[cfg(feature = "db")]
 //! fn main() -> lithify::Result<()> {
 //!     let dir = tempfile::tempdir().unwrap();
 //!     let db = Db::open(dir.path(), Options::default())?;
@@ -55,12 +62,15 @@
 //!     Ok(())
 //! }
 //! # fn bytes_of(b: &'static [u8]) -> lithify::Bytes { lithify::Bytes::from_static(b) }
+//! # #[cfg(not(feature = "db"))]
+//! # fn main() {}
 //! ```
 
 use snafu::Snafu;
 
 pub use bytes::Bytes;
 pub use lithify_base::{Classify, ErrorKind};
+#[cfg(feature = "db")]
 pub use lithify_engine::{
     AdaptiveOptions, AdaptiveThresholds, BlockCache, BottommostLevelCompaction,
     CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy,
@@ -73,13 +83,15 @@ pub use lithify_engine::{
 
 /// The Kafka-style log: segmented logs of keyed records in Kafka's on-disk
 /// format, and the cleaner that compacts them by key.
+#[cfg(feature = "log")]
 pub mod log {
-    pub use lithify_compaction_logclean::record::SimpleRecord;
     pub use lithify_compaction_logclean::{
-        AppendInfo, CleanerConfig, CleanerEvent, CleanerStats, CleanupPolicy, Clock,
-        CompressionType, Log, LogCleaner, LogCleanerManager, LogConfig, ManualClock, OpenOptions,
-        RecoveryPointSource, RecoveryReport, SegmentInfo, SystemClock, TopicPartition, Truncation,
-        shared_log,
+        CleanerConfig, CleanerEvent, CleanerStats, LogCleaner, LogCleanerManager, shared_log,
+    };
+    pub use lithify_kafka_log::{
+        AppendInfo, CleanupPolicy, Clock, CompressionType, Log, LogConfig, ManualClock,
+        OpenOptions, RecoveryPointSource, RecoveryReport, SegmentInfo, SimpleRecord, SystemClock,
+        TopicPartition, Truncation,
     };
 }
 
@@ -88,23 +100,33 @@ pub mod vfs {
     pub use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind, OsFs};
 }
 
-/// Any error of lithify: the database's or the log's. Both convert into
-/// it with `?`; [`kind`](Error::kind) classifies it (I/O, corruption,
-/// invalid argument, no space, refused after an earlier failure).
+/// Any error of lithify: the database's, the log's or the log cleaner's.
+/// Each converts into it with `?`; [`kind`](Error::kind) classifies it
+/// (I/O, corruption, invalid argument, no space, refused after an earlier
+/// failure).
 #[derive(Debug, Snafu)]
 #[snafu(visibility(pub(crate)))]
 #[non_exhaustive]
 pub enum Error {
     /// The database failed.
+    #[cfg(feature = "db")]
     #[snafu(display("{source}"), context(false))]
     Db {
         /// The engine's error.
         source: lithify_engine::Error,
     },
-    /// A log or the log cleaner failed.
+    /// A log failed.
+    #[cfg(feature = "log")]
     #[snafu(display("{source}"), context(false))]
     Log {
         /// The log's error.
+        source: lithify_kafka_log::Error,
+    },
+    /// The log cleaner failed.
+    #[cfg(feature = "log")]
+    #[snafu(display("{source}"), context(false))]
+    Cleaner {
+        /// The cleaner's error.
         source: lithify_compaction_logclean::Error,
     },
 }
@@ -115,8 +137,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Classify for Error {
     fn kind(&self) -> ErrorKind {
         match self {
+            #[cfg(feature = "db")]
             Error::Db { source } => source.kind(),
+            #[cfg(feature = "log")]
             Error::Log { source } => source.kind(),
+            #[cfg(feature = "log")]
+            Error::Cleaner { source } => source.kind(),
         }
     }
 }
@@ -134,11 +160,11 @@ impl Error {
 }
 
 /// The README's example, run as a doctest so it stays true.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "db"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "db", feature = "log"))]
 mod tests {
     use std::path::Path;
     use std::sync::Arc;

@@ -12,13 +12,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
-use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, Log, LogCleaner, ManualClock, OpenOptions, shared_log,
-};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+use lithify_kafka_log::{Log, ManualClock, OpenOptions};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
-use crate::error::{FailuresSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
+use crate::error::{CleanerSnafu, FailuresSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
 use crate::log::workload::{Rng, Workload};
 
@@ -162,8 +161,8 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
 
     // 3. One cleaning round.
     let svc = LogCleaner::new(cleaner_config, fs.clone(), Arc::new(ManualClock::new(NOW)));
-    svc.add_log(shared_log(log)).context(LogSnafu)?;
-    let events = svc.clean_eligible_once().context(LogSnafu)?;
+    svc.add_log(shared_log(log)).context(CleanerSnafu)?;
+    let events = svc.clean_eligible_once().context(CleanerSnafu)?;
     let report = match events.as_slice() {
         [CleanerEvent::Cleaned(r)] => r.clone(),
         other => {

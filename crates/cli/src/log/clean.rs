@@ -15,15 +15,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use lithify_compaction_logclean::checkpoint::TopicPartition;
-use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, Clock, Log, LogCleaner, LogConfig, ManualClock, OpenOptions,
-    SharedLog, SystemClock, shared_log,
-};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, SharedLog, shared_log};
+use lithify_kafka_log::TopicPartition;
+use lithify_kafka_log::{Clock, Log, LogConfig, ManualClock, OpenOptions, SystemClock};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
-use crate::error::{FailuresSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
+use crate::error::{CleanerSnafu, FailuresSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, read_properties, split};
 use crate::log::warn_recovery;
 
@@ -70,12 +68,12 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
     if let Some(m) = a.map_memory {
         cleaner_config
             .set("log.cleaner.dedupe.buffer.size", &m.to_string())
-            .context(LogSnafu)?;
+            .context(CleanerSnafu)?;
     }
     if let Some(lf) = a.load_factor {
         cleaner_config
             .set("log.cleaner.io.buffer.load.factor", &lf.to_string())
-            .context(LogSnafu)?;
+            .context(CleanerSnafu)?;
     }
     let mut per_log: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for s in &a.log_config {
@@ -130,7 +128,7 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
             Ok(log) => {
                 warn_recovery(&log);
                 let log = shared_log(log);
-                svc.add_log(log.clone()).context(LogSnafu)?;
+                svc.add_log(log.clone()).context(CleanerSnafu)?;
                 opened.push((tp, log));
             }
             Err(e) => {
@@ -148,7 +146,7 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
         }
         .fail();
     }
-    let events = svc.clean_eligible_once().context(LogSnafu)?;
+    let events = svc.clean_eligible_once().context(CleanerSnafu)?;
     for e in &events {
         match e {
             // Failures and problems are errors: one sentence each on

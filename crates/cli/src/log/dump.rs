@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
-use lithify_compaction_logclean::file_batches::FileBatches;
-use lithify_compaction_logclean::naming::{self, FileKind, Suffix};
-use lithify_compaction_logclean::record::{RecordBatch, TimestampType};
+use lithify_compaction_logclean::checkpoint::FILE_NAME as CLEANER_CHECKPOINT;
+use lithify_kafka_log::FileBatches;
+use lithify_kafka_log::checkpoint::{self, TopicPartition};
+use lithify_kafka_log::naming::{self, FileKind, Suffix};
+use lithify_kafka_log::record::{RecordBatch, TimestampType};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
@@ -79,7 +80,7 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool) -> Result<()> {
     }
     // A data directory: the checkpoints, then each log directory.
     let mut first_error = None;
-    for file in [checkpoint::FILE_NAME, checkpoint::RECOVERY_POINT_FILE_NAME] {
+    for file in [CLEANER_CHECKPOINT, checkpoint::RECOVERY_POINT_FILE_NAME] {
         if names.iter().any(|n| n == file)
             && let Err(e) = dump_checkpoint(fs, &dir.join(file))
         {
@@ -99,7 +100,7 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool) -> Result<()> {
     }
     let checkpoints = names
         .iter()
-        .any(|n| n == checkpoint::FILE_NAME || n == checkpoint::RECOVERY_POINT_FILE_NAME);
+        .any(|n| n == CLEANER_CHECKPOINT || n == checkpoint::RECOVERY_POINT_FILE_NAME);
     if !found && first_error.is_none() && !checkpoints {
         return UsageSnafu {
             message: format!(
@@ -117,7 +118,7 @@ fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    if name == checkpoint::FILE_NAME || name == checkpoint::RECOVERY_POINT_FILE_NAME {
+    if name == CLEANER_CHECKPOINT || name == checkpoint::RECOVERY_POINT_FILE_NAME {
         return dump_checkpoint(fs, path);
     }
     match naming::parse(name).map(|p| p.kind) {
@@ -138,7 +139,7 @@ fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
 fn dump_checkpoint(fs: &dyn FileSystem, path: &Path) -> Result<()> {
     println!("Dumping {}", path.display());
     let entries = checkpoint::read_file(fs, path).context(LogSnafu)?;
-    let what = if path.file_name().and_then(|n| n.to_str()) == Some(checkpoint::FILE_NAME) {
+    let what = if path.file_name().and_then(|n| n.to_str()) == Some(CLEANER_CHECKPOINT) {
         "firstDirtyOffset"
     } else {
         "recoveryPoint"

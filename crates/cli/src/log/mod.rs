@@ -39,7 +39,7 @@ pub(crate) enum LogCommand {
 /// Tells, on stderr, what opening `log` dropped and where the bytes were
 /// kept: recovery truncates only bytes above the recovery point (never
 /// flushed), but never silently.
-pub(crate) fn warn_recovery(log: &lithify_compaction_logclean::Log) {
+pub(crate) fn warn_recovery(log: &lithify_kafka_log::Log) {
     let report = log.recovery_report();
     for t in &report.truncations {
         eprintln!("warning: log {}: {t}", log.dir().display());

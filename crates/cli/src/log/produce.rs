@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use lithify_compaction_logclean::checkpoint::TopicPartition;
-use lithify_compaction_logclean::{Clock, Log, ManualClock, OpenOptions, SystemClock};
+use lithify_kafka_log::TopicPartition;
+use lithify_kafka_log::{Clock, Log, ManualClock, OpenOptions, SystemClock};
 use lithify_vfs::OsFs;
 use snafu::ResultExt as _;
 

@@ -4,11 +4,12 @@
 
 use std::path::Path;
 
-use lithify_compaction_logclean::{CleanerConfig, LogConfig};
+use lithify_compaction_logclean::CleanerConfig;
+use lithify_kafka_log::LogConfig;
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
 
-use crate::error::{IoSnafu, LogSnafu, Result, UsageSnafu};
+use crate::error::{CleanerSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
 
 /// Splits `name=value`.
 pub(crate) fn split(setting: &str) -> Result<(&str, &str)> {
@@ -39,7 +40,7 @@ pub(crate) fn apply(
     if CleanerConfig::is_cleaner_setting(name) {
         match cleaner {
             Some(c) => {
-                c.set(name, value).context(LogSnafu)?;
+                c.set(name, value).context(CleanerSnafu)?;
             }
             None => {
                 return UsageSnafu {

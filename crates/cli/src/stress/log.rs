@@ -21,12 +21,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use lithify_compaction_logclean::checkpoint::{self, TopicPartition};
-use lithify_compaction_logclean::record::SimpleRecord;
-use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, Clock, Log, LogCleaner, LogConfig, OpenOptions, SharedLog,
-    SystemClock, shared_log,
-};
+use lithify_compaction_logclean::checkpoint;
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, SharedLog, shared_log};
+use lithify_kafka_log::TopicPartition;
+use lithify_kafka_log::record::SimpleRecord;
+use lithify_kafka_log::{Clock, Log, LogConfig, OpenOptions, SystemClock};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
@@ -35,7 +34,7 @@ use super::log_expected::{
     LogExpected, PartitionState, check_partition, latest_records, log_key, log_value,
     resolve_partition,
 };
-use crate::error::{IoSnafu, LogSnafu, Result, StressFailedSnafu, UsageSnafu};
+use crate::error::{CleanerSnafu, IoSnafu, LogSnafu, Result, StressFailedSnafu, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
 use crate::rng::Rng;
 
@@ -209,10 +208,10 @@ pub(crate) fn run(a: LogStressArgs) -> Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let cleaner = LogCleaner::new(cleaner_config, fs.clone(), clock);
     for log in &logs {
-        cleaner.add_log(log.clone()).context(LogSnafu)?;
+        cleaner.add_log(log.clone()).context(CleanerSnafu)?;
     }
     let events = cleaner.events();
-    cleaner.startup().context(LogSnafu)?;
+    cleaner.startup().context(CleanerSnafu)?;
 
     let stop = AtomicBool::new(false);
     let appended = AtomicU64::new(0);

@@ -5,11 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::record::{RecordBatch, SimpleRecord};
 use lithify_compaction_logclean::{
-    Cleaner, CleanerConfig, Log, LogConfig, LogToClean, ManualClock, OpenOptions, RoundOutcome,
-    cleaner::throttler::{SystemPacer, Throttler},
+    Cleaner, CleanerConfig, LogToClean, RoundOutcome, SystemPacer, Throttler,
 };
+use lithify_kafka_log::record::{RecordBatch, SimpleRecord};
+use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
 use lithify_vfs::FileSystem;
 
 /// A compacted log's config with `props` applied.

@@ -1,0 +1,200 @@
+//! Pass 2 on one batch: which records stay, and the bytes that represent
+//! them (Kafka's `MemoryRecords.filterTo` with the cleaner's
+//! `RecordFilter`, for data batches).
+//!
+//! A record is kept when its offset is beyond what the offset map covers
+//! (`offset > latest_offset`), or when it has a key, its offset is at least
+//! the map's offset for that key (a key absent from the map counts as -1),
+//! and it has a value or its tombstone must still be kept: the batch has no
+//! delete horizon yet, or now is before it. A keyless record within the
+//! mapped range is dropped and counted as invalid.
+//!
+//! The kept records are written as:
+//!
+//! * the **original bytes**, when every record stays and no delete horizon
+//!   needs setting;
+//! * a **rebuilt batch** otherwise: same base offset, last offset (so the
+//!   last sequence survives), producer fields, partition leader epoch,
+//!   flags and codec; base timestamp = the first kept record's timestamp,
+//!   or the delete horizon when there is one (set to `now +
+//!   delete.retention.ms` the first time kept records include a tombstone,
+//!   attribute bit 6); record timestamps stay absolute;
+//! * a 61-byte **empty header** when nothing stays but the batch must
+//!   (`retain_empty`: an active producer's last batch, the round's last
+//!   batch);
+//! * nothing.
+
+use lithify_offsetmap::OffsetMap;
+
+use crate::error::Result;
+use lithify_kafka_log::record::{
+    BatchBuilder, BatchRecords, RecordBatch, RecordView, TimestampType,
+};
+
+/// What a round knows when it filters a batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FilterContext<'a> {
+    /// The round's offset map.
+    pub map: &'a OffsetMap,
+    /// The last offset the map covers (-1: none).
+    pub latest_offset: i64,
+    /// The round's time.
+    pub now: i64,
+    /// The log's `delete.retention.ms`.
+    pub delete_retention_ms: i64,
+}
+
+/// What becomes of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BatchFate {
+    /// Written as it is.
+    Copied,
+    /// Written as this new batch (kept records, or an empty header).
+    Rewritten(RecordBatch),
+    /// Not written.
+    Dropped,
+}
+
+/// The outcome of filtering one batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Filtered {
+    /// What to write.
+    pub fate: BatchFate,
+    /// Records in the batch.
+    pub records_read: u64,
+    /// Records kept.
+    pub records_kept: u64,
+    /// Keyless records dropped.
+    pub invalid: u64,
+    /// Tombstones dropped (past their horizon, or superseded).
+    pub tombstones_dropped: u64,
+    /// Whether this round stamped the delete horizon.
+    pub horizon_set: bool,
+    /// The delete horizon of the written batch, if any.
+    pub delete_horizon_ms: Option<i64>,
+    /// Whether the written batch is an empty header.
+    pub empty_header: bool,
+}
+
+impl Filtered {
+    /// The batch to write for `batch`.
+    pub(crate) fn written<'b>(&'b self, batch: &'b RecordBatch) -> Option<&'b RecordBatch> {
+        match &self.fate {
+            BatchFate::Copied => Some(batch),
+            BatchFate::Rewritten(b) => Some(b),
+            BatchFate::Dropped => None,
+        }
+    }
+}
+
+fn should_retain(ctx: &FilterContext<'_>, batch_horizon: Option<i64>, r: &RecordView<'_>) -> Keep {
+    if r.offset > ctx.latest_offset {
+        return Keep::Yes;
+    }
+    let Some(key) = r.key else {
+        return Keep::Invalid;
+    };
+    let found = ctx.map.get(key).map_or(-1, |o| o as i64);
+    let latest_for_key = r.offset >= found;
+    let retain_deletes = batch_horizon.is_none_or(|h| ctx.now < h);
+    if latest_for_key && (r.value.is_some() || retain_deletes) {
+        Keep::Yes
+    } else {
+        Keep::No
+    }
+}
+
+enum Keep {
+    Yes,
+    No,
+    Invalid,
+}
+
+/// Filters a data batch (not control, not transactional).
+pub(crate) fn filter_batch(
+    batch: &RecordBatch,
+    ctx: &FilterContext<'_>,
+    retain_empty: bool,
+) -> Result<Filtered> {
+    let records = BatchRecords::decompress(batch)?;
+    let horizon = batch.delete_horizon_ms();
+    let mut out = Filtered {
+        fate: BatchFate::Dropped,
+        records_read: 0,
+        records_kept: 0,
+        invalid: 0,
+        tombstones_dropped: 0,
+        horizon_set: false,
+        delete_horizon_ms: None,
+        empty_header: false,
+    };
+    let mut kept_tombstone = false;
+    let mut kept: Vec<RecordView<'_>> = Vec::new();
+    for r in records.iter() {
+        let r = r?;
+        out.records_read += 1;
+        match should_retain(ctx, horizon, &r) {
+            Keep::Yes => {
+                kept_tombstone |= r.is_tombstone();
+                kept.push(r);
+            }
+            Keep::Invalid => out.invalid += 1,
+            Keep::No => out.tombstones_dropped += u64::from(r.is_tombstone()),
+        }
+    }
+    out.records_kept = kept.len() as u64;
+    let all_kept = out.records_kept == out.records_read;
+    if !kept.is_empty() {
+        let need_horizon = kept_tombstone && horizon.is_none();
+        // Beyond Kafka: a batch whose tombstones are all gone loses its
+        // horizon, so that an expired horizon always means a tombstone to
+        // remove (see `CleaningReason::ExpiredTombstones`).
+        let drop_horizon = horizon.is_some() && !kept_tombstone;
+        if all_kept && !need_horizon && !drop_horizon {
+            out.fate = BatchFate::Copied;
+            out.delete_horizon_ms = horizon;
+            return Ok(out);
+        }
+        let new_horizon = if need_horizon {
+            Some(ctx.now.saturating_add(ctx.delete_retention_ms))
+        } else if drop_horizon {
+            None
+        } else {
+            horizon
+        };
+        let mut b = header_builder(batch).compression(batch.compression()?);
+        if let Some(h) = new_horizon {
+            b = b.delete_horizon_ms(h);
+        }
+        for r in &kept {
+            b.append_view(r)?;
+        }
+        out.fate = BatchFate::Rewritten(RecordBatch::parse(b.build())?);
+        out.horizon_set = need_horizon;
+        out.delete_horizon_ms = new_horizon;
+    } else if retain_empty {
+        let b = header_builder(batch).max_timestamp(batch.max_timestamp());
+        out.fate = BatchFate::Rewritten(RecordBatch::parse(b.build())?);
+        out.empty_header = true;
+    }
+    Ok(out)
+}
+
+/// A builder keeping `batch`'s base offset, last offset, producer fields,
+/// leader epoch, flags and timestamp type.
+fn header_builder(batch: &RecordBatch) -> BatchBuilder {
+    let mut b = BatchBuilder::new(batch.base_offset())
+        .partition_leader_epoch(batch.partition_leader_epoch())
+        .producer(
+            batch.producer_id(),
+            batch.producer_epoch(),
+            batch.base_sequence(),
+        )
+        .transactional(batch.is_transactional())
+        .control(batch.is_control())
+        .last_offset(batch.last_offset());
+    if batch.timestamp_type() == TimestampType::LogAppendTime {
+        b = b.log_append_time(batch.max_timestamp());
+    }
+    b
+}

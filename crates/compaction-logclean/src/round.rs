@@ -1,0 +1,513 @@
+//! One cleaning round of one log (Kafka's `Cleaner.doClean`).
+//!
+//! 1. **Snapshot** the log's segments under its lock; the rest of the round
+//!    reads inactive segments without the lock.
+//! 2. **Pass 1** fills the offset map from the dirty section `[F, U)`:
+//!    every keyed record at or after `F` is put, until the map reaches its
+//!    load factor (checked before every put); after each batch the map's
+//!    latest offset moves to the batch's last offset, after each segment to
+//!    the next segment's base minus one (so offset gaps are skipped). A full
+//!    map ends the pass early: the round cleans up to the last offset it
+//!    mapped and a later round continues.
+//! 3. **Pass 2** rewrites every segment overlapping `[0, latest + 1)`,
+//!    grouped ([`grouping`](crate::grouping)) into one `.cleaned`
+//!    segment per group, batch by batch through
+//!    [`filter`](crate::filter). The last batch of the round
+//!    (`next offset == U`) and an active idempotent producer's last batch
+//!    are kept, as an empty header if nothing else of them stays.
+//! 4. **Swap** all cleaned segments in at once
+//!    ([`Log::replace_segments`]), so a crash leaves the log
+//!    exactly as before or after the round.
+//!
+//! The caller then writes `latest + 1` to the checkpoint.
+//!
+//! Differences from Kafka, all deliberate:
+//!
+//! * every batch's CRC is checked before it is mapped or rewritten (Kafka
+//!   does not), so a damaged batch stops the round instead of being
+//!   re-stamped with a valid CRC. Like any other failure, that aborts the
+//!   round before anything is swapped in, leaves the checkpoint where it
+//!   was, and the manager marks the log uncleanable with the error (file
+//!   and byte offset); a segment whose end is not a complete batch fails
+//!   the same way (Kafka's `growBuffersOrFail` fails there too);
+//! * a valid batch is never refused for its size: Kafka grows its read
+//!   buffer to the next batch's size, and we read each batch whole, so a
+//!   batch larger than a `max.message.bytes` lowered after it was written
+//!   is cleaned like any other;
+//! * the groups of a round are swapped in together, not one by one: Kafka's
+//!   per-group swaps leave a half-cleaned log after a crash, which holds
+//!   the right latest value of every key but neither the old nor the new
+//!   records. The price is disk space for every cleaned segment of the
+//!   round at once;
+//! * the last batch of the last rewritten segment is kept too (as an empty
+//!   header if need be), not only the batch ending at `U`: then the
+//!   replacement covers every segment it replaces, and recovery's
+//!   `[min swap, max swap)` range can never miss one;
+//! * when the dirty section is empty (a round chosen for expired
+//!   tombstones), the map covers nothing and everything below `F` is
+//!   rewritten (Kafka never runs such a round);
+//! * transactional and control batches are not cleaned yet: a round that
+//!   meets one stops with [`Error::Unsupported`] and changes nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lithify_base::sync::Mutex;
+use lithify_offsetmap::{Layout, LoadFactor, OffsetMap};
+use snafu::ResultExt as _;
+
+use crate::config::CleanerConfig;
+use crate::error::{OffsetMapSnafu, Result, UnsupportedSnafu};
+use crate::filter::{BatchFate, FilterContext, filter_batch};
+use crate::grouping::{GroupInput, group_segments_by_size};
+use crate::stats::{CleanerStats, RoundReport};
+use crate::throttler::Throttler;
+use crate::to_clean::LogToClean;
+use lithify_kafka_log::naming::Suffix;
+use lithify_kafka_log::record::{BatchRecords, RecordBatch};
+use lithify_kafka_log::{
+    AppendedBatch, Log, LogSegment, LogSnapshot, OffsetOrder, SegmentSnapshot,
+};
+
+/// Bytes read or written between two calls to the throttler and to the
+/// abort check.
+const CHECK_EVERY_BYTES: u64 = 64 << 10;
+
+/// What a finished round leaves for the manager besides the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundOutcome {
+    /// The report.
+    pub report: RoundReport,
+    /// The clean section after the round: `(base, size)` of its segments
+    /// and the earliest delete horizon among its batches.
+    pub clean_section: (Vec<(i64, u64)>, Option<i64>),
+}
+
+/// A cleaner: one offset map and its buffers, used by one thread at a time
+/// (Kafka's `Cleaner`).
+#[derive(Debug)]
+pub struct Cleaner {
+    id: usize,
+    map: OffsetMap,
+    load_factor: LoadFactor,
+    write_buffer_size: usize,
+    producer_id_expiration_ms: i64,
+    throttler: Arc<Throttler>,
+    write_buffer: Vec<u8>,
+    written: Vec<AppendedBatch>,
+}
+
+/// Where pass 2 is within the round.
+struct Pass2<'a> {
+    snap: &'a LogSnapshot,
+    ctx: FilterContext<'a>,
+    upper_bound: i64,
+    producers: Option<ProducerLastBatches>,
+    earliest_horizon: Option<i64>,
+}
+
+impl Cleaner {
+    /// A cleaner with `config`'s per-thread map memory, digest and load
+    /// factor. Fails if the map cannot make progress (`slots * load factor
+    /// <= 1`).
+    pub fn new(id: usize, config: &CleanerConfig, throttler: Arc<Throttler>) -> Result<Self> {
+        let map =
+            OffsetMap::with_layout(config.map_memory_per_thread(), Layout::Kafka, config.digest)
+                .context(OffsetMapSnafu)?;
+        map.ensure_progress(config.dedupe_buffer_load_factor)
+            .context(OffsetMapSnafu)?;
+        Ok(Cleaner {
+            id,
+            map,
+            load_factor: config.dedupe_buffer_load_factor,
+            write_buffer_size: config.write_buffer_per_thread(),
+            producer_id_expiration_ms: config.producer_id_expiration_ms,
+            throttler,
+            write_buffer: Vec::new(),
+            written: Vec::new(),
+        })
+    }
+
+    /// This cleaner's number.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The offset map (after a round: its last state).
+    pub fn offset_map(&self) -> &OffsetMap {
+        &self.map
+    }
+
+    /// Cleans `to_clean` once at time `now`. `check_done` is called between
+    /// chunks and before the swap; an error from it aborts the round
+    /// (nothing is swapped in, the `.cleaned` files are removed).
+    pub fn clean(
+        &mut self,
+        log: &Mutex<Log>,
+        to_clean: &LogToClean,
+        now: i64,
+        check_done: &dyn Fn() -> Result<()>,
+    ) -> Result<RoundOutcome> {
+        let started = Instant::now();
+        let throttled_before = self.throttler.total_slept_ms();
+        let first_dirty = to_clean.first_dirty_offset;
+        let upper_bound = to_clean.first_uncleanable_offset;
+        let snap = log.lock().snapshot(first_dirty);
+        let mut stats = CleanerStats::default();
+        tracing::info!(
+            log = %snap.dir.display(),
+            cleaner = self.id,
+            first_dirty_offset = first_dirty,
+            first_uncleanable_offset = upper_bound,
+            "cleaning round begins"
+        );
+
+        self.build_offset_map(&snap, first_dirty, upper_bound, &mut stats, check_done)?;
+        let latest = match self.map.latest_offset() {
+            Some(o) => o as i64,
+            // An empty dirty section: everything below F counts as mapped.
+            None => first_dirty - 1,
+        };
+        let end_offset = latest + 1;
+        stats.map_duration = started.elapsed();
+        stats.map_utilization = self.map.utilization();
+        stats.map_collision_rate = self.map.collision_rate();
+
+        let rewrite: Vec<&SegmentSnapshot> = snap
+            .inactive()
+            .iter()
+            .filter(|s| s.base_offset < end_offset)
+            .collect();
+        let inputs: Vec<GroupInput> = rewrite
+            .iter()
+            .map(|s| GroupInput {
+                base_offset: s.base_offset,
+                size: s.size,
+                offset_index_bytes: s.offset_index_bytes,
+                time_index_bytes: s.time_index_bytes,
+            })
+            .collect();
+        let groups = group_segments_by_size(
+            &inputs,
+            snap.config.segment_bytes,
+            snap.config.segment_index_bytes,
+            upper_bound,
+        );
+        let mut pass = Pass2 {
+            snap: &snap,
+            ctx: FilterContext {
+                map: &self.map,
+                latest_offset: latest,
+                now,
+                delete_retention_ms: snap.config.delete_retention_ms,
+            },
+            upper_bound,
+            producers: None,
+            earliest_horizon: None,
+        };
+        // `pass` borrows the map; the rest of `self` is passed apart.
+        let mut io = CleanIo {
+            write_buffer_size: self.write_buffer_size,
+            producer_id_expiration_ms: self.producer_id_expiration_ms,
+            throttler: &self.throttler,
+            write_buffer: &mut self.write_buffer,
+            written: &mut self.written,
+            since_check: 0,
+        };
+        let mut cleaned: Vec<LogSegment> = Vec::with_capacity(groups.len());
+        let result = (|| -> Result<()> {
+            for (g, group) in groups.iter().enumerate() {
+                let first = rewrite[group.start];
+                let mut dest = LogSegment::create(
+                    snap.fs.clone(),
+                    &snap.dir,
+                    first.base_offset,
+                    Suffix::Cleaned,
+                    &snap.config,
+                    now,
+                )?;
+                let result = (|| -> Result<()> {
+                    for (i, seg) in rewrite[group.clone()].iter().enumerate() {
+                        check_done()?;
+                        let last_of_round =
+                            g + 1 == groups.len() && group.start + i + 1 == group.end;
+                        io.clean_into(
+                            &mut pass,
+                            seg,
+                            &mut dest,
+                            last_of_round,
+                            &mut stats,
+                            check_done,
+                        )?;
+                    }
+                    Ok(dest.on_become_inactive()?)
+                })();
+                cleaned.push(dest);
+                result?;
+            }
+            check_done()
+        })();
+        if let Err(e) = result {
+            for seg in cleaned {
+                // Best effort: recovery removes any `.cleaned` file left.
+                let _ = seg.delete();
+            }
+            return Err(e);
+        }
+        let clean_section: Vec<(i64, u64)> = cleaned
+            .iter()
+            .map(|s| (s.base_offset(), s.size()))
+            .collect();
+        let segments_out = cleaned.len();
+        if !cleaned.is_empty() {
+            let old: Vec<i64> = rewrite.iter().map(|s| s.base_offset).collect();
+            log.lock().replace_segments(cleaned, &old)?;
+        }
+        stats.duration = started.elapsed();
+        stats.throttled = Duration::from_millis(
+            self.throttler
+                .total_slept_ms()
+                .saturating_sub(throttled_before),
+        );
+        let earliest_horizon = pass.earliest_horizon;
+        tracing::info!(
+            log = %snap.dir.display(),
+            cleaner = self.id,
+            end_offset,
+            bytes_read = stats.bytes_read,
+            bytes_written = stats.bytes_written,
+            records_kept = stats.messages_written,
+            records_removed = stats.messages_read.saturating_sub(stats.messages_written),
+            segments_in = rewrite.len(),
+            segments_out,
+            "cleaning round ends"
+        );
+        Ok(RoundOutcome {
+            report: RoundReport {
+                topic_partition: to_clean.topic_partition.clone(),
+                dir: snap.dir.clone(),
+                reason: to_clean.reason,
+                first_dirty_offset: first_dirty,
+                first_uncleanable_offset: upper_bound,
+                end_offset,
+                segments_in: rewrite.len(),
+                segments_out,
+                stats,
+            },
+            clean_section: (clean_section, earliest_horizon),
+        })
+    }
+
+    /// Pass 1 over `[start, end)`.
+    fn build_offset_map(
+        &mut self,
+        snap: &LogSnapshot,
+        start: i64,
+        end: i64,
+        stats: &mut CleanerStats,
+        check_done: &dyn Fn() -> Result<()>,
+    ) -> Result<()> {
+        self.map.clear();
+        let dirty = snap.overlapping(start, end);
+        let mut since_check = 0u64;
+        for (i, seg) in dirty.iter().enumerate() {
+            check_done()?;
+            let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset);
+            let mut batches = seg.batches_from(seg.lookup_position);
+            let mut order = OffsetOrder::new(seg.base_offset, next_start);
+            for batch in &mut batches {
+                let batch = batch?;
+                check_batch(snap, &batch)?;
+                order.check(&batch)?;
+                let records = BatchRecords::decompress(&batch)?;
+                for r in records.iter() {
+                    let r = r?;
+                    if let Some(key) = r.key
+                        && r.offset >= start
+                    {
+                        if !self.map.has_room(self.load_factor) {
+                            stats.map_full = true;
+                            return Ok(());
+                        }
+                        self.map.put(key, r.offset as u64).context(OffsetMapSnafu)?;
+                    }
+                    stats.map_messages_read += 1;
+                }
+                if batch.last_offset() >= start {
+                    self.map.update_latest_offset(batch.last_offset() as u64);
+                }
+                let size = batch.size_in_bytes() as u64;
+                stats.map_bytes_read += size;
+                since_check += size;
+                if since_check >= CHECK_EVERY_BYTES {
+                    self.throttler.maybe_throttle(since_check as f64);
+                    since_check = 0;
+                    check_done()?;
+                }
+            }
+            batches.check_complete()?;
+            self.map
+                .update_latest_offset((next_start - 1).max(0) as u64);
+        }
+        if since_check > 0 {
+            self.throttler.maybe_throttle(since_check as f64);
+        }
+        Ok(())
+    }
+}
+
+/// Pass 2's buffers and limits, apart from the map that [`Pass2`] borrows.
+struct CleanIo<'a> {
+    write_buffer_size: usize,
+    producer_id_expiration_ms: i64,
+    throttler: &'a Throttler,
+    write_buffer: &'a mut Vec<u8>,
+    written: &'a mut Vec<AppendedBatch>,
+    since_check: u64,
+}
+
+impl CleanIo<'_> {
+    /// Cleans one source segment into `dest`.
+    fn clean_into(
+        &mut self,
+        pass: &mut Pass2<'_>,
+        seg: &SegmentSnapshot,
+        dest: &mut LogSegment,
+        last_of_round: bool,
+        stats: &mut CleanerStats,
+        check_done: &dyn Fn() -> Result<()>,
+    ) -> Result<()> {
+        self.write_buffer.clear();
+        self.written.clear();
+        let mut batches = seg.batches_from(0);
+        let mut order =
+            OffsetOrder::new(seg.base_offset, pass.snap.next_base_after(seg.base_offset));
+        for batch in &mut batches {
+            let batch = batch?;
+            check_batch(pass.snap, &batch)?;
+            order.check(&batch)?;
+            let size = batch.size_in_bytes() as u64;
+            let ends_segment = batch.position() + size == seg.size;
+            let retain_empty = batch.next_offset() == pass.upper_bound
+                || (last_of_round && ends_segment)
+                || (batch.has_producer_id() && self.is_producers_last_batch(pass, &batch)?);
+            let f = filter_batch(&batch, &pass.ctx, retain_empty)?;
+            stats.bytes_read += size;
+            stats.messages_read += f.records_read;
+            stats.messages_written += f.records_kept;
+            stats.invalid_messages_read += f.invalid;
+            stats.tombstones_dropped += f.tombstones_dropped;
+            stats.delete_horizons_set += u64::from(f.horizon_set);
+            match (&f.fate, f.empty_header) {
+                (BatchFate::Copied, _) => stats.batches_copied += 1,
+                (BatchFate::Rewritten(_), true) => stats.empty_headers += 1,
+                (BatchFate::Rewritten(_), false) => stats.batches_rewritten += 1,
+                (BatchFate::Dropped, _) => stats.batches_dropped += 1,
+            }
+            if let Some(h) = f.delete_horizon_ms {
+                pass.earliest_horizon = Some(pass.earliest_horizon.map_or(h, |e| e.min(h)));
+            }
+            if let Some(written) = f.written(&batch) {
+                let bytes = written.raw();
+                self.write_buffer.extend_from_slice(bytes);
+                self.written.push(AppendedBatch {
+                    size: bytes.len() as u32,
+                    last_offset: batch.last_offset(),
+                    max_timestamp: written.max_timestamp(),
+                });
+                stats.bytes_written += bytes.len() as u64;
+                if self.write_buffer.len() >= self.write_buffer_size {
+                    self.flush(dest)?;
+                }
+            }
+            self.since_check += size;
+            if self.since_check >= CHECK_EVERY_BYTES {
+                self.throttler.maybe_throttle(self.since_check as f64);
+                self.since_check = 0;
+                check_done()?;
+            }
+        }
+        batches.check_complete()?;
+        self.flush(dest)
+    }
+
+    fn flush(&mut self, dest: &mut LogSegment) -> Result<()> {
+        if self.written.is_empty() {
+            return Ok(());
+        }
+        dest.append_batches(self.write_buffer, self.written)?;
+        self.throttler
+            .maybe_throttle(self.write_buffer.len() as f64);
+        self.write_buffer.clear();
+        self.written.clear();
+        Ok(())
+    }
+
+    /// Whether `batch` is the last batch of an active idempotent producer
+    /// (Kafka's `lastRecordsOfActiveProducers`): its producer's last batch
+    /// in the whole log, written less than `producer.id.expiration.ms` ago.
+    fn is_producers_last_batch(&self, pass: &mut Pass2<'_>, batch: &RecordBatch) -> Result<bool> {
+        if pass.producers.is_none() {
+            pass.producers = Some(producer_last_batches(&pass.snap.segments)?);
+        }
+        let Some(&(last, ts)) = pass
+            .producers
+            .as_ref()
+            .and_then(|p| p.get(&batch.producer_id()))
+        else {
+            return Ok(false);
+        };
+        let active = pass.ctx.now.saturating_sub(ts) < self.producer_id_expiration_ms;
+        Ok(active && last == batch.last_offset())
+    }
+}
+
+/// Checks a batch before the cleaner uses it: its CRC, and that it is a
+/// data batch outside transactions.
+///
+/// Its size is not held against `message.max.bytes` or the log's
+/// `max.message.bytes`: a valid batch written before the limit was lowered
+/// is cleaned like any other, as Kafka's cleaner grows its read buffer to
+/// the next batch's size (`growBuffersOrFail`). The batch was read whole
+/// already, and its length was checked against the segment's size.
+fn check_batch(snap: &LogSnapshot, batch: &RecordBatch) -> Result<()> {
+    batch.ensure_valid()?;
+    let path = batch
+        .path()
+        .map_or_else(Default::default, |p| p.display().to_string());
+    if batch.is_control() || batch.is_transactional() {
+        return UnsupportedSnafu {
+            dir: snap.dir.clone(),
+            reason: format!(
+                "{} holds a {} batch at offsets {}..={} (byte offset {}); transactional cleaning is not built",
+                path,
+                if batch.is_control() { "control" } else { "transactional" },
+                batch.base_offset(),
+                batch.last_offset(),
+                batch.position()
+            ),
+        }
+        .fail();
+    }
+    Ok(())
+}
+
+/// The last batch of each idempotent producer in the log: producer id ->
+/// (last offset of its last batch, that batch's max timestamp).
+type ProducerLastBatches = HashMap<i64, (i64, i64)>;
+
+/// Scans every segment's headers for each producer's last batch (Kafka's
+/// producer state, reduced to what the cleaner needs).
+fn producer_last_batches(segments: &[SegmentSnapshot]) -> Result<ProducerLastBatches> {
+    let mut out = HashMap::new();
+    for seg in segments {
+        for h in seg.headers() {
+            let h = h?;
+            if h.producer_id >= 0 {
+                out.insert(h.producer_id, (h.last_offset, h.max_timestamp));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,89 @@
+//! Kafka's segmented logs in Kafka's own on-disk format: the storage the
+//! lithify log cleaner (`lithify-compaction-logclean`) works on, usable
+//! alone.
+//!
+//! A [`Log`] is a partition directory (`<topic>-<partition>`) of segments
+//! in **Kafka's own on-disk format**, so a Kafka partition directory can be
+//! opened and what we write can be read by Kafka's tools:
+//!
+//! * `<base offset, 20 digits>.log`: RecordBatch v2 batches ([`record`]),
+//!   CRC-32C, big-endian headers, zigzag varints, records
+//!   compressed with any Kafka codec ([`codec`]): none, gzip, snappy
+//!   (xerial framing), lz4 (frame format), zstd;
+//! * `.index` and `.timeindex` ([`index`]): offset and time indexes,
+//!   preallocated while active and trimmed when the segment rolls;
+//! * [`LogSegment`] appends, rolls, recovers and renames a segment;
+//! * [`Log::open`] runs Kafka's recovery (its `LogLoader` rules): leftover
+//!   `.deleted`/`.cleaned`/`.swap` files of an interrupted segment
+//!   replacement are completed or rolled back, missing or corrupt indexes
+//!   are rebuilt from their `.log`, and the segments from the recovery
+//!   point on are re-validated batch by batch. Damage below the recovery
+//!   point (bytes that were flushed, as `recovery-point-offset-checkpoint`
+//!   records) is refused with the file and byte offset; only bytes above
+//!   it are truncated, and those are kept under the partition's `lost/`
+//!   ([`LOST_DIR`]) and listed in the [`RecoveryReport`];
+//! * [`Log::close`] leaves the directory as Kafka leaves one after a clean
+//!   shutdown: indexes trimmed to their entries, everything synced;
+//! * settings use Kafka's names and defaults ([`LogConfig`]);
+//! * the data directory's offset checkpoint files are in Kafka's format
+//!   ([`checkpoint`]): `recovery-point-offset-checkpoint`, written here,
+//!   and the cleaner's `cleaner-offset-checkpoint`;
+//! * [`Log::snapshot`] hands out the segments as they are, readable
+//!   without the log (what a cleaner reads a round from), and
+//!   [`Log::replace_segments`] swaps segments in crash-safely (`.cleaned`
+//!   -> `.swap` -> `.deleted`, completed or rolled back by recovery).
+//!
+//! Every file goes through a [`lithify_vfs::FileSystem`], so crash tests
+//! run on `MemFs`. Errors ([`Error`]) name the file and byte offset of any
+//! bad input; corruption is an error value, never a panic.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::path::Path;
+//! use lithify_vfs::MemFs;
+//! use lithify_kafka_log::{Log, LogConfig, SimpleRecord};
+//!
+//! let fs = Arc::new(MemFs::new());
+//! let config = LogConfig::from_properties([("segment.bytes", "200"), ("compression.type", "gzip")]).unwrap();
+//! let mut log = Log::open(fs, Path::new("/kafka/events-0"), config).unwrap();
+//! for i in 0..10 {
+//!     log.append(&[SimpleRecord::new(i, format!("key-{i}"), "value")]).unwrap();
+//! }
+//! assert!(log.segments().count() > 1, "small segments rolled");
+//! let batches = log.read(4, 1).unwrap();
+//! assert_eq!(batches[0].base_offset(), 4);
+//! ```
+
+pub mod checkpoint;
+mod clock;
+pub mod codec;
+mod coding;
+mod config;
+mod error;
+mod file_batches;
+pub mod index;
+mod log;
+mod lost;
+pub mod naming;
+pub mod record;
+mod recovery;
+mod segment;
+mod snapshot;
+
+/// The README's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+pub use checkpoint::TopicPartition;
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use coding::DecodeError;
+pub use config::{CleanupPolicy, CompressionType, LogConfig};
+pub use error::{Error, IN_MEMORY, Result};
+pub use file_batches::{BatchHeader, FileBatchHeaders, FileBatches, OffsetOrder};
+pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, SegmentInfo};
+pub use lost::LOST_DIR;
+pub use record::SimpleRecord;
+pub use recovery::{RecoveryPointSource, RecoveryReport, Truncation};
+pub use segment::{AppendedBatch, LogSegment, RollParams, SegmentProblem, SegmentRecovery};
+pub use snapshot::{LogSnapshot, SegmentSnapshot};

@@ -1,0 +1,179 @@
+//! Names of the files in a partition directory (Kafka's `LogFileUtils`).
+//!
+//! A segment with base offset `B` is the files `<B>.log`, `<B>.index`,
+//! `<B>.timeindex` and, when it has entries, `<B>.txnindex`, where `<B>` is
+//! the offset zero-padded to 20 decimal digits. While the cleaner replaces
+//! segments a temporary suffix follows: `.cleaned` (being written), `.swap`
+//! (complete, about to replace older segments), `.deleted` (replaced, to be
+//! removed). The offset is read from the text before the first `.`.
+//!
+//! ```
+//! use lithify_kafka_log::naming::{self, FileKind, Suffix};
+//!
+//! assert_eq!(naming::file_name(7206178, FileKind::Index, Suffix::Swap),
+//!            "00000000000007206178.index.swap");
+//! let parsed = naming::parse("00000000002147483649.log.deleted").unwrap();
+//! assert_eq!((parsed.base_offset, parsed.kind, parsed.suffix),
+//!            (2147483649, FileKind::Log, Suffix::Deleted));
+//! assert_eq!(naming::parse_partition_dir("orders-3"), Some(("orders".to_string(), 3)));
+//! ```
+
+/// What a segment file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// `.log`: the record batches.
+    Log,
+    /// `.index`: the offset index.
+    Index,
+    /// `.timeindex`: the time index.
+    TimeIndex,
+    /// `.txnindex`: the aborted-transaction index.
+    TxnIndex,
+    /// Any other file named after an offset (`.snapshot`, ...).
+    Other,
+}
+
+impl FileKind {
+    /// The extension, with its dot (empty for `Other`).
+    pub fn extension(self) -> &'static str {
+        match self {
+            FileKind::Log => ".log",
+            FileKind::Index => ".index",
+            FileKind::TimeIndex => ".timeindex",
+            FileKind::TxnIndex => ".txnindex",
+            FileKind::Other => "",
+        }
+    }
+
+    /// The files of one segment, in the order Kafka renames them.
+    pub const SEGMENT_FILES: [FileKind; 4] = [
+        FileKind::Log,
+        FileKind::Index,
+        FileKind::TimeIndex,
+        FileKind::TxnIndex,
+    ];
+
+    /// Whether this is one of the index files.
+    pub fn is_index(self) -> bool {
+        matches!(
+            self,
+            FileKind::Index | FileKind::TimeIndex | FileKind::TxnIndex
+        )
+    }
+}
+
+/// The temporary suffix of a segment file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Suffix {
+    /// A live segment file.
+    None,
+    /// `.cleaned`: a cleaner output being written.
+    Cleaned,
+    /// `.swap`: a complete replacement not yet renamed into place.
+    Swap,
+    /// `.deleted`: a replaced file waiting for removal.
+    Deleted,
+}
+
+impl Suffix {
+    /// The suffix text, with its dot (empty for `None`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Suffix::None => "",
+            Suffix::Cleaned => ".cleaned",
+            Suffix::Swap => ".swap",
+            Suffix::Deleted => ".deleted",
+        }
+    }
+}
+
+/// A parsed segment file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedName {
+    /// The offset in the name.
+    pub base_offset: i64,
+    /// What the file holds.
+    pub kind: FileKind,
+    /// Its temporary suffix.
+    pub suffix: Suffix,
+}
+
+/// The name of a segment file: `<base, 20 digits><extension><suffix>`.
+pub fn file_name(base_offset: i64, kind: FileKind, suffix: Suffix) -> String {
+    format!("{base_offset:020}{}{}", kind.extension(), suffix.as_str())
+}
+
+/// The offset a file name starts with (the digits before the first `.`).
+pub fn offset_from_file_name(name: &str) -> Option<i64> {
+    let digits = name.split('.').next()?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Parses a file name named after an offset.
+pub fn parse(name: &str) -> Option<ParsedName> {
+    let base_offset = offset_from_file_name(name)?;
+    let (rest, suffix) = [Suffix::Cleaned, Suffix::Swap, Suffix::Deleted]
+        .into_iter()
+        .find_map(|s| name.strip_suffix(s.as_str()).map(|r| (r, s)))
+        .unwrap_or((name, Suffix::None));
+    let kind = [
+        FileKind::Log,
+        FileKind::Index,
+        FileKind::TimeIndex,
+        FileKind::TxnIndex,
+    ]
+    .into_iter()
+    .find(|k| {
+        rest.strip_suffix(k.extension())
+            .is_some_and(|stem| !stem.contains('.'))
+    })
+    .unwrap_or(FileKind::Other);
+    Some(ParsedName {
+        base_offset,
+        kind,
+        suffix,
+    })
+}
+
+/// Splits a partition directory name `<topic>-<partition>`.
+pub fn parse_partition_dir(name: &str) -> Option<(String, i32)> {
+    let (topic, partition) = name.rsplit_once('-')?;
+    if topic.is_empty() {
+        return None;
+    }
+    let partition: i32 = partition.parse().ok()?;
+    (partition >= 0).then(|| (topic.to_string(), partition))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for kind in FileKind::SEGMENT_FILES {
+            for suffix in [Suffix::None, Suffix::Cleaned, Suffix::Swap, Suffix::Deleted] {
+                let name = file_name(12345, kind, suffix);
+                assert_eq!(
+                    name.len(),
+                    20 + kind.extension().len() + suffix.as_str().len()
+                );
+                let p = parse(&name).unwrap();
+                assert_eq!((p.base_offset, p.kind, p.suffix), (12345, kind, suffix));
+            }
+        }
+        let p = parse("00000000000000000100.snapshot").unwrap();
+        assert_eq!((p.base_offset, p.kind), (100, FileKind::Other));
+        assert_eq!(parse("leader-epoch-checkpoint"), None);
+        assert_eq!(parse(".log"), None);
+        assert_eq!(
+            parse_partition_dir("my-topic-12"),
+            Some(("my-topic".into(), 12))
+        );
+        assert_eq!(parse_partition_dir("topic"), None);
+        assert_eq!(parse_partition_dir("-1"), None);
+    }
+}

@@ -1,0 +1,21 @@
+//! Kafka's record format: RecordBatch v2 ([`RecordBatch`], built by
+//! [`BatchBuilder`]), the records inside it ([`Record`], [`SimpleRecord`],
+//! [`Header`]), control records ([`ControlRecordType`],
+//! [`EndTransactionMarker`]), and the one record decoder, zero-copy
+//! ([`BatchRecords`], [`RecordView`]).
+
+pub(crate) mod batch;
+mod builder;
+mod control;
+#[allow(clippy::module_inception)]
+mod record;
+mod view;
+
+pub use batch::{
+    BatchOrigin, BatchPrefix, COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, DELETE_HORIZON_FLAG_MASK,
+    RecordBatch, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, TimestampType, compute_crc,
+};
+pub use builder::BatchBuilder;
+pub use control::{ControlRecordType, EndTransactionMarker};
+pub use record::{Header, Record, SimpleRecord};
+pub use view::{BatchRecords, HeaderView, RecordView, RecordViews};

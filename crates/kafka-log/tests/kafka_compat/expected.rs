@@ -1,0 +1,63 @@
+//! What the kafka-python check (`check.py`) compares a batch with: its
+//! fields and records as JSON. Shared by the log's and the cleaner's
+//! `kafka_compat` tests.
+
+use std::fmt::Write as _;
+
+use lithify_kafka_log::record::RecordBatch;
+
+/// Where `cargo xtask kafka-compat` wants the files.
+pub(crate) const ENV: &str = "LITHIFY_KAFKA_COMPAT_DIR";
+
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().fold(String::new(), |mut s, x| {
+        let _ = write!(s, "{x:02x}");
+        s
+    })
+}
+
+pub(crate) fn json_bytes(b: Option<&[u8]>) -> String {
+    b.map_or("null".to_string(), |b| format!("\"{}\"", hex(b)))
+}
+
+pub(crate) fn batch_json(b: &RecordBatch) -> String {
+    let records: Vec<String> = b
+        .records()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let headers: Vec<String> = r
+                .headers
+                .iter()
+                .map(|h| {
+                    format!(
+                        "[\"{}\", {}]",
+                        h.key_str().unwrap(),
+                        json_bytes(h.value.as_deref())
+                    )
+                })
+                .collect();
+            format!(
+                "[{}, {}, {}, {}, [{}]]",
+                r.offset,
+                r.timestamp,
+                json_bytes(r.key.as_deref()),
+                json_bytes(r.value.as_deref()),
+                headers.join(", ")
+            )
+        })
+        .collect();
+    format!(
+        "{{\"base_offset\": {}, \"last_offset\": {}, \"attributes\": {}, \"first_timestamp\": {}, \"max_timestamp\": {}, \"producer_id\": {}, \"producer_epoch\": {}, \"base_sequence\": {}, \"crc\": {}, \"records\": [{}]}}",
+        b.base_offset(),
+        b.last_offset(),
+        b.attributes(),
+        b.base_timestamp(),
+        b.max_timestamp(),
+        b.producer_id(),
+        b.producer_epoch(),
+        b.base_sequence(),
+        b.checksum(),
+        records.join(", ")
+    )
+}
