@@ -511,15 +511,7 @@ impl Log {
             }
             .fail();
         }
-        if self.config.cleanup_policy.compact
-            && let Some(index) = records.iter().position(|r| r.key.is_none())
-        {
-            return KeylessRecordSnafu {
-                dir: &self.dir,
-                index,
-            }
-            .fail();
-        }
+        self.check_keys(records.iter().position(|r| r.key.is_none()))?;
         let now = self.clock.now_ms();
         let mut builder =
             BatchBuilder::new(self.next_offset).compression(self.config.append_codec());
@@ -569,15 +561,8 @@ impl Log {
             }
             prev = Some(r.offset);
         }
-        if self.config.cleanup_policy.compact
-            && !batch.is_control()
-            && let Some(index) = records.iter().position(|r| r.key.is_none())
-        {
-            return KeylessRecordSnafu {
-                dir: &self.dir,
-                index,
-            }
-            .fail();
+        if !batch.is_control() {
+            self.check_keys(records.iter().position(|r| r.key.is_none()))?;
         }
         let now = self.clock.now_ms();
         let mut batch = batch.with_base_offset(self.next_offset);
@@ -592,6 +577,19 @@ impl Log {
             batch = RecordBatch::parse(raw.into())?;
         }
         self.append_checked(batch, now)
+    }
+
+    /// A compacted log refuses a record without a key: `keyless` is the
+    /// index of the first one in the appended batch, if any.
+    fn check_keys(&self, keyless: Option<usize>) -> Result<()> {
+        match keyless {
+            Some(index) if self.config.cleanup_policy.compact => KeylessRecordSnafu {
+                dir: &self.dir,
+                index,
+            }
+            .fail(),
+            _ => Ok(()),
+        }
     }
 
     fn append_checked(&mut self, batch: RecordBatch, now: i64) -> Result<AppendInfo> {

@@ -403,12 +403,7 @@ impl LogSegment {
     }
 
     fn observe_batch(&mut self, b: &RecordBatch) {
-        if b.max_timestamp() > self.max_timestamp_so_far.timestamp {
-            self.max_timestamp_so_far = TimestampOffset {
-                timestamp: b.max_timestamp(),
-                offset: b.last_offset(),
-            };
-        }
+        self.observe_max_timestamp(b.max_timestamp(), b.last_offset());
         self.next_offset = self.next_offset.max(b.next_offset());
     }
 
@@ -460,7 +455,7 @@ impl LogSegment {
             path: self.log_path.as_path(),
         })?;
         let mut valid: u64 = 0;
-        let mut last_index_entry: u64 = 0;
+        self.bytes_since_last_index_entry = 0;
         let mut reason = None;
         let mut batches = FileBatches::new(self.reader.clone(), self.log_path.clone(), 0, size);
         for item in &mut batches {
@@ -502,16 +497,12 @@ impl LogSegment {
             self.observe_batch(&batch);
             // Like Kafka, but a rebuild never fails on an index that a
             // smaller `segment.index.bytes` made too small: it skips entries.
-            if valid - last_index_entry > self.index_interval_bytes
-                && !self.offset_index.is_full()
-                && !self.time_index.is_full()
-            {
-                self.offset_index
-                    .append(batch.last_offset(), valid as u32)?;
-                let m = self.max_timestamp_so_far;
-                self.time_index.maybe_append(m.timestamp, m.offset, false)?;
-                last_index_entry = valid;
-            }
+            self.index_batch(
+                batch.last_offset(),
+                valid,
+                batch.size_in_bytes() as u64,
+                true,
+            )?;
             valid += batch.size_in_bytes() as u64;
         }
         if reason.is_none() && valid < size {
@@ -560,7 +551,6 @@ impl LogSegment {
             })?;
         }
         self.size = valid;
-        self.bytes_since_last_index_entry = valid - last_index_entry;
         let m = self.max_timestamp_so_far;
         self.time_index.maybe_append(m.timestamp, m.offset, true)?;
         self.offset_index.write_file(active)?;
@@ -638,6 +628,21 @@ impl LogSegment {
             }
             .fail();
         }
+        self.write(records)?;
+        let position = self.size;
+        if position == 0 {
+            self.rolling_based_timestamp = Some(largest_timestamp);
+        }
+        self.size += records.len() as u64;
+        self.observe_max_timestamp(largest_timestamp, offset_of_max_timestamp);
+        self.index_batch(largest_offset, position, records.len() as u64, false)?;
+        self.next_offset = self.next_offset.max(largest_offset + 1);
+        Ok(())
+    }
+
+    /// Writes `bytes` at the end of the `.log`; an error for a segment not
+    /// open for appends.
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
         let Some(writer) = self.writer.as_mut() else {
             return InvalidArgumentSnafu {
                 message: format!(
@@ -647,29 +652,42 @@ impl LogSegment {
             }
             .fail();
         };
-        let position = self.size;
-        if position == 0 {
-            self.rolling_based_timestamp = Some(largest_timestamp);
-        }
-        writer.append(records).context(IoSnafu {
+        writer.append(bytes).context(IoSnafu {
             action: "append to",
             path: self.log_path.as_path(),
-        })?;
-        self.size += records.len() as u64;
-        if largest_timestamp > self.max_timestamp_so_far.timestamp {
-            self.max_timestamp_so_far = TimestampOffset {
-                timestamp: largest_timestamp,
-                offset: offset_of_max_timestamp,
-            };
+        })
+    }
+
+    fn observe_max_timestamp(&mut self, timestamp: i64, offset: i64) {
+        if timestamp > self.max_timestamp_so_far.timestamp {
+            self.max_timestamp_so_far = TimestampOffset { timestamp, offset };
         }
-        if self.bytes_since_last_index_entry > self.index_interval_bytes {
-            self.offset_index.append(largest_offset, position as u32)?;
+    }
+
+    /// Kafka's index rule for `size` bytes at `position` ending at offset
+    /// `last_offset`: when more than `index.interval.bytes` bytes precede
+    /// them since the last entry, the offset index gets `(last_offset ->
+    /// position)` and the time index the largest timestamp so far. With
+    /// `lenient` (a rebuild, or the cleaner's output), an entry is skipped
+    /// rather than refused when an index is full or the position does not
+    /// fit an i32 (a rare cleaned segment grown past 2 GiB).
+    fn index_batch(
+        &mut self,
+        last_offset: i64,
+        position: u64,
+        size: u64,
+        lenient: bool,
+    ) -> Result<()> {
+        let room = !self.offset_index.is_full()
+            && !self.time_index.is_full()
+            && position <= i32::MAX as u64;
+        if self.bytes_since_last_index_entry > self.index_interval_bytes && (room || !lenient) {
+            self.offset_index.append(last_offset, position as u32)?;
             let m = self.max_timestamp_so_far;
             self.time_index.maybe_append(m.timestamp, m.offset, false)?;
             self.bytes_since_last_index_entry = 0;
         }
-        self.bytes_since_last_index_entry += records.len() as u64;
-        self.next_offset = self.next_offset.max(largest_offset + 1);
+        self.bytes_since_last_index_entry += size;
         Ok(())
     }
 
@@ -700,43 +718,14 @@ impl LogSegment {
             }
             .fail();
         }
-        let Some(writer) = self.writer.as_mut() else {
-            return InvalidArgumentSnafu {
-                message: format!(
-                    "segment {} is not open for appends",
-                    self.log_path.display()
-                ),
-            }
-            .fail();
-        };
-        writer.append(bytes).context(IoSnafu {
-            action: "append to",
-            path: self.log_path.as_path(),
-        })?;
+        self.write(bytes)?;
         for b in batches {
             let position = self.size;
             if position == 0 {
                 self.rolling_based_timestamp = Some(b.max_timestamp);
             }
-            if b.max_timestamp > self.max_timestamp_so_far.timestamp {
-                self.max_timestamp_so_far = TimestampOffset {
-                    timestamp: b.max_timestamp,
-                    offset: b.last_offset,
-                };
-            }
-            // Positions are stored as i32: a (rare) cleaned segment grown
-            // past 2 GiB gets no entries beyond it.
-            if self.bytes_since_last_index_entry > self.index_interval_bytes
-                && !self.offset_index.is_full()
-                && !self.time_index.is_full()
-                && position <= i32::MAX as u64
-            {
-                self.offset_index.append(b.last_offset, position as u32)?;
-                let m = self.max_timestamp_so_far;
-                self.time_index.maybe_append(m.timestamp, m.offset, false)?;
-                self.bytes_since_last_index_entry = 0;
-            }
-            self.bytes_since_last_index_entry += u64::from(b.size);
+            self.observe_max_timestamp(b.max_timestamp, b.last_offset);
+            self.index_batch(b.last_offset, position, u64::from(b.size), true)?;
             self.size += u64::from(b.size);
             self.next_offset = self.next_offset.max(b.last_offset + 1);
         }

@@ -389,3 +389,148 @@ impl IndexFile {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use lithify_vfs::MemFs;
+
+    use super::*;
+
+    fn fs() -> Arc<dyn FileSystem> {
+        let fs = MemFs::new();
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        Arc::new(fs)
+    }
+
+    /// One lifecycle, both entry types: preallocated, appended, trimmed,
+    /// loaded back, looked up; `is_full` keeps the time index's roll slot.
+    #[test]
+    fn both_entry_types_share_the_lifecycle() {
+        let fs = fs();
+        let mut offsets = OffsetIndex::new(fs.clone(), "/d/0.index".into(), 100, 24);
+        let mut times = TimeIndex::new(fs.clone(), "/d/0.timeindex".into(), 100, 36);
+        offsets.write_file(true).unwrap();
+        times.write_file(true).unwrap();
+        let size = |p: &str| lithify_vfs::read_file(&*fs, Path::new(p)).unwrap().len();
+        assert_eq!((size("/d/0.index"), size("/d/0.timeindex")), (24, 36));
+        assert_eq!((offsets.max_entries(), times.max_entries()), (3, 3));
+        offsets.append(105, 0).unwrap();
+        offsets.append(110, 400).unwrap();
+        assert!(offsets.append(110, 500).is_err(), "offsets must grow");
+        times.maybe_append(7, 105, false).unwrap();
+        times.maybe_append(7, 107, false).unwrap(); // not larger: no entry
+        assert_eq!(times.len(), 1);
+        times.maybe_append(9, 110, false).unwrap();
+        assert!(times.is_full(), "the last slot is kept for the roll entry");
+        assert!(times.maybe_append(10, 111, false).is_err());
+        times.maybe_append(10, 111, true).unwrap();
+        offsets.append(120, 900).unwrap();
+        assert!(offsets.is_full());
+        assert!(offsets.append(130, 1000).is_err());
+        offsets.trim().unwrap();
+        times.trim().unwrap();
+        assert_eq!((size("/d/0.index"), size("/d/0.timeindex")), (24, 36));
+
+        let offsets = OffsetIndex::load(fs.clone(), "/d/0.index".into(), 100)
+            .unwrap()
+            .unwrap();
+        let times = TimeIndex::load(fs.clone(), "/d/0.timeindex".into(), 100)
+            .unwrap()
+            .unwrap();
+        assert_eq!(offsets.len(), 3);
+        assert_eq!(
+            offsets.encode(),
+            [
+                0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1, 144, 0, 0, 0, 20, 0, 0, 3, 132
+            ]
+        );
+        assert_eq!(&times.encode()[..12], [0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 5]);
+        assert_eq!(
+            offsets.lookup(112),
+            OffsetPosition {
+                offset: 110,
+                position: 400
+            }
+        );
+        assert_eq!(
+            offsets.lookup(104),
+            OffsetPosition {
+                offset: 100,
+                position: 0
+            }
+        );
+        assert_eq!(
+            times.lookup(9),
+            TimestampOffset {
+                timestamp: 9,
+                offset: 110
+            }
+        );
+        assert_eq!(
+            times.lookup(6),
+            TimestampOffset {
+                timestamp: -1,
+                offset: 100
+            }
+        );
+        assert_eq!(
+            times.last_entry(),
+            TimestampOffset {
+                timestamp: 10,
+                offset: 111
+            }
+        );
+        let all: Vec<_> = offsets.entries().map(|e| e.offset).collect();
+        assert_eq!(all, [105, 110, 120]);
+        assert!(
+            OffsetIndex::load(fs.clone(), "/d/none".into(), 0)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    /// A malformed file of either kind is a corruption error naming the
+    /// file, the entry's byte offset and what is wrong.
+    #[test]
+    fn malformed_files_of_both_kinds_are_refused() {
+        let fs = fs();
+        let cases: [(&str, Vec<u8>, &str); 5] = [
+            (
+                "/d/a.index",
+                vec![0; 7],
+                "offset index size 7 is not a multiple of 8",
+            ),
+            (
+                "/d/b.index",
+                [[0, 0, 0, 2, 0, 0, 0, 9], [0, 0, 0, 2, 0, 0, 0, 9]].concat(),
+                "at byte offset 8: entry (2, 9) does not follow (2, 9)",
+            ),
+            ("/d/c.index", vec![0xff; 8], "is out of range"),
+            (
+                "/d/a.timeindex",
+                vec![0; 13],
+                "time index size 13 is not a multiple of 12",
+            ),
+            (
+                "/d/b.timeindex",
+                [
+                    [0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1],
+                    [0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 2],
+                ]
+                .concat(),
+                "at byte offset 12: entry (8, 2) does not follow (9, 1)",
+            ),
+        ];
+        for (path, bytes, message) in cases {
+            lithify_vfs::write_file_atomic(&*fs, Path::new(path), &bytes).unwrap();
+            let err = if path.ends_with(".index") {
+                OffsetIndex::load(fs.clone(), path.into(), 0).unwrap_err()
+            } else {
+                TimeIndex::load(fs.clone(), path.into(), 0).unwrap_err()
+            };
+            assert!(err.is_corruption(), "{err}");
+            let text = err.to_string();
+            assert!(text.contains(path) && text.contains(message), "{text}");
+        }
+    }
+}
