@@ -85,5 +85,5 @@ pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, SegmentInfo}
 pub use lost::LOST_DIR;
 pub use record::SimpleRecord;
 pub use recovery::{RecoveryPointSource, RecoveryReport, Truncation};
-pub use segment::{AppendedBatch, LogSegment, RollParams, SegmentProblem, SegmentRecovery};
+pub use segment::{AppendedBatch, LogSegment, SegmentRecovery};
 pub use snapshot::{LogSnapshot, SegmentSnapshot};

@@ -49,7 +49,7 @@ pub struct SegmentRecovery {
 
 /// What [`LogSegment::open`] found wrong with a segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SegmentProblem {
+pub(crate) enum SegmentProblem {
     /// An index is missing, malformed, or does not match the `.log`; the
     /// `.log` itself looked whole. Re-validating the `.log` rebuilds the
     /// indexes (and finds any damage in it).
@@ -91,19 +91,19 @@ pub struct AppendedBatch {
 /// What decides whether the active segment rolls before an append
 /// (Kafka's `RollParams`).
 #[derive(Debug, Clone, Copy)]
-pub struct RollParams {
+pub(crate) struct RollParams {
     /// `segment.bytes`.
-    pub max_segment_bytes: i32,
+    pub(crate) max_segment_bytes: i32,
     /// `segment.ms`.
-    pub max_segment_ms: i64,
+    pub(crate) max_segment_ms: i64,
     /// Bytes about to be appended.
-    pub messages_size: u64,
+    pub(crate) messages_size: u64,
     /// Largest timestamp about to be appended.
-    pub max_timestamp_in_messages: i64,
+    pub(crate) max_timestamp_in_messages: i64,
     /// Largest offset about to be appended.
-    pub max_offset_in_messages: i64,
+    pub(crate) max_offset_in_messages: i64,
     /// The clock's time.
-    pub now_ms: i64,
+    pub(crate) now_ms: i64,
 }
 
 /// A segment: its files, in-memory indexes and bookkeeping.
@@ -204,7 +204,7 @@ impl LogSegment {
     /// offset, the file ends with a whole batch, the time index's last
     /// entry matches its batch, and neither index describes bytes the
     /// `.log` does not hold (a `.log` cut short).
-    pub fn open(
+    pub(crate) fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         base_offset: i64,
@@ -428,7 +428,7 @@ impl LogSegment {
     ///
     /// A batch in an old message format (magic 0 or 1) is an error, not a
     /// truncation point: it is valid data we cannot read.
-    pub fn recover(&mut self, active: bool, recovery_point: i64) -> Result<SegmentRecovery> {
+    pub(crate) fn recover(&mut self, active: bool, recovery_point: i64) -> Result<SegmentRecovery> {
         self.recover_checked(active, recovery_point, &|_, _| Ok(()))
     }
 
@@ -592,7 +592,7 @@ impl LogSegment {
     /// Opens an inactive segment for appends again (it becomes the active
     /// segment): the `.log` is opened at its end and the indexes are
     /// preallocated to `segment.index.bytes`.
-    pub fn make_active(&mut self) -> Result<()> {
+    pub(crate) fn make_active(&mut self) -> Result<()> {
         if self.writer.is_some() {
             return Ok(());
         }
@@ -746,7 +746,7 @@ impl LogSegment {
     }
 
     /// Whether `offset` can be stored relative to the base offset (i32).
-    pub fn can_convert_to_relative_offset(&self, offset: i64) -> bool {
+    pub(crate) fn can_convert_to_relative_offset(&self, offset: i64) -> bool {
         offset
             .checked_sub(self.base_offset)
             .is_some_and(|r| (0..=i64::from(i32::MAX)).contains(&r))
@@ -756,7 +756,7 @@ impl LogSegment {
     /// segment is older than `segment.ms` (measured in record time when the
     /// first batch has a timestamp, else wall-clock since creation), an
     /// index is full, or the offsets would not fit.
-    pub fn should_roll(&self, p: &RollParams) -> bool {
+    pub(crate) fn should_roll(&self, p: &RollParams) -> bool {
         let reached_roll_ms =
             self.time_waited_for_roll(p.now_ms, p.max_timestamp_in_messages) > p.max_segment_ms;
         self.size > (p.max_segment_bytes as u64).saturating_sub(p.messages_size)
@@ -809,7 +809,7 @@ impl LogSegment {
     /// Renames every file of the segment to carry `suffix` (in Kafka's
     /// order: log, index, time index, transaction index). The caller syncs
     /// the directory.
-    pub fn change_suffix(&mut self, suffix: Suffix) -> Result<()> {
+    pub(crate) fn change_suffix(&mut self, suffix: Suffix) -> Result<()> {
         let new_log = path_of(&self.dir, self.base_offset, FileKind::Log, suffix);
         self.fs.rename(&self.log_path, &new_log).context(IoSnafu {
             action: "rename",
@@ -872,7 +872,7 @@ impl LogSegment {
     }
 
     /// Batches starting at byte `position` (a batch boundary).
-    pub fn batches_from_position(&self, position: u64) -> FileBatches {
+    pub(crate) fn batches_from_position(&self, position: u64) -> FileBatches {
         FileBatches::new(
             self.reader.clone(),
             self.log_path.clone(),
@@ -883,7 +883,7 @@ impl LogSegment {
 
     /// Batches that may hold `offset` or later ones: from the offset index's
     /// entry for `offset`; the caller skips batches ending below `offset`.
-    pub fn batches_from_offset(&self, offset: i64) -> FileBatches {
+    pub(crate) fn batches_from_offset(&self, offset: i64) -> FileBatches {
         self.batches_from_position(self.checked_lookup(offset))
     }
 
@@ -939,12 +939,6 @@ impl LogSegment {
         self.next_offset
     }
 
-    /// The largest batch max timestamp in the segment (-1 when none) and
-    /// the offset of that batch's last record.
-    pub fn max_timestamp_so_far(&self) -> TimestampOffset {
-        self.max_timestamp_so_far
-    }
-
     /// The largest record timestamp (-1 when none): what the cleaner's
     /// `min.compaction.lag.ms` test reads.
     pub fn largest_timestamp(&self) -> i64 {
@@ -978,11 +972,6 @@ impl LogSegment {
     /// The path of its `.log`.
     pub fn log_path(&self) -> &Path {
         &self.log_path
-    }
-
-    /// Its current suffix.
-    pub fn suffix(&self) -> Suffix {
-        self.suffix
     }
 
     /// Whether it is open for appends.
