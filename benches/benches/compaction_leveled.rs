@@ -17,13 +17,13 @@ use lithify_base::{InternalKey, InternalKeyComparator, ValueKind, VecIterator};
 use lithify_compaction_leveled::iter::{CompactionIterOptions, CompactionIterator, Snapshots};
 use lithify_compaction_leveled::{
     CompactFilesOptions, CompactionPicker, CompactionsInProgress, JobOptions, LeveledOptions,
-    LeveledPicker, OutputFactory, PickContext, TableOpener, run_compaction,
+    LeveledPicker, OutputFactory, PickContext, SstOpener, run_compaction,
 };
 use lithify_compaction_sim::{SimConfig, WorkloadKind, simulate};
 use lithify_compaction_tiered::{
     CompactionStrategy, MajorOnlyOptions, MajorOnlyPicker, TwoTierOptions, TwoTierPicker,
 };
-use lithify_sstable::{Table, TableBuilder, TableOptions};
+use lithify_sstable::{SstBuilder, SstOptions, SstReader};
 use lithify_version::filename::table_file_name;
 use lithify_version::{
     DEFAULT_TABLE, FileMetadata, Version, VersionEdit, VersionSet, VersionSetOptions,
@@ -86,29 +86,29 @@ fn compaction_iterator(c: &mut Criterion) {
     g.finish();
 }
 
-fn table_options() -> TableOptions<InternalKeyComparator> {
-    TableOptions::for_internal_keys(InternalKeyComparator::bytewise())
+fn sst_options() -> SstOptions<InternalKeyComparator> {
+    SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
 }
 
 struct Opener {
     fs: Arc<MemFs>,
 }
 
-impl TableOpener for Opener {
-    fn open_table(
+impl SstOpener for Opener {
+    fn open_sst(
         &self,
         f: &FileMetadata,
-    ) -> lithify_base::Result<Arc<Table<InternalKeyComparator>>> {
+    ) -> lithify_base::Result<Arc<SstReader<InternalKeyComparator>>> {
         let path = Path::new("/db").join(table_file_name(f.number));
         let file = self
             .fs
             .open(&path)
             .map_err(|e| lithify_base::Error::io(&path, e))?;
-        Ok(Arc::new(Table::open(
+        Ok(Arc::new(SstReader::open(
             file,
             &path,
             f.size,
-            &table_options(),
+            &sst_options(),
             None,
         )?))
     }
@@ -122,7 +122,7 @@ fn write_table(
 ) -> FileMetadata {
     let number = set.new_file_number();
     let path = Path::new("/db").join(table_file_name(number));
-    let mut b = TableBuilder::new(fs.create(&path).unwrap(), &path, &table_options()).unwrap();
+    let mut b = SstBuilder::new(fs.create(&path).unwrap(), &path, &sst_options()).unwrap();
     let mut first = None;
     let mut last = None;
     for i in keys {
@@ -178,7 +178,7 @@ fn compaction_job(c: &mut Criterion) {
                     fs: &*fs,
                     dir: Path::new("/db"),
                     numbers: &numbers,
-                    table_options: table_options(),
+                    sst_options: sst_options(),
                 };
                 let result = run_compaction(
                     &compaction,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use lithify_base::InternalIterator;
-use lithify_sstable::{BlockCache, Compression, Table, TableBuilder, TableOptions};
+use lithify_sstable::{BlockCache, Compression, SstBuilder, SstOptions, SstReader};
 use lithify_vfs::{FileSystem, MemFs};
 
 const ENTRIES: u64 = 50_000;
@@ -41,17 +41,17 @@ fn value(i: u64, out: &mut Vec<u8>) {
     out.resize(VALUE_LEN, 0);
 }
 
-fn options(compression: Compression) -> TableOptions {
-    TableOptions {
+fn options(compression: Compression) -> SstOptions {
+    SstOptions {
         compression,
         creation_time: Some(0),
-        ..TableOptions::default()
+        ..SstOptions::default()
     }
 }
 
-fn build(fs: &MemFs, path: &str, opts: &TableOptions) -> u64 {
+fn build(fs: &MemFs, path: &str, opts: &SstOptions) -> u64 {
     let file = fs.create(Path::new(path)).unwrap();
-    let mut b = TableBuilder::new(file, path, opts).unwrap();
+    let mut b = SstBuilder::new(file, path, opts).unwrap();
     let mut v = Vec::with_capacity(VALUE_LEN);
     for i in 0..ENTRIES {
         value(i, &mut v);
@@ -89,10 +89,15 @@ fn bench_build(c: &mut Criterion) {
     g.finish();
 }
 
-fn open(fs: &MemFs, path: &str, opts: &TableOptions, cache: Option<Arc<BlockCache>>) -> Arc<Table> {
+fn open(
+    fs: &MemFs,
+    path: &str,
+    opts: &SstOptions,
+    cache: Option<Arc<BlockCache>>,
+) -> Arc<SstReader> {
     let size = fs.file_size(Path::new(path)).unwrap();
     let file = fs.open(Path::new(path)).unwrap();
-    Arc::new(Table::open(file, path, size, opts, cache).unwrap())
+    Arc::new(SstReader::open(file, path, size, opts, cache).unwrap())
 }
 
 fn bench_get(c: &mut Criterion) {

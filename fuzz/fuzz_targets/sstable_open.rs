@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use lithify_base::InternalIterator;
-use lithify_sstable::{BlockCache, ReadStats, Table, TableOptions};
+use lithify_sstable::{BlockCache, ReadStats, SstOptions, SstReader};
 use lithify_vfs::RandomAccessFile;
 
 #[derive(Debug)]
@@ -38,14 +38,14 @@ fuzz_target!(|data: &[u8]| {
     let Some((&flags, file)) = data.split_first() else {
         return;
     };
-    let opts = TableOptions {
+    let opts = SstOptions {
         verify_checksums: flags & 1 == 1,
-        ..TableOptions::default()
+        ..SstOptions::default()
     };
     let cache = (flags & 2 == 2).then(|| Arc::new(BlockCache::with_shard_bits(1 << 20, 1)));
     let size = file.len() as u64;
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(file.to_vec()));
-    let Ok(table) = Table::open(file, "fuzz.sst", size, &opts, cache) else {
+    let Ok(table) = SstReader::open(file, "fuzz.sst", size, &opts, cache) else {
         return;
     };
     let table = Arc::new(table);

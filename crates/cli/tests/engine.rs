@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use lithify::{Db, Options, WriteBatch};
-use lithify_sstable::{Compression, TableBuilder, TableOptions};
+use lithify_sstable::{Compression, SstBuilder, SstOptions};
 use lithify_vfs::{FileSystem, OsFs};
 use serde_json::Value;
 
@@ -548,11 +548,11 @@ fn dump_sst_prints_properties_blocks_entries_and_verifies_checksums() {
 
     // A table of plain keys built with the sstable crate, zstd-compressed.
     let plain = tmp.path().join("plain.sst");
-    let opts = TableOptions {
+    let opts = SstOptions {
         compression: Compression::zstd(),
-        ..TableOptions::default()
+        ..SstOptions::default()
     };
-    let mut b = TableBuilder::new(OsFs.create(&plain).unwrap(), &plain, &opts).unwrap();
+    let mut b = SstBuilder::new(OsFs.create(&plain).unwrap(), &plain, &opts).unwrap();
     for i in 0..2000u32 {
         b.add(format!("k{i:05}").as_bytes(), &[b'a' + (i % 3) as u8; 64])
             .unwrap();

@@ -26,7 +26,7 @@ pub enum Error {
     },
     /// Building or opening a table failed (the source names file and offset).
     #[snafu(display("{source}"))]
-    Table {
+    Sst {
         /// The table's error.
         source: lithify_sstable::Error,
         /// Where the error was raised.
@@ -134,7 +134,7 @@ impl Classify for Error {
     fn kind(&self) -> ErrorKind {
         match self {
             Error::Io { source, .. } => lithify_base::error::io_error_kind(source),
-            Error::Table { source, .. } => source.kind(),
+            Error::Sst { source, .. } => source.kind(),
             Error::Input { source, .. } => source.kind(),
             Error::CorruptKey { .. } | Error::RecordCount { .. } => ErrorKind::Corruption,
             Error::InvalidArgument { .. } | Error::Conflict { .. } => ErrorKind::InvalidArgument,

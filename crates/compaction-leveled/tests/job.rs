@@ -20,10 +20,10 @@ use lithify_compaction_leveled::iter::{
 };
 use lithify_compaction_leveled::{
     CompactFilesOptions, Compaction, CompactionPicker, CompactionsInProgress, FileNumbers,
-    JobOptions, LeveledOptions, LeveledPicker, OutputFactory, PickContext, TableOpener,
+    JobOptions, LeveledOptions, LeveledPicker, OutputFactory, PickContext, SstOpener,
     flush_to_level0, run_compaction,
 };
-use lithify_sstable::{Table, TableBuilder, TableOptions};
+use lithify_sstable::{SstBuilder, SstOptions, SstReader};
 use lithify_version::filename::table_file_name;
 use lithify_version::{DEFAULT_TABLE, FileMetadata, VersionEdit, VersionSet, VersionSetOptions};
 use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
@@ -37,11 +37,11 @@ type Points = Vec<(Vec<u8>, Vec<u8>)>;
 /// Point entries and normalized range tombstones.
 type Contents = (Points, Vec<String>);
 
-fn table_options() -> TableOptions<InternalKeyComparator> {
-    TableOptions {
+fn sst_options() -> SstOptions<InternalKeyComparator> {
+    SstOptions {
         block_size: 512,
         creation_time: Some(1000),
-        ..TableOptions::for_internal_keys(InternalKeyComparator::bytewise())
+        ..SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
     }
 }
 
@@ -80,7 +80,7 @@ impl Env {
         let cmp = InternalKeyComparator::bytewise();
         sorted.sort_by(|a, b| cmp.compare(a.0.encoded(), b.0.encoded()));
         let mut b =
-            TableBuilder::new(self.fs.create(&path).unwrap(), &path, &table_options()).unwrap();
+            SstBuilder::new(self.fs.create(&path).unwrap(), &path, &sst_options()).unwrap();
         for (k, v) in &sorted {
             b.add(k.encoded(), v).unwrap();
         }
@@ -130,7 +130,7 @@ impl Env {
             fs: &*self.fs,
             dir: Path::new(DIR),
             numbers,
-            table_options: table_options(),
+            sst_options: sst_options(),
         }
     }
 }
@@ -139,21 +139,21 @@ struct Opener {
     fs: Arc<dyn FileSystem>,
 }
 
-impl TableOpener for Opener {
-    fn open_table(
+impl SstOpener for Opener {
+    fn open_sst(
         &self,
         f: &FileMetadata,
-    ) -> lithify_base::Result<Arc<Table<InternalKeyComparator>>> {
+    ) -> lithify_base::Result<Arc<SstReader<InternalKeyComparator>>> {
         let path = Env::path(f.number);
         let file = self
             .fs
             .open(&path)
             .map_err(|e| lithify_base::Error::io(&path, e))?;
-        Ok(Arc::new(Table::open(
+        Ok(Arc::new(SstReader::open(
             file,
             &path,
             f.size,
-            &table_options(),
+            &sst_options(),
             None,
         )?))
     }
@@ -166,7 +166,7 @@ fn read_tables(fs: Arc<dyn FileSystem>, files: &[FileMetadata]) -> Contents {
     let mut points = Vec::new();
     let mut tombstones = Vec::new();
     for f in files {
-        let t = opener.open_table(f).unwrap();
+        let t = opener.open_sst(f).unwrap();
         let mut it = t.iter();
         it.first().unwrap();
         while it.valid() {
@@ -200,7 +200,7 @@ fn expected(env: &Env, c: &Compaction, snapshots: &Snapshots) -> Contents {
     let mut entries = Vec::new();
     let mut tombstones = Vec::new();
     for f in &inputs {
-        let t = opener.open_table(f).unwrap();
+        let t = opener.open_sst(f).unwrap();
         let mut it = t.iter();
         it.first().unwrap();
         while it.valid() {

@@ -54,7 +54,7 @@ pub enum Error {
     },
     /// Building a calibration table failed.
     #[snafu(display("{source}"))]
-    Table {
+    Sst {
         /// The table's error.
         source: lithify_sstable::Error,
         /// Where the error was raised.
@@ -73,7 +73,7 @@ impl Classify for Error {
             Error::Version { source, .. } => source.kind(),
             Error::Strategy { source, .. } => source.kind(),
             Error::Io { source, .. } => lithify_base::error::io_error_kind(source),
-            Error::Table { source, .. } => source.kind(),
+            Error::Sst { source, .. } => source.kind(),
         }
     }
 }

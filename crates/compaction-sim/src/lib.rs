@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use lithify_base::InternalKeyComparator;
-use lithify_sstable::TableOptions;
+use lithify_sstable::SstOptions;
 use lithify_version::Version;
 
 pub use error::{Error, Result};
@@ -76,7 +76,7 @@ pub struct SimConfig {
     /// node header and links).
     pub memtable_entry_overhead: u64,
     /// Table options of the engine (block size, filter, compression).
-    pub table_options: TableOptions<InternalKeyComparator>,
+    pub sst_options: SstOptions<InternalKeyComparator>,
     /// Leveled options (the strategy when `strategy` is `None`; its
     /// `num_levels` is the version's for every strategy).
     pub options: LeveledOptions,
@@ -106,7 +106,7 @@ impl SimConfig {
             distribution: KeyDistribution::Uniform,
             write_buffer_size: 64 << 20,
             memtable_entry_overhead: 32,
-            table_options: TableOptions::for_internal_keys(InternalKeyComparator::bytewise()),
+            sst_options: SstOptions::for_internal_keys(InternalKeyComparator::bytewise()),
             options: LeveledOptions::default(),
             strategy: None,
             workload: None,
@@ -414,7 +414,7 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
     let sequential = config.distribution == KeyDistribution::Sequential
         || config.workload == Some(WorkloadKind::IncreasingKeys);
     let model = calibrate(
-        &config.table_options,
+        &config.sst_options,
         config.key_size,
         config.value_size,
         if sequential { 1 } else { 2 },

@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use lithify_base::{InternalKey, InternalKeyComparator, ValueKind};
-use lithify_sstable::{TableBuilder, TableOptions};
+use lithify_sstable::{SstBuilder, SstOptions};
 use lithify_vfs::{FileSystem, MemFs};
 
-use crate::error::{IoSnafu, Result, TableSnafu};
+use crate::error::{IoSnafu, Result, SstSnafu};
 use snafu::ResultExt as _;
 
 /// File size as a function of the number of entries.
@@ -38,7 +38,7 @@ pub fn db_bench_key(id: u64, key_size: usize, out: &mut Vec<u8>) {
 }
 
 fn build(
-    options: &TableOptions<InternalKeyComparator>,
+    options: &SstOptions<InternalKeyComparator>,
     entries: u64,
     key_size: usize,
     value_size: usize,
@@ -50,7 +50,7 @@ fn build(
         op: "creating",
         path,
     })?;
-    let mut b = TableBuilder::new(file, path, options).context(TableSnafu)?;
+    let mut b = SstBuilder::new(file, path, options).context(SstSnafu)?;
     let mut user = Vec::new();
     // Values vary so that compression, if any, sees realistic data.
     let mut rng = super::workload::SplitMix64::new(42);
@@ -62,15 +62,15 @@ fn build(
             let r = rng.next_u64().to_le_bytes();
             chunk.copy_from_slice(&r[..chunk.len()]);
         }
-        b.add(key.encoded(), &value).context(TableSnafu)?;
+        b.add(key.encoded(), &value).context(SstSnafu)?;
     }
-    Ok(b.finish().context(TableSnafu)?.file_size)
+    Ok(b.finish().context(SstSnafu)?.file_size)
 }
 
 /// Fits the size model of tables of `key_size`/`value_size` entries
 /// (keys `stride` ids apart) built with `options`.
 pub fn calibrate(
-    options: &TableOptions<InternalKeyComparator>,
+    options: &SstOptions<InternalKeyComparator>,
     key_size: usize,
     value_size: usize,
     stride: u64,
@@ -95,7 +95,7 @@ mod tests {
         assert_eq!(k, b"\0\0\0\0\0\0\x01\x020000000000"[..16]);
         db_bench_key(0x0102, 4, &mut k);
         assert_eq!(k, [0, 0, 1, 2]);
-        let opts = TableOptions::for_internal_keys(InternalKeyComparator::bytewise());
+        let opts = SstOptions::for_internal_keys(InternalKeyComparator::bytewise());
         let m = calibrate(&opts, 16, 100, 2).unwrap();
         // 16 + 8 key bytes and 100 value bytes, minus shared prefixes,
         // plus per-entry headers, restarts, index and filter.

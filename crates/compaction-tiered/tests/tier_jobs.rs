@@ -20,13 +20,13 @@ use lithify_base::{
 use lithify_compaction_leveled::iter::Snapshots;
 use lithify_compaction_leveled::{
     CompactionPicker, CompactionsInProgress, JobOptions, LeveledOptions, MemtableInput,
-    OutputFactory, PickContext, TableOpener, WriteRateLimiter, flush_to_level0, run_compaction,
+    OutputFactory, PickContext, SstOpener, WriteRateLimiter, flush_to_level0, run_compaction,
     run_flush,
 };
 use lithify_compaction_tiered::{
     CompactionStrategy, MajorOnlyOptions, MinorPolicy, TwoTierOptions,
 };
-use lithify_sstable::{Table, TableOptions};
+use lithify_sstable::{SstOptions, SstReader};
 use lithify_version::filename::table_file_name;
 use lithify_version::{DEFAULT_TABLE, FileMetadata, Version, VersionSet, VersionSetOptions};
 use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
@@ -34,11 +34,11 @@ use proptest::prelude::*;
 
 const DIR: &str = "/db";
 
-fn table_options() -> TableOptions<InternalKeyComparator> {
-    TableOptions {
+fn sst_options() -> SstOptions<InternalKeyComparator> {
+    SstOptions {
         block_size: 256,
         creation_time: Some(1000),
-        ..TableOptions::for_internal_keys(InternalKeyComparator::bytewise())
+        ..SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
     }
 }
 
@@ -50,21 +50,21 @@ struct Opener {
     fs: Arc<dyn FileSystem>,
 }
 
-impl TableOpener for Opener {
-    fn open_table(
+impl SstOpener for Opener {
+    fn open_sst(
         &self,
         f: &FileMetadata,
-    ) -> lithify_base::Result<Arc<Table<InternalKeyComparator>>> {
+    ) -> lithify_base::Result<Arc<SstReader<InternalKeyComparator>>> {
         let p = path(f.number);
         let file = self
             .fs
             .open(&p)
             .map_err(|e| lithify_base::Error::io(&p, e))?;
-        Ok(Arc::new(Table::open(
+        Ok(Arc::new(SstReader::open(
             file,
             &p,
             f.size,
-            &table_options(),
+            &sst_options(),
             None,
         )?))
     }
@@ -138,7 +138,7 @@ impl Lsm {
             fs: &*self.fs,
             dir: Path::new(DIR),
             numbers: &self.set,
-            table_options: table_options(),
+            sst_options: sst_options(),
         }
     }
 
@@ -150,7 +150,7 @@ impl Lsm {
 
     fn load(&mut self, f: &FileMetadata) -> &Loaded {
         if !self.loaded.contains_key(&f.number) {
-            let t = self.opener().open_table(f).expect("open");
+            let t = self.opener().open_sst(f).expect("open");
             let mut it = t.iter();
             it.first().unwrap();
             let mut points = Vec::new();

@@ -106,19 +106,16 @@ fn worker(inner: &DbInner) {
                 let _ = inner.run_flush(table);
                 let mut st = inner.lock_state();
                 st.running_flushes -= 1;
-                st.bg_epoch += 1;
             }
             Job::Compaction(c) => {
                 let _ = inner.run_compaction(*c);
                 let mut st = inner.lock_state();
                 st.running_compactions -= 1;
-                st.bg_epoch += 1;
             }
             Job::ScheduledMajor(table) => {
                 let _ = inner.major_compact(table);
                 let mut st = inner.lock_state();
                 st.running_compactions -= 1;
-                st.bg_epoch += 1;
                 if let Some(t) = st.tables.get_mut(&table) {
                     t.scheduled_major_running = false;
                     t.next_scheduled_major =

@@ -256,6 +256,20 @@ impl WriteBatch {
         self.rep[1..9].copy_from_slice(&seqno.to_le_bytes());
     }
 
+    /// The sequence number of the first record (0 until the write group
+    /// assigns one).
+    pub(crate) fn sequence(&self) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.rep[1..9]);
+        u64::from_le_bytes(b)
+    }
+
+    /// The encoded records without the header: what a write group's
+    /// record concatenates after its own header.
+    pub(crate) fn encoded_records(&self) -> &[u8] {
+        &self.rep[HEADER_LEN..]
+    }
+
     fn set_count(&mut self, count: u32) {
         self.rep[9..13].copy_from_slice(&count.to_le_bytes());
     }

@@ -6,25 +6,23 @@ use std::collections::HashSet;
 use std::sync::Arc as StdArc;
 
 use crate::resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
-use lithify_base::InternalKeyComparator;
 use lithify_compaction_leveled::iter::Snapshots;
-use lithify_compaction_leveled::job::{JobOptions, OutputFactory, TableOpener as JobOpener};
+use lithify_compaction_leveled::job::{JobOptions, OutputFactory};
 use lithify_compaction_leveled::{
     CompactRangeOptions, Compaction, CompactionPicker, LeveledOptions, ManualCompaction,
     ManualStep, PickContext, run_compaction,
 };
 use lithify_compaction_tiered::adaptive::AdaptiveState;
 use lithify_compaction_tiered::{CompactionStrategy, MajorOnlyOptions, TwoTierOptions};
-use lithify_sstable::Table;
-use lithify_version::{FileMetadata, TableId};
+use lithify_version::TableId;
 
 use crate::clock::now_secs;
 use crate::db_impl::{DbInner, DbState};
 use crate::error::{CompactionSnafu, Error, ReadOnlySnafu, Result, ShuttingDownSnafu};
 use crate::events::CompactionJobInfo;
 use crate::options::Options;
+use crate::sst_opener::InputOpener;
 use crate::stats::Counters;
-use crate::super_version::TableOpener;
 use crate::table_state::{StrategyState, TableMut};
 
 /// The leveled picker's options from the database options.
@@ -142,23 +140,6 @@ pub(crate) struct PickedCompaction {
     pub(crate) id: u64,
 }
 
-/// Opens a compaction's inputs for one sequential pass **without** the
-/// block cache (RocksDB reads compaction inputs with `fill_cache = false`):
-/// a compaction must not evict the blocks readers use, nor hold a cache's
-/// worth of memory while a memtable fills.
-pub(crate) struct InputOpener<'a> {
-    pub(crate) opener: &'a TableOpener,
-}
-
-impl JobOpener for InputOpener<'_> {
-    fn open_table(
-        &self,
-        file: &FileMetadata,
-    ) -> lithify_base::Result<StdArc<Table<InternalKeyComparator>>> {
-        Ok(self.opener.open_uncached(file.number, file.size)?)
-    }
-}
-
 static NO_MARKED: std::sync::LazyLock<HashSet<u64>> = std::sync::LazyLock::new(HashSet::new);
 
 impl DbInner {
@@ -257,7 +238,7 @@ impl DbInner {
                 fs: &*self.fs,
                 dir: &self.dir,
                 numbers: &self.versions,
-                table_options: self.opener.options.clone(),
+                sst_options: self.opener.options.clone(),
             };
             let table = self.table(p.table);
             let filter = table
@@ -290,9 +271,6 @@ impl DbInner {
                 Err(e) => Err(Error::from(e)),
                 Ok(()) => {
                     if let Some(t) = st.tables.get_mut(&p.table) {
-                        if let Some(v) = self.versions.current(p.table) {
-                            t.version = v;
-                        }
                         t.stats
                             .record_compaction(p.compaction.output_level, &r.stats);
                     }
@@ -304,8 +282,7 @@ impl DbInner {
                         );
                     }
                     Counters::add(&self.counters.compaction_read_bytes, r.stats.bytes_read());
-                    self.install_super_version(&mut st, p.table);
-                    self.recompute_stall(&mut st);
+                    self.install(&mut st, p.table);
                     info.output_files = r.edit.new_files.iter().map(|(_, f)| f.number).collect();
                     info.bytes_read = r.stats.bytes_read();
                     info.bytes_written = r.stats.bytes_written;
@@ -315,16 +292,13 @@ impl DbInner {
         };
         if let Err(e) = r {
             let shared = self.set_bg_error(&mut st, e);
-            st.bg_epoch += 1;
             return Err(ReadOnlySnafu { cause: shared }.build());
         }
-        st.bg_epoch += 1;
         drop(st);
         // Listeners hear of the compaction before its waiters wake.
         info.micros = started.elapsed().as_micros() as u64;
         self.events.compaction_completed(&info);
-        self.done_cv.notify_all();
-        self.wake_background();
+        self.notify_installed();
         Ok(())
     }
 
@@ -424,13 +398,7 @@ impl DbInner {
                         let shared = self.set_bg_error(&mut st, e.into());
                         return ReadOnlySnafu { cause: shared }.fail();
                     }
-                    if let (Some(t), Some(v)) =
-                        (st.tables.get_mut(&table), self.versions.current(table))
-                    {
-                        t.version = v;
-                    }
-                    self.install_super_version(&mut st, table);
-                    self.recompute_stall(&mut st);
+                    self.install(&mut st, table);
                 }
                 Ok(ManualStep::Compact(c)) => {
                     let Some(t) = st.tables.get_mut(&table) else {

@@ -26,13 +26,13 @@ use lithify_vfs::{FileLock, FileSystem};
 
 use crate::error::{Error, OpenedReadOnlySnafu, ReadOnlySnafu, Result};
 use crate::events::Events;
+use crate::leader::LeaderState;
 use crate::options::Options;
 use crate::recovery::RecoveryReport;
 use crate::snapshot::SnapshotList;
+use crate::sst_opener::SstOpener;
 use crate::stats::Counters;
-use crate::super_version::TableOpener;
 use crate::table_state::{TableMut, TableState};
-use crate::wal::LeaderState;
 use crate::write_controller::{
     StallCause, StallCondition, StallInputs, WriteController, stall_condition,
 };
@@ -55,8 +55,6 @@ pub(crate) struct DbState {
     pub(crate) controller: WriteController,
     /// WAL files that exist (or may), by number.
     pub(crate) live_logs: BTreeSet<u64>,
-    /// Bumped whenever background work finishes (for waiters).
-    pub(crate) bg_epoch: u64,
 }
 
 /// What the database shares between threads.
@@ -65,7 +63,7 @@ pub(crate) struct DbInner {
     pub(crate) fs: StdArc<dyn FileSystem>,
     pub(crate) options: StdArc<Options>,
     pub(crate) versions: VersionSet,
-    pub(crate) opener: StdArc<TableOpener>,
+    pub(crate) opener: StdArc<SstOpener>,
     pub(crate) cache: Option<StdArc<BlockCache>>,
     pub(crate) default_table: StdArc<TableState>,
     pub(crate) write_thread: WriteThread<DbInner>,
@@ -161,12 +159,36 @@ impl DbInner {
         e
     }
 
-    /// Installs a new super version of `table` from its current parts.
-    pub(crate) fn install_super_version(&self, st: &mut DbState, table: TableId) {
-        if let Some(t) = st.tables.get(&table) {
+    /// Makes a change to `table`'s parts visible — a new version after
+    /// an installed edit (flush, compaction, refit), a memtable switch, a
+    /// new table — the one way RocksDB's `InstallSuperVersionAndScheduleWork`
+    /// does: take the table's current version from the `VersionSet`,
+    /// install a new super version for readers, and recompute the write
+    /// stall over all tables. The caller wakes
+    /// waiters and background threads with [`notify_installed`] once it
+    /// has released the database mutex.
+    ///
+    /// [`notify_installed`]: DbInner::notify_installed
+    pub(crate) fn install(&self, st: &mut DbState, table: TableId) {
+        if let Some(t) = st.tables.get_mut(&table) {
+            if let Some(v) = self.versions.current(table) {
+                t.version = v;
+            }
             let sv = t.super_version();
             t.state.sv.install(sv);
         }
+        // A read-only database takes no writes: nothing to stall.
+        if !self.opened_read_only {
+            self.recompute_stall(st);
+        }
+    }
+
+    /// Wakes whoever waits for installed changes (flush and compaction
+    /// callers, stopped writers, `close`) and the background threads
+    /// (the change may have made work).
+    pub(crate) fn notify_installed(&self) {
+        self.done_cv.notify_all();
+        self.wake_background();
     }
 
     /// Recomputes the write-stall condition over all tables (the worst

@@ -70,9 +70,9 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
-    /// Building, opening or reading a table file failed.
+    /// Building, opening or reading an SST failed.
     #[snafu(display("{source}"))]
-    Table {
+    Sst {
         /// The table crate's error (it names the file and offset).
         source: lithify_sstable::Error,
         /// Where the error was raised.
@@ -196,7 +196,7 @@ impl Classify for Error {
             Error::Locked { .. } => ErrorKind::InvalidArgument,
             Error::Wal { source, .. } => source.kind(),
             Error::Version { source, .. } => source.kind(),
-            Error::Table { source, .. } => source.kind(),
+            Error::Sst { source, .. } => source.kind(),
             Error::Compaction { source, .. } => source.kind(),
             Error::Memtable { source, .. } => source.kind(),
             Error::Read { source, .. } => source.kind(),
@@ -246,7 +246,7 @@ impl From<lithify_base::Error> for Error {
 impl From<lithify_sstable::Error> for Error {
     #[track_caller]
     fn from(source: lithify_sstable::Error) -> Self {
-        TableSnafu.into_error(source)
+        SstSnafu.into_error(source)
     }
 }
 

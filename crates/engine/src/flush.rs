@@ -11,7 +11,7 @@ use lithify_compaction_leveled::job::{
 use lithify_memtable::MemTableIter;
 
 use crate::mem::Mem;
-use lithify_sstable::TableOptions;
+use lithify_sstable::SstOptions;
 use lithify_version::{TableId, VersionEdit};
 use lithify_vfs::FileSystem;
 use snafu::IntoError as _;
@@ -39,7 +39,7 @@ pub(crate) fn flush_memtables(
     fs: &dyn FileSystem,
     dir: &std::path::Path,
     numbers: &dyn FileNumbers,
-    options: &TableOptions<InternalKeyComparator>,
+    options: &SstOptions<InternalKeyComparator>,
     mems: &[Arc<Mem>],
     snapshots: &[SeqNo],
 ) -> Result<FlushResult> {
@@ -54,7 +54,7 @@ pub(crate) fn flush_memtables(
         fs,
         dir,
         numbers,
-        table_options: options.clone(),
+        sst_options: options.clone(),
     };
     let now = now_secs();
     let opts = JobOptions {
@@ -228,9 +228,6 @@ impl DbInner {
                 t.imm.pop_front();
             }
             t.flush_running = false;
-            if let Some(v) = self.versions.current(table) {
-                t.version = v;
-            }
             match flushed.plan_level {
                 None => t.stats.record_flush(&flushed.stats),
                 Some(level) => t.stats.record_compaction(level, &flushed.stats),
@@ -240,9 +237,7 @@ impl DbInner {
                 st.flush_queue.push_back(table);
             }
         }
-        self.install_super_version(&mut st, table);
-        self.recompute_stall(&mut st);
-        st.bg_epoch += 1;
+        self.install(&mut st, table);
         drop(st);
         Counters::add(&self.counters.flush_bytes, flushed.stats.bytes_written);
         if flushed.plan_level.is_some()
@@ -256,8 +251,7 @@ impl DbInner {
         info.bytes_written = flushed.stats.bytes_written;
         info.micros = started.elapsed().as_micros() as u64;
         self.events.flush_completed(&info);
-        self.done_cv.notify_all();
-        self.wake_background();
+        self.notify_installed();
         Ok(true)
     }
 
@@ -394,7 +388,7 @@ impl DbInner {
             fs: &*self.fs,
             dir: &self.dir,
             numbers: &self.versions,
-            table_options: self.opener.options.clone(),
+            sst_options: self.opener.options.clone(),
         };
         let filter = self
             .table(table)
@@ -406,7 +400,7 @@ impl DbInner {
         run_flush(
             c,
             &mem,
-            &crate::compaction::InputOpener {
+            &crate::sst_opener::InputOpener {
                 opener: &self.opener,
             },
             &Snapshots::new(snapshots.to_vec()),

@@ -13,8 +13,9 @@ use lithify_sstable::ReadStats;
 use crate::db_impl::DbInner;
 use crate::error::Result;
 use crate::range_del::covering_seq;
+use crate::sst_opener::SstOpener;
 use crate::stats::Counters;
-use crate::super_version::{SuperVersion, TableHandle, TableOpener};
+use crate::super_version::{FileHandle, SuperVersion};
 use crate::table_state::TableState;
 
 thread_local! {
@@ -139,7 +140,7 @@ impl DbInner {
 #[allow(clippy::too_many_arguments)]
 fn lookup_files(
     sv: &SuperVersion,
-    opener: &TableOpener,
+    opener: &SstOpener,
     icmp: &InternalKeyComparator,
     key: &[u8],
     snap: SeqNo,
@@ -184,8 +185,8 @@ fn lookup_files(
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn probe(
-    h: &TableHandle,
-    opener: &TableOpener,
+    h: &FileHandle,
+    opener: &SstOpener,
     icmp: &InternalKeyComparator,
     key: &[u8],
     snap: SeqNo,
@@ -194,7 +195,7 @@ fn probe(
     covering: &mut SeqNo,
     cost: &mut GetCost,
 ) -> Result<Probe> {
-    let table = h.table(opener)?;
+    let table = h.sst(opener)?;
     cost.probed += 1;
     if h.meta.num_range_deletions > 0 {
         *covering = (*covering).max(covering_seq(icmp, table.range_tombstones(), key, snap));

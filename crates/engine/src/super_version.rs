@@ -12,92 +12,45 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use crate::mem::Mem;
+use lithify_base::SeqNo;
 use lithify_base::sync::{Arc, Mutex};
-use lithify_base::{InternalKeyComparator, SeqNo};
-use lithify_sstable::{BlockCache, Table, TableOptions};
-use lithify_version::filename::table_file_name;
 use lithify_version::{FileMetadata, Version};
-use lithify_vfs::FileSystem;
-use snafu::ResultExt;
 
-use crate::error::{IoSnafu, Result};
+use crate::error::Result;
+use crate::sst_opener::{SharedSst, SstOpener};
 
-/// An open table file, shared by every super version that holds it.
-pub(crate) type SharedTable = std::sync::Arc<Table<InternalKeyComparator>>;
-
-/// What opening a table needs.
-pub(crate) struct TableOpener {
-    pub(crate) fs: std::sync::Arc<dyn FileSystem>,
-    pub(crate) dir: std::path::PathBuf,
-    pub(crate) options: TableOptions<InternalKeyComparator>,
-    pub(crate) cache: Option<std::sync::Arc<BlockCache>>,
-}
-
-impl TableOpener {
-    /// Opens table file `number` of `size` bytes, reading through the
-    /// block cache.
-    pub(crate) fn open(&self, number: u64, size: u64) -> Result<SharedTable> {
-        self.open_with(number, size, self.cache.clone())
-    }
-
-    /// Opens table file `number` for a one-pass read that bypasses the
-    /// block cache.
-    pub(crate) fn open_uncached(&self, number: u64, size: u64) -> Result<SharedTable> {
-        self.open_with(number, size, None)
-    }
-
-    fn open_with(
-        &self,
-        number: u64,
-        size: u64,
-        cache: Option<std::sync::Arc<BlockCache>>,
-    ) -> Result<SharedTable> {
-        let path = self.dir.join(table_file_name(number));
-        let file = self.fs.open(&path).context(IoSnafu {
-            op: "opening table",
-            path: path.clone(),
-        })?;
-        let table = Table::open(file, &path, size, &self.options, cache)?;
-        Ok(std::sync::Arc::new(table))
-    }
-
-    pub(crate) fn path_of(&self, number: u64) -> std::path::PathBuf {
-        self.dir.join(table_file_name(number))
-    }
-}
-
-/// One file of a version and its table, opened on first use.
-pub(crate) struct TableHandle {
+/// One file of a version and its SST reader, opened on first use.
+pub(crate) struct FileHandle {
     pub(crate) meta: std::sync::Arc<FileMetadata>,
-    table: OnceLock<SharedTable>,
+    sst: OnceLock<SharedSst>,
     opening: Mutex<()>,
 }
 
-impl TableHandle {
+impl FileHandle {
     fn new(meta: std::sync::Arc<FileMetadata>) -> Self {
-        TableHandle {
+        FileHandle {
             meta,
-            table: OnceLock::new(),
+            sst: OnceLock::new(),
             opening: Mutex::new(()),
         }
     }
 
-    /// The open table (opening it on first use).
-    pub(crate) fn table(&self, opener: &TableOpener) -> Result<&SharedTable> {
-        if let Some(t) = self.table.get() {
+    /// The open SST (opening it on first use).
+    pub(crate) fn sst(&self, opener: &SstOpener) -> Result<&SharedSst> {
+        if let Some(t) = self.sst.get() {
             return Ok(t);
         }
         let _guard = self.opening.lock();
-        if let Some(t) = self.table.get() {
+        if let Some(t) = self.sst.get() {
             return Ok(t);
         }
         let t = opener.open(self.meta.number, self.meta.size)?;
-        Ok(self.table.get_or_init(|| t))
+        Ok(self.sst.get_or_init(|| t))
     }
 
-    /// The table if it is open already.
-    pub(crate) fn opened(&self) -> Option<&SharedTable> {
-        self.table.get()
+    /// The SST if it is open already.
+    pub(crate) fn opened(&self) -> Option<&SharedSst> {
+        self.sst.get()
     }
 }
 
@@ -110,7 +63,7 @@ pub(crate) struct SuperVersion {
     /// The files.
     pub(crate) version: std::sync::Arc<Version>,
     /// `levels[l][i]` is the handle of `version.files(l)[i]`.
-    pub(crate) levels: Vec<Vec<std::sync::Arc<TableHandle>>>,
+    pub(crate) levels: Vec<Vec<std::sync::Arc<FileHandle>>>,
 }
 
 impl SuperVersion {
@@ -122,7 +75,7 @@ impl SuperVersion {
         version: std::sync::Arc<Version>,
         prev: Option<&SuperVersion>,
     ) -> SuperVersion {
-        let mut old: HashMap<u64, &std::sync::Arc<TableHandle>> = HashMap::new();
+        let mut old: HashMap<u64, &std::sync::Arc<FileHandle>> = HashMap::new();
         if let Some(prev) = prev {
             for level in &prev.levels {
                 for h in level {
@@ -140,13 +93,13 @@ impl SuperVersion {
                         Some(h) => {
                             // Same file under new metadata (a trivial move):
                             // keep the open table, drop the old metadata.
-                            let handle = TableHandle::new(std::sync::Arc::clone(f));
+                            let handle = FileHandle::new(std::sync::Arc::clone(f));
                             if let Some(t) = h.opened() {
-                                let _ = handle.table.set(std::sync::Arc::clone(t));
+                                let _ = handle.sst.set(std::sync::Arc::clone(t));
                             }
                             std::sync::Arc::new(handle)
                         }
-                        None => std::sync::Arc::new(TableHandle::new(std::sync::Arc::clone(f))),
+                        None => std::sync::Arc::new(FileHandle::new(std::sync::Arc::clone(f))),
                     })
                     .collect()
             })

@@ -20,12 +20,12 @@ use crate::db_impl::DbInner;
 use crate::error::{ClosedSnafu, InvalidArgumentSnafu, Result};
 use crate::iter::{DbIterator, RawIterator};
 use crate::iter_source::cursor_source;
+use crate::leader::MemSet;
 use crate::options::{ReadOptions, TableOptions, WriteOptions};
 use crate::snapshot::Snapshot;
 use crate::stats::TableStats;
 use crate::super_version::SuperVersion;
 use crate::table_state::{TableMut, TableState};
-use crate::wal::MemSet;
 
 /// A handle to one table of an open database (a column family).
 ///
@@ -394,8 +394,7 @@ impl DbInner {
                     scheduled_major_running: false,
                 },
             );
-            self.install_super_version(&mut st, id);
-            self.recompute_stall(&mut st);
+            self.install(&mut st, id);
         }
         let mut entries: Vec<_> = leader
             .mems

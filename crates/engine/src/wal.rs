@@ -1,5 +1,5 @@
-//! The write leader's state: the live WAL, older WALs that may still need
-//! a sync, the sequence counter and the memtables writes go to.
+//! One WAL file being written ([`LogWriter`]), and the rules the WAL files
+//! follow together.
 //!
 //! # WAL files and the prefix guarantee
 //!
@@ -24,20 +24,15 @@
 //! torn tail.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc as StdArc;
 
-use crate::mem::Mem;
 use lithify_base::SeqNo;
-use lithify_base::sync::Arc;
 use lithify_version::filename::log_file_name;
-use lithify_version::{TableId, WalAddition};
 use lithify_vfs::FileSystem;
 use lithify_wal::{Writer, WriterOptions};
 use snafu::ResultExt;
 
 use crate::batch::Predecessor;
 use crate::error::{IoSnafu, Result};
-use crate::table_state::TableState;
 
 /// One WAL being written.
 pub(crate) struct LogWriter {
@@ -114,133 +109,4 @@ impl LogWriter {
 
 pub(crate) fn log_path(dir: &Path, number: u64) -> PathBuf {
     dir.join(log_file_name(number))
-}
-
-/// The memtables writes go to, one per table; the default table first.
-pub(crate) struct MemSet {
-    pub(crate) entries: Vec<(TableId, StdArc<TableState>, Arc<Mem>)>,
-}
-
-impl MemSet {
-    /// The memtable of `table`.
-    #[inline]
-    pub(crate) fn get(&self, table: TableId) -> Option<&(TableId, StdArc<TableState>, Arc<Mem>)> {
-        match self.entries.first() {
-            Some(e) if e.0 == table => Some(e),
-            _ => self.entries.iter().find(|e| e.0 == table),
-        }
-    }
-}
-
-/// What the write leader owns.
-pub(crate) struct LeaderState {
-    /// The live WAL.
-    pub(crate) log: Option<LogWriter>,
-    /// Closed WALs that may hold unsynced records, oldest first.
-    pub(crate) old_logs: Vec<LogWriter>,
-    /// The last sequence number assigned.
-    pub(crate) last_allocated: SeqNo,
-    /// Scratch for a group's WAL record.
-    pub(crate) record: Vec<u8>,
-    /// The memtables receiving writes.
-    pub(crate) mems: Arc<MemSet>,
-    /// Bytes appended to each live WAL by this process (for
-    /// `max_total_wal_size`).
-    pub(crate) log_bytes: std::collections::BTreeMap<u64, u64>,
-    /// Final sizes of the closed WALs still live (for the record made at
-    /// close).
-    pub(crate) closed_sizes: std::collections::BTreeMap<u64, u64>,
-    /// Closed WALs now wholly synced whose size no edit recorded yet: the
-    /// next flush's edit carries them (`WalAddition`s).
-    pub(crate) synced_closed: Vec<WalAddition>,
-}
-
-impl LeaderState {
-    /// Syncs every closed WAL not known durable, then the live one.
-    pub(crate) fn sync_all(&mut self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-        for old in &mut self.old_logs {
-            if !old.synced {
-                old.sync(fs, dir)?;
-                self.synced_closed.push(WalAddition {
-                    number: old.number,
-                    synced_size: old.writer.synced_len(),
-                });
-            }
-        }
-        self.old_logs.retain(|l| !l.synced);
-        if let Some(log) = &mut self.log {
-            log.sync(fs, dir)?;
-        }
-        Ok(())
-    }
-
-    /// Hands buffered WAL bytes to the OS.
-    pub(crate) fn flush(&mut self) -> Result<()> {
-        if let Some(log) = &mut self.log {
-            log.writer.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Forgets closed WALs below `min_log` (their data is in tables).
-    pub(crate) fn drop_logs_below(&mut self, min_log: u64) {
-        self.old_logs.retain(|l| l.number >= min_log);
-        self.log_bytes.retain(|n, _| *n >= min_log);
-        self.closed_sizes.retain(|n, _| *n >= min_log);
-        self.synced_closed.retain(|w| w.number >= min_log);
-    }
-
-    /// Keeps a WAL the switch closed: for a later sync, or, if it is
-    /// durable already, as a size the next edit records.
-    pub(crate) fn close_log(&mut self, log: LogWriter) {
-        let size = log.writer.bytes_written();
-        self.closed_sizes.insert(log.number, size);
-        if log.synced {
-            self.synced_closed.push(WalAddition {
-                number: log.number,
-                synced_size: size,
-            });
-        } else {
-            self.old_logs.push(log);
-        }
-    }
-
-    /// The closed WALs found wholly synced since the last call.
-    pub(crate) fn take_synced_closed(&mut self) -> Vec<WalAddition> {
-        std::mem::take(&mut self.synced_closed)
-    }
-
-    /// Syncs every live WAL and returns the size of each (what a clean
-    /// close records in the MANIFEST).
-    pub(crate) fn sync_for_close(
-        &mut self,
-        fs: &dyn FileSystem,
-        dir: &Path,
-    ) -> Result<Vec<WalAddition>> {
-        self.sync_all(fs, dir)?;
-        self.synced_closed.clear();
-        let mut sizes: Vec<WalAddition> = self
-            .closed_sizes
-            .iter()
-            .map(|(&number, &synced_size)| WalAddition {
-                number,
-                synced_size,
-            })
-            .collect();
-        if let Some(log) = &self.log {
-            sizes.push(WalAddition {
-                number: log.number,
-                synced_size: log.writer.synced_len(),
-            });
-        }
-        Ok(sizes)
-    }
-
-    /// Bytes of the live WALs, and the oldest of them.
-    pub(crate) fn wal_size(&self) -> (u64, Option<u64>) {
-        (
-            self.log_bytes.values().sum(),
-            self.log_bytes.keys().next().copied(),
-        )
-    }
 }

@@ -11,15 +11,16 @@ use lithify_base::sync::atomic::Ordering;
 use lithify_version::TableId;
 use snafu::ResultExt;
 
-use crate::batch::{HEADER_LEN, Predecessor, WriteBatch, encode_group_header};
+use crate::batch::{Predecessor, WriteBatch, encode_group_header};
 use crate::db_impl::{DbInner, DbState};
 use crate::error::{
     Error, InvalidArgumentSnafu, MemtableSnafu, ReadOnlySnafu, Result, ShuttingDownSnafu,
 };
+use crate::leader::{LeaderState, MemSet};
 use crate::options::WriteOptions;
 use crate::stats::Counters;
 use crate::table_state::Imm;
-use crate::wal::{LeaderState, LogWriter, MemSet};
+use crate::wal::LogWriter;
 use crate::write_controller::{StallCause, StallCondition};
 use crate::write_thread::GroupCommit;
 
@@ -225,7 +226,7 @@ impl DbInner {
             encode_group_header(record, first, records as u32);
             for w in group {
                 if !w.batch.is_empty() {
-                    record.extend_from_slice(&w.batch.encoded()[HEADER_LEN..]);
+                    record.extend_from_slice(w.batch.encoded_records());
                 }
             }
             log.append(record, last, manual)?;
@@ -242,11 +243,7 @@ impl DbInner {
 
     /// Inserts one batch into the memtables (any thread).
     pub(crate) fn insert_batch(&self, mems: &MemSet, batch: &WriteBatch) -> Result<()> {
-        let mut seq = u64::from_le_bytes(
-            batch.encoded()[1..9]
-                .try_into()
-                .expect("the header holds 8 bytes of sequence"),
-        );
+        let mut seq = batch.sequence();
         // Per-table byte and key counts, added once per run of one table.
         let mut run: Option<(&StdArc<crate::table_state::TableState>, u64, u64)> = None;
         let flush_run = |run: Option<(&StdArc<crate::table_state::TableState>, u64, u64)>| {
@@ -355,10 +352,9 @@ impl DbInner {
                     st.flush_queue.push_back(*id);
                 }
             }
-            self.install_super_version(&mut st, *id);
+            self.install(&mut st, *id);
             entries.push((*id, StdArc::clone(state), fresh));
         }
-        self.recompute_stall(&mut st);
         drop(st);
         leader.mems = Arc::new(MemSet { entries });
         self.wake_background();

@@ -6,7 +6,7 @@ use lithify_base::Comparator;
 
 use crate::block::BlockIter;
 use crate::error::Result;
-use crate::table::Table;
+use crate::reader::SstReader;
 
 /// A key of the table's index with the approximate number of data bytes
 /// from the previous anchor (or the start of the table) up to it.
@@ -18,7 +18,7 @@ pub struct KeyAnchor {
     pub range_size: u64,
 }
 
-impl<C: Comparator> Table<C> {
+impl<C: Comparator> SstReader<C> {
     /// Up to `max` anchors spread evenly over the data blocks (one per
     /// block when there are fewer blocks); the last anchor is the last
     /// block's separator. Read from the in-memory index only.
@@ -59,23 +59,23 @@ mod tests {
 
     use lithify_vfs::{FileSystem, MemFs};
 
-    use crate::{Table, TableBuilder, TableOptions};
+    use crate::{SstBuilder, SstOptions, SstReader};
 
     #[test]
     fn anchors_cover_the_table_in_order() {
         let fs = MemFs::new();
-        let opts = TableOptions {
+        let opts = SstOptions {
             block_size: 256,
-            ..TableOptions::default()
+            ..SstOptions::default()
         };
         let path = Path::new("/a.sst");
-        let mut b = TableBuilder::new(fs.create(path).unwrap(), path, &opts).unwrap();
+        let mut b = SstBuilder::new(fs.create(path).unwrap(), path, &opts).unwrap();
         for i in 0..1000u32 {
             b.add(format!("key{i:05}").as_bytes(), &[7u8; 40]).unwrap();
         }
         let built = b.finish().unwrap();
         let table = Arc::new(
-            Table::open(fs.open(path).unwrap(), path, built.file_size, &opts, None).unwrap(),
+            SstReader::open(fs.open(path).unwrap(), path, built.file_size, &opts, None).unwrap(),
         );
         let anchors = table.approximate_key_anchors(16).unwrap();
         assert!(

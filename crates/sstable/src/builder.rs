@@ -17,7 +17,7 @@ use crate::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD, BlockHandle, FORMAT_VERSION, Footer,
     META_FILTER, META_PROPERTIES, META_RANGE_DEL, append_block_trailer,
 };
-use crate::options::TableOptions;
+use crate::options::SstOptions;
 use crate::properties::Properties;
 use crate::schema::KeySchema;
 
@@ -28,9 +28,9 @@ pub const MAX_ENTRY_LEN: usize = 1 << 31;
 /// Output is handed to the file in chunks of about this size.
 const WRITE_CHUNK: usize = 256 << 10;
 
-/// What [`TableBuilder::finish`] produced.
+/// What [`SstBuilder::finish`] produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BuiltTable {
+pub struct BuiltSst {
     /// The recorded properties.
     pub properties: Properties,
     /// Size of the finished file in bytes.
@@ -73,12 +73,12 @@ impl RangeDelBuffer {
 ///
 /// ```
 /// use std::path::Path;
-/// use lithify_sstable::{TableBuilder, TableOptions};
+/// use lithify_sstable::{SstBuilder, SstOptions};
 /// use lithify_vfs::{FileSystem, MemFs};
 ///
 /// let fs = MemFs::new();
 /// let file = fs.create(Path::new("/t.sst")).unwrap();
-/// let mut b = TableBuilder::new(file, "/t.sst", &TableOptions::default()).unwrap();
+/// let mut b = SstBuilder::new(file, "/t.sst", &SstOptions::default()).unwrap();
 /// b.add(b"apple", b"red").unwrap();
 /// b.add(b"banana", b"yellow").unwrap();
 /// assert!(b.add(b"aardvark", b"").is_err()); // out of order
@@ -86,7 +86,7 @@ impl RangeDelBuffer {
 /// assert_eq!(built.properties.num_entries, 2);
 /// assert_eq!(built.file_size, fs.file_size(Path::new("/t.sst")).unwrap());
 /// ```
-pub struct TableBuilder<C: Comparator = BytewiseComparator> {
+pub struct SstBuilder<C: Comparator = BytewiseComparator> {
     file: Box<dyn WritableFile>,
     path: PathBuf,
     comparator: C,
@@ -114,9 +114,9 @@ pub struct TableBuilder<C: Comparator = BytewiseComparator> {
     poisoned: Option<String>,
 }
 
-impl<C: Comparator> std::fmt::Debug for TableBuilder<C> {
+impl<C: Comparator> std::fmt::Debug for SstBuilder<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableBuilder")
+        f.debug_struct("SstBuilder")
             .field("path", &self.path)
             .field("entries", &self.props.num_entries)
             .field("estimated_size", &self.estimated_size())
@@ -124,13 +124,13 @@ impl<C: Comparator> std::fmt::Debug for TableBuilder<C> {
     }
 }
 
-impl<C: Comparator + Clone> TableBuilder<C> {
+impl<C: Comparator + Clone> SstBuilder<C> {
     /// A builder writing to `file` (empty, freshly created); `path` names it
     /// in errors.
     pub fn new(
         file: Box<dyn WritableFile>,
         path: impl Into<PathBuf>,
-        options: &TableOptions<C>,
+        options: &SstOptions<C>,
     ) -> Result<Self> {
         options.validate()?;
         let path = path.into();
@@ -155,7 +155,7 @@ impl<C: Comparator + Clone> TableBuilder<C> {
             creation_time,
             ..Properties::default()
         };
-        Ok(TableBuilder {
+        Ok(SstBuilder {
             written: file.len(),
             file,
             path,
@@ -181,7 +181,7 @@ impl<C: Comparator + Clone> TableBuilder<C> {
     }
 }
 
-impl<C: Comparator> TableBuilder<C> {
+impl<C: Comparator> SstBuilder<C> {
     /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path
@@ -354,7 +354,7 @@ impl<C: Comparator> TableBuilder<C> {
 
     /// Writes the remaining data, the filter, range-deletion, index,
     /// properties and metaindex blocks and the footer, then fsyncs the file.
-    pub fn finish(mut self) -> Result<BuiltTable> {
+    pub fn finish(mut self) -> Result<BuiltSst> {
         self.check_poisoned()?;
         if !self.data_block.is_empty() {
             self.flush_data_block()?;
@@ -431,7 +431,7 @@ impl<C: Comparator> TableBuilder<C> {
             }
             .into_error(e));
         }
-        Ok(BuiltTable {
+        Ok(BuiltSst {
             properties: self.props,
             file_size,
         })

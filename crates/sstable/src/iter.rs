@@ -8,21 +8,21 @@ use lithify_base::{Comparator, InternalIterator};
 use crate::block::{Block, BlockIter};
 use crate::error::Result;
 use crate::format::BlockHandle;
+use crate::reader::SstReader;
 use crate::stats::ReadStats;
-use crate::table::Table;
 
 /// A cursor over a table's point entries, implementing
 /// [`InternalIterator`]. It holds an [`Arc`] of its table, so it lives
 /// independently of whoever opened the table (the engine's level iterators
 /// keep them). Values are zero-copy slices of the cached block
 /// ([`value_bytes`](InternalIterator::value_bytes)). Range tombstones are
-/// not returned: see [`Table::range_tombstones`].
+/// not returned: see [`SstReader::range_tombstones`].
 ///
 /// Moving within a data block costs no allocation; moving to another block
 /// costs a cache lookup (or a read). A seek that lands in the block the
 /// cursor is already on reuses it.
-pub struct TableIter<C = lithify_base::BytewiseComparator> {
-    table: Arc<Table<C>>,
+pub struct SstIter<C = lithify_base::BytewiseComparator> {
+    table: Arc<SstReader<C>>,
     index: BlockIter,
     data: BlockIter,
     /// The block `data` iterates, if any.
@@ -30,19 +30,19 @@ pub struct TableIter<C = lithify_base::BytewiseComparator> {
     stats: ReadStats,
 }
 
-impl<C: Comparator> std::fmt::Debug for TableIter<C> {
+impl<C: Comparator> std::fmt::Debug for SstIter<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableIter")
+        f.debug_struct("SstIter")
             .field("table", &self.table.path())
             .field("valid", &self.data.valid())
             .finish_non_exhaustive()
     }
 }
 
-impl<C: Comparator> TableIter<C> {
-    pub(crate) fn new(table: Arc<Table<C>>) -> Self {
+impl<C: Comparator> SstIter<C> {
+    pub(crate) fn new(table: Arc<SstReader<C>>) -> Self {
         let index = BlockIter::new(table.index_block().clone(), Vec::new());
-        TableIter {
+        SstIter {
             table,
             index,
             data: BlockIter::new(Block::empty(), Vec::new()),
@@ -52,7 +52,7 @@ impl<C: Comparator> TableIter<C> {
     }
 
     /// The table.
-    pub fn table(&self) -> &Arc<Table<C>> {
+    pub fn table(&self) -> &Arc<SstReader<C>> {
         &self.table
     }
 
@@ -199,7 +199,7 @@ impl<C: Comparator> TableIter<C> {
     }
 }
 
-impl<C: Comparator> InternalIterator for TableIter<C> {
+impl<C: Comparator> InternalIterator for SstIter<C> {
     fn seek_ge(&mut self, target: &[u8]) -> lithify_base::Result<()> {
         match self.try_seek_ge(target) {
             Ok(()) => Ok(()),

@@ -10,13 +10,13 @@
 //! zstd-compressed. The byte layout is in `docs/FORMATS.md` and in
 //! [`mod@format`].
 //!
-//! * [`TableBuilder`] writes a table through a [`lithify_vfs::WritableFile`].
+//! * [`SstBuilder`] writes a table through a [`lithify_vfs::WritableFile`].
 //! * [`Table`] opens one through a [`lithify_vfs::RandomAccessFile`]: `get`,
-//!   the engine's [`Table::point_lookup`], [`Table::range_tombstones`],
-//!   [`Table::approximate_offset_of`], and [`TableIter`], an
+//!   the engine's [`SstReader::point_lookup`], [`SstReader::range_tombstones`],
+//!   [`SstReader::approximate_offset_of`], and [`SstIter`], an
 //!   [`InternalIterator`](lithify_base::InternalIterator).
 //! * [`BlockCache`] is a sharded LRU of decoded blocks shared by many tables.
-//! * [`TableOptions`] picks the comparator and the [`KeySchema`]
+//! * [`SstOptions`] picks the comparator and the [`KeySchema`]
 //!   ([`PlainKeys`] for tables used alone, [`InternalKeys`] in the engine,
 //!   whose filter is on user keys).
 //! * [`ReadStats`] counts the blocks a read touched, for read amplification.
@@ -27,20 +27,20 @@
 //! use std::path::Path;
 //! use std::sync::Arc;
 //! use lithify_base::InternalIterator;
-//! use lithify_sstable::{Compression, Table, TableBuilder, TableOptions};
+//! use lithify_sstable::{Compression, SstReader, SstBuilder, SstOptions};
 //! use lithify_vfs::{FileSystem, MemFs};
 //!
 //! let fs = MemFs::new();
-//! let opts = TableOptions { compression: Compression::zstd(), ..TableOptions::default() };
+//! let opts = SstOptions { compression: Compression::zstd(), ..SstOptions::default() };
 //! let path = Path::new("/fruit.sst");
-//! let mut builder = TableBuilder::new(fs.create(path).unwrap(), path, &opts).unwrap();
+//! let mut builder = SstBuilder::new(fs.create(path).unwrap(), path, &opts).unwrap();
 //! for i in 0..1000u32 {
 //!     builder.add(format!("key{i:05}").as_bytes(), b"value").unwrap();
 //! }
 //! builder.add_range_tombstone(b"key00100", b"key00200").unwrap();
 //! let built = builder.finish().unwrap();
 //!
-//! let table = Arc::new(Table::open(fs.open(path).unwrap(), path, built.file_size, &opts, None).unwrap());
+//! let table = Arc::new(SstReader::open(fs.open(path).unwrap(), path, built.file_size, &opts, None).unwrap());
 //! assert_eq!(table.get(b"key00042").unwrap().as_deref(), Some(&b"value"[..]));
 //! assert_eq!(table.range_tombstones().len(), 1);
 //! let mut it = table.iter();
@@ -60,23 +60,23 @@ mod index_words;
 mod iter;
 mod options;
 mod properties;
+mod reader;
 mod schema;
 mod stats;
-mod table;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use anchors::KeyAnchor;
-pub use builder::{BuiltTable, MAX_ENTRY_LEN, TableBuilder};
+pub use builder::{BuiltSst, MAX_ENTRY_LEN, SstBuilder};
 pub use cache::{BlockCache, CacheStats, ENTRY_OVERHEAD};
 pub use compression::{Compression, MAX_COMPRESSED_BLOCK_LEN};
 pub use error::{Error, Result};
-pub use iter::TableIter;
-pub use options::{MAX_BLOCK_SIZE, TableOptions};
+pub use iter::SstIter;
+pub use options::{MAX_BLOCK_SIZE, SstOptions};
 pub use properties::Properties;
+pub use reader::{RangeDelEntry, SstReader};
 pub use schema::{InternalKeys, KeySchema, PlainKeys};
 pub use stats::ReadStats;
-pub use table::{RangeDelEntry, Table};
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -17,17 +17,17 @@ pub const MAX_BLOCK_SIZE: usize = 1 << 30;
 /// except `verify_checksums`.
 ///
 /// ```
-/// use lithify_sstable::{Compression, TableOptions};
+/// use lithify_sstable::{Compression, SstOptions};
 ///
-/// let opts = TableOptions {
+/// let opts = SstOptions {
 ///     block_size: 16 << 10,
 ///     compression: Compression::zstd(),
-///     ..TableOptions::default()
+///     ..SstOptions::default()
 /// };
 /// assert_eq!(opts.block_restart_interval, 16);
 /// ```
 #[derive(Debug, Clone)]
-pub struct TableOptions<C = BytewiseComparator> {
+pub struct SstOptions<C = BytewiseComparator> {
     /// The key order.
     pub comparator: C,
     /// Filter-key extraction and seqno/kind decoding.
@@ -51,24 +51,24 @@ pub struct TableOptions<C = BytewiseComparator> {
     pub creation_time: Option<u64>,
 }
 
-impl Default for TableOptions<BytewiseComparator> {
+impl Default for SstOptions<BytewiseComparator> {
     fn default() -> Self {
-        TableOptions::with_comparator(BytewiseComparator, Arc::new(PlainKeys))
+        SstOptions::with_comparator(BytewiseComparator, Arc::new(PlainKeys))
     }
 }
 
-impl TableOptions<InternalKeyComparator> {
+impl SstOptions<InternalKeyComparator> {
     /// Options for tables of internal keys ordered by `comparator`, with the
     /// bloom filter on user keys: what the engine uses.
     pub fn for_internal_keys(comparator: InternalKeyComparator) -> Self {
-        TableOptions::with_comparator(comparator, Arc::new(InternalKeys))
+        SstOptions::with_comparator(comparator, Arc::new(InternalKeys))
     }
 }
 
-impl<C: Comparator> TableOptions<C> {
+impl<C: Comparator> SstOptions<C> {
     /// Default settings with the given comparator and key schema.
     pub fn with_comparator(comparator: C, key_schema: Arc<dyn KeySchema>) -> Self {
-        TableOptions {
+        SstOptions {
             comparator,
             key_schema,
             block_size: 4096,

@@ -7,9 +7,9 @@ use std::ops::AddAssign;
 /// figures.
 ///
 /// Counters are **per operation, owned by the caller**: a
-/// [`TableIter`](crate::TableIter) accumulates its own
-/// ([`read_stats`](crate::TableIter::read_stats)), and the engine's point
-/// lookup ([`Table::point_lookup`](crate::Table::point_lookup)) adds to a
+/// [`SstIter`](crate::SstIter) accumulates its own
+/// ([`read_stats`](crate::SstIter::read_stats)), and the engine's point
+/// lookup ([`SstReader::point_lookup`](crate::SstReader::point_lookup)) adds to a
 /// `ReadStats` the caller passes in. No counter is shared between threads,
 /// so reading costs no contended atomics; the engine sums what it gets into
 /// its own statistics. The block cache keeps its own hit/miss counters

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread;
 
 use lithify_base::InternalIterator;
-use lithify_sstable::{BlockCache, Compression, Table, TableIter, TableOptions};
+use lithify_sstable::{BlockCache, Compression, SstIter, SstOptions, SstReader};
 use lithify_vfs::MemFs;
 
 use common::{build, open, scan_forward};
@@ -16,18 +16,18 @@ fn assert_send<T: Send>() {}
 
 #[test]
 fn tables_and_iterators_cross_threads() {
-    assert_send_sync::<Table>();
+    assert_send_sync::<SstReader>();
     assert_send_sync::<BlockCache>();
-    assert_send::<TableIter>();
+    assert_send::<SstIter>();
 }
 
 #[test]
 fn concurrent_readers_see_the_same_table() {
     let fs = MemFs::new();
-    let opts = TableOptions {
+    let opts = SstOptions {
         block_size: 512,
         compression: Compression::Zstd { level: 1 },
-        ..TableOptions::default()
+        ..SstOptions::default()
     };
     let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..3000u32)
         .map(|i| {
@@ -77,7 +77,7 @@ fn concurrent_readers_see_the_same_table() {
 #[test]
 fn an_iterator_outlives_the_callers_handle() {
     let fs = MemFs::new();
-    let opts = TableOptions::default();
+    let opts = SstOptions::default();
     let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..100u32)
         .map(|i| (format!("{i:03}").into_bytes(), vec![7; 50]))
         .collect();

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_base::InternalIterator;
-use lithify_sstable::{BlockCache, Compression, Error, Table, TableOptions};
+use lithify_sstable::{BlockCache, Compression, Error, SstOptions, SstReader};
 use lithify_vfs::{FileSystem, MemFs, RandomAccessFile, read_file};
 
 use common::build;
@@ -37,16 +37,16 @@ struct Fixture {
     bytes: Vec<u8>,
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     tombstones: Vec<(Vec<u8>, Vec<u8>)>,
-    opts: TableOptions,
+    opts: SstOptions,
 }
 
 fn fixture(compression: Compression) -> Fixture {
-    let opts = TableOptions {
+    let opts = SstOptions {
         block_size: 160,
         block_restart_interval: 4,
         compression,
         creation_time: Some(1_700_000_000),
-        ..TableOptions::default()
+        ..SstOptions::default()
     };
     let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..40u32)
         .map(|i| {
@@ -122,7 +122,7 @@ fn check_all_reads(
 ) -> Detected {
     let size = bytes.len();
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
-    let table = match Table::open(file, PATH, size as u64, &f.opts, cache) {
+    let table = match SstReader::open(file, PATH, size as u64, &f.opts, cache) {
         Ok(t) => Arc::new(t),
         Err(e) => {
             assert_corruption(&e, size, what);
@@ -279,7 +279,7 @@ fn every_truncation_is_corruption() {
     for len in 0..f.bytes.len() {
         let bytes = f.bytes[..len].to_vec();
         let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
-        match Table::open(file, PATH, len as u64, &f.opts, None) {
+        match SstReader::open(file, PATH, len as u64, &f.opts, None) {
             Ok(_) => panic!("a table truncated to {len} bytes opened"),
             Err(e) => assert!(e.is_corruption(), "truncated to {len}: {e}"),
         }
@@ -293,7 +293,7 @@ fn a_size_larger_than_the_file_is_corruption() {
     let claimed = bytes.len() as u64;
     bytes.truncate(bytes.len() - 100);
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
-    let err = Table::open(file, PATH, claimed, &f.opts, None).unwrap_err();
+    let err = SstReader::open(file, PATH, claimed, &f.opts, None).unwrap_err();
     assert!(err.is_corruption(), "{err}");
 }
 
@@ -303,8 +303,8 @@ fn opening_with_another_comparator_or_schema_is_refused() {
     let f = fixture(Compression::None);
     let size = f.bytes.len() as u64;
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(f.bytes.clone()));
-    let other = TableOptions::for_internal_keys(InternalKeyComparator::bytewise());
-    let err = Table::open(file.clone(), PATH, size, &other, None).unwrap_err();
+    let other = SstOptions::for_internal_keys(InternalKeyComparator::bytewise());
+    let err = SstReader::open(file.clone(), PATH, size, &other, None).unwrap_err();
     assert!(
         matches!(
             err,
@@ -317,7 +317,7 @@ fn opening_with_another_comparator_or_schema_is_refused() {
     );
     let mut schema_only = f.opts.clone();
     schema_only.key_schema = Arc::new(lithify_sstable::InternalKeys);
-    let err = Table::open(file, PATH, size, &schema_only, None).unwrap_err();
+    let err = SstReader::open(file, PATH, size, &schema_only, None).unwrap_err();
     assert!(
         matches!(
             err,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_base::{Classify, ErrorKind, InternalIterator};
-use lithify_sstable::{BlockCache, Error, Table, TableBuilder, TableOptions};
+use lithify_sstable::{BlockCache, Error, SstBuilder, SstOptions, SstReader};
 use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
 
 use common::scan_forward;
@@ -18,10 +18,10 @@ fn entries() -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
-fn opts() -> TableOptions {
-    TableOptions {
+fn opts() -> SstOptions {
+    SstOptions {
         creation_time: Some(7),
-        ..TableOptions::default()
+        ..SstOptions::default()
     }
 }
 
@@ -29,7 +29,7 @@ fn opts() -> TableOptions {
 /// happened to the calls after it.
 fn build_on(fs: &dyn FileSystem) -> Result<u64, Error> {
     let file = fs.create(Path::new("/d/t.sst")).expect("create");
-    let mut b = TableBuilder::new(file, "/d/t.sst", &opts())?;
+    let mut b = SstBuilder::new(file, "/d/t.sst", &opts())?;
     for (k, v) in entries() {
         if let Err(e) = b.add(&k, &v) {
             // The builder is poisoned now.
@@ -92,7 +92,7 @@ fn a_failed_read_is_an_io_error_and_a_retry_succeeds() {
     fs.reset_counts();
     let table = {
         let file = fs.open(Path::new("/d/t.sst")).unwrap();
-        Arc::new(Table::open(file, "/d/t.sst", size, &opts(), None).unwrap())
+        Arc::new(SstReader::open(file, "/d/t.sst", size, &opts(), None).unwrap())
     };
     let open_reads = fs.counts().reads;
     let mut it = table.iter();
@@ -106,7 +106,7 @@ fn a_failed_read_is_an_io_error_and_a_retry_succeeds() {
         fs.clear_rules();
         fs.add_rule(FaultRule::fail_nth(OpKind::Read, n));
         let file = fs.open(Path::new("/d/t.sst")).unwrap();
-        let err = Table::open(file, "/d/t.sst", size, &opts(), None).unwrap_err();
+        let err = SstReader::open(file, "/d/t.sst", size, &opts(), None).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Io, "read {n}: {err}");
     }
     fs.clear_rules();
@@ -156,7 +156,7 @@ fn a_finished_table_survives_power_loss() {
     fs.crash();
     let file = fs.open(Path::new("/d/t.sst")).unwrap();
     let cache = Arc::new(BlockCache::new(1 << 20));
-    let table = Arc::new(Table::open(file, "/d/t.sst", size, &opts(), Some(cache)).unwrap());
+    let table = Arc::new(SstReader::open(file, "/d/t.sst", size, &opts(), Some(cache)).unwrap());
     let mut it = table.iter();
     assert_eq!(scan_forward(&mut it).unwrap(), entries());
 }
@@ -173,7 +173,7 @@ fn an_unfinished_table_is_never_read_as_valid() {
             fs.sync_dir(Path::new("/")).unwrap();
             let file = fs.create(Path::new("/d/t.sst")).unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
-            let mut b = TableBuilder::new(file, "/d/t.sst", &opts()).unwrap();
+            let mut b = SstBuilder::new(file, "/d/t.sst", &opts()).unwrap();
             for (k, v) in entries().into_iter().take(stop_after) {
                 b.add(&k, &v).unwrap();
             }
@@ -181,7 +181,7 @@ fn an_unfinished_table_is_never_read_as_valid() {
             fs.crash();
             let size = fs.file_size(Path::new("/d/t.sst")).unwrap();
             let file = fs.open(Path::new("/d/t.sst")).unwrap();
-            let err = Table::open(file, "/d/t.sst", size, &opts(), None).unwrap_err();
+            let err = SstReader::open(file, "/d/t.sst", size, &opts(), None).unwrap_err();
             assert!(err.is_corruption(), "{err}");
         }
     }

@@ -4,7 +4,7 @@
 mod common;
 
 use lithify_base::xxh3_64;
-use lithify_sstable::TableOptions;
+use lithify_sstable::SstOptions;
 use lithify_sstable::format::{FOOTER_LEN, Footer};
 use lithify_vfs::{MemFs, read_file};
 
@@ -12,10 +12,10 @@ use common::{build, open};
 
 fn golden_table() -> Vec<u8> {
     let fs = MemFs::new();
-    let opts = TableOptions {
+    let opts = SstOptions {
         creation_time: Some(1_700_000_000),
         block_size: 32,
-        ..TableOptions::default()
+        ..SstOptions::default()
     };
     let entries = vec![
         (b"apple".to_vec(), b"red".to_vec()),

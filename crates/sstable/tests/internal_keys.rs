@@ -12,7 +12,7 @@ use lithify_base::{
     Comparator, InternalIterator, InternalKey, InternalKeyComparator, MergingIterator,
     ParsedInternalKey, ValueKind,
 };
-use lithify_sstable::{BlockCache, Compression, InternalKeys, KeySchema, ReadStats, TableOptions};
+use lithify_sstable::{BlockCache, Compression, InternalKeys, KeySchema, ReadStats, SstOptions};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
 
@@ -52,8 +52,8 @@ fn entries(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
-fn opts(block_size: usize, zstd: bool) -> TableOptions<InternalKeyComparator> {
-    TableOptions {
+fn opts(block_size: usize, zstd: bool) -> SstOptions<InternalKeyComparator> {
+    SstOptions {
         block_size,
         block_restart_interval: 3,
         compression: if zstd {
@@ -62,7 +62,7 @@ fn opts(block_size: usize, zstd: bool) -> TableOptions<InternalKeyComparator> {
             Compression::None
         },
         creation_time: Some(1),
-        ..TableOptions::for_internal_keys(InternalKeyComparator::bytewise())
+        ..SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
     }
 }
 

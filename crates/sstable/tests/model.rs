@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use lithify_base::InternalIterator;
-use lithify_sstable::{BlockCache, Compression, TableOptions};
+use lithify_sstable::{BlockCache, Compression, SstOptions};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
 
@@ -58,8 +58,8 @@ fn config() -> impl Strategy<Value = Config> {
         )
 }
 
-fn options(c: &Config) -> TableOptions {
-    TableOptions {
+fn options(c: &Config) -> SstOptions {
+    SstOptions {
         block_size: c.block_size,
         block_restart_interval: c.restart_interval,
         compression: if c.zstd {
@@ -69,7 +69,7 @@ fn options(c: &Config) -> TableOptions {
         },
         bloom_bits_per_key: c.bloom_bits,
         creation_time: Some(0),
-        ..TableOptions::default()
+        ..SstOptions::default()
     }
 }
 
@@ -214,7 +214,7 @@ proptest! {
         entries in proptest::collection::btree_map(key(), value(), 0..20),
     ) {
         let fs = MemFs::new();
-        let opts = TableOptions { creation_time: Some(0), ..TableOptions::default() };
+        let opts = SstOptions { creation_time: Some(0), ..SstOptions::default() };
         let entries: Vec<(Vec<u8>, Vec<u8>)> = entries.into_iter().collect();
         let built = build(&fs, "/t.sst", &opts, &entries, &tombstones);
         prop_assert_eq!(built.properties.num_range_deletions, tombstones.len() as u64);
@@ -236,12 +236,12 @@ proptest! {
 
 #[test]
 fn out_of_order_keys_are_refused_and_the_builder_continues() {
-    use lithify_sstable::{Error, TableBuilder};
+    use lithify_sstable::{Error, SstBuilder};
     use lithify_vfs::FileSystem;
     let fs = MemFs::new();
-    let opts = TableOptions::default();
+    let opts = SstOptions::default();
     let file = fs.create(std::path::Path::new("/o.sst")).unwrap();
-    let mut b = TableBuilder::new(file, "/o.sst", &opts).unwrap();
+    let mut b = SstBuilder::new(file, "/o.sst", &opts).unwrap();
     b.add(b"b", b"1").unwrap();
     assert!(matches!(b.add(b"a", b"0"), Err(Error::OutOfOrder { .. })));
     assert!(matches!(b.add(b"b", b"dup"), Err(Error::OutOfOrder { .. })));
@@ -264,7 +264,7 @@ fn out_of_order_keys_are_refused_and_the_builder_continues() {
 #[test]
 fn empty_table_reads_as_empty() {
     let fs = MemFs::new();
-    let opts = TableOptions::default();
+    let opts = SstOptions::default();
     let built = build(&fs, "/e.sst", &opts, &[], &[]);
     assert_eq!(built.properties.num_entries, 0);
     let table = open(&fs, "/e.sst", &opts, None).unwrap();

@@ -1,7 +1,7 @@
 //! `dump-sst FILE`: a table's properties, its blocks and entries, and a
 //! verification of every block's checksum, as RocksDB's `sst_dump`.
 //!
-//! The table is opened with `lithify_sstable::Table::open` (footer,
+//! The table is opened with `lithify_sstable::SstReader::open` (footer,
 //! metaindex, properties, index, filter and range-deletion blocks, all
 //! checksummed); then every data block the index names is read from the
 //! file, its trailer verified, decompressed and decoded. A damaged block is
@@ -20,7 +20,7 @@ use lithify_sstable::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD, BlockHandle, FOOTER_LEN, Footer,
     verify_trailer,
 };
-use lithify_sstable::{InternalKeys, MAX_COMPRESSED_BLOCK_LEN, PlainKeys, Table, TableOptions};
+use lithify_sstable::{InternalKeys, MAX_COMPRESSED_BLOCK_LEN, PlainKeys, SstOptions, SstReader};
 use lithify_vfs::{FileSystem as _, OsFs, RandomAccessFile};
 use snafu::ResultExt as _;
 
@@ -62,7 +62,7 @@ impl Comparator for Recorded {
 
 /// An open table and how to read its keys.
 struct Opened {
-    table: Table<Arc<dyn Comparator>>,
+    table: SstReader<Arc<dyn Comparator>>,
     /// Keys are internal keys (`user_key ++ seqno/kind trailer`).
     internal: bool,
     /// The recorded comparator is one this tool knows (bytewise): entry
@@ -100,8 +100,8 @@ fn open(file: Arc<dyn RandomAccessFile>, path: &Path, size: u64) -> Result<Opene
         } else {
             Arc::new(PlainKeys)
         };
-        let options = TableOptions::with_comparator(cmp, key_schema);
-        match Table::open(file.clone(), path, size, &options, None) {
+        let options = SstOptions::with_comparator(cmp, key_schema);
+        match SstReader::open(file.clone(), path, size, &options, None) {
             Ok(table) => {
                 return Ok(Opened {
                     table,
@@ -288,7 +288,7 @@ fn walk(
 ) -> Result<Walk> {
     // The index, read again to walk the data blocks it names.
     let mut raw_footer = [0u8; FOOTER_LEN];
-    let footer_at = size - FOOTER_LEN as u64; // Table::open checked the size.
+    let footer_at = size - FOOTER_LEN as u64; // SstReader::open checked the size.
     file.read_exact_at(footer_at, &mut raw_footer)
         .context(IoSnafu {
             action: "read the footer of",

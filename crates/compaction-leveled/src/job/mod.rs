@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator};
-use lithify_sstable::{Table, TableIter};
+use lithify_sstable::{SstIter, SstReader};
 use lithify_version::{FileMetadata, VersionEdit};
 use snafu::ResultExt as _;
 
@@ -38,12 +38,12 @@ use output::OutputWriter;
 type UserKeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Opens the input tables of a compaction (the engine's table cache).
-pub trait TableOpener: Send + Sync {
+pub trait SstOpener: Send + Sync {
     /// The open table of `file`.
-    fn open_table(
+    fn open_sst(
         &self,
         file: &FileMetadata,
-    ) -> lithify_base::Result<Arc<Table<InternalKeyComparator>>>;
+    ) -> lithify_base::Result<Arc<SstReader<InternalKeyComparator>>>;
 }
 
 /// Paces the bytes a compaction writes: the job asks before it writes
@@ -142,7 +142,7 @@ pub struct CompactionResult {
 /// `pending_outputs`). The inputs are never touched.
 pub fn run_compaction(
     c: &Compaction,
-    opener: &dyn TableOpener,
+    opener: &dyn SstOpener,
     snapshots: &Snapshots,
     filter: Option<&dyn CompactionFilter>,
     factory: &OutputFactory<'_>,
@@ -183,7 +183,7 @@ pub struct MemtableInput<'a> {
 pub fn run_flush(
     c: &Compaction,
     mem: &MemtableInput<'_>,
-    opener: &dyn TableOpener,
+    opener: &dyn SstOpener,
     snapshots: &Snapshots,
     filter: Option<&dyn CompactionFilter>,
     factory: &OutputFactory<'_>,
@@ -195,7 +195,7 @@ pub fn run_flush(
 fn run_job(
     c: &Compaction,
     mem: Option<&MemtableInput<'_>>,
-    opener: &dyn TableOpener,
+    opener: &dyn SstOpener,
     snapshots: &Snapshots,
     filter: Option<&dyn CompactionFilter>,
     factory: &OutputFactory<'_>,
@@ -208,7 +208,7 @@ fn run_job(
     };
     let reduced;
     let c = if c.reuse_untouched_files && !c.trivial_move {
-        let cmp = &factory.table_options.comparator;
+        let cmp = &factory.sst_options.comparator;
         let (kept, reused) = split_untouched(c, mem, opener, cmp)?;
         stats.bytes_reused = reused;
         reduced = kept;
@@ -241,7 +241,7 @@ fn run_job(
         });
     }
 
-    let cmp = factory.table_options.comparator.clone();
+    let cmp = factory.sst_options.comparator.clone();
     let mut tables = Vec::with_capacity(c.num_input_files());
     let mut tombstones = Vec::new();
     let mut expected_records = mem.map_or(0, |m| m.num_entries);
@@ -253,7 +253,7 @@ fn run_job(
         tombstones.extend(m.range_tombstones.iter().cloned());
     }
     for (_, f) in c.input_files() {
-        let table = opener.open_table(f).context(InputSnafu)?;
+        let table = opener.open_sst(f).context(InputSnafu)?;
         expected_records += table.properties().num_entries;
         for t in table.range_tombstones() {
             let Some(rt) = RangeTombstone::from_stored(&t.start, &t.end) else {
@@ -286,9 +286,9 @@ fn run_job(
     }
     ranges.push((lower, None));
 
-    let mut table_options = factory.table_options.clone();
-    table_options.compression = c.compression;
-    table_options.creation_time = Some(now);
+    let mut sst_options = factory.sst_options.clone();
+    sst_options.compression = c.compression;
+    sst_options.creation_time = Some(now);
     let origin = format!(
         "compaction of {}",
         c.input_files()
@@ -306,7 +306,7 @@ fn run_job(
         snapshots,
         filter,
         factory,
-        table_options: &table_options,
+        sst_options: &sst_options,
         oldest_ancestor,
         origin: &origin,
     };
@@ -409,7 +409,7 @@ fn run_job(
 // pointer chase to every key of the hot merge loop.
 #[allow(clippy::large_enum_variant)]
 enum Input<'a> {
-    Table(TableIter<InternalKeyComparator>),
+    Table(SstIter<InternalKeyComparator>),
     Mem(Box<dyn InternalIterator + Send + 'a>),
 }
 
@@ -486,7 +486,7 @@ impl InternalIterator for Input<'_> {
 fn split_untouched(
     c: &Compaction,
     mem: Option<&MemtableInput<'_>>,
-    opener: &dyn TableOpener,
+    opener: &dyn SstOpener,
     cmp: &InternalKeyComparator,
 ) -> Result<(Compaction, u64)> {
     let Some(out_idx) = c.inputs.iter().position(|i| i.level == c.output_level) else {
@@ -505,7 +505,7 @@ fn split_untouched(
             continue;
         }
         for f in &input.files {
-            let table = opener.open_table(f).context(InputSnafu)?;
+            let table = opener.open_sst(f).context(InputSnafu)?;
             for t in table.range_tombstones() {
                 let Some(rt) = RangeTombstone::from_stored(&t.start, &t.end) else {
                     return CorruptKeySnafu {
@@ -563,13 +563,13 @@ struct SubJob<'a, 'm> {
     c: &'a Compaction,
     limiter: Option<&'a dyn WriteRateLimiter>,
     mem: Option<&'a MemtableInput<'m>>,
-    tables: &'a [Arc<Table<InternalKeyComparator>>],
+    tables: &'a [Arc<SstReader<InternalKeyComparator>>],
     cmp: &'a InternalKeyComparator,
     range_dels: &'a RangeDelAggregator,
     snapshots: &'a Snapshots,
     filter: Option<&'a dyn CompactionFilter>,
     factory: &'a OutputFactory<'a>,
-    table_options: &'a lithify_sstable::TableOptions<InternalKeyComparator>,
+    sst_options: &'a lithify_sstable::SstOptions<InternalKeyComparator>,
     oldest_ancestor: u64,
     origin: &'a str,
 }
@@ -634,7 +634,7 @@ impl SubJob<'_, '_> {
         );
         let mut writer = OutputWriter::new(
             self.factory,
-            self.table_options.clone(),
+            self.sst_options.clone(),
             self.range_dels,
             self.c.bottommost,
             self.oldest_ancestor,
@@ -699,10 +699,10 @@ pub fn flush_to_level0(
     oldest_ancestor_time: u64,
 ) -> Result<FlushResult> {
     let started = Instant::now();
-    let cmp = factory.table_options.comparator.clone();
+    let cmp = factory.sst_options.comparator.clone();
     let range_dels = RangeDelAggregator::new(cmp.clone(), range_tombstones, snapshots.clone());
-    let mut table_options = factory.table_options.clone();
-    table_options.creation_time = Some(opts.now());
+    let mut sst_options = factory.sst_options.clone();
+    sst_options.creation_time = Some(opts.now());
     let cutter = OutputCutter::new(
         Vec::new(),
         CutLimits {
@@ -720,7 +720,7 @@ pub fn flush_to_level0(
     );
     let mut writer = OutputWriter::new(
         factory,
-        table_options,
+        sst_options,
         &range_dels,
         false,
         oldest_ancestor_time,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lithify_base::{InternalKey, InternalKeyComparator};
-use lithify_sstable::{TableBuilder, TableOptions};
+use lithify_sstable::{SstBuilder, SstOptions};
 use lithify_version::filename::table_file_name;
 use lithify_version::{FileMetadata, VersionSet};
 use lithify_vfs::FileSystem;
@@ -15,7 +15,7 @@ use snafu::ResultExt as _;
 use super::WriteRateLimiter;
 use super::cutter::OutputCutter;
 use crate::bounds::sentinel;
-use crate::error::{IoSnafu, Result, TableSnafu};
+use crate::error::{IoSnafu, Result, SstSnafu};
 use crate::iter::RangeDelAggregator;
 
 /// Hands out file numbers for outputs.
@@ -38,7 +38,7 @@ impl FileNumbers for AtomicU64 {
 
 /// Where and how compaction and flush outputs are written: the file
 /// system, the directory, file-number allocation, and table options (the
-/// compaction's compression replaces `table_options.compression`).
+/// compaction's compression replaces `sst_options.compression`).
 pub struct OutputFactory<'a> {
     /// The file system.
     pub fs: &'a dyn FileSystem,
@@ -47,7 +47,7 @@ pub struct OutputFactory<'a> {
     /// File numbers.
     pub numbers: &'a dyn FileNumbers,
     /// Block size, filter, restart interval; `comparator` orders the keys.
-    pub table_options: TableOptions<InternalKeyComparator>,
+    pub sst_options: SstOptions<InternalKeyComparator>,
 }
 
 impl OutputFactory<'_> {
@@ -58,7 +58,7 @@ impl OutputFactory<'_> {
 }
 
 struct OpenOutput {
-    builder: TableBuilder<InternalKeyComparator>,
+    builder: SstBuilder<InternalKeyComparator>,
     number: u64,
     path: PathBuf,
     smallest: Vec<u8>,
@@ -68,7 +68,7 @@ struct OpenOutput {
 /// Writes one (sub)compaction's output files.
 pub(crate) struct OutputWriter<'a> {
     factory: &'a OutputFactory<'a>,
-    options: TableOptions<InternalKeyComparator>,
+    options: SstOptions<InternalKeyComparator>,
     cmp: InternalKeyComparator,
     range_dels: &'a RangeDelAggregator,
     bottommost: bool,
@@ -96,7 +96,7 @@ impl<'a> OutputWriter<'a> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         factory: &'a OutputFactory<'a>,
-        options: TableOptions<InternalKeyComparator>,
+        options: SstOptions<InternalKeyComparator>,
         range_dels: &'a RangeDelAggregator,
         bottommost: bool,
         oldest_ancestor_time: u64,
@@ -169,7 +169,7 @@ impl<'a> OutputWriter<'a> {
             self.open_file()?;
         }
         let out = self.current.as_mut().expect("opened above");
-        out.builder.add(key, value).context(TableSnafu)?;
+        out.builder.add(key, value).context(SstSnafu)?;
         if out.smallest.is_empty() {
             out.smallest = key.to_vec();
         }
@@ -234,7 +234,7 @@ impl<'a> OutputWriter<'a> {
             path: path.clone(),
         })?;
         self.created.push(path.clone());
-        let builder = TableBuilder::new(file, &path, &self.options).context(TableSnafu)?;
+        let builder = SstBuilder::new(file, &path, &self.options).context(SstSnafu)?;
         self.current = Some(OpenOutput {
             builder,
             number,
@@ -264,7 +264,7 @@ impl<'a> OutputWriter<'a> {
             let start = t.start_key();
             out.builder
                 .add_range_tombstone(start.encoded(), &t.end)
-                .context(TableSnafu)?;
+                .context(SstSnafu)?;
             if smallest
                 .as_ref()
                 .is_none_or(|s| self.cmp.compare(start.encoded(), s.encoded()).is_lt())
@@ -286,7 +286,7 @@ impl<'a> OutputWriter<'a> {
             self.created.retain(|p| p != &out.path);
             return Ok(());
         };
-        let built = out.builder.finish().context(TableSnafu)?;
+        let built = out.builder.finish().context(SstSnafu)?;
         let props = &built.properties;
         let mut meta = FileMetadata::new(out.number, built.file_size, smallest, largest);
         meta.smallest_seqno = props.min_seqno;

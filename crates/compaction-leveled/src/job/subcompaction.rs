@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use lithify_base::{InternalKeyComparator, key::user_key};
-use lithify_sstable::Table;
+use lithify_sstable::SstReader;
 
 use crate::compaction::Compaction;
-use crate::error::{Result, TableSnafu};
+use crate::error::{Result, SstSnafu};
 use crate::options::CompactionPri;
 use snafu::ResultExt as _;
 
@@ -75,7 +75,7 @@ pub fn boundaries_from_anchors(
 pub fn subcompaction_boundaries(
     c: &Compaction,
     pri: CompactionPri,
-    tables: &[Arc<Table<InternalKeyComparator>>],
+    tables: &[Arc<SstReader<InternalKeyComparator>>],
     cmp: &InternalKeyComparator,
 ) -> Result<Vec<Vec<u8>>> {
     if !wants_subcompactions(c, pri) {
@@ -85,7 +85,7 @@ pub fn subcompaction_boundaries(
     for t in tables {
         for a in t
             .approximate_key_anchors(ANCHORS_PER_FILE)
-            .context(TableSnafu)?
+            .context(SstSnafu)?
         {
             anchors.push(Anchor {
                 user_key: user_key(&a.key).to_vec(),

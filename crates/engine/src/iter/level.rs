@@ -4,26 +4,27 @@
 use std::sync::Arc;
 
 use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, Result};
-use lithify_sstable::TableIter;
+use lithify_sstable::SstIter;
 
-use crate::super_version::{TableHandle, TableOpener};
+use crate::sst_opener::SstOpener;
+use crate::super_version::FileHandle;
 
 /// A cursor over the files of one level, in key order. Files are disjoint
 /// and sorted, so at most one table iterator is open at a time.
 pub(crate) struct LevelIter {
     icmp: InternalKeyComparator,
-    opener: Arc<TableOpener>,
-    files: Vec<Arc<TableHandle>>,
+    opener: Arc<SstOpener>,
+    files: Vec<Arc<FileHandle>>,
     /// Index of the file `current` iterates.
     index: usize,
-    current: Option<TableIter<InternalKeyComparator>>,
+    current: Option<SstIter<InternalKeyComparator>>,
 }
 
 impl LevelIter {
     pub(crate) fn new(
         icmp: InternalKeyComparator,
-        opener: Arc<TableOpener>,
-        files: Vec<Arc<TableHandle>>,
+        opener: Arc<SstOpener>,
+        files: Vec<Arc<FileHandle>>,
     ) -> Self {
         LevelIter {
             icmp,
@@ -45,7 +46,7 @@ impl LevelIter {
             return Ok(true);
         }
         self.current = None;
-        let table = self.files[i].table(&self.opener)?;
+        let table = self.files[i].sst(&self.opener)?;
         self.current = Some(table.iter());
         self.index = i;
         Ok(true)
@@ -79,7 +80,7 @@ impl LevelIter {
         Ok(())
     }
 
-    fn cur(&self) -> &TableIter<InternalKeyComparator> {
+    fn cur(&self) -> &SstIter<InternalKeyComparator> {
         self.current
             .as_ref()
             .expect("LevelIter::key/value on an invalid iterator")

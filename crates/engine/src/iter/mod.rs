@@ -14,10 +14,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, Result, SeqNo};
 use lithify_memtable::MemTableIter;
-use lithify_sstable::TableIter;
+use lithify_sstable::SstIter;
 
 use crate::range_del::Fragments;
-use crate::super_version::{SuperVersion, TableOpener};
+use crate::sst_opener::SstOpener;
+use crate::super_version::SuperVersion;
 use level::LevelIter;
 use lithify_base::keyspan::RangeTombstone;
 
@@ -25,7 +26,7 @@ use lithify_base::keyspan::RangeTombstone;
 /// that the hot `next`/`key` calls are direct.
 pub(crate) enum ChildIter {
     Mem(MemTableIter),
-    Table(TableIter<InternalKeyComparator>),
+    Table(SstIter<InternalKeyComparator>),
     Level(LevelIter),
 }
 
@@ -85,7 +86,7 @@ pub(crate) type Merged = MergingIterator<ChildIter, InternalKeyComparator>;
 /// the range tombstones visible at `snapshot` within `[lower, upper)`.
 pub(crate) fn build_merged(
     sv: &SuperVersion,
-    opener: &Arc<TableOpener>,
+    opener: &Arc<SstOpener>,
     icmp: &InternalKeyComparator,
     snapshot: SeqNo,
     lower: Option<&[u8]>,
@@ -105,7 +106,7 @@ pub(crate) fn build_merged(
         }
     }
     // `[lower, upper)` as an inclusive user range for overlap tests.
-    let overlaps = |h: &crate::super_version::TableHandle| {
+    let overlaps = |h: &crate::super_version::FileHandle| {
         let m = &h.meta;
         !(upper.is_some_and(|u| icmp.compare_user(m.smallest_user_key(), u).is_ge())
             || lower.is_some_and(|l| icmp.compare_user(m.largest_user_key(), l).is_lt()))
@@ -120,7 +121,7 @@ pub(crate) fn build_merged(
                 continue;
             }
             if h.meta.num_range_deletions > 0 {
-                let table = h.table(opener)?;
+                let table = h.sst(opener)?;
                 tombstones.extend(
                     table
                         .range_tombstones()
@@ -133,7 +134,7 @@ pub(crate) fn build_merged(
         }
         if level == 0 {
             for h in chosen {
-                let table = h.table(opener)?;
+                let table = h.sst(opener)?;
                 children.push(ChildIter::Table(table.iter()));
             }
         } else if !chosen.is_empty() {

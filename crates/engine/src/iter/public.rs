@@ -13,13 +13,14 @@ use lithify_base::{InternalKeyComparator, SeqNo};
 use super::{DbCursor, build_merged};
 use crate::error::Result;
 use crate::snapshot::Snapshot;
-use crate::super_version::{SuperVersion, TableOpener};
+use crate::sst_opener::SstOpener;
+use crate::super_version::SuperVersion;
 
 /// Everything needed to build cursors over one pinned state.
 #[derive(Clone)]
 pub(crate) struct CursorSource {
     pub(crate) sv: SyncArc<SuperVersion>,
-    pub(crate) opener: Arc<TableOpener>,
+    pub(crate) opener: Arc<SstOpener>,
     pub(crate) icmp: InternalKeyComparator,
     pub(crate) snapshot: SeqNo,
     pub(crate) lower: Option<Bytes>,

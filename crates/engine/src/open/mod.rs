@@ -30,7 +30,7 @@ use lithify_base::sync::atomic::{AtomicBool, AtomicU64};
 use lithify_base::sync::{Arc, Condvar, Mutex};
 use lithify_base::{InternalKeyComparator, SeqNo};
 use lithify_compaction_leveled::{CompactionStatsTable, CompactionsInProgress};
-use lithify_sstable::{BlockCache, TableOptions};
+use lithify_sstable::{BlockCache, SstOptions};
 use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name};
 use lithify_version::{TableId, VersionEdit, VersionSet, VersionSetOptions};
 use lithify_vfs::{FileLock, FileSystem, parent_dir};
@@ -40,14 +40,16 @@ use crate::background::spawn_workers;
 use crate::db_impl::{DbInner, DbState};
 use crate::error::{CorruptionSnafu, InvalidArgumentSnafu, IoSnafu, LockedSnafu, Result};
 use crate::events::{Events, Level};
+use crate::leader::{LeaderState, MemSet};
 use crate::options::Options;
 use crate::purge::orphans;
 use crate::recovery::{DroppedBytes, RecoveryReport, keep_in_lost};
 use crate::snapshot::SnapshotList;
+use crate::sst_opener::SstOpener;
 use crate::stats::Counters;
-use crate::super_version::{SuperVersion, TableOpener};
+use crate::super_version::SuperVersion;
 use crate::table_state::{Imm, TableMut, TableState, new_memtable};
-use crate::wal::{LeaderState, LogWriter, MemSet};
+use crate::wal::LogWriter;
 use crate::write_controller::WriteController;
 use crate::write_thread::WriteThread;
 use replay::{Replay, WalReplay, flush_replayed};
@@ -62,9 +64,9 @@ pub(crate) enum OpenMode {
     ReadOnly,
 }
 
-/// The table-file options of `o`.
-pub(crate) fn table_options(o: &Options) -> TableOptions<InternalKeyComparator> {
-    let mut t = TableOptions::for_internal_keys(InternalKeyComparator::new(o.comparator.clone()));
+/// The SST options of `o`.
+pub(crate) fn sst_options(o: &Options) -> SstOptions<InternalKeyComparator> {
+    let mut t = SstOptions::for_internal_keys(InternalKeyComparator::new(o.comparator.clone()));
     t.block_size = o.block_size;
     t.block_restart_interval = o.block_restart_interval;
     t.bloom_bits_per_key = o.bloom_bits_per_key;
@@ -134,10 +136,10 @@ pub(crate) fn open(
         }
         None => None,
     };
-    let opener = StdArc::new(TableOpener {
+    let opener = StdArc::new(SstOpener {
         fs: StdArc::clone(&fs),
         dir: dir.to_path_buf(),
-        options: table_options(&opts),
+        options: sst_options(&opts),
         cache: cache.clone(),
     });
 
@@ -406,7 +408,7 @@ fn recover_versions(
 fn finish_recovery(
     fs: &dyn FileSystem,
     dir: &Path,
-    opener: &TableOpener,
+    opener: &SstOpener,
     versions: &VersionSet,
     tables: &mut BTreeMap<TableId, Replay>,
     names: &[String],
@@ -496,7 +498,7 @@ struct AssembleParts<'a> {
     fs: StdArc<dyn FileSystem>,
     opts: StdArc<Options>,
     versions: VersionSet,
-    opener: StdArc<TableOpener>,
+    opener: StdArc<SstOpener>,
     cache: Option<StdArc<BlockCache>>,
     icmp: InternalKeyComparator,
     tables: BTreeMap<TableId, Replay>,
@@ -591,7 +593,6 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
             Some(n) => BTreeSet::from([n]),
             None => p.report.wals_replayed.iter().copied().collect(),
         },
-        bg_epoch: 0,
     };
     let inner = StdArc::new(DbInner {
         dir: p.dir.to_path_buf(),
@@ -636,10 +637,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
         let mut st = inner.lock_state();
         let ids: Vec<TableId> = st.tables.keys().copied().collect();
         for id in ids {
-            inner.install_super_version(&mut st, id);
-        }
-        if !read_only {
-            inner.recompute_stall(&mut st);
+            inner.install(&mut st, id);
         }
     }
     Ok(inner)

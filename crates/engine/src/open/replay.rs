@@ -44,7 +44,7 @@ use crate::flush::flush_memtables;
 use crate::mem::Mem;
 use crate::options::Options;
 use crate::recovery::DroppedBytes;
-use crate::super_version::TableOpener;
+use crate::sst_opener::SstOpener;
 use crate::table_state::{TableState, new_memtable};
 use crate::wal::log_path;
 
@@ -77,7 +77,7 @@ pub(super) struct WalReplay<'a> {
     pub(super) fs: &'a dyn FileSystem,
     pub(super) dir: &'a Path,
     pub(super) options: &'a Options,
-    pub(super) opener: &'a TableOpener,
+    pub(super) opener: &'a SstOpener,
     pub(super) versions: &'a VersionSet,
     /// Memtables that fill stay in memory instead of going to L0.
     pub(super) read_only: bool,
@@ -480,7 +480,7 @@ fn check_batch<'a>(
 pub(super) fn flush_replayed(
     fs: &dyn FileSystem,
     dir: &Path,
-    opener: &TableOpener,
+    opener: &SstOpener,
     versions: &VersionSet,
     r: &mut Replay,
 ) -> Result<()> {

@@ -5,19 +5,19 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_base::{Comparator, InternalIterator};
-use lithify_sstable::{BlockCache, BuiltTable, Table, TableBuilder, TableOptions};
+use lithify_sstable::{BlockCache, BuiltSst, SstBuilder, SstOptions, SstReader};
 use lithify_vfs::{FileSystem, MemFs};
 
 /// Builds a table of `entries` (sorted) and `tombstones` at `path` in `fs`.
 pub fn build<C: Comparator + Clone>(
     fs: &MemFs,
     path: &str,
-    opts: &TableOptions<C>,
+    opts: &SstOptions<C>,
     entries: &[(Vec<u8>, Vec<u8>)],
     tombstones: &[(Vec<u8>, Vec<u8>)],
-) -> BuiltTable {
+) -> BuiltSst {
     let file = fs.create(Path::new(path)).expect("create");
-    let mut b = TableBuilder::new(file, path, opts).expect("builder");
+    let mut b = SstBuilder::new(file, path, opts).expect("builder");
     for (k, v) in entries {
         b.add(k, v).expect("add");
     }
@@ -31,12 +31,12 @@ pub fn build<C: Comparator + Clone>(
 pub fn open<C: Comparator + Clone>(
     fs: &MemFs,
     path: &str,
-    opts: &TableOptions<C>,
+    opts: &SstOptions<C>,
     cache: Option<Arc<BlockCache>>,
-) -> lithify_sstable::Result<Arc<Table<C>>> {
+) -> lithify_sstable::Result<Arc<SstReader<C>>> {
     let file = fs.open(Path::new(path)).expect("open");
     let size = fs.file_size(Path::new(path)).expect("size");
-    Table::open(file, path, size, opts, cache).map(Arc::new)
+    SstReader::open(file, path, size, opts, cache).map(Arc::new)
 }
 
 /// Every entry of an iterator, first to last.

@@ -20,8 +20,8 @@ use crate::format::{
     META_FILTER, META_PROPERTIES, META_RANGE_DEL, verify_stored_block,
 };
 use crate::index_words::{IndexWords, seek_in_candidates};
-use crate::iter::TableIter;
-use crate::options::TableOptions;
+use crate::iter::SstIter;
+use crate::options::SstOptions;
 use crate::properties::Properties;
 use crate::schema::KeySchema;
 use crate::stats::ReadStats;
@@ -46,18 +46,18 @@ pub struct RangeDelEntry {
 /// range-deletion blocks and keeps them in memory; data blocks are read on
 /// demand, through the [`BlockCache`] when there is one. Every block read
 /// from the file has its checksum verified (unless
-/// [`TableOptions::verify_checksums`] is off).
+/// [`SstOptions::verify_checksums`] is off).
 ///
 /// ```
 /// use std::path::Path;
 /// use std::sync::Arc;
 /// use lithify_base::InternalIterator;
-/// use lithify_sstable::{BlockCache, Table, TableBuilder, TableOptions};
+/// use lithify_sstable::{BlockCache, SstReader, SstBuilder, SstOptions};
 /// use lithify_vfs::{FileSystem, MemFs};
 ///
 /// let fs = MemFs::new();
-/// let opts = TableOptions::default();
-/// let mut b = TableBuilder::new(fs.create(Path::new("/1.sst")).unwrap(), "/1.sst", &opts).unwrap();
+/// let opts = SstOptions::default();
+/// let mut b = SstBuilder::new(fs.create(Path::new("/1.sst")).unwrap(), "/1.sst", &opts).unwrap();
 /// for (k, v) in [("apple", "red"), ("banana", "yellow"), ("cherry", "red")] {
 ///     b.add(k.as_bytes(), v.as_bytes()).unwrap();
 /// }
@@ -65,7 +65,7 @@ pub struct RangeDelEntry {
 ///
 /// let cache = Arc::new(BlockCache::new(8 << 20));
 /// let file = fs.open(Path::new("/1.sst")).unwrap();
-/// let table = Arc::new(Table::open(file, "/1.sst", size, &opts, Some(cache)).unwrap());
+/// let table = Arc::new(SstReader::open(file, "/1.sst", size, &opts, Some(cache)).unwrap());
 /// assert_eq!(table.get(b"banana").unwrap().unwrap(), &b"yellow"[..]);
 /// assert!(table.get(b"blueberry").unwrap().is_none());
 ///
@@ -75,7 +75,7 @@ pub struct RangeDelEntry {
 /// it.next().unwrap();
 /// assert_eq!(it.value(), b"red");
 /// ```
-pub struct Table<C = BytewiseComparator> {
+pub struct SstReader<C = BytewiseComparator> {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
     file_size: u64,
@@ -93,7 +93,7 @@ pub struct Table<C = BytewiseComparator> {
     properties: Properties,
 }
 
-impl<C> std::fmt::Debug for Table<C> {
+impl<C> std::fmt::Debug for SstReader<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
             .field("path", &self.path)
@@ -103,7 +103,7 @@ impl<C> std::fmt::Debug for Table<C> {
     }
 }
 
-impl<C: Comparator + Clone> Table<C> {
+impl<C: Comparator + Clone> SstReader<C> {
     /// Opens the table in `file` of `file_size` bytes; `path` names it in
     /// errors. Verifies the footer and loads the meta blocks; fails with
     /// [`Error::Incompatible`] when the table was built with another
@@ -112,7 +112,7 @@ impl<C: Comparator + Clone> Table<C> {
         file: Arc<dyn RandomAccessFile>,
         path: impl Into<PathBuf>,
         file_size: u64,
-        options: &TableOptions<C>,
+        options: &SstOptions<C>,
         cache: Option<Arc<BlockCache>>,
     ) -> Result<Self> {
         let path = path.into();
@@ -260,7 +260,7 @@ impl<C: Comparator + Clone> Table<C> {
 
         let index_words = IndexWords::build(&index, options.comparator.name());
         let cache_id = cache.as_ref().map_or(0, |c| c.new_table_id());
-        Ok(Table {
+        Ok(SstReader {
             file,
             path,
             file_size,
@@ -396,7 +396,7 @@ fn read_block(
     Ok((block, len as u64))
 }
 
-impl<C: Comparator> Table<C> {
+impl<C: Comparator> SstReader<C> {
     /// The file's name, as given to [`open`](Self::open).
     pub fn path(&self) -> &Path {
         &self.path
@@ -635,10 +635,10 @@ impl<C: Comparator> Table<C> {
     }
 }
 
-impl<C: Comparator> Table<C> {
+impl<C: Comparator> SstReader<C> {
     /// A cursor over the point entries, owning a reference to the table so
     /// it can outlive the caller's borrow.
-    pub fn iter(self: &Arc<Self>) -> TableIter<C> {
-        TableIter::new(Arc::clone(self))
+    pub fn iter(self: &Arc<Self>) -> SstIter<C> {
+        SstIter::new(Arc::clone(self))
     }
 }
