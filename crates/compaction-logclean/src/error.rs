@@ -17,8 +17,10 @@ pub enum Error {
     /// Reading or writing a log, a segment or a checkpoint file failed.
     #[snafu(display("{source}"), context(false))]
     Log {
-        /// The log crate's error (file and byte offset of any damage).
-        source: lithify_kafka_log::Error,
+        /// The log crate's error (file and byte offset of any damage),
+        /// boxed so that the cleaner's results stay small.
+        #[snafu(source(from(lithify_kafka_log::Error, Box::new)))]
+        source: Box<lithify_kafka_log::Error>,
         /// Where the error was raised.
         #[snafu(implicit)]
         location: Location,
@@ -106,13 +108,11 @@ impl Error {
     /// Whether an I/O operation failed (the manager then takes the data
     /// directory offline, as Kafka does).
     pub(crate) fn is_io(&self) -> bool {
-        matches!(
-            self,
-            Error::Log {
-                source: lithify_kafka_log::Error::Io { .. },
-                ..
-            } | Error::Spawn { .. }
-        )
+        match self {
+            Error::Log { source, .. } => matches!(**source, lithify_kafka_log::Error::Io { .. }),
+            Error::Spawn { .. } => true,
+            _ => false,
+        }
     }
 }
 
