@@ -203,3 +203,49 @@ mod tests {
         assert!(err.to_string().contains("does not exist"), "{err}");
     }
 }
+
+#[cfg(all(test, feature = "log"))]
+mod log_tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn open_and_clean() -> Result<usize> {
+        let fs = Arc::new(vfs::MemFs::new());
+        let config = log::LogConfig {
+            cleanup_policy: log::CleanupPolicy {
+                compact: true,
+                delete: false,
+            },
+            ..log::LogConfig::default()
+        };
+        let mut l = log::Log::open(fs.clone(), Path::new("/kafka/t-0"), config)?;
+        l.append(&[log::SimpleRecord::new(1, "k", "v")])?;
+        let clock = Arc::new(log::ManualClock::new(0));
+        let cleaner = log::LogCleaner::new(log::CleanerConfig::default(), fs, clock);
+        cleaner.add_log(log::shared_log(l))?;
+        Ok(cleaner.clean_eligible_once()?.len())
+    }
+
+    #[test]
+    fn log_and_cleaner_errors_convert_with_question_mark() {
+        assert_eq!(
+            open_and_clean().unwrap(),
+            0,
+            "the active segment is never cleaned"
+        );
+        let err: Error = log::Log::open(
+            Arc::new(vfs::MemFs::new()),
+            Path::new("/kafka/t-0"),
+            log::LogConfig {
+                segment_bytes: 1,
+                ..log::LogConfig::default()
+            },
+        )
+        .unwrap_err()
+        .into();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.to_string().contains("segment.bytes"), "{err}");
+    }
+}
