@@ -143,7 +143,7 @@ impl Log {
     /// Opens the log in `dir` with explicit [`OpenOptions`]:
     ///
     /// 1. leftover `.deleted`, `.cleaned` and `.swap` files are resolved
-    ///    (see [`crate::recovery`]);
+    ///    (Kafka's `LogLoader` rules);
     /// 2. index files without a `.log` are removed when they lie beyond the
     ///    log's end (what a removal interrupted by a crash leaves), and
     ///    refused ([`Error::MissingSegment`]) when they lie below it: a
@@ -165,7 +165,7 @@ impl Log {
     ///    end below the recovery point, and otherwise (bytes never flushed)
     ///    the segment is truncated there and every later segment removed,
     ///    as in Kafka, after the dropped bytes were copied to the
-    ///    partition's `lost/` directory ([`crate::lost`]); each such
+    ///    partition's `lost/` directory ([`LOST_DIR`](crate::LOST_DIR)); each such
     ///    truncation is in [`RecoveryReport::truncations`] and a `tracing`
     ///    warning;
     /// 6. a log that ends below its recovery point is refused
@@ -799,7 +799,7 @@ impl Log {
     /// 4. the `.deleted` files are removed.
     ///
     /// The in-memory segment map is updated with step 2. Recovery
-    /// ([`crate::recovery`]) completes the swap if it crashed after step 1
+    /// (on [`Log::open`]) completes the swap if it crashed after step 1
     /// and rolls it back before, so the log holds either every old segment
     /// or every new one. An I/O failure poisons the log.
     pub fn replace_segments(

@@ -692,8 +692,8 @@ impl LogSegment {
     }
 
     /// Appends whole batches with one write (the cleaner's output), adding
-    /// index entries batch by batch exactly as [`LogSegment::recover`]
-    /// rebuilds them: an entry `(batch last offset -> batch position)`
+    /// index entries batch by batch exactly as recovery (on
+    /// [`Log::open`](crate::Log::open)) rebuilds them: an entry `(batch last offset -> batch position)`
     /// whenever more than `index.interval.bytes` bytes precede the batch
     /// since the last entry, skipped when an index is full. A cleaned
     /// segment's indexes are therefore the ones recovery would build.

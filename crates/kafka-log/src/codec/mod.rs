@@ -6,8 +6,8 @@
 //! |----|--------|-------------------------------------------------------------|
 //! | 0  | none   | records as they are                                         |
 //! | 1  | gzip   | one gzip member (RFC 1952); concatenated members are read   |
-//! | 2  | snappy | snappy-java's "xerial" stream, see [`snappy`]              |
-//! | 3  | lz4    | LZ4 frame, 64 KiB independent blocks, no checksums, see [`lz4`] |
+//! | 2  | snappy | snappy-java's "xerial" stream (`codec/snappy.rs`)          |
+//! | 3  | lz4    | LZ4 frame, 64 KiB independent blocks, no checksums (`codec/lz4.rs`) |
 //! | 4  | zstd   | one zstd frame; concatenated frames are read                |
 //!
 //! Ids 5..7 are not codecs: reading one is [`Error::UnknownCodec`](crate::Error::UnknownCodec),
