@@ -127,8 +127,7 @@ pub(crate) fn keep_in_lost(
 ) -> std::io::Result<PathBuf> {
     let lost = dir.join(LOST_DIR);
     if !fs.is_dir(&lost) {
-        fs.create_dir_all(&lost)?;
-        fs.sync_dir(dir)?;
+        lithify_vfs::create_dir_durable(fs, &lost)?;
     }
     let mut target = lost.join(name);
     let mut n = 1;

@@ -52,7 +52,7 @@ use std::sync::{Arc, Weak};
 use lithify_base::sync::atomic::{AtomicU64, Ordering};
 use lithify_base::sync::{Mutex, RwLock};
 use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator, SeqNo};
-use lithify_vfs::{FileSystem, parent_dir};
+use lithify_vfs::FileSystem;
 use lithify_wal::{Writer, WriterOptions};
 use snafu::ResultExt;
 
@@ -296,13 +296,9 @@ impl VersionSet {
             }
             .fail();
         }
-        fs.create_dir_all(dir).context(IoSnafu {
+        lithify_vfs::create_dir_durable(&*fs, dir).context(IoSnafu {
             op: "creating directory",
             path: dir.to_path_buf(),
-        })?;
-        fs.sync_dir(parent_dir(dir)).context(IoSnafu {
-            op: "syncing directory",
-            path: parent_dir(dir).to_path_buf(),
         })?;
         let table = Table {
             name: DEFAULT_TABLE_NAME.to_owned(),

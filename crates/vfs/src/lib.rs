@@ -214,6 +214,13 @@ pub fn parent_dir(path: &Path) -> &Path {
     }
 }
 
+/// Creates directory `dir` (and missing parents) so that it survives power
+/// loss: create, then fsync its parent, which makes the new entry durable.
+pub fn create_dir_durable(fs: &dyn FileSystem, dir: &Path) -> io::Result<()> {
+    fs.create_dir_all(dir)?;
+    fs.sync_dir(parent_dir(dir))
+}
+
 /// Replaces the contents of `path` with `data` so that a crash at any moment
 /// leaves either the old or the new contents: write `<path>.tmp`, fsync it,
 /// rename it over `path`, fsync the directory.

@@ -33,7 +33,7 @@ use lithify_compaction_leveled::{CompactionStatsTable, CompactionsInProgress};
 use lithify_sstable::{BlockCache, SstOptions};
 use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name};
 use lithify_version::{TableId, VersionEdit, VersionSet, VersionSetOptions};
-use lithify_vfs::{FileLock, FileSystem, parent_dir};
+use lithify_vfs::{FileLock, FileSystem};
 use snafu::ResultExt;
 
 use crate::background::spawn_workers;
@@ -301,13 +301,9 @@ fn lock_dir(
             }
             .fail();
         }
-        fs.create_dir_all(dir).context(IoSnafu {
+        lithify_vfs::create_dir_durable(fs, dir).context(IoSnafu {
             op: "creating directory",
             path: dir.to_path_buf(),
-        })?;
-        fs.sync_dir(parent_dir(dir)).context(IoSnafu {
-            op: "syncing directory",
-            path: parent_dir(dir).to_path_buf(),
         })?;
     }
     let lock_path = dir.join("LOCK");
