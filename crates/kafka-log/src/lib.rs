@@ -7,12 +7,15 @@
 //! opened and what we write can be read by Kafka's tools:
 //!
 //! * `<base offset, 20 digits>.log`: RecordBatch v2 batches ([`record`]),
-//!   CRC-32C, big-endian headers, zigzag varints, records
-//!   compressed with any Kafka codec ([`codec`]): none, gzip, snappy
-//!   (xerial framing), lz4 (frame format), zstd;
-//! * `.index` and `.timeindex` ([`index`]): offset and time indexes,
-//!   preallocated while active and trimmed when the segment rolls;
-//! * [`LogSegment`] appends, rolls, recovers and renames a segment;
+//!   CRC-32C, big-endian headers, zigzag varints, records compressed with
+//!   any Kafka codec ([`codec`]): none, gzip, snappy (xerial framing), lz4
+//!   (frame format), zstd; one zero-copy record decoder
+//!   ([`record::RecordViews`]);
+//! * `.index` and `.timeindex` ([`index`]): one [`index::Index`] with two
+//!   entry types, preallocated while active and trimmed when the segment
+//!   rolls;
+//! * [`LogSegment`] is one segment: its `.log`, its indexes, Kafka's
+//!   append and index rules (what a cleaner writes its output with);
 //! * [`Log::open`] runs Kafka's recovery (its `LogLoader` rules): leftover
 //!   `.deleted`/`.cleaned`/`.swap` files of an interrupted segment
 //!   replacement are completed or rolled back, missing or corrupt indexes
