@@ -79,8 +79,7 @@ impl Env {
         let mut sorted: Vec<_> = entries.to_vec();
         let cmp = InternalKeyComparator::bytewise();
         sorted.sort_by(|a, b| cmp.compare(a.0.encoded(), b.0.encoded()));
-        let mut b =
-            SstBuilder::new(self.fs.create(&path).unwrap(), &path, &sst_options()).unwrap();
+        let mut b = SstBuilder::new(self.fs.create(&path).unwrap(), &path, &sst_options()).unwrap();
         for (k, v) in &sorted {
             b.add(k.encoded(), v).unwrap();
         }
