@@ -207,7 +207,13 @@ fn copy_dir(fs: &dyn FileSystem, from: &Path, to: &Path) {
         if fs.is_dir(&path) {
             continue;
         }
-        let bytes = lithify_vfs::read_file(fs, &path).unwrap();
+        // A purge after the last flush may still be removing obsolete
+        // files while a crash image is taken: a file gone is not copied.
+        let bytes = match lithify_vfs::read_file(fs, &path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => panic!("{path:?}: {e}"),
+        };
         let mut f = fs.create(&to.join(&name)).unwrap();
         f.append(&bytes).unwrap();
         f.sync_all().unwrap();
@@ -238,12 +244,18 @@ fn file_of(fs: &Arc<dyn FileSystem>, dir: &Path, kind: Kind) -> String {
     match kind {
         Kind::Current => "CURRENT".to_owned(),
         Kind::Wal => {
-            let logs: Vec<&String> = names
+            // The live WAL: the newest. (A crash image may still hold WALs
+            // a flush made obsolete before the purge that follows it ran;
+            // recovery ignores those.)
+            let newest = names
                 .iter()
-                .filter(|n| matches!(parse_file_name(n), Some(FileKind::Log(_))))
-                .collect();
-            assert_eq!(logs.len(), 1, "{names:?}");
-            logs[0].clone()
+                .filter_map(|n| match parse_file_name(n) {
+                    Some(FileKind::Log(number)) => Some(number),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or_else(|| panic!("no WAL in {names:?}"));
+            lithify_version::filename::log_file_name(newest)
         }
         Kind::Manifest => {
             let n = lithify_version::manifest::read_current(&**fs, dir).unwrap();
