@@ -138,6 +138,16 @@ impl<'a> Reader<'a> {
         Ok(i32::from_be_bytes(self.array("an int32")?))
     }
 
+    /// A big-endian u32.
+    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_be_bytes(self.array("a uint32")?))
+    }
+
+    /// A big-endian i64.
+    pub(crate) fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(i64::from_be_bytes(self.array("an int64")?))
+    }
+
     fn unsigned_varint(&mut self, max_bytes: usize, what: &str) -> Result<u64, DecodeError> {
         let start = self.pos;
         let mut value = 0u64;

@@ -233,6 +233,21 @@ pub enum Error {
         location: Location,
     },
 
+    /// A producer's batch breaks its state: an epoch older than the
+    /// producer's (fenced), a non-transactional batch while its
+    /// transaction is open, a marker from a coordinator older than the
+    /// last one.
+    #[snafu(display("log {} refuses the batch: {message}", dir.display()))]
+    ProducerState {
+        /// The log directory.
+        dir: PathBuf,
+        /// What is wrong.
+        message: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// The log refuses writes after a failed write or sync left its state
     /// unknown.
     #[snafu(display("log {} refuses writes after an earlier failure: {message}", dir.display()))]
@@ -287,6 +302,7 @@ impl Classify for Error {
             Error::UnsupportedMagic { .. }
             | Error::KeylessRecord { .. }
             | Error::BatchTooLarge { .. }
+            | Error::ProducerState { .. }
             | Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
             Error::Poisoned { .. } => ErrorKind::Poisoned,
         }

@@ -14,6 +14,16 @@
 //! * `.index` and `.timeindex` ([`index`]): one [`index::Index`] with two
 //!   entry types, preallocated while active and trimmed when the segment
 //!   rolls;
+//! * `.txnindex` ([`txn_index`]): the transactions aborted in a segment,
+//!   Kafka's 34-byte `AbortedTxn` entries, written with each ABORT marker
+//!   and rebuilt from the log when a crash or damage may have left it
+//!   behind;
+//! * producer state (Kafka's `ProducerStateManager`): each producer's
+//!   last batch and open transaction, snapshotted to `<offset>.snapshot`
+//!   files ([`producer_snapshot`]) when segments roll; it gives the **last
+//!   stable offset** ([`Log::last_stable_offset`]), below which a
+//!   `read_committed` reader ([`Log::committed_records_from`]) reads and
+//!   the cleaner cleans;
 //! * [`LogSegment`] is one segment: its `.log`, its indexes, Kafka's
 //!   append and index rules (what a cleaner writes its output with);
 //! * [`Log::open`] runs Kafka's recovery (its `LogLoader` rules): leftover
@@ -68,10 +78,15 @@ pub mod index;
 mod log;
 mod lost;
 pub mod naming;
+mod producer_replay;
+pub mod producer_snapshot;
+mod producer_state;
+mod read_committed;
 pub mod record;
 mod recovery;
 mod segment;
 mod snapshot;
+pub mod txn_index;
 
 /// The README's examples, run as doctests.
 #[cfg(doctest)]
@@ -84,8 +99,10 @@ pub use coding::DecodeError;
 pub use config::{CleanupPolicy, CompressionType, LogConfig};
 pub use error::{Error, IN_MEMORY, Result};
 pub use file_batches::{BatchHeader, FileBatchHeaders, FileBatches, OffsetOrder};
-pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, SegmentInfo};
+pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, Producer, SegmentInfo};
 pub use lost::LOST_DIR;
+pub use producer_state::{BatchMetadata, ProducerStateEntry};
+pub use read_committed::CommittedRecords;
 pub use record::SimpleRecord;
 pub use recovery::{RecoveryPointSource, RecoveryReport, Truncation};
 pub use segment::{AppendedBatch, LogSegment, SegmentRecovery};

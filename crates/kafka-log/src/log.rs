@@ -1,7 +1,7 @@
 //! A partition's log: ordered segments, the last one active (Kafka's
 //! `UnifiedLog` + `LocalLog`, without replication).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,17 +14,24 @@ use crate::config::LogConfig;
 use crate::error::{
     BatchTooLargeSnafu, CorruptSnafu, DamagedBelowRecoveryPointSnafu, Error, InvalidArgumentSnafu,
     IoSnafu, KeylessRecordSnafu, MissingFlushedRecordsSnafu, MissingSegmentSnafu, PoisonedSnafu,
-    Result,
+    ProducerStateSnafu, Result,
 };
 use crate::file_batches::{FileBatches, OffsetOrder};
 use crate::naming::{self, FileKind, Suffix};
+use crate::producer_replay;
+use crate::producer_state::{self, ProducerBatch, ProducerStateEntry, ProducerStateManager};
+use crate::read_committed::CommittedRecords;
 use crate::record::batch::{
     ATTRIBUTES_OFFSET, CRC_OFFSET, MAX_TIMESTAMP_OFFSET, TIMESTAMP_TYPE_MASK, compute_crc,
 };
-use crate::record::{BatchBuilder, Record, RecordBatch, SimpleRecord, TimestampType};
+use crate::record::{
+    BatchBuilder, EndTransactionMarker, Record, RecordBatch, SimpleRecord, TimestampType,
+    TransactionResult,
+};
 use crate::recovery::{self, RecoveryPointSource, RecoveryReport, Truncation};
 use crate::segment::{LogSegment, RollParams, SegmentProblem};
 use crate::snapshot::{LogSnapshot, SegmentSnapshot};
+use crate::txn_index::AbortedTxn;
 
 /// How [`Log::open_with`] opens a log.
 #[derive(Debug, Clone)]
@@ -65,6 +72,22 @@ pub struct AppendInfo {
     pub size: usize,
     /// Base offset of the segment it went to.
     pub segment_base_offset: i64,
+}
+
+/// The producer fields of a batch appended with [`Log::append_as`]:
+/// Kafka's idempotent and transactional producers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Producer {
+    /// The producer id (at least 0).
+    pub producer_id: i64,
+    /// Its epoch.
+    pub producer_epoch: i16,
+    /// The sequence number of the batch's first record (-1 for none).
+    pub base_sequence: i32,
+    /// Whether the batch belongs to the producer's transaction (opening
+    /// one if none is open); it ends with
+    /// [`Log::append_end_txn_marker`].
+    pub transactional: bool,
 }
 
 /// A summary of one segment.
@@ -132,6 +155,10 @@ pub struct Log {
     checkpointed: Option<i64>,
     /// Set by [`Log::close`]: nothing is left to do on drop.
     closed: bool,
+    /// Every producer's state and the open transactions.
+    producer_state: ProducerStateManager,
+    /// Offsets of the producer snapshots on disk.
+    snapshots: BTreeSet<i64>,
 }
 
 impl Log {
@@ -455,11 +482,44 @@ impl Log {
             let seg = LogSegment::create(fs.clone(), dir, 0, Suffix::None, &config, now)?;
             segments.insert(0, seg);
         }
+        // Producer state, and the transaction indexes that a crash may
+        // have left behind their `.log`.
+        let next_offset = segments
+            .values()
+            .next_back()
+            .map_or(0, LogSegment::next_offset);
+        let mut rebuild = BTreeSet::new();
+        for (base, seg) in &segments {
+            if let Some(problem) = seg.txn_index_problem() {
+                tracing::info!(
+                    log = %dir.display(),
+                    segment = *base,
+                    problem,
+                    "rebuilding a malformed transaction index from the log"
+                );
+                report.rebuilt_indexes.push((*base, problem.to_string()));
+                rebuild.insert(*base);
+            } else if seg.next_offset() > recovery_point
+                || report.rebuilt_indexes.iter().any(|(b, _)| b == base)
+            {
+                rebuild.insert(*base);
+            }
+        }
+        let loaded =
+            producer_replay::load(&*fs, dir, &mut segments, next_offset, &rebuild, &mut report)?;
+        report.producer_state_replayed_from = loaded.replayed_from;
+        let mut snapshots = loaded.snapshots;
+        let last_base = segments.keys().next_back().copied().unwrap_or(0);
+        if loaded.replayed_from < last_base && !snapshots.contains(&next_offset) {
+            // The next open replays from here, not from as far back.
+            producer_state::write_snapshot(&*fs, dir, next_offset, &loaded.state)?;
+            snapshots.insert(next_offset);
+        }
+
         let active = segments
             .values_mut()
             .next_back()
             .expect("a log has at least one segment");
-        let next_offset = active.next_offset();
         active.make_active()?;
         fs.sync_dir(dir).context(io("sync"))?;
         let flushed = recovery_point.min(next_offset);
@@ -475,6 +535,8 @@ impl Log {
             recovery_point: flushed,
             checkpointed: checkpointed.filter(|p| *p == flushed),
             closed: false,
+            producer_state: loaded.state,
+            snapshots,
         })
     }
 
@@ -528,7 +590,121 @@ impl Log {
             )?;
         }
         let batch = RecordBatch::parse(builder.build())?;
-        self.append_checked(batch, now)
+        self.append_checked(batch, now, None)
+    }
+
+    /// Appends `records` as one batch of `producer` (Kafka's idempotent or
+    /// transactional producer): offsets from the log end offset, the
+    /// codec of `compression.type`. A transactional batch opens the
+    /// producer's transaction if none is open; until its
+    /// [`append_end_txn_marker`](Log::append_end_txn_marker), a
+    /// `read_committed` reader ([`Log::committed_records_from`]) and the
+    /// log cleaner stop at the transaction's first offset. Refused
+    /// ([`Error::ProducerState`]): an epoch older than the producer's, a
+    /// non-transactional batch while its transaction is open. Sequence
+    /// numbers are stored, not checked.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use std::sync::Arc;
+    /// use lithify_vfs::MemFs;
+    /// use lithify_kafka_log::{Log, LogConfig, Producer, SimpleRecord};
+    /// use lithify_kafka_log::record::TransactionResult;
+    ///
+    /// let mut log = Log::open(Arc::new(MemFs::new()), Path::new("/k/t-0"), LogConfig::default()).unwrap();
+    /// let p = Producer { producer_id: 7, producer_epoch: 0, base_sequence: 0, transactional: true };
+    /// log.append_as(&p, &[SimpleRecord::new(1, "k", "aborted")]).unwrap();
+    /// assert_eq!(log.last_stable_offset(), 0, "an undecided transaction");
+    /// log.append_end_txn_marker(7, 0, TransactionResult::Abort, 0).unwrap();
+    /// log.append(&[SimpleRecord::new(2, "k", "v")]).unwrap();
+    /// let committed: Vec<_> = log.committed_records_from(0).unwrap().map(Result::unwrap).collect();
+    /// assert_eq!(committed.len(), 1);
+    /// assert_eq!(committed[0].offset, 2);
+    /// // The segment holding the ABORT marker lists the transaction.
+    /// let aborted = log.collect_aborted_transactions(0, log.log_end_offset());
+    /// assert_eq!((aborted[0].first_offset, aborted[0].last_offset), (0, 1));
+    /// ```
+    pub fn append_as(
+        &mut self,
+        producer: &Producer,
+        records: &[SimpleRecord],
+    ) -> Result<AppendInfo> {
+        self.check_writable()?;
+        if records.is_empty() || producer.producer_id < 0 {
+            return InvalidArgumentSnafu {
+                message: "an append needs at least one record and a producer id of at least 0"
+                    .to_string(),
+            }
+            .fail();
+        }
+        self.check_keys(records.iter().position(|r| r.key.is_none()))?;
+        let now = self.clock.now_ms();
+        let mut builder = BatchBuilder::new(self.next_offset)
+            .compression(self.config.append_codec())
+            .producer(
+                producer.producer_id,
+                producer.producer_epoch,
+                producer.base_sequence,
+            )
+            .transactional(producer.transactional);
+        if self.config.message_timestamp_type == TimestampType::LogAppendTime {
+            builder = builder.log_append_time(now);
+        }
+        for (i, r) in records.iter().enumerate() {
+            builder.append(
+                self.next_offset + i as i64,
+                r.timestamp,
+                r.key.as_deref(),
+                r.value.as_deref(),
+                &r.headers,
+            )?;
+        }
+        let batch = RecordBatch::parse(builder.build())?;
+        let pb = ProducerBatch::of(&batch)?;
+        self.append_checked(batch, now, pb)
+    }
+
+    /// Ends `producer_id`'s transaction with a COMMIT or ABORT marker, as a
+    /// transaction coordinator of epoch `coordinator_epoch` does: a control
+    /// batch holding one record, key `(0, type)` and value `(0,
+    /// coordinator_epoch)`, stamped with the clock. An ABORT marker adds
+    /// the transaction to the segment's `.txnindex`. A producer without an
+    /// open transaction may get a marker too (Kafka writes them); it closes
+    /// nothing. Refused ([`Error::ProducerState`]): an epoch older than the
+    /// producer's, or a coordinator epoch older than its last marker's.
+    pub fn append_end_txn_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        result: TransactionResult,
+        coordinator_epoch: i32,
+    ) -> Result<AppendInfo> {
+        self.check_writable()?;
+        if producer_id < 0 {
+            return InvalidArgumentSnafu {
+                message: format!("a transaction marker needs a producer id, not {producer_id}"),
+            }
+            .fail();
+        }
+        let now = self.clock.now_ms();
+        let mut builder = BatchBuilder::new(self.next_offset)
+            .producer(producer_id, producer_epoch, -1)
+            .transactional(true)
+            .control(true);
+        if self.config.message_timestamp_type == TimestampType::LogAppendTime {
+            builder = builder.log_append_time(now);
+        }
+        let value = EndTransactionMarker { coordinator_epoch }.value();
+        builder.append(
+            self.next_offset,
+            now,
+            Some(&result.control_type().key()),
+            Some(&value),
+            &[],
+        )?;
+        let batch = RecordBatch::parse(builder.build())?;
+        let pb = ProducerBatch::of(&batch)?;
+        self.append_checked(batch, now, pb)
     }
 
     /// Appends a batch built elsewhere (a producer's, or kafka-python's),
@@ -576,7 +752,8 @@ impl Log {
             raw[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
             batch = RecordBatch::parse(raw.into())?;
         }
-        self.append_checked(batch, now)
+        let pb = ProducerBatch::of(&batch)?;
+        self.append_checked(batch, now, pb)
     }
 
     /// A compacted log refuses a record without a key: `keyless` is the
@@ -592,13 +769,30 @@ impl Log {
         }
     }
 
-    fn append_checked(&mut self, batch: RecordBatch, now: i64) -> Result<AppendInfo> {
+    /// Appends `batch` (whose producer fields, if it has a producer, are
+    /// `producer`): checked against producer state, written, then applied
+    /// to it (an ABORT marker goes to the segment's `.txnindex`).
+    fn append_checked(
+        &mut self,
+        batch: RecordBatch,
+        now: i64,
+        producer: Option<ProducerBatch>,
+    ) -> Result<AppendInfo> {
         let size = batch.size_in_bytes();
         if size > self.config.max_message_bytes.max(0) as usize {
             return BatchTooLargeSnafu {
                 dir: &self.dir,
                 size,
                 max: self.config.max_message_bytes,
+            }
+            .fail();
+        }
+        if let Some(pb) = &producer
+            && let Err(message) = self.producer_state.check_append(pb)
+        {
+            return ProducerStateSnafu {
+                dir: &self.dir,
+                message,
             }
             .fail();
         }
@@ -613,6 +807,25 @@ impl Log {
             )?;
             let segment_base_offset = active.base_offset();
             log.next_offset = batch.next_offset();
+            match &producer {
+                None => log.producer_state.skip(log.next_offset),
+                Some(pb) => match log.producer_state.apply(pb) {
+                    Ok(None) => {}
+                    Ok(Some(aborted)) => log.active_segment_mut().append_aborted_txn(aborted)?,
+                    Err(message) => {
+                        // `check_append` refused this before anything was
+                        // written; the state no longer matches the log.
+                        let message =
+                            format!("producer state went wrong after an append: {message}");
+                        log.poisoned = Some(message.clone());
+                        return ProducerStateSnafu {
+                            dir: &log.dir,
+                            message,
+                        }
+                        .fail();
+                    }
+                },
+            }
             Ok(AppendInfo {
                 first_offset: batch.base_offset(),
                 last_offset: batch.last_offset(),
@@ -674,6 +887,9 @@ impl Log {
             &self.config,
             now,
         )?;
+        // Kafka's roll: a producer snapshot at the new segment's base, so
+        // that recovering it starts from there.
+        self.take_snapshot(new_base)?;
         self.fs.sync_dir(&self.dir).context(IoSnafu {
             action: "sync",
             path: &self.dir,
@@ -705,6 +921,14 @@ impl Log {
         self.check_writable()?;
         let out = self.guarded(|log| {
             log.active_segment_mut().on_become_inactive()?;
+            // Kafka's close: a producer snapshot at the log end, so that
+            // the next open replays nothing.
+            if log.take_snapshot(log.next_offset)? {
+                log.fs.sync_dir(&log.dir).context(IoSnafu {
+                    action: "sync",
+                    path: &log.dir,
+                })?;
+            }
             log.advance_recovery_point(log.next_offset)
         });
         self.closed = out.is_ok();
@@ -714,6 +938,61 @@ impl Log {
     /// The offset below which every batch is known to be durable.
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point
+    }
+
+    /// Writes a producer snapshot at `offset` (the log end offset) unless
+    /// one is there; says whether it wrote one. The caller syncs the
+    /// directory.
+    fn take_snapshot(&mut self, offset: i64) -> Result<bool> {
+        if self.snapshots.contains(&offset) {
+            return Ok(false);
+        }
+        producer_state::write_snapshot(&*self.fs, &self.dir, offset, &self.producer_state)?;
+        self.snapshots.insert(offset);
+        Ok(true)
+    }
+
+    /// The first offset of the earliest undecided transaction (Kafka's
+    /// `firstUnstableOffset`), if a transaction is open.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producer_state.first_unstable_offset()
+    }
+
+    /// Kafka's last stable offset: the first unstable offset, or the log
+    /// end offset when no transaction is open (without replication the
+    /// high watermark is the log end offset). A `read_committed` reader
+    /// reads below it, and the log cleaner never cleans at or above it.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.first_unstable_offset()
+            .map_or(self.next_offset, |f| f.min(self.next_offset))
+    }
+
+    /// Every producer's state (Kafka's `activeProducers`, without expiry),
+    /// by producer id.
+    pub fn producers(&self) -> impl Iterator<Item = &ProducerStateEntry> + '_ {
+        self.producer_state.producers().values()
+    }
+
+    /// The aborted transactions that may hold records in `[start,
+    /// upper_bound)`: from the segment holding `start` on, the transaction
+    /// index entries ending at or after `start` and starting below
+    /// `upper_bound`, until an entry's last stable offset reaches
+    /// `upper_bound` (Kafka's `collectAbortedTransactions`).
+    pub fn collect_aborted_transactions(&self, start: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        let first = self
+            .segments
+            .range(..=start)
+            .next_back()
+            .map_or(self.log_start_offset(), |(b, _)| *b);
+        let mut out = Vec::new();
+        for seg in self.segments.range(first..).map(|(_, s)| s) {
+            let found = seg.collect_aborted_txns(start, upper_bound);
+            out.extend(found.found);
+            if found.complete {
+                break;
+            }
+        }
+        out
     }
 
     /// Sets the recovery point to `point` (everything below it is synced)
@@ -772,6 +1051,7 @@ impl Log {
                     offset_index_bytes: s.offset_index().size_in_bytes(),
                     time_index_bytes: s.time_index().size_in_bytes(),
                     lookup_position: s.checked_lookup(lookup_offset),
+                    aborted_txns: s.aborted_txns().to_vec(),
                     reader,
                     path,
                 }
@@ -783,6 +1063,8 @@ impl Log {
             config: self.config.clone(),
             segments,
             log_end_offset: self.next_offset,
+            last_stable_offset: self.last_stable_offset(),
+            producers: self.producer_state.producers().clone(),
         }
     }
 
@@ -849,7 +1131,14 @@ impl Log {
                 path: &log.dir,
             })?;
             for seg in old {
+                let base = seg.base_offset();
                 seg.delete()?;
+                // Kafka's `deleteProducerSnapshots` for the segments that
+                // went (a snapshot left behind is stray, and removed by
+                // the next open).
+                if !new_bases.contains(&base) && log.snapshots.remove(&base) {
+                    producer_state::delete_snapshot(&*log.fs, &log.dir, base)?;
+                }
             }
             Ok(())
         })
@@ -899,14 +1188,31 @@ impl Log {
         })
     }
 
-    /// Every data record with offset >= `start_offset` (control batches are
-    /// skipped; aborted transactions are not filtered).
+    /// Every data record with offset >= `start_offset`, as a
+    /// `read_uncommitted` consumer sees them (control batches are skipped;
+    /// aborted and undecided transactions are not; see
+    /// [`Log::committed_records_from`]).
     pub fn records_from(&self, start_offset: i64) -> Result<LogRecords<'_>> {
         Ok(LogRecords {
             batches: self.batches_from(start_offset)?,
             pending: VecDeque::new(),
             start_offset,
         })
+    }
+
+    /// Every committed data record with offset >= `start_offset`, as a
+    /// `read_committed` Kafka consumer sees them: nothing at or after the
+    /// last stable offset (undecided transactions), nothing of an aborted
+    /// transaction (as the `.txnindex` entries say), no control batch.
+    pub fn committed_records_from(&self, start_offset: i64) -> Result<CommittedRecords<'_>> {
+        let stable_end = self.last_stable_offset();
+        let aborted = self.collect_aborted_transactions(start_offset, stable_end);
+        Ok(CommittedRecords::new(
+            self.batches_from(start_offset)?,
+            start_offset,
+            stable_end,
+            aborted,
+        ))
     }
 
     /// The first offset of the log: the base offset of its first segment.

@@ -2,7 +2,8 @@
 //!
 //! A segment with base offset `B` is the files `<B>.log`, `<B>.index`,
 //! `<B>.timeindex` and, when it has entries, `<B>.txnindex`, where `<B>` is
-//! the offset zero-padded to 20 decimal digits. While the cleaner replaces
+//! the offset zero-padded to 20 decimal digits; `<B>.snapshot` is the
+//! producer state as of offset `B`. While the cleaner replaces
 //! segments a temporary suffix follows: `.cleaned` (being written), `.swap`
 //! (complete, about to replace older segments), `.deleted` (replaced, to be
 //! removed). The offset is read from the text before the first `.`.
@@ -29,7 +30,9 @@ pub enum FileKind {
     TimeIndex,
     /// `.txnindex`: the aborted-transaction index.
     TxnIndex,
-    /// Any other file named after an offset (`.snapshot`, ...).
+    /// `.snapshot`: a producer state snapshot.
+    Snapshot,
+    /// Any other file named after an offset.
     Other,
 }
 
@@ -41,6 +44,7 @@ impl FileKind {
             FileKind::Index => ".index",
             FileKind::TimeIndex => ".timeindex",
             FileKind::TxnIndex => ".txnindex",
+            FileKind::Snapshot => ".snapshot",
             FileKind::Other => "",
         }
     }
@@ -124,6 +128,7 @@ pub fn parse(name: &str) -> Option<ParsedName> {
         FileKind::Index,
         FileKind::TimeIndex,
         FileKind::TxnIndex,
+        FileKind::Snapshot,
     ]
     .into_iter()
     .find(|k| {
@@ -166,6 +171,8 @@ mod tests {
             }
         }
         let p = parse("00000000000000000100.snapshot").unwrap();
+        assert_eq!((p.base_offset, p.kind), (100, FileKind::Snapshot));
+        let p = parse("00000000000000000100.leader-epoch").unwrap();
         assert_eq!((p.base_offset, p.kind), (100, FileKind::Other));
         assert_eq!(parse("leader-epoch-checkpoint"), None);
         assert_eq!(parse(".log"), None);

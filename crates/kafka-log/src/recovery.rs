@@ -111,6 +111,13 @@ pub struct RecoveryReport {
     /// Why `recovery-point-offset-checkpoint` could not be read, if it
     /// could not (the last segment's base was used instead).
     pub recovery_point_unreadable: Option<String>,
+    /// Producer snapshots removed because they could not be read, and
+    /// why (producer state was replayed from an earlier snapshot or from
+    /// the log start instead, losing nothing).
+    pub dropped_snapshots: Vec<String>,
+    /// The offset producer state was replayed from: the snapshot used, or
+    /// the log start.
+    pub producer_state_replayed_from: i64,
 }
 
 impl RecoveryReport {

@@ -1,5 +1,6 @@
-//! One segment of a log: a `.log` of batches with its `.index` and
-//! `.timeindex` (Kafka's `LogSegment`).
+//! One segment of a log: a `.log` of batches with its `.index`,
+//! `.timeindex` and, when it holds aborted transactions, `.txnindex`
+//! (Kafka's `LogSegment`).
 //!
 //! A segment is *active* (open for appends, index files preallocated) or
 //! *inactive* (read-only, index files trimmed to their entries). The
@@ -27,6 +28,7 @@ use crate::index::{OffsetIndex, TimeIndex, TimestampOffset};
 use crate::naming::{FileKind, Suffix, file_name};
 use crate::record::RecordBatch;
 use crate::record::batch::{BatchPrefix, HEADER_SIZE_UP_TO_MAGIC, MAGIC_V2, NO_TIMESTAMP};
+use crate::txn_index::{self, AbortedTxn, TransactionIndex, TxnSearch};
 
 /// What recovering one segment found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +121,10 @@ pub struct LogSegment {
     size: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
+    txn_index: TransactionIndex,
+    /// Why the `.txnindex` found at open cannot be used (it is then
+    /// rebuilt from the log by [`Log::open`](crate::Log::open)).
+    txn_index_problem: Option<String>,
     index_interval_bytes: u64,
     max_index_size: u64,
     bytes_since_last_index_entry: u64,
@@ -168,6 +174,13 @@ impl LogSegment {
         );
         offset_index.write_file(true)?;
         time_index.write_file(true)?;
+        // A stale `.txnindex` of the same name (an earlier segment there)
+        // must not be appended to.
+        let mut txn_index = TransactionIndex::new(
+            fs.clone(),
+            path_of(dir, base_offset, FileKind::TxnIndex, suffix),
+        );
+        txn_index.delete()?;
         Ok(LogSegment {
             fs,
             dir: dir.to_path_buf(),
@@ -179,6 +192,8 @@ impl LogSegment {
             size: 0,
             offset_index,
             time_index,
+            txn_index,
+            txn_index_problem: None,
             index_interval_bytes: config.index_interval_bytes as u64,
             max_index_size,
             bytes_since_last_index_entry: 0,
@@ -258,6 +273,16 @@ impl LogSegment {
             }
             Err(e) => return Err(e),
         };
+        let txn_path = path_of(dir, base_offset, FileKind::TxnIndex, suffix);
+        let (txn_index, mut txn_index_problem) =
+            match TransactionIndex::load(fs.clone(), txn_path.clone(), base_offset) {
+                Ok(i) => (i, None),
+                Err(e) if e.is_corruption() => (
+                    TransactionIndex::new(fs.clone(), txn_path),
+                    Some(e.to_string()),
+                ),
+                Err(e) => return Err(e),
+            };
         let mut segment = LogSegment {
             fs,
             dir: dir.to_path_buf(),
@@ -270,6 +295,8 @@ impl LogSegment {
             max_timestamp_so_far: time_index.last_entry(),
             offset_index,
             time_index,
+            txn_index,
+            txn_index_problem: None,
             index_interval_bytes: config.index_interval_bytes as u64,
             max_index_size,
             bytes_since_last_index_entry: 0,
@@ -284,7 +311,20 @@ impl LogSegment {
                 (Some(p), _) => Some(p),
                 (None, t) => t,
             };
+            // An aborted transaction whose marker is past the `.log`'s end.
+            if let Some(last) = segment.txn_index.entries().last()
+                && txn_index_problem.is_none()
+                && last.last_offset >= segment.next_offset
+            {
+                txn_index_problem = Some(format!(
+                    "transaction index {} has an aborted transaction ending at offset {}, past the end of its segment (offset {})",
+                    segment.txn_index.path().display(),
+                    last.last_offset,
+                    segment.next_offset
+                ));
+            }
         }
+        segment.txn_index_problem = txn_index_problem;
         Ok((segment, problem))
     }
 
@@ -782,6 +822,7 @@ impl LogSegment {
         self.flush()?;
         self.offset_index.trim()?;
         self.time_index.trim()?;
+        self.txn_index.close()?;
         self.writer = None;
         Ok(())
     }
@@ -803,7 +844,8 @@ impl LogSegment {
             })?;
         }
         self.offset_index.sync()?;
-        self.time_index.sync()
+        self.time_index.sync()?;
+        self.txn_index.sync()
     }
 
     /// Renames every file of the segment to carry `suffix` (in Kafka's
@@ -828,14 +870,12 @@ impl LogSegment {
             FileKind::TimeIndex,
             suffix,
         ))?;
-        let txn_from = path_of(&self.dir, self.base_offset, FileKind::TxnIndex, self.suffix);
-        if self.fs.exists(&txn_from) {
-            let txn_to = path_of(&self.dir, self.base_offset, FileKind::TxnIndex, suffix);
-            self.fs.rename(&txn_from, &txn_to).context(IoSnafu {
-                action: "rename",
-                path: &txn_from,
-            })?;
-        }
+        self.txn_index.rename(path_of(
+            &self.dir,
+            self.base_offset,
+            FileKind::TxnIndex,
+            suffix,
+        ))?;
         self.suffix = suffix;
         Ok(())
     }
@@ -855,15 +895,7 @@ impl LogSegment {
         }
         self.offset_index.delete()?;
         self.time_index.delete()?;
-        let txn = path_of(&self.dir, self.base_offset, FileKind::TxnIndex, self.suffix);
-        match self.fs.remove_file(&txn) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e).context(IoSnafu {
-                action: "remove",
-                path: &txn,
-            }),
-        }
+        self.txn_index.delete()
     }
 
     /// Batches of the whole segment, in order.
@@ -967,6 +999,39 @@ impl LogSegment {
     /// Its time index.
     pub fn time_index(&self) -> &TimeIndex {
         &self.time_index
+    }
+
+    /// The aborted transactions of its transaction index (`.txnindex`):
+    /// those whose ABORT marker it holds.
+    pub fn aborted_txns(&self) -> &[AbortedTxn] {
+        self.txn_index.entries()
+    }
+
+    /// Records an aborted transaction whose ABORT marker this segment
+    /// holds (Kafka's `updateTxnIndex`); a cleaner calls it for the
+    /// markers it keeps. The entry is durable once the segment is flushed
+    /// or made inactive.
+    pub fn append_aborted_txn(&mut self, txn: AbortedTxn) -> Result<()> {
+        self.txn_index.append(txn)
+    }
+
+    /// Replaces the transaction index with `entries` (a rebuild from the
+    /// log), synced; no file when there are none.
+    pub(crate) fn rewrite_txn_index(&mut self, entries: Vec<AbortedTxn>) -> Result<()> {
+        self.txn_index.rewrite(entries)?;
+        self.txn_index_problem = None;
+        Ok(())
+    }
+
+    /// Why the `.txnindex` found when the segment was opened is not
+    /// usable, if it is not.
+    pub(crate) fn txn_index_problem(&self) -> Option<&str> {
+        self.txn_index_problem.as_deref()
+    }
+
+    /// Kafka's `collectAbortedTxns` over this segment's index.
+    pub(crate) fn collect_aborted_txns(&self, fetch_offset: i64, upper_bound: i64) -> TxnSearch {
+        txn_index::collect(self.txn_index.entries(), fetch_offset, upper_bound)
     }
 
     /// The path of its `.log`.

@@ -14,9 +14,13 @@ use std::sync::Arc;
 
 use lithify_vfs::{FileSystem, RandomAccessFile};
 
+use std::collections::BTreeMap;
+
 use crate::config::LogConfig;
 use crate::error::Result;
 use crate::file_batches::{FileBatchHeaders, FileBatches};
+use crate::producer_state::ProducerStateEntry;
+use crate::txn_index::{self, AbortedTxn};
 
 /// One segment at the moment of the snapshot.
 #[derive(Debug, Clone)]
@@ -39,6 +43,8 @@ pub struct SegmentSnapshot {
     /// Where a scan for the snapshot's lookup offset starts (a checked
     /// offset-index lookup; see [`Log::snapshot`](crate::Log::snapshot)).
     pub lookup_position: u64,
+    /// The aborted transactions of its `.txnindex`.
+    pub aborted_txns: Vec<AbortedTxn>,
     pub(crate) reader: Arc<dyn RandomAccessFile>,
     pub(crate) path: Arc<PathBuf>,
 }
@@ -87,6 +93,10 @@ pub struct LogSnapshot {
     pub segments: Vec<SegmentSnapshot>,
     /// The log end offset.
     pub log_end_offset: i64,
+    /// The last stable offset ([`Log::last_stable_offset`](crate::Log::last_stable_offset)).
+    pub last_stable_offset: i64,
+    /// Every producer's state, by producer id.
+    pub producers: BTreeMap<i64, ProducerStateEntry>,
 }
 
 impl LogSnapshot {
@@ -133,6 +143,29 @@ impl LogSnapshot {
             return &[];
         }
         self.overlapping(from, self.active_base_offset())
+    }
+
+    /// The aborted transactions that may hold records in `[start,
+    /// upper_bound)`, as Kafka's cleaner collects them
+    /// (`collectAbortedTransactions(startOffset, upperBoundOffset)`): from
+    /// the segment holding `start` on, every transaction index entry ending
+    /// at or after the log start and starting below `upper_bound`, until
+    /// an entry's last stable offset reaches `upper_bound`.
+    pub fn collect_aborted_transactions(&self, start: i64, upper_bound: i64) -> Vec<AbortedTxn> {
+        let first = self
+            .segments
+            .iter()
+            .rposition(|s| s.base_offset <= start)
+            .unwrap_or(0);
+        let mut out = Vec::new();
+        for seg in &self.segments[first..] {
+            let found = txn_index::collect(&seg.aborted_txns, self.log_start_offset(), upper_bound);
+            out.extend(found.found);
+            if found.complete {
+                break;
+            }
+        }
+        out
     }
 
     /// The base offset of the segment after the one at `base_offset`

@@ -103,3 +103,24 @@ impl EndTransactionMarker {
         [0, 0, e[0], e[1], e[2], e[3]]
     }
 }
+
+/// How a transaction ends (Kafka's `TransactionResult`): the marker a
+/// coordinator writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransactionResult {
+    /// A COMMIT marker: the transaction's records become visible to
+    /// `read_committed` readers.
+    Commit,
+    /// An ABORT marker: they never do.
+    Abort,
+}
+
+impl TransactionResult {
+    /// The control record type of the marker.
+    pub fn control_type(self) -> ControlRecordType {
+        match self {
+            TransactionResult::Commit => ControlRecordType::Commit,
+            TransactionResult::Abort => ControlRecordType::Abort,
+        }
+    }
+}

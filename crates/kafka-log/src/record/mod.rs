@@ -16,6 +16,6 @@ pub use batch::{
     RecordBatch, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, TimestampType, compute_crc,
 };
 pub use builder::BatchBuilder;
-pub use control::{ControlRecordType, EndTransactionMarker};
+pub use control::{ControlRecordType, EndTransactionMarker, TransactionResult};
 pub use record::{Header, Record, SimpleRecord};
 pub use view::{BatchRecords, HeaderView, RecordView, RecordViews};
