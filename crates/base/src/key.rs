@@ -14,7 +14,7 @@
 //! seqno) comes first, and at equal seqnos the higher kind number first.
 //!
 //! The text form used by tests and tools is `user_key#seqno,KIND`, e.g.
-//! `a#5,SET`, `b#12,DEL`, `c#3,RANGEDEL`. Bytes outside printable ASCII, and
+//! `a#5,SET`, `b#12,DEL`, `c#3,RANGEDEL`, `d#4,MERGE`, `e#6,SINGLE_DELETE`. Bytes outside printable ASCII, and
 //! `#`, `,` and `\`, are written `\xNN`. The seqno [`MAX_SEQNO`] is written
 //! `MAX`.
 
@@ -38,11 +38,9 @@ pub const KIND_FOR_SEEK: u8 = 0xff;
 /// What an entry is.
 ///
 /// The numbers are **part of the file formats** (WAL, sstables, MANIFEST) and
-/// must never change. Retired or reserved numbers are listed so they are
-/// never reused:
-///
-/// * `2`: reserved for Merge (merge operands, not built yet);
-/// * `7`: reserved for SingleDelete (not built yet).
+/// must never change; they are RocksDB's (`kTypeDeletion` 0x0, `kTypeValue`
+/// 0x1, `kTypeMerge` 0x2, `kTypeSingleDeletion` 0x7, `kTypeRangeDeletion`
+/// 0xF).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum ValueKind {
@@ -50,6 +48,13 @@ pub enum ValueKind {
     Delete = 0,
     /// A value.
     Put = 1,
+    /// A merge operand: combined with the older versions of the key by the
+    /// table's merge operator when the key is read or compacted.
+    Merge = 2,
+    /// A tombstone for a key written once: it cancels exactly one older
+    /// `Put` and vanishes with it in compaction (RocksDB's
+    /// `SingleDelete`).
+    SingleDelete = 7,
     /// A range tombstone: the user key is the start (inclusive), the value
     /// holds the end (exclusive).
     RangeDelete = 15,
@@ -62,25 +67,32 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::Merge),
+            7 => Some(ValueKind::SingleDelete),
             15 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }
 
-    /// The name in the text form: `DEL`, `SET`, `RANGEDEL` (Pebble's names).
+    /// The name in the text form: `DEL`, `SET`, `RANGEDEL`, `MERGE` (Pebble's
+    /// names) and `SINGLE_DELETE`.
     pub const fn name(self) -> &'static str {
         match self {
             ValueKind::Delete => "DEL",
             ValueKind::Put => "SET",
+            ValueKind::Merge => "MERGE",
+            ValueKind::SingleDelete => "SINGLE_DELETE",
             ValueKind::RangeDelete => "RANGEDEL",
         }
     }
 
-    /// Parses a name of the text form.
+    /// Parses a name of the text form (Pebble's `SINGLEDEL` is accepted too).
     pub fn from_name(name: &str) -> Option<ValueKind> {
         match name {
             "DEL" => Some(ValueKind::Delete),
             "SET" => Some(ValueKind::Put),
+            "MERGE" => Some(ValueKind::Merge),
+            "SINGLE_DELETE" | "SINGLEDEL" => Some(ValueKind::SingleDelete),
             "RANGEDEL" => Some(ValueKind::RangeDelete),
             _ => None,
         }
@@ -88,8 +100,25 @@ impl ValueKind {
 
     /// Whether this is a point or range tombstone.
     pub const fn is_tombstone(self) -> bool {
-        matches!(self, ValueKind::Delete | ValueKind::RangeDelete)
+        matches!(
+            self,
+            ValueKind::Delete | ValueKind::SingleDelete | ValueKind::RangeDelete
+        )
     }
+
+    /// Whether this is a point tombstone (`Delete` or `SingleDelete`).
+    pub const fn is_point_tombstone(self) -> bool {
+        matches!(self, ValueKind::Delete | ValueKind::SingleDelete)
+    }
+
+    /// Every kind, in number order.
+    pub const ALL: [ValueKind; 5] = [
+        ValueKind::Delete,
+        ValueKind::Put,
+        ValueKind::Merge,
+        ValueKind::SingleDelete,
+        ValueKind::RangeDelete,
+    ];
 }
 
 /// Packs a seqno and a kind byte into a trailer.
@@ -314,7 +343,7 @@ impl fmt::Display for TextKeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` is not an internal key of the form user_key#seqno,KIND (KIND one of SET, DEL, RANGEDEL)",
+            "`{}` is not an internal key of the form user_key#seqno,KIND (KIND one of SET, DEL, RANGEDEL, MERGE, SINGLE_DELETE)",
             self.text
         )
     }
@@ -431,7 +460,7 @@ mod tests {
     fn seek_key_sorts_before_all_versions() {
         let cmp = InternalKeyComparator::bytewise();
         let seek = InternalKey::seek(b"k", 10);
-        for kind in [ValueKind::Delete, ValueKind::Put, ValueKind::RangeDelete] {
+        for kind in ValueKind::ALL {
             assert!(
                 cmp.compare(seek.encoded(), InternalKey::new(b"k", 10, kind).encoded())
                     .is_lt()
@@ -445,11 +474,7 @@ mod tests {
     }
 
     fn kind_strategy() -> impl Strategy<Value = ValueKind> {
-        prop_oneof![
-            Just(ValueKind::Delete),
-            Just(ValueKind::Put),
-            Just(ValueKind::RangeDelete)
-        ]
+        proptest::sample::select(ValueKind::ALL.to_vec())
     }
 
     proptest! {

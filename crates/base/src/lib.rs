@@ -12,6 +12,9 @@
 //!   a shared [`Error`] for code that crosses crates (iterators);
 //! * [`iter`]: the [`InternalIterator`] cursor trait, [`MergingIterator`] and
 //!   an in-memory [`VecIterator`];
+//! * [`merge`]: the [`MergeOperator`] trait that turns a key's merge
+//!   operands into a value, and the built-in operators (u64 add, string
+//!   append, max);
 //! * [`keyspan`]: range tombstones and their fragmentation into
 //!   non-overlapping spans, shared by the memtable, compaction and reads;
 //! * [`sync`]: the one switch point between std/parking_lot and loom.
@@ -35,6 +38,7 @@ pub mod hint;
 pub mod iter;
 pub mod key;
 pub mod keyspan;
+pub mod merge;
 pub mod sync;
 
 pub use checksum::{mask_checksum, masked_xxh3_64, unmask_checksum, xxh3_64};
@@ -43,3 +47,4 @@ pub use comparator::{BytewiseComparator, Comparator, InternalKeyComparator};
 pub use error::{Classify, Error, ErrorKind, Result};
 pub use iter::{InternalIterator, MergingIterator, VecIterator};
 pub use key::{InternalKey, MAX_SEQNO, ParsedInternalKey, SeqNo, ValueKind};
+pub use merge::MergeOperator;
