@@ -5,7 +5,10 @@ use lithify_base::SeqNo;
 /// What one memtable says about a user key at a snapshot.
 ///
 /// [`Found`](Lookup::Found) and [`Deleted`](Lookup::Deleted) *decide* the
-/// key: older layers (older memtables, sstables) hold only older versions,
+/// key; [`Merge`](Lookup::Merge) says the newest version is a merge operand,
+/// so the value depends on older versions too
+/// ([`MemTable::collect_operands`](crate::MemTable::collect_operands)
+/// gathers them): older layers (older memtables, sstables) hold only older versions,
 /// so a reader stops here. [`NotFound`](Lookup::NotFound) means this
 /// memtable has neither a visible version of the key nor a visible range
 /// tombstone covering it.
@@ -29,6 +32,14 @@ pub enum Lookup<'a> {
         /// Whether a point or a range tombstone decided.
         by: DeletedBy,
     },
+    /// The newest visible version is a merge operand that no visible range
+    /// tombstone of this memtable covers.
+    Merge {
+        /// The operand.
+        operand: &'a [u8],
+        /// Its sequence number.
+        seqno: SeqNo,
+    },
     /// This memtable does not decide the key: look in older layers.
     NotFound,
 }
@@ -36,7 +47,7 @@ pub enum Lookup<'a> {
 /// Which kind of tombstone deleted a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeletedBy {
-    /// A point tombstone (`ValueKind::Delete`) is the newest visible
+    /// A point tombstone (`Delete` or `SingleDelete`) is the newest visible
     /// version, and no newer visible range tombstone covers the key.
     PointTombstone,
     /// A visible range tombstone covers the key and is newer than any
@@ -48,7 +59,7 @@ impl<'a> Lookup<'a> {
     /// Whether this memtable decides the key (older layers need not be
     /// consulted).
     pub fn is_decided(&self) -> bool {
-        !matches!(self, Lookup::NotFound)
+        matches!(self, Lookup::Found { .. } | Lookup::Deleted { .. })
     }
 
     /// The value, if one was found.

@@ -13,7 +13,7 @@ use crate::error::{
     SeqnoOutOfRangeSnafu,
 };
 use crate::lookup::{DeletedBy, Lookup};
-use crate::skiplist::{DuplicateKey, MAX_HEIGHT, SearchKey, SkipList, split_key};
+use crate::skiplist::{DuplicateKey, MAX_HEIGHT, NodePtr, SearchKey, SkipList, split_key};
 
 /// The longest user key and the longest value of an entry: lengths are
 /// stored as `u32` and the internal key adds an 8-byte trailer.
@@ -51,6 +51,7 @@ struct Stats {
     entries: AtomicUsize,
     deletes: AtomicUsize,
     range_deletes: AtomicUsize,
+    merges: AtomicUsize,
     /// The smallest seqno added; `u64::MAX` while empty.
     first_seqno: AtomicU64,
     /// The largest seqno added.
@@ -63,7 +64,7 @@ struct Stats {
 /// * [`add`](Self::add) inserts `user_key#seqno,kind -> value` and may be
 ///   called concurrently (the engine's write group members insert their
 ///   batches in parallel, each entry with its own seqno). Point entries
-///   (`Put`, `Delete`) and range tombstones (`RangeDelete`, value = end key)
+///   (`Put`, `Delete`, `Merge`, `SingleDelete`) and range tombstones (`RangeDelete`, value = end key)
 ///   go to two separate skiplists.
 /// * [`get`](Self::get) answers a point lookup at a snapshot, taking range
 ///   tombstones into account, so the engine can stop at the newest layer
@@ -107,6 +108,7 @@ impl MemTable {
                 entries: AtomicUsize::new(0),
                 deletes: AtomicUsize::new(0),
                 range_deletes: AtomicUsize::new(0),
+                merges: AtomicUsize::new(0),
                 first_seqno: AtomicU64::new(u64::MAX),
                 last_seqno: AtomicU64::new(0),
             }),
@@ -166,7 +168,9 @@ impl MemTable {
                 );
                 self.range_dels.insert(user_key, trailer, value)
             }
-            ValueKind::Put | ValueKind::Delete => self.points.insert(user_key, trailer, value),
+            ValueKind::Put | ValueKind::Delete | ValueKind::Merge | ValueKind::SingleDelete => {
+                self.points.insert(user_key, trailer, value)
+            }
         };
         if let Err(DuplicateKey) = inserted {
             let key = ParsedInternalKey {
@@ -187,11 +191,14 @@ impl MemTable {
         let stats = &self.stats.0;
         stats.entries.fetch_add(1, Ordering::Relaxed);
         match kind {
-            ValueKind::Delete => {
+            ValueKind::Delete | ValueKind::SingleDelete => {
                 stats.deletes.fetch_add(1, Ordering::Relaxed);
             }
             ValueKind::RangeDelete => {
                 stats.range_deletes.fetch_add(1, Ordering::Relaxed);
+            }
+            ValueKind::Merge => {
+                stats.merges.fetch_add(1, Ordering::Relaxed);
             }
             ValueKind::Put => {}
         }
@@ -234,15 +241,82 @@ impl MemTable {
         }
         match point {
             None => Lookup::NotFound,
-            Some((node, (seqno, kind))) if kind == ValueKind::Put as u8 => Lookup::Found {
+            Some((node, (seqno, kind))) => self.decide(node, seqno, kind),
+        }
+    }
+
+    /// The lookup answer of a visible, uncovered point entry.
+    #[inline]
+    fn decide(&self, node: NodePtr, seqno: SeqNo, kind: u8) -> Lookup<'_> {
+        if kind == ValueKind::Put as u8 {
+            Lookup::Found {
                 value: self.points.value(node),
                 seqno,
-            },
-            // The point list holds only `Put` and `Delete` entries.
-            Some((_, (seqno, _))) => Lookup::Deleted {
+            }
+        } else if kind == ValueKind::Merge as u8 {
+            Lookup::Merge {
+                operand: self.points.value(node),
+                seqno,
+            }
+        } else {
+            // The point list holds no other kinds than these and the two
+            // point tombstones.
+            Lookup::Deleted {
                 seqno,
                 by: DeletedBy::PointTombstone,
+            }
+        }
+    }
+
+    /// Collects the merge operands of `user_key` visible at `snapshot`,
+    /// newest first, into `operands`, and says what lies below them in
+    /// this memtable: [`Found`](Lookup::Found) (the value they apply to),
+    /// [`Deleted`](Lookup::Deleted) (they apply to nothing: a point
+    /// tombstone, or a range tombstone of this memtable newer than the next
+    /// version), or [`NotFound`](Lookup::NotFound) (continue in older
+    /// layers). Never returns [`Merge`](Lookup::Merge).
+    ///
+    /// Called after [`get`](Self::get) answered `Merge`; also correct on a
+    /// key without operands (it then answers as `get` does).
+    pub fn collect_operands<'a>(
+        &'a self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        operands: &mut Vec<&'a [u8]>,
+    ) -> Lookup<'a> {
+        let snapshot = snapshot.min(MAX_SEQNO);
+        let covering = self.max_covering_tombstone_seq(user_key, snapshot);
+        let seek = SearchKey::new(user_key, pack_trailer(snapshot, KIND_FOR_SEEK));
+        let mut node = self
+            .points
+            .find_greater_or_equal(&seek)
+            .filter(|&node| self.points.has_user_key(node, user_key));
+        while let Some(n) = node {
+            let (seqno, kind) = unpack_trailer(split_key(self.points.key(n)).1);
+            if let Some(range_seqno) = covering
+                && range_seqno > seqno
+            {
+                return Lookup::Deleted {
+                    seqno: range_seqno,
+                    by: DeletedBy::RangeTombstone,
+                };
+            }
+            match self.decide(n, seqno, kind) {
+                Lookup::Merge { operand, .. } => operands.push(operand),
+                decided => return decided,
+            }
+            node = self
+                .points
+                .next(n)
+                .filter(|&next| self.points.has_user_key(next, user_key));
+        }
+        match covering {
+            // Newer than every older layer's versions.
+            Some(seqno) => Lookup::Deleted {
+                seqno,
+                by: DeletedBy::RangeTombstone,
             },
+            None => Lookup::NotFound,
         }
     }
 
@@ -282,9 +356,14 @@ impl MemTable {
         self.stats.0.entries.load(Ordering::Relaxed)
     }
 
-    /// The number of point tombstones added.
+    /// The number of point tombstones (`Delete`, `SingleDelete`) added.
     pub fn num_deletes(&self) -> usize {
         self.stats.0.deletes.load(Ordering::Relaxed)
+    }
+
+    /// The number of merge operands added.
+    pub fn num_merges(&self) -> usize {
+        self.stats.0.merges.load(Ordering::Relaxed)
     }
 
     /// The number of range tombstones added.

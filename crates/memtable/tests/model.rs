@@ -1,6 +1,7 @@
 //! Model test: random writes (inserted in a shuffled seqno order, as a
 //! write group's members do) against a `BTreeMap` oracle, checking point
-//! lookups at every snapshot, range-tombstone coverage, iteration in both
+//! lookups and merge-operand collection at every snapshot, range-tombstone
+//! coverage, iteration in both
 //! directions and seeks.
 
 use std::cmp::Reverse;
@@ -16,6 +17,8 @@ use proptest::prelude::*;
 enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
+    SingleDelete(Vec<u8>),
+    Merge(Vec<u8>, Vec<u8>),
     RangeDelete(Vec<u8>, Vec<u8>),
 }
 
@@ -29,6 +32,9 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (user_key(), proptest::collection::vec(any::<u8>(), 0..12))
             .prop_map(|(k, v)| Op::Put(k, v)),
         2 => user_key().prop_map(Op::Delete),
+        1 => user_key().prop_map(Op::SingleDelete),
+        3 => (user_key(), proptest::collection::vec(any::<u8>(), 0..4))
+            .prop_map(|(k, v)| Op::Merge(k, v)),
         1 => (user_key(), user_key())
             .prop_filter("non-empty range", |(a, b)| a != b)
             .prop_map(|(a, b)| if a < b { Op::RangeDelete(a, b) } else { Op::RangeDelete(b, a) }),
@@ -38,6 +44,20 @@ fn op() -> impl Strategy<Value = Op> {
 /// A point entry of the oracle, ordered as internal keys are: user key
 /// ascending, newest first.
 type VersionKey = (Vec<u8>, Reverse<SeqNo>);
+
+fn decide(seqno: SeqNo, kind: ValueKind, value: &[u8]) -> Lookup<'_> {
+    match kind {
+        ValueKind::Put => Lookup::Found { value, seqno },
+        ValueKind::Merge => Lookup::Merge {
+            operand: value,
+            seqno,
+        },
+        _ => Lookup::Deleted {
+            seqno,
+            by: DeletedBy::PointTombstone,
+        },
+    }
+}
 
 /// The oracle: point versions and range tombstones.
 #[derive(Default)]
@@ -71,15 +91,41 @@ impl Oracle {
         }
         match newest {
             None => Lookup::NotFound,
-            Some(((_, Reverse(seqno)), (ValueKind::Put, value))) => Lookup::Found {
-                value,
-                seqno: *seqno,
-            },
-            Some(((_, Reverse(seqno)), _)) => Lookup::Deleted {
-                seqno: *seqno,
-                by: DeletedBy::PointTombstone,
-            },
+            Some(((_, Reverse(seqno)), (kind, value))) => decide(*seqno, *kind, value),
         }
+    }
+
+    /// Operands newest first down to the deciding version, as
+    /// `MemTable::collect_operands`.
+    fn collect_operands(&self, key: &[u8], snapshot: SeqNo) -> (Lookup<'_>, Vec<&[u8]>) {
+        let covering = self.covering(key, snapshot);
+        let mut operands = Vec::new();
+        for ((_, Reverse(seqno)), (kind, value)) in self
+            .points
+            .range((key.to_vec(), Reverse(snapshot))..=(key.to_vec(), Reverse(0)))
+        {
+            if let Some(r) = covering
+                && r > *seqno
+            {
+                let deleted = Lookup::Deleted {
+                    seqno: r,
+                    by: DeletedBy::RangeTombstone,
+                };
+                return (deleted, operands);
+            }
+            match decide(*seqno, *kind, value) {
+                Lookup::Merge { operand, .. } => operands.push(operand),
+                decided => return (decided, operands),
+            }
+        }
+        let end = match covering {
+            Some(seqno) => Lookup::Deleted {
+                seqno,
+                by: DeletedBy::RangeTombstone,
+            },
+            None => Lookup::NotFound,
+        };
+        (end, operands)
     }
 
     /// Encoded internal keys and values of the point entries, in order.
@@ -112,11 +158,7 @@ fn collect(it: &mut MemTableIter, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn kind() -> impl Strategy<Value = ValueKind> {
-    prop_oneof![
-        Just(ValueKind::Put),
-        Just(ValueKind::Delete),
-        Just(ValueKind::RangeDelete)
-    ]
+    proptest::sample::select(ValueKind::ALL.to_vec())
 }
 
 /// 256 cases; under Miri a handful, and no failure file (Miri isolates the
@@ -158,6 +200,14 @@ proptest! {
                     mem.add(seqno, ValueKind::Delete, k, b"").unwrap();
                     oracle.points.insert((k.clone(), Reverse(seqno)), (ValueKind::Delete, Vec::new()));
                 }
+                Op::SingleDelete(k) => {
+                    mem.add(seqno, ValueKind::SingleDelete, k, b"").unwrap();
+                    oracle.points.insert((k.clone(), Reverse(seqno)), (ValueKind::SingleDelete, Vec::new()));
+                }
+                Op::Merge(k, v) => {
+                    mem.add(seqno, ValueKind::Merge, k, v).unwrap();
+                    oracle.points.insert((k.clone(), Reverse(seqno)), (ValueKind::Merge, v.clone()));
+                }
                 Op::RangeDelete(s, e) => {
                     mem.add(seqno, ValueKind::RangeDelete, s, e).unwrap();
                     oracle.ranges.push(RangeTombstone::new(s.clone(), e.clone(), seqno));
@@ -169,7 +219,8 @@ proptest! {
         prop_assert_eq!(mem.len(), ops.len());
         prop_assert_eq!(mem.is_empty(), ops.is_empty());
         prop_assert_eq!(mem.num_range_deletes(), oracle.ranges.len());
-        prop_assert_eq!(mem.num_deletes(), ops.iter().filter(|o| matches!(o, Op::Delete(_))).count());
+        prop_assert_eq!(mem.num_deletes(), ops.iter().filter(|o| matches!(o, Op::Delete(_) | Op::SingleDelete(_))).count());
+        prop_assert_eq!(mem.num_merges(), ops.iter().filter(|o| matches!(o, Op::Merge(..))).count());
         prop_assert_eq!(mem.first_seqno(), (!ops.is_empty()).then_some(1));
         prop_assert_eq!(mem.last_seqno(), (!ops.is_empty()).then_some(ops.len() as u64));
 
@@ -186,6 +237,10 @@ proptest! {
                 prop_assert_eq!(mem.get(key, snapshot), oracle.get(key, snapshot),
                     "key {:?} at {}", key, snapshot);
                 prop_assert_eq!(mem.max_covering_tombstone_seq(key, snapshot), oracle.covering(key, snapshot));
+                let mut operands = Vec::new();
+                let end = mem.collect_operands(key, snapshot, &mut operands);
+                prop_assert_eq!((end, operands), oracle.collect_operands(key, snapshot),
+                    "operands of {:?} at {}", key, snapshot);
             }
         }
 
