@@ -254,7 +254,10 @@ impl<C: Comparator> SstBuilder<C> {
         if let Some(filter) = &mut self.filter {
             filter.add_hash(filter_hash(self.schema.filter_key(key)));
         }
-        if self.note_seqno(key) == Some(ValueKind::Delete) {
+        if self
+            .note_seqno(key)
+            .is_some_and(ValueKind::is_point_tombstone)
+        {
             self.props.num_deletions += 1;
         }
         if self.props.num_entries == 0 {

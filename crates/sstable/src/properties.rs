@@ -24,7 +24,8 @@ pub struct Properties {
     pub compression: String,
     /// Point entries (data-block entries).
     pub num_entries: u64,
-    /// Point entries that are deletions (internal keys only).
+    /// Point entries that are deletions, `Delete` or `SingleDelete`
+    /// (internal keys only).
     pub num_deletions: u64,
     /// Range tombstones (range-deletion block entries).
     pub num_range_deletions: u64,
