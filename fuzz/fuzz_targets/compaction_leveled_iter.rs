@@ -1,7 +1,8 @@
 //! Drives the compaction iterator with streams decoded from arbitrary
 //! bytes: versions of colliding keys (some with invalid kind bytes), range
 //! tombstones, snapshots, and the three kinds of deeper-level knowledge
-//! (flush, middle level, bottommost). Compaction has no on-disk format;
+//! (flush, middle level, bottommost), merge operands resolved by string
+//! append with or without a partial merge. Compaction has no on-disk format;
 //! this target hunts for panics and for results that change what a
 //! snapshot sees. A stream with a corrupt key must fail with a corruption
 //! error; any other stream must read the same at every snapshot and at the
@@ -13,8 +14,10 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use lithify_base::key::append_internal_key;
+use lithify_base::merge::StringAppend;
 use lithify_base::{
-    Classify, InternalKey, InternalKeyComparator, MAX_SEQNO, SeqNo, ValueKind, VecIterator,
+    Classify, InternalKey, InternalKeyComparator, MAX_SEQNO, MergeOperator, SeqNo, ValueKind,
+    VecIterator,
 };
 use lithify_base::keyspan::RangeTombstone;
 use lithify_compaction_leveled::DeeperLevels;
@@ -37,26 +40,67 @@ impl Input<'_> {
     }
 }
 
-type Versions = BTreeMap<SeqNo, Option<Vec<u8>>>;
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Version {
+    Put(Vec<u8>),
+    Delete,
+    Merge(Vec<u8>),
+}
+
+type Versions = BTreeMap<SeqNo, Version>;
+
+/// String append without a partial merge: operands stay apart until they
+/// meet their value.
+struct AppendNoPartial;
+
+impl MergeOperator for AppendNoPartial {
+    fn name(&self) -> &str {
+        "append-no-partial"
+    }
+
+    fn full_merge(&self, key: &[u8], existing: Option<&[u8]>, ops: &[&[u8]]) -> Option<Vec<u8>> {
+        StringAppend::default().full_merge(key, existing, ops)
+    }
+}
 
 fn visible(
     points: &BTreeMap<Vec<u8>, Versions>,
     tombstones: &[RangeTombstone],
     snapshot: SeqNo,
+    op: &dyn MergeOperator,
 ) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut out = BTreeMap::new();
     for (key, versions) in points {
-        let Some((&seq, value)) = versions.range(..=snapshot).next_back() else {
-            continue;
+        let covered = |seq: SeqNo| {
+            tombstones.iter().any(|t| {
+                t.seqno <= snapshot
+                    && t.seqno > seq
+                    && t.start.as_ref() <= key.as_slice()
+                    && key.as_slice() < t.end.as_ref()
+            })
         };
-        let covered = tombstones.iter().any(|t| {
-            t.seqno <= snapshot
-                && t.seqno > seq
-                && t.start.as_ref() <= key.as_slice()
-                && key.as_slice() < t.end.as_ref()
-        });
-        if let (Some(v), false) = (value, covered) {
-            out.insert(key.clone(), v.clone());
+        let mut operands: Vec<&[u8]> = Vec::new();
+        let mut base = None;
+        for (&seq, version) in versions.range(..=snapshot).rev() {
+            if covered(seq) {
+                break;
+            }
+            match version {
+                Version::Put(v) => {
+                    base = Some(&v[..]);
+                    break;
+                }
+                Version::Delete => break,
+                Version::Merge(o) => operands.push(o),
+            }
+        }
+        if operands.is_empty() {
+            if let Some(v) = base {
+                out.insert(key.clone(), v.to_vec());
+            }
+        } else {
+            operands.reverse();
+            out.insert(key.clone(), op.full_merge(key, base, &operands).unwrap());
         }
     }
     out
@@ -65,6 +109,11 @@ fn visible(
 fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
     let mode = input.byte() % 3;
+    let op: Arc<dyn MergeOperator> = if input.byte() % 2 == 0 {
+        Arc::new(StringAppend::default())
+    } else {
+        Arc::new(AppendNoPartial)
+    };
     let cmp = InternalKeyComparator::bytewise();
     let mut stream = Vec::new();
     let mut before: BTreeMap<Vec<u8>, Versions> = BTreeMap::new();
@@ -78,16 +127,19 @@ fuzz_target!(|data: &[u8]| {
         let kind = match kind_byte % 17 {
             16 => None,
             k if k % 4 == 0 => Some(ValueKind::Delete),
+            k if k % 4 == 1 => Some(ValueKind::Merge),
             _ => Some(ValueKind::Put),
         };
         let mut encoded = Vec::new();
         match kind {
             Some(k) => {
                 append_internal_key(&mut encoded, &key, seq, k as u8);
-                before
-                    .entry(key)
-                    .or_default()
-                    .insert(seq, (k == ValueKind::Put).then(|| value.clone()));
+                let version = match k {
+                    ValueKind::Put => Version::Put(value.clone()),
+                    ValueKind::Merge => Version::Merge(value.clone()),
+                    _ => Version::Delete,
+                };
+                before.entry(key).or_default().insert(seq, version);
             }
             None => {
                 append_internal_key(&mut encoded, &key, seq, 0x42);
@@ -116,7 +168,10 @@ fuzz_target!(|data: &[u8]| {
             below
                 .entry(key.clone())
                 .or_default()
-                .insert(1 + i as SeqNo, put.then(|| b"deep".to_vec()));
+                .insert(
+                    1 + i as SeqNo,
+                    if put { Version::Put(b"deep".to_vec()) } else { Version::Delete },
+                );
             let k = InternalKey::new(&key, 1, ValueKind::Put);
             deeper_files.push(Arc::new(FileMetadata::new(1, 1, k.clone(), k)));
         }
@@ -142,6 +197,8 @@ fuzz_target!(|data: &[u8]| {
             filter_level: 1,
             upper_bound: None,
             origin: "fuzz".to_owned(),
+            merge_operator: Some(&*op),
+            enforce_single_delete_contracts: true,
         },
     );
     let mut after: BTreeMap<Vec<u8>, Versions> = BTreeMap::new();
@@ -154,7 +211,11 @@ fuzz_target!(|data: &[u8]| {
             }
             Ok(()) if !it.valid() => break,
             Ok(()) => {
-                let value = (it.kind() == ValueKind::Put).then(|| it.value().to_vec());
+                let value = match it.kind() {
+                    ValueKind::Put => Version::Put(it.value().to_vec()),
+                    ValueKind::Merge => Version::Merge(it.value().to_vec()),
+                    _ => Version::Delete,
+                };
                 after
                     .entry(it.user_key().to_vec())
                     .or_default()
@@ -179,8 +240,8 @@ fuzz_target!(|data: &[u8]| {
     let (before_all, after_all) = (merge(&before), merge(&after));
     for snap in snapshots.iter().copied().chain([MAX_SEQNO]) {
         assert_eq!(
-            visible(&after_all, &kept, snap),
-            visible(&before_all, &tombstones, snap),
+            visible(&after_all, &kept, snap, &*op),
+            visible(&before_all, &tombstones, snap, &*op),
             "snapshot {snap}"
         );
     }

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use lithify_base::{Classify, ErrorKind};
+use lithify_base::{Classify, ErrorKind, SeqNo};
 use snafu::{Location, Snafu};
 
 /// What can go wrong while picking, running or simulating compactions.
@@ -38,6 +38,38 @@ pub enum Error {
     Input {
         /// The iterator's error.
         source: lithify_base::Error,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+    /// The merge operator could not merge a key's operands (a malformed
+    /// operand or value).
+    #[snafu(display("merge operator {operator} failed to merge key {key} ({origin})"))]
+    MergeFailed {
+        /// The merge operator's name.
+        operator: String,
+        /// The key, escaped.
+        key: String,
+        /// Which input it came from.
+        origin: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+    /// A `SingleDelete` met a `Delete` of the same key in one snapshot
+    /// stripe: the application mixed the two, which RocksDB's contract
+    /// forbids (`enforce_single_del_contracts`).
+    #[snafu(display(
+        "single delete of {key} at seqno {seqno} meets a delete of the same key in {origin}: \
+         SingleDelete and Delete were mixed on one key"
+    ))]
+    SingleDeleteContract {
+        /// The key, escaped.
+        key: String,
+        /// The single delete's sequence number.
+        seqno: SeqNo,
+        /// Which input it came from.
+        origin: String,
         /// Where the error was raised.
         #[snafu(implicit)]
         location: Location,
@@ -136,7 +168,10 @@ impl Classify for Error {
             Error::Io { source, .. } => lithify_base::error::io_error_kind(source),
             Error::Sst { source, .. } => source.kind(),
             Error::Input { source, .. } => source.kind(),
-            Error::CorruptKey { .. } | Error::RecordCount { .. } => ErrorKind::Corruption,
+            Error::CorruptKey { .. }
+            | Error::RecordCount { .. }
+            | Error::MergeFailed { .. }
+            | Error::SingleDeleteContract { .. } => ErrorKind::Corruption,
             Error::InvalidArgument { .. } | Error::Conflict { .. } => ErrorKind::InvalidArgument,
             Error::Version { source, .. } => source.kind(),
         }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use lithify_base::keyspan::RangeTombstone;
-use lithify_base::{InternalKey, InternalKeyComparator, SeqNo, ValueKind, VecIterator};
+use lithify_base::{
+    InternalKey, InternalKeyComparator, MergeOperator, SeqNo, ValueKind, VecIterator,
+};
 use lithify_compaction_leveled::DeeperLevels;
 use lithify_compaction_leveled::iter::{
     CompactionFilter, CompactionIterOptions, CompactionIterator, FilterDecision,
@@ -20,15 +22,26 @@ use lithify_version::FileMetadata;
 use proptest::prelude::*;
 
 /// A filter driven by rules: `remove:KEY`, `change:KEY=VALUE`,
-/// `skip:KEY-UNTIL`, separated by `;`.
+/// `skip:KEY-UNTIL`, separated by `;`. Rules prefixed `op-` apply to merge
+/// operands, matched by operand (`op-remove:OPERAND`, `op-change:OPERAND=NEW`,
+/// `op-skip:OPERAND-UNTIL`).
 struct RuleFilter {
     rules: Vec<(String, FilterDecision)>,
+    operand_rules: Vec<(String, FilterDecision)>,
 }
 
 impl RuleFilter {
     fn parse(spec: &str) -> Self {
-        let rules = spec
-            .split(';')
+        let (operand_rules, rules): (Vec<&str>, Vec<&str>) =
+            spec.split(';').partition(|r| r.starts_with("op-"));
+        RuleFilter {
+            rules: Self::parse_rules(rules.into_iter()),
+            operand_rules: Self::parse_rules(operand_rules.into_iter().map(|r| &r[3..])),
+        }
+    }
+
+    fn parse_rules<'a>(rules: impl Iterator<Item = &'a str>) -> Vec<(String, FilterDecision)> {
+        rules
             .map(|r| {
                 let (op, arg) = r.split_once(':').expect("rule op:arg");
                 match op {
@@ -50,8 +63,7 @@ impl RuleFilter {
                     other => panic!("unknown filter rule {other}"),
                 }
             })
-            .collect();
-        RuleFilter { rules }
+            .collect()
     }
 }
 
@@ -65,6 +77,44 @@ impl CompactionFilter for RuleFilter {
             .iter()
             .find(|(k, _)| k.as_bytes() == key)
             .map_or(FilterDecision::Keep, |(_, d)| d.clone())
+    }
+
+    fn filter_merge_operand(&self, _level: usize, _key: &[u8], operand: &[u8]) -> FilterDecision {
+        self.operand_rules
+            .iter()
+            .find(|(o, _)| o.as_bytes() == operand)
+            .map_or(FilterDecision::Keep, |(_, d)| d.clone())
+    }
+}
+
+/// String append joined with `+` and no partial merge: operands that
+/// cannot meet their value stay apart.
+struct ConcatNoPartial;
+
+impl MergeOperator for ConcatNoPartial {
+    fn name(&self) -> &str {
+        "concat-no-partial"
+    }
+
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>> {
+        let parts: Vec<&[u8]> = existing
+            .into_iter()
+            .chain(operands.iter().copied())
+            .collect();
+        Some(parts.join(&b'+'))
+    }
+}
+
+/// The operator named by a case's `merge=` argument.
+fn merge_operator(name: &str) -> Arc<dyn MergeOperator> {
+    match name {
+        "concat-no-partial" => Arc::new(ConcatNoPartial),
+        other => lithify_base::merge::built_in(other).expect("a built-in merge operator"),
     }
 }
 
@@ -80,6 +130,37 @@ fn deeper_file(lo: &str, hi: &str) -> Arc<FileMetadata> {
 /// Parses `key#seq,KIND[:value]` lines into points and tombstones.
 /// Encoded internal keys and values.
 type Points = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A value of the text form: `\xNN` is the byte NN.
+fn unescape_value(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && bytes.get(i + 1) == Some(&b'x') && i + 4 <= bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 2..i + 4]).expect("hex digits");
+            out.push(u8::from_str_radix(hex, 16).expect("\\xNN"));
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The text form of a value: printable ASCII as is, other bytes `\xNN`.
+fn escape_value(value: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in value {
+        if b.is_ascii_graphic() && b != b'\\' || b == b' ' {
+            out.push(b as char);
+        } else {
+            write!(out, "\\x{b:02x}").unwrap();
+        }
+    }
+    out
+}
 
 fn parse_stream(lines: &[String]) -> (Points, Vec<RangeTombstone>) {
     let mut points = Vec::new();
@@ -99,7 +180,7 @@ fn parse_stream(lines: &[String]) -> (Points, Vec<RangeTombstone>) {
                 key.seqno(),
             ));
         } else {
-            points.push((key.into_encoded(), value.as_bytes().to_vec()));
+            points.push((key.into_encoded(), unescape_value(value)));
         }
     }
     (points, tombstones)
@@ -130,6 +211,7 @@ fn run_iter(case: &common::Case) -> String {
         DeeperLevels::unknown()
     };
     let filter = case.arg("filter").map(RuleFilter::parse);
+    let merge = case.arg("merge").map(merge_operator);
     let agg = RangeDelAggregator::new(cmp.clone(), tombstones, snapshots.clone());
     let input = VecIterator::new(cmp.clone(), points);
     let mut it = CompactionIterator::new(
@@ -143,6 +225,8 @@ fn run_iter(case: &common::Case) -> String {
             filter_level: 1,
             upper_bound: case.arg("upper").map(|u| u.as_bytes().to_vec()),
             origin: "test input".to_owned(),
+            merge_operator: merge.as_deref(),
+            enforce_single_delete_contracts: !case.flag("lax-single-delete"),
         },
     );
     let mut out = String::new();
@@ -158,7 +242,7 @@ fn run_iter(case: &common::Case) -> String {
         if it.value().is_empty() {
             writeln!(out, "{key}").unwrap();
         } else {
-            writeln!(out, "{key}:{}", String::from_utf8_lossy(it.value())).unwrap();
+            writeln!(out, "{key}:{}", escape_value(it.value())).unwrap();
         }
         if let Err(e) = it.next() {
             writeln!(out, "error: {e}").unwrap();
@@ -182,6 +266,17 @@ fn run_iter(case: &common::Case) -> String {
         s.dropped_filter
     )
     .unwrap();
+    for (name, n) in [
+        ("merged", s.dropped_merged),
+        ("full-merges", s.full_merges),
+        ("partial-merges", s.partial_merges),
+        ("single-delete", s.dropped_single_delete),
+        ("single-delete-mismatch", s.single_delete_mismatch),
+    ] {
+        if n > 0 {
+            write!(out, " {name}={n}").unwrap();
+        }
+    }
     if s.filter_removed + s.filter_changed > 0 {
         write!(
             out,
@@ -229,62 +324,100 @@ fn corrupt_key_is_an_error() {
 // ---------------------------------------------------------------------
 // Model test.
 
-/// One version in the model: (seqno, Some(value) for a put, None for a
-/// delete).
-type Versions = BTreeMap<SeqNo, Option<Vec<u8>>>;
+/// One version in the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Version {
+    Put(Vec<u8>),
+    Delete,
+    Merge(Vec<u8>),
+}
+
+/// The versions of one key by seqno.
+type Versions = BTreeMap<SeqNo, Version>;
 
 /// What a reader at `snapshot` sees for every key, given point versions
-/// and range tombstones.
+/// and range tombstones, resolving merge operands with `op`.
 fn visible(
     points: &BTreeMap<Vec<u8>, Versions>,
     tombstones: &[RangeTombstone],
     snapshot: SeqNo,
+    op: &dyn MergeOperator,
 ) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut out = BTreeMap::new();
     for (key, versions) in points {
-        let Some((&seq, value)) = versions.range(..=snapshot).next_back() else {
-            continue;
+        let deleted_by_range = |seq: SeqNo| {
+            tombstones.iter().any(|t| {
+                t.seqno <= snapshot
+                    && t.seqno > seq
+                    && t.start.as_ref() <= key.as_slice()
+                    && key.as_slice() < t.end.as_ref()
+            })
         };
-        let deleted_by_range = tombstones.iter().any(|t| {
-            t.seqno <= snapshot
-                && t.seqno > seq
-                && t.start.as_ref() <= key.as_slice()
-                && key.as_slice() < t.end.as_ref()
-        });
-        if let (Some(v), false) = (value, deleted_by_range) {
-            out.insert(key.clone(), v.clone());
+        // Operands newest first, down to the version they apply to.
+        let mut operands: Vec<&[u8]> = Vec::new();
+        let mut base: Option<&[u8]> = None;
+        let mut seen = false;
+        for (&seq, version) in versions.range(..=snapshot).rev() {
+            seen = true;
+            if deleted_by_range(seq) {
+                break;
+            }
+            match version {
+                Version::Put(v) => {
+                    base = Some(v);
+                    break;
+                }
+                Version::Delete => break,
+                Version::Merge(o) => operands.push(o),
+            }
         }
+        if !seen {
+            continue;
+        }
+        if operands.is_empty() {
+            if let Some(v) = base {
+                out.insert(key.clone(), v.to_vec());
+            }
+            continue;
+        }
+        operands.reverse();
+        let merged = op.full_merge(key, base, &operands).expect("merge");
+        out.insert(key.clone(), merged);
     }
     out
 }
 
 #[derive(Debug, Clone)]
 struct Scenario {
-    /// (key, seqno, is_put, value) of the compaction input.
-    entries: Vec<(u8, SeqNo, bool, u8)>,
+    /// (key, seqno, kind: 0 put / 1 delete / 2 merge, value) of the
+    /// compaction input.
+    entries: Vec<(u8, SeqNo, u8, u8)>,
     /// (start, end, seqno).
     tombstones: Vec<(u8, u8, SeqNo)>,
     /// Older data below the output level: (key, is_put).
     deeper: Vec<(u8, bool)>,
     snapshots: Vec<SeqNo>,
     mode: u8,
+    /// Whether the operator has a partial merge.
+    partial: bool,
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
     (
-        proptest::collection::vec((0u8..8, any::<bool>(), any::<u8>()), 0..40),
+        proptest::collection::vec((0u8..8, 0u8..3, any::<u8>()), 0..40),
         proptest::collection::vec((0u8..8, 1u8..4, 0usize..40), 0..4),
         proptest::collection::vec((0u8..8, any::<bool>()), 0..6),
         proptest::collection::vec(0u64..50, 0..4),
         0u8..3,
+        any::<bool>(),
     )
-        .prop_map(|(raw, raw_tombstones, deeper, snaps, mode)| {
+        .prop_map(|(raw, raw_tombstones, deeper, snaps, mode, partial)| {
             // Seqnos 10.. in input order, so every version is distinct and
             // newer than the deeper data (seqnos 1..9).
             let entries: Vec<_> = raw
                 .into_iter()
                 .enumerate()
-                .map(|(i, (k, put, v))| (k, 10 + i as SeqNo, put, v))
+                .map(|(i, (k, kind, v))| (k, 10 + i as SeqNo, kind, v))
                 .collect();
             let tombstones = raw_tombstones
                 .into_iter()
@@ -296,6 +429,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 deeper,
                 snapshots: snaps,
                 mode,
+                partial,
             }
         })
 }
@@ -307,6 +441,8 @@ proptest! {
     /// the compaction, counting the deeper levels beneath it; at the
     /// bottommost level nothing lies beneath. Modes: 0 = flush (nothing
     /// known below), 1 = middle level with deeper files, 2 = bottommost.
+    /// Merge operands resolve with string append, with or without a
+    /// partial merge.
     #[test]
     fn every_snapshot_sees_the_same(s in scenario()) {
         let cmp = InternalKeyComparator::bytewise();
@@ -316,12 +452,20 @@ proptest! {
         // Input points, model and stream.
         let mut before: BTreeMap<Vec<u8>, Versions> = BTreeMap::new();
         let mut stream = Vec::new();
-        for &(k, seq, put, v) in &s.entries {
-            let value = put.then(|| vec![b'v', v]);
-            before.entry(vec![b'a' + k]).or_default().insert(seq, value.clone());
-            let kind = if put { ValueKind::Put } else { ValueKind::Delete };
-            stream.push((InternalKey::new(&[b'a' + k], seq, kind).into_encoded(), value.unwrap_or_default()));
+        for &(k, seq, kind, v) in &s.entries {
+            let (version, kind, value) = match kind {
+                0 => (Version::Put(vec![b'v', v]), ValueKind::Put, vec![b'v', v]),
+                1 => (Version::Delete, ValueKind::Delete, Vec::new()),
+                _ => (Version::Merge(vec![b'm', v]), ValueKind::Merge, vec![b'm', v]),
+            };
+            before.entry(vec![b'a' + k]).or_default().insert(seq, version);
+            stream.push((InternalKey::new(&[b'a' + k], seq, kind).into_encoded(), value));
         }
+        let op: Arc<dyn MergeOperator> = if s.partial {
+            Arc::new(lithify_base::merge::StringAppend::default())
+        } else {
+            Arc::new(ConcatNoPartial)
+        };
         let tombstones: Vec<RangeTombstone> = s
             .tombstones
             .iter()
@@ -331,7 +475,8 @@ proptest! {
         let mut below: BTreeMap<Vec<u8>, Versions> = BTreeMap::new();
         let mut deeper_files = Vec::new();
         for (i, &(k, put)) in deeper_data.iter().enumerate() {
-            below.entry(vec![b'a' + k]).or_default().insert(1 + i as SeqNo % 9, put.then(|| vec![b'd', k]));
+            let version = if put { Version::Put(vec![b'd', k]) } else { Version::Delete };
+            below.entry(vec![b'a' + k]).or_default().insert(1 + i as SeqNo % 9, version);
             deeper_files.push(deeper_file(&((b'a' + k) as char).to_string(), &((b'a' + k) as char).to_string()));
         }
         deeper_files.sort_by(|a, b| a.smallest.user_key().cmp(b.smallest.user_key()));
@@ -355,6 +500,8 @@ proptest! {
                 filter_level: 1,
                 upper_bound: None,
                 origin: "model".to_owned(),
+                merge_operator: Some(&*op),
+                enforce_single_delete_contracts: true,
             },
         );
         it.seek_to_first().unwrap();
@@ -365,7 +512,11 @@ proptest! {
             if let Some(l) = &last {
                 prop_assert!(InternalKey::from_encoded(l.clone()).unwrap().to_string() != InternalKey::from_encoded(key.clone()).unwrap().to_string());
             }
-            let value = (it.kind() == ValueKind::Put).then(|| it.value().to_vec());
+            let value = match it.kind() {
+                ValueKind::Put => Version::Put(it.value().to_vec()),
+                ValueKind::Merge => Version::Merge(it.value().to_vec()),
+                _ => Version::Delete,
+            };
             let prev = after.entry(it.user_key().to_vec()).or_default().insert(it.seqno(), value);
             prop_assert!(prev.is_none(), "two outputs with one seqno");
             last = Some(key);
@@ -388,8 +539,8 @@ proptest! {
         let mut points_of_view: Vec<SeqNo> = s.snapshots.clone();
         points_of_view.push(lithify_base::MAX_SEQNO);
         for snap in points_of_view {
-            let want = visible(&before_all, &tombstones, snap);
-            let got = visible(&after_all, &kept, snap);
+            let want = visible(&before_all, &tombstones, snap, &*op);
+            let got = visible(&after_all, &kept, snap, &*op);
             prop_assert_eq!(&got, &want, "snapshot {}", snap);
         }
     }

@@ -222,6 +222,8 @@ fn expected(env: &Env, c: &Compaction, snapshots: &Snapshots) -> Contents {
             filter_level: c.start_level(),
             upper_bound: None,
             origin: "expected".to_owned(),
+            merge_operator: None,
+            enforce_single_delete_contracts: true,
         },
     );
     it.seek_to_first().unwrap();

@@ -3,9 +3,11 @@
 
 use bytes::Bytes;
 use lithify_base::key::{append_internal_key, escape};
+use std::collections::VecDeque;
+
 use lithify_base::{
-    InternalIterator, InternalKey, InternalKeyComparator, MAX_SEQNO, ParsedInternalKey, SeqNo,
-    ValueKind,
+    InternalIterator, InternalKey, InternalKeyComparator, MAX_SEQNO, MergeOperator,
+    ParsedInternalKey, SeqNo, ValueKind,
 };
 use snafu::ResultExt as _;
 
@@ -13,7 +15,21 @@ use super::filter::{CompactionFilter, FilterDecision};
 use super::range_del::RangeDelAggregator;
 use super::snapshots::Snapshots;
 use crate::compaction::DeeperLevels;
-use crate::error::{CorruptKeySnafu, InputSnafu, Result};
+use crate::error::{
+    CorruptKeySnafu, InputSnafu, MergeFailedSnafu, Result, SingleDeleteContractSnafu,
+};
+
+/// What ended a run of merge operands.
+enum RunEnd {
+    /// A put (its value, `None` if a range tombstone covers it) or a
+    /// tombstone (`None`), consumed by the merge.
+    Base(Option<Bytes>),
+    /// The next version is in an older snapshot stripe, or every operand
+    /// so far was dropped and the next version is not an operand.
+    StripeEnd,
+    /// No older version of the key in the input.
+    KeyEnd,
+}
 
 /// What a [`CompactionIterator`] saw and dropped. Every record read is
 /// either output or counted in exactly one `dropped_*` field.
@@ -37,14 +53,34 @@ pub struct IterStats {
     pub dropped_filter: u64,
     /// Values the filter turned into tombstones.
     pub filter_removed: u64,
-    /// Values the filter changed.
+    /// Values and merge operands the filter changed.
     pub filter_changed: u64,
+    /// Merge operands, and the values or tombstones under them, folded
+    /// into a merge result (a merge of `n` records outputs one and counts
+    /// `n - 1` here).
+    pub dropped_merged: u64,
+    /// `SingleDelete`s and the versions they cancelled.
+    pub dropped_single_delete: u64,
+    /// Full merges output as values.
+    pub full_merges: u64,
+    /// Runs of operands combined into one by the operator's partial merge.
+    pub partial_merges: u64,
+    /// Cases RocksDB leaves undefined: a `SingleDelete` meeting another
+    /// `SingleDelete`, a `Delete` (when not enforced) or a merge operand in
+    /// its stripe, or a key with two puts under one `SingleDelete`
+    /// (RocksDB's `num_single_del_mismatch`, widened to the last two).
+    pub single_delete_mismatch: u64,
 }
 
 impl IterStats {
     /// All dropped records.
     pub fn dropped(&self) -> u64 {
-        self.dropped_hidden + self.dropped_obsolete + self.dropped_range_del + self.dropped_filter
+        self.dropped_hidden
+            + self.dropped_obsolete
+            + self.dropped_range_del
+            + self.dropped_filter
+            + self.dropped_merged
+            + self.dropped_single_delete
     }
 
     /// Adds `other` into `self`.
@@ -58,6 +94,11 @@ impl IterStats {
         self.dropped_filter += other.dropped_filter;
         self.filter_removed += other.filter_removed;
         self.filter_changed += other.filter_changed;
+        self.dropped_merged += other.dropped_merged;
+        self.dropped_single_delete += other.dropped_single_delete;
+        self.full_merges += other.full_merges;
+        self.partial_merges += other.partial_merges;
+        self.single_delete_mismatch += other.single_delete_mismatch;
     }
 }
 
@@ -78,6 +119,13 @@ pub struct CompactionIterOptions<'a> {
     pub upper_bound: Option<Vec<u8>>,
     /// Names the input in corruption errors.
     pub origin: String,
+    /// Resolves merge operands; without one, operands pass through
+    /// unchanged (and so do the values under them).
+    pub merge_operator: Option<&'a dyn MergeOperator>,
+    /// Fail on a `SingleDelete` meeting a `Delete` in its stripe (RocksDB's
+    /// `enforce_single_del_contracts`, on by default); otherwise count it
+    /// in [`IterStats::single_delete_mismatch`] and drop the single delete.
+    pub enforce_single_delete_contracts: bool,
 }
 
 impl<'a> CompactionIterOptions<'a> {
@@ -92,7 +140,15 @@ impl<'a> CompactionIterOptions<'a> {
             filter_level: 0,
             upper_bound: None,
             origin: "flush input".to_owned(),
+            merge_operator: None,
+            enforce_single_delete_contracts: true,
         }
+    }
+
+    /// The same options with `merge_operator`.
+    pub fn with_merge_operator(mut self, merge_operator: Option<&'a dyn MergeOperator>) -> Self {
+        self.merge_operator = merge_operator;
+        self
     }
 }
 
@@ -110,9 +166,21 @@ impl<'a> CompactionIterOptions<'a> {
 /// 4. **Bottommost delete**: at the bottommost level, a tombstone newer
 ///    than the earliest snapshot swallows the older versions of its stripe
 ///    and is output only if versions in older stripes remain.
-/// 5. **Range tombstones** drop a version covered by a newer tombstone of
+/// 5. **Single delete**: a `SingleDelete` and the version right below it in
+///    its stripe both vanish (the version should be its one `Put`); with no
+///    version below in its stripe it is output, or dropped when nothing
+///    older can exist.
+/// 6. **Merge** (RocksDB's `MergeHelper::MergeUntil`): the operands of a
+///    stripe, newest first, each passed to the filter and dropped if a
+///    range tombstone covers it, are collected until a `Put` (merged with
+///    its value), a tombstone (merged with nothing), the end of the stripe
+///    or the end of the key. At the bottommost level the end of the key
+///    means the start of its history: the operands merge with nothing.
+///    Otherwise they stay operands, combined into one by the operator's
+///    partial merge when it can.
+/// 7. **Range tombstones** drop a version covered by a newer tombstone of
 ///    the same stripe.
-/// 6. Otherwise the version is output; at the bottommost level a version
+/// 8. Otherwise the version is output; at the bottommost level a value
 ///    visible to the earliest snapshot gets sequence number 0.
 ///
 /// Range tombstones themselves are not in the stream: the caller writes
@@ -155,6 +223,8 @@ pub struct CompactionIterator<'a, I> {
     has_current_user_key: bool,
     current_user_key_sequence: SeqNo,
     current_user_key_snapshot: SeqNo,
+    /// Outputs of a merge still to be emitted, newest first.
+    pending: VecDeque<(SeqNo, ValueKind, Bytes)>,
     stats: IterStats,
 }
 
@@ -179,6 +249,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             has_current_user_key: false,
             current_user_key_sequence: MAX_SEQNO,
             current_user_key_snapshot: 0,
+            pending: VecDeque::new(),
             stats: IterStats::default(),
         }
     }
@@ -244,6 +315,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
     fn reset_key_state(&mut self) {
         self.has_current_user_key = false;
         self.valid = false;
+        self.pending.clear();
     }
 
     fn past_upper_bound(&self, user_key: &[u8]) -> bool {
@@ -270,17 +342,20 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
         self.input.next().context(InputSnafu)
     }
 
-    /// RocksDB's `NextFromInput` (without merge operands and single
-    /// deletes).
+    /// RocksDB's `NextFromInput`.
     fn next_from_input(&mut self) -> Result<()> {
         self.valid = false;
+        if let Some((seqno, kind, value)) = self.pending.pop_front() {
+            self.emit(seqno, kind, value);
+            return Ok(());
+        }
         while self.input.valid() {
             let (n, mut seqno, mut kind) = self.parse_current()?;
             if self.past_upper_bound(&self.input.key()[..n]) {
                 return Ok(());
             }
             self.stats.records_in += 1;
-            if kind == ValueKind::Delete {
+            if kind.is_point_tombstone() {
                 self.stats.input_deletions += 1;
             }
             let mut value = self.input.value_bytes();
@@ -332,21 +407,9 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             self.current_user_key_snapshot = visible;
 
             if let Some(until) = skip_until {
-                // Drop this record and everything before `until`, counting
-                // each (so the record-count check holds).
                 self.stats.dropped_filter += 1;
                 self.advance()?;
-                while self.input.valid() {
-                    let (n2, _, _) = self.parse_current()?;
-                    let uk = &self.input.key()[..n2];
-                    if self.past_upper_bound(uk) || self.cmp.compare_user(uk, &until).is_ge() {
-                        break;
-                    }
-                    self.stats.records_in += 1;
-                    self.stats.dropped_filter += 1;
-                    self.advance()?;
-                }
-                self.has_current_user_key = false;
+                self.skip_until(&until)?;
                 continue;
             }
 
@@ -354,6 +417,13 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 // Rule A: hidden by a newer version in the same stripe.
                 self.stats.dropped_hidden += 1;
                 self.advance()?;
+                continue;
+            }
+
+            if kind == ValueKind::SingleDelete {
+                if self.single_delete(seqno, prev_snapshot)? {
+                    return Ok(());
+                }
                 continue;
             }
 
@@ -398,6 +468,15 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 continue;
             }
 
+            if kind == ValueKind::Merge
+                && let Some(op) = self.opts.merge_operator
+            {
+                if self.merge_until(op, seqno, value, prev_snapshot)? {
+                    return Ok(());
+                }
+                continue;
+            }
+
             if self
                 .opts
                 .range_dels
@@ -408,9 +487,14 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 continue;
             }
 
-            // Output; at the bottom a version every snapshot sees loses its
+            if kind == ValueKind::Merge {
+                // No operator: the operand passes through and hides nothing
+                // (the versions below it are what it applies to).
+                self.current_user_key_sequence = MAX_SEQNO;
+            }
+            // Output; at the bottom a value every snapshot sees loses its
             // seqno (it compresses better and nothing needs it).
-            if self.bottommost && seqno <= self.earliest_snapshot && kind != ValueKind::Delete {
+            if self.bottommost && seqno <= self.earliest_snapshot && kind == ValueKind::Put {
                 seqno = 0;
             }
             self.advance()?;
@@ -418,6 +502,252 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             return Ok(());
         }
         Ok(())
+    }
+
+    /// Drops input records before user key `until` (a filter's
+    /// skip-until), counting each, and forgets the current key.
+    fn skip_until(&mut self, until: &[u8]) -> Result<()> {
+        while self.input.valid() {
+            let (n, _, _) = self.parse_current()?;
+            let uk = &self.input.key()[..n];
+            if self.past_upper_bound(uk) || self.cmp.compare_user(uk, until).is_ge() {
+                break;
+            }
+            self.stats.records_in += 1;
+            self.stats.dropped_filter += 1;
+            self.advance()?;
+        }
+        self.has_current_user_key = false;
+        Ok(())
+    }
+
+    /// The input's current record, if it is a version of the current user
+    /// key: its seqno and kind.
+    fn peek_same_key(&self) -> Result<Option<(SeqNo, ValueKind)>> {
+        if !self.input.valid() {
+            return Ok(None);
+        }
+        let (n, seqno, kind) = self.parse_current()?;
+        let uk = &self.input.key()[..n];
+        if self.past_upper_bound(uk) || !self.cmp.compare_user(uk, &self.current_user_key).is_eq() {
+            return Ok(None);
+        }
+        Ok(Some((seqno, kind)))
+    }
+
+    /// A `SingleDelete` at `seqno`, the input still on it (RocksDB's
+    /// single-delete branch of `NextFromInput`, without transactions: every
+    /// matching put may go). Returns whether it was output.
+    fn single_delete(&mut self, seqno: SeqNo, prev_snapshot: SeqNo) -> Result<bool> {
+        self.advance()?;
+        let Some((next_seq, next_kind)) = self.peek_same_key()? else {
+            // Nothing older of this key in the input. Forget the key so
+            // the next record is judged afresh.
+            self.has_current_user_key = false;
+            if seqno <= self.earliest_snapshot
+                && self
+                    .opts
+                    .deeper
+                    .key_not_exists_beyond(&self.cmp, &self.current_user_key)
+            {
+                self.stats.dropped_obsolete += 1;
+                return Ok(false);
+            }
+            self.emit(seqno, ValueKind::SingleDelete, Bytes::new());
+            return Ok(true);
+        };
+        if prev_snapshot != 0 && next_seq <= prev_snapshot {
+            // The next version is in an older stripe: a snapshot sees it,
+            // so the single delete stays to hide it from newer readers.
+            self.emit(seqno, ValueKind::SingleDelete, Bytes::new());
+            return Ok(true);
+        }
+        match next_kind {
+            ValueKind::SingleDelete => {
+                // Two in a row: drop the first, the second is then hidden
+                // by rule A like any older version of the stripe.
+                self.stats.dropped_obsolete += 1;
+                self.stats.single_delete_mismatch += 1;
+            }
+            ValueKind::Delete => {
+                if self.opts.enforce_single_delete_contracts {
+                    return SingleDeleteContractSnafu {
+                        key: escape(&self.current_user_key),
+                        seqno,
+                        origin: self.opts.origin.clone(),
+                    }
+                    .fail();
+                }
+                tracing::warn!(
+                    target: "lithify::compaction",
+                    key = %escape(&self.current_user_key),
+                    seqno,
+                    "a single delete meets a delete of the same key; dropping the single delete"
+                );
+                self.stats.dropped_obsolete += 1;
+                self.stats.single_delete_mismatch += 1;
+            }
+            _ => {
+                // The matching put (or, undefined, a merge operand): both go.
+                if next_kind == ValueKind::Merge {
+                    self.stats.single_delete_mismatch += 1;
+                }
+                self.stats.records_in += 1;
+                self.stats.dropped_single_delete += 2;
+                self.advance()?;
+                // A second put in the stripe means the key was overwritten
+                // before its single delete: undefined, it is hidden below.
+                if let Some((s, k)) = self.peek_same_key()?
+                    && (prev_snapshot == 0 || s > prev_snapshot)
+                    && k == ValueKind::Put
+                {
+                    self.stats.single_delete_mismatch += 1;
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// RocksDB's `MergeHelper::MergeUntil`: the input is on the operand
+    /// `first_seq` (counted, not yet advanced past). Returns whether
+    /// something was output.
+    fn merge_until(
+        &mut self,
+        op: &dyn MergeOperator,
+        first_seq: SeqNo,
+        first_value: Bytes,
+        prev_snapshot: SeqNo,
+    ) -> Result<bool> {
+        // Kept operands with their seqnos, newest first.
+        let mut operands: Vec<(SeqNo, Bytes)> = Vec::new();
+        let latest_snapshot = self.opts.snapshots.latest();
+        let (mut seqno, mut value) = (first_seq, first_value);
+        let end = loop {
+            // The input is on operand `seqno`, already counted.
+            let mut decision = match self.opts.filter {
+                Some(f) if seqno > latest_snapshot => {
+                    f.filter_merge_operand(self.opts.filter_level, &self.current_user_key, &value)
+                }
+                _ => FilterDecision::Keep,
+            };
+            if let FilterDecision::RemoveAndSkipUntil(until) = &decision
+                && self.cmp.compare_user(until, &self.current_user_key).is_le()
+            {
+                decision = FilterDecision::Keep;
+            }
+            let covered = self
+                .opts
+                .range_dels
+                .is_some_and(|agg| agg.should_delete(&self.current_user_key, seqno));
+            match decision {
+                FilterDecision::RemoveAndSkipUntil(until) => {
+                    // The key goes altogether: its operands so far too.
+                    self.stats.dropped_filter += 1 + operands.len() as u64;
+                    self.advance()?;
+                    self.skip_until(&until)?;
+                    return Ok(false);
+                }
+                _ if covered => self.stats.dropped_range_del += 1,
+                FilterDecision::Keep => operands.push((seqno, value)),
+                FilterDecision::ChangeValue(v) => {
+                    self.stats.filter_changed += 1;
+                    operands.push((seqno, Bytes::from(v)));
+                }
+                FilterDecision::Remove => self.stats.dropped_filter += 1,
+            }
+            self.advance()?;
+            let Some((next_seq, next_kind)) = self.peek_same_key()? else {
+                break RunEnd::KeyEnd;
+            };
+            if prev_snapshot != 0 && next_seq <= prev_snapshot {
+                // A snapshot sees the older versions: stop here.
+                break RunEnd::StripeEnd;
+            }
+            if next_kind != ValueKind::Merge {
+                if operands.is_empty() {
+                    break RunEnd::StripeEnd;
+                }
+                self.stats.records_in += 1;
+                if next_kind.is_point_tombstone() {
+                    self.stats.input_deletions += 1;
+                }
+                let live_put = next_kind == ValueKind::Put
+                    && !self
+                        .opts
+                        .range_dels
+                        .is_some_and(|agg| agg.should_delete(&self.current_user_key, next_seq));
+                let base = live_put.then(|| self.input.value_bytes());
+                self.advance()?;
+                break RunEnd::Base(base);
+            }
+            self.stats.records_in += 1;
+            seqno = next_seq;
+            value = self.input.value_bytes();
+        };
+        if operands.is_empty() {
+            // Every operand was dropped: what follows is judged on its own,
+            // not hidden by them.
+            self.has_current_user_key = false;
+            return Ok(false);
+        }
+        let n = operands.len() as u64;
+        let existing = match &end {
+            RunEnd::Base(base) => Some(base.as_deref()),
+            // At the bottom, the end of the key is the start of its history.
+            RunEnd::KeyEnd if self.bottommost => Some(None),
+            _ => None,
+        };
+        if let Some(existing) = existing {
+            let merged = self.full_merge(op, existing, &operands)?;
+            let consumed = u64::from(matches!(end, RunEnd::Base(_)));
+            self.stats.full_merges += 1;
+            self.stats.dropped_merged += n + consumed - 1;
+            let out_seq = if self.bottommost && first_seq <= self.earliest_snapshot {
+                0
+            } else {
+                first_seq
+            };
+            self.emit(out_seq, ValueKind::Put, Bytes::from(merged));
+            return Ok(true);
+        }
+        if operands.len() >= 2 {
+            let oldest_first: Vec<&[u8]> = operands.iter().rev().map(|(_, b)| &b[..]).collect();
+            if let Some(one) = op.partial_merge_multi(&self.current_user_key, &oldest_first) {
+                self.stats.partial_merges += 1;
+                self.stats.dropped_merged += n - 1;
+                self.emit(operands[0].0, ValueKind::Merge, Bytes::from(one));
+                return Ok(true);
+            }
+        }
+        // Each operand keeps its own seqno.
+        let mut it = operands.into_iter();
+        if let Some((s, v)) = it.next() {
+            self.pending.clear();
+            self.pending
+                .extend(it.map(|(s, v)| (s, ValueKind::Merge, v)));
+            self.emit(s, ValueKind::Merge, v);
+        }
+        Ok(true)
+    }
+
+    /// Runs the operator's full merge of `operands` (newest first) onto
+    /// `existing`.
+    fn full_merge(
+        &self,
+        op: &dyn MergeOperator,
+        existing: Option<&[u8]>,
+        operands: &[(SeqNo, Bytes)],
+    ) -> Result<Vec<u8>> {
+        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(|(_, b)| &b[..]).collect();
+        match op.full_merge(&self.current_user_key, existing, &oldest_first) {
+            Some(v) => Ok(v),
+            None => MergeFailedSnafu {
+                operator: op.name().to_owned(),
+                key: escape(&self.current_user_key),
+                origin: self.opts.origin.clone(),
+            }
+            .fail(),
+        }
     }
 
     fn emit(&mut self, seqno: SeqNo, kind: ValueKind, value: Bytes) {

@@ -43,4 +43,23 @@ pub trait CompactionFilter: Send + Sync {
     /// The decision for `user_key` holding `value`, in a compaction whose
     /// inputs start at `level`.
     fn filter(&self, level: usize, user_key: &[u8], value: &[u8]) -> FilterDecision;
+
+    /// The decision for one merge operand of `user_key`, before the merge
+    /// operator sees it (RocksDB's `FilterMergeOperand`): keep it, drop it
+    /// ([`Remove`](FilterDecision::Remove)), replace it
+    /// ([`ChangeValue`](FilterDecision::ChangeValue)), or drop the key's
+    /// operands and skip input up to a key
+    /// ([`RemoveAndSkipUntil`](FilterDecision::RemoveAndSkipUntil)).
+    /// Called only on operands newer than every live snapshot, as RocksDB's
+    /// `MergeHelper` does. The result of a merge is not filtered again.
+    /// The default keeps every operand.
+    fn filter_merge_operand(
+        &self,
+        level: usize,
+        user_key: &[u8],
+        operand: &[u8],
+    ) -> FilterDecision {
+        let _ = (level, user_key, operand);
+        FilterDecision::Keep
+    }
 }

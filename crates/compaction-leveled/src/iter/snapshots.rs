@@ -49,6 +49,11 @@ impl Snapshots {
         self.seqs.first().copied().unwrap_or(MAX_SEQNO)
     }
 
+    /// The newest snapshot, or 0 if there is none.
+    pub fn latest(&self) -> SeqNo {
+        self.seqs.last().copied().unwrap_or(0)
+    }
+
     /// The stripe of `seqno`: (the smallest snapshot `>= seqno`, or
     /// [`MAX_SEQNO`]; the largest snapshot `< seqno`, or 0) — RocksDB's
     /// `findEarliestVisibleSnapshot`.

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator};
+use lithify_base::{InternalIterator, InternalKeyComparator, MergeOperator, MergingIterator};
 use lithify_sstable::{SstIter, SstReader};
 use lithify_version::{FileMetadata, VersionEdit};
 use snafu::ResultExt as _;
@@ -68,6 +68,12 @@ pub struct JobOptions {
     /// Limits the bytes the job writes per second (compactions; the engine
     /// leaves flushes unlimited so they never hold up writes).
     pub rate_limiter: Option<Arc<dyn WriteRateLimiter>>,
+    /// Resolves merge operands (RocksDB's `merge_operator`); without one
+    /// they pass through.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// See [`CompactionIterOptions::enforce_single_delete_contracts`]
+    /// (default true).
+    pub enforce_single_delete_contracts: bool,
 }
 
 impl std::fmt::Debug for JobOptions {
@@ -77,6 +83,14 @@ impl std::fmt::Debug for JobOptions {
             .field("now", &self.now)
             .field("compaction_pri", &self.compaction_pri)
             .field("rate_limited", &self.rate_limiter.is_some())
+            .field(
+                "merge_operator",
+                &self.merge_operator.as_ref().map(|m| m.name().to_owned()),
+            )
+            .field(
+                "enforce_single_delete_contracts",
+                &self.enforce_single_delete_contracts,
+            )
             .finish()
     }
 }
@@ -88,6 +102,8 @@ impl Default for JobOptions {
             now: None,
             compaction_pri: CompactionPri::MinOverlappingRatio,
             rate_limiter: None,
+            merge_operator: None,
+            enforce_single_delete_contracts: true,
         }
     }
 }
@@ -299,6 +315,8 @@ fn run_job(
     let job = SubJob {
         c,
         limiter: opts.rate_limiter.as_deref(),
+        merge_operator: opts.merge_operator.as_deref(),
+        enforce_single_delete_contracts: opts.enforce_single_delete_contracts,
         mem,
         tables: &tables,
         cmp: &cmp,
@@ -562,6 +580,8 @@ struct SubOutcome {
 struct SubJob<'a, 'm> {
     c: &'a Compaction,
     limiter: Option<&'a dyn WriteRateLimiter>,
+    merge_operator: Option<&'a dyn MergeOperator>,
+    enforce_single_delete_contracts: bool,
     mem: Option<&'a MemtableInput<'m>>,
     tables: &'a [Arc<SstReader<InternalKeyComparator>>],
     cmp: &'a InternalKeyComparator,
@@ -630,6 +650,8 @@ impl SubJob<'_, '_> {
                 filter_level: self.c.start_level(),
                 upper_bound: upper.clone(),
                 origin: self.origin.to_owned(),
+                merge_operator: self.merge_operator,
+                enforce_single_delete_contracts: self.enforce_single_delete_contracts,
             },
         );
         let mut writer = OutputWriter::new(
@@ -716,7 +738,11 @@ pub fn flush_to_level0(
     let mut it = CompactionIterator::new(
         input,
         cmp,
-        CompactionIterOptions::for_flush(snapshots.clone(), Some(&range_dels)),
+        CompactionIterOptions {
+            enforce_single_delete_contracts: opts.enforce_single_delete_contracts,
+            ..CompactionIterOptions::for_flush(snapshots.clone(), Some(&range_dels))
+                .with_merge_operator(opts.merge_operator.as_deref())
+        },
     );
     let mut writer = OutputWriter::new(
         factory,
