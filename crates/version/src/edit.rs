@@ -93,6 +93,10 @@ pub mod tag {
     pub const TABLE_DROP: u32 = 202;
     /// The largest table id ever assigned (varint32).
     pub const MAX_TABLE_ID: u32 = 203;
+    /// The table's merge operator name (UTF-8 bytes). Not safe to ignore:
+    /// a reader that does not know it would read merge operands without
+    /// knowing what they mean.
+    pub const MERGE_OPERATOR: u32 = 204;
     /// A WAL synced through a size (RocksDB's `WalAddition`): varint64 log
     /// number, varint64 synced size. Safe to ignore: a reader that does not
     /// know it only verifies less.
@@ -133,6 +137,7 @@ pub mod file_tag {
 /// One change to the metadata of a table, plus global counters.
 ///
 /// Fields left `None`/empty are not changed. `log_number`, `comparator`,
+/// `merge_operator`,
 /// cursors and files apply to [`table`](VersionEdit::table);
 /// `next_file_number`, `last_sequence` and `max_table_id` are global.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -148,6 +153,9 @@ pub struct VersionEdit {
     pub manifest_format: Option<u32>,
     /// The table's user comparator name.
     pub comparator: Option<String>,
+    /// The table's merge operator name, recorded when the table is first
+    /// opened with one; it never changes afterwards.
+    pub merge_operator: Option<String>,
     /// The table's log number: WALs with smaller numbers hold nothing
     /// unflushed for it.
     pub log_number: Option<u64>,
@@ -241,6 +249,11 @@ impl VersionEdit {
                 b.extend_from_slice(name.as_bytes())
             });
         }
+        if let Some(name) = &self.merge_operator {
+            field(dst, tag::MERGE_OPERATOR, &|b| {
+                b.extend_from_slice(name.as_bytes())
+            });
+        }
         if let Some(v) = self.log_number {
             field(dst, tag::LOG_NUMBER, &|b| put_varint64(b, v));
         }
@@ -301,6 +314,7 @@ impl VersionEdit {
                         | tag::TABLE_ADD
                         | tag::TABLE_DROP
                         | tag::COMPARATOR
+                        | tag::MERGE_OPERATOR
                         | tag::LOG_NUMBER
                         | tag::NEXT_FILE_NUMBER
                         | tag::LAST_SEQUENCE
@@ -338,6 +352,10 @@ impl VersionEdit {
                 tag::TABLE_DROP => edit.table_drop = true,
                 tag::COMPARATOR => {
                     edit.comparator = Some(utf8(body, base, "comparator name")?);
+                    b = Decoder::new(&[]);
+                }
+                tag::MERGE_OPERATOR => {
+                    edit.merge_operator = Some(utf8(body, base, "merge operator name")?);
                     b = Decoder::new(&[]);
                 }
                 tag::LOG_NUMBER => edit.log_number = Some(b.varint64().map_err(shift)?),
@@ -607,6 +625,9 @@ impl fmt::Display for VersionEdit {
         }
         if let Some(name) = &self.comparator {
             write!(f, " comparator={name}")?;
+        }
+        if let Some(name) = &self.merge_operator {
+            write!(f, " merge_operator={name}")?;
         }
         if let Some(v) = self.log_number {
             write!(f, " log={v}")?;

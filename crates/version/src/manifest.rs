@@ -79,6 +79,7 @@ pub fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
 pub(crate) struct ReplayedTable {
     pub(crate) name: String,
     pub(crate) comparator: String,
+    pub(crate) merge_operator: Option<String>,
     pub(crate) log_number: u64,
     pub(crate) version: Version,
 }
@@ -99,6 +100,7 @@ pub(crate) struct Replayed {
 struct TableReplay {
     name: String,
     comparator: String,
+    merge_operator: Option<String>,
     log_number: u64,
     builder: VersionBuilder,
 }
@@ -192,6 +194,7 @@ impl<'a> Replayer<'a> {
                 TableReplay {
                     name: name.clone(),
                     comparator,
+                    merge_operator: None,
                     log_number: 0,
                     builder: VersionBuilder::new(Arc::new(base)),
                 },
@@ -209,6 +212,11 @@ impl<'a> Replayer<'a> {
                 table.comparator
             ));
         }
+        crate::version_set::set_merge_operator(
+            id,
+            &mut table.merge_operator,
+            edit.merge_operator.as_deref(),
+        )?;
         if let Some(n) = edit.log_number {
             table.log_number = n;
         }
@@ -253,6 +261,7 @@ impl<'a> Replayer<'a> {
                 ReplayedTable {
                     name: t.name,
                     comparator: t.comparator,
+                    merge_operator: t.merge_operator,
                     log_number: t.log_number,
                     version,
                 },
@@ -481,9 +490,14 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
         state.next_file_number, state.last_sequence, state.max_table_id
     );
     for (id, t) in &state.tables {
+        let merge = t
+            .merge_operator
+            .as_ref()
+            .map(|m| format!(" merge_operator={m}"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "table {id} {:?} comparator={} log={}{}",
+            "table {id} {:?} comparator={}{merge} log={}{}",
             t.name,
             t.comparator,
             t.log_number,

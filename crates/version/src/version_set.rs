@@ -123,6 +123,8 @@ pub struct TableInfo {
     pub name: String,
     /// The user comparator's name.
     pub comparator: String,
+    /// The merge operator's name, once the table was opened with one.
+    pub merge_operator: Option<String>,
     /// WALs with a smaller number hold nothing unflushed for this table.
     pub log_number: u64,
 }
@@ -141,6 +143,7 @@ pub struct ObsoleteFiles {
 struct Table {
     name: String,
     comparator: String,
+    merge_operator: Option<String>,
     log_number: u64,
 }
 
@@ -150,6 +153,7 @@ impl Table {
             id,
             name: self.name.clone(),
             comparator: self.comparator.clone(),
+            merge_operator: self.merge_operator.clone(),
             log_number: self.log_number,
         }
     }
@@ -303,6 +307,7 @@ impl VersionSet {
         let table = Table {
             name: DEFAULT_TABLE_NAME.to_owned(),
             comparator: cmp.name().to_owned(),
+            merge_operator: None,
             log_number: 0,
         };
         let version = Version::new(
@@ -362,6 +367,7 @@ impl VersionSet {
                 Table {
                     name: t.name,
                     comparator: t.comparator,
+                    merge_operator: t.merge_operator,
                     log_number: t.log_number,
                 },
             );
@@ -677,6 +683,7 @@ impl VersionSet {
                     Table {
                         name: name.clone(),
                         comparator,
+                        merge_operator: None,
                         log_number: 0,
                     },
                 );
@@ -699,6 +706,12 @@ impl VersionSet {
                     table.comparator
                 )));
             }
+            set_merge_operator(
+                id,
+                &mut table.merge_operator,
+                edit.merge_operator.as_deref(),
+            )
+            .map_err(invalid)?;
             if let Some(n) = edit.log_number {
                 if n < table.log_number {
                     return Err(invalid(format!(
@@ -794,6 +807,7 @@ impl VersionSet {
             }
             edit.table_add = Some(table.name.clone());
             edit.comparator = Some(table.comparator.clone());
+            edit.merge_operator = table.merge_operator.clone();
             edit.log_number = Some(table.log_number);
             if let Some(version) = plan.versions.get(id) {
                 for (level, f) in version.all_files() {
@@ -942,5 +956,25 @@ pub(crate) fn add_wals(wals: &mut BTreeMap<u64, u64>, additions: &[WalAddition])
     for a in additions {
         let size = wals.entry(a.number).or_insert(0);
         *size = (*size).max(a.synced_size);
+    }
+}
+
+/// Records a table's merge operator name from an edit: the first name
+/// sticks, a different one later is an error (message only).
+pub(crate) fn set_merge_operator(
+    table: TableId,
+    current: &mut Option<String>,
+    named: Option<&str>,
+) -> std::result::Result<(), String> {
+    match (current.as_deref(), named) {
+        (_, None) => Ok(()),
+        (None, Some(n)) => {
+            *current = Some(n.to_owned());
+            Ok(())
+        }
+        (Some(c), Some(n)) if c == n => Ok(()),
+        (Some(c), Some(n)) => Err(format!(
+            "table {table} uses merge operator {c}, an edit names {n}"
+        )),
     }
 }

@@ -518,6 +518,44 @@ fn tables_and_comparators() {
 }
 
 #[test]
+fn merge_operator_name_is_recorded_once() {
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new(DIR);
+    let set = VersionSet::create(fs.clone(), dir, VersionSetOptions::default()).unwrap();
+    assert_eq!(set.table(DEFAULT_TABLE).unwrap().merge_operator, None);
+    let mut e = VersionEdit::new(DEFAULT_TABLE);
+    e.merge_operator = Some("UInt64AddOperator".into());
+    set.log_and_apply(vec![e.clone()]).unwrap();
+    // Naming it again is fine; another name is refused.
+    set.log_and_apply(vec![e]).unwrap();
+    let mut other = VersionEdit::new(DEFAULT_TABLE);
+    other.merge_operator = Some("MaxOperator".into());
+    let err = set.log_and_apply(vec![other]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.to_string()
+            .contains("uses merge operator UInt64AddOperator, an edit names MaxOperator"),
+        "{err}"
+    );
+    // The name survives recovery, and a new MANIFEST's snapshot.
+    for _ in 0..2 {
+        fs.crash();
+        let set = VersionSet::recover(fs.clone(), dir, VersionSetOptions::default()).unwrap();
+        assert_eq!(
+            set.table(DEFAULT_TABLE).unwrap().merge_operator.as_deref(),
+            Some("UInt64AddOperator")
+        );
+        set.roll_manifest().unwrap();
+    }
+    let mut out = String::new();
+    let number = VersionSet::recover(fs.clone(), dir, VersionSetOptions::default())
+        .unwrap()
+        .manifest_number();
+    lithify_version::manifest::dump(&*fs, &dir.join(manifest_file_name(number)), &mut out).unwrap();
+    assert!(out.contains("merge_operator=UInt64AddOperator"), "{out}");
+}
+
+#[test]
 fn damaged_current_and_manifest() {
     let h = Harness::new(1 << 20);
     let fs = h.fs.clone();
