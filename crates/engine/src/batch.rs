@@ -24,7 +24,8 @@
 //!   `sequence + i`. A batch not yet written holds 0.
 //! * `count` is the number of records.
 //! * `tag & 0x7f` is the [`ValueKind`] number: 0 `Delete` (no value), 1
-//!   `Put`, 15 `RangeDelete` (key = start, value = end, exclusive). Bit 7
+//!   `Put`, 2 `Merge` (value = the operand), 7 `SingleDelete` (no value),
+//!   15 `RangeDelete` (key = start, value = end, exclusive). Bit 7
 //!   set means a table id follows; without it the record belongs to the
 //!   default table (0).
 //!
@@ -70,6 +71,7 @@ pub struct WriteBatch {
     /// The first problem with an added entry; `write` refuses the batch.
     invalid: Option<String>,
     has_range_deletes: bool,
+    has_merges: bool,
     /// Sum of key and value lengths (the "user bytes" of write
     /// amplification).
     user_bytes: u64,
@@ -95,7 +97,7 @@ impl fmt::Debug for WriteBatch {
 pub struct BatchEntry<'a> {
     /// The table the record belongs to.
     pub table: TableId,
-    /// `Put`, `Delete` or `RangeDelete`.
+    /// `Put`, `Delete`, `Merge`, `SingleDelete` or `RangeDelete`.
     pub kind: ValueKind,
     /// The key (the start of a range deletion).
     pub key: &'a [u8],
@@ -118,6 +120,7 @@ impl WriteBatch {
             rep,
             invalid: None,
             has_range_deletes: false,
+            has_merges: false,
             user_bytes: 0,
         }
     }
@@ -130,6 +133,27 @@ impl WriteBatch {
     /// Deletes `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
         self.add(DEFAULT_TABLE, ValueKind::Delete, key.as_ref(), &[]);
+    }
+
+    /// Adds a merge operand to `key`: the table's merge operator combines
+    /// it with the key's value when the key is read or compacted. The write
+    /// fails with `InvalidArgument` if the table has no merge operator.
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        self.add(
+            DEFAULT_TABLE,
+            ValueKind::Merge,
+            key.as_ref(),
+            operand.as_ref(),
+        );
+    }
+
+    /// Deletes `key`, which must have been put at most once since it was
+    /// last deleted, and never merged: the deletion then vanishes together
+    /// with that put in compaction (RocksDB's `SingleDelete`). Otherwise
+    /// the result is undefined, as in RocksDB (see
+    /// [`Db::single_delete`](crate::Db::single_delete)).
+    pub fn single_delete(&mut self, key: impl AsRef<[u8]>) {
+        self.add(DEFAULT_TABLE, ValueKind::SingleDelete, key.as_ref(), &[]);
     }
 
     /// Deletes every key in `[start, end)`. The write fails with
@@ -151,6 +175,21 @@ impl WriteBatch {
     /// Deletes `key` in `table`.
     pub fn delete_cf(&mut self, table: &crate::Table, key: impl AsRef<[u8]>) {
         self.add(table.id(), ValueKind::Delete, key.as_ref(), &[]);
+    }
+
+    /// Adds a merge operand to `key` in `table`.
+    pub fn merge_cf(
+        &mut self,
+        table: &crate::Table,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) {
+        self.add(table.id(), ValueKind::Merge, key.as_ref(), operand.as_ref());
+    }
+
+    /// Single-deletes `key` in `table` (see [`single_delete`](Self::single_delete)).
+    pub fn single_delete_cf(&mut self, table: &crate::Table, key: impl AsRef<[u8]>) {
+        self.add(table.id(), ValueKind::SingleDelete, key.as_ref(), &[]);
     }
 
     /// Deletes every key of `table` in `[start, end)` (a range marker).
@@ -194,12 +233,14 @@ impl WriteBatch {
         }
         put_varint32(&mut self.rep, key.len() as u32);
         self.rep.extend_from_slice(key);
-        if kind != ValueKind::Delete {
+        if !kind.is_point_tombstone() {
             put_varint32(&mut self.rep, value.len() as u32);
             self.rep.extend_from_slice(value);
         }
-        if kind == ValueKind::RangeDelete {
-            self.has_range_deletes = true;
+        match kind {
+            ValueKind::RangeDelete => self.has_range_deletes = true,
+            ValueKind::Merge => self.has_merges = true,
+            _ => {}
         }
         self.user_bytes += (key.len() + value.len()) as u64;
         self.set_count(count as u32 + 1);
@@ -226,6 +267,7 @@ impl WriteBatch {
         self.rep[1..].fill(0);
         self.invalid = None;
         self.has_range_deletes = false;
+        self.has_merges = false;
         self.user_bytes = 0;
     }
 
@@ -245,6 +287,11 @@ impl WriteBatch {
 
     pub(crate) fn has_range_deletes(&self) -> bool {
         self.has_range_deletes
+    }
+
+    /// Whether the batch holds merge operands.
+    pub(crate) fn has_merges(&self) -> bool {
+        self.has_merges
     }
 
     pub(crate) fn user_bytes(&self) -> u64 {
@@ -357,9 +404,10 @@ impl<'a> BatchIter<'a> {
             )
         })?;
         let key = self.d.length_prefixed().map_err(err)?;
-        let value = match kind {
-            ValueKind::Delete => &[][..],
-            ValueKind::Put | ValueKind::RangeDelete => self.d.length_prefixed().map_err(err)?,
+        let value = if kind.is_point_tombstone() {
+            &[][..]
+        } else {
+            self.d.length_prefixed().map_err(err)?
         };
         Ok(BatchEntry {
             table,

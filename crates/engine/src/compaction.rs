@@ -241,16 +241,18 @@ impl DbInner {
                 sst_options: self.opener.options.clone(),
             };
             let table = self.table(p.table);
-            let filter = table
-                .as_ref()
-                .and_then(|t| t.options.compaction_filter.clone());
+            let topts = table.as_ref().map_or_else(
+                || StdArc::clone(&self.default_table.options),
+                |t| StdArc::clone(&t.options),
+            );
+            let filter = topts.compaction_filter.clone();
             let opts = JobOptions {
                 compaction_pri: self.options.compaction_pri,
                 rate_limiter: self
                     .rate_limiter
                     .clone()
                     .map(|r| r as StdArc<dyn lithify_compaction_leveled::WriteRateLimiter>),
-                ..JobOptions::default()
+                ..crate::flush::job_options(&topts)
             };
             run_compaction(
                 &p.compaction,
@@ -275,6 +277,7 @@ impl DbInner {
                             .record_compaction(p.compaction.output_level, &r.stats);
                     }
                     Counters::add(&self.counters.compaction_write_bytes, r.stats.bytes_written);
+                    self.counters.record_iter_stats(&r.iter_stats);
                     if let Some(t) = st.tables.get(&p.table) {
                         Counters::add(
                             &t.state.counters.compaction_write_bytes,

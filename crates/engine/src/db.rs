@@ -158,6 +158,63 @@ impl Db {
         self.write_opt(b, options)
     }
 
+    /// Adds a merge operand to `key`: the value becomes the merge
+    /// operator's result of applying it to the current value, computed
+    /// when the key is read or compacted, without reading it now (RocksDB's
+    /// `Merge`). Fails with `InvalidArgument` when the table has no merge
+    /// operator ([`Options::merge_operator`](crate::Options::merge_operator)).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lithify_engine::{Db, Options, UInt64Add};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("lithify-doc-merge-{}", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// let db = Db::open(&dir, Options { merge_operator: Some(Arc::new(UInt64Add)), ..Options::default() })?;
+    /// db.merge(b"hits", 1u64.to_le_bytes())?;
+    /// db.merge(b"hits", 2u64.to_le_bytes())?;
+    /// assert_eq!(db.get(b"hits")?.unwrap()[..], 3u64.to_le_bytes());
+    /// # drop(db);
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), lithify_engine::Error>(())
+    /// ```
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        self.merge_opt(key, operand, &WriteOptions::default())
+    }
+
+    /// [`merge`](Db::merge) with explicit write options.
+    pub fn merge_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let mut b = WriteBatch::with_capacity(key.len() + operand.len() + 11);
+        b.merge(key, operand);
+        self.write_opt(b, options)
+    }
+
+    /// Deletes `key`, a key put at most once since it was last deleted and
+    /// never merged: in compaction the deletion and that put vanish
+    /// together, where a `delete` would linger down to the last level
+    /// (RocksDB's `SingleDelete`). Used on a key put twice, merged, or
+    /// deleted with [`delete`](Db::delete), the result is undefined, as in
+    /// RocksDB: an older put may come back. Compactions count such uses in
+    /// [`MergeStats::single_delete_mismatches`](crate::MergeStats), and a
+    /// single delete meeting a delete fails the compaction unless
+    /// [`Options::enforce_single_delete_contracts`](crate::Options) is off.
+    pub fn single_delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.single_delete_opt(key, &WriteOptions::default())
+    }
+
+    /// [`single_delete`](Db::single_delete) with explicit write options.
+    pub fn single_delete_opt(&self, key: impl AsRef<[u8]>, options: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.single_delete(key);
+        self.write_opt(b, options)
+    }
+
     /// Deletes every key in `[start, end)`; `start < end` is required.
     pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         self.delete_range_opt(start, end, &WriteOptions::default())

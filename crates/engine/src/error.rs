@@ -124,6 +124,37 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
+    /// A key holds merge operands but the table has no merge operator to
+    /// read them with.
+    #[snafu(display(
+        "key {key} of table {table} holds merge operands, and the database was opened without \
+         a merge operator (the table records {recorded}): open it with that operator"
+    ))]
+    NoMergeOperator {
+        /// The table's name.
+        table: String,
+        /// The key, escaped.
+        key: String,
+        /// The operator name the MANIFEST records, or a phrase saying none is.
+        recorded: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+    /// The merge operator could not merge a key's operands (a malformed
+    /// operand or value).
+    #[snafu(display("merge operator {operator} failed to merge key {key} of table {table}"))]
+    MergeFailed {
+        /// The table's name.
+        table: String,
+        /// The operator's name.
+        operator: String,
+        /// The key, escaped.
+        key: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
     /// The caller asked for something invalid.
     #[snafu(display("invalid argument: {message}"))]
     InvalidArgument {
@@ -200,10 +231,12 @@ impl Classify for Error {
             Error::Compaction { source, .. } => source.kind(),
             Error::Memtable { source, .. } => source.kind(),
             Error::Read { source, .. } => source.kind(),
-            Error::WalRecord { .. } | Error::Corruption { .. } => ErrorKind::Corruption,
-            Error::InvalidArgument { .. } | Error::OpenedReadOnly { .. } => {
-                ErrorKind::InvalidArgument
+            Error::WalRecord { .. } | Error::Corruption { .. } | Error::MergeFailed { .. } => {
+                ErrorKind::Corruption
             }
+            Error::InvalidArgument { .. }
+            | Error::OpenedReadOnly { .. }
+            | Error::NoMergeOperator { .. } => ErrorKind::InvalidArgument,
             Error::ReadOnly { .. } | Error::ShuttingDown { .. } | Error::Closed { .. } => {
                 ErrorKind::Poisoned
             }

@@ -4,7 +4,7 @@
 use lithify_base::keyspan::RangeTombstone;
 use lithify_base::sync::Arc;
 use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, SeqNo};
-use lithify_compaction_leveled::iter::Snapshots;
+use lithify_compaction_leveled::iter::{IterStats, Snapshots};
 use lithify_compaction_leveled::job::{
     FileNumbers, FlushResult, JobOptions, MemtableInput, OutputFactory, flush_to_level0, run_flush,
 };
@@ -20,6 +20,7 @@ use crate::clock::now_secs;
 use crate::db_impl::DbInner;
 use crate::error::{CompactionSnafu, Result};
 use crate::events::FlushJobInfo;
+use crate::options::Options;
 use crate::stats::Counters;
 
 /// Every range tombstone of the memtables.
@@ -28,6 +29,16 @@ fn range_tombstones_of(mems: &[Arc<Mem>]) -> Vec<RangeTombstone> {
         .filter(|m| m.num_range_deletes() > 0)
         .flat_map(|m| m.range_tombstones())
         .collect()
+}
+
+/// The job options of a table's flushes and compactions: its merge
+/// operator and single-delete rule.
+pub(crate) fn job_options(table_options: &Options) -> JobOptions {
+    JobOptions {
+        merge_operator: table_options.merge_operator.clone(),
+        enforce_single_delete_contracts: table_options.enforce_single_delete_contracts,
+        ..JobOptions::default()
+    }
 }
 
 /// Writes the memtables (newest first) into one L0 table through the
@@ -40,6 +51,7 @@ pub(crate) fn flush_memtables(
     dir: &std::path::Path,
     numbers: &dyn FileNumbers,
     options: &SstOptions<InternalKeyComparator>,
+    table_options: &Options,
     mems: &[Arc<Mem>],
     snapshots: &[SeqNo],
 ) -> Result<FlushResult> {
@@ -59,7 +71,7 @@ pub(crate) fn flush_memtables(
     let now = now_secs();
     let opts = JobOptions {
         now: Some(now),
-        ..JobOptions::default()
+        ..job_options(table_options)
     };
     flush_to_level0(
         merged,
@@ -116,6 +128,8 @@ pub(crate) fn memtable_range(
 struct Flushed {
     edit: VersionEdit,
     stats: lithify_compaction_leveled::CompactionStats,
+    /// What the compaction iterator merged and cancelled.
+    iter_stats: IterStats,
     /// The plan's output level, when the flush ran a plan.
     plan_level: Option<usize>,
     /// Files written (removed if the edit cannot be installed).
@@ -240,6 +254,7 @@ impl DbInner {
         self.install(&mut st, table);
         drop(st);
         Counters::add(&self.counters.flush_bytes, flushed.stats.bytes_written);
+        self.counters.record_iter_stats(&flushed.iter_stats);
         if flushed.plan_level.is_some()
             && let Some(t) = self.table(table)
         {
@@ -299,6 +314,7 @@ impl DbInner {
                     return Ok(Flushed {
                         edit: VersionEdit::new(table),
                         stats: Default::default(),
+                        iter_stats: IterStats::default(),
                         plan_level: None,
                         outputs: Vec::new(),
                         plan_id: None,
@@ -315,11 +331,16 @@ impl DbInner {
             }
         };
         let Some((c, id)) = plan else {
+            let topts = self
+                .table(table)
+                .map(|t| std::sync::Arc::clone(&t.options))
+                .unwrap_or_else(|| std::sync::Arc::clone(&self.default_table.options));
             let flushed = flush_memtables(
                 &*self.fs,
                 &self.dir,
                 &self.versions,
                 &self.opener.options,
+                &topts,
                 mems,
                 snapshots,
             )?;
@@ -332,6 +353,7 @@ impl DbInner {
             return Ok(Flushed {
                 edit,
                 stats: flushed.stats,
+                iter_stats: flushed.iter_stats,
                 plan_level: None,
                 outputs,
                 plan_id: None,
@@ -350,6 +372,7 @@ impl DbInner {
             outputs: r.outputs.iter().map(|f| f.number).collect(),
             edit: r.edit,
             stats: r.stats,
+            iter_stats: r.iter_stats,
             plan_level: Some(c.output_level),
             plan_id: Some(id),
         })
@@ -390,12 +413,14 @@ impl DbInner {
             numbers: &self.versions,
             sst_options: self.opener.options.clone(),
         };
-        let filter = self
+        let topts = self
             .table(table)
-            .and_then(|t| t.options.compaction_filter.clone());
+            .map(|t| std::sync::Arc::clone(&t.options))
+            .unwrap_or_else(|| std::sync::Arc::clone(&self.default_table.options));
+        let filter = topts.compaction_filter.clone();
         let opts = JobOptions {
             now: Some(now),
-            ..JobOptions::default()
+            ..job_options(&topts)
         };
         run_flush(
             c,

@@ -1,12 +1,17 @@
 //! Point lookups: the memtable, the immutable memtables, the L0 files newest
 //! first, then one file per level found by binary search — each table's
 //! bloom filter first — stopping at the first layer that decides.
+//!
+//! A lookup that meets a merge operand starts again on the merge path
+//! ([`DbInner::get_merged`]): it walks the same layers collecting every
+//! operand down to the value they apply to (a put, a tombstone, or the
+//! start of the key's history) and merges them with the table's operator.
 
 use std::cell::RefCell;
 
 use bytes::Bytes;
 use lithify_base::key::{KIND_FOR_SEEK, append_internal_key, trailer, unpack_trailer, user_key};
-use lithify_base::{Comparator, InternalKeyComparator, SeqNo, ValueKind};
+use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
 use lithify_memtable::Lookup;
 use lithify_sstable::ReadStats;
 
@@ -17,6 +22,7 @@ use crate::sst_opener::SstOpener;
 use crate::stats::Counters;
 use crate::super_version::{FileHandle, SuperVersion};
 use crate::table_state::TableState;
+use lithify_base::sync::Arc;
 
 thread_local! {
     /// The seek key and the found-key buffer, reused by every lookup of a
@@ -30,6 +36,15 @@ enum Probe {
     Miss,
     Found(Bytes),
     Deleted,
+    /// The newest visible version is a merge operand.
+    Merge,
+}
+
+/// What the files say about a key.
+enum FileAnswer {
+    Value(Bytes),
+    Absent,
+    Merge,
 }
 
 /// Costs of one lookup.
@@ -62,7 +77,7 @@ impl DbInner {
         let snap = self.visible();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             match mem.get(key, snap) {
-                Lookup::Found { .. } => return true,
+                Lookup::Found { .. } | Lookup::Merge { .. } => return true,
                 Lookup::Deleted { .. } => return false,
                 Lookup::NotFound => {}
             }
@@ -81,7 +96,7 @@ impl DbInner {
                     found,
                     &mut cost
                 ),
-                Ok(Some(_))
+                Ok(FileAnswer::Value(_) | FileAnswer::Merge)
             )
         })
     }
@@ -106,6 +121,7 @@ impl DbInner {
                     Counters::add(&table.counters.gets, 1);
                     return Ok(None);
                 }
+                Lookup::Merge { .. } => return self.get_merged(table, sv, key, snap),
                 Lookup::NotFound => {}
             }
         }
@@ -133,8 +149,120 @@ impl DbInner {
         Counters::add(&t.gets, 1);
         Counters::add(&t.get_tables_probed, cost.probed);
         Counters::add(&t.get_blocks, cost.reads.blocks_read());
-        r
+        match r? {
+            FileAnswer::Value(v) => Ok(Some(v)),
+            FileAnswer::Absent => Ok(None),
+            FileAnswer::Merge => self.get_merged_uncounted(table, sv, key, snap),
+        }
     }
+
+    /// The merge path of a lookup, counted as one get.
+    fn get_merged(
+        &self,
+        table: &TableState,
+        sv: &SuperVersion,
+        key: &[u8],
+        snap: SeqNo,
+    ) -> Result<Option<Bytes>> {
+        Counters::add(&self.counters.gets, 1);
+        Counters::add(&table.counters.gets, 1);
+        self.get_merged_uncounted(table, sv, key, snap)
+    }
+
+    /// Collects the merge operands of `key` visible at `snap`, newest
+    /// first, down to the version they apply to, and merges them.
+    fn get_merged_uncounted(
+        &self,
+        table: &TableState,
+        sv: &SuperVersion,
+        key: &[u8],
+        snap: SeqNo,
+    ) -> Result<Option<Bytes>> {
+        let mut operands: Vec<Bytes> = Vec::new();
+        let mut base: Option<Bytes> = None;
+        let mut decided = false;
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            let mut found = Vec::new();
+            let end = mem.collect_operands(key, snap, &mut found);
+            operands.extend(found.into_iter().map(Bytes::copy_from_slice));
+            match end {
+                Lookup::Found { value, .. } => {
+                    base = Some(Bytes::copy_from_slice(value));
+                    decided = true;
+                }
+                Lookup::Deleted { .. } => decided = true,
+                Lookup::NotFound | Lookup::Merge { .. } => {}
+            }
+            if decided {
+                break;
+            }
+        }
+        if !decided {
+            base = collect_file_operands(sv, &self.opener, &table.icmp, key, snap, &mut operands)?;
+        }
+        if operands.is_empty() {
+            return Ok(base);
+        }
+        table
+            .merge
+            .full_merge(key, base.as_deref(), &operands)
+            .map(Some)
+    }
+}
+
+/// The files' part of the merge path: appends the operands of `key` the
+/// files hold (newest first) and returns the value below them, if any.
+fn collect_file_operands(
+    sv: &SuperVersion,
+    opener: &SstOpener,
+    icmp: &InternalKeyComparator,
+    key: &[u8],
+    snap: SeqNo,
+    operands: &mut Vec<Bytes>,
+) -> Result<Option<Bytes>> {
+    let mut seek = Vec::new();
+    append_internal_key(&mut seek, key, snap, KIND_FOR_SEEK);
+    let mut covering: SeqNo = 0;
+    for (level, files) in sv.levels.iter().enumerate() {
+        let candidates: Vec<&Arc<FileHandle>> = if level == 0 {
+            files
+                .iter()
+                .filter(|h| h.meta.contains_user_key(icmp, key))
+                .collect()
+        } else {
+            let i =
+                files.partition_point(|h| icmp.compare(h.meta.largest.encoded(), &seek).is_lt());
+            files
+                .get(i)
+                .filter(|h| icmp.compare_user(h.meta.smallest_user_key(), key).is_le())
+                .into_iter()
+                .collect()
+        };
+        for h in candidates {
+            let table = h.sst(opener)?;
+            if h.meta.num_range_deletions > 0 {
+                covering = covering.max(covering_seq(icmp, table.range_tombstones(), key, snap));
+            }
+            if !table.may_contain(table.key_schema().filter_key(&seek)) {
+                continue;
+            }
+            let mut it = table.iter();
+            it.seek_ge(&seek)?;
+            while it.valid() && icmp.compare_user(user_key(it.key()), key).is_eq() {
+                let (seq, kind) = unpack_trailer(trailer(it.key()));
+                if seq < covering {
+                    return Ok(None);
+                }
+                match ValueKind::from_u8(kind) {
+                    Some(ValueKind::Put) => return Ok(Some(it.value_bytes())),
+                    Some(ValueKind::Merge) => operands.push(it.value_bytes()),
+                    _ => return Ok(None),
+                }
+                it.next()?;
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -147,7 +275,7 @@ fn lookup_files(
     seek: &mut Vec<u8>,
     found: &mut Vec<u8>,
     cost: &mut GetCost,
-) -> Result<Option<Bytes>> {
+) -> Result<FileAnswer> {
     seek.clear();
     append_internal_key(seek, key, snap, KIND_FOR_SEEK);
     // The newest range tombstone seen so far that covers the key.
@@ -161,8 +289,9 @@ fn lookup_files(
                 if h.meta.contains_user_key(icmp, key) {
                     match probe(h, opener, icmp, key, snap, seek, found, &mut covering, cost)? {
                         Probe::Miss => {}
-                        Probe::Found(v) => return Ok(Some(v)),
-                        Probe::Deleted => return Ok(None),
+                        Probe::Found(v) => return Ok(FileAnswer::Value(v)),
+                        Probe::Deleted => return Ok(FileAnswer::Absent),
+                        Probe::Merge => return Ok(FileAnswer::Merge),
                     }
                 }
             }
@@ -174,12 +303,13 @@ fn lookup_files(
         {
             match probe(h, opener, icmp, key, snap, seek, found, &mut covering, cost)? {
                 Probe::Miss => {}
-                Probe::Found(v) => return Ok(Some(v)),
-                Probe::Deleted => return Ok(None),
+                Probe::Found(v) => return Ok(FileAnswer::Value(v)),
+                Probe::Deleted => return Ok(FileAnswer::Absent),
+                Probe::Merge => return Ok(FileAnswer::Merge),
             }
         }
     }
-    Ok(None)
+    Ok(FileAnswer::Absent)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -213,6 +343,8 @@ fn probe(
     }
     if kind == ValueKind::Put as u8 {
         Ok(Probe::Found(value))
+    } else if kind == ValueKind::Merge as u8 {
+        Ok(Probe::Merge)
     } else {
         Ok(Probe::Deleted)
     }

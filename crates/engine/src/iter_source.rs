@@ -25,6 +25,7 @@ pub(crate) fn cursor_source(
         snapshot,
         lower: options.lower_bound.clone(),
         upper: options.upper_bound.clone(),
+        merge: std::sync::Arc::clone(&table.merge),
         _pin: options.snapshot.clone(),
     }
 }

@@ -53,6 +53,7 @@ mod iter;
 mod iter_source;
 mod leader;
 mod mem;
+mod merge;
 mod open;
 mod options;
 mod properties;
@@ -85,6 +86,7 @@ pub use events::{
 };
 pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
+pub use lithify_base::merge::{Max, MergeOperator, StringAppend, UInt64Add};
 pub use lithify_compaction_leveled::iter::{CompactionFilter, FilterDecision};
 pub use lithify_compaction_leveled::{
     BottommostLevelCompaction, CompactRangeOptions, CompactionPri,
@@ -99,7 +101,7 @@ pub use options::{Options, ReadOptions, TableOptions, WriteOptions};
 pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
 pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 pub use snapshot::Snapshot;
-pub use stats::{DbStats, LevelStats, StallStats, TableStats};
+pub use stats::{DbStats, LevelStats, MergeStats, StallStats, TableStats};
 pub use table::Table;
 pub use write_controller::{StallCause, StallCondition};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::resource::{DailyTime, OffpeakWindow};
 use bytes::Bytes;
-use lithify_base::{BytewiseComparator, Comparator};
+use lithify_base::{BytewiseComparator, Comparator, MergeOperator};
 use lithify_compaction_leveled::iter::CompactionFilter;
 use lithify_compaction_leveled::{CompactionPri, DEFAULT_TTL_SECONDS};
 use lithify_compaction_tiered::CompactionStrategy;
@@ -153,6 +153,20 @@ pub struct Options {
     /// range. Runs on the newest version of each key whatever the
     /// snapshots (as RocksDB does).
     pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    /// Combines merge operands ([`Db::merge`](crate::Db::merge)) with the
+    /// value below them, in reads and compactions (RocksDB's
+    /// `merge_operator`). Its name is recorded in the MANIFEST the first
+    /// time a table is opened with one; opening it later with an operator
+    /// of another name is refused. Without one, merges are refused and
+    /// reads of keys holding operands fail, naming the recorded operator.
+    /// `lithify_base::merge` has the built-in ones.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// A compaction that finds a `SingleDelete` directly above a `Delete`
+    /// of the same key (mixing the two breaks `SingleDelete`'s contract)
+    /// fails with a corruption error (default true, RocksDB's
+    /// `enforce_single_del_contracts`); false drops the single delete and
+    /// counts it in `DbStats::single_delete_mismatches`.
+    pub enforce_single_delete_contracts: bool,
 
     // ----- table files (per table) -----
     /// Uncompressed data-block size (default 4 KiB).
@@ -225,6 +239,8 @@ pub struct TableOptions {
     pub disable_auto_compactions: Option<bool>,
     /// The table's compaction filter.
     pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    /// The table's merge operator.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// A daily time (`"HH:mm"`, UTC) for a major compaction of the whole
     /// table.
     pub scheduled_major_time_utc: Option<String>,
@@ -245,6 +261,10 @@ impl fmt::Debug for TableOptions {
             .field(
                 "compaction_filter",
                 &self.compaction_filter.as_ref().map(|f| f.name().to_owned()),
+            )
+            .field(
+                "merge_operator",
+                &self.merge_operator.as_ref().map(|m| m.name().to_owned()),
             )
             .field("scheduled_major_time_utc", &self.scheduled_major_time_utc)
             .finish()
@@ -275,6 +295,9 @@ impl TableOptions {
         }
         if let Some(f) = &self.compaction_filter {
             o.compaction_filter = Some(Arc::clone(f));
+        }
+        if let Some(m) = &self.merge_operator {
+            o.merge_operator = Some(Arc::clone(m));
         }
         if let Some(t) = &self.scheduled_major_time_utc {
             o.scheduled_major_time_utc = Some(t.clone());
@@ -325,6 +348,8 @@ impl Default for Options {
             ttl: DEFAULT_TTL_SECONDS,
             compaction_pri: CompactionPri::MinOverlappingRatio,
             compaction_filter: None,
+            merge_operator: None,
+            enforce_single_delete_contracts: true,
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10.0,
@@ -369,6 +394,14 @@ impl fmt::Debug for Options {
             .field(
                 "compaction_filter",
                 &self.compaction_filter.as_ref().map(|f| f.name().to_owned()),
+            )
+            .field(
+                "merge_operator",
+                &self.merge_operator.as_ref().map(|m| m.name().to_owned()),
+            )
+            .field(
+                "enforce_single_delete_contracts",
+                &self.enforce_single_delete_contracts,
             )
             .field("compaction_strategy", &self.compaction_strategy.to_string())
             .field("table_options", &self.table_options)

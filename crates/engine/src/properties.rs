@@ -5,7 +5,9 @@ use std::time::Duration;
 use lithify_base::sync::atomic::Ordering;
 
 use crate::db_impl::DbInner;
-use crate::stats::{Counters, DbStats, StallStats, TableStats, estimate_live_bytes, table_rows};
+use crate::stats::{
+    Counters, DbStats, MergeStats, StallStats, TableStats, estimate_live_bytes, table_rows,
+};
 
 /// The property names [`property`] answers (`N` is a level number).
 pub(crate) const NAMES: &[&str] = &[
@@ -97,9 +99,11 @@ impl DbInner {
         let c = &self.counters;
         let g = Counters::get;
         let mut tables = Vec::new();
+        let mut reads_merged = 0;
         let (wal_file_bytes, read_only) = {
             let st = self.lock_state();
             for t in st.tables.values() {
+                reads_merged += t.state.merge.reads_merged();
                 let version = &t.version;
                 let (scores, being) = self.level_scores(t);
                 let (levels, sum) = table_rows(version, &t.stats, &scores, &being);
@@ -160,6 +164,13 @@ impl DbInner {
             get_blocks_read: g(&c.get_blocks),
             get_blocks_from_file: g(&c.get_blocks_from_file),
             get_filter_negatives: g(&c.get_filter_negatives),
+            merges: MergeStats {
+                reads_merged: reads_merged,
+                full_merges: g(&c.full_merges),
+                partial_merges: g(&c.partial_merges),
+                single_deletes_cancelled: g(&c.single_deletes_cancelled),
+                single_delete_mismatches: g(&c.single_delete_mismatches),
+            },
             wal_file_bytes,
             stalls: StallStats {
                 delayed_writes: g(&c.stall_delayed_writes),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::recovery::RecoveryReport;
 use lithify_base::sync::atomic::{AtomicU64, Ordering};
 use lithify_base::{InternalKeyComparator, key::user_key};
+use lithify_compaction_leveled::iter::IterStats;
 use lithify_compaction_leveled::{CompactionStats, CompactionStatsTable};
 use lithify_sstable::CacheStats;
 use lithify_version::Version;
@@ -36,6 +37,10 @@ pub(crate) struct Counters {
     pub(crate) stall_memtable_limit: AtomicU64,
     pub(crate) stall_l0_files: AtomicU64,
     pub(crate) stall_pending_bytes: AtomicU64,
+    pub(crate) full_merges: AtomicU64,
+    pub(crate) partial_merges: AtomicU64,
+    pub(crate) single_deletes_cancelled: AtomicU64,
+    pub(crate) single_delete_mismatches: AtomicU64,
 }
 
 impl Counters {
@@ -47,6 +52,33 @@ impl Counters {
     pub(crate) fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::Relaxed)
     }
+
+    /// Counts what a flush or compaction merged and cancelled.
+    pub(crate) fn record_iter_stats(&self, s: &IterStats) {
+        Self::add(&self.full_merges, s.full_merges);
+        Self::add(&self.partial_merges, s.partial_merges);
+        Self::add(&self.single_deletes_cancelled, s.dropped_single_delete / 2);
+        Self::add(&self.single_delete_mismatches, s.single_delete_mismatch);
+    }
+}
+
+/// What the engine did with merge operands and single deletes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    /// Point lookups and cursor positions whose value was merged from
+    /// operands.
+    pub reads_merged: u64,
+    /// Operand runs flushes and compactions merged into values.
+    pub full_merges: u64,
+    /// Operand runs flushes and compactions combined into one operand.
+    pub partial_merges: u64,
+    /// Single deletes that vanished with their put in a flush or
+    /// compaction.
+    pub single_deletes_cancelled: u64,
+    /// Single deletes used outside their contract (over another single
+    /// delete, a delete, a merge operand, or a key put twice), as RocksDB's
+    /// `num_single_del_mismatch` counts them.
+    pub single_delete_mismatches: u64,
 }
 
 /// One row of the "Compaction Stats" table.
@@ -189,6 +221,8 @@ pub struct DbStats {
     pub get_blocks_from_file: u64,
     /// Lookups the bloom filter answered.
     pub get_filter_negatives: u64,
+    /// Merge operands on the read and compaction paths.
+    pub merges: MergeStats,
     /// Tables probed per lookup.
     pub read_amp_tables: f64,
     /// Data blocks read per lookup.

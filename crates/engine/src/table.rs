@@ -149,6 +149,20 @@ impl Table {
         self.write_opt(b, &WriteOptions::default())
     }
 
+    /// Adds a merge operand to `key` (see [`Db::merge`](crate::Db::merge)).
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge_cf(self, key, operand);
+        self.write_opt(b, &WriteOptions::default())
+    }
+
+    /// Single-deletes `key` (see [`Db::single_delete`](crate::Db::single_delete)).
+    pub fn single_delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.single_delete_cf(self, key);
+        self.write_opt(b, &WriteOptions::default())
+    }
+
     /// Deletes every key in `[start, end)` (a range marker; `start < end`).
     pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
@@ -352,6 +366,12 @@ impl DbInner {
             log.dir_synced = true;
         }
         let id = self.versions.create_table(name, None, log_number)?;
+        let merge_operator = topts.merge_operator.as_ref().map(|m| m.name().to_owned());
+        if let Some(m) = &merge_operator {
+            let mut e = lithify_version::VersionEdit::new(id);
+            e.merge_operator = Some(m.clone());
+            self.versions.log_and_apply(vec![e])?;
+        }
         let version = self
             .versions
             .current(id)
@@ -366,6 +386,7 @@ impl DbInner {
             StdArc::clone(&topts),
             self.default_table.icmp.clone(),
             SuperVersion::new(Arc::clone(&mem), Vec::new(), StdArc::clone(&version), None),
+            merge_operator.clone(),
         ));
         state
             .mem_first_log

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc as StdArc;
 
 use crate::mem::Mem;
+use crate::merge::TableMerge;
 use lithify_base::InternalKeyComparator;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lithify_base::sync::{Arc, Mutex};
@@ -24,6 +25,8 @@ pub(crate) struct TableState {
     pub(crate) name: String,
     pub(crate) options: StdArc<Options>,
     pub(crate) icmp: InternalKeyComparator,
+    /// What reads resolve merge operands with.
+    pub(crate) merge: StdArc<TableMerge>,
     /// What readers pin.
     pub(crate) sv: ArcCell<SuperVersion>,
     /// Set by an insert that filled the memtable; the next write leader
@@ -150,8 +153,14 @@ impl TableState {
         options: StdArc<Options>,
         icmp: InternalKeyComparator,
         sv: SuperVersion,
+        recorded_merge_operator: Option<String>,
     ) -> TableState {
         TableState {
+            merge: StdArc::new(TableMerge::new(
+                &name,
+                options.merge_operator.clone(),
+                recorded_merge_operator,
+            )),
             id,
             name,
             options,

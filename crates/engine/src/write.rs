@@ -91,8 +91,8 @@ impl DbInner {
             }
             .fail();
         }
-        if batch.has_range_deletes() {
-            self.check_range_deletes(&batch)?;
+        if batch.has_range_deletes() || batch.has_merges() {
+            self.check_ranges_and_merges(&batch)?;
         }
         self.check_writable()?;
         if self.adaptive_seen.load(Ordering::Relaxed) && !batch.is_empty() {
@@ -111,22 +111,34 @@ impl DbInner {
         r
     }
 
-    fn check_range_deletes(&self, batch: &WriteBatch) -> Result<()> {
+    /// Range deletions need `start < end`, merges a table with a merge
+    /// operator (RocksDB refuses them too).
+    fn check_ranges_and_merges(&self, batch: &WriteBatch) -> Result<()> {
         for e in batch.iter() {
             let e = e.map_err(|message| InvalidArgumentSnafu { message }.build())?;
-            if e.kind == ValueKind::RangeDelete {
-                let t = self.table(e.table).ok_or_else(|| {
-                    InvalidArgumentSnafu {
-                        message: format!("no table with id {}", e.table),
-                    }
-                    .build()
-                })?;
-                if !t.icmp.compare_user(e.key, e.value).is_lt() {
-                    return InvalidArgumentSnafu {
-                        message: "delete_range needs start < end".to_owned(),
-                    }
-                    .fail();
+            if e.kind != ValueKind::RangeDelete && e.kind != ValueKind::Merge {
+                continue;
+            }
+            let t = self.table(e.table).ok_or_else(|| {
+                InvalidArgumentSnafu {
+                    message: format!("no table with id {}", e.table),
                 }
+                .build()
+            })?;
+            if e.kind == ValueKind::RangeDelete && !t.icmp.compare_user(e.key, e.value).is_lt() {
+                return InvalidArgumentSnafu {
+                    message: "delete_range needs start < end".to_owned(),
+                }
+                .fail();
+            }
+            if e.kind == ValueKind::Merge && !t.merge.has_operator() {
+                return InvalidArgumentSnafu {
+                    message: format!(
+                        "merge into table {} needs a merge operator: set Options::merge_operator",
+                        t.name
+                    ),
+                }
+                .fail();
             }
         }
         Ok(())

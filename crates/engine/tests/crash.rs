@@ -4,14 +4,18 @@
 //! After each, the database opens, every write acknowledged with `sync`
 //! survives, and what survives is the state after a prefix of the writes.
 //! Every test runs under each compaction strategy (the fixed ones and
-//! `Adaptive`), with live strategy switches among the operations.
+//! `Adaptive`), with live strategy switches among the operations. Merge
+//! operands (string append) are among the writes: they survive power cuts
+//! as puts do.
 
 mod common;
 
 use std::sync::Arc;
 
 use common::{Model, all_strategies, cases, model_delete_range, model_pairs, scan, small_options};
-use lithify_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use lithify_engine::{
+    Db, MergeOperator as _, Options, ReadOptions, StringAppend, WriteBatch, WriteOptions,
+};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
 
@@ -19,6 +23,7 @@ use proptest::prelude::*;
 enum Op {
     Put(u8, u16),
     Delete(u8),
+    Merge(u8),
     DeleteRange(u8, u8),
     Batch(Vec<(bool, u8)>),
     /// Switches the live table to `all_strategies()[i % len]`.
@@ -33,6 +38,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         12 => (0u8..60, 50u16..1500).prop_map(|(k, l)| Op::Put(k, l)),
         3 => (0u8..60).prop_map(Op::Delete),
+        6 => (0u8..60).prop_map(Op::Merge),
         1 => (0u8..60, 0u8..60).prop_map(|(a, b)| Op::DeleteRange(a.min(b), a.max(b) + 1)),
         2 => proptest::collection::vec((any::<bool>(), 0u8..60), 1..6).prop_map(Op::Batch),
         1 => any::<u8>().prop_map(Op::Switch),
@@ -59,6 +65,14 @@ fn apply(db: &Db, model: &mut Model, i: usize, op: &Op, sync: bool) {
         Op::Delete(k) => {
             db.delete_opt(key(*k), &wo).unwrap();
             model.remove(&key(*k));
+        }
+        Op::Merge(k) => {
+            let operand = format!("m{i}").into_bytes();
+            db.merge_opt(key(*k), &operand, &wo).unwrap();
+            let merged = StringAppend::default()
+                .full_merge(&key(*k), model.get(&key(*k)).map(|v| &v[..]), &[&operand])
+                .unwrap();
+            model.insert(key(*k), merged);
         }
         Op::DeleteRange(a, b) => {
             db.delete_range_opt(key(*a), key(*b), &wo).unwrap();
@@ -95,6 +109,7 @@ fn apply(db: &Db, model: &mut Model, i: usize, op: &Op, sync: bool) {
 fn options(fs: Arc<MemFs>, strategy: usize) -> Options {
     Options {
         compaction_strategy: all_strategies()[strategy].clone(),
+        merge_operator: Some(Arc::new(StringAppend::default())),
         ..small_options(fs)
     }
 }
@@ -238,6 +253,8 @@ fn crash_while_busy(strategy: usize, then: usize) -> usize {
     for i in 0..1200usize {
         let op = if i == 600 {
             Op::Switch(then as u8)
+        } else if i % 7 == 3 {
+            Op::Merge((i * 37 % 251) as u8 % 60)
         } else {
             Op::Put((i * 37 % 251) as u8 % 60, 900)
         };

@@ -1,9 +1,13 @@
 //! Model-based test: random operation sequences against a `BTreeMap`
-//! oracle — puts, deletes, range deletes, batches, snapshots, point reads,
-//! scans both ways, cursor walks, flushes, compactions, reopens and live
-//! compaction-strategy switches — with small memtables and levels so every
-//! level is reached. It runs once per compaction strategy (each fixed one
-//! and `Adaptive`), each run switching strategies mid-way too.
+//! oracle — puts, deletes, range deletes, merges (u64 add or string
+//! append, the oracle applying each operand in sequence order), single
+//! deletes (only where `SingleDelete`'s contract allows: a key with at most
+//! one put since its last single delete, never deleted, range-deleted or
+//! merged), batches, snapshots, point reads, scans both ways, cursor walks,
+//! flushes, compactions, reopens and live compaction-strategy switches —
+//! with small memtables and levels so every level is reached. It runs once
+//! per compaction strategy (each fixed one and `Adaptive`), each run
+//! switching strategies mid-way too.
 
 mod common;
 
@@ -15,7 +19,12 @@ use common::{
     Model, all_strategies, assert_equal, cases, model_delete_range, model_range, scan, scan_rev,
     small_options,
 };
-use lithify_engine::{CompactionPri, Db, Options, ReadOptions, Snapshot, WriteBatch};
+use std::collections::BTreeMap;
+
+use lithify_engine::{
+    CompactionPri, Db, MergeOperator, Options, ReadOptions, Snapshot, StringAppend, UInt64Add,
+    WriteBatch,
+};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
 
@@ -23,6 +32,8 @@ use proptest::prelude::*;
 enum Op {
     Put(u8, u16),
     Delete(u8),
+    Merge(u8, u8),
+    SingleDelete(u8),
     DeleteRange(u8, u8),
     Batch(Vec<(u8, u8, u8)>),
     Get(u8),
@@ -59,13 +70,44 @@ fn value(counter: u64, len: u16) -> Vec<u8> {
     v
 }
 
+/// The merge operator of option set `variant`: u64 add for odd ones (whose
+/// puts are 8-byte counters), string append otherwise.
+fn merge_operator(variant: u8) -> Arc<dyn MergeOperator> {
+    if variant % 2 == 1 {
+        Arc::new(UInt64Add)
+    } else {
+        Arc::new(StringAppend::default())
+    }
+}
+
+/// Where a key stands with `SingleDelete`'s contract.
+#[derive(Debug, Clone, Copy, Default)]
+struct SingleDeleteState {
+    /// Puts since the last single delete (or ever).
+    puts: u32,
+    /// A single delete was issued.
+    single_deleted: bool,
+    /// Deleted, range-deleted or merged at some point: no single delete.
+    tainted: bool,
+}
+
+impl SingleDeleteState {
+    /// Whether a single delete now keeps to the contract (at most one
+    /// put since the last single delete, and never two in a row).
+    fn allowed(&self) -> bool {
+        !self.tainted && (self.puts == 1 || (self.puts == 0 && !self.single_deleted))
+    }
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let k = || 0..KEYS;
     prop_oneof![
         30 => (k(), 0u16..400).prop_map(|(k, l)| Op::Put(k, l)),
         6 => k().prop_map(Op::Delete),
+        12 => (k(), any::<u8>()).prop_map(|(k, o)| Op::Merge(k, o)),
+        4 => k().prop_map(Op::SingleDelete),
         3 => (k(), k()).prop_map(|(a, b)| Op::DeleteRange(a.min(b), a.max(b))),
-        4 => proptest::collection::vec((0u8..3, k(), k()), 1..8).prop_map(Op::Batch),
+        4 => proptest::collection::vec((0u8..4, k(), k()), 1..8).prop_map(Op::Batch),
         8 => k().prop_map(Op::Get),
         2 => Just(Op::TakeSnapshot),
         1 => (0usize..4).prop_map(Op::Release),
@@ -94,6 +136,7 @@ fn options(fs: Arc<MemFs>, variant: u8, strategy: usize) -> Options {
         } else {
             16 << 10
         },
+        merge_operator: Some(merge_operator(variant)),
         ..small
     };
     match variant % 3 {
@@ -126,6 +169,8 @@ struct Harness {
     model: Model,
     snapshots: Vec<(Snapshot, Model)>,
     counter: u64,
+    merge: Arc<dyn MergeOperator>,
+    single_delete: BTreeMap<Vec<u8>, SingleDeleteState>,
 }
 
 impl Harness {
@@ -140,6 +185,54 @@ impl Harness {
             model: Model::new(),
             snapshots: Vec::new(),
             counter: 0,
+            merge: merge_operator(variant),
+            single_delete: BTreeMap::new(),
+        }
+    }
+
+    /// A put's value under this run's operator.
+    fn put_value(&mut self, len: u16) -> Vec<u8> {
+        self.counter += 1;
+        if self.variant % 2 == 1 {
+            self.counter.to_le_bytes().to_vec()
+        } else {
+            value(self.counter, len)
+        }
+    }
+
+    /// A merge operand under this run's operator.
+    fn operand(&self, o: u8) -> Vec<u8> {
+        if self.variant % 2 == 1 {
+            u64::from(o).to_le_bytes().to_vec()
+        } else {
+            vec![b'a' + o % 26]
+        }
+    }
+
+    /// Applies a merge to the oracle: the operand on the current value.
+    fn model_merge(&mut self, k: &[u8], operand: &[u8]) {
+        let merged = self
+            .merge
+            .full_merge(k, self.model.get(k).map(|v| &v[..]), &[operand])
+            .expect("the model's operands merge");
+        self.model.insert(k.to_vec(), merged);
+        self.single_delete.entry(k.to_vec()).or_default().tainted = true;
+    }
+
+    fn note_put(&mut self, k: &[u8]) {
+        self.single_delete.entry(k.to_vec()).or_default().puts += 1;
+    }
+
+    fn note_deleted(&mut self, k: &[u8]) {
+        self.single_delete.entry(k.to_vec()).or_default().tainted = true;
+    }
+
+    fn note_range_deleted(&mut self, start: &[u8], end: &[u8]) {
+        for k in 0..KEYS {
+            let kk = key(k);
+            if start <= &kk[..] && &kk[..] < end {
+                self.note_deleted(&kk);
+            }
         }
     }
 
@@ -157,14 +250,29 @@ impl Harness {
     fn apply(&mut self, op: &Op) {
         match op {
             Op::Put(k, len) => {
-                self.counter += 1;
-                let v = value(self.counter, *len);
+                let v = self.put_value(*len);
                 self.db().put(key(*k), &v).unwrap();
                 self.model.insert(key(*k), v);
+                self.note_put(&key(*k));
             }
             Op::Delete(k) => {
                 self.db().delete(key(*k)).unwrap();
                 self.model.remove(&key(*k));
+                self.note_deleted(&key(*k));
+            }
+            Op::Merge(k, o) => {
+                let operand = self.operand(*o);
+                self.db().merge(key(*k), &operand).unwrap();
+                self.model_merge(&key(*k), &operand);
+            }
+            Op::SingleDelete(k) => {
+                let state = self.single_delete.entry(key(*k)).or_default();
+                if state.allowed() {
+                    state.puts = 0;
+                    state.single_deleted = true;
+                    self.db().single_delete(key(*k)).unwrap();
+                    self.model.remove(&key(*k));
+                }
             }
             Op::DeleteRange(a, b) => {
                 let (s, e) = (key(*a), key(*b));
@@ -172,6 +280,7 @@ impl Harness {
                 if a < b {
                     r.unwrap();
                     model_delete_range(&mut self.model, &s, &e);
+                    self.note_range_deleted(&s, &e);
                 } else {
                     assert!(r.is_err(), "an empty range must be refused");
                 }
@@ -181,19 +290,26 @@ impl Harness {
                 for &(kind, k1, k2) in entries {
                     match kind {
                         0 => {
-                            self.counter += 1;
-                            let v = value(self.counter, k2 as u16);
+                            let v = self.put_value(k2 as u16);
                             b.put(key(k1), &v);
                             self.model.insert(key(k1), v);
+                            self.note_put(&key(k1));
                         }
                         1 => {
                             b.delete(key(k1));
                             self.model.remove(&key(k1));
+                            self.note_deleted(&key(k1));
+                        }
+                        2 => {
+                            let operand = self.operand(k2);
+                            b.merge(key(k1), &operand);
+                            self.model_merge(&key(k1), &operand);
                         }
                         _ => {
                             let (lo, hi) = (k1.min(k2), k1.max(k2).saturating_add(1));
                             b.delete_range(key(lo), key(hi));
                             model_delete_range(&mut self.model, &key(lo), &key(hi));
+                            self.note_range_deleted(&key(lo), &key(hi));
                         }
                     }
                 }
@@ -320,6 +436,12 @@ fn run_model(ops: &[Op], variant: u8, strategy: usize) -> Result<(), TestCaseErr
     }
     h.db().compact_range(None, None).unwrap();
     assert_equal(h.db(), &h.model, "after a full compaction");
+    for (k, v) in &h.model {
+        let got = h.db().get(k).unwrap();
+        prop_assert_eq!(got.as_deref(), Some(&v[..]));
+    }
+    // Every single delete kept to its contract.
+    prop_assert_eq!(h.db().stats().merges.single_delete_mismatches, 0);
     h.snapshots.clear();
     h.db.take().unwrap().close().unwrap();
     let db = Db::open("/db", options(h.fs.clone(), variant, strategy)).unwrap();

@@ -13,6 +13,42 @@
 //! * [`Error`] is the one error type: every fallible call of this crate's
 //!   re-exports converts into it with `?`.
 //!
+//! A **merge operator** turns writes into read-modify-write without the
+//! read: `merge` records an operand, and reads and compactions combine a
+//! key's operands with its value. A counter:
+//!
+//! ```
+//! # #[cfg(feature = "db")]
+//! # fn main() -> lithify::Result<()> {
+//! use std::sync::Arc;
+//! use lithify::{Db, Options, UInt64Add, WriteBatch};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let options = Options { merge_operator: Some(Arc::new(UInt64Add)), ..Options::default() };
+//! let db = Db::open(dir.path(), options)?;
+//! let count = |db: &Db| -> lithify::Result<u64> {
+//!     let v = db.get(b"page/home")?.expect("counted");
+//!     Ok(u64::from_le_bytes(v[..].try_into().unwrap()))
+//! };
+//! db.put(b"page/home", 10u64.to_le_bytes())?;
+//! for _ in 0..5 {
+//!     db.merge(b"page/home", 1u64.to_le_bytes())?; // no read
+//! }
+//! let mut batch = WriteBatch::new();
+//! batch.merge(b"page/home", 100u64.to_le_bytes());
+//! db.write(batch)?;
+//! assert_eq!(count(&db)?, 115);
+//! // Compaction folds the operands into one value; reads see the same.
+//! db.flush()?;
+//! db.compact_range(None, None)?;
+//! assert_eq!(count(&db)?, 115);
+//! db.close()?;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "db"))]
+//! # fn main() {}
+//! ```
+//!
 //! Both features are on by default. A user who wants only the database
 //! turns `log` off (`default-features = false, features = ["db"]`) and
 //! builds none of the Kafka side (its codecs and checksum crates); one who
@@ -75,11 +111,21 @@ pub use lithify_engine::{
     AdaptiveOptions, AdaptiveThresholds, BlockCache, BottommostLevelCompaction,
     CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy,
     Compression, Db, DbIterator, DbStats, DroppedBytes, EventListener, FilterDecision,
-    FlushJobInfo, INFO_LOG_FILE, LOST_DIR, LevelStats, MajorOnlyOptions, MinorPolicy, Options,
-    RawIterator, ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot, StallCause,
-    StallCondition, StallStats, StrategySwitchInfo, Table, TableOptions, TableStats,
-    TwoTierOptions, WriteBatch, WriteOptions, WriteStallInfo,
+    FlushJobInfo, INFO_LOG_FILE, LOST_DIR, LevelStats, MajorOnlyOptions, Max, MergeOperator,
+    MergeStats, MinorPolicy, Options, RawIterator, ReadOptions, RecoveryMode, RecoveryReport,
+    SeqNo, Snapshot, StallCause, StallCondition, StallStats, StrategySwitchInfo, StringAppend,
+    Table, TableOptions, TableStats, TwoTierOptions, UInt64Add, WriteBatch, WriteOptions,
+    WriteStallInfo,
 };
+
+/// The short ids of the built-in merge operators (`uint64add`,
+/// `stringappend`, `max`), as db_bench's `--merge_operator` spells them.
+#[cfg(feature = "db")]
+pub use lithify_base::merge::BUILT_IN as BUILT_IN_MERGE_OPERATORS;
+/// The built-in merge operator with a short id of
+/// [`BUILT_IN_MERGE_OPERATORS`] or its name.
+#[cfg(feature = "db")]
+pub use lithify_base::merge::built_in as merge_operator_by_name;
 
 /// The Kafka-style log: segmented logs of keyed records in Kafka's on-disk
 /// format, and the cleaner that compacts them by key.

@@ -10,6 +10,14 @@
 //! `key`/`value` borrow from it. Moving backward, the versions of a user
 //! key arrive oldest first, so the cursor scans past them and keeps a copy
 //! of the newest visible one (LevelDB's `DBIter`).
+//!
+//! A newest visible version that is a merge operand is merged with the
+//! older versions below it (RocksDB's `DBIter::MergeValuesNewToOld`
+//! forward; backward, the operands are gathered oldest first as they
+//! arrive). The merged value is kept in the cursor, which then moves on
+//! from past the versions it read.
+
+use std::sync::Arc as StdArc;
 
 use lithify_base::sync::Arc;
 
@@ -18,6 +26,7 @@ use lithify_base::key::{KIND_FOR_SEEK, append_internal_key, trailer, unpack_trai
 use lithify_base::{InternalIterator, InternalKeyComparator, MAX_SEQNO, Result, SeqNo, ValueKind};
 
 use super::Merged;
+use crate::merge::TableMerge;
 use crate::range_del::Fragments;
 use crate::super_version::SuperVersion;
 
@@ -43,6 +52,14 @@ pub(crate) struct DbCursor {
     saved_value: Bytes,
     /// Scratch for seek keys.
     seek_buf: Vec<u8>,
+    /// Forward: the current entry is a merge result in `saved_key` /
+    /// `saved_value`, and the internal cursor is past the versions read.
+    merged: bool,
+    /// Merge operands being gathered (newest first forward, oldest first
+    /// backward).
+    operands: Vec<Bytes>,
+    /// Resolves merge operands.
+    merge: StdArc<TableMerge>,
     /// Keeps the memtables and files alive.
     _sv: Arc<SuperVersion>,
 }
@@ -55,6 +72,7 @@ impl DbCursor {
         tombstones: Fragments,
         lower: Option<Bytes>,
         upper: Option<Bytes>,
+        merge: StdArc<TableMerge>,
         sv: Arc<SuperVersion>,
     ) -> Self {
         DbCursor {
@@ -69,6 +87,9 @@ impl DbCursor {
             saved_key: Vec::new(),
             saved_value: Bytes::new(),
             seek_buf: Vec::new(),
+            merged: false,
+            operands: Vec::new(),
+            merge,
             _sv: sv,
         }
     }
@@ -81,8 +102,8 @@ impl DbCursor {
     pub(crate) fn key(&self) -> &[u8] {
         debug_assert!(self.valid);
         match self.direction {
-            Direction::Forward => user_key(self.iter.key()),
-            Direction::Reverse => &self.saved_key,
+            Direction::Forward if !self.merged => user_key(self.iter.key()),
+            _ => &self.saved_key,
         }
     }
 
@@ -90,16 +111,16 @@ impl DbCursor {
     pub(crate) fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
         match self.direction {
-            Direction::Forward => self.iter.value(),
-            Direction::Reverse => &self.saved_value,
+            Direction::Forward if !self.merged => self.iter.value(),
+            _ => &self.saved_value,
         }
     }
 
     /// The current value as `Bytes` (zero-copy from a table block).
     pub(crate) fn value_bytes(&self) -> Bytes {
         match self.direction {
-            Direction::Forward => self.iter.value_bytes(),
-            Direction::Reverse => self.saved_value.clone(),
+            Direction::Forward if !self.merged => self.iter.value_bytes(),
+            _ => self.saved_value.clone(),
         }
     }
 
@@ -117,6 +138,7 @@ impl DbCursor {
 
     fn fail<T>(&mut self, e: lithify_base::Error) -> Result<T> {
         self.valid = false;
+        self.merged = false;
         Err(e)
     }
 
@@ -205,6 +227,10 @@ impl DbCursor {
                 self.valid = false;
                 return Ok(());
             }
+        } else if self.merged {
+            // `saved_key` is the current key and the internal cursor is
+            // already past the versions the merge read.
+            self.merged = false;
         } else {
             self.saved_key.clear();
             self.saved_key.extend_from_slice(user_key(self.iter.key()));
@@ -217,7 +243,34 @@ impl DbCursor {
 
     pub(crate) fn prev(&mut self) -> Result<()> {
         debug_assert!(self.valid);
-        if self.direction == Direction::Forward {
+        if self.direction == Direction::Forward && self.merged {
+            // The internal cursor is past some versions of the current key
+            // (`saved_key`), or exhausted: step back before all of them.
+            self.merged = false;
+            let r = if self.iter.valid() {
+                Ok(())
+            } else {
+                self.iter.last()
+            };
+            if let Err(e) = r {
+                return self.fail(e);
+            }
+            while self.iter.valid()
+                && self
+                    .icmp
+                    .compare_user(user_key(self.iter.key()), &self.saved_key)
+                    .is_ge()
+            {
+                if let Err(e) = self.iter.prev() {
+                    return self.fail(e);
+                }
+            }
+            if !self.iter.valid() {
+                self.valid = false;
+                self.saved_key.clear();
+                return Ok(());
+            }
+        } else if self.direction == Direction::Forward {
             // Step back over every version of the current key.
             self.saved_key.clear();
             self.saved_key.extend_from_slice(user_key(self.iter.key()));
@@ -244,9 +297,11 @@ impl DbCursor {
     }
 
     /// Forward: stops on the newest visible live version of the next user
-    /// key; with `skipping`, first passes every version of `saved_key`.
+    /// key (merging it with older versions if it is a merge operand); with
+    /// `skipping`, first passes every version of `saved_key`.
     fn find_next_user_entry(&mut self, mut skipping: bool) -> Result<()> {
         self.direction = Direction::Forward;
+        self.merged = false;
         while self.iter.valid() {
             let ikey = self.iter.key();
             let ukey = user_key(ikey);
@@ -257,14 +312,19 @@ impl DbCursor {
             if seq <= self.snapshot
                 && !(skipping && self.icmp.compare_user(ukey, &self.saved_key).is_le())
             {
-                if kind == ValueKind::Put as u8 && !self.tombstones.covers(&self.icmp, ukey, seq) {
+                let covered = self.tombstones.covers(&self.icmp, ukey, seq);
+                if kind == ValueKind::Put as u8 && !covered {
                     self.valid = true;
                     return Ok(());
                 }
-                // A deletion (or a covered value) hides every older version.
+                // A deletion (or a covered version) hides every older
+                // version; a merge result replaces them.
                 self.saved_key.clear();
                 self.saved_key.extend_from_slice(ukey);
                 skipping = true;
+                if kind == ValueKind::Merge as u8 && !covered {
+                    return self.merge_forward();
+                }
             }
             if let Err(e) = self.iter.next() {
                 return self.fail(e);
@@ -274,12 +334,65 @@ impl DbCursor {
         Ok(())
     }
 
+    /// Forward, on the newest visible operand of `saved_key`: gathers the
+    /// operands down to the version they apply to and merges them.
+    fn merge_forward(&mut self) -> Result<()> {
+        self.operands.clear();
+        self.operands.push(self.iter.value_bytes());
+        let mut base = None;
+        loop {
+            if let Err(e) = self.iter.next() {
+                return self.fail(e);
+            }
+            if !self.iter.valid() {
+                break;
+            }
+            let ikey = self.iter.key();
+            if !self
+                .icmp
+                .compare_user(user_key(ikey), &self.saved_key)
+                .is_eq()
+            {
+                break;
+            }
+            let (seq, kind) = unpack_trailer(trailer(ikey));
+            if self.tombstones.covers(&self.icmp, &self.saved_key, seq) {
+                break;
+            }
+            if kind == ValueKind::Merge as u8 {
+                self.operands.push(self.iter.value_bytes());
+                continue;
+            }
+            if kind == ValueKind::Put as u8 {
+                base = Some(self.iter.value_bytes());
+            }
+            break;
+        }
+        match self
+            .merge
+            .full_merge(&self.saved_key, base.as_deref(), &self.operands)
+        {
+            Ok(v) => {
+                self.saved_value = v;
+                self.merged = true;
+                self.valid = true;
+                Ok(())
+            }
+            Err(e) => self.fail(e.into()),
+        }
+    }
+
     /// Backward: scans the versions of each user key (oldest first) and
-    /// stops once it passed the key whose newest visible version is live.
+    /// stops once it passed the key whose newest visible version is live,
+    /// merging the operands gathered on the way.
     fn find_prev_user_entry(&mut self) -> Result<()> {
         self.direction = Direction::Reverse;
+        self.merged = false;
         let mut found = false;
+        // The value the gathered operands apply to.
+        let mut base: Option<Bytes> = None;
         self.saved_key.clear();
+        self.operands.clear();
         while self.iter.valid() {
             let ikey = self.iter.key();
             let ukey = user_key(ikey);
@@ -291,15 +404,28 @@ impl DbCursor {
                 if found && self.icmp.compare_user(ukey, &self.saved_key).is_lt() {
                     break;
                 }
-                if kind == ValueKind::Put as u8 && !self.tombstones.covers(&self.icmp, ukey, seq) {
+                let covered = self.tombstones.covers(&self.icmp, ukey, seq);
+                if kind == ValueKind::Put as u8 && !covered {
                     found = true;
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(ukey);
-                    self.saved_value = self.iter.value_bytes();
+                    base = Some(self.iter.value_bytes());
+                    self.operands.clear();
+                } else if kind == ValueKind::Merge as u8 && !covered {
+                    if !found {
+                        // The first live version of this key: the operands
+                        // apply to nothing older.
+                        found = true;
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(ukey);
+                        base = None;
+                    }
+                    self.operands.push(self.iter.value_bytes());
                 } else {
                     found = false;
                     self.saved_key.clear();
-                    self.saved_value = Bytes::new();
+                    base = None;
+                    self.operands.clear();
                 }
             }
             if let Err(e) = self.iter.prev() {
@@ -307,6 +433,19 @@ impl DbCursor {
             }
         }
         if found && !self.at_or_above_upper(&self.saved_key) {
+            if self.operands.is_empty() {
+                self.saved_value = base.unwrap_or_default();
+            } else {
+                // Gathered oldest first; the merge takes newest first.
+                self.operands.reverse();
+                match self
+                    .merge
+                    .full_merge(&self.saved_key, base.as_deref(), &self.operands)
+                {
+                    Ok(v) => self.saved_value = v,
+                    Err(e) => return self.fail(e.into()),
+                }
+            }
             self.valid = true;
         } else {
             self.valid = false;

@@ -12,6 +12,7 @@ use lithify_base::{InternalKeyComparator, SeqNo};
 
 use super::{DbCursor, build_merged};
 use crate::error::Result;
+use crate::merge::TableMerge;
 use crate::snapshot::Snapshot;
 use crate::sst_opener::SstOpener;
 use crate::super_version::SuperVersion;
@@ -25,6 +26,8 @@ pub(crate) struct CursorSource {
     pub(crate) snapshot: SeqNo,
     pub(crate) lower: Option<Bytes>,
     pub(crate) upper: Option<Bytes>,
+    /// Resolves merge operands.
+    pub(crate) merge: Arc<TableMerge>,
     /// Keeps an explicit snapshot registered while the iterator lives.
     pub(crate) _pin: Option<Snapshot>,
 }
@@ -46,6 +49,7 @@ impl CursorSource {
             tombstones,
             self.lower.clone(),
             self.upper.clone(),
+            Arc::clone(&self.merge),
             SyncArc::clone(&self.sv),
         ))
     }

@@ -84,6 +84,29 @@ pub(crate) fn table_effective_options(db: &Options, name: &str) -> Options {
     }
 }
 
+/// Refuses tables recorded with a merge operator other than the one
+/// configured. (A read-write open records the configured operator of
+/// tables that have none recorded yet, in its first edit.)
+fn check_merge_operators(versions: &VersionSet, opts: &Options) -> Result<()> {
+    for info in versions.tables() {
+        let configured = table_effective_options(opts, &info.name).merge_operator;
+        if let (Some(recorded), Some(op)) = (&info.merge_operator, &configured)
+            && recorded != op.name()
+        {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "table {} was written with merge operator {recorded}, and is opened with {}: \
+                     its operands would be read with the wrong meaning",
+                    info.name,
+                    op.name()
+                ),
+            }
+            .fail();
+        }
+    }
+    Ok(())
+}
+
 /// Opens (or, read-write, creates) the database in `dir`.
 pub(crate) fn open(
     dir: &Path,
@@ -115,6 +138,7 @@ pub(crate) fn open(
         ),
     );
     let (versions, names) = recover_versions(&fs, dir, &opts, exists)?;
+    check_merge_operators(&versions, &opts)?;
     let mut logs = Vec::new();
     for name in &names {
         match parse_file_name(name) {
@@ -157,6 +181,7 @@ pub(crate) fn open(
             topts,
             icmp.clone(),
             SuperVersion::new(Arc::clone(&mem), Vec::new(), version, None),
+            info.merge_operator.clone(),
         ));
         tables.insert(
             info.id,
@@ -423,6 +448,12 @@ fn finish_recovery(
     for (id, r) in tables.iter_mut() {
         let mut edit = VersionEdit::new(*id);
         edit.log_number = Some(new_log);
+        edit.merge_operator = r
+            .state
+            .options
+            .merge_operator
+            .as_ref()
+            .map(|m| m.name().to_owned());
         for f in r.files.drain(..) {
             edit.add_file(0, f);
         }

@@ -489,6 +489,7 @@ pub(super) fn flush_replayed(
         dir,
         versions,
         &opener.options,
+        &r.state.options,
         std::slice::from_ref(&r.mem),
         &[],
     )?;
