@@ -165,7 +165,7 @@ impl DbInner {
             get_blocks_from_file: g(&c.get_blocks_from_file),
             get_filter_negatives: g(&c.get_filter_negatives),
             merges: MergeStats {
-                reads_merged: reads_merged,
+                reads_merged,
                 full_merges: g(&c.full_merges),
                 partial_merges: g(&c.partial_merges),
                 single_deletes_cancelled: g(&c.single_deletes_cancelled),

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use lithify_base::key::{KIND_FOR_SEEK, append_internal_key, trailer, unpack_trailer, user_key};
 use lithify_base::{InternalIterator, InternalKeyComparator, MAX_SEQNO, Result, SeqNo, ValueKind};
 
-use super::Merged;
+use super::{CursorSource, Merged};
 use crate::merge::TableMerge;
 use crate::range_del::Fragments;
 use crate::super_version::SuperVersion;
@@ -65,23 +65,16 @@ pub(crate) struct DbCursor {
 }
 
 impl DbCursor {
-    pub(crate) fn new(
-        iter: Merged,
-        icmp: InternalKeyComparator,
-        snapshot: SeqNo,
-        tombstones: Fragments,
-        lower: Option<Bytes>,
-        upper: Option<Bytes>,
-        merge: StdArc<TableMerge>,
-        sv: Arc<SuperVersion>,
-    ) -> Self {
+    /// A cursor over `iter` (built from `source`'s pinned state) with the
+    /// range tombstones `tombstones`.
+    pub(crate) fn new(iter: Merged, tombstones: Fragments, source: &CursorSource) -> Self {
         DbCursor {
             iter,
-            icmp,
-            snapshot,
+            icmp: source.icmp.clone(),
+            snapshot: source.snapshot,
             tombstones,
-            lower,
-            upper,
+            lower: source.lower.clone(),
+            upper: source.upper.clone(),
             direction: Direction::Forward,
             valid: false,
             saved_key: Vec::new(),
@@ -89,8 +82,8 @@ impl DbCursor {
             seek_buf: Vec::new(),
             merged: false,
             operands: Vec::new(),
-            merge,
-            _sv: sv,
+            merge: StdArc::clone(&source.merge),
+            _sv: Arc::clone(&source.sv),
         }
     }
 

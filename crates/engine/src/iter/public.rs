@@ -42,16 +42,7 @@ impl CursorSource {
             self.lower.as_deref(),
             self.upper.as_deref(),
         )?;
-        Ok(DbCursor::new(
-            merged,
-            self.icmp.clone(),
-            self.snapshot,
-            tombstones,
-            self.lower.clone(),
-            self.upper.clone(),
-            Arc::clone(&self.merge),
-            SyncArc::clone(&self.sv),
-        ))
+        Ok(DbCursor::new(merged, tombstones, self))
     }
 }
 
