@@ -55,8 +55,12 @@ enum Command {
     Get(db::GetArgs),
     /// Set a key.
     Put(db::PutArgs),
+    /// Add a merge operand to a key (needs `--merge-operator`).
+    Merge(db::MergeArgs),
     /// Delete a key.
     Delete(db::DeleteArgs),
+    /// Delete a key written at most once (RocksDB's SingleDelete).
+    SingleDelete(db::SingleDeleteArgs),
     /// Print the keys (and values) of a key range in order.
     Scan(db::ScanArgs),
     /// Print the engine's statistics: compaction stats and amplification.
@@ -89,7 +93,9 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Bench(a) => bench::run(*a),
         Command::Get(a) => db::get(a),
         Command::Put(a) => db::put(a),
+        Command::Merge(a) => db::merge(a),
         Command::Delete(a) => db::delete(a),
+        Command::SingleDelete(a) => db::single_delete(a),
         Command::Scan(a) => db::scan(a),
         Command::Stats(a) => db::stats(a),
         Command::Compact(a) => db::compact(a),

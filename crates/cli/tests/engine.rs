@@ -1047,3 +1047,74 @@ fn wrong_paths_and_backward_ranges_are_refused() {
     let (err, _) = fails(&["put", "--db", d, "--create-if-missing", "k", "v"]);
     assert!(err.contains("CURRENT") && err.contains("refusing"), "{err}");
 }
+
+#[test]
+fn merge_and_single_delete_with_a_recorded_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = s(dir.path());
+    ok(&["put", "--db", db, "--create-if-missing", "once", "v"]);
+    // A merge needs the operator; the first one given is recorded.
+    let (err, _) = fails(&["merge", "--db", db, "hits", "5"]);
+    assert!(err.contains("--merge-operator"), "{err}");
+    ok(&["merge", "--db", db, "hits", "5", "--operator", "uint64add"]);
+    ok(&[
+        "merge",
+        "--db",
+        db,
+        "hits",
+        "7",
+        "--merge-operator",
+        "uint64add",
+    ]);
+    let wal_dump = || -> String {
+        files_ending(dir.path(), ".log")
+            .iter()
+            .map(|l| ok(&["dump-wal", s(l), "--entries"]))
+            .collect()
+    };
+    let dumped = wal_dump();
+    assert!(dumped.contains("MERGE hits => "), "{dumped}");
+    let out = ok(&[
+        "get",
+        "--db",
+        db,
+        "--merge-operator",
+        "uint64add",
+        "--hex",
+        "68697473",
+    ]);
+    assert_eq!(out.trim(), "0c00000000000000");
+    // Without the operator the key cannot be read, and says which to use;
+    // with another, the database is refused.
+    let (err, _) = fails(&["get", "--db", db, "hits"]);
+    assert!(err.contains("UInt64AddOperator"), "{err}");
+    let (err, _) = fails(&["get", "--db", db, "--merge-operator", "max", "hits"]);
+    assert!(
+        err.contains("UInt64AddOperator") && err.contains("MaxOperator"),
+        "{err}"
+    );
+    // An unknown name is a usage error (clap's, with its hint line).
+    let out = lithify(&["get", "--db", db, "--merge-operator", "sortlist", "hits"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"sortlist\" is not a built-in merge operator"),
+        "{err}"
+    );
+    ok(&[
+        "single-delete",
+        "--db",
+        db,
+        "--merge-operator",
+        "uint64add",
+        "once",
+    ]);
+    let dumped = wal_dump();
+    assert!(dumped.contains("SINGLE_DELETE once"), "{dumped}");
+    let (_, out) = fails(&["get", "--db", db, "--merge-operator", "uint64add", "once"]);
+    assert!(out.is_empty());
+    // After a compaction the table holds the merged value.
+    ok(&["compact", "--db", db, "--merge-operator", "uint64add"]);
+    let out = ok(&["scan", "--db", db, "--merge-operator", "uint64add", "--hex"]);
+    assert!(out.contains("0c00000000000000"), "{out}");
+}

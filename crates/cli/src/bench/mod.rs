@@ -42,7 +42,8 @@ use workload::{Benchmark, Settings};
 pub(crate) struct BenchArgs {
     /// Benchmarks to run in order, comma-separated: fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
-    /// deleterandom, flush, compact.
+    /// deleterandom, mergerandom, readrandommergerandom (the last two with
+    /// --merge-operator), flush, compact.
     #[arg(
         long,
         value_delimiter = ',',
@@ -108,6 +109,11 @@ pub(crate) struct BenchArgs {
     #[arg(long, alias = "read_miss_percent", default_value_t = 0,
           value_parser = clap::value_parser!(u8).range(0..=100))]
     pub read_miss_percent: u8,
+    /// Percent of readrandommergerandom operations that merge (the rest
+    /// read).
+    #[arg(long, alias = "merge_percent", default_value_t = 70,
+          value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub merge_percent: u8,
     /// Make every write durable (fsync the WAL) before it returns.
     #[arg(long)]
     pub sync: bool,
@@ -163,6 +169,8 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         seek_nexts: a.seek_nexts,
         batch_size: a.batch_size,
         read_miss_percent: a.read_miss_percent,
+        merge_percent: a.merge_percent,
+        merge_operator: a.engine.merge_operator.clone(),
         write_options: WriteOptions {
             sync: a.sync,
             disable_wal: a.disable_wal,

@@ -107,6 +107,10 @@ pub(crate) struct EngineArgs {
     /// Whole-key bloom filter in every memtable (default true here).
     #[arg(long, alias = "memtable_whole_key_filtering")]
     pub memtable_whole_key_filtering: Option<bool>,
+    /// The merge operator of mergerandom and readrandommergerandom:
+    /// uint64add (8-byte operands), stringappend or max.
+    #[arg(long, alias = "merge_operator", value_name = "NAME")]
+    pub merge_operator: Option<String>,
 }
 
 impl EngineArgs {
@@ -161,6 +165,17 @@ impl EngineArgs {
         }
         if let Some(v) = self.verify_checksum {
             o.verify_checksums = v;
+        }
+        if let Some(name) = &self.merge_operator {
+            o.merge_operator = Some(lithify::merge_operator_by_name(name).ok_or_else(|| {
+                UsageSnafu {
+                    message: format!(
+                        "--merge-operator {name:?} is not a built-in operator ({})",
+                        lithify::BUILT_IN_MERGE_OPERATORS.join(", ")
+                    ),
+                }
+                .build()
+            })?);
         }
         if let Some(size) = self.cache_size {
             o.block_cache = Some(Arc::new(BlockCache::new(size)));

@@ -39,6 +39,11 @@ pub(crate) enum Benchmark {
     ReadWhileWriting,
     /// Delete random keys.
     DeleteRandom,
+    /// Merge operands into random keys (needs `--merge-operator`).
+    MergeRandom,
+    /// Random keys, each either read or merged into (`--merge-percent`
+    /// merges).
+    ReadRandomMergeRandom,
     /// Flush the memtables and wait.
     Flush,
     /// Compact the whole key range and wait.
@@ -47,7 +52,7 @@ pub(crate) enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in the order of the help text.
-    pub(crate) const ALL: [Benchmark; 10] = [
+    pub(crate) const ALL: [Benchmark; 12] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -56,6 +61,8 @@ impl Benchmark {
         Benchmark::SeekRandom,
         Benchmark::ReadWhileWriting,
         Benchmark::DeleteRandom,
+        Benchmark::MergeRandom,
+        Benchmark::ReadRandomMergeRandom,
         Benchmark::Flush,
         Benchmark::Compact,
     ];
@@ -71,6 +78,8 @@ impl Benchmark {
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::MergeRandom => "mergerandom",
+            Benchmark::ReadRandomMergeRandom => "readrandommergerandom",
             Benchmark::Flush => "flush",
             Benchmark::Compact => "compact",
         }
@@ -114,6 +123,11 @@ pub(crate) struct Settings {
     pub batch_size: usize,
     /// Percent of `readrandom` lookups aimed at keys never written.
     pub read_miss_percent: u8,
+    /// Percent of `readrandommergerandom` operations that merge.
+    pub merge_percent: u8,
+    /// The merge operator's short id, if any (`uint64add` takes 8-byte
+    /// operands).
+    pub merge_operator: Option<String>,
     /// Options of every write.
     pub write_options: WriteOptions,
 }
@@ -232,6 +246,8 @@ pub(crate) fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome
             write_workload(db, benchmark, s, false)
         }
         Benchmark::DeleteRandom => write_workload(db, benchmark, s, true),
+        Benchmark::MergeRandom => merge_random(db, s),
+        Benchmark::ReadRandomMergeRandom => read_random_merge_random(db, s),
         Benchmark::ReadRandom => read_random(db, benchmark, s),
         Benchmark::ReadWhileWriting => read_while_writing(db, s),
         Benchmark::ReadSeq => read_seq(db, s),
@@ -365,6 +381,81 @@ fn read_random(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
     Ok(outcome)
 }
 
+/// Merge operands: 8-byte counts of 1 for `uint64add` (its operands must
+/// be 8 bytes), else values as the fills write them.
+struct Operands {
+    counter: bool,
+    values: Values,
+}
+
+impl Operands {
+    fn new(s: &Settings, thread: usize) -> Self {
+        Operands {
+            counter: s.merge_operator.as_deref() == Some("uint64add"),
+            values: Values::new(s.value_size, s.compression_ratio, !s.seed ^ thread as u64),
+        }
+    }
+
+    #[inline]
+    fn next_operand(&mut self) -> &[u8] {
+        if self.counter {
+            const ONE: [u8; 8] = 1u64.to_le_bytes();
+            &ONE
+        } else {
+            self.values.next_value()
+        }
+    }
+}
+
+/// db_bench's `mergerandom`: a merge into a random key per operation.
+fn merge_random(db: &Db, s: &Settings) -> Result<Outcome> {
+    let mut outcome = in_threads(Benchmark::MergeRandom, s.threads, s.num, |t, tally| {
+        let mut keys = Keys::new(s, Benchmark::MergeRandom, t);
+        let mut operands = Operands::new(s, t);
+        for _ in share(s.num, s.threads, t) {
+            let key = keys.random(s.num);
+            let operand = operands.next_operand();
+            let bytes = (key.len() + operand.len()) as u64;
+            db.merge_opt(key, operand, &s.write_options)
+                .context(DbSnafu)?;
+            tally.done(1, bytes);
+        }
+        Ok(())
+    })?;
+    outcome.found = None;
+    Ok(outcome)
+}
+
+/// db_bench's `readrandommergerandom`: each operation reads or (with
+/// `--merge-percent` odds) merges into a random key.
+fn read_random_merge_random(db: &Db, s: &Settings) -> Result<Outcome> {
+    let benchmark = Benchmark::ReadRandomMergeRandom;
+    in_threads(benchmark, s.threads, s.reads, |t, tally| {
+        let mut keys = Keys::new(s, benchmark, t);
+        let mut operands = Operands::new(s, t);
+        let mut dice = Rng::new(s.seed ^ 0x5EED ^ t as u64);
+        for _ in share(s.reads, s.threads, t) {
+            let key = keys.random(s.num);
+            let bytes = if dice.uniform(100) < u64::from(s.merge_percent) {
+                let operand = operands.next_operand();
+                db.merge_opt(key, operand, &s.write_options)
+                    .context(DbSnafu)?;
+                (key.len() + operand.len()) as u64
+            } else {
+                match db.get(key).context(DbSnafu)? {
+                    Some(value) => {
+                        tally.found += 1;
+                        (key.len() + value.len()) as u64
+                    }
+                    None => 0,
+                }
+            };
+            tally.done(1, bytes);
+        }
+        Ok(())
+    })
+}
+
 fn read_while_writing(db: &Db, s: &Settings) -> Result<Outcome> {
     let readers_done = AtomicBool::new(false);
     std::thread::scope(|scope| {
@@ -483,6 +574,41 @@ pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()>
     }
     if benchmarks.is_empty() {
         return usage("--benchmarks names no benchmark".to_string());
+    }
+    if settings.merge_operator.is_none()
+        && let Some(b) = benchmarks
+            .iter()
+            .find(|b| matches!(b, Benchmark::MergeRandom | Benchmark::ReadRandomMergeRandom))
+    {
+        return usage(format!(
+            "{} needs --merge-operator (uint64add, stringappend or max)",
+            b.name()
+        ));
+    }
+    // uint64add merges only onto 8-byte values: the puts of the other
+    // write benchmarks must be counters too.
+    let puts = benchmarks.iter().any(|b| {
+        matches!(
+            b,
+            Benchmark::FillSeq
+                | Benchmark::FillRandom
+                | Benchmark::Overwrite
+                | Benchmark::ReadWhileWriting
+        )
+    });
+    let merges = benchmarks
+        .iter()
+        .any(|b| matches!(b, Benchmark::MergeRandom | Benchmark::ReadRandomMergeRandom));
+    if settings.merge_operator.as_deref() == Some("uint64add")
+        && puts
+        && merges
+        && settings.value_size != 8
+    {
+        return usage(format!(
+            "uint64add merges onto 8-byte values only: run the merge benchmarks on their own \
+             database, or pass --value-size 8 (not {})",
+            settings.value_size
+        ));
     }
     Ok(())
 }

@@ -1,5 +1,8 @@
-//! The database tools, as RocksDB's `ldb`: `get`, `put`, `delete`, `scan`,
-//! `stats`, `compact` and `check` on the database in `--db DIR`.
+//! The database tools, as RocksDB's `ldb`: `get`, `put`, `merge`,
+//! `delete`, `single-delete`, `scan`, `stats`, `compact` and `check` on the
+//! database in `--db DIR`. A database that holds merge operands is opened
+//! with `--merge-operator NAME` (a built-in operator: `uint64add`,
+//! `stringappend`, `max`).
 //!
 //! `get`, `scan`, `stats` and `check` open the database read-only (RocksDB's
 //! `OpenForReadOnly`, as `ldb` does for reads): the WALs are replayed into
@@ -27,7 +30,9 @@ use crate::text::Encoding;
 pub(crate) use check::{CheckArgs, check};
 pub(crate) use maintain::{CompactArgs, StatsArgs, compact, stats};
 pub(crate) use read::{GetArgs, ScanArgs, get, scan};
-pub(crate) use write::{DeleteArgs, PutArgs, delete, put};
+pub(crate) use write::{
+    DeleteArgs, MergeArgs, PutArgs, SingleDeleteArgs, delete, merge, put, single_delete,
+};
 
 /// The options every database command shares.
 #[derive(Debug, Args)]
@@ -45,6 +50,22 @@ pub(crate) struct DbArgs {
     /// on). Whatever is dropped is reported.
     #[arg(long, value_name = "MODE", default_value = "point-in-time", value_parser = parse_recovery_mode)]
     pub wal_recovery_mode: RecoveryMode,
+    /// The merge operator of a database that holds merge operands, one of
+    /// the built-in ones: `uint64add` (little-endian u64 sum), `stringappend`
+    /// (comma-joined) or `max`. It must be the one the database records.
+    #[arg(long, alias = "operator", value_name = "NAME", value_parser = parse_merge_operator)]
+    pub merge_operator: Option<String>,
+}
+
+/// The `--merge-operator` names.
+fn parse_merge_operator(s: &str) -> std::result::Result<String, String> {
+    match lithify::merge_operator_by_name(s) {
+        Some(_) => Ok(s.to_owned()),
+        None => Err(format!(
+            "{s:?} is not a built-in merge operator ({})",
+            lithify::BUILT_IN_MERGE_OPERATORS.join(", ")
+        )),
+    }
 }
 
 /// The `--wal-recovery-mode` names.
@@ -87,6 +108,10 @@ impl DbArgs {
     fn options(&self) -> Options {
         Options {
             wal_recovery_mode: self.wal_recovery_mode,
+            merge_operator: self
+                .merge_operator
+                .as_deref()
+                .and_then(lithify::merge_operator_by_name),
             ..Options::default()
         }
     }

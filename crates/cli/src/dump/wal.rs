@@ -155,8 +155,18 @@ pub(crate) fn run(a: DumpWalArgs) -> Result<()> {
                             line.push_str(" => ");
                             enc.write(&mut line, entry.value);
                         }
+                        ValueKind::Merge => {
+                            line.push_str("MERGE ");
+                            enc.write(&mut line, entry.key);
+                            line.push_str(" => ");
+                            enc.write(&mut line, entry.value);
+                        }
                         ValueKind::Delete => {
                             line.push_str("DELETE ");
+                            enc.write(&mut line, entry.key);
+                        }
+                        ValueKind::SingleDelete => {
+                            line.push_str("SINGLE_DELETE ");
                             enc.write(&mut line, entry.key);
                         }
                         ValueKind::RangeDelete => {
