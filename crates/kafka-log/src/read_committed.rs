@@ -11,10 +11,19 @@
 //! * an ABORT marker ends its producer's aborting state;
 //! * control batches are skipped, and so is everything at or after the
 //!   last stable offset (undecided transactions).
+//!
+//! Beyond Kafka's consumer, the markers are checked against the
+//! transaction indexes: an ABORT marker after transactional data that no
+//! index entry covered (a `.txnindex` that lost entries: Kafka cannot tell
+//! a missing index from one without aborts), or a COMMIT marker of a
+//! producer an entry says is aborting, is a corruption error naming the
+//! marker's file and byte offset, never records of an aborted transaction
+//! handed out as committed.
 
 use std::collections::{HashSet, VecDeque};
+use std::path::Path;
 
-use crate::error::Result;
+use crate::error::{CorruptSnafu, Result};
 use crate::log::LogBatches;
 use crate::record::{ControlRecordType, Record, RecordBatch};
 use crate::txn_index::AbortedTxn;
@@ -29,6 +38,9 @@ pub struct CommittedRecords<'a> {
     /// Aborted transactions not reached yet, by first offset.
     aborted: VecDeque<AbortedTxn>,
     aborting: HashSet<i64>,
+    /// Producers whose transactional data was read as committed since
+    /// their last marker.
+    committing: HashSet<i64>,
     pending: VecDeque<Record>,
     start_offset: i64,
 }
@@ -48,6 +60,7 @@ impl<'a> CommittedRecords<'a> {
             stable_end,
             aborted: aborted.into(),
             aborting: HashSet::new(),
+            committing: HashSet::new(),
             pending: VecDeque::new(),
             start_offset,
         }
@@ -62,16 +75,57 @@ impl<'a> CommittedRecords<'a> {
                 self.aborting.insert(t.producer_id);
                 self.aborted.pop_front();
             }
+            let pid = batch.producer_id();
             if batch.is_control() {
-                if batch.control_type()? == Some(ControlRecordType::Abort) {
-                    self.aborting.remove(&batch.producer_id());
+                match batch.control_type()? {
+                    Some(ControlRecordType::Abort) => {
+                        if self.committing.remove(&pid) {
+                            return mismatch(
+                                batch,
+                                "ends a transaction whose data no transaction index entry lists as aborted (a .txnindex lost entries)",
+                            );
+                        }
+                        self.aborting.remove(&pid);
+                    }
+                    Some(ControlRecordType::Commit) => {
+                        if self.aborting.contains(&pid) {
+                            return mismatch(
+                                batch,
+                                "ends a transaction that a transaction index entry lists as aborted",
+                            );
+                        }
+                        self.committing.remove(&pid);
+                    }
+                    _ => {}
                 }
-            } else if batch.is_transactional() && self.aborting.contains(&batch.producer_id()) {
-                return Ok(false);
+            } else if batch.is_transactional() {
+                if self.aborting.contains(&pid) {
+                    return Ok(false);
+                }
+                self.committing.insert(pid);
             }
         }
         Ok(!batch.is_control())
     }
+}
+
+/// A marker that disagrees with the transaction indexes.
+fn mismatch(batch: &RecordBatch, what: &str) -> Result<bool> {
+    let kind = if batch.control_type()? == Some(ControlRecordType::Abort) {
+        "ABORT"
+    } else {
+        "COMMIT"
+    };
+    CorruptSnafu {
+        path: batch.path().map(Path::to_path_buf).unwrap_or_default(),
+        offset: batch.position(),
+        message: format!(
+            "the {kind} marker of producer {} at offset {} {what}; reopen the log with OpenOptions::recovery_point = Some(0) to rebuild every .txnindex from the log",
+            batch.producer_id(),
+            batch.base_offset()
+        ),
+    }
+    .fail()
 }
 
 impl Iterator for CommittedRecords<'_> {
