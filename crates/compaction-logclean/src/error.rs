@@ -38,14 +38,21 @@ pub enum Error {
         location: Location,
     },
 
-    /// The cleaner met data it does not clean yet (transactional or control
-    /// batches); the log is left as it is.
-    #[snafu(display("log {} was not cleaned: {reason} (not supported yet)", dir.display()))]
-    Unsupported {
-        /// The log directory.
-        dir: PathBuf,
-        /// What was found, and where.
-        reason: String,
+    /// A COMMIT or ABORT marker disagrees with the transaction indexes: an
+    /// ABORT after transactional data no `.txnindex` entry lists as
+    /// aborted (an index lost entries), or a COMMIT of a transaction an
+    /// entry lists as aborted. The round stops before anything changes.
+    #[snafu(display(
+        "corruption in {} at byte offset {offset}: {message}; reopen the log with OpenOptions::recovery_point = Some(0) to rebuild every .txnindex from the log",
+        path.display()
+    ))]
+    TransactionIndexMismatch {
+        /// The segment holding the marker.
+        path: PathBuf,
+        /// Byte offset of the marker.
+        offset: u64,
+        /// What disagrees.
+        message: String,
         /// Where the error was raised.
         #[snafu(implicit)]
         location: Location,
@@ -101,6 +108,7 @@ impl Error {
     pub fn file_offset(&self) -> Option<(&Path, u64)> {
         match self {
             Error::Log { source, .. } => source.file_offset(),
+            Error::TransactionIndexMismatch { path, offset, .. } => Some((path, *offset)),
             _ => None,
         }
     }
@@ -120,9 +128,9 @@ impl Classify for Error {
     fn kind(&self) -> ErrorKind {
         match self {
             Error::Log { source, .. } => source.kind(),
+            Error::TransactionIndexMismatch { .. } => ErrorKind::Corruption,
             Error::Spawn { source, .. } => lithify_base::error::io_error_kind(source),
             Error::InvalidArgument { .. }
-            | Error::Unsupported { .. }
             | Error::CleaningAborted { .. }
             | Error::OffsetMap { .. } => ErrorKind::InvalidArgument,
         }

@@ -1,13 +1,22 @@
 //! Pass 2 on one batch: which records stay, and the bytes that represent
 //! them (Kafka's `MemoryRecords.filterTo` with the cleaner's
-//! `RecordFilter`, for data batches).
+//! `RecordFilter`).
 //!
-//! A record is kept when its offset is beyond what the offset map covers
-//! (`offset > latest_offset`), or when it has a key, its offset is at least
-//! the map's offset for that key (a key absent from the map counts as -1),
-//! and it has a value or its tombstone must still be kept: the batch has no
-//! delete horizon yet, or now is before it. A keyless record within the
-//! mapped range is dropped and counted as invalid.
+//! First the batch as a whole ([`BatchDecision`], from the round: Kafka's
+//! `checkBatchRetention`): a batch is **kept even if empty** when it is
+//! an active producer's last batch or the round's last batch, **dropped
+//! unread** when its records may all go (aborted data; a marker that may
+//! go and whose delete horizon has passed), and otherwise **dropped only
+//! if no record stays**.
+//!
+//! Then each record: none stays in a batch whose records may all go; every
+//! record of a control batch stays; a data record stays when its offset is
+//! beyond what the offset map covers (`offset > latest_offset`), or when it
+//! has a key, its offset is at least the map's offset for that key (a key
+//! absent from the map counts as -1), and it has a value or its tombstone
+//! must still be kept: the batch has no delete horizon yet, or now is
+//! before it. A keyless data record within the mapped range is dropped and
+//! counted as invalid.
 //!
 //! The kept records are written as:
 //!
@@ -18,10 +27,9 @@
 //!   flags and codec; base timestamp = the first kept record's timestamp,
 //!   or the delete horizon when there is one (set to `now +
 //!   delete.retention.ms` the first time kept records include a tombstone,
-//!   attribute bit 6); record timestamps stay absolute;
-//! * a 61-byte **empty header** when nothing stays but the batch must
-//!   (`retain_empty`: an active producer's last batch, the round's last
-//!   batch);
+//!   or the batch is a marker that may go: KIP-534 covers both, attribute
+//!   bit 6); record timestamps stay absolute;
+//! * a 61-byte **empty header** when nothing stays but the batch must;
 //! * nothing.
 
 use lithify_offsetmap::OffsetMap;
@@ -42,6 +50,28 @@ pub(crate) struct FilterContext<'a> {
     pub now: i64,
     /// The log's `delete.retention.ms`.
     pub delete_retention_ms: i64,
+}
+
+/// How a batch is kept (Kafka's `BatchRetention`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchRetention {
+    /// Dropped without reading its records.
+    Delete,
+    /// Kept, as an empty header if no record stays.
+    RetainEmpty,
+    /// Dropped if no record stays.
+    DeleteEmpty,
+}
+
+/// What the round decided about a batch before its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchDecision {
+    pub(crate) retention: BatchRetention,
+    /// No record of the batch stays (aborted data, a marker past its
+    /// horizon that may go).
+    pub(crate) discard_records: bool,
+    /// A marker that may go: it gets a delete horizon if it has none.
+    pub(crate) marker_for_empty_txn: bool,
 }
 
 /// What becomes of a batch.
@@ -110,13 +140,12 @@ enum Keep {
     Invalid,
 }
 
-/// Filters a data batch (not control, not transactional).
+/// Filters a batch as `decision` says.
 pub(crate) fn filter_batch(
     batch: &RecordBatch,
     ctx: &FilterContext<'_>,
-    retain_empty: bool,
+    decision: BatchDecision,
 ) -> Result<Filtered> {
-    let records = BatchRecords::decompress(batch)?;
     let horizon = batch.delete_horizon_ms();
     let mut out = Filtered {
         fate: BatchFate::Dropped,
@@ -128,28 +157,42 @@ pub(crate) fn filter_batch(
         delete_horizon_ms: None,
         empty_header: false,
     };
+    if decision.retention == BatchRetention::Delete {
+        out.records_read = batch.records_count().max(0) as u64;
+        return Ok(out);
+    }
+    let records = BatchRecords::decompress(batch)?;
+    let control = batch.is_control();
     let mut kept_tombstone = false;
     let mut kept: Vec<RecordView<'_>> = Vec::new();
     for r in records.iter() {
         let r = r?;
         out.records_read += 1;
-        match should_retain(ctx, horizon, &r) {
+        let keep = if decision.discard_records {
+            Keep::No
+        } else if control {
+            Keep::Yes
+        } else {
+            should_retain(ctx, horizon, &r)
+        };
+        match keep {
             Keep::Yes => {
-                kept_tombstone |= r.is_tombstone();
+                kept_tombstone |= !control && r.is_tombstone();
                 kept.push(r);
             }
             Keep::Invalid => out.invalid += 1,
-            Keep::No => out.tombstones_dropped += u64::from(r.is_tombstone()),
+            Keep::No => out.tombstones_dropped += u64::from(!control && r.is_tombstone()),
         }
     }
     out.records_kept = kept.len() as u64;
     let all_kept = out.records_kept == out.records_read;
     if !kept.is_empty() {
-        let need_horizon = kept_tombstone && horizon.is_none();
-        // Beyond Kafka: a batch whose tombstones are all gone loses its
-        // horizon, so that an expired horizon always means a tombstone to
-        // remove (see `CleaningReason::ExpiredTombstones`).
-        let drop_horizon = horizon.is_some() && !kept_tombstone;
+        let need_horizon = (kept_tombstone || decision.marker_for_empty_txn) && horizon.is_none();
+        // Beyond Kafka: a data batch whose tombstones are all gone loses its
+        // horizon, so that an expired horizon always means a record to
+        // remove (see `CleaningReason::ExpiredTombstones`). A marker keeps
+        // its horizon, as in Kafka.
+        let drop_horizon = horizon.is_some() && !kept_tombstone && !control;
         if all_kept && !need_horizon && !drop_horizon {
             out.fate = BatchFate::Copied;
             out.delete_horizon_ms = horizon;
@@ -172,7 +215,7 @@ pub(crate) fn filter_batch(
         out.fate = BatchFate::Rewritten(RecordBatch::parse(b.build())?);
         out.horizon_set = need_horizon;
         out.delete_horizon_ms = new_horizon;
-    } else if retain_empty {
+    } else if decision.retention == BatchRetention::RetainEmpty {
         let b = header_builder(batch).max_timestamp(batch.max_timestamp());
         out.fate = BatchFate::Rewritten(RecordBatch::parse(b.build())?);
         out.empty_header = true;

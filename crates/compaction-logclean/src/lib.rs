@@ -13,7 +13,10 @@
 //! * a [`Cleaner`] runs one round: an offset map (`lithify-offsetmap`'s
 //!   `SkimpyOffsetMap`, MD5 digests) of the dirty section, a rewrite of
 //!   the segments below its end (original offsets kept, tombstones kept
-//!   until their delete horizon, KIP-534) into `.cleaned` segments grouped
+//!   until their delete horizon, KIP-534; aborted transactions removed and
+//!   COMMIT/ABORT markers kept until their transaction's data is gone and a
+//!   delete horizon has passed, as Kafka's `CleanedTransactionMetadata`
+//!   decides) into `.cleaned` segments grouped
 //!   as Kafka groups them, then a crash-safe swap of all of them at once
 //!   ([`Log::replace_segments`](lithify_kafka_log::Log::replace_segments));
 //! * [`LogCleaner`] is the service: `log.cleaner.threads` threads, the
@@ -63,6 +66,7 @@ mod states;
 mod stats;
 mod throttler;
 mod to_clean;
+mod txn_metadata;
 
 /// The README's examples, run as doctests.
 #[cfg(doctest)]

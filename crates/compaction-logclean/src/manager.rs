@@ -19,9 +19,7 @@
 //! * **quarantines** failures: an unexpected error while choosing or
 //!   cleaning a log marks that log uncleanable (it is skipped from then
 //!   on, with the error as the reason) without stopping anything else; an
-//!   I/O error takes its whole data directory offline, as in Kafka; a
-//!   log holding transactional batches is uncleanable with a "not
-//!   supported yet" reason;
+//!   I/O error takes its whole data directory offline, as in Kafka;
 //! * **pauses** logs ([`abort_and_pause`], [`resume`]) through the
 //!   [`StateBoard`].
 //!

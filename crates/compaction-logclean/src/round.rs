@@ -4,17 +4,25 @@
 //!    reads inactive segments without the lock.
 //! 2. **Pass 1** fills the offset map from the dirty section `[F, U)`:
 //!    every keyed record at or after `F` is put, until the map reaches its
-//!    load factor (checked before every put); after each batch the map's
-//!    latest offset moves to the batch's last offset, after each segment to
-//!    the next segment's base minus one (so offset gaps are skipped). A full
-//!    map ends the pass early: the round cleans up to the last offset it
-//!    mapped and a later round continues.
+//!    load factor (checked before every put); control batches and aborted
+//!    data ([`txn_metadata`](crate::txn_metadata)) are never put; after each
+//!    batch the map's latest offset moves to the batch's last offset, after
+//!    each segment to the next segment's base minus one (so offset gaps are
+//!    skipped). A full map ends the pass early: the round cleans up to the
+//!    last offset it mapped and a later round continues.
 //! 3. **Pass 2** rewrites every segment overlapping `[0, latest + 1)`,
 //!    grouped ([`grouping`](crate::grouping)) into one `.cleaned`
 //!    segment per group, batch by batch through
-//!    [`filter`](crate::filter). The last batch of the round
-//!    (`next offset == U`) and an active idempotent producer's last batch
-//!    are kept, as an empty header if nothing else of them stays.
+//!    [`filter`](crate::filter), the transaction state carried from
+//!    segment to segment and group to group (each source segment adds the
+//!    aborted transactions of its range): aborted data batches go whatever
+//!    their keys; an ABORT marker whose data the round still saw stays and
+//!    its transaction goes into the cleaned segment's `.txnindex`; a marker
+//!    whose transaction left no data gets a delete horizon, and goes in a
+//!    round past it. The last batch of the round (`next offset == U`) and
+//!    an active producer's last batch (its last data batch, or its last
+//!    marker when its state has no data batch) are kept, as an empty header
+//!    if nothing else of them stays.
 //! 4. **Swap** all cleaned segments in at once
 //!    ([`Log::replace_segments`]), so a crash leaves the log
 //!    exactly as before or after the round.
@@ -44,12 +52,13 @@
 //!   replacement covers every segment it replaces, and recovery's
 //!   `[min swap, max swap)` range can never miss one;
 //! * when the dirty section is empty (a round chosen for expired
-//!   tombstones), the map covers nothing and everything below `F` is
-//!   rewritten (Kafka never runs such a round);
-//! * transactional and control batches are not cleaned yet: a round that
-//!   meets one stops with [`Error::Unsupported`] and changes nothing.
+//!   tombstones or markers), the map covers nothing and everything below
+//!   `F` is rewritten (Kafka never runs such a round);
+//! * a producer is active for its last batch while `producer.id.expiration.ms`
+//!   has not passed since its last write at the round's time (Kafka drops
+//!   expired producers from its state every ten minutes, and the cleaner
+//!   reads that state).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -58,12 +67,13 @@ use lithify_offsetmap::{Layout, LoadFactor, OffsetMap};
 use snafu::ResultExt as _;
 
 use crate::config::CleanerConfig;
-use crate::error::{OffsetMapSnafu, Result, UnsupportedSnafu};
-use crate::filter::{BatchFate, FilterContext, filter_batch};
+use crate::error::{OffsetMapSnafu, Result, TransactionIndexMismatchSnafu};
+use crate::filter::{BatchDecision, BatchFate, BatchRetention, FilterContext, filter_batch};
 use crate::grouping::{GroupInput, group_segments_by_size};
 use crate::stats::{CleanerStats, RoundReport};
 use crate::throttler::Throttler;
 use crate::to_clean::LogToClean;
+use crate::txn_metadata::CleanedTransactionMetadata;
 use lithify_kafka_log::naming::Suffix;
 use lithify_kafka_log::record::{BatchRecords, RecordBatch};
 use lithify_kafka_log::{
@@ -103,7 +113,7 @@ struct Pass2<'a> {
     snap: &'a LogSnapshot,
     ctx: FilterContext<'a>,
     upper_bound: i64,
-    producers: Option<ProducerLastBatches>,
+    txns: CleanedTransactionMetadata,
     earliest_horizon: Option<i64>,
 }
 
@@ -203,7 +213,7 @@ impl Cleaner {
                 delete_retention_ms: snap.config.delete_retention_ms,
             },
             upper_bound,
-            producers: None,
+            txns: CleanedTransactionMetadata::default(),
             earliest_horizon: None,
         };
         // `pass` borrows the map; the rest of `self` is passed apart.
@@ -228,10 +238,19 @@ impl Cleaner {
                     now,
                 )?;
                 let result = (|| -> Result<()> {
-                    for (i, seg) in rewrite[group.clone()].iter().enumerate() {
+                    let members = &rewrite[group.clone()];
+                    for (i, seg) in members.iter().enumerate() {
                         check_done()?;
                         let last_of_round =
                             g + 1 == groups.len() && group.start + i + 1 == group.end;
+                        // Kafka collects the aborted transactions of each
+                        // source segment's whole range, up to the next
+                        // segment of the group or the segment's end.
+                        let upper = members
+                            .get(i + 1)
+                            .map_or(seg.next_offset, |n| n.base_offset);
+                        pass.txns
+                            .add_aborted(snap.collect_aborted_transactions(seg.base_offset, upper));
                         io.clean_into(
                             &mut pass,
                             seg,
@@ -310,6 +329,8 @@ impl Cleaner {
     ) -> Result<()> {
         self.map.clear();
         let dirty = snap.overlapping(start, end);
+        let mut txns = CleanedTransactionMetadata::default();
+        txns.add_aborted(snap.collect_aborted_transactions(start, end));
         let mut since_check = 0u64;
         for (i, seg) in dirty.iter().enumerate() {
             check_done()?;
@@ -318,21 +339,31 @@ impl Cleaner {
             let mut order = OffsetOrder::new(seg.base_offset, next_start);
             for batch in &mut batches {
                 let batch = batch?;
-                check_batch(snap, &batch)?;
+                check_batch(&batch)?;
                 order.check(&batch)?;
-                let records = BatchRecords::decompress(&batch)?;
-                for r in records.iter() {
-                    let r = r?;
-                    if let Some(key) = r.key
-                        && r.offset >= start
-                    {
-                        if !self.map.has_room(self.load_factor) {
-                            stats.map_full = true;
-                            return Ok(());
-                        }
-                        self.map.put(key, r.offset as u64).context(OffsetMapSnafu)?;
-                    }
+                if batch.is_control() {
+                    // Control records never enter the map.
+                    txns.on_control_batch_read(&batch, batch.control_type()?)
+                        .map_err(|message| mismatch(&batch, message))?;
                     stats.map_messages_read += 1;
+                } else if txns.on_batch_read(&batch) {
+                    // Aborted data never enters the map.
+                    stats.map_messages_read += batch.records_count().max(0) as u64;
+                } else {
+                    let records = BatchRecords::decompress(&batch)?;
+                    for r in records.iter() {
+                        let r = r?;
+                        if let Some(key) = r.key
+                            && r.offset >= start
+                        {
+                            if !self.map.has_room(self.load_factor) {
+                                stats.map_full = true;
+                                return Ok(());
+                            }
+                            self.map.put(key, r.offset as u64).context(OffsetMapSnafu)?;
+                        }
+                        stats.map_messages_read += 1;
+                    }
                 }
                 if batch.last_offset() >= start {
                     self.map.update_latest_offset(batch.last_offset() as u64);
@@ -385,14 +416,55 @@ impl CleanIo<'_> {
             OffsetOrder::new(seg.base_offset, pass.snap.next_base_after(seg.base_offset));
         for batch in &mut batches {
             let batch = batch?;
-            check_batch(pass.snap, &batch)?;
+            check_batch(&batch)?;
             order.check(&batch)?;
             let size = batch.size_in_bytes() as u64;
             let ends_segment = batch.position() + size == seg.size;
-            let retain_empty = batch.next_offset() == pass.upper_bound
+            // Kafka's `checkBatchRetention`.
+            let control = batch.is_control();
+            let can_discard = if control {
+                let outcome = pass
+                    .txns
+                    .on_control_batch_read(&batch, batch.control_type()?)
+                    .map_err(|message| mismatch(&batch, message))?;
+                if let Some(txn) = outcome.index {
+                    dest.append_aborted_txn(txn)?;
+                    stats.aborted_txns_indexed += 1;
+                }
+                outcome.can_discard
+            } else {
+                pass.txns.on_batch_read(&batch)
+            };
+            let discard_records = if control {
+                can_discard && batch.delete_horizon_ms().is_some_and(|h| h <= pass.ctx.now)
+            } else {
+                can_discard
+            };
+            let retention = if batch.next_offset() == pass.upper_bound
                 || (last_of_round && ends_segment)
-                || (batch.has_producer_id() && self.is_producers_last_batch(pass, &batch)?);
-            let f = filter_batch(&batch, &pass.ctx, retain_empty)?;
+                || self.is_producers_last_batch(pass, &batch)
+            {
+                BatchRetention::RetainEmpty
+            } else if discard_records {
+                BatchRetention::Delete
+            } else {
+                BatchRetention::DeleteEmpty
+            };
+            let decision = BatchDecision {
+                retention,
+                discard_records,
+                marker_for_empty_txn: can_discard && control,
+            };
+            let f = filter_batch(&batch, &pass.ctx, decision)?;
+            if control {
+                if f.records_kept > 0 {
+                    stats.markers_kept += 1;
+                } else {
+                    stats.markers_removed += 1;
+                }
+            } else if can_discard {
+                stats.aborted_batches_removed += 1;
+            }
             stats.bytes_read += size;
             stats.messages_read += f.records_read;
             stats.messages_written += f.records_kept;
@@ -444,70 +516,48 @@ impl CleanIo<'_> {
         Ok(())
     }
 
-    /// Whether `batch` is the last batch of an active idempotent producer
-    /// (Kafka's `lastRecordsOfActiveProducers`): its producer's last batch
-    /// in the whole log, written less than `producer.id.expiration.ms` ago.
-    fn is_producers_last_batch(&self, pass: &mut Pass2<'_>, batch: &RecordBatch) -> Result<bool> {
-        if pass.producers.is_none() {
-            pass.producers = Some(producer_last_batches(&pass.snap.segments)?);
+    /// Whether `batch` is the last batch of an active producer (Kafka's
+    /// `lastRecordsOfActiveProducers`): the batch holding its last data
+    /// offset, or, when its state has no data batch, a control batch of
+    /// its epoch; active while `producer.id.expiration.ms` has not passed
+    /// since its last write.
+    fn is_producers_last_batch(&self, pass: &Pass2<'_>, batch: &RecordBatch) -> bool {
+        if !batch.has_producer_id() {
+            return false;
         }
-        let Some(&(last, ts)) = pass
-            .producers
-            .as_ref()
-            .and_then(|p| p.get(&batch.producer_id()))
-        else {
-            return Ok(false);
+        let Some(p) = pass.snap.producers.get(&batch.producer_id()) else {
+            return false;
         };
-        let active = pass.ctx.now.saturating_sub(ts) < self.producer_id_expiration_ms;
-        Ok(active && last == batch.last_offset())
+        if p.is_expired(pass.ctx.now, self.producer_id_expiration_ms) {
+            return false;
+        }
+        match p.last_data_offset() {
+            Some(last) => batch.last_offset() == last,
+            None => batch.is_control() && batch.producer_epoch() == p.producer_epoch,
+        }
     }
 }
 
-/// Checks a batch before the cleaner uses it: its CRC, and that it is a
-/// data batch outside transactions.
+/// The error for a marker that contradicts the transaction indexes.
+fn mismatch(batch: &RecordBatch, message: String) -> crate::Error {
+    TransactionIndexMismatchSnafu {
+        path: batch
+            .path()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default(),
+        offset: batch.position(),
+        message,
+    }
+    .build()
+}
+
+/// Checks a batch before the cleaner uses it: its CRC.
 ///
 /// Its size is not held against `message.max.bytes` or the log's
 /// `max.message.bytes`: a valid batch written before the limit was lowered
 /// is cleaned like any other, as Kafka's cleaner grows its read buffer to
 /// the next batch's size (`growBuffersOrFail`). The batch was read whole
 /// already, and its length was checked against the segment's size.
-fn check_batch(snap: &LogSnapshot, batch: &RecordBatch) -> Result<()> {
-    batch.ensure_valid()?;
-    let path = batch
-        .path()
-        .map_or_else(Default::default, |p| p.display().to_string());
-    if batch.is_control() || batch.is_transactional() {
-        return UnsupportedSnafu {
-            dir: snap.dir.clone(),
-            reason: format!(
-                "{} holds a {} batch at offsets {}..={} (byte offset {}); transactional cleaning is not built",
-                path,
-                if batch.is_control() { "control" } else { "transactional" },
-                batch.base_offset(),
-                batch.last_offset(),
-                batch.position()
-            ),
-        }
-        .fail();
-    }
-    Ok(())
-}
-
-/// The last batch of each idempotent producer in the log: producer id ->
-/// (last offset of its last batch, that batch's max timestamp).
-type ProducerLastBatches = HashMap<i64, (i64, i64)>;
-
-/// Scans every segment's headers for each producer's last batch (Kafka's
-/// producer state, reduced to what the cleaner needs).
-fn producer_last_batches(segments: &[SegmentSnapshot]) -> Result<ProducerLastBatches> {
-    let mut out = HashMap::new();
-    for seg in segments {
-        for h in seg.headers() {
-            let h = h?;
-            if h.producer_id >= 0 {
-                out.insert(h.producer_id, (h.last_offset, h.max_timestamp));
-            }
-        }
-    }
-    Ok(out)
+fn check_batch(batch: &RecordBatch) -> Result<()> {
+    Ok(batch.ensure_valid()?)
 }

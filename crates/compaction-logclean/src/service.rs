@@ -42,14 +42,6 @@ const EVENT_CAPACITY: usize = 4096;
 pub enum CleanerEvent {
     /// A round finished and its checkpoint was written.
     Cleaned(Box<RoundReport>),
-    /// A round met data the cleaner does not clean yet; the log was left
-    /// as it was and is not picked again.
-    Skipped {
-        /// The partition.
-        topic_partition: TopicPartition,
-        /// Why, as a sentence.
-        reason: String,
-    },
     /// A round was stopped (the log was paused, or the cleaner stops).
     Aborted {
         /// The partition.
@@ -81,10 +73,6 @@ impl fmt::Display for CleanerEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CleanerEvent::Cleaned(r) => write!(f, "{r}"),
-            CleanerEvent::Skipped {
-                topic_partition,
-                reason,
-            } => writeln!(f, "skipped log {topic_partition}: {reason}"),
             CleanerEvent::Aborted { topic_partition } => {
                 writeln!(f, "cleaning of log {topic_partition} was aborted")
             }
@@ -334,10 +322,6 @@ fn run_round(
         match error {
             Error::CleaningAborted { .. } => CleanerEvent::Aborted {
                 topic_partition: tp.clone(),
-            },
-            Error::Unsupported { reason, .. } => CleanerEvent::Skipped {
-                topic_partition: tp.clone(),
-                reason: format!("{reason} (not supported yet)"),
             },
             e => CleanerEvent::Failed {
                 topic_partition: tp.clone(),

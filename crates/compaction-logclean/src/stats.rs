@@ -37,6 +37,15 @@ pub struct CleanerStats {
     pub empty_headers: u64,
     /// Batches dropped.
     pub batches_dropped: u64,
+    /// Data batches of aborted transactions whose records were removed
+    /// (dropped, or kept as an empty header).
+    pub aborted_batches_removed: u64,
+    /// COMMIT/ABORT (and other control) batches kept with their record.
+    pub markers_kept: u64,
+    /// Control batches removed (dropped, or kept as an empty header).
+    pub markers_removed: u64,
+    /// Aborted transactions written to the cleaned segments' `.txnindex`.
+    pub aborted_txns_indexed: u64,
     /// Offset map: entries / slots at the end of pass 1.
     pub map_utilization: f64,
     /// Offset map: `(probes - lookups) / lookups`, if any lookup was made.
@@ -148,6 +157,16 @@ impl fmt::Display for RoundReport {
             s.tombstones_dropped,
             s.invalid_messages_read
         )?;
+        if s.aborted_batches_removed + s.markers_kept + s.markers_removed > 0 {
+            writeln!(
+                f,
+                "  transactions: aborted batches removed {}, markers kept {}, markers removed {}, aborted transactions indexed {}",
+                s.aborted_batches_removed,
+                s.markers_kept,
+                s.markers_removed,
+                s.aborted_txns_indexed
+            )?;
+        }
         if !s.throttled.is_zero() {
             writeln!(f, "  throttled for {:.3} s", s.throttled.as_secs_f64())?;
         }

@@ -13,11 +13,13 @@
 //! * `F` is the checkpointed offset; one below the log start or beyond the
 //!   log end is invalid and resets to the log start (and the checkpoint is
 //!   rewritten, [`OffsetsToClean::force_update_checkpoint`]).
-//! * `U` is the smallest of the active segment's base offset, the log end
-//!   offset (without replication, the high watermark and the last stable
-//!   offset are the log end offset) and, when `min.compaction.lag.ms > 0`,
-//!   the base of the first inactive segment at or after `F` whose largest
-//!   timestamp is within the lag of now; at least `F`. [`LogToClean`] then
+//! * `U` is the smallest of the active segment's base offset, the log's
+//!   last stable offset (the first offset of the earliest undecided
+//!   transaction, or the log end offset: without replication the high
+//!   watermark is the log end offset) and, when `min.compaction.lag.ms >
+//!   0`, the base of the first inactive segment at or after `F` whose
+//!   largest timestamp is within the lag of now; at least `F`. So an
+//!   undecided transaction is never cleaned. [`LogToClean`] then
 //!   rounds it down to the base of the segment holding it.
 //! * The dirty ratio is `cleanable bytes / (clean bytes + cleanable bytes)`:
 //!   clean bytes are the segments below `F`, cleanable bytes the segments
@@ -60,7 +62,10 @@ pub(crate) fn cleanable_offsets(
         (checkpointed, false)
     };
     let min_lag = snap.config.min_compaction_lag_ms.max(0);
-    let mut uncleanable = snap.log_end_offset.min(snap.active_base_offset());
+    let mut uncleanable = snap
+        .last_stable_offset
+        .min(snap.log_end_offset)
+        .min(snap.active_base_offset());
     if min_lag > 0 {
         let horizon = now.saturating_sub(min_lag);
         if let Some(seg) = snap

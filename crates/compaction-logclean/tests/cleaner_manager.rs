@@ -12,11 +12,11 @@ use common::*;
 use lithify_compaction_logclean::CleaningState;
 use lithify_compaction_logclean::checkpoint;
 use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, CleaningReason, LogCleaner, SharedLog, shared_log,
+    CleanerConfig, CleanerEvent, CleaningReason, LogCleaner, LogToClean, SharedLog, shared_log,
 };
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
-use lithify_kafka_log::record::{BatchBuilder, RecordBatch, SimpleRecord};
+use lithify_kafka_log::record::{SimpleRecord, TransactionResult};
 use lithify_kafka_log::{LogConfig, ManualClock};
 use lithify_vfs::{FileSystem, MemFs, read_file, write_file_atomic};
 
@@ -319,27 +319,41 @@ fn an_unexpected_error_marks_only_that_log_uncleanable() {
 }
 
 #[test]
-fn a_log_with_transactions_is_skipped_with_a_reason() {
+fn an_undecided_transaction_is_not_cleaned_until_its_marker() {
+    // Kafka's LogCleanerManagerTest.testUndecidedTransactionalDataNotCleanable:
+    // the first uncleanable offset stops at the transaction's first offset.
     let fs = MemFs::new();
     let (svc, _) = service(&fs, 10_000);
     let mut log = open(Arc::new(fs.clone()), "/data/txn-0", compact(&[]), 0);
-    log.append(&[rec(1, "a", "1")]).unwrap();
-    let mut b = BatchBuilder::new(0).producer(3, 0, 0).transactional(true);
-    b.append(0, 2, Some(b"a"), Some(b"2"), &[]).unwrap();
-    log.append_batch(RecordBatch::parse(b.build()).unwrap())
-        .unwrap();
-    log.roll().unwrap();
-    svc.add_log(shared_log(log)).unwrap();
-    let events = svc.clean_eligible_once().unwrap();
-    let CleanerEvent::Skipped { reason, .. } = &events[0] else {
-        panic!("{events:?}")
+    let p = lithify_kafka_log::Producer {
+        producer_id: 15,
+        producer_epoch: 0,
+        base_sequence: 0,
+        transactional: true,
     };
-    assert!(reason.contains("not supported yet"), "{reason}");
-    assert!(
-        svc.manager()
-            .uncleanable_partitions()
-            .contains_key(&tp("txn", 0))
+    log.append_as(&p, &[rec(1, "1", "a"), rec(1, "2", "b")])
+        .unwrap();
+    log.append_as(&p, &[rec(1, "3", "c")]).unwrap();
+    log.roll().unwrap();
+    let log = shared_log(log);
+    svc.add_log(log.clone()).unwrap();
+    let ltc = LogToClean::from_log(&log.lock(), None, 10_000).unwrap();
+    assert_eq!(
+        (ltc.first_dirty_offset, ltc.first_uncleanable_offset),
+        (0, 0)
     );
+    assert!(
+        svc.clean_eligible_once().unwrap().is_empty(),
+        "nothing to clean"
+    );
+    log.lock()
+        .append_end_txn_marker(15, 0, TransactionResult::Commit, 0)
+        .unwrap();
+    log.lock().roll().unwrap();
+    let ltc = LogToClean::from_log(&log.lock(), None, 10_000).unwrap();
+    assert_eq!(ltc.first_uncleanable_offset, 4);
+    let events = svc.clean_eligible_once().unwrap();
+    assert_eq!(cleaned(&events), [tp("txn", 0)], "{events:?}");
 }
 
 #[test]

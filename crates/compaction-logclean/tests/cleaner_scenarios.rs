@@ -13,7 +13,7 @@ use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
 use lithify_kafka_log::record::DELETE_HORIZON_FLAG_MASK;
 use lithify_kafka_log::record::{BatchBuilder, RecordBatch, SimpleRecord};
 
-use lithify_compaction_logclean::{Error, LogToClean};
+use lithify_compaction_logclean::LogToClean;
 use lithify_vfs::{FileSystem, MemFs, read_file};
 
 fn hex(s: &str) -> Vec<u8> {
@@ -459,28 +459,6 @@ fn an_expired_producers_empty_batch_goes() {
         2,
         "an expired producer's batch goes"
     );
-}
-
-#[test]
-fn transactional_batches_are_not_cleaned_yet() {
-    let fs = Arc::new(MemFs::new());
-    let mut log = open(fs, "/k/t-0", compact(&[]), 0);
-    log.append(&[rec(1, "a", "1")]).unwrap();
-    let mut b = BatchBuilder::new(0).producer(7, 0, 0).transactional(true);
-    b.append(0, 2, Some(b"a"), Some(b"2"), &[]).unwrap();
-    log.append_batch(RecordBatch::parse(b.build()).unwrap())
-        .unwrap();
-    log.roll().unwrap();
-    let before = contents(&log);
-    let log = Mutex::new(log);
-    let ltc = LogToClean::from_log(&log.lock(), None, 10).unwrap();
-    let err = cleaner(4096, "0.9")
-        .clean(&log, &ltc, 10, &|| Ok(()))
-        .unwrap_err();
-    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
-    assert!(err.to_string().contains("not supported yet"), "{err}");
-    assert!(err.to_string().contains("transactional"), "{err}");
-    assert_eq!(contents(&log.lock()), before);
 }
 
 #[test]

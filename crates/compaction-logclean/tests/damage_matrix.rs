@@ -9,10 +9,13 @@
 //!   the log is truncated at the first invalid batch, the report lists the
 //!   file, byte offset, bytes and first offset dropped, and the dropped
 //!   bytes are kept under the partition's `lost/`;
-//! * **rebuilt**: a derived file (`.index`, `.timeindex`) rebuilt from the
-//!   `.log`, byte for byte what it was, nothing lost; **kept**: a derived
-//!   file damaged in a way that loses nothing (a valid shorter index) is
-//!   used as it is;
+//! * **rebuilt**: a derived file (`.index`, `.timeindex`, `.txnindex`)
+//!   rebuilt from the `.log`, byte for byte what it was, nothing lost;
+//!   **kept**: a derived file damaged in a way that loses nothing (a valid
+//!   shorter index) is used as it is;
+//! * for a producer snapshot: **replayed** (a snapshot that does not
+//!   decode is removed and reported, and the state is replayed from the
+//!   log, exactly what it was);
 //! * for `cleaner-offset-checkpoint`: **offline** (Kafka's behaviour for a
 //!   file it cannot read: the data directory is not cleaned, the file is
 //!   kept as it is, the error names its line and byte offset) or **cleaned
@@ -27,7 +30,10 @@
 //! "the flushed segment" below) and an active segment whose first two
 //! batches were flushed (the recovery point) and whose last six were
 //! appended after that. The checkpoint cells use `t-0` and `u-0`, cleaned
-//! once, then appended to.
+//! once, then appended to. The transaction cells use a log of
+//! transactional producers (see [`build_txn_log`]): the `.txnindex` of
+//! its first segment (two aborted transactions) and the producer snapshot
+//! at its active segment's base.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,8 +43,8 @@ use lithify_compaction_logclean::checkpoint;
 use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
-use lithify_kafka_log::record::{BatchPrefix, SimpleRecord};
-use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
+use lithify_kafka_log::record::{BatchPrefix, SimpleRecord, TransactionResult};
+use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions, Producer, ProducerStateEntry};
 use lithify_vfs::{FileSystem, MemFs, OsFs, read_file, write_file_atomic};
 
 /// The files damaged.
@@ -54,6 +60,10 @@ enum Kind {
     TimeIndex,
     /// The data directory's `cleaner-offset-checkpoint`.
     CleanerCheckpoint,
+    /// The `.txnindex` of a flushed segment holding two aborts.
+    TxnIndex,
+    /// The producer snapshot at the active segment's base.
+    ProducerSnapshot,
 }
 
 /// What is done to the file.
@@ -93,6 +103,7 @@ enum Outcome {
     Kept,
     Offline,
     CleanedFromAnotherOffset,
+    Replayed,
 }
 
 const TS: i64 = 1_000_000;
@@ -219,6 +230,12 @@ fn units(kind: Kind, bytes: &[u8]) -> Vec<(usize, usize)> {
                 .map(|i| (i * size, i * size + size))
                 .collect()
         }
+        Kind::TxnIndex => (0..bytes.len() / 34)
+            .map(|i| (i * 34, i * 34 + 34))
+            .collect(),
+        Kind::ProducerSnapshot => (0..(bytes.len() - 10) / 46)
+            .map(|i| (10 + i * 46, 10 + i * 46 + 46))
+            .collect(),
         Kind::CleanerCheckpoint => {
             let mut out = Vec::new();
             let mut start = 0;
@@ -251,8 +268,9 @@ fn damaged(kind: Kind, damage: Damage, bytes: &[u8]) -> Option<Vec<u8>> {
         Damage::Empty => Some(Vec::new()),
         Damage::CutHeader => cut(match kind {
             Kind::FlushedLog | Kind::ActiveLog => 20,
-            Kind::OffsetIndex | Kind::TimeIndex => 2,
+            Kind::OffsetIndex | Kind::TimeIndex | Kind::TxnIndex => 2,
             Kind::CleanerCheckpoint => 1,
+            Kind::ProducerSnapshot => 5,
         }),
         Damage::CutFirst => cut(mid(first)),
         Damage::CutMiddle => cut(mid(middle)),
@@ -261,15 +279,20 @@ fn damaged(kind: Kind, damage: Damage, bytes: &[u8]) -> Option<Vec<u8>> {
         Damage::FlipHeader => match kind {
             // The first batch's magic byte: 2 becomes 0x82.
             Kind::FlushedLog | Kind::ActiveLog => flip(16, 7),
-            // The top of the first entry's relative offset or timestamp.
-            Kind::OffsetIndex | Kind::TimeIndex => flip(0, 6),
+            // The top of the first entry's relative offset or timestamp;
+            // a transaction entry's or a snapshot's version.
+            Kind::OffsetIndex | Kind::TimeIndex | Kind::TxnIndex | Kind::ProducerSnapshot => {
+                flip(0, 6)
+            }
             // The version: "0" becomes "1".
             Kind::CleanerCheckpoint => flip(0, 0),
         },
         Damage::FlipBody => match kind {
             Kind::FlushedLog | Kind::ActiveLog => flip(bytes.len() / 2, 4),
             // The lowest bit of the middle entry (a position, an offset).
-            Kind::OffsetIndex | Kind::TimeIndex => flip(middle.1 - 1, 0),
+            Kind::OffsetIndex | Kind::TimeIndex | Kind::ProducerSnapshot => flip(middle.1 - 1, 0),
+            // The sign of the middle entry's producer id.
+            Kind::TxnIndex => flip(middle.0 + 2, 7),
             // The last digit of an entry's offset: still a number, so the
             // file reads, with another offset.
             Kind::CleanerCheckpoint => flip(middle.1 - 2, 0),
@@ -348,6 +371,9 @@ fn run(fs: &Arc<dyn FileSystem>, root: &Path, kind: Kind, damage: Damage, outcom
         build_cleaned(fs, root);
         return run_checkpoint(fs, root, damage, outcome, &what);
     }
+    if matches!(kind, Kind::TxnIndex | Kind::ProducerSnapshot) {
+        return run_txn(fs, root, kind, damage, outcome, &what);
+    }
     let (before, bases) = build_log(fs, root, "t-0");
     assert_eq!(bases.len(), 3, "{what}");
     let (flushed, active) = (bases[1], bases[2]);
@@ -356,7 +382,7 @@ fn run(fs: &Arc<dyn FileSystem>, root: &Path, kind: Kind, damage: Damage, outcom
         Kind::ActiveLog => dir.join(file_name(active, FileKind::Log, Suffix::None)),
         Kind::OffsetIndex => dir.join(file_name(flushed, FileKind::Index, Suffix::None)),
         Kind::TimeIndex => dir.join(file_name(flushed, FileKind::TimeIndex, Suffix::None)),
-        Kind::CleanerCheckpoint => unreachable!(),
+        Kind::CleanerCheckpoint | Kind::TxnIndex | Kind::ProducerSnapshot => unreachable!(),
     };
     let segment_log = dir.join(file_name(
         if kind == Kind::ActiveLog {
@@ -487,7 +513,165 @@ fn run(fs: &Arc<dyn FileSystem>, root: &Path, kind: Kind, damage: Damage, outcom
                 assert_eq!(got, want, "{what}: from {offset}");
             }
         }
-        Outcome::Offline | Outcome::CleanedFromAnotherOffset => unreachable!("{what}"),
+        Outcome::Offline | Outcome::CleanedFromAnotherOffset | Outcome::Replayed => {
+            unreachable!("{what}")
+        }
+    }
+}
+
+/// What a `read_committed` reader sees, and the producers' state.
+type TxnView = (Vec<(i64, String)>, Vec<ProducerStateEntry>, Option<i64>);
+
+fn txn_view(log: &Log) -> lithify_kafka_log::Result<TxnView> {
+    let committed = log
+        .committed_records_from(log.log_start_offset())?
+        .map(|r| {
+            r.map(|r| {
+                (
+                    r.offset,
+                    String::from_utf8(r.key.unwrap().to_vec()).unwrap(),
+                )
+            })
+        })
+        .collect::<lithify_kafka_log::Result<_>>()?;
+    Ok((
+        committed,
+        log.producers().copied().collect(),
+        log.first_unstable_offset(),
+    ))
+}
+
+/// The transaction fixture `<root>/t-0`: a first segment with two aborted
+/// transactions (producers 1 and 2) and a committed one, a second with a
+/// committed transaction and plain records, an active segment with a
+/// transaction left open, flushed after its first batches. Returns what
+/// is read from it and the segments' base offsets.
+fn build_txn_log(fs: &Arc<dyn FileSystem>, root: &Path) -> (TxnView, Vec<i64>) {
+    let mut log = open(fs, &root.join("t-0")).unwrap();
+    let mut next = 0;
+    let producer = |id| Producer {
+        producer_id: id,
+        producer_epoch: 0,
+        base_sequence: 0,
+        transactional: true,
+    };
+    let txn = |log: &mut Log, id: i64, next: &mut i64| {
+        let recs: Vec<SimpleRecord> = (0..2)
+            .map(|_| {
+                *next += 1;
+                SimpleRecord::new(TS, format!("k{}", *next % 7), format!("v{next}"))
+            })
+            .collect();
+        log.append_as(&producer(id), &recs).unwrap();
+    };
+    let end = |log: &mut Log, id: i64, r: TransactionResult| {
+        log.append_end_txn_marker(id, 0, r, 0).unwrap();
+    };
+    append_batches(&mut log, 2, &mut next);
+    txn(&mut log, 1, &mut next);
+    txn(&mut log, 2, &mut next);
+    end(&mut log, 1, TransactionResult::Abort);
+    txn(&mut log, 3, &mut next);
+    end(&mut log, 3, TransactionResult::Commit);
+    end(&mut log, 2, TransactionResult::Abort);
+    log.roll().unwrap();
+    txn(&mut log, 2, &mut next);
+    append_batches(&mut log, 2, &mut next);
+    end(&mut log, 2, TransactionResult::Commit);
+    log.roll().unwrap();
+    append_batches(&mut log, 1, &mut next);
+    txn(&mut log, 4, &mut next);
+    log.flush().unwrap();
+    append_batches(&mut log, 3, &mut next);
+    let view = txn_view(&log).unwrap();
+    assert_eq!(log.segments().next().unwrap().aborted_txns().len(), 2);
+    let bases = log.segments().map(|s| s.base_offset()).collect();
+    drop(log);
+    (view, bases)
+}
+
+fn run_txn(
+    fs: &Arc<dyn FileSystem>,
+    root: &Path,
+    kind: Kind,
+    damage: Damage,
+    outcome: Outcome,
+    what: &str,
+) {
+    let dir = root.join("t-0");
+    let (before, bases) = build_txn_log(fs, root);
+    assert_eq!(bases.len(), 3, "{what}");
+    let target = match kind {
+        Kind::TxnIndex => dir.join(file_name(bases[0], FileKind::TxnIndex, Suffix::None)),
+        _ => dir.join(file_name(bases[2], FileKind::Snapshot, Suffix::None)),
+    };
+    let original = read_file(&**fs, &target).unwrap();
+    let bad = damaged(kind, damage, &original);
+    match &bad {
+        None => fs.remove_file(&target).unwrap(),
+        Some(b) => write_file_atomic(&**fs, &target, b).unwrap(),
+    }
+    let log = open(fs, &dir).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let report = log.recovery_report().clone();
+    assert!(report.truncations.is_empty(), "{what}: {report:?}");
+    match outcome {
+        Outcome::RefusedWhenRead => {
+            let err = txn_view(&log).expect_err(what);
+            assert!(err.is_corruption(), "{what}: {err}");
+            let seg0 = dir.join(file_name(bases[0], FileKind::Log, Suffix::None));
+            let (path, _) = err.file_offset().unwrap_or_else(|| panic!("{what}: {err}"));
+            assert_eq!(path, seg0, "{what}: {err}");
+            assert!(err.to_string().contains("lost entries"), "{what}: {err}");
+            // A cleaning round refuses too, changing nothing.
+            let mut log = log;
+            log.roll().unwrap();
+            let rolled = logs(&**fs, &dir);
+            let svc = cleaner(fs, TS + 10_000);
+            svc.add_log(shared_log(log)).unwrap();
+            let events = svc.clean_eligible_once().unwrap();
+            let failure = events
+                .iter()
+                .find(|e| e.is_failure())
+                .unwrap_or_else(|| panic!("{what}: {events:?}"))
+                .to_string();
+            assert!(
+                failure.contains(&seg0.display().to_string()) && failure.contains("byte offset"),
+                "{what}: {failure}"
+            );
+            same_files(&logs(&**fs, &dir), &rolled, what);
+        }
+        Outcome::Rebuilt | Outcome::Kept => {
+            let rebuilt = report
+                .rebuilt_indexes
+                .iter()
+                .any(|(b, why)| *b == bases[0] && why.contains(".txnindex"));
+            assert_eq!(rebuilt, outcome == Outcome::Rebuilt, "{what}: {report:?}");
+            let now = read_file(&**fs, &target).ok();
+            if outcome == Outcome::Rebuilt {
+                assert_eq!(now.as_deref(), Some(&original[..]), "{what}");
+            } else {
+                assert_eq!(now, bad, "{what}: kept as it is");
+            }
+            assert_eq!(txn_view(&log).unwrap(), before, "{what}");
+        }
+        Outcome::Replayed => {
+            assert_eq!(
+                report.dropped_snapshots.len(),
+                usize::from(bad.is_some()),
+                "{what}: {report:?}"
+            );
+            if bad.is_some() {
+                let name = target.file_name().unwrap().to_string_lossy().into_owned();
+                assert!(
+                    report.dropped_snapshots[0].contains(&name),
+                    "{what}: {report:?}"
+                );
+                assert!(!fs.exists(&target), "{what}: removed");
+            }
+            assert!(report.producer_state_replayed_from < bases[2], "{what}");
+            assert_eq!(txn_view(&log).unwrap(), before, "{what}");
+        }
+        _ => unreachable!("{what}"),
     }
 }
 
@@ -638,6 +822,30 @@ matrix! {
     checkpoint_bit_flip_in_body: CleanerCheckpoint FlipBody => CleanedFromAnotherOffset;
     checkpoint_bit_flip_in_footer: CleanerCheckpoint FlipFooter => CleanedFromAnotherOffset;
     checkpoint_random_bytes: CleanerCheckpoint Random => Offline;
+
+    txn_index_missing: TxnIndex Missing => RefusedWhenRead;
+    txn_index_empty: TxnIndex Empty => RefusedWhenRead;
+    txn_index_cut_in_header: TxnIndex CutHeader => Rebuilt;
+    txn_index_cut_in_first_entry: TxnIndex CutFirst => Rebuilt;
+    txn_index_cut_in_middle: TxnIndex CutMiddle => Rebuilt;
+    txn_index_cut_in_last_entry: TxnIndex CutLast => Rebuilt;
+    txn_index_cut_last_byte: TxnIndex CutLastByte => Rebuilt;
+    txn_index_bit_flip_in_header: TxnIndex FlipHeader => Rebuilt;
+    txn_index_bit_flip_in_body: TxnIndex FlipBody => Rebuilt;
+    txn_index_bit_flip_in_footer: TxnIndex FlipFooter => Kept;
+    txn_index_random_bytes: TxnIndex Random => Rebuilt;
+
+    producer_snapshot_missing: ProducerSnapshot Missing => Replayed;
+    producer_snapshot_empty: ProducerSnapshot Empty => Replayed;
+    producer_snapshot_cut_in_header: ProducerSnapshot CutHeader => Replayed;
+    producer_snapshot_cut_in_first_entry: ProducerSnapshot CutFirst => Replayed;
+    producer_snapshot_cut_in_middle: ProducerSnapshot CutMiddle => Replayed;
+    producer_snapshot_cut_in_last_entry: ProducerSnapshot CutLast => Replayed;
+    producer_snapshot_cut_last_byte: ProducerSnapshot CutLastByte => Replayed;
+    producer_snapshot_bit_flip_in_header: ProducerSnapshot FlipHeader => Replayed;
+    producer_snapshot_bit_flip_in_body: ProducerSnapshot FlipBody => Replayed;
+    producer_snapshot_bit_flip_in_footer: ProducerSnapshot FlipFooter => Replayed;
+    producer_snapshot_random_bytes: ProducerSnapshot Random => Replayed;
 }
 
 /// The matrix covers every file kind with every damage.
@@ -651,6 +859,8 @@ fn every_cell_is_in_the_matrix() {
         OffsetIndex,
         TimeIndex,
         CleanerCheckpoint,
+        TxnIndex,
+        ProducerSnapshot,
     ] {
         for damage in [
             Missing,
