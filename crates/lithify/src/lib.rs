@@ -134,10 +134,12 @@ pub mod log {
     pub use lithify_compaction_logclean::{
         CleanerConfig, CleanerEvent, CleanerStats, LogCleaner, LogCleanerManager, shared_log,
     };
+    pub use lithify_kafka_log::record::TransactionResult;
+    pub use lithify_kafka_log::txn_index::AbortedTxn;
     pub use lithify_kafka_log::{
-        AppendInfo, CleanupPolicy, Clock, CompressionType, Log, LogConfig, ManualClock,
-        OpenOptions, RecoveryPointSource, RecoveryReport, SegmentInfo, SimpleRecord, SystemClock,
-        TopicPartition, Truncation,
+        AppendInfo, CleanupPolicy, Clock, CommittedRecords, CompressionType, Log, LogConfig,
+        ManualClock, OpenOptions, Producer, ProducerStateEntry, RecoveryPointSource,
+        RecoveryReport, SegmentInfo, SimpleRecord, SystemClock, TopicPartition, Truncation,
     };
 }
 
