@@ -719,3 +719,179 @@ fn produce_and_clean_leave_trimmed_indexes() {
         "{rp}"
     );
 }
+
+/// `(offset, key, value)` of what a `read_committed` consumer reads from
+/// the log at `dir`, and its `read_uncommitted` record count.
+fn committed_view(dir: &Path) -> (Vec<(i64, String, Option<String>)>, usize) {
+    use lithify::log::{Log, LogConfig};
+    let mut config = LogConfig::default();
+    config.cleanup_policy.compact = true;
+    let log = Log::open(std::sync::Arc::new(OsFs), dir, config).unwrap();
+    let s = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+    let committed = log
+        .committed_records_from(log.log_start_offset())
+        .unwrap()
+        .map(|r| {
+            let r = r.unwrap();
+            (r.offset, s(&r.key.unwrap()), r.value.map(|v| s(&v)))
+        })
+        .collect();
+    let all = log.records_from(log.log_start_offset()).unwrap().count();
+    log.close().unwrap();
+    (committed, all)
+}
+
+#[test]
+fn transactional_logs_are_produced_dumped_and_cleaned_keeping_the_committed_view() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("txns-0");
+    let produced = ok(&[
+        "log",
+        "produce",
+        s(&log),
+        "--records",
+        "1500",
+        "--keys",
+        "40",
+        "--batch-size",
+        "6",
+        "--transactional",
+        "--abort-ratio",
+        "0.3",
+        "--producers",
+        "3",
+        "--now",
+        "1000000",
+        "--roll",
+        "--config",
+        "segment.bytes=12000",
+    ]);
+    assert!(
+        produced.contains("committed,") && produced.contains("aborted)"),
+        "{produced}"
+    );
+    assert!(produced.contains("of 3 producers"), "{produced}");
+    // kafka-dump-log's view: producer fields, markers, .txnindex entries,
+    // producer snapshots; and the indexes agree with the markers.
+    let dump = ok(&[
+        "log",
+        "dump",
+        s(&log),
+        "--records",
+        "--transaction-index-sanity-check",
+    ]);
+    assert!(
+        dump.contains("isTransactional: true isControl: true"),
+        "markers"
+    );
+    assert!(dump.contains("endTxnMarker: ABORT coordinatorEpoch: 0"));
+    assert!(dump.contains("endTxnMarker: COMMIT coordinatorEpoch: 0"));
+    assert!(dump.contains("version: 0 producerId: "), "txnindex entries");
+    assert!(dump.contains("currentTxnFirstOffset: None"), "snapshots");
+    assert!(dump.contains(" 0 problems"), "{dump}");
+    let (before, all_before) = committed_view(&log);
+    assert!(
+        before.len() < all_before,
+        "aborted records are not committed"
+    );
+    // What a clean leaves: each key's last committed record.
+    let mut last: BTreeMap<String, (i64, String, Option<String>)> = BTreeMap::new();
+    for r in &before {
+        last.insert(r.1.clone(), r.clone());
+    }
+    let mut want: Vec<_> = last.into_values().collect();
+    want.sort();
+
+    let report = ok(&["log", "clean", s(data), "--now", "2000000"]);
+    assert!(report.contains("cleaned log txns-0"), "{report}");
+    assert!(
+        report.contains("transactions: aborted batches removed"),
+        "{report}"
+    );
+    let (after, all_after) = committed_view(&log);
+    assert_eq!(after, want);
+    assert!(all_after < all_before);
+    let dump = ok(&["log", "dump", s(&log), "--transaction-index-sanity-check"]);
+    assert!(dump.contains(" 0 problems"), "{dump}");
+
+    // A day later (delete.retention.ms) the markers whose transactions
+    // are gone go too; the committed view does not change.
+    ok(&[
+        "log",
+        "produce",
+        s(&log),
+        "--records",
+        "30",
+        "--keys",
+        "40",
+        "--transactional",
+        "--seed",
+        "2",
+        "--now",
+        "3000000",
+        "--roll",
+    ]);
+    let markers = |dump: &str| dump.matches("endTxnMarker").count();
+    let markers_before = markers(&ok(&["log", "dump", s(&log), "--records"]));
+    let every_round = "min.cleanable.dirty.ratio=0.01";
+    ok(&[
+        "log",
+        "clean",
+        s(data),
+        "--now",
+        "3000000",
+        "--config",
+        every_round,
+    ]);
+    ok(&[
+        "log",
+        "produce",
+        s(&log),
+        "--records",
+        "5",
+        "--keys",
+        "40",
+        "--seed",
+        "3",
+        "--now",
+        "3000001",
+        "--roll",
+    ]);
+    let (before_late, _) = committed_view(&log);
+    let report = ok(&[
+        "log",
+        "clean",
+        s(data),
+        "--now",
+        "100000000",
+        "--config",
+        every_round,
+    ]);
+    assert!(report.contains("markers removed"), "{report}");
+    let markers_after = markers(&ok(&["log", "dump", s(&log), "--records"]));
+    assert!(
+        markers_after < markers_before,
+        "{markers_before} -> {markers_after}"
+    );
+    // Every key keeps its latest committed record; a tombstone may have
+    // gone past its horizon.
+    let (final_view, _) = committed_view(&log);
+    let latest = |v: &[(i64, String, Option<String>)]| {
+        let mut m: BTreeMap<String, (i64, Option<String>)> = BTreeMap::new();
+        for r in v {
+            m.insert(r.1.clone(), (r.0, r.2.clone()));
+        }
+        m
+    };
+    let (was, now) = (latest(&before_late), latest(&final_view));
+    for (k, (o, v)) in &was {
+        match v {
+            Some(_) => assert_eq!(now.get(k), Some(&(*o, v.clone())), "{k}"),
+            None => assert!(now.get(k).is_none_or(|n| n == &(*o, None)), "{k}"),
+        }
+    }
+    assert!(now.keys().all(|k| was.contains_key(k)));
+    let dump = ok(&["log", "dump", s(&log), "--transaction-index-sanity-check"]);
+    assert!(dump.contains(" 0 problems"), "{dump}");
+}

@@ -241,6 +241,40 @@ fn log_runs_survive_kills_and_verify() {
 }
 
 #[test]
+fn transactional_log_runs_survive_kills_and_verify() {
+    // Killed mid-transaction: the next run reads what a read_committed
+    // consumer reads (the open transaction left out), checks every
+    // .txnindex against the markers, aborts the open transaction and goes
+    // on.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let txn = ["--transactional", "--abort-percent", "30"];
+    let mut args = vec![
+        "stress",
+        "log",
+        s(&data),
+        "--records",
+        "2000",
+        "--seed",
+        "7",
+    ];
+    args.extend(SMALL_LOG);
+    args.extend(txn);
+    let out = ok(&args);
+    assert!(out.contains("verified 2 logs after a clean stop"), "{out}");
+    let mut long = vec!["stress", "log", s(&data), "--seed", "8", "--rate", "20000"];
+    long.extend(SMALL_LOG);
+    long.extend(txn);
+    kill_during_workload(&long, Duration::from_millis(400));
+    kill_during_workload(&long, Duration::from_millis(120));
+    let mut verify = vec!["stress", "log", s(&data), "--verify-only"];
+    verify.extend(txn);
+    let out = ok(&verify);
+    assert!(out.contains("verified 2 logs at the start"), "{out}");
+    ok(&args);
+}
+
+#[test]
 fn log_damage_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");

@@ -160,7 +160,7 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
     // One outcome per log, so the counts add up to the logs found.
     let uncleanable = svc.manager().uncleanable_partitions();
     let offline = svc.manager().offline_dirs();
-    let (mut cleaned, mut skipped, mut failed, mut not_eligible) = (0, 0, open_failures, 0);
+    let (mut cleaned, mut failed, mut not_eligible) = (0, open_failures, 0);
     for (tp, _) in &opened {
         let is = |f: &dyn Fn(&CleanerEvent) -> bool| events.iter().any(f);
         if is(&|e| matches!(e, CleanerEvent::Cleaned(r) if &r.topic_partition == tp)) {
@@ -173,23 +173,12 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
             })
         {
             failed += 1;
-        } else if is(
-            &|e| matches!(e, CleanerEvent::Skipped { topic_partition, .. } if topic_partition == tp),
-        ) {
-            skipped += 1;
         } else {
             not_eligible += 1;
         }
     }
     let total = opened.len() + open_failures;
-    let skipped_text = if skipped > 0 {
-        format!(", {skipped} skipped")
-    } else {
-        String::new()
-    };
-    println!(
-        "{cleaned} of {total} logs cleaned, {not_eligible} not eligible{skipped_text}, {failed} failed"
-    );
+    println!("{cleaned} of {total} logs cleaned, {not_eligible} not eligible, {failed} failed");
 
     // Close every log as Kafka does at a clean shutdown: synced, the
     // recovery point checkpointed, the active segment's indexes trimmed.

@@ -2,9 +2,15 @@
 //! does — every batch's header fields and CRC check, with `--records`
 //! every record.
 //!
-//! PATH may be a segment's `.log`, `.index` or `.timeindex`, a
-//! `cleaner-offset-checkpoint`, a log directory (every `.log`, in offset
-//! order) or a data directory (its checkpoint, then every log directory).
+//! PATH may be a segment's `.log`, `.index`, `.timeindex` or `.txnindex`,
+//! a producer `.snapshot`, a `cleaner-offset-checkpoint`, a log directory
+//! (every `.log` in offset order, each followed by its `.txnindex`, then
+//! the producer snapshots) or a data directory (its checkpoint, then every
+//! log directory). Batches show their producer fields and whether they are
+//! transactional or control batches; with `--records`, a control record
+//! shows its marker (`endTxnMarker: COMMIT coordinatorEpoch: 0`).
+//! `--transaction-index-sanity-check` checks every log directory's
+//! `.txnindex` files against its markers ([`txn_check`](super::txn_check)).
 //! Files are only read, never repaired. Damage (a batch failing its CRC, a
 //! broken header, trailing bytes that are not a batch) is printed where it
 //! is and makes the command fail with an error naming the file and byte
@@ -18,29 +24,44 @@ use lithify_compaction_logclean::checkpoint::FILE_NAME as CLEANER_CHECKPOINT;
 use lithify_kafka_log::FileBatches;
 use lithify_kafka_log::checkpoint::{self, TopicPartition};
 use lithify_kafka_log::naming::{self, FileKind, Suffix};
-use lithify_kafka_log::record::{RecordBatch, TimestampType};
+use lithify_kafka_log::record::{
+    ControlRecordType, EndTransactionMarker, RecordBatch, TimestampType,
+};
+use lithify_kafka_log::{producer_snapshot, txn_index};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, Error, IoSnafu, LogSnafu, Result, UsageSnafu};
+use crate::log::txn_check;
 
 /// Arguments of `log dump`.
 #[derive(Debug, Args)]
 pub(crate) struct DumpArgs {
-    /// A `.log`, `.index`, `.timeindex`, `cleaner-offset-checkpoint`, log
-    /// directory or data directory.
+    /// A `.log`, `.index`, `.timeindex`, `.txnindex`, `.snapshot`,
+    /// `cleaner-offset-checkpoint`, log directory or data directory.
     pub path: PathBuf,
     /// Print every record of every batch (kafka-dump-log's
     /// `--print-data-log`).
     #[arg(long, alias = "print-data-log")]
     pub records: bool,
+    /// Check every log directory's `.txnindex` files against its COMMIT
+    /// and ABORT markers.
+    #[arg(long)]
+    pub transaction_index_sanity_check: bool,
 }
 
 /// Runs `log dump`.
 pub(crate) fn run(a: DumpArgs) -> Result<()> {
     let fs = OsFs;
     if fs.is_dir(&a.path) {
-        return dump_dir(&fs, &a.path, a.records);
+        return dump_dir(&fs, &a.path, a.records, a.transaction_index_sanity_check);
+    }
+    if a.transaction_index_sanity_check {
+        return UsageSnafu {
+            message: "--transaction-index-sanity-check checks a log directory or a data directory"
+                .to_string(),
+        }
+        .fail();
     }
     if !fs.exists(&a.path) {
         return UsageSnafu {
@@ -60,21 +81,39 @@ fn list(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool) -> Result<()> {
+fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) -> Result<()> {
     let names = list(fs, dir)?;
-    let logs: Vec<&String> = names
-        .iter()
-        .filter(|n| {
-            naming::parse(n).is_some_and(|p| p.kind == FileKind::Log && p.suffix == Suffix::None)
-        })
-        .collect();
+    let of_kind = |kind: FileKind| -> Vec<&String> {
+        names
+            .iter()
+            .filter(|n| {
+                naming::parse(n).is_some_and(|p| p.kind == kind && p.suffix == Suffix::None)
+            })
+            .collect()
+    };
+    let logs = of_kind(FileKind::Log);
     if !logs.is_empty() {
         let mut first_error = None;
-        for name in logs {
-            if let Err(e) = dump_log(fs, &dir.join(name), records) {
+        let mut note = |r: Result<()>| {
+            if let Err(e) = r {
                 eprintln!("error: {e}");
                 first_error.get_or_insert(e);
             }
+        };
+        for name in logs {
+            note(dump_log(fs, &dir.join(name), records));
+            if let Some(base) = naming::offset_from_file_name(name) {
+                let txn = dir.join(naming::file_name(base, FileKind::TxnIndex, Suffix::None));
+                if fs.exists(&txn) {
+                    note(dump_txn_index(fs, &txn));
+                }
+            }
+        }
+        for name in of_kind(FileKind::Snapshot) {
+            note(dump_snapshot(fs, &dir.join(name)));
+        }
+        if check_txns {
+            note(sanity_check(fs, dir));
         }
         return first_error.map_or(Ok(()), Err);
     }
@@ -93,7 +132,7 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool) -> Result<()> {
         let sub = dir.join(name);
         if fs.is_dir(&sub) && TopicPartition::from_dir_name(name).is_some() {
             found = true;
-            if let Err(e) = dump_dir(fs, &sub, records) {
+            if let Err(e) = dump_dir(fs, &sub, records, check_txns) {
                 first_error.get_or_insert(e);
             }
         }
@@ -125,9 +164,11 @@ fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
         Some(FileKind::Log) => dump_log(fs, path, records),
         Some(FileKind::Index) => dump_index(fs, path, 8),
         Some(FileKind::TimeIndex) => dump_index(fs, path, 12),
+        Some(FileKind::TxnIndex) => dump_txn_index(fs, path),
+        Some(FileKind::Snapshot) => dump_snapshot(fs, path),
         _ => UsageSnafu {
             message: format!(
-                "{} is not a .log, .index, .timeindex, cleaner-offset-checkpoint or recovery-point-offset-checkpoint file",
+                "{} is not a .log, .index, .timeindex, .txnindex, .snapshot, cleaner-offset-checkpoint or recovery-point-offset-checkpoint file",
                 path.display()
             ),
         }
@@ -146,6 +187,78 @@ fn dump_checkpoint(fs: &dyn FileSystem, path: &Path) -> Result<()> {
     };
     for (tp, offset) in entries {
         println!("partition: {tp} {what}: {offset}");
+    }
+    Ok(())
+}
+
+/// A `.txnindex`, as kafka-dump-log prints a `TransactionIndex`.
+fn dump_txn_index(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    println!("Dumping {}", path.display());
+    let base = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(naming::offset_from_file_name)
+        .unwrap_or(0);
+    let bytes = lithify_vfs::read_file(fs, path).context(IoSnafu {
+        action: "read",
+        path,
+    })?;
+    for t in txn_index::decode(path, base, &bytes).context(LogSnafu)? {
+        println!(
+            "version: 0 producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
+            t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset
+        );
+    }
+    Ok(())
+}
+
+/// A producer `.snapshot`, as kafka-dump-log prints one.
+fn dump_snapshot(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    println!("Dumping {}", path.display());
+    let bytes = lithify_vfs::read_file(fs, path).context(IoSnafu {
+        action: "read",
+        path,
+    })?;
+    for e in producer_snapshot::decode(path, &bytes).context(LogSnafu)? {
+        let txn = e
+            .current_txn_first_offset
+            .map_or("None".to_string(), |o| format!("Some({o})"));
+        let batch = e.last_batch.map_or(String::new(), |b| {
+            format!(
+                " lastSequence: {} lastOffset: {} offsetDelta: {}",
+                b.last_sequence, b.last_offset, b.offset_delta
+            )
+        });
+        println!(
+            "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: {txn} lastTimestamp: {}{batch}",
+            e.producer_id, e.producer_epoch, e.coordinator_epoch, e.last_timestamp
+        );
+    }
+    Ok(())
+}
+
+/// `--transaction-index-sanity-check` of one log directory.
+fn sanity_check(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let check = txn_check::check_dir(fs, dir)?;
+    for p in &check.problems {
+        println!("{p}");
+    }
+    println!(
+        "Transaction index sanity check of {}: {} entries, {} aborted transactions with data, {} problems",
+        dir.display(),
+        check.entries,
+        check.aborted_with_data,
+        check.problems.len()
+    );
+    if let Some(first) = check.problems.first() {
+        return DamagedSnafu {
+            path: dir,
+            message: format!(
+                "its transaction indexes disagree with its markers in {} places, the first: {first}",
+                check.problems.len()
+            ),
+        }
+        .fail();
     }
     Ok(())
 }
@@ -315,6 +428,36 @@ fn print_records(b: &RecordBatch) -> Result<(), Error> {
         TimestampType::LogAppendTime => "LogAppendTime",
     };
     for r in b.records().context(LogSnafu)? {
+        if b.is_control() {
+            let key = r.key.as_deref().unwrap_or_default();
+            let value = r.value.as_deref().unwrap_or_default();
+            let what = match ControlRecordType::parse_key(key) {
+                Ok(t @ (ControlRecordType::Abort | ControlRecordType::Commit)) => {
+                    match EndTransactionMarker::parse(value) {
+                        Ok(m) => format!(
+                            "endTxnMarker: {} coordinatorEpoch: {}",
+                            if t == ControlRecordType::Abort {
+                                "ABORT"
+                            } else {
+                                "COMMIT"
+                            },
+                            m.coordinator_epoch
+                        ),
+                        Err(e) => format!("endTxnMarker: unreadable ({e})"),
+                    }
+                }
+                Ok(t) => format!("controlType: {t:?}({})", t.id()),
+                Err(e) => format!("controlType: unreadable ({e})"),
+            };
+            println!(
+                "| offset: {} {ts_kind}: {} keySize: {} valueSize: {} sequence: -1 headerKeys: [] {what}",
+                r.offset,
+                r.timestamp,
+                key.len(),
+                r.value.as_ref().map_or(-1, |v| v.len() as i64)
+            );
+            continue;
+        }
         let sequence = if b.base_sequence() < 0 {
             -1
         } else {

@@ -1,10 +1,12 @@
 //! `lithify log ...`: Kafka-format logs and their cleaner.
 //!
 //! * `produce LOG_DIR`: append a synthetic keyed workload (overwrites and
-//!   tombstones) to a log (a directory named `<topic>-<partition>`);
-//! * `dump PATH`: print a `.log`, `.index`, `.timeindex`, a
-//!   `cleaner-offset-checkpoint`, a log directory or a data directory, as
-//!   `kafka-dump-log` does;
+//!   tombstones) to a log (a directory named `<topic>-<partition>`), with
+//!   `--transactional` in transactions of interleaved producers, some
+//!   aborted;
+//! * `dump PATH`: print a `.log`, `.index`, `.timeindex`, `.txnindex`,
+//!   producer `.snapshot`, a `cleaner-offset-checkpoint`, a log directory
+//!   or a data directory, as `kafka-dump-log` does;
 //! * `clean DATA_DIR`: one cleaning round for each eligible log of a data
 //!   directory, with Kafka's settings by their Kafka names;
 //! * `bench`: cleaning throughput, and its ratio to copying the same bytes.
@@ -17,6 +19,7 @@ mod clean;
 mod dump;
 mod produce;
 pub(crate) mod settings;
+pub(crate) mod txn_check;
 mod workload;
 
 use clap::Subcommand;

@@ -1,11 +1,19 @@
 //! `lithify log produce LOG_DIR`: append a synthetic workload.
+//!
+//! With `--transactional` the batches are written by `--producers`
+//! transactional producers (ids 1 to N), interleaved at random, each in
+//! transactions of 1 to `--txn-batches` batches ended by a COMMIT marker
+//! or, with probability `--abort-ratio`, an ABORT marker (as a transaction
+//! coordinator writes them). Every transaction is ended before the command
+//! exits; one a crashed earlier run left open is aborted first.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
 use lithify_kafka_log::TopicPartition;
-use lithify_kafka_log::{Clock, Log, ManualClock, OpenOptions, SystemClock};
+use lithify_kafka_log::record::TransactionResult;
+use lithify_kafka_log::{Clock, Log, ManualClock, OpenOptions, Producer, SystemClock};
 use lithify_vfs::OsFs;
 use snafu::ResultExt as _;
 
@@ -46,6 +54,20 @@ pub(crate) struct ProduceArgs {
     /// Roll the active segment at the end, so every record is cleanable.
     #[arg(long)]
     pub roll: bool,
+    /// Write the batches in transactions of interleaved transactional
+    /// producers, some aborted.
+    #[arg(long)]
+    pub transactional: bool,
+    /// With `--transactional`: the share of transactions aborted (0 to 1).
+    #[arg(long, default_value_t = 0.2)]
+    pub abort_ratio: f64,
+    /// With `--transactional`: the producers (ids 1 to N).
+    #[arg(long, default_value_t = 3)]
+    pub producers: u32,
+    /// With `--transactional`: batches per transaction at most (each has 1
+    /// to N).
+    #[arg(long, default_value_t = 4)]
+    pub txn_batches: u32,
     /// A log setting by its Kafka name, e.g. `segment.bytes=1048576`
     /// (repeatable).
     #[arg(long = "config", value_name = "NAME=VALUE")]
@@ -57,6 +79,14 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
     if a.batch_size == 0 || a.keys == 0 {
         return UsageSnafu {
             message: "--batch-size and --keys must be at least 1".to_string(),
+        }
+        .fail();
+    }
+    if !(0.0..=1.0).contains(&a.abort_ratio) || a.producers == 0 || a.txn_batches == 0 {
+        return UsageSnafu {
+            message:
+                "--abort-ratio must be between 0 and 1, --producers and --txn-batches at least 1"
+                    .to_string(),
         }
         .fail();
     }
@@ -97,6 +127,10 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
     let mut batch = Vec::with_capacity(a.batch_size);
     let mut tombstones = 0u64;
     let mut ts = start;
+    let mut txns = a
+        .transactional
+        .then(|| Transactions::start(&mut log, a.producers))
+        .transpose()?;
     for i in 0..a.records {
         let r = workload.record(&mut rng, ts);
         tombstones += u64::from(r.value.is_none());
@@ -104,10 +138,28 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
         ts = ts.saturating_add(a.time_step_ms);
         if batch.len() == a.batch_size || i + 1 == a.records {
             clock.set(ts);
-            log.append(&batch).context(LogSnafu)?;
+            match &mut txns {
+                None => {
+                    log.append(&batch).context(LogSnafu)?;
+                }
+                Some(t) => t.append(&mut log, &mut rng, &a, &batch)?,
+            }
             batch.clear();
         }
     }
+    let txn_text = match &mut txns {
+        None => String::new(),
+        Some(t) => {
+            t.end_all(&mut log, &mut rng, a.abort_ratio)?;
+            format!(
+                " in {} transactions ({} committed, {} aborted) of {} producers",
+                t.committed + t.aborted,
+                t.committed,
+                t.aborted,
+                a.producers
+            )
+        }
+    };
     if a.roll {
         log.roll().context(LogSnafu)?;
     }
@@ -117,7 +169,7 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
     // point checkpointed.
     log.close().context(LogSnafu)?;
     println!(
-        "produced {} records ({} tombstones, {} keys) at offsets {}..{} of {}; the log has {} segments, {} bytes",
+        "produced {} records ({} tombstones, {} keys){txn_text} at offsets {}..{} of {}; the log has {} segments, {} bytes",
         a.records,
         tombstones,
         a.keys,
@@ -128,4 +180,106 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
         segments.iter().map(|s| s.size).sum::<u64>()
     );
     Ok(())
+}
+
+/// The transactional producers of `--transactional`.
+struct Transactions {
+    producers: Vec<TxnProducer>,
+    committed: u64,
+    aborted: u64,
+}
+
+struct TxnProducer {
+    producer: Producer,
+    /// Batches left in its open transaction (0: none open).
+    left: u32,
+}
+
+impl Transactions {
+    /// Producers 1..=n, continuing the epochs and sequences the log knows;
+    /// a transaction an earlier run left open is aborted, as a coordinator
+    /// aborts the transaction of a producer that went away.
+    fn start(log: &mut Log, n: u32) -> Result<Self> {
+        let mut producers = Vec::new();
+        for id in 1..=i64::from(n) {
+            let known = log.producers().find(|p| p.producer_id == id).copied();
+            let epoch = known.map_or(0, |p| p.producer_epoch.max(0));
+            if known.is_some_and(|p| p.current_txn_first_offset.is_some()) {
+                log.append_end_txn_marker(id, epoch, TransactionResult::Abort, 0)
+                    .context(LogSnafu)?;
+            }
+            let next_sequence = known
+                .and_then(|p| p.last_batch)
+                .map_or(0, |b| b.last_sequence.wrapping_add(1).max(0));
+            producers.push(TxnProducer {
+                producer: Producer {
+                    producer_id: id,
+                    producer_epoch: epoch,
+                    base_sequence: next_sequence,
+                    transactional: true,
+                },
+                left: 0,
+            });
+        }
+        Ok(Transactions {
+            producers,
+            committed: 0,
+            aborted: 0,
+        })
+    }
+
+    /// Appends `batch` for a producer picked at random, opening and
+    /// ending its transactions.
+    fn append(
+        &mut self,
+        log: &mut Log,
+        rng: &mut Rng,
+        a: &ProduceArgs,
+        batch: &[lithify_kafka_log::SimpleRecord],
+    ) -> Result<()> {
+        let i = rng.below(self.producers.len() as u64) as usize;
+        let p = &mut self.producers[i];
+        if p.left == 0 {
+            p.left = 1 + rng.below(u64::from(a.txn_batches)) as u32;
+        }
+        log.append_as(&p.producer, batch).context(LogSnafu)?;
+        p.producer.base_sequence = p
+            .producer
+            .base_sequence
+            .wrapping_add(batch.len() as i32)
+            .max(0);
+        p.left -= 1;
+        if p.left == 0 {
+            self.end(log, rng, i, a.abort_ratio)?;
+        }
+        Ok(())
+    }
+
+    /// Ends producer `i`'s transaction: ABORT with probability `ratio`.
+    fn end(&mut self, log: &mut Log, rng: &mut Rng, i: usize, ratio: f64) -> Result<()> {
+        let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let abort = unit < ratio;
+        let result = if abort {
+            self.aborted += 1;
+            TransactionResult::Abort
+        } else {
+            self.committed += 1;
+            TransactionResult::Commit
+        };
+        let p = &mut self.producers[i];
+        p.left = 0;
+        log.append_end_txn_marker(p.producer.producer_id, p.producer.producer_epoch, result, 0)
+            .context(LogSnafu)?;
+        Ok(())
+    }
+
+    /// Ends every open transaction.
+    fn end_all(&mut self, log: &mut Log, rng: &mut Rng, ratio: f64) -> Result<()> {
+        for i in 0..self.producers.len() {
+            if self.producers[i].left > 0 {
+                self.end(log, rng, i, ratio)?;
+            }
+        }
+        Ok(())
+    }
 }

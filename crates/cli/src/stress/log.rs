@@ -12,6 +12,17 @@
 //! partition appends batches of `log produce`-style keyed records (uniform
 //! keys, a share of tombstones) whose values are a function of key and
 //! offset, while the cleaner threads clean. Cleaner failures end the run.
+//!
+//! With `--transactional` each producer is a transactional producer (id
+//! `partition + 1`): its batches form transactions of 1 to
+//! `--txn-batches` batches, each ended by a COMMIT marker or, for
+//! `--abort-percent` of them, an ABORT marker. The logs are then read as a
+//! `read_committed` consumer reads them (undecided and aborted records
+//! left out), every `.txnindex` is checked against the markers
+//! ([`txn_check`]), and a transaction a killed run left open is aborted
+//! when the next run starts, as a transaction coordinator aborts the
+//! transaction of a producer that went away. Every run of a data
+//! directory must use the same mode.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -24,8 +35,8 @@ use clap::Args;
 use lithify_compaction_logclean::checkpoint;
 use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, SharedLog, shared_log};
 use lithify_kafka_log::TopicPartition;
-use lithify_kafka_log::record::SimpleRecord;
-use lithify_kafka_log::{Clock, Log, LogConfig, OpenOptions, SystemClock};
+use lithify_kafka_log::record::{SimpleRecord, TransactionResult};
+use lithify_kafka_log::{Clock, Log, LogConfig, OpenOptions, Producer as TxnProducer, SystemClock};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
@@ -36,6 +47,7 @@ use super::log_expected::{
 };
 use crate::error::{CleanerSnafu, IoSnafu, LogSnafu, Result, StressFailedSnafu, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
+use crate::log::txn_check;
 use crate::rng::Rng;
 
 /// Arguments of `stress log`.
@@ -97,6 +109,17 @@ pub(crate) struct LogStressArgs {
     /// Only recover and verify the logs, then exit.
     #[arg(long)]
     pub verify_only: bool,
+    /// Append in transactions (COMMIT or ABORT markers) and verify what a
+    /// `read_committed` consumer reads.
+    #[arg(long)]
+    pub transactional: bool,
+    /// With `--transactional`: percent of transactions aborted.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub abort_percent: u8,
+    /// With `--transactional`: batches per transaction at most (each has 1
+    /// to N).
+    #[arg(long, default_value_t = 4)]
+    pub txn_batches: u64,
 }
 
 fn failed<T>(message: String) -> Result<T> {
@@ -192,7 +215,14 @@ pub(crate) fn run(a: LogStressArgs) -> Result<()> {
         )?
     };
 
-    let logs = open_and_verify(&a.data_dir, &log_config, &mut state, seed, "at the start")?;
+    let logs = open_and_verify(
+        &a.data_dir,
+        &log_config,
+        &mut state,
+        seed,
+        a.transactional,
+        "at the start",
+    )?;
     if a.verify_only {
         return Ok(());
     }
@@ -312,6 +342,7 @@ pub(crate) fn run(a: LogStressArgs) -> Result<()> {
         &log_config,
         &mut state,
         seed,
+        a.transactional,
         "after a clean stop",
     )?;
     Ok(())
@@ -324,6 +355,7 @@ fn open_and_verify(
     config: &LogConfig,
     state: &mut LogExpected,
     seed: u64,
+    transactional: bool,
     when: &str,
 ) -> Result<Vec<SharedLog>> {
     let started = Instant::now();
@@ -357,17 +389,21 @@ fn open_and_verify(
             }
         };
         let end = log.log_end_offset();
+        let start = log.log_start_offset();
+        let read: Vec<lithify_kafka_log::Result<lithify_kafka_log::record::Record>> =
+            if transactional {
+                match log.committed_records_from(start) {
+                    Ok(i) => i.collect(),
+                    Err(e) => vec![Err(e)],
+                }
+            } else {
+                match log.records_from(start) {
+                    Ok(i) => i.collect(),
+                    Err(e) => vec![Err(e)],
+                }
+            };
         let mut records = Vec::new();
-        let iter = match log.records_from(log.log_start_offset()) {
-            Ok(i) => i,
-            Err(e) => {
-                return failed(format!(
-                    "the log {} cannot be read {when} (seed {seed}): {e}",
-                    dir.display()
-                ));
-            }
-        };
-        for r in iter {
+        for r in read {
             match r {
                 Ok(r) => records.push((
                     r.offset,
@@ -381,6 +417,15 @@ fn open_and_verify(
                     ));
                 }
             }
+        }
+        if transactional {
+            let check = txn_check::check_dir(&*fs, &dir)?;
+            failures.extend(
+                check
+                    .problems
+                    .into_iter()
+                    .map(|p| format!("{}: {p}", dir.display())),
+            );
         }
         let mut part_failures = Vec::new();
         let found = latest_records(
@@ -464,6 +509,11 @@ impl Producer<'_> {
         let started = Instant::now();
         let mut records_done = 0u64;
         let mut batch_no = 0u64;
+        let mut txn = if a.transactional {
+            Some(self.begin_transactions(p, &mut part, &mut w)?)
+        } else {
+            None
+        };
         while records_done < a.records
             && !self.stop.load(Ordering::Relaxed)
             && self.deadline.is_none_or(|d| Instant::now() < d)
@@ -496,14 +546,30 @@ impl Producer<'_> {
                 });
                 last.insert(k, (offset, tomb));
             }
-            // Pending first: the head, then each key.
+            // Pending first: the head, then each key (in a transaction,
+            // the keys wait for its COMMIT marker).
             part.pending_end = base + n as i64;
             w.write_head(&part)?;
-            for (&k, &l) in &last {
-                part.keys[k as usize].pending = Some(l);
-                w.write_key(k, &part.keys[k as usize])?;
+            if txn.is_none() {
+                for (&k, &l) in &last {
+                    part.keys[k as usize].pending = Some(l);
+                    w.write_key(k, &part.keys[k as usize])?;
+                }
             }
-            let info = self.log.lock().append(&batch).context(LogSnafu)?;
+            let info = match &mut txn {
+                None => self.log.lock().append(&batch),
+                Some(t) => {
+                    if t.left == 0 {
+                        t.left = 1 + rng.uniform(a.txn_batches.max(1));
+                    }
+                    let appended = self.log.lock().append_as(&t.producer, &batch);
+                    t.producer.base_sequence =
+                        t.producer.base_sequence.wrapping_add(n as i32).max(0);
+                    t.last.extend(last.iter().map(|(k, l)| (*k, *l)));
+                    appended
+                }
+            }
+            .context(LogSnafu)?;
             if info.first_offset != base || info.last_offset != base + n as i64 - 1 {
                 return failed(format!(
                     "partition {p}: an append at {base} of {n} records got offsets {}..={} \
@@ -514,10 +580,19 @@ impl Producer<'_> {
             // Acknowledged: the head, then each key.
             part.acked_end = part.pending_end;
             w.write_head(&part)?;
-            for &k in last.keys() {
-                let s = &mut part.keys[k as usize];
-                s.acked = s.pending.take();
-                w.write_key(k, s)?;
+            if txn.is_none() {
+                for &k in last.keys() {
+                    let s = &mut part.keys[k as usize];
+                    s.acked = s.pending.take();
+                    w.write_key(k, s)?;
+                }
+            }
+            if let Some(t) = &mut txn {
+                t.left -= 1;
+                if t.left == 0 {
+                    let abort = rng.uniform(100) < u64::from(a.abort_percent);
+                    self.end_transaction(t, abort, &mut part, &mut w)?;
+                }
             }
             records_done += n;
             appended.fetch_add(n, Ordering::Relaxed);
@@ -532,6 +607,108 @@ impl Producer<'_> {
                 }
             }
         }
+        // A run that stops cleanly leaves no transaction open.
+        if let Some(t) = &mut txn
+            && t.left > 0
+        {
+            let abort = rng.uniform(100) < u64::from(a.abort_percent);
+            self.end_transaction(t, abort, &mut part, &mut w)?;
+        }
         Ok(records_done)
     }
+
+    /// Partition `p`'s transactional producer; a transaction an earlier
+    /// (killed) run left open is aborted first, as a coordinator aborts it.
+    fn begin_transactions(
+        &self,
+        p: usize,
+        part: &mut PartitionState,
+        w: &mut super::log_expected::PartitionWriter,
+    ) -> Result<Transaction> {
+        let id = p as i64 + 1;
+        let (known, open) = {
+            let log = self.log.lock();
+            let known = log.producers().find(|e| e.producer_id == id).copied();
+            (
+                known,
+                known.is_some_and(|e| e.current_txn_first_offset.is_some()),
+            )
+        };
+        let mut t = Transaction {
+            producer: TxnProducer {
+                producer_id: id,
+                producer_epoch: known.map_or(0, |e| e.producer_epoch.max(0)),
+                base_sequence: known
+                    .and_then(|e| e.last_batch)
+                    .map_or(0, |b| b.last_sequence.wrapping_add(1).max(0)),
+                transactional: true,
+            },
+            left: 0,
+            last: BTreeMap::new(),
+        };
+        if open {
+            let at = part.acked_end;
+            self.end_transaction(&mut t, true, part, w)?;
+            println!("stress: aborted the transaction producer {id} left open, at offset {at}");
+        }
+        Ok(t)
+    }
+
+    /// Appends the marker ending `t`: with a COMMIT, its records are in
+    /// flight with the marker, so the expected state takes them exactly
+    /// when the marker made it.
+    fn end_transaction(
+        &self,
+        t: &mut Transaction,
+        abort: bool,
+        part: &mut PartitionState,
+        w: &mut super::log_expected::PartitionWriter,
+    ) -> Result<()> {
+        let base = self.log.lock().log_end_offset();
+        part.pending_end = base + 1;
+        w.write_head(part)?;
+        if !abort {
+            for (&k, &l) in &t.last {
+                part.keys[k as usize].pending = Some(l);
+                w.write_key(k, &part.keys[k as usize])?;
+            }
+        }
+        let result = if abort {
+            TransactionResult::Abort
+        } else {
+            TransactionResult::Commit
+        };
+        let info = self
+            .log
+            .lock()
+            .append_end_txn_marker(t.producer.producer_id, t.producer.producer_epoch, result, 0)
+            .context(LogSnafu)?;
+        if info.first_offset != base {
+            return failed(format!(
+                "a transaction marker for offset {base} went to offset {}",
+                info.first_offset
+            ));
+        }
+        part.acked_end = part.pending_end;
+        w.write_head(part)?;
+        if !abort {
+            for &k in t.last.keys() {
+                let s = &mut part.keys[k as usize];
+                s.acked = s.pending.take();
+                w.write_key(k, s)?;
+            }
+        }
+        t.left = 0;
+        t.last.clear();
+        Ok(())
+    }
+}
+
+/// A partition's transactional producer and its open transaction.
+struct Transaction {
+    producer: TxnProducer,
+    /// Batches left in the open transaction (0: none open).
+    left: u64,
+    /// Each key's last record in the open transaction.
+    last: BTreeMap<u64, (i64, bool)>,
 }

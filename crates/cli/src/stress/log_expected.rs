@@ -6,8 +6,10 @@
 //! of their offsets, and an append is one batch: after a crash the log ends
 //! at some offset `R` between the acknowledged end and the end of the
 //! append in flight, and every record below `R` was appended. A key's
-//! latest record is then known exactly: the record in flight if its offset
-//! is below `R`, else the acknowledged one. The check ([`check_partition`])
+//! latest record is then known exactly: the record in flight if the append
+//! made it (`R` is its end), else the acknowledged one. In a transactional
+//! run (read with `read_committed`) the records of a transaction are in
+//! flight with its COMMIT marker, the append that decides them. The check ([`check_partition`])
 //! is exact: a live key's latest record is there with its value and offset;
 //! a key whose latest record is a tombstone keeps the tombstone or, once
 //! the cleaner removed it past the delete horizon, nothing — never an older
@@ -290,7 +292,7 @@ pub(crate) fn check_partition(
     }
     for (k, s) in part.keys.iter().enumerate() {
         let k = k as u64;
-        let want = s.expected(end);
+        let want = s.expected(end, part.pending_end);
         let got = found.get(&k).copied();
         let ok = match want {
             None => got.is_none(),
@@ -321,8 +323,9 @@ pub(crate) fn check_partition(
 /// After a check passed: the partition restarts from the log's end, every
 /// key's latest record known and nothing in flight.
 pub(crate) fn resolve_partition(part: &mut PartitionState, end: i64) {
+    let pending_end = part.pending_end;
     for s in &mut part.keys {
-        s.acked = s.expected(end);
+        s.acked = s.expected(end, pending_end);
         s.pending = None;
     }
     part.acked_end = end;

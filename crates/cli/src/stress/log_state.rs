@@ -21,10 +21,15 @@ pub(crate) struct LogKeyState {
 }
 
 impl LogKeyState {
-    /// The key's latest record if the log ends at `end`.
-    pub(crate) fn expected(&self, end: i64) -> Latest {
+    /// The key's latest record if the log ends at `end` and the append in
+    /// flight ended at `pending_end`: the append's record when the append
+    /// made it (the log reaches its end), else the acknowledged one. For a
+    /// plain batch that is "the record's offset is below `end`"; for a
+    /// transaction the append in flight is its COMMIT marker, which decides
+    /// every record of the transaction at once.
+    pub(crate) fn expected(&self, end: i64, pending_end: i64) -> Latest {
         match self.pending {
-            Some((offset, _)) if offset < end => self.pending,
+            Some(_) if end >= pending_end => self.pending,
             _ => self.acked,
         }
     }
@@ -111,8 +116,11 @@ mod tests {
             acked: Some((10, false)),
             pending: Some((20, true)),
         };
-        assert_eq!(s.expected(20), Some((10, false)));
-        assert_eq!(s.expected(21), Some((20, true)));
+        assert_eq!(s.expected(20, 21), Some((10, false)));
+        assert_eq!(s.expected(21, 21), Some((20, true)));
+        // A transaction's record (at 20) counts only with its marker (21).
+        assert_eq!(s.expected(21, 22), Some((10, false)));
+        assert_eq!(s.expected(22, 22), Some((20, true)));
         assert_eq!(LogKeyState::decode(&s.encode()), Some(s));
         let empty = LogKeyState::default();
         assert_eq!(LogKeyState::decode(&empty.encode()), Some(empty));
