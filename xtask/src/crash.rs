@@ -2,7 +2,10 @@
 //! runs `db_stress`.
 //!
 //! * `--kills N`: `lithify stress db` (engine) and `lithify stress log`
-//!   (log cleaner) run in a child process with options drawn per run, and
+//!   (log cleaner; with `--transactional`, or as the `log-txn` target, its
+//!   transactional mode: transactions, some aborted, read as a
+//!   `read_committed` consumer reads them, every `.txnindex` checked against
+//!   the markers) run in a child process with options drawn per run, and
 //!   are SIGKILLed at a random moment — most often while the workload runs
 //!   (flushes, compactions and cleaning rounds in progress), sometimes
 //!   before it starts (during recovery or verification). Each run begins by
@@ -55,6 +58,8 @@ impl Rng {
 enum Target {
     Engine,
     Log,
+    /// `lithify stress log --transactional`.
+    TxnLog,
 }
 
 impl Target {
@@ -62,6 +67,7 @@ impl Target {
         match self {
             Target::Engine => "engine",
             Target::Log => "log",
+            Target::TxnLog => "log-txn",
         }
     }
 }
@@ -72,6 +78,7 @@ pub(crate) fn crash(args: &[String]) -> Result {
     let mut seed = None;
     let mut targets = vec![Target::Engine, Target::Log];
     let mut dev = false;
+    let mut transactional = false;
     let mut it = args.iter();
     let number = |flag: &str, v: Option<&String>| -> Result<u64> {
         let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
@@ -83,20 +90,37 @@ pub(crate) fn crash(args: &[String]) -> Result {
             "--simulated" => simulated = Some(number("--simulated", it.next())?),
             "--seed" => seed = Some(number("--seed", it.next())?),
             "--dev" => dev = true,
+            "--transactional" => transactional = true,
             "--target" => {
                 targets = match it.next().map(String::as_str) {
                     Some("engine") => vec![Target::Engine],
                     Some("log") => vec![Target::Log],
+                    Some("log-txn") => vec![Target::TxnLog],
                     Some("both") => vec![Target::Engine, Target::Log],
-                    other => return Err(format!("--target engine|log|both, not {other:?}")),
+                    other => {
+                        return Err(format!("--target engine|log|log-txn|both, not {other:?}"));
+                    }
                 }
             }
             other => return Err(format!("unknown crash argument {other}")),
         }
     }
-    if kills.is_none() && simulated.is_none() {
+    // The CI loops: every target, and half as many transactional log runs.
+    let ci = kills.is_none() && simulated.is_none();
+    if ci {
         kills = Some(CI_KILLS);
         simulated = Some(CI_SIMULATED);
+        if !targets.contains(&Target::TxnLog) && targets.contains(&Target::Log) {
+            targets.push(Target::TxnLog);
+        }
+    }
+    if transactional {
+        for t in &mut targets {
+            if *t == Target::Log {
+                *t = Target::TxnLog;
+            }
+        }
+        targets.dedup();
     }
     let seed = seed.unwrap_or_else(|| {
         SystemTime::now()
@@ -111,6 +135,7 @@ pub(crate) fn crash(args: &[String]) -> Result {
     if let Some(n) = kills.filter(|&n| n > 0) {
         let bin = build_cli(dev)?;
         for &t in &targets {
+            let n = if ci && t == Target::TxnLog { n / 2 } else { n };
             kill_loop(&bin, t, n, seed)?;
         }
     }
@@ -191,12 +216,20 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
             flag("flush-one-in", rng.pick(&["500", "2000", "20000"]));
             flag("compact-range-one-in", rng.pick(&["2000", "10000"]));
         }
-        Target::Log => {
+        Target::Log | Target::TxnLog => {
             args.extend([
                 "stress".into(),
                 "log".into(),
                 dir.join("data").display().to_string(),
             ]);
+            if target == Target::TxnLog {
+                args.push("--transactional".into());
+                args.extend([
+                    "--abort-percent".into(),
+                    rng.pick(&["10", "30", "60"]).into(),
+                ]);
+                args.extend(["--txn-batches".into(), rng.pick(&["1", "4", "10"]).into()]);
+            }
             args.extend(["--seed".into(), run_seed.to_string()]);
             let mut config = |name: &str, value: &str| {
                 args.push("--config".into());
@@ -230,6 +263,10 @@ fn verify_command(bin: &Path, target: Target, dir: &Path) -> Command {
     match target {
         Target::Engine => cmd.args(["stress", "db"]).arg(dir.join("db")),
         Target::Log => cmd.args(["stress", "log"]).arg(dir.join("data")),
+        Target::TxnLog => cmd
+            .args(["stress", "log"])
+            .arg(dir.join("data"))
+            .arg("--transactional"),
     };
     cmd.arg("--verify-only");
     cmd
@@ -282,7 +319,12 @@ fn kill_loop(bin: &Path, target: Target, kills: u64, seed: u64) -> Result {
     let log_path = dir.join("runs.log");
     let mut log =
         fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let mut rng = Rng(seed ^ if target == Target::Engine { 0xE } else { 0x1 });
+    let mut rng = Rng(seed
+        ^ match target {
+            Target::Engine => 0xE,
+            Target::Log => 0x1,
+            Target::TxnLog => 0x7,
+        });
     let start = Instant::now();
     let mut early = 0;
     let mut finished = 0;
@@ -375,7 +417,7 @@ fn kill_loop(bin: &Path, target: Target, kills: u64, seed: u64) -> Result {
                 return Err(format!(
                     "{} crash loop failed at run {i} of {kills} (loop seed {seed}, run seed \
                      {run_seed}): the run exited with {status}:\n{}\n{}\nfiles kept in {}; \
-                     repeat the check with `{} stress {} {} --verify-only`; repeat the loop \
+                     repeat the check with `{} stress {} {} --verify-only{}`; repeat the loop \
                      with `cargo xtask crash --kills {kills} --target {} --seed {seed}`",
                     target.name(),
                     output.join("\n"),
@@ -393,6 +435,11 @@ fn kill_loop(bin: &Path, target: Target, kills: u64, seed: u64) -> Result {
                         "data"
                     })
                     .display(),
+                    if target == Target::TxnLog {
+                        " --transactional"
+                    } else {
+                        ""
+                    },
                     target.name(),
                 ));
             }

@@ -10,7 +10,7 @@
 //! cargo xtask bench [-- criterion args]
 //! cargo xtask bench --smoke            every benchmark once, as a test
 //! cargo xtask kafka-compat             check our Kafka log format against kafka-python, both ways
-//! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|both] [--dev]
+//! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|both] [--transactional] [--dev]
 //!                                      SIGKILL loops of `lithify stress`, MemFs power-cut loop
 //! ```
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -39,11 +39,13 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|crash> 
                                 write, and our tests read batches kafka-python writes; the indexes
                                 `lithify log produce` / `log clean` leave are read by Kafka's
                                 DumpLogSegments rules (trimmed, entries at batch boundaries)
-  crash [--kills N] [--simulated N] [--seed S] [--target engine|log|both] [--dev]
+  crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|both] [--transactional] [--dev]
                                 `lithify stress` SIGKILLed N times at random moments (engine and/or
-                                log cleaner), each run verifying what the killed one left; and a
-                                power-cut loop on MemFs of N crash points. Without counts: the CI
-                                loop (20 kills each, 300 crash points). Release build unless --dev.";
+                                log cleaner; log-txn or --transactional: transactional logs), each
+                                run verifying what the killed one left; and a power-cut loop on
+                                MemFs of N crash points. Without counts: the CI loop (20 kills
+                                each, 10 transactional log kills, 300 crash points). Release build
+                                unless --dev.";
 
 /// Seconds each target runs in `fuzz --smoke`.
 const FUZZ_SMOKE_SECONDS: u64 = 5;
