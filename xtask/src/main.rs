@@ -351,6 +351,13 @@ const KAFKA_COMPAT_PACKAGES: [&str; 4] = [
 /// 5. our test cleans a log per codec (once, and twice past the delete
 ///    horizon) into `target/kafka-compat/from-cleaner`, and
 ///    `check.py validate-cleaned` walks every batch the cleaner wrote;
+///    then `check.py generate-txn` writes transactional batches of three
+///    interleaved producers with kafka-python and the COMMIT/ABORT markers
+///    a broker writes, our (otherwise ignored) test appends and cleans them
+///    into `target/kafka-compat/from-python-txn` (as appended, cleaned, and
+///    cleaned past the delete horizon), and `check.py validate-txn` reads
+///    each with a `read_committed` reader of its own: every key's latest
+///    committed record must survive at its offset with its value;
 /// 6. `lithify log produce` and `lithify log clean`, run as a user runs
 ///    them, leave a data directory in `target/kafka-compat/from-cli`, and
 ///    `check.py validate-cli` reads every batch with kafka-python and every
@@ -360,7 +367,13 @@ const KAFKA_COMPAT_PACKAGES: [&str; 4] = [
 fn kafka_compat() -> Result {
     let work = root().join("target/kafka-compat");
     let python = kafka_compat_python(&work)?;
-    for sub in ["from-rust", "from-python", "from-cleaner", "from-cli"] {
+    for sub in [
+        "from-rust",
+        "from-python",
+        "from-cleaner",
+        "from-cli",
+        "from-python-txn",
+    ] {
         let d = work.join(sub);
         if d.exists() {
             fs::remove_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
@@ -400,6 +413,16 @@ fn kafka_compat() -> Result {
         false,
     )?;
     run(python().arg(&script).arg("validate-cleaned").arg(&work))?;
+    // Transactions: kafka-python's transactional batches and markers
+    // encoded by check.py, appended and cleaned by us, read back by a
+    // read_committed reader in Python.
+    run(python().arg(&script).arg("generate-txn").arg(&work))?;
+    test(
+        "lithify-compaction-logclean",
+        "cleans_transactions_written_by_kafka_python",
+        true,
+    )?;
+    run(python().arg(&script).arg("validate-txn").arg(&work))?;
     // What the command line leaves behind.
     kafka_compat_cli(&work.join("from-cli"))?;
     run(python().arg(&script).arg("validate-cli").arg(&work))?;

@@ -167,3 +167,78 @@ fn cleaner_output_in_every_codec() {
         }
     }
 }
+
+/// The transactional batches and markers `check.py generate-txn` wrote
+/// with kafka-python, appended to a log as a broker appends them, then
+/// cleaned: `before/` as appended, `cleaned/` after one round, and
+/// `past-horizon/` after two more (the last past `delete.retention.ms`),
+/// under `$DIR/from-python-txn/`, for `check.py validate-txn` to read.
+/// Ignored in a plain `cargo test`: `cargo xtask kafka-compat` runs it.
+#[test]
+#[ignore = "needs the batches of `check.py generate-txn`; run by `cargo xtask kafka-compat`"]
+fn cleans_transactions_written_by_kafka_python() {
+    use lithify_base::sync::Mutex;
+    use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean};
+    use lithify_compaction_logclean::{SystemPacer, Throttler};
+    use lithify_kafka_log::record::BatchPrefix;
+
+    let root = PathBuf::from(std::env::var_os(ENV).expect("LITHIFY_KAFKA_COMPAT_DIR is set"));
+    let bytes = lithify_vfs::read_file(&OsFs, &root.join("from-python/txn.bin")).unwrap();
+    let mut batches = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let size = BatchPrefix::parse(&bytes[pos..])
+            .and_then(|p| p.batch_size())
+            .unwrap() as usize;
+        let b = RecordBatch::parse(Bytes::copy_from_slice(&bytes[pos..pos + size])).unwrap();
+        b.ensure_valid().unwrap();
+        batches.push(b);
+        pos += size;
+    }
+    assert!(batches.iter().any(|b| b.is_control()));
+    const RETENTION: i64 = 1000;
+    let now = 2_000_000_000_000;
+    let times: [&[i64]; 3] = [&[], &[now], &[now, now, now + RETENTION + 1]];
+    for (name, rounds) in ["before", "cleaned", "past-horizon"].into_iter().zip(times) {
+        let dir = root.join("from-python-txn").join(name).join("txns-0");
+        if OsFs.is_dir(&dir) {
+            for n in OsFs.list_dir(&dir).unwrap() {
+                OsFs.remove_file(&dir.join(n)).unwrap();
+            }
+        }
+        let config = LogConfig::from_properties([
+            ("cleanup.policy", "compact"),
+            ("segment.bytes", "4000"),
+            ("segment.index.bytes", "1024"),
+            ("index.interval.bytes", "300"),
+            ("delete.retention.ms", "1000"),
+        ])
+        .unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
+        let mut log = Log::open(fs, &dir, config).unwrap();
+        for b in &batches {
+            log.append_batch(b.clone()).unwrap();
+        }
+        log.roll().unwrap();
+        assert_eq!(log.first_unstable_offset(), None, "every transaction ended");
+        let aborted = log.collect_aborted_transactions(0, log.log_end_offset());
+        assert!(!aborted.is_empty());
+        let log = Mutex::new(log);
+        let config =
+            CleanerConfig::from_properties([("producer.id.expiration.ms", "9223372036854775807")])
+                .unwrap();
+        let throttler = Arc::new(Throttler::new(f64::MAX, Arc::new(SystemPacer::default())));
+        let mut cleaner = Cleaner::new(0, &config, throttler).unwrap();
+        let mut first_dirty = None;
+        for &at in rounds {
+            let ltc = LogToClean::from_log(&log.lock(), first_dirty, at).unwrap();
+            let out = cleaner.clean(&log, &ltc, at, &|| Ok(())).unwrap();
+            first_dirty = Some(out.report.end_offset);
+        }
+        let log = log.into_inner();
+        for b in log.batches_from(0).unwrap() {
+            b.unwrap().ensure_valid().unwrap();
+        }
+        log.close().unwrap();
+    }
+}

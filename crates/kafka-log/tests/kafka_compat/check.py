@@ -22,6 +22,26 @@
                             every codec, from the specification that the Rust
                             test `reads_batches_written_by_kafka_python`
                             checks field by field.
+    check.py generate-txn DIR
+                            writes DIR/from-python/txn.bin: transactional
+                            data batches of three interleaved producers,
+                            built by kafka-python, plain batches between them,
+                            and the COMMIT/ABORT control batches a broker
+                            writes, encoded here (kafka-python's builder has
+                            no control flag) and read back by kafka-python.
+    check.py validate-txn DIR
+                            the logs the Rust test
+                            `cleans_transactions_written_by_kafka_python`
+                            wrote from txn.bin under DIR/from-python-txn/:
+                            as appended (before), after one cleaning round
+                            (cleaned), and after two more, the last past the
+                            delete horizon (past-horizon). Every batch
+                            through kafka-python; a read_committed reader
+                            written here (aborted transactions from the
+                            .txnindex files, control batches skipped, nothing
+                            past the last stable offset) must see each key's
+                            latest committed record at the same offset with
+                            the same value before and after cleaning.
 
 kafka-python decodes snappy with python-snappy (over cramjam), lz4 with the
 lz4 package's frame API, zstd with zstandard; `cargo xtask kafka-compat`
@@ -341,9 +361,185 @@ def generate(root):
     print("kafka-compat: kafka-python wrote 3 batches in each of %d codecs to %s" % (len(CODECS), out_dir))
 
 
+def marker_batch(producer_id, epoch, commit, timestamp, coordinator_epoch=0):
+    """A COMMIT/ABORT control batch as a broker writes it: kafka-python's
+    builder for the record, then the control bit (0x20) set in the
+    attributes and the CRC-32C recomputed (bytes 21.. , stored at 17)."""
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
+                                  producer_id=producer_id, producer_epoch=epoch, base_sequence=-1,
+                                  batch_size=1 << 10)
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    expect(b.append(0, timestamp=timestamp, key=key, value=value, headers=[]) is not None, "marker refused")
+    buf = bytearray(b.build())
+    attributes = struct.unpack_from(">h", buf, 21)[0] | 0x20
+    struct.pack_into(">h", buf, 21, attributes)
+    struct.pack_into(">I", buf, 17, calc_crc32c(bytes(buf[21:])))
+    batch = DefaultRecordBatch(bytes(buf))
+    expect(batch.validate_crc() and batch.is_control_batch and batch.is_transactional,
+           "kafka-python does not read our marker as a transactional control batch")
+    records = list(batch)
+    expect(len(records) == 1 and records[0].commit == commit and records[0].abort != commit,
+           "kafka-python reads our marker as %r" % records)
+    return buf
+
+
+def generate_txn(root):
+    """Three transactional producers (ids 11..13) interleaved with plain
+    batches; transactions of 1..3 batches, one in four aborted; keys from a
+    small set, some tombstones; codecs mixed. Every transaction ends."""
+    need_codecs()
+    out_dir = os.path.join(root, "from-python")
+    os.makedirs(out_dir, exist_ok=True)
+    x = 0x2545F4914F6CDD1D
+
+    def rand(n):
+        nonlocal x
+        x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
+        x ^= x >> 7
+        x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+        return (x >> 16) % n
+
+    data = bytearray()
+    left = {11: 0, 12: 0, 13: 0}
+    seq = {11: 0, 12: 0, 13: 0}
+    ts = 1_600_000_000_000
+    counts = {"data": 0, "commit": 0, "abort": 0, "plain": 0}
+    for i in range(240):
+        ts += 7
+        pid = [11, 12, 13, -1][rand(4)]
+        n = 1 + rand(3)
+        records = []
+        for j in range(n):
+            key = ("tx-key-%d" % rand(15)).encode()
+            value = None if rand(8) == 0 else ("py-%d-%d-%d" % (i, j, pid)).encode() * (1 + rand(3))
+            records.append((j, ts + j, key, value))
+        if pid < 0:
+            b = DefaultRecordBatchBuilder(magic=2, compression_type=rand(5), is_transactional=False,
+                                          producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+            counts["plain"] += 1
+        else:
+            if left[pid] == 0:
+                left[pid] = 1 + rand(3)
+            b = DefaultRecordBatchBuilder(magic=2, compression_type=rand(5), is_transactional=True,
+                                          producer_id=pid, producer_epoch=0, base_sequence=seq[pid],
+                                          batch_size=1 << 20)
+            seq[pid] += n
+            counts["data"] += 1
+        for delta, t, key, value in records:
+            expect(b.append(delta, timestamp=t, key=key, value=value, headers=[]) is not None, "builder refused a record")
+        buf = bytearray(b.build())
+        expect(DefaultRecordBatch(bytes(buf)).validate_crc(), "kafka-python built a bad batch")
+        data += buf
+        if pid >= 0:
+            left[pid] -= 1
+            if left[pid] == 0:
+                commit = rand(4) != 0
+                counts["commit" if commit else "abort"] += 1
+                data += marker_batch(pid, 0, commit, ts + 5)
+    for pid in sorted(left):
+        if left[pid] > 0:
+            counts["abort"] += 1
+            data += marker_batch(pid, 0, False, ts + 9)
+    with open(os.path.join(out_dir, "txn.bin"), "wb") as f:
+        f.write(data)
+    print("kafka-compat: kafka-python wrote %d transactional and %d plain batches, %d COMMIT and %d ABORT markers to %s"
+          % (counts["data"], counts["plain"], counts["commit"], counts["abort"], out_dir))
+
+
+def read_txn_log(log_dir):
+    """Every batch of the log with its records (kafka-python, CRC checked;
+    a kafka-python batch is iterated once) and every .txnindex entry (34
+    bytes: version, producer id, first, last offset, last stable
+    offset)."""
+    batches = []
+    aborted = []
+    for name in sorted(n for n in os.listdir(log_dir) if n.endswith(".log")):
+        with open(os.path.join(log_dir, name), "rb") as f:
+            batches += [(b, list(b)) for _, b in batches_of(f.read(), os.path.join(log_dir, name))]
+        index = os.path.join(log_dir, name[: -len(".log")] + ".txnindex")
+        if os.path.exists(index):
+            with open(index, "rb") as f:
+                raw = f.read()
+            expect(len(raw) % 34 == 0, "%s: %d bytes" % (index, len(raw)))
+            for i in range(0, len(raw), 34):
+                version, pid, first, last, lso = struct.unpack_from(">hqqqq", raw, i)
+                expect(version == 0 and first <= last, "%s: entry %d" % (index, i // 34))
+                aborted.append((first, pid, last, lso))
+    return batches, aborted
+
+
+def read_committed(log_dir):
+    """What a read_committed Kafka consumer reads: no record at or after the
+    last stable offset, none of a transaction a .txnindex entry aborts
+    (Fetcher's abortedProducerIds bookkeeping), no control record."""
+    batches, aborted = read_txn_log(log_dir)
+    open_first = {}
+    markers = 0
+    for b, records in batches:
+        if b.producer_id >= 0:
+            if b.is_control_batch:
+                open_first.pop(b.producer_id, None)
+                markers += len(records)
+            elif b.is_transactional:
+                open_first.setdefault(b.producer_id, b.base_offset)
+    stable = min(open_first.values(), default=1 << 62)
+    aborted.sort()
+    aborting = set()
+    i = 0
+    out = []
+    for b, records in batches:
+        if b.base_offset >= stable:
+            break
+        if b.producer_id >= 0:
+            while i < len(aborted) and aborted[i][0] <= b.last_offset:
+                aborting.add(aborted[i][1])
+                i += 1
+            if b.is_control_batch:
+                if records and records[0].abort:
+                    aborting.discard(b.producer_id)
+                continue
+            if b.is_transactional and b.producer_id in aborting:
+                continue
+        if b.is_control_batch:
+            continue
+        for r in records:
+            out.append((r.offset, hex_or_none(r.key), hex_or_none(r.value)))
+    return out, markers, len(aborted)
+
+
+def validate_txn(root):
+    need_codecs()
+    base = os.path.join(root, "from-python-txn")
+    views = {}
+    for name in ["before", "cleaned", "past-horizon"]:
+        log_dir = os.path.join(base, name, "txns-0")
+        views[name] = read_committed(log_dir)
+        records, markers, entries = views[name]
+        print("kafka-compat: txn %s: kafka-python read %d committed records, %d markers, %d .txnindex entries"
+              % (name, len(records), markers, entries))
+    before = views["before"][0]
+    expect(len(before) > 0 and views["before"][2] > 0, "the log has no committed records or no aborted transaction")
+    latest = {}
+    for offset, key, value in before:
+        latest[key] = (offset, key, value)
+    want = sorted(latest.values())
+    expect(views["cleaned"][0] == want,
+           "after one round the read_committed view is not each key's latest committed record: %r != %r"
+           % (views["cleaned"][0][:5], want[:5]))
+    # Past the horizon the tombstones go, and the markers of transactions
+    # without data left.
+    want2 = [r for r in want if r[2] is not None]
+    late = views["past-horizon"]
+    expect(late[0] == want2, "past the horizon: %r != %r" % (late[0][:5], want2[:5]))
+    expect(late[1] < views["cleaned"][1], "no marker was removed past the horizon")
+    print("kafka-compat: the read_committed view of %d records survives cleaning (%d records, then %d without tombstones; markers %d -> %d -> %d)"
+          % (len(before), len(want), len(want2), views["before"][1], views["cleaned"][1], late[1]))
+
+
 def main(argv):
     commands = {"validate": validate, "validate-cleaned": validate_cleaned, "validate-cli": validate_cli,
-                "generate": generate}
+                "generate": generate, "generate-txn": generate_txn, "validate-txn": validate_txn}
     if len(argv) != 3 or argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         return 2
