@@ -6,7 +6,11 @@
 //! transaction indexes, [`LogSnapshot::collect_aborted_transactions`]) wait
 //! in first-offset order; before each batch, those starting at or before
 //! its last offset become the *ongoing aborted* transaction of their
-//! producer. Then:
+//! producer — unless their ABORT marker lies before the batch (Kafka keeps
+//! those too: pass 1 starts reading at the first dirty offset's index
+//! entry, so a transaction aborted just before it in the same segment
+//! would stay "ongoing" and its producer's later committed batches would
+//! be taken for aborted ones and left out of the offset map). Then:
 //!
 //! * a transactional data batch of a producer with an ongoing aborted
 //!   transaction is aborted data: it may be discarded whatever its keys,
@@ -77,13 +81,19 @@ impl CleanedTransactionMetadata {
         }));
     }
 
-    /// Makes the aborted transactions starting at or before `offset`
-    /// ongoing (a producer keeps the first one it gets).
-    fn consume_up_to(&mut self, offset: i64) {
+    /// Makes the aborted transactions starting at or before the last offset
+    /// of `batch` ongoing (a producer keeps the first one it gets), except
+    /// those whose ABORT marker lies before `batch`: they ended in what the
+    /// pass did not read (pass 1 starts at the offset-index entry of the
+    /// first dirty offset, not at its segment's start).
+    fn consume_up_to(&mut self, batch: &RecordBatch) {
         while let Some(Reverse((first, pid, last, lso))) = self.waiting.peek().copied()
-            && first <= offset
+            && first <= batch.last_offset()
         {
             self.waiting.pop();
+            if last < batch.base_offset() {
+                continue;
+            }
             self.ongoing_aborted.entry(pid).or_insert(OngoingAborted {
                 txn: AbortedTxn {
                     producer_id: pid,
@@ -99,7 +109,7 @@ impl CleanedTransactionMetadata {
     /// A data batch was read: whether it is aborted data (Kafka's
     /// `onBatchRead`).
     pub(crate) fn on_batch_read(&mut self, batch: &RecordBatch) -> bool {
-        self.consume_up_to(batch.last_offset());
+        self.consume_up_to(batch);
         if !batch.is_transactional() {
             return false;
         }
@@ -123,7 +133,7 @@ impl CleanedTransactionMetadata {
         batch: &RecordBatch,
         control: Option<ControlRecordType>,
     ) -> Result<ControlOutcome, String> {
-        self.consume_up_to(batch.last_offset());
+        self.consume_up_to(batch);
         let pid = batch.producer_id();
         let discard = |can_discard| ControlOutcome {
             can_discard,
@@ -235,6 +245,25 @@ mod tests {
                 .unwrap()
                 .can_discard
         );
+    }
+
+    #[test]
+    fn a_transaction_aborted_before_the_first_batch_read_is_not_ongoing() {
+        // Pass 1 starts at offset 5: producer 1's transaction [0, 2] ended
+        // before it; its committed batch at 5 is not aborted data, and its
+        // COMMIT at 6 contradicts nothing.
+        let mut m = CleanedTransactionMetadata::default();
+        m.add_aborted([AbortedTxn {
+            producer_id: 1,
+            first_offset: 0,
+            last_offset: 2,
+            last_stable_offset: 3,
+        }]);
+        assert!(!m.on_batch_read(&data(1, 5)));
+        let commit = m
+            .on_control_batch_read(&marker(1, 6), Some(ControlRecordType::Commit))
+            .unwrap();
+        assert!(!commit.can_discard);
     }
 
     #[test]

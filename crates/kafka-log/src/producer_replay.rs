@@ -18,6 +18,9 @@
 //! 4. Every batch from there to the log end is replayed (producer batches
 //!    checked against their CRC first), and the segments of step 2 get
 //!    their `.txnindex` rewritten from the transactions aborted in them.
+//!    A replay that passes the base of one of the last two segments without
+//!    a snapshot there takes one (Kafka's `offsetsToSnapshot`), so that the
+//!    next open starts from it.
 //!
 //! A snapshot is a shortcut, never the truth: losing one only lengthens
 //! the replay.
@@ -100,7 +103,13 @@ pub(crate) fn load(
         .range(..=from)
         .next_back()
         .map_or(log_start, |(b, _)| *b);
+    let last_two: Vec<i64> = segments.keys().rev().take(2).copied().collect();
     for (&base, seg) in segments.range_mut(first..) {
+        if base >= from && last_two.contains(&base) && !snapshots.contains(&base) {
+            state.skip(base);
+            producer_state::write_snapshot(fs, dir, base, &state)?;
+            snapshots.insert(base);
+        }
         let rebuilding = rebuild.contains(&base);
         let mut aborted = Vec::new();
         let start = if from > base {
