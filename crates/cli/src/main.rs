@@ -60,7 +60,7 @@ enum Command {
     /// Delete a key.
     Delete(db::DeleteArgs),
     /// Delete a key written at most once (RocksDB's SingleDelete).
-    SingleDelete(db::SingleDeleteArgs),
+    SingleDelete(db::DeleteArgs),
     /// Print the keys (and values) of a key range in order.
     Scan(db::ScanArgs),
     /// Print the engine's statistics: compaction stats and amplification.

@@ -110,20 +110,15 @@ impl DbInner {
         snap: SeqNo,
     ) -> Result<Option<Bytes>> {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            match mem.get(key, snap) {
-                Lookup::Found { value, .. } => {
-                    Counters::add(&self.counters.gets, 1);
-                    Counters::add(&table.counters.gets, 1);
-                    return Ok(Some(Bytes::copy_from_slice(value)));
-                }
-                Lookup::Deleted { .. } => {
-                    Counters::add(&self.counters.gets, 1);
-                    Counters::add(&table.counters.gets, 1);
-                    return Ok(None);
-                }
-                Lookup::Merge { .. } => return self.get_merged(table, sv, key, snap),
-                Lookup::NotFound => {}
-            }
+            let answer = match mem.get(key, snap) {
+                Lookup::NotFound => continue,
+                Lookup::Found { value, .. } => Ok(Some(Bytes::copy_from_slice(value))),
+                Lookup::Deleted { .. } => Ok(None),
+                Lookup::Merge { .. } => self.get_merged(table, sv, key, snap),
+            };
+            Counters::add(&self.counters.gets, 1);
+            Counters::add(&table.counters.gets, 1);
+            return answer;
         }
         let mut cost = GetCost::default();
         let r = BUFFERS.with(|b| {
@@ -152,26 +147,13 @@ impl DbInner {
         match r? {
             FileAnswer::Value(v) => Ok(Some(v)),
             FileAnswer::Absent => Ok(None),
-            FileAnswer::Merge => self.get_merged_uncounted(table, sv, key, snap),
+            FileAnswer::Merge => self.get_merged(table, sv, key, snap),
         }
-    }
-
-    /// The merge path of a lookup, counted as one get.
-    fn get_merged(
-        &self,
-        table: &TableState,
-        sv: &SuperVersion,
-        key: &[u8],
-        snap: SeqNo,
-    ) -> Result<Option<Bytes>> {
-        Counters::add(&self.counters.gets, 1);
-        Counters::add(&table.counters.gets, 1);
-        self.get_merged_uncounted(table, sv, key, snap)
     }
 
     /// Collects the merge operands of `key` visible at `snap`, newest
     /// first, down to the version they apply to, and merges them.
-    fn get_merged_uncounted(
+    fn get_merged(
         &self,
         table: &TableState,
         sv: &SuperVersion,

@@ -367,13 +367,7 @@ fn read_random(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
         let mut keys = Keys::new(s, benchmark, t);
         for _ in share(s.reads, s.threads, t) {
             let key = keys.lookup(s.num, s.read_miss_percent);
-            let bytes = match db.get(key).context(DbSnafu)? {
-                Some(value) => {
-                    tally.found += 1;
-                    (key.len() + value.len()) as u64
-                }
-                None => 0,
-            };
+            let bytes = read_one(db, key, tally)?;
             tally.done(1, bytes);
         }
         Ok(())
@@ -442,17 +436,23 @@ fn read_random_merge_random(db: &Db, s: &Settings) -> Result<Outcome> {
                     .context(DbSnafu)?;
                 (key.len() + operand.len()) as u64
             } else {
-                match db.get(key).context(DbSnafu)? {
-                    Some(value) => {
-                        tally.found += 1;
-                        (key.len() + value.len()) as u64
-                    }
-                    None => 0,
-                }
+                read_one(db, key, tally)?
             };
             tally.done(1, bytes);
         }
         Ok(())
+    })
+}
+
+/// One lookup: counts it found, returns the bytes it moved.
+#[inline]
+fn read_one(db: &Db, key: &[u8], tally: &mut Tally<'_>) -> Result<u64> {
+    Ok(match db.get(key).context(DbSnafu)? {
+        Some(value) => {
+            tally.found += 1;
+            (key.len() + value.len()) as u64
+        }
+        None => 0,
     })
 }
 

@@ -30,9 +30,7 @@ use crate::text::Encoding;
 pub(crate) use check::{CheckArgs, check};
 pub(crate) use maintain::{CompactArgs, StatsArgs, compact, stats};
 pub(crate) use read::{GetArgs, ScanArgs, get, scan};
-pub(crate) use write::{
-    DeleteArgs, MergeArgs, PutArgs, SingleDeleteArgs, delete, merge, put, single_delete,
-};
+pub(crate) use write::{DeleteArgs, MergeArgs, PutArgs, delete, merge, put, single_delete};
 
 /// The options every database command shares.
 #[derive(Debug, Args)]

@@ -1,11 +1,28 @@
 //! `put`, `merge`, `delete` and `single-delete`.
 
 use clap::Args;
-use lithify::WriteOptions;
+use lithify::{Db, WriteOptions};
 use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, close};
 use crate::error::{DbSnafu, Result, UsageSnafu};
+
+/// Opens the database (creating it only if `create`), makes one write with
+/// `--sync`'s options, and closes it.
+fn write_one(
+    args: &DbArgs,
+    create: bool,
+    sync: bool,
+    write: impl FnOnce(&Db, &WriteOptions) -> lithify_engine::Result<()>,
+) -> Result<()> {
+    let db = args.open(create)?;
+    let options = WriteOptions {
+        sync,
+        ..WriteOptions::default()
+    };
+    write(&db, &options).context(DbSnafu)?;
+    close(db)
+}
 
 /// Arguments of `put`.
 #[derive(Debug, Args)]
@@ -29,16 +46,12 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
     let enc = a.db.encoding();
     let key = enc.parse("key", &a.key)?;
     let value = enc.parse("value", &a.value)?;
-    let db = a.db.open(a.create_if_missing)?;
-    let options = WriteOptions {
-        sync: a.sync,
-        ..WriteOptions::default()
-    };
-    db.put_opt(&key, &value, &options).context(DbSnafu)?;
-    close(db)
+    write_one(&a.db, a.create_if_missing, a.sync, |db, o| {
+        db.put_opt(&key, &value, o)
+    })
 }
 
-/// Arguments of `delete`.
+/// Arguments of `delete` and `single-delete`.
 #[derive(Debug, Args)]
 pub(crate) struct DeleteArgs {
     #[command(flatten)]
@@ -46,20 +59,21 @@ pub(crate) struct DeleteArgs {
     /// Make the write durable (fsync the WAL) before returning.
     #[arg(long)]
     pub sync: bool,
-    /// The key.
+    /// The key (for `single-delete`: put at most once since it was last
+    /// deleted, never merged).
     pub key: String,
 }
 
 /// Deletes a key (deleting a missing key is not an error).
 pub(crate) fn delete(a: DeleteArgs) -> Result<()> {
     let key = a.db.encoding().parse("key", &a.key)?;
-    let db = a.db.open(false)?;
-    let options = WriteOptions {
-        sync: a.sync,
-        ..WriteOptions::default()
-    };
-    db.delete_opt(&key, &options).context(DbSnafu)?;
-    close(db)
+    write_one(&a.db, false, a.sync, |db, o| db.delete_opt(&key, o))
+}
+
+/// Single-deletes a key (RocksDB's `SingleDelete`).
+pub(crate) fn single_delete(a: DeleteArgs) -> Result<()> {
+    let key = a.db.encoding().parse("key", &a.key)?;
+    write_one(&a.db, false, a.sync, |db, o| db.single_delete_opt(&key, o))
 }
 
 /// Arguments of `merge`.
@@ -104,35 +118,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
     } else {
         enc.parse("operand", &a.operand)?
     };
-    let db = a.db.open(a.create_if_missing)?;
-    let options = WriteOptions {
-        sync: a.sync,
-        ..WriteOptions::default()
-    };
-    db.merge_opt(&key, &operand, &options).context(DbSnafu)?;
-    close(db)
-}
-
-/// Arguments of `single-delete`.
-#[derive(Debug, Args)]
-pub(crate) struct SingleDeleteArgs {
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// Make the write durable (fsync the WAL) before returning.
-    #[arg(long)]
-    pub sync: bool,
-    /// The key: one put at most since it was last deleted, never merged.
-    pub key: String,
-}
-
-/// Single-deletes a key.
-pub(crate) fn single_delete(a: SingleDeleteArgs) -> Result<()> {
-    let key = a.db.encoding().parse("key", &a.key)?;
-    let db = a.db.open(false)?;
-    let options = WriteOptions {
-        sync: a.sync,
-        ..WriteOptions::default()
-    };
-    db.single_delete_opt(&key, &options).context(DbSnafu)?;
-    close(db)
+    write_one(&a.db, a.create_if_missing, a.sync, |db, o| {
+        db.merge_opt(&key, &operand, o)
+    })
 }
