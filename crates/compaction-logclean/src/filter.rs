@@ -35,6 +35,7 @@
 use lithify_offsetmap::OffsetMap;
 
 use crate::error::Result;
+use crate::latest_marks::LatestMarks;
 use lithify_kafka_log::record::{
     BatchBuilder, BatchRecords, RecordBatch, RecordView, TimestampType,
 };
@@ -44,6 +45,9 @@ use lithify_kafka_log::record::{
 pub(crate) struct FilterContext<'a> {
     /// The round's offset map.
     pub map: &'a OffsetMap,
+    /// What pass 1 learned of the records it mapped (the map answers for
+    /// the others).
+    pub marks: &'a LatestMarks,
     /// The last offset the map covers (-1: none).
     pub latest_offset: i64,
     /// The round's time.
@@ -124,8 +128,10 @@ fn should_retain(ctx: &FilterContext<'_>, batch_horizon: Option<i64>, r: &Record
     let Some(key) = r.key else {
         return Keep::Invalid;
     };
-    let found = ctx.map.get(key).map_or(-1, |o| o as i64);
-    let latest_for_key = r.offset >= found;
+    let latest_for_key = ctx.marks.is_latest(r.offset).unwrap_or_else(|| {
+        let found = ctx.map.get(key).map_or(-1, |o| o as i64);
+        r.offset >= found
+    });
     let retain_deletes = batch_horizon.is_none_or(|h| ctx.now < h);
     if latest_for_key && (r.value.is_some() || retain_deletes) {
         Keep::Yes

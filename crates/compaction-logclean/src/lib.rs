@@ -59,6 +59,7 @@ mod config;
 mod error;
 mod filter;
 mod grouping;
+mod latest_marks;
 mod manager;
 mod round;
 mod service;

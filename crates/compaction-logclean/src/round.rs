@@ -63,13 +63,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lithify_base::sync::Mutex;
-use lithify_offsetmap::{Layout, LoadFactor, OffsetMap};
+use lithify_offsetmap::{DigestKind, Layout, LoadFactor, OffsetMap};
 use snafu::ResultExt as _;
 
 use crate::config::CleanerConfig;
 use crate::error::{OffsetMapSnafu, Result, TransactionIndexMismatchSnafu};
 use crate::filter::{BatchDecision, BatchFate, BatchRetention, FilterContext, filter_batch};
 use crate::grouping::{GroupInput, group_segments_by_size};
+use crate::latest_marks::LatestMarks;
 use crate::stats::{CleanerStats, RoundReport};
 use crate::throttler::Throttler;
 use crate::to_clean::LogToClean;
@@ -83,6 +84,14 @@ use lithify_kafka_log::{
 /// Bytes read or written between two calls to the throttler and to the
 /// abort check.
 const CHECK_EVERY_BYTES: u64 = 64 << 10;
+
+/// The fewest slots of a map sized to a small dirty section.
+const MIN_SIZED_SLOTS: usize = 1024;
+
+/// Offsets of the dirty section that pass 1's [`LatestMarks`] cover per
+/// byte of the configured map memory (two bits an offset: the marks take
+/// at most a quarter of the map's memory).
+const MARKED_OFFSETS_PER_MAP_BYTE: u64 = 1;
 
 /// What a finished round leaves for the manager besides the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,7 +108,13 @@ pub struct RoundOutcome {
 #[derive(Debug)]
 pub struct Cleaner {
     id: usize,
+    /// The last round's map: the configured memory, or less when the dirty
+    /// section was small (see [`Cleaner::size_map`]).
     map: OffsetMap,
+    /// `log.cleaner.dedupe.buffer.size` per thread: the most a map takes.
+    map_memory: usize,
+    digest: DigestKind,
+    marks: LatestMarks,
     load_factor: LoadFactor,
     write_buffer_size: usize,
     producer_id_expiration_ms: i64,
@@ -130,6 +145,9 @@ impl Cleaner {
         Ok(Cleaner {
             id,
             map,
+            map_memory: config.map_memory_per_thread(),
+            digest: config.digest,
+            marks: LatestMarks::default(),
             load_factor: config.dedupe_buffer_load_factor,
             write_buffer_size: config.write_buffer_per_thread(),
             producer_id_expiration_ms: config.producer_id_expiration_ms,
@@ -181,7 +199,10 @@ impl Cleaner {
         };
         let end_offset = latest + 1;
         stats.map_duration = started.elapsed();
-        stats.map_utilization = self.map.utilization();
+        // Against the configured memory, as Kafka reports it, whatever the
+        // size of this round's map.
+        stats.map_utilization =
+            self.map.size() as f64 / Layout::Kafka.slots_for(self.map_memory).max(1) as f64;
         stats.map_collision_rate = self.map.collision_rate();
 
         let rewrite: Vec<&SegmentSnapshot> = snap
@@ -208,6 +229,7 @@ impl Cleaner {
             snap: &snap,
             ctx: FilterContext {
                 map: &self.map,
+                marks: &self.marks,
                 latest_offset: latest,
                 now,
                 delete_retention_ms: snap.config.delete_retention_ms,
@@ -327,8 +349,17 @@ impl Cleaner {
         stats: &mut CleanerStats,
         check_done: &dyn Fn() -> Result<()>,
     ) -> Result<()> {
-        self.map.clear();
         let dirty = snap.overlapping(start, end);
+        // Pass 1 puts only offsets in `[start, next offset of the last
+        // dirty segment)`: at most that many distinct keys.
+        let bound = dirty
+            .last()
+            .map_or(0, |s| s.next_offset.saturating_sub(start).max(0) as u64);
+        self.size_map(bound)?;
+        self.map.clear();
+        let marked =
+            bound.min((self.map_memory as u64).saturating_mul(MARKED_OFFSETS_PER_MAP_BYTE));
+        self.marks.reset(start, marked);
         let mut txns = CleanedTransactionMetadata::default();
         txns.add_aborted(snap.collect_aborted_transactions(start, end));
         let mut since_check = 0u64;
@@ -360,7 +391,11 @@ impl Cleaner {
                                 stats.map_full = true;
                                 return Ok(());
                             }
-                            self.map.put(key, r.offset as u64).context(OffsetMapSnafu)?;
+                            let previous = self
+                                .map
+                                .insert(key, r.offset as u64)
+                                .context(OffsetMapSnafu)?;
+                            self.marks.on_put(r.offset, previous);
                         }
                         stats.map_messages_read += 1;
                     }
@@ -386,6 +421,41 @@ impl Cleaner {
         }
         Ok(())
     }
+}
+
+impl Cleaner {
+    /// Makes `self.map` the map of a round that puts at most `bound`
+    /// keys: the configured memory, unless fewer slots hold `bound` keys
+    /// at the load factor, in which case a map of those slots (at least
+    /// [`MIN_SIZED_SLOTS`]).
+    ///
+    /// This changes no decision of the round: either map holds every key
+    /// the section can put without reaching its load factor, so neither
+    /// fills, and a map answers by digest whatever its size (the layout
+    /// and the probe sequence stay Kafka's). It only keeps the random
+    /// accesses of the puts within less memory.
+    fn size_map(&mut self, bound: u64) -> Result<()> {
+        let full_slots = Layout::Kafka.slots_for(self.map_memory);
+        let slots = sized_slots(bound, self.load_factor).filter(|&s| s < full_slots);
+        let memory = slots.map_or(self.map_memory, |s| s * Layout::Kafka.bytes_per_entry());
+        if self.map.memory() != memory {
+            self.map = OffsetMap::with_layout(memory, Layout::Kafka, self.digest)
+                .context(OffsetMapSnafu)?;
+        }
+        Ok(())
+    }
+}
+
+/// The fewest slots (at least [`MIN_SIZED_SLOTS`]) whose map holds `keys`
+/// keys at load factor `lf`, or `None` beyond `i32::MAX` slots.
+fn sized_slots(keys: u64, lf: LoadFactor) -> Option<usize> {
+    let keys = usize::try_from(keys).ok()?;
+    let mut slots = ((keys as f64 / lf.value()).ceil() as usize).max(MIN_SIZED_SLOTS);
+    // The float estimate may land a slot short of `floor(slots * lf)`.
+    while lf.max_entries(slots) < keys {
+        slots = slots.checked_add(1)?;
+    }
+    (slots <= i32::MAX as usize).then_some(slots)
 }
 
 /// Pass 2's buffers and limits, apart from the map that [`Pass2`] borrows.
@@ -560,4 +630,35 @@ fn mismatch(batch: &RecordBatch, message: String) -> crate::Error {
 /// already, and its length was checked against the segment's size.
 fn check_batch(batch: &RecordBatch) -> Result<()> {
     Ok(batch.ensure_valid()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sized_slots_hold_the_keys_at_the_load_factor() {
+        let kafka = LoadFactor::KAFKA_DEFAULT;
+        assert_eq!(sized_slots(0, kafka), Some(MIN_SIZED_SLOTS));
+        for keys in [1u64, 921, 922, 1_000, 99_999, 1_000_000, 5_033_164] {
+            for lf in [
+                kafka,
+                LoadFactor::new(0.5).expect("valid"),
+                LoadFactor::new(1.0).expect("valid"),
+            ] {
+                let slots = sized_slots(keys, lf).expect("fits");
+                assert!(
+                    lf.max_entries(slots) as u64 >= keys,
+                    "{keys} keys, {slots} slots"
+                );
+                if slots > MIN_SIZED_SLOTS {
+                    assert!(
+                        (lf.max_entries(slots - 1) as u64) < keys,
+                        "{slots} is the fewest"
+                    );
+                }
+            }
+        }
+        assert_eq!(sized_slots(u64::from(u32::MAX), kafka), None);
+    }
 }

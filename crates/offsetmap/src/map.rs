@@ -150,6 +150,16 @@ impl OffsetMap {
     /// when the compact layout cannot store `offset` (see
     /// [`can_store`](Self::can_store)).
     pub fn put(&mut self, key: &[u8], offset: u64) -> Result<()> {
+        self.insert(key, offset).map(|_| ())
+    }
+
+    /// [`put`](Self::put), returning the offset the key's digest held
+    /// before (`None` when the put took an empty slot).
+    ///
+    /// A cleaner that puts offsets in ascending order learns from it which
+    /// record each put supersedes, so its second pass can tell whether a
+    /// mapped record is its key's latest without hashing the key again.
+    pub fn insert(&mut self, key: &[u8], offset: u64) -> Result<Option<u64>> {
         ensure!(
             self.entries < self.slots(),
             FullSnafu {
@@ -159,11 +169,10 @@ impl OffsetMap {
         );
         self.check_offset(offset)?;
         let digest = KeyDigest::compute(self.digest, key);
-        match self.layout {
+        Ok(match self.layout {
             Layout::Kafka => self.put_digest::<KafkaSlot>(&digest, offset),
             Layout::Compact => self.put_digest::<CompactSlot>(&digest, offset),
-        }
-        Ok(())
+        })
     }
 
     /// The offset stored for `key`, or `None` if it is absent (Kafka's -1).
@@ -357,9 +366,15 @@ impl OffsetMap {
 
     /// The put loop; the caller has checked that a slot is free and that the
     /// layout can store `offset`.
-    pub(crate) fn put_digest<F: SlotFormat>(&mut self, digest: &KeyDigest, offset: u64) {
+    /// Returns the offset the digest held before, if any.
+    pub(crate) fn put_digest<F: SlotFormat>(
+        &mut self,
+        digest: &KeyDigest,
+        offset: u64,
+    ) -> Option<u64> {
         let wanted = u128::from_ne_bytes(*digest.as_bytes());
         let mut attempt = 0u64;
+        let mut previous = None;
         let pos = loop {
             let pos = probe_slot(digest, attempt, self.slots) as usize * F::BYTES;
             attempt += 1;
@@ -370,6 +385,7 @@ impl OffsetMap {
                 break pos;
             }
             if stored == wanted {
+                previous = Some(F::offset(F::suffix(&self.buf, pos), self.base_offset));
                 break pos;
             }
             // An empty slot exists and the linear phase reaches every slot
@@ -381,6 +397,7 @@ impl OffsetMap {
         self.longest_put = self.longest_put.max(attempt);
         self.lookups.set(self.lookups.get() + 1);
         self.probes.set(self.probes.get() + attempt);
+        previous
     }
 
     /// The get loop.

@@ -410,3 +410,17 @@ fn fill_every_small_map_completely() {
         }
     }
 }
+
+#[test]
+fn insert_returns_the_offset_it_replaces() {
+    for layout in [Layout::Kafka, Layout::Compact] {
+        let mut map = OffsetMap::with_layout(4096, layout, DigestKind::Md5).expect("map");
+        assert_eq!(map.insert(b"a", 3).expect("room"), None);
+        assert_eq!(map.insert(b"b", 4).expect("room"), None);
+        assert_eq!(map.insert(b"a", 9).expect("room"), Some(3));
+        assert_eq!(map.insert(b"a", 10).expect("room"), Some(9));
+        assert_eq!(map.get(b"a"), Some(10));
+        assert_eq!(map.get(b"b"), Some(4));
+        assert_eq!((map.size(), map.latest_offset()), (2, Some(10)));
+    }
+}
