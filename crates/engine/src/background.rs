@@ -123,9 +123,13 @@ fn worker(inner: &DbInner) {
                 }
             }
         }
+        // Delete what the job made obsolete (the WALs a flush freed)
+        // before waking stalled writers, as RocksDB's background jobs do:
+        // a writer woken first could fill a new memtable, and so start a
+        // new WAL, while the freed ones still exist.
+        inner.purge_obsolete_files();
         inner.done_cv.notify_all();
         inner.bg_cv.notify_all();
-        inner.purge_obsolete_files();
         inner.events.deliver();
     }
 }

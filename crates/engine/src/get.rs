@@ -206,7 +206,7 @@ fn collect_file_operands(
     append_internal_key(&mut seek, key, snap, KIND_FOR_SEEK);
     let mut covering: SeqNo = 0;
     for (level, files) in sv.levels.iter().enumerate() {
-        let candidates: Vec<&Arc<FileHandle>> = if level == 0 {
+        let candidates: Vec<_> = if level == 0 {
             files
                 .iter()
                 .filter(|h| h.meta.contains_user_key(icmp, key))

@@ -58,6 +58,8 @@ struct Toy {
     switch_at: u64,
     switched: AtomicBool,
     inserts: AtomicUsize,
+    /// The group byte limit (each batch counts 1 byte).
+    max_group: usize,
 }
 
 impl Toy {
@@ -72,6 +74,7 @@ impl Toy {
             switch_at,
             switched: AtomicBool::new(false),
             inserts: AtomicUsize::new(0),
+            max_group: 16,
         }
     }
 
@@ -103,7 +106,7 @@ impl GroupCommit for Toy {
         false
     }
     fn max_group_bytes(&self) -> usize {
-        16
+        self.max_group
     }
 
     fn prepare(&self, group: &mut [ToyBatch]) -> Result<(Arc<ToyMem>, u64), ()> {
@@ -205,6 +208,28 @@ fn loom_write_group_parallel_insert() {
         }
         assert_eq!(toy.visible.load(Ordering::Acquire), 3);
         assert!(Toy::all_present(&toy.sv.get(), 3));
+    });
+}
+
+/// Groups of one batch, three writers: a writer that finds no group in
+/// flight leads the queue's front, which may be another writer's batch,
+/// and then leads again for its own; every write is acknowledged once,
+/// after its records are visible.
+#[test]
+fn loom_write_group_leads_others_batches() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| {
+        let mut toy = Toy::new(0);
+        toy.max_group = 1;
+        let toy = Arc::new(toy);
+        let wt = Arc::new(WriteThread::<Toy>::new());
+        let writers = run_writers(&toy, &wt, &[1, 1, 1]);
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(toy.visible.load(Ordering::Acquire), 3);
+        assert_eq!(toy.inserts.load(Ordering::Relaxed), 3);
     });
 }
 

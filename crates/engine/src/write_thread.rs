@@ -1,31 +1,43 @@
 //! The write group: concurrent writers commit together.
 //!
-//! This is LevelDB's writer queue with RocksDB's parallel memtable insert:
+//! This is LevelDB's writer queue, run as a *combining* queue, with
+//! RocksDB's parallel memtable insert and its spin-before-park wait:
 //!
-//! 1. A writer takes a **ticket** and queues its batch. The writer at the
-//!    front of the queue becomes the **leader** once no other group is in
-//!    flight; everyone else waits.
-//! 2. The leader takes a prefix of the queue as its **group** (bounded in
-//!    bytes; a non-sync leader does not take a sync write; WAL and no-WAL
-//!    writes are not mixed), then, without holding the queue lock,
+//! 1. A writer takes a **ticket** and queues its batch. Any writer that
+//!    finds no group in flight becomes the **leader** and takes a prefix
+//!    of the queue as its group — the batches queued first, its own among
+//!    them when it fits — so a writer never waits for a sleeping writer to
+//!    wake up and lead its own batch (LevelDB and RocksDB make the writer
+//!    at the front lead; on two cores that turns every hand-over into a
+//!    sleep and a wake-up). A leader whose batch did not fit leads again.
+//! 2. The group is bounded in bytes; a group whose first batch is not a
+//!    sync write takes no sync write; WAL and no-WAL writes are not mixed.
+//!    Without holding the queue lock the leader
 //!    [`prepare`](GroupCommit::prepare)s it: stalls, memtable switch,
 //!    sequence numbers in ticket order, one WAL record, one sync if any
 //!    member asked for it.
 //! 3. The batches are inserted into the memtable: by the leader alone for a
-//!    single batch, otherwise by every waiting writer at once, each taking
-//!    the next batch from a shared counter.
+//!    single batch, otherwise by every waiting writer that is awake, each
+//!    taking the next batch from a shared counter.
 //! 4. When every insert returned, the leader [`publish`](GroupCommit::publish)es
 //!    the group's last sequence number — readers never see a sequence
 //!    number before every smaller one is in the memtable — marks the
-//!    tickets complete and wakes the next leader.
+//!    tickets complete and wakes the writers that sleep.
+//!
+//! A waiting writer first spins, then yields, for a bounded time (RocksDB's
+//! `AwaitState`), watching two atomics — the completed-ticket mark and an
+//! epoch bumped when a leader leaves or a parallel insert starts — and only
+//! then sleeps on the condition variable: a group commits in about a
+//! microsecond, far less than a sleep and a wake-up cost.
 //!
 //! Groups never overlap, so a memtable switch in `prepare` never races
-//! with inserts. The protocol is checked by a loom model
-//! (`loom_write_group_publishes_in_order`).
+//! with inserts. The protocol is checked by loom models
+//! (`loom_write_group_publishes_in_order` and the others in
+//! `loom_tests.rs`; under loom a waiter sleeps at once).
 
 use std::collections::VecDeque;
 
-use lithify_base::sync::atomic::{AtomicUsize, Ordering};
+use lithify_base::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use lithify_base::sync::{Arc, Condvar, Mutex};
 
 /// What the write group needs from the database.
@@ -107,7 +119,23 @@ struct State<C: GroupCommit> {
 pub(crate) struct WriteThread<C: GroupCommit> {
     state: Mutex<State<C>>,
     cv: Condvar,
+    /// `State::completed_below`, readable without the lock (by spinning
+    /// waiters).
+    completed: AtomicU64,
+    /// Bumped when a leader leaves or a parallel insert starts: a spinning
+    /// waiter that sees it change has something to check.
+    epoch: AtomicU64,
 }
+
+/// Spin iterations (`spin_loop` hints, well under a microsecond in all)
+/// before a waiter starts yielding its core.
+#[cfg(not(loom))]
+const SPIN_ROUNDS: u32 = 128;
+/// How long a waiter yields before it sleeps. RocksDB adapts its yield
+/// phase (up to 100 µs) to how often it paid off; a group here commits in
+/// a few microseconds, so a fixed bound near that is enough.
+#[cfg(not(loom))]
+const YIELD_FOR: std::time::Duration = std::time::Duration::from_micros(50);
 
 impl<C: GroupCommit> WriteThread<C> {
     pub(crate) fn new() -> Self {
@@ -122,6 +150,8 @@ impl<C: GroupCommit> WriteThread<C> {
                 spare: Vec::new(),
             }),
             cv: Condvar::new(),
+            completed: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
         }
     }
 
@@ -136,12 +166,21 @@ impl<C: GroupCommit> WriteThread<C> {
             if ticket < st.completed_below {
                 return Self::collect(&mut st, ticket);
             }
-            if !st.leader_active && st.pending.front().is_some_and(|(t, _)| *t == ticket) {
+            if !st.leader_active {
+                // Our batch is queued (no group is in flight), so the
+                // queue is not empty: lead its front.
                 st.leader_active = true;
+                let first = st.pending.front().expect("our batch is queued").0;
                 let mut group = std::mem::take(&mut st.spare);
                 let last = Self::take_group(c, &mut st.pending, &mut group);
                 drop(st);
-                return self.lead(c, ticket, last, group);
+                let ours = ticket <= last;
+                let result = self.lead(c, first, last, group, ours.then_some(ticket));
+                if ours {
+                    return result;
+                }
+                st = self.state.lock();
+                continue;
             }
             if let Some(g) = st.inserting.clone()
                 && g.has_work()
@@ -152,8 +191,47 @@ impl<C: GroupCommit> WriteThread<C> {
                 st = self.state.lock();
                 continue;
             }
+            let epoch = self.epoch.load(Ordering::Acquire);
+            drop(st);
+            let woke = self.spin_until(|| {
+                self.completed.load(Ordering::Acquire) > ticket
+                    || self.epoch.load(Ordering::Acquire) != epoch
+            });
+            st = self.state.lock();
+            if woke || self.epoch.load(Ordering::Relaxed) != epoch {
+                continue;
+            }
+            // Unchanged under the lock: every change is made under it, so
+            // the notification for it cannot be missed.
             st = self.cv.wait(st);
         }
+    }
+
+    /// Spins, then yields, until `done` holds or the wait has lasted long
+    /// enough that sleeping is cheaper; returns whether `done` held.
+    #[cfg(not(loom))]
+    fn spin_until(&self, done: impl Fn() -> bool) -> bool {
+        for _ in 0..SPIN_ROUNDS {
+            if done() {
+                return true;
+            }
+            lithify_base::sync::spin_loop();
+        }
+        let start = std::time::Instant::now();
+        while start.elapsed() < YIELD_FOR {
+            if done() {
+                return true;
+            }
+            lithify_base::sync::thread::yield_now();
+        }
+        done()
+    }
+
+    /// Under loom a waiter checks once and sleeps: spinning would only
+    /// multiply the interleavings to explore.
+    #[cfg(loom)]
+    fn spin_until(&self, done: impl Fn() -> bool) -> bool {
+        done()
     }
 
     /// A member's result once its group completed.
@@ -174,14 +252,14 @@ impl<C: GroupCommit> WriteThread<C> {
         Err(err)
     }
 
-    /// Moves the leader's batch and the compatible ones behind it into
-    /// `group`; returns the last ticket taken.
+    /// Moves the queue's front batch and the compatible ones behind it
+    /// into `group`; returns the last ticket taken.
     fn take_group(
         c: &C,
         pending: &mut VecDeque<(u64, C::Batch)>,
         group: &mut Vec<C::Batch>,
     ) -> u64 {
-        let (mut last, leader) = pending.pop_front().expect("the leader is queued");
+        let (mut last, leader) = pending.pop_front().expect("the queue is not empty");
         let sync = C::batch_sync(&leader);
         let no_wal = C::batch_disables_wal(&leader);
         let leader_bytes = C::batch_bytes(&leader);
@@ -224,7 +302,17 @@ impl<C: GroupCommit> WriteThread<C> {
         }
     }
 
-    fn lead(&self, c: &C, first: u64, last: u64, mut group: Vec<C::Batch>) -> Result<(), C::Error> {
+    /// Commits the group of tickets `first..=last`; `own` is the leader's
+    /// ticket when its batch is in the group (the leader gets that result
+    /// directly, the other members collect theirs).
+    fn lead(
+        &self,
+        c: &C,
+        first: u64,
+        last: u64,
+        mut group: Vec<C::Batch>,
+        own: Option<u64>,
+    ) -> Result<(), C::Error> {
         let result = match c.prepare(&mut group) {
             Err(e) => Err(e),
             Ok((ctx, last_seq)) if group.len() == 1 => {
@@ -240,15 +328,24 @@ impl<C: GroupCommit> WriteThread<C> {
                     remaining: AtomicUsize::new(n),
                     error: Mutex::new(None),
                 });
-                self.state.lock().inserting = Some(Arc::clone(&g));
+                {
+                    let mut st = self.state.lock();
+                    st.inserting = Some(Arc::clone(&g));
+                    self.epoch.fetch_add(1, Ordering::Release);
+                }
                 self.cv.notify_all();
                 Self::help(c, &g);
-                let mut st = self.state.lock();
-                while g.remaining.load(Ordering::Acquire) > 0 {
-                    st = self.cv.wait(st);
+                // The helpers still inserting are running: spin first.
+                if !self.spin_until(|| g.remaining.load(Ordering::Acquire) == 0) {
+                    let mut st = self.state.lock();
+                    while g.remaining.load(Ordering::Acquire) > 0 {
+                        st = self.cv.wait(st);
+                    }
                 }
-                st.inserting = None;
-                drop(st);
+                // Acquire: every helper's insert happened before its
+                // decrement that `remaining` shows.
+                debug_assert_eq!(g.remaining.load(Ordering::Acquire), 0);
+                self.state.lock().inserting = None;
                 let inserted = match g.error.lock().take() {
                     Some(e) => Err(e),
                     None => Ok(()),
@@ -259,17 +356,20 @@ impl<C: GroupCommit> WriteThread<C> {
         group.clear();
         let mut st = self.state.lock();
         st.completed_below = last + 1;
+        self.completed.store(last + 1, Ordering::Release);
         st.leader_active = false;
+        self.epoch.fetch_add(1, Ordering::Release);
         if st.spare.capacity() < group.capacity() {
             st.spare = group;
         }
+        let members = last - first + 1 - u64::from(own.is_some());
         if let Err(e) = &result
-            && last > first
+            && members > 0
         {
             st.failures.push(Failure {
                 first,
                 last,
-                waiting: last - first,
+                waiting: members,
                 error: e.clone(),
             });
         }
@@ -296,8 +396,8 @@ impl<C: GroupCommit> WriteThread<C> {
         }
     }
 
-    /// `help` as called from a waiting writer: wakes the leader when this
-    /// writer inserted the group's last batch.
+    /// `help` as called from a waiting writer: wakes the leader (if it
+    /// sleeps) when this writer inserted the group's last batch.
     fn help_and_notify(&self, c: &C, g: &ParallelInsert<C::Batch, C::Ctx, C::Error>) {
         if Self::help(c, g) {
             let _st = self.state.lock();

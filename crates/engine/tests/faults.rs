@@ -112,6 +112,59 @@ fn a_failed_wal_sync_fails_the_write_and_loses_nothing_acknowledged() {
     assert_eq!(got, model_pairs(&model));
 }
 
+/// Four threads of synced writes when a WAL sync fails: the write group
+/// may commit one writer's batch in another writer's group, so the failure
+/// must reach every member of the failed group. Every writer returns, each
+/// write acknowledged before the failure survives a reopen, and no write
+/// succeeds after it.
+#[test]
+fn a_failed_wal_sync_reaches_every_writer_of_its_group() {
+    let fs = Arc::new(FaultFs::new(MemFs::new()));
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    fs.add_rule(FaultRule::fail_nth(OpKind::Sync, 40).on_paths_containing(".log"));
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    let acked: Vec<Vec<Vec<u8>>> = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..4u64)
+            .map(|t| {
+                let db = &db;
+                s.spawn(move || {
+                    let mut acked = Vec::new();
+                    for i in 0..100u64 {
+                        let k = format!("t{t}-{i:03}").into_bytes();
+                        match db.put_opt(&k, b"v", &sync) {
+                            Ok(()) => acked.push(k),
+                            Err(e) => {
+                                assert!(e.is_read_only() || db.background_error().is_some());
+                                break;
+                            }
+                        }
+                    }
+                    acked
+                })
+            })
+            .collect();
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let total: usize = acked.iter().map(Vec::len).sum();
+    assert!(total < 400, "the failed sync failed some write");
+    assert!(db.background_error().is_some());
+    assert!(db.put(b"after", b"x").unwrap_err().is_read_only());
+    drop(db);
+    fs.clear_rules();
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    for k in acked.iter().flatten() {
+        assert_eq!(
+            db.get(k).unwrap().as_deref(),
+            Some(&b"v"[..]),
+            "acknowledged {}",
+            String::from_utf8_lossy(k)
+        );
+    }
+}
+
 /// One run of the fault-at-every-step workload; returns the mutation
 /// count when `fail_at` is `None`.
 fn workload(fail_at: Option<u64>) -> u64 {
