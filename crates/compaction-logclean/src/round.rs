@@ -88,6 +88,10 @@ const CHECK_EVERY_BYTES: u64 = 64 << 10;
 /// The fewest slots of a map sized to a small dirty section.
 const MIN_SIZED_SLOTS: usize = 1024;
 
+/// Keys a round's map is first sized for; it grows fourfold at a time
+/// (see [`Cleaner::grow_map`]).
+const INITIAL_MAP_KEYS: u64 = 32 << 10;
+
 /// Offsets of the dirty section that pass 1's [`LatestMarks`] cover per
 /// byte of the configured map memory (two bits an offset: the marks take
 /// at most a quarter of the map's memory).
@@ -113,6 +117,12 @@ pub struct Cleaner {
     map: OffsetMap,
     /// `log.cleaner.dedupe.buffer.size` per thread: the most a map takes.
     map_memory: usize,
+    /// This round's map at its largest: its slots and memory, and the keys
+    /// it holds at the load factor (pass 1 stops there, as Kafka's does
+    /// when its map reaches the load factor).
+    target_slots: usize,
+    target_memory: usize,
+    capacity: usize,
     digest: DigestKind,
     marks: LatestMarks,
     load_factor: LoadFactor,
@@ -142,10 +152,15 @@ impl Cleaner {
                 .context(OffsetMapSnafu)?;
         map.ensure_progress(config.dedupe_buffer_load_factor)
             .context(OffsetMapSnafu)?;
+        let (target_slots, target_memory) = (map.slots(), map.memory());
+        let capacity = map.max_entries(config.dedupe_buffer_load_factor);
         Ok(Cleaner {
             id,
             map,
             map_memory: config.map_memory_per_thread(),
+            target_slots,
+            target_memory,
+            capacity,
             digest: config.digest,
             marks: LatestMarks::default(),
             load_factor: config.dedupe_buffer_load_factor,
@@ -387,9 +402,12 @@ impl Cleaner {
                         if let Some(key) = r.key
                             && r.offset >= start
                         {
-                            if !self.map.has_room(self.load_factor) {
+                            if self.map.size() >= self.capacity {
                                 stats.map_full = true;
                                 return Ok(());
+                            }
+                            if !self.map.has_room(self.load_factor) {
+                                self.grow_map()?;
                             }
                             let previous = self
                                 .map
@@ -425,23 +443,61 @@ impl Cleaner {
 
 impl Cleaner {
     /// Makes `self.map` the map of a round that puts at most `bound`
-    /// keys: the configured memory, unless fewer slots hold `bound` keys
-    /// at the load factor, in which case a map of those slots (at least
-    /// [`MIN_SIZED_SLOTS`]).
+    /// keys.
     ///
-    /// This changes no decision of the round: either map holds every key
-    /// the section can put without reaching its load factor, so neither
-    /// fills, and a map answers by digest whatever its size (the layout
-    /// and the probe sequence stay Kafka's). It only keeps the random
-    /// accesses of the puts within less memory.
+    /// The round's map at its largest (the *target*) has the configured
+    /// memory, unless fewer slots hold `bound` keys at the load factor, in
+    /// which case it has those slots (at least [`MIN_SIZED_SLOTS`]). The
+    /// round starts with a map for [`INITIAL_MAP_KEYS`] keys (or the target,
+    /// if smaller) and grows it toward the target when it reaches the load
+    /// factor ([`grow_map`](Self::grow_map)); pass 1 stops when the map
+    /// holds as many keys as the target holds at the load factor.
+    ///
+    /// This changes no decision of the round: the keys a pass 1 may put
+    /// are the ones the configured map would take before reaching its
+    /// load factor (a sized target holds the whole section, and so does
+    /// the configured map then), and a map answers by digest whatever its
+    /// size (the layout and the probe sequence stay Kafka's). It only keeps
+    /// the random accesses of the puts within less memory.
     fn size_map(&mut self, bound: u64) -> Result<()> {
+        let lf = self.load_factor;
         let full_slots = Layout::Kafka.slots_for(self.map_memory);
-        let slots = sized_slots(bound, self.load_factor).filter(|&s| s < full_slots);
-        let memory = slots.map_or(self.map_memory, |s| s * Layout::Kafka.bytes_per_entry());
+        let bytes = Layout::Kafka.bytes_per_entry();
+        let (target_slots, target_memory) = match sized_slots(bound, lf) {
+            Some(s) if s < full_slots => (s, s * bytes),
+            _ => (full_slots, self.map_memory),
+        };
+        self.target_slots = target_slots;
+        self.target_memory = target_memory;
+        self.capacity = lf.max_entries(target_slots);
+        let memory = match sized_slots(bound.min(INITIAL_MAP_KEYS), lf) {
+            Some(s) if s < target_slots => s * bytes,
+            _ => target_memory,
+        };
         if self.map.memory() != memory {
             self.map = OffsetMap::with_layout(memory, Layout::Kafka, self.digest)
                 .context(OffsetMapSnafu)?;
         }
+        Ok(())
+    }
+
+    /// Replaces the map, at its load factor, by one with four times its
+    /// slots (at most the target's) holding the same digests and offsets
+    /// ([`OffsetMap::rehashed`]).
+    fn grow_map(&mut self) -> Result<()> {
+        let slots = self.map.slots().saturating_mul(4);
+        let memory = if slots >= self.target_slots {
+            self.target_memory
+        } else {
+            slots * Layout::Kafka.bytes_per_entry()
+        };
+        self.map = self.map.rehashed(memory).context(OffsetMapSnafu)?;
+        tracing::debug!(
+            cleaner = self.id,
+            slots = self.map.slots(),
+            keys = self.map.size(),
+            "offset map grown"
+        );
         Ok(())
     }
 }

@@ -537,3 +537,58 @@ fn a_corrupt_batch_stops_the_round_and_names_the_file() {
     let names = mem.list_dir(std::path::Path::new("/k/t-0")).unwrap();
     assert!(names.iter().all(|n| !n.contains(".cleaned")), "{names:?}");
 }
+
+/// A round's map starts small and grows toward the configured memory; the
+/// round must stop where a map of the configured memory reaches its load
+/// factor, and keep what that map would keep.
+#[test]
+fn a_growing_map_stops_where_the_configured_map_fills() {
+    let fs = Arc::new(MemFs::new());
+    let mut log = open(fs, "/k/t-0", compact(&[("segment.bytes", "4194304")]), 0);
+    // 60,000 distinct keys, in batches of 500.
+    for b in 0..120i64 {
+        let batch: Vec<_> = (0..500)
+            .map(|i| rec(b * 500 + i, b * 500 + i, "v"))
+            .collect();
+        log.append(&batch).unwrap();
+    }
+    log.roll().unwrap();
+    let log = Mutex::new(log);
+    // 50,000 slots at 0.9 hold 45,000 keys: more than the map a round
+    // starts with, fewer than the section's keys.
+    let mut c = cleaner(50_000 * 24, "0.9");
+    let out = clean(&mut c, &log, 0, 0);
+    assert!(out.report.stats.map_full);
+    assert_eq!(out.report.end_offset, 45_000);
+    assert_eq!(out.report.stats.map_messages_read, 45_000);
+    assert_eq!(c.offset_map().size(), 45_000);
+    // Every key is its only record: all stay.
+    assert_eq!(contents(&log.lock()).len(), 60_000);
+}
+
+/// With more memory than the section needs, a round's decisions are the
+/// latest record of every key, whether its map grew or not.
+#[test]
+fn a_sized_map_keeps_the_latest_record_of_every_key() {
+    for memory in [64 << 20, 1 << 20, 40_000 * 24] {
+        let fs = Arc::new(MemFs::new());
+        let mut log = open(fs, "/k/t-0", compact(&[("segment.bytes", "1048576")]), 0);
+        let mut all = Vec::new();
+        for b in 0..200i64 {
+            let mut batch = Vec::new();
+            for i in 0..250 {
+                let o = b * 250 + i;
+                let k = format!("k{}", (o * 7_919) % 35_000);
+                batch.push(rec(o, &k, "v"));
+                all.push((o, k, Some("v".to_string())));
+            }
+            log.append(&batch).unwrap();
+        }
+        log.roll().unwrap();
+        let log = Mutex::new(log);
+        let out = clean(&mut cleaner(memory, "0.9"), &log, 0, 0);
+        assert!(!out.report.stats.map_full, "{memory}");
+        assert_eq!(out.report.end_offset, 50_000);
+        assert_eq!(contents(&log.lock()), dedupe(&all, 50_000), "{memory}");
+    }
+}

@@ -193,6 +193,59 @@ impl OffsetMap {
         }
     }
 
+    /// A map over `memory` bytes (same layout, digest and base offset)
+    /// holding what this one holds: every stored digest with its offset,
+    /// put again in slot order, and the same size and latest offset. Its
+    /// answers are this map's, since a map answers by digest whatever its
+    /// slot count; only where the digests sit differs. The statistics
+    /// carry over, not counting the re-puts.
+    ///
+    /// A cleaner grows a small map this way as a section's keys turn out
+    /// to be many, rather than spreading a few keys over all the
+    /// configured memory. Fails as [`with_layout`](Self::with_layout)
+    /// does, or when the new map has fewer slots than this one has
+    /// entries.
+    pub fn rehashed(&self, memory: usize) -> Result<OffsetMap> {
+        let mut map = OffsetMap::with_layout(memory, self.layout, self.digest)?;
+        ensure!(
+            self.entries < map.slots() || self.entries == 0,
+            FullSnafu {
+                entries: self.entries,
+                slots: map.slots()
+            }
+        );
+        map.base_offset = self.base_offset;
+        let bytes = self.layout.bytes_per_entry();
+        for pos in (0..self.buf.len()).step_by(bytes) {
+            let suffix = match self.layout {
+                Layout::Kafka => KafkaSlot::suffix(&self.buf, pos),
+                Layout::Compact => CompactSlot::suffix(&self.buf, pos),
+            };
+            if slot_digest(&self.buf, pos) == 0 && suffix == 0 {
+                continue;
+            }
+            let mut digest = [0u8; 16];
+            digest.copy_from_slice(&self.buf[pos..pos + 16]);
+            let digest = KeyDigest::from_bytes(digest);
+            let offset = match self.layout {
+                Layout::Kafka => KafkaSlot::offset(suffix, self.base_offset),
+                Layout::Compact => CompactSlot::offset(suffix, self.base_offset),
+            };
+            match self.layout {
+                Layout::Kafka => map.put_digest::<KafkaSlot>(&digest, offset),
+                Layout::Compact => map.put_digest::<CompactSlot>(&digest, offset),
+            };
+        }
+        // Kafka counts a put that lands on an all-zero slot content as a new
+        // entry each time; keep this map's count so that load-factor checks
+        // answer the same.
+        map.entries = self.entries;
+        map.latest_offset = self.latest_offset;
+        map.lookups.set(self.lookups.get());
+        map.probes.set(self.probes.get());
+        Ok(map)
+    }
+
     /// The offset of the last put, or what [`update_latest_offset`] set
     /// after it; `None` (Kafka's -1) after [`clear`](Self::clear).
     ///

@@ -424,3 +424,37 @@ fn insert_returns_the_offset_it_replaces() {
         assert_eq!((map.size(), map.latest_offset()), (2, Some(10)));
     }
 }
+
+#[test]
+fn rehashed_maps_answer_as_the_original() {
+    for (layout, digest) in [
+        (Layout::Kafka, DigestKind::Md5),
+        (Layout::Kafka, DigestKind::Xxh3_128),
+        (Layout::Compact, DigestKind::Md5),
+    ] {
+        let mut small =
+            OffsetMap::with_layout(200 * layout.bytes_per_entry(), layout, digest).expect("map");
+        small.reset(1_000).expect("base");
+        for i in 0..400u64 {
+            if !small.has_room(LoadFactor::KAFKA_DEFAULT) {
+                break;
+            }
+            small.put(&key(i % 150), 1_000 + i).expect("room");
+        }
+        let (lookups, probes) = (small.lookups(), small.probes());
+        let big = small
+            .rehashed(1_000 * layout.bytes_per_entry())
+            .expect("bigger map");
+        assert_eq!(big.slots(), 1_000);
+        assert_eq!(
+            (big.size(), big.latest_offset(), big.base_offset()),
+            (small.size(), small.latest_offset(), small.base_offset())
+        );
+        assert_eq!((big.lookups(), big.probes()), (lookups, probes));
+        for i in 0..300u64 {
+            assert_eq!(big.get(&key(i)), small.get(&key(i)), "{layout:?} {i}");
+        }
+        // Too few slots for the entries.
+        assert!(small.rehashed(100 * layout.bytes_per_entry()).is_err());
+    }
+}
