@@ -403,6 +403,75 @@ fn bench_reports_cleaning_against_copy() {
     assert!(out.contains("the speed of a plain copy"), "{out}");
 }
 
+#[test]
+fn bench_cleans_partitions_on_threads_and_reports_json() {
+    let out = ok(&[
+        "log",
+        "bench",
+        "--records",
+        "2000",
+        "--keys",
+        "50",
+        "--value-size",
+        "20",
+        "--partitions",
+        "2",
+        "--threads",
+        "2",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["partitions"].as_u64(), v["threads"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let rounds = v["rounds"].as_array().unwrap();
+    let names: Vec<&str> = rounds
+        .iter()
+        .map(|r| r["partition"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bench-0", "bench-1"]);
+    for r in rounds {
+        // Every record read, one kept per key (50 keys, no tombstones).
+        assert_eq!(r["records_read"].as_u64(), Some(2000), "{r}");
+        assert_eq!(r["records_kept"].as_u64(), Some(50), "{r}");
+        for field in [
+            "secs",
+            "map_secs",
+            "rewrite_secs",
+            "mb_per_s",
+            "records_per_s",
+            "copy_ratio",
+        ] {
+            assert!(
+                r[field].as_f64().is_some_and(f64::is_finite),
+                "{field}: {r}"
+            );
+        }
+    }
+    assert_eq!(v["total"]["records_read"].as_u64(), Some(4000));
+    assert!(
+        v["total"]["copy_ratio"].as_f64().is_some_and(|x| x > 0.0),
+        "{v}"
+    );
+
+    let text = ok(&[
+        "log",
+        "bench",
+        "--records",
+        "2000",
+        "--keys",
+        "50",
+        "--partitions",
+        "2",
+    ]);
+    assert!(
+        text.contains("clean bench-0:") && text.contains("clean bench-1:"),
+        "{text}"
+    );
+    assert!(text.contains("(2 partitions, 1 threads)"), "{text}");
+}
+
 /// The `.log` files of a log directory, in offset order.
 fn segment_logs(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut names: Vec<String> = OsFs
