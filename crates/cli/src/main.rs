@@ -67,6 +67,11 @@ enum Command {
     Stats(db::StatsArgs),
     /// Compact a key range (everything by default) and wait.
     Compact(db::CompactArgs),
+    /// Write an openable copy of a database into a new directory (RocksDB's
+    /// checkpoint): table files hard-linked, the MANIFEST and WALs copied.
+    Checkpoint(db::CheckpointArgs),
+    /// List the live table files: table, level, size, key range, seqnos.
+    LiveFiles(db::LiveFilesArgs),
     /// Verify a database: the MANIFEST, every live table file (size,
     /// footer, every block's checksum, key order) and the WALs, as
     /// RocksDB's `ldb checkconsistency` and `sst_dump --command=verify`;
@@ -99,6 +104,8 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Scan(a) => db::scan(a),
         Command::Stats(a) => db::stats(a),
         Command::Compact(a) => db::compact(a),
+        Command::Checkpoint(a) => db::checkpoint(a),
+        Command::LiveFiles(a) => db::live_files(a),
         Command::Check(a) => db::check(a),
         Command::DumpSst(a) => dump::sst::run(a),
         Command::DumpWal(a) => dump::wal::run(a),

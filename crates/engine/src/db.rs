@@ -417,6 +417,68 @@ impl Db {
         }
     }
 
+    /// Every live table file of every table: name, size, level, key and
+    /// sequence-number range (RocksDB's `GetLiveFilesMetaData`). With file
+    /// deletions disabled, an external tool can copy exactly these files.
+    pub fn live_files(&self) -> Vec<crate::LiveFileMetaData> {
+        self.inner.live_files()
+    }
+
+    /// Stops deleting obsolete files (tables, MANIFESTs, WALs) until a
+    /// matching [`enable_file_deletions`](Db::enable_file_deletions): calls
+    /// nest, as RocksDB's do.
+    pub fn disable_file_deletions(&self) {
+        self.inner.disable_file_deletions();
+    }
+
+    /// Undoes one [`disable_file_deletions`](Db::disable_file_deletions);
+    /// when none remains, deletes what became obsolete meanwhile. Returns
+    /// how many disables remain.
+    pub fn enable_file_deletions(&self) -> usize {
+        self.inner.enable_file_deletions()
+    }
+
+    /// Writes an openable copy of the database into the new directory
+    /// `dest` (RocksDB's `Checkpoint::CreateCheckpoint`): table files
+    /// hard-linked where the file system can, the MANIFEST and the WALs
+    /// copied, after flushing the memtables. See
+    /// [`create_checkpoint_opt`](Db::create_checkpoint_opt).
+    ///
+    /// ```
+    /// # fn main() -> lithify_engine::Result<()> {
+    /// use lithify_engine::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// db.put(b"k", b"v1")?;
+    /// let info = db.create_checkpoint(dir.path().join("copy"))?;
+    /// db.put(b"k", b"v2")?;
+    /// assert_eq!(info.sequence, 1);
+    ///
+    /// let copy = Db::open(dir.path().join("copy"), Options::default())?;
+    /// assert_eq!(copy.get(b"k")?.as_deref(), Some(&b"v1"[..]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn create_checkpoint(&self, dest: impl AsRef<Path>) -> Result<crate::CheckpointInfo> {
+        self.create_checkpoint_opt(dest, &crate::CheckpointOptions::default())
+    }
+
+    /// [`create_checkpoint`](Db::create_checkpoint) with options: with
+    /// `log_size_for_flush` above 0, the memtables are flushed only when
+    /// the live WALs hold that many bytes, and the copy replays the WALs
+    /// instead. Writes may go on meanwhile; the copy holds exactly the
+    /// writes up to the returned [`CheckpointInfo::sequence`]. `dest` must
+    /// not exist; after a failure or a crash it may hold a partial copy
+    /// without `CURRENT`, which open refuses: delete it and retry.
+    pub fn create_checkpoint_opt(
+        &self,
+        dest: impl AsRef<Path>,
+        options: &crate::CheckpointOptions,
+    ) -> Result<crate::CheckpointInfo> {
+        self.inner.create_checkpoint(dest.as_ref(), options)
+    }
+
     /// A named property, as RocksDB's `GetProperty` (see
     /// [`property_names`](Db::property_names)); `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use crate::mem::Mem;
 use lithify_base::SeqNo;
-use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use lithify_base::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use lithify_base::sync::{Arc, Condvar, Mutex, MutexGuard};
 use lithify_sstable::BlockCache;
 use lithify_version::{TableId, VersionSet};
@@ -86,6 +86,9 @@ pub(crate) struct DbInner {
     pub(crate) unpersisted: AtomicBool,
     /// Some table is (or was) `Adaptive`: writes are observed.
     pub(crate) adaptive_seen: AtomicBool,
+    /// `disable_file_deletions` calls not yet matched by
+    /// `enable_file_deletions`: while above 0, nothing is deleted.
+    pub(crate) deletions_disabled: AtomicUsize,
     /// Limits the bytes compactions write per second.
     pub(crate) rate_limiter: Option<StdArc<crate::resource::RateLimiter>>,
     pub(crate) counters: Counters,

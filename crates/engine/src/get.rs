@@ -22,7 +22,6 @@ use crate::sst_opener::SstOpener;
 use crate::stats::Counters;
 use crate::super_version::{FileHandle, SuperVersion};
 use crate::table_state::TableState;
-use lithify_base::sync::Arc;
 
 thread_local! {
     /// The seek key and the found-key buffer, reused by every lookup of a

@@ -41,6 +41,7 @@
 
 mod background;
 pub mod batch;
+mod checkpoint;
 mod clock;
 mod compaction;
 mod db;
@@ -77,6 +78,7 @@ mod write_thread;
 mod loom_tests;
 
 pub use batch::WriteBatch;
+pub use checkpoint::{CheckpointInfo, CheckpointOptions, LiveFileMetaData};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::Db;
 pub use error::{Error, Result};

@@ -108,14 +108,14 @@ pub use bytes::Bytes;
 pub use lithify_base::{Classify, ErrorKind};
 #[cfg(feature = "db")]
 pub use lithify_engine::{
-    AdaptiveOptions, AdaptiveThresholds, BlockCache, BottommostLevelCompaction,
-    CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy,
-    Compression, Db, DbIterator, DbStats, DroppedBytes, EventListener, FilterDecision,
-    FlushJobInfo, INFO_LOG_FILE, LOST_DIR, LevelStats, MajorOnlyOptions, Max, MergeOperator,
-    MergeStats, MinorPolicy, Options, RawIterator, ReadOptions, RecoveryMode, RecoveryReport,
-    SeqNo, Snapshot, StallCause, StallCondition, StallStats, StrategySwitchInfo, StringAppend,
-    Table, TableOptions, TableStats, TwoTierOptions, UInt64Add, WriteBatch, WriteOptions,
-    WriteStallInfo,
+    AdaptiveOptions, AdaptiveThresholds, BlockCache, BottommostLevelCompaction, CheckpointInfo,
+    CheckpointOptions, CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri,
+    CompactionStrategy, Compression, Db, DbIterator, DbStats, DroppedBytes, EventListener,
+    FilterDecision, FlushJobInfo, INFO_LOG_FILE, LOST_DIR, LevelStats, LiveFileMetaData,
+    MajorOnlyOptions, Max, MergeOperator, MergeStats, MinorPolicy, Options, RawIterator,
+    ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot, StallCause, StallCondition,
+    StallStats, StrategySwitchInfo, StringAppend, Table, TableOptions, TableStats, TwoTierOptions,
+    UInt64Add, WriteBatch, WriteOptions, WriteStallInfo,
 };
 
 /// The short ids of the built-in merge operators (`uint64add`,

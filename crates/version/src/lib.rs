@@ -54,4 +54,4 @@ pub use edit::{DEFAULT_TABLE, DEFAULT_TABLE_NAME, TableId, VersionEdit, WalAddit
 pub use error::{Error, Result};
 pub use file_metadata::FileMetadata;
 pub use version::{DEFAULT_NUM_LEVELS, Version};
-pub use version_set::{ObsoleteFiles, TableInfo, VersionSet, VersionSetOptions};
+pub use version_set::{ManifestCut, ObsoleteFiles, TableInfo, VersionSet, VersionSetOptions};

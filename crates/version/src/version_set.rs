@@ -544,6 +544,28 @@ impl VersionSet {
             .map_or(0, Writer::bytes_written)
     }
 
+    /// The state a checkpoint copies, read at one instant: the live
+    /// MANIFEST's number and size (every edit up to that size is synced),
+    /// the current version of every table and the smallest log number any
+    /// table needs. The MANIFEST's first `manifest_size` bytes describe
+    /// exactly `versions`; `None` when no MANIFEST is open for writing (a
+    /// read-only open, or after a failed MANIFEST write).
+    pub fn manifest_cut(&self) -> Option<ManifestCut> {
+        let inner = self.inner.lock();
+        let manifest_size = inner.manifest.as_ref()?.bytes_written();
+        Some(ManifestCut {
+            manifest_number: inner.manifest_number,
+            manifest_size,
+            versions: inner.versions.clone(),
+            min_log_number: inner
+                .tables
+                .values()
+                .map(|t| t.log_number)
+                .min()
+                .unwrap_or(0),
+        })
+    }
+
     /// Creates a table called `name` with the registered comparator
     /// `comparator` (`None`: the first registered); WALs below `log_number`
     /// are not replayed into it. Returns its id.
@@ -948,6 +970,19 @@ impl VersionSet {
         }
         live
     }
+}
+
+/// What [`VersionSet::manifest_cut`] returns.
+#[derive(Debug, Clone)]
+pub struct ManifestCut {
+    /// The live MANIFEST's file number.
+    pub manifest_number: u64,
+    /// Its synced bytes that describe `versions`.
+    pub manifest_size: u64,
+    /// The current version of every table.
+    pub versions: BTreeMap<TableId, Arc<Version>>,
+    /// WALs below this number hold nothing any table needs.
+    pub min_log_number: u64,
 }
 
 /// Records `additions` in `wals`: a WAL's synced size only grows (two syncs

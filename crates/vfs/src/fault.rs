@@ -54,7 +54,7 @@ pub enum OpKind {
     /// `rename`.
     Rename,
     /// `create`, `create_new`, `open_append`, `open`, `lock`,
-    /// `create_dir_all`.
+    /// `create_dir_all`, `hard_link` (a new name).
     Open,
     /// `remove_file`, `remove_dir`.
     Remove,
@@ -462,6 +462,11 @@ impl<F: FileSystem> FileSystem for FaultFs<F> {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.check(OpKind::Remove, path)?;
         self.inner.remove_file(path)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.check(OpKind::Open, to)?;
+        self.inner.hard_link(from, to)
     }
 
     fn remove_dir(&self, path: &Path) -> io::Result<()> {

@@ -73,6 +73,19 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Removes the file `path`. Durable once its directory is synced.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
 
+    /// Makes `to` a second name of the existing file `from` (a hard link);
+    /// fails with `AlreadyExists` if `to` exists. Durable once the
+    /// directory of `to` is synced. A file system without links (or a link
+    /// across devices) fails, and the caller copies instead; the default
+    /// has no links (`Unsupported`).
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = to;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("this file system cannot link {}", from.display()),
+        ))
+    }
+
     /// Removes the empty directory `path`.
     fn remove_dir(&self, path: &Path) -> io::Result<()>;
 

@@ -542,6 +542,21 @@ impl FileSystem for MemFs {
         Ok(())
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut state = self.shared.state.lock();
+        let inode = state.file(from)?;
+        let (to_dir, to_name) = split(&normalize(to)?, to)?;
+        let dir = state.dir_mut(&to_dir, to)?;
+        if dir.current.contains_key(&to_name) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} already exists", to.display()),
+            ));
+        }
+        dir.current.insert(to_name, Node::File(inode));
+        Ok(())
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut state = self.shared.state.lock();
         let (parent, name) = split(&normalize(path)?, path)?;

@@ -189,6 +189,10 @@ impl FileSystem for OsFs {
         fs::remove_file(path)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
+    }
+
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
         fs::remove_dir(path)
     }

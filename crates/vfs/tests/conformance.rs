@@ -65,6 +65,19 @@ fn exercise(fs: &dyn FileSystem, root: &Path) {
     drop(lock);
     drop(fs.lock(&dir.join("LOCK")).unwrap());
 
+    // A hard link names the same bytes, and outlives the first name.
+    let linked = dir.join("sub").join("linked");
+    fs.hard_link(&b, &linked).unwrap();
+    assert_eq!(read_file(fs, &linked).unwrap(), b"Jello?");
+    assert_eq!(
+        fs.hard_link(&b, &linked).unwrap_err().kind(),
+        io::ErrorKind::AlreadyExists
+    );
+    fs.remove_file(&b).unwrap();
+    assert_eq!(read_file(fs, &linked).unwrap(), b"Jello?");
+    fs.remove_file(&linked).unwrap();
+    fs.hard_link(&dir.join("c"), &b).unwrap();
+
     fs.remove_file(&b).unwrap();
     assert_eq!(
         fs.open(&b).map(|_| ()).unwrap_err().kind(),

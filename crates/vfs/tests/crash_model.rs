@@ -310,3 +310,20 @@ fn atomic_replace_gives_old_or_new_at_every_step() {
     }
     assert_eq!(seen, [b"old", b"old", b"old", b"new"]);
 }
+
+#[test]
+fn a_hard_link_is_durable_once_its_directory_is_synced() {
+    let fs = fs_with_dir();
+    durable_file(&fs, b"shared");
+    fs.create_dir_all(p("/e")).unwrap();
+    fs.sync_dir(p("/")).unwrap();
+    fs.hard_link(p("/d/f"), p("/e/g")).unwrap();
+    let after = fs.crash_clone();
+    assert!(!after.exists(p("/e/g")), "an unsynced link is lost");
+    fs.sync_dir(p("/e")).unwrap();
+    fs.remove_file(p("/d/f")).unwrap();
+    fs.sync_dir(p("/d")).unwrap();
+    fs.crash();
+    assert!(!fs.exists(p("/d/f")));
+    assert_eq!(read_file(&fs, p("/e/g")).unwrap(), b"shared");
+}

@@ -28,7 +28,9 @@ use crate::error::{DbSnafu, Result, UsageSnafu};
 use crate::text::Encoding;
 
 pub(crate) use check::{CheckArgs, check};
-pub(crate) use maintain::{CompactArgs, StatsArgs, compact, stats};
+pub(crate) use maintain::{
+    CheckpointArgs, CompactArgs, LiveFilesArgs, StatsArgs, checkpoint, compact, live_files, stats,
+};
 pub(crate) use read::{GetArgs, ScanArgs, get, scan};
 pub(crate) use write::{DeleteArgs, MergeArgs, PutArgs, delete, merge, put, single_delete};
 

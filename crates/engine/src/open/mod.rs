@@ -26,7 +26,7 @@ use std::sync::Arc as StdArc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use lithify_base::sync::atomic::{AtomicBool, AtomicU64};
+use lithify_base::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use lithify_base::sync::{Arc, Condvar, Mutex};
 use lithify_base::{InternalKeyComparator, SeqNo};
 use lithify_compaction_leveled::{CompactionStatsTable, CompactionsInProgress};
@@ -653,6 +653,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
         switch_pending: AtomicBool::new(false),
         unpersisted: AtomicBool::new(false),
         adaptive_seen: AtomicBool::new(any_adaptive),
+        deletions_disabled: AtomicUsize::new(0),
         rate_limiter: crate::compaction::rate_limiter(&p.opts),
         counters: Counters::default(),
         opened_at: Instant::now(),
