@@ -96,11 +96,28 @@ impl FileBatches {
             return Ok(self.chunk.slice(from..from + len));
         }
         let want = (len.max(CHUNK) as u64).min(self.end - self.position) as usize;
-        let buf = self.file.read_vec(self.position, want).context(IoSnafu {
-            action: "read",
-            path: self.path.as_path(),
-        })?;
-        self.chunk = Bytes::from(buf);
+        // Read into the last chunk's memory when no batch of it is alive
+        // any more (a reader that drops each batch before asking for the
+        // next, as the log cleaner does): a fresh allocation is fresh
+        // pages, and the kernel's copy into them faults on every 4 KiB.
+        let buf = match std::mem::take(&mut self.chunk).try_into_mut() {
+            Ok(mut b) if b.capacity() >= want => {
+                b.clear();
+                b.resize(want, 0);
+                self.file
+                    .read_exact_at(self.position, &mut b)
+                    .context(IoSnafu {
+                        action: "read",
+                        path: self.path.as_path(),
+                    })?;
+                b.freeze()
+            }
+            _ => Bytes::from(self.file.read_vec(self.position, want).context(IoSnafu {
+                action: "read",
+                path: self.path.as_path(),
+            })?),
+        };
+        self.chunk = buf;
         self.chunk_start = self.position;
         Ok(self.chunk.slice(..len))
     }
@@ -109,8 +126,9 @@ impl FileBatches {
         if self.position + HEADER_SIZE_UP_TO_MAGIC as u64 > self.end {
             return Ok(None);
         }
-        let prefix_bytes = self.bytes_at(HEADER_SIZE_UP_TO_MAGIC)?;
-        let Some(prefix) = BatchPrefix::parse(&prefix_bytes) else {
+        // The prefix is copied out, so that no slice of the chunk is alive
+        // when reading the batch needs the next chunk.
+        let Some(prefix) = BatchPrefix::parse(&self.bytes_at(HEADER_SIZE_UP_TO_MAGIC)?) else {
             return Ok(None);
         };
         let Some(size) = prefix.batch_size() else {
@@ -330,5 +348,62 @@ impl Iterator for FileBatchHeaders {
         }
         let step = self.next_header();
         lithify_base::iter::fuse_step(&mut self.done, step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::BatchBuilder;
+    use lithify_vfs::{FileSystem as _, MemFs};
+
+    /// Batches of uneven sizes over several chunks, so that batches
+    /// straddle chunk ends.
+    fn file_of_batches() -> (Arc<dyn RandomAccessFile>, Vec<Bytes>) {
+        let fs = MemFs::new();
+        let path = Path::new("/f.log");
+        let mut w = fs.create(path).expect("create");
+        let mut batches = Vec::new();
+        let mut offset = 0i64;
+        for b in 0..400usize {
+            let mut builder = BatchBuilder::new(offset);
+            for _ in 0..(b % 7 + 1) {
+                let value = vec![b as u8; 300 + (b * 37) % 900];
+                builder
+                    .append(offset, 1_000, Some(b"k"), Some(&value), &[])
+                    .expect("append");
+                offset += 1;
+            }
+            let bytes = builder.build();
+            w.append(&bytes).expect("append");
+            batches.push(bytes);
+        }
+        w.sync_data().expect("sync");
+        let total: usize = batches.iter().map(Bytes::len).sum();
+        assert!(total > 3 * CHUNK, "{total} bytes");
+        (fs.open(path).expect("open"), batches)
+    }
+
+    /// A reader that drops each batch (the chunk's memory is reused) and
+    /// one that keeps them all (it cannot be) read the same batches.
+    #[test]
+    fn reused_and_fresh_chunks_read_the_same_batches() {
+        let (file, written) = file_of_batches();
+        let size = file.size().expect("size");
+        let path = Arc::new(PathBuf::from("/f.log"));
+        let mut one_by_one = FileBatches::new(file.clone(), path.clone(), 0, size);
+        let mut n = 0;
+        for batch in &mut one_by_one {
+            assert_eq!(batch.expect("batch").raw(), &written[n], "batch {n}");
+            n += 1;
+        }
+        one_by_one.check_complete().expect("complete");
+        assert_eq!(n, written.len());
+
+        let kept: Vec<RecordBatch> = FileBatches::new(file, path, 0, size)
+            .collect::<Result<_>>()
+            .expect("batches");
+        let kept: Vec<&Bytes> = kept.iter().map(RecordBatch::raw).collect();
+        assert_eq!(kept, written.iter().collect::<Vec<_>>());
     }
 }
