@@ -63,7 +63,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lithify_base::sync::Mutex;
-use lithify_offsetmap::{DigestKind, Layout, LoadFactor, OffsetMap};
+use lithify_offsetmap::{DigestKind, KeyDigest, Layout, LoadFactor, OffsetMap};
 use snafu::ResultExt as _;
 
 use crate::config::CleanerConfig;
@@ -125,6 +125,9 @@ pub struct Cleaner {
     capacity: usize,
     digest: DigestKind,
     marks: LatestMarks,
+    /// Pass 1's records of one batch: offset and key digest (none for a
+    /// keyless record or one below the first dirty offset).
+    pending: Vec<(i64, Option<KeyDigest>)>,
     load_factor: LoadFactor,
     write_buffer_size: usize,
     producer_id_expiration_ms: i64,
@@ -163,6 +166,7 @@ impl Cleaner {
             capacity,
             digest: config.digest,
             marks: LatestMarks::default(),
+            pending: Vec::new(),
             load_factor: config.dedupe_buffer_load_factor,
             write_buffer_size: config.write_buffer_per_thread(),
             producer_id_expiration_ms: config.producer_id_expiration_ms,
@@ -396,26 +400,27 @@ impl Cleaner {
                     // Aborted data never enters the map.
                     stats.map_messages_read += batch.records_count().max(0) as u64;
                 } else {
+                    // The batch's digests first, their slots prefetched,
+                    // then the puts: the puts' cache misses overlap.
                     let records = BatchRecords::decompress(&batch)?;
+                    let mut pending = std::mem::take(&mut self.pending);
+                    pending.clear();
                     for r in records.iter() {
                         let r = r?;
-                        if let Some(key) = r.key
-                            && r.offset >= start
-                        {
-                            if self.map.size() >= self.capacity {
-                                stats.map_full = true;
-                                return Ok(());
+                        let digest = match r.key {
+                            Some(key) if r.offset >= start => {
+                                let d = KeyDigest::compute(self.digest, key);
+                                self.map.prefetch(&d);
+                                Some(d)
                             }
-                            if !self.map.has_room(self.load_factor) {
-                                self.grow_map()?;
-                            }
-                            let previous = self
-                                .map
-                                .insert(key, r.offset as u64)
-                                .context(OffsetMapSnafu)?;
-                            self.marks.on_put(r.offset, previous);
-                        }
-                        stats.map_messages_read += 1;
+                            _ => None,
+                        };
+                        pending.push((r.offset, digest));
+                    }
+                    let full = self.put_pending(&pending, stats);
+                    self.pending = pending;
+                    if full? {
+                        return Ok(());
                     }
                 }
                 if batch.last_offset() >= start {
@@ -479,6 +484,34 @@ impl Cleaner {
                 .context(OffsetMapSnafu)?;
         }
         Ok(())
+    }
+
+    /// Puts one batch's records (see `pending`) in order; true when the map
+    /// reached its capacity before a put (the pass ends there, the records
+    /// before it counted).
+    fn put_pending(
+        &mut self,
+        pending: &[(i64, Option<KeyDigest>)],
+        stats: &mut CleanerStats,
+    ) -> Result<bool> {
+        for &(offset, digest) in pending {
+            if let Some(digest) = digest {
+                if self.map.size() >= self.capacity {
+                    stats.map_full = true;
+                    return Ok(true);
+                }
+                if !self.map.has_room(self.load_factor) {
+                    self.grow_map()?;
+                }
+                let previous = self
+                    .map
+                    .insert_digest(&digest, offset as u64)
+                    .context(OffsetMapSnafu)?;
+                self.marks.on_put(offset, previous);
+            }
+            stats.map_messages_read += 1;
+        }
+        Ok(false)
     }
 
     /// Replaces the map, at its load factor, by one with four times its

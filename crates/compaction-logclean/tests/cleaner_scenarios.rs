@@ -545,10 +545,10 @@ fn a_corrupt_batch_stops_the_round_and_names_the_file() {
 fn a_growing_map_stops_where_the_configured_map_fills() {
     let fs = Arc::new(MemFs::new());
     let mut log = open(fs, "/k/t-0", compact(&[("segment.bytes", "4194304")]), 0);
-    // 60,000 distinct keys, in batches of 500.
-    for b in 0..120i64 {
-        let batch: Vec<_> = (0..500)
-            .map(|i| rec(b * 500 + i, b * 500 + i, "v"))
+    // 60,200 distinct keys, in batches of 700 (the map fills mid-batch).
+    for b in 0..86i64 {
+        let batch: Vec<_> = (0..700)
+            .map(|i| rec(b * 700 + i, b * 700 + i, "v"))
             .collect();
         log.append(&batch).unwrap();
     }
@@ -563,7 +563,7 @@ fn a_growing_map_stops_where_the_configured_map_fills() {
     assert_eq!(out.report.stats.map_messages_read, 45_000);
     assert_eq!(c.offset_map().size(), 45_000);
     // Every key is its only record: all stay.
-    assert_eq!(contents(&log.lock()).len(), 60_000);
+    assert_eq!(contents(&log.lock()).len(), 60_200);
 }
 
 /// With more memory than the section needs, a round's decisions are the

@@ -175,6 +175,35 @@ impl OffsetMap {
         })
     }
 
+    /// [`insert`](Self::insert) of a key whose digest (of this map's
+    /// [`digest_kind`](Self::digest_kind)) the caller computed, e.g. for a
+    /// batch of keys at a time, their slots [prefetched](Self::prefetch)
+    /// first.
+    pub fn insert_digest(&mut self, digest: &KeyDigest, offset: u64) -> Result<Option<u64>> {
+        ensure!(
+            self.entries < self.slots(),
+            FullSnafu {
+                entries: self.entries,
+                slots: self.slots()
+            }
+        );
+        self.check_offset(offset)?;
+        Ok(match self.layout {
+            Layout::Kafka => self.put_digest::<KafkaSlot>(digest, offset),
+            Layout::Compact => self.put_digest::<CompactSlot>(digest, offset),
+        })
+    }
+
+    /// Asks the processor to load the first slot of `digest`'s probe
+    /// sequence (a hint: changes nothing). A caller about to put several
+    /// digests prefetches all their slots first, so that the cache misses
+    /// of a large map overlap instead of coming one after another.
+    #[inline]
+    pub fn prefetch(&self, digest: &KeyDigest) {
+        let pos = probe_slot(digest, 0, self.slots) as usize * self.layout.bytes_per_entry();
+        lithify_base::hint::prefetch_read(self.buf[pos..].as_ptr());
+    }
+
     /// The offset stored for `key`, or `None` if it is absent (Kafka's -1).
     ///
     /// Probes `key`'s sequence until it meets the key's digest or an empty

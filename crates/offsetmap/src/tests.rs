@@ -458,3 +458,20 @@ fn rehashed_maps_answer_as_the_original() {
         assert!(small.rehashed(100 * layout.bytes_per_entry()).is_err());
     }
 }
+
+#[test]
+fn insert_digest_and_prefetch_agree_with_insert() {
+    let mut by_key = kafka_map(4096);
+    let mut by_digest = kafka_map(4096);
+    for i in 0..150u64 {
+        let k = key(i % 60);
+        let d = KeyDigest::compute(DigestKind::Md5, &k);
+        by_digest.prefetch(&d);
+        assert_eq!(
+            by_digest.insert_digest(&d, i).expect("room"),
+            by_key.insert(&k, i).expect("room")
+        );
+    }
+    assert_eq!(by_digest.as_bytes(), by_key.as_bytes());
+    assert_eq!(by_digest.size(), 60);
+}
