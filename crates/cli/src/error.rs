@@ -39,6 +39,16 @@ pub(crate) enum Error {
         location: Location,
     },
 
+    /// A backup operation failed (its message names the file at fault).
+    #[snafu(display("{source}"))]
+    Backup {
+        /// The backup engine's error, through the facade.
+        #[snafu(source(from(lithify_backup::Error, Into::into)))]
+        source: lithify::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// A table file could not be read (the message names the file and
     /// byte offset).
     #[snafu(display("{source}"))]

@@ -72,6 +72,9 @@ enum Command {
     Checkpoint(db::CheckpointArgs),
     /// List the live table files: table, level, size, key range, seqnos.
     LiveFiles(db::LiveFilesArgs),
+    /// Incremental backups: create, list, verify, restore, purge.
+    #[command(subcommand)]
+    Backup(db::backup::BackupCommand),
     /// Verify a database: the MANIFEST, every live table file (size,
     /// footer, every block's checksum, key order) and the WALs, as
     /// RocksDB's `ldb checkconsistency` and `sst_dump --command=verify`;
@@ -106,6 +109,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Compact(a) => db::compact(a),
         Command::Checkpoint(a) => db::checkpoint(a),
         Command::LiveFiles(a) => db::live_files(a),
+        Command::Backup(cmd) => db::backup::run(cmd),
         Command::Check(a) => db::check(a),
         Command::DumpSst(a) => dump::sst::run(a),
         Command::DumpWal(a) => dump::wal::run(a),

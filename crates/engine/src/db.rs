@@ -438,6 +438,18 @@ impl Db {
         self.inner.enable_file_deletions()
     }
 
+    /// A consistent set of files to copy (RocksDB's
+    /// `GetLiveFilesStorageInfo`): the live tables, the MANIFEST and the
+    /// WALs with the sizes to copy, what `CURRENT` must hold, and the
+    /// sequence number a copy holds exactly. File deletions stay disabled
+    /// until the set is dropped. Checkpoints and backups are made from it.
+    pub fn live_file_set(
+        &self,
+        options: &crate::CheckpointOptions,
+    ) -> Result<crate::LiveFileSet<'_>> {
+        self.inner.live_file_set(options)
+    }
+
     /// Writes an openable copy of the database into the new directory
     /// `dest` (RocksDB's `Checkpoint::CreateCheckpoint`): table files
     /// hard-linked where the file system can, the MANIFEST and the WALs

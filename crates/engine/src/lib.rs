@@ -53,6 +53,7 @@ mod get;
 mod iter;
 mod iter_source;
 mod leader;
+mod live_set;
 mod mem;
 mod merge;
 mod open;
@@ -78,7 +79,7 @@ mod write_thread;
 mod loom_tests;
 
 pub use batch::WriteBatch;
-pub use checkpoint::{CheckpointInfo, CheckpointOptions, LiveFileMetaData};
+pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::Db;
 pub use error::{Error, Result};
@@ -99,6 +100,9 @@ pub use lithify_compaction_tiered::{
 };
 pub use lithify_sstable::{BlockCache, Compression};
 pub use lithify_wal::RecoveryMode;
+pub use live_set::{
+    CheckpointOptions, LiveFile, LiveFileKind, LiveFileMetaData, LiveFileSet, copy_file_prefix,
+};
 pub use options::{Options, ReadOptions, TableOptions, WriteOptions};
 pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
 pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};

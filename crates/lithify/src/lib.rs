@@ -143,6 +143,13 @@ pub mod log {
     };
 }
 
+/// Incremental backups of a database (RocksDB's `BackupEngine`): see
+/// [`lithify_backup`].
+#[cfg(feature = "db")]
+pub mod backup {
+    pub use lithify_backup::{BackupEngine, BackupInfo, CreateStats};
+}
+
 /// The file systems every lithify file goes through.
 pub mod vfs {
     pub use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind, OsFs};
@@ -162,6 +169,13 @@ pub enum Error {
     Db {
         /// The engine's error.
         source: lithify_engine::Error,
+    },
+    /// A backup failed.
+    #[cfg(feature = "db")]
+    #[snafu(display("{source}"), context(false))]
+    Backup {
+        /// The backup engine's error.
+        source: lithify_backup::Error,
     },
     /// A log failed.
     #[cfg(feature = "log")]
@@ -187,6 +201,8 @@ impl Classify for Error {
         match self {
             #[cfg(feature = "db")]
             Error::Db { source } => source.kind(),
+            #[cfg(feature = "db")]
+            Error::Backup { source } => source.kind(),
             #[cfg(feature = "log")]
             Error::Log { source } => source.kind(),
             #[cfg(feature = "log")]

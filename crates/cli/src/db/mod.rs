@@ -12,6 +12,7 @@
 //! fails on a directory that holds none, naming it. Whatever a recovery
 //! drops is printed on stderr (the engine's warning events).
 
+pub(crate) mod backup;
 mod check;
 mod maintain;
 mod read;

@@ -1,0 +1,524 @@
+//! Incremental backups of a lithify database, as RocksDB's `BackupEngine`
+//! makes them.
+//!
+//! A backup directory holds:
+//!
+//! ```text
+//! LOCK                                   one BackupEngine at a time
+//! shared/<number>_<xxh3>_<size>.sst      table files, shared between backups
+//! private/<id>/MANIFEST-…, <n>.log       each backup's MANIFEST prefix and WALs
+//! meta/<id>                              each backup's metadata (see `meta`)
+//! ```
+//!
+//! * **Create** takes a consistent set of files from the database
+//!   ([`Db::live_file_set`]: deletions pinned, memtables flushed unless the
+//!   WALs are small, the MANIFEST and WAL cuts). Each table file is hashed
+//!   (xxh3-64) and copied into `shared/` only if no earlier backup holds
+//!   the same name, checksum and size — an unchanged table costs one read;
+//!   the MANIFEST and the WALs are copied into `private/<id>/`. Every file
+//!   is written under a temporary name, synced and renamed. The backup
+//!   exists once its metadata file is: written last, atomically.
+//! * A crash or error mid-backup leaves files no metadata names; they are
+//!   ignored, and deleted the next time the engine opens, creates or
+//!   purges. Earlier backups are never touched.
+//! * **Verify** re-reads every file of a backup and compares sizes and
+//!   checksums, naming the first file that differs.
+//! * **Restore** copies a backup into a new directory, checking every
+//!   file's size and checksum as it goes, and writes `CURRENT` last: a
+//!   damaged backup is refused and leaves a directory that does not open.
+//! * **Purge** keeps the newest N backups and deletes the shared files no
+//!   remaining backup uses.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use lithify_backup::BackupEngine;
+//! use lithify_engine::{Db, Options};
+//!
+//! let tmp = tempfile::tempdir()?;
+//! let db = Db::open(tmp.path().join("db"), Options::default())?;
+//! let backups = BackupEngine::open_os(tmp.path().join("backups"))?;
+//! db.put(b"k", b"v1")?;
+//! let first = backups.create_backup(&db)?;
+//! db.put(b"k", b"v2")?;
+//! let second = backups.create_backup(&db)?;
+//! assert_eq!(backups.list()?.len(), 2);
+//! backups.verify(second.id)?;
+//!
+//! backups.restore(Some(first.id), tmp.path().join("restored"))?;
+//! let restored = Db::open(tmp.path().join("restored"), Options::default())?;
+//! assert_eq!(restored.get(b"k")?.as_deref(), Some(&b"v1"[..]));
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+pub mod meta;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lithify_engine::{CheckpointOptions, Db, LiveFileKind, SeqNo, copy_file_prefix};
+use lithify_vfs::{FileLock, FileSystem, OsFs};
+use snafu::ResultExt;
+
+use error::{CorruptSnafu, EngineSnafu, InvalidArgumentSnafu, IoSnafu, NoSuchBackupSnafu};
+pub use error::{Error, Result};
+use meta::{BackupFile, Meta};
+
+/// One backup, as [`BackupEngine::list`] shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupInfo {
+    /// Its id (1, 2, …; never reused while the backup directory lives).
+    pub id: u32,
+    /// Seconds since the Unix epoch when it was made.
+    pub timestamp: u64,
+    /// It holds exactly the writes up to this sequence number.
+    pub sequence: SeqNo,
+    /// Its files.
+    pub files: usize,
+    /// Bytes of its files (shared ones counted in every backup using them).
+    pub size: u64,
+}
+
+/// What [`BackupEngine::create_backup_opt`] did beyond the backup itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CreateStats {
+    /// Table files copied into `shared/`.
+    pub tables_copied: usize,
+    /// Table files an earlier backup already held.
+    pub tables_shared: usize,
+    /// Bytes written into the backup directory.
+    pub bytes_copied: u64,
+}
+
+/// A backup directory; see the [crate documentation](crate).
+#[derive(Debug)]
+pub struct BackupEngine {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    _lock: FileLock,
+}
+
+const SHARED: &str = "shared";
+const PRIVATE: &str = "private";
+const META: &str = "meta";
+const TMP: &str = ".tmp";
+
+fn io(op: &'static str, path: &Path) -> IoSnafu<&'static str, PathBuf> {
+    IoSnafu {
+        op,
+        path: path.to_path_buf(),
+    }
+}
+
+/// The xxh3-64 of everything fed to it.
+struct Hasher(xxhash_rust::xxh3::Xxh3);
+
+impl Hasher {
+    fn new() -> Self {
+        Hasher(xxhash_rust::xxh3::Xxh3::new())
+    }
+}
+
+impl BackupEngine {
+    /// Opens (creating) the backup directory `dir` on the real file system.
+    pub fn open_os(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::open(Arc::new(OsFs), dir)
+    }
+
+    /// Opens (creating) the backup directory `dir` on `fs`, takes its lock
+    /// and deletes what an interrupted backup left.
+    pub fn open(fs: Arc<dyn FileSystem>, dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        if !fs.is_dir(&dir) {
+            lithify_vfs::create_dir_durable(&*fs, &dir).context(io("creating", &dir))?;
+        }
+        for sub in [SHARED, PRIVATE, META] {
+            let d = dir.join(sub);
+            if !fs.is_dir(&d) {
+                lithify_vfs::create_dir_durable(&*fs, &d).context(io("creating", &d))?;
+            }
+        }
+        let lock_path = dir.join("LOCK");
+        let lock = fs.lock(&lock_path).context(io("locking", &lock_path))?;
+        let engine = BackupEngine {
+            fs,
+            dir,
+            _lock: lock,
+        };
+        engine.collect_garbage()?;
+        Ok(engine)
+    }
+
+    /// Backs up `db` (memtables flushed first).
+    pub fn create_backup(&self, db: &Db) -> Result<BackupInfo> {
+        self.create_backup_opt(db, &CheckpointOptions::default())
+            .map(|(info, _)| info)
+    }
+
+    /// Backs up `db`; with `log_size_for_flush` above 0 the memtables are
+    /// flushed only when the WALs hold that many bytes (the WALs are
+    /// backed up instead).
+    pub fn create_backup_opt(
+        &self,
+        db: &Db,
+        options: &CheckpointOptions,
+    ) -> Result<(BackupInfo, CreateStats)> {
+        let metas = self.read_metas()?;
+        let id = metas.iter().map(|m| m.id).max().unwrap_or(0) + 1;
+        let set = db.live_file_set(options).context(EngineSnafu)?;
+        let src = &**set.file_system();
+        let mut stats = CreateStats::default();
+        let private = self.dir.join(PRIVATE).join(id.to_string());
+        lithify_vfs::create_dir_durable(&*self.fs, &private).context(io("creating", &private))?;
+        let mut files = Vec::with_capacity(set.files().len());
+        for f in set.files() {
+            let file = if f.kind == LiveFileKind::Table {
+                let checksum = checksum_of(src, &f.path, f.size)?;
+                let stem = f.name.trim_end_matches(".sst");
+                let stored = format!("{SHARED}/{stem}_{checksum:016x}_{}.sst", f.size);
+                let path = self.dir.join(&stored);
+                if self.fs.exists(&path) {
+                    stats.tables_shared += 1;
+                } else {
+                    let written = self.copy_in(src, &f.path, &path, f.size)?;
+                    if written != checksum {
+                        return CorruptSnafu {
+                            path: f.path.clone(),
+                            message: format!(
+                                "changed while it was copied: checksum {checksum:016x}, then {written:016x}"
+                            ),
+                        }
+                        .fail();
+                    }
+                    stats.tables_copied += 1;
+                    stats.bytes_copied += f.size;
+                }
+                BackupFile {
+                    kind: f.kind,
+                    name: f.name.clone(),
+                    size: f.size,
+                    checksum,
+                    stored,
+                }
+            } else {
+                let stored = format!("{PRIVATE}/{id}/{}", f.name);
+                let checksum = self.copy_in(src, &f.path, &self.dir.join(&stored), f.size)?;
+                stats.bytes_copied += f.size;
+                BackupFile {
+                    kind: f.kind,
+                    name: f.name.clone(),
+                    size: f.size,
+                    checksum,
+                    stored,
+                }
+            };
+            files.push(file);
+        }
+        let shared = self.dir.join(SHARED);
+        self.fs
+            .sync_dir(&shared)
+            .context(io("syncing directory", &shared))?;
+        self.fs
+            .sync_dir(&private)
+            .context(io("syncing directory", &private))?;
+        let current = String::from_utf8_lossy(set.current()).trim_end().to_owned();
+        let meta = Meta {
+            id,
+            timestamp: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            sequence: set.sequence(),
+            current,
+            files,
+        };
+        // The commit point: the backup exists once this file does.
+        let meta_path = self.dir.join(META).join(id.to_string());
+        lithify_vfs::write_file_atomic(&*self.fs, &meta_path, &meta.encode())
+            .context(io("writing", &meta_path))?;
+        drop(set);
+        let info = info_of(&meta);
+        tracing::info!(
+            target: "lithify::backup",
+            id,
+            sequence = info.sequence,
+            files = info.files,
+            tables_copied = stats.tables_copied,
+            tables_shared = stats.tables_shared,
+            bytes_copied = stats.bytes_copied,
+            "backup created"
+        );
+        Ok((info, stats))
+    }
+
+    /// Every backup, oldest first.
+    pub fn list(&self) -> Result<Vec<BackupInfo>> {
+        Ok(self.read_metas()?.iter().map(info_of).collect())
+    }
+
+    /// Re-reads every file of backup `id` and checks its size and
+    /// checksum; the error names the first file that differs.
+    pub fn verify(&self, id: u32) -> Result<BackupInfo> {
+        let meta = self.read_meta(id)?;
+        for f in &meta.files {
+            let path = self.dir.join(&f.stored);
+            let size = self
+                .fs
+                .file_size(&path)
+                .context(io("reading the size of", &path))?;
+            if size != f.size {
+                return CorruptSnafu {
+                    path,
+                    message: format!("size {size}, recorded {}", f.size),
+                }
+                .fail();
+            }
+            let sum = checksum_of(&*self.fs, &path, f.size)?;
+            if sum != f.checksum {
+                return CorruptSnafu {
+                    path,
+                    message: format!("checksum {sum:016x}, recorded {:016x}", f.checksum),
+                }
+                .fail();
+            }
+        }
+        Ok(info_of(&meta))
+    }
+
+    /// Restores backup `id` (`None`: the newest) into the new directory
+    /// `dest` on this engine's file system, checking every file as it is
+    /// copied; `CURRENT` is written last, so a refused restore leaves a
+    /// directory that does not open.
+    pub fn restore(&self, id: Option<u32>, dest: impl AsRef<Path>) -> Result<BackupInfo> {
+        let dest = dest.as_ref();
+        let meta = match id {
+            Some(id) => self.read_meta(id)?,
+            None => self.read_metas()?.pop().ok_or_else(|| {
+                InvalidArgumentSnafu {
+                    message: format!("{} holds no backup", self.dir.display()),
+                }
+                .build()
+            })?,
+        };
+        if self.fs.exists(dest) && !self.fs.list_dir(dest).is_ok_and(|e| e.is_empty()) {
+            return InvalidArgumentSnafu {
+                message: format!("restore target {} exists and is not empty", dest.display()),
+            }
+            .fail();
+        }
+        lithify_vfs::create_dir_durable(&*self.fs, dest).context(io("creating", dest))?;
+        for f in &meta.files {
+            let from = self.dir.join(&f.stored);
+            let size = self
+                .fs
+                .file_size(&from)
+                .context(io("reading the size of", &from))?;
+            if size != f.size {
+                return CorruptSnafu {
+                    path: from,
+                    message: format!("size {size}, recorded {}", f.size),
+                }
+                .fail();
+            }
+            let mut h = Hasher::new();
+            copy_file_prefix(
+                &*self.fs,
+                &from,
+                &*self.fs,
+                &dest.join(&f.name),
+                f.size,
+                |b| h.0.update(b),
+            )
+            .context(EngineSnafu)?;
+            let sum = h.0.digest();
+            if sum != f.checksum {
+                return CorruptSnafu {
+                    path: from,
+                    message: format!("checksum {sum:016x}, recorded {:016x}", f.checksum),
+                }
+                .fail();
+            }
+        }
+        self.fs
+            .sync_dir(dest)
+            .context(io("syncing directory", dest))?;
+        let current = dest.join("CURRENT");
+        lithify_vfs::write_file_atomic(
+            &*self.fs,
+            &current,
+            format!("{}\n", meta.current).as_bytes(),
+        )
+        .context(io("writing", &current))?;
+        tracing::info!(target: "lithify::backup", id = meta.id, dest = %dest.display(), "backup restored");
+        Ok(info_of(&meta))
+    }
+
+    /// Deletes backup `id` and the shared files no other backup uses.
+    pub fn delete_backup(&self, id: u32) -> Result<()> {
+        let path = self.dir.join(META).join(id.to_string());
+        if !self.fs.exists(&path) {
+            return NoSuchBackupSnafu {
+                id,
+                dir: self.dir.clone(),
+            }
+            .fail();
+        }
+        self.fs.remove_file(&path).context(io("removing", &path))?;
+        let meta_dir = self.dir.join(META);
+        self.fs
+            .sync_dir(&meta_dir)
+            .context(io("syncing directory", &meta_dir))?;
+        self.collect_garbage()
+    }
+
+    /// Keeps the newest `keep` backups, deletes the others (oldest first)
+    /// and the shared files only they used; returns the deleted ids.
+    pub fn purge_old_backups(&self, keep: usize) -> Result<Vec<u32>> {
+        let metas = self.read_metas()?;
+        let excess = metas.len().saturating_sub(keep);
+        let ids: Vec<u32> = metas[..excess].iter().map(|m| m.id).collect();
+        for id in &ids {
+            let path = self.dir.join(META).join(id.to_string());
+            self.fs.remove_file(&path).context(io("removing", &path))?;
+        }
+        if !ids.is_empty() {
+            let meta_dir = self.dir.join(META);
+            self.fs
+                .sync_dir(&meta_dir)
+                .context(io("syncing directory", &meta_dir))?;
+        }
+        self.collect_garbage()?;
+        Ok(ids)
+    }
+
+    /// Copies `len` bytes of `from` (on `src`) to `to` here, through a
+    /// temporary name, synced; returns their checksum.
+    fn copy_in(&self, src: &dyn FileSystem, from: &Path, to: &Path, len: u64) -> Result<u64> {
+        let tmp = PathBuf::from(format!("{}{TMP}", to.display()));
+        if self.fs.exists(&tmp) {
+            self.fs.remove_file(&tmp).context(io("removing", &tmp))?;
+        }
+        let mut h = Hasher::new();
+        copy_file_prefix(src, from, &*self.fs, &tmp, len, |b| h.0.update(b))
+            .context(EngineSnafu)?;
+        self.fs.rename(&tmp, to).context(io("renaming", &tmp))?;
+        Ok(h.0.digest())
+    }
+
+    /// Every backup's metadata, oldest first. A damaged metadata file is
+    /// an error naming it (the backup it describes cannot be trusted).
+    fn read_metas(&self) -> Result<Vec<Meta>> {
+        let meta_dir = self.dir.join(META);
+        let names = self
+            .fs
+            .list_dir(&meta_dir)
+            .context(io("listing", &meta_dir))?;
+        let mut ids: Vec<u32> = names.iter().filter_map(|n| n.parse().ok()).collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|id| self.read_meta(id)).collect()
+    }
+
+    fn read_meta(&self, id: u32) -> Result<Meta> {
+        let path = self.dir.join(META).join(id.to_string());
+        if !self.fs.exists(&path) {
+            return NoSuchBackupSnafu {
+                id,
+                dir: self.dir.clone(),
+            }
+            .fail();
+        }
+        let bytes = lithify_vfs::read_file(&*self.fs, &path).context(io("reading", &path))?;
+        let meta = Meta::decode(&bytes, &path)?;
+        if meta.id != id {
+            return CorruptSnafu {
+                path,
+                message: format!("names backup {}", meta.id),
+            }
+            .fail();
+        }
+        Ok(meta)
+    }
+
+    /// Deletes what no backup's metadata names: shared files of purged or
+    /// interrupted backups, private directories without metadata, and
+    /// temporary files.
+    fn collect_garbage(&self) -> Result<()> {
+        let metas = self.read_metas()?;
+        let used: BTreeSet<&str> = metas
+            .iter()
+            .flat_map(|m| m.files.iter().map(|f| f.stored.as_str()))
+            .collect();
+        let ids: BTreeSet<String> = metas.iter().map(|m| m.id.to_string()).collect();
+        let shared = self.dir.join(SHARED);
+        let mut removed = 0usize;
+        for name in self.fs.list_dir(&shared).context(io("listing", &shared))? {
+            if !used.contains(format!("{SHARED}/{name}").as_str()) {
+                let p = shared.join(&name);
+                self.fs.remove_file(&p).context(io("removing", &p))?;
+                removed += 1;
+            }
+        }
+        let private = self.dir.join(PRIVATE);
+        for name in self
+            .fs
+            .list_dir(&private)
+            .context(io("listing", &private))?
+        {
+            if ids.contains(&name) {
+                continue;
+            }
+            let d = private.join(&name);
+            for f in self.fs.list_dir(&d).context(io("listing", &d))? {
+                let p = d.join(f);
+                self.fs.remove_file(&p).context(io("removing", &p))?;
+            }
+            self.fs.remove_dir(&d).context(io("removing", &d))?;
+            removed += 1;
+        }
+        let meta_dir = self.dir.join(META);
+        for name in self
+            .fs
+            .list_dir(&meta_dir)
+            .context(io("listing", &meta_dir))?
+        {
+            if name.parse::<u32>().is_err() {
+                let p = meta_dir.join(&name);
+                self.fs.remove_file(&p).context(io("removing", &p))?;
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            for d in [&shared, &private, &meta_dir] {
+                self.fs.sync_dir(d).context(io("syncing directory", d))?;
+            }
+            tracing::info!(target: "lithify::backup", removed, "unused backup files deleted");
+        }
+        Ok(())
+    }
+}
+
+/// The xxh3-64 of the first `len` bytes of `path`.
+fn checksum_of(fs: &dyn FileSystem, path: &Path, len: u64) -> Result<u64> {
+    const CHUNK: u64 = 1 << 20;
+    let file = fs.open(path).context(io("opening", path))?;
+    let mut h = Hasher::new();
+    let mut offset = 0;
+    while offset < len {
+        let n = CHUNK.min(len - offset) as usize;
+        let bytes = file.read_vec(offset, n).context(io("reading", path))?;
+        h.0.update(&bytes);
+        offset += n as u64;
+    }
+    Ok(h.0.digest())
+}
+
+fn info_of(m: &Meta) -> BackupInfo {
+    BackupInfo {
+        id: m.id,
+        timestamp: m.timestamp,
+        sequence: m.sequence,
+        files: m.files.len(),
+        size: m.files.iter().map(|f| f.size).sum(),
+    }
+}

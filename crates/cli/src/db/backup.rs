@@ -1,0 +1,143 @@
+//! `lithify backup`: incremental backups of a database (RocksDB's
+//! `BackupEngine`, `ldb backup`/`restore`): create, list, verify, restore,
+//! purge.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use lithify::backup::BackupEngine;
+use snafu::ResultExt as _;
+
+use crate::db::{DbArgs, close};
+use crate::error::{BackupSnafu, Result};
+
+/// The backup commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum BackupCommand {
+    /// Back up a database (tables already in the backup directory are
+    /// shared, not copied again).
+    Create(CreateArgs),
+    /// List the backups: id, time, sequence number, files, bytes.
+    List(DirArgs),
+    /// Re-read every file of a backup and check its size and checksum.
+    Verify(IdArgs),
+    /// Restore a backup (the newest by default) into a new directory.
+    Restore(RestoreArgs),
+    /// Keep the newest N backups, delete the rest and the files only they
+    /// used.
+    Purge(PurgeArgs),
+}
+
+/// The backup directory.
+#[derive(Debug, Args)]
+pub(crate) struct DirArgs {
+    /// The backup directory (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub backup_dir: PathBuf,
+}
+
+/// Arguments of `backup create`.
+#[derive(Debug, Args)]
+pub(crate) struct CreateArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Arguments of `backup verify`.
+#[derive(Debug, Args)]
+pub(crate) struct IdArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// The backup id.
+    pub id: u32,
+}
+
+/// Arguments of `backup restore`.
+#[derive(Debug, Args)]
+pub(crate) struct RestoreArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// The backup id (default: the newest).
+    #[arg(long)]
+    pub id: Option<u32>,
+    /// The new database directory (must not exist, or be empty).
+    pub dest: PathBuf,
+}
+
+/// Arguments of `backup purge`.
+#[derive(Debug, Args)]
+pub(crate) struct PurgeArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// How many of the newest backups to keep.
+    #[arg(long)]
+    pub keep: usize,
+}
+
+fn engine(d: &DirArgs) -> Result<BackupEngine> {
+    BackupEngine::open_os(&d.backup_dir).context(BackupSnafu)
+}
+
+/// Runs one backup command.
+pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
+    match cmd {
+        BackupCommand::Create(a) => {
+            let backups = engine(&a.dir)?;
+            let db = a.db.open(false)?;
+            let made = backups.create_backup_opt(&db, &Default::default());
+            close(db)?;
+            let (info, stats) = made.context(BackupSnafu)?;
+            println!(
+                "backup {} at sequence {}: {} file(s), {} byte(s); {} table file(s) copied, {} shared with earlier backups, {} byte(s) written",
+                info.id,
+                info.sequence,
+                info.files,
+                info.size,
+                stats.tables_copied,
+                stats.tables_shared,
+                stats.bytes_copied
+            );
+        }
+        BackupCommand::List(d) => {
+            println!("id\ttime (unix)\tsequence\tfiles\tbytes");
+            for b in engine(&d)?.list().context(BackupSnafu)? {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    b.id, b.timestamp, b.sequence, b.files, b.size
+                );
+            }
+        }
+        BackupCommand::Verify(a) => {
+            let info = engine(&a.dir)?.verify(a.id).context(BackupSnafu)?;
+            println!(
+                "backup {}: {} file(s), {} byte(s): every size and checksum matches",
+                info.id, info.files, info.size
+            );
+        }
+        BackupCommand::Restore(a) => {
+            let info = engine(&a.dir)?
+                .restore(a.id, &a.dest)
+                .context(BackupSnafu)?;
+            println!(
+                "restored backup {} (sequence {}) into {}",
+                info.id,
+                info.sequence,
+                a.dest.display()
+            );
+        }
+        BackupCommand::Purge(a) => {
+            let gone = engine(&a.dir)?
+                .purge_old_backups(a.keep)
+                .context(BackupSnafu)?;
+            if gone.is_empty() {
+                println!("nothing to purge");
+            } else {
+                let ids: Vec<String> = gone.iter().map(u32::to_string).collect();
+                println!("deleted backup(s) {}", ids.join(", "));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,375 @@
+//! What is live, and a consistent set of files to copy: RocksDB's
+//! `GetLiveFilesMetaData`, `DisableFileDeletions`/`EnableFileDeletions`
+//! and `GetLiveFilesStorageInfo`, the ground of checkpoints and backups.
+//!
+//! [`Db::live_file_set`](crate::Db::live_file_set) takes the set:
+//!
+//! 1. File deletions are disabled (until the set is dropped), so nothing
+//!    the set names can vanish.
+//! 2. If the live WALs hold at least `log_size_for_flush` bytes (0, the
+//!    default: always), or writes skipped the WAL, every table's memtable
+//!    is flushed first, so the set needs little or no WAL.
+//! 3. The **MANIFEST cut**: the live MANIFEST's size, the current version
+//!    of every table and the smallest log number any table needs, read at
+//!    one instant ([`VersionSet::manifest_cut`](lithify_version::VersionSet::manifest_cut)).
+//! 4. The **WAL cut**, under the write leader's lock (no group is writing
+//!    its WAL record meanwhile): buffered WAL bytes are handed to the OS,
+//!    and the size of every WAL at or above that log number is read,
+//!    together with the last sequence number written. Every WAL record up
+//!    to those sizes is whole.
+//!
+//! A directory holding the tables, the MANIFEST and the WALs up to the
+//! sizes in the set, and a `CURRENT` with [`LiveFileSet::current`], opens
+//! as the database holding exactly the writes up to
+//! [`LiveFileSet::sequence`]: the MANIFEST prefix describes the tables,
+//! and replaying the WALs from its log numbers adds the rest.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lithify_base::SeqNo;
+use lithify_base::sync::atomic::Ordering;
+use lithify_version::TableId;
+use lithify_version::filename::{manifest_file_name, table_file_name};
+use lithify_vfs::FileSystem;
+use snafu::ResultExt;
+
+use crate::batch::WriteBatch;
+use crate::db_impl::DbInner;
+use crate::error::{InvalidArgumentSnafu, IoSnafu, Result, VersionSnafu};
+use crate::options::WriteOptions;
+use crate::wal::log_path;
+
+/// How [`Db::live_file_set`](crate::Db::live_file_set) (and checkpoints)
+/// take the set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckpointOptions {
+    /// Flush every memtable first when the live WALs hold at least this
+    /// many bytes; 0 (the default, as RocksDB's) always flushes. Without a
+    /// flush the set holds the WALs with the unflushed writes.
+    pub log_size_for_flush: u64,
+}
+
+/// One live table file (RocksDB's `LiveFileMetaData`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveFileMetaData {
+    /// The table (column family) it belongs to.
+    pub table: String,
+    /// Its file number.
+    pub number: u64,
+    /// Its path.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its level.
+    pub level: usize,
+    /// Its smallest user key.
+    pub smallest_key: Vec<u8>,
+    /// Its largest user key.
+    pub largest_key: Vec<u8>,
+    /// The smallest sequence number it holds.
+    pub smallest_seqno: SeqNo,
+    /// The largest sequence number it holds.
+    pub largest_seqno: SeqNo,
+    /// Its entries.
+    pub num_entries: u64,
+    /// Its point deletions.
+    pub num_deletions: u64,
+}
+
+/// What a file of a [`LiveFileSet`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LiveFileKind {
+    /// A table file: immutable, may be hard-linked or shared.
+    Table,
+    /// The MANIFEST: copy its first `size` bytes.
+    Manifest,
+    /// A write-ahead log: copy its first `size` bytes.
+    Wal,
+}
+
+/// One file of a [`LiveFileSet`] (RocksDB's `LiveFileStorageInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveFile {
+    /// Its name in the database directory (and in any copy).
+    pub name: String,
+    /// Its path in the database directory.
+    pub path: PathBuf,
+    /// The bytes to copy (a prefix for the MANIFEST and WALs, which may
+    /// grow after the cut).
+    pub size: u64,
+    /// What it is.
+    pub kind: LiveFileKind,
+}
+
+/// A consistent set of files (see the [module documentation](self)).
+/// File deletions stay disabled while it exists.
+pub struct LiveFileSet<'db> {
+    files: Vec<LiveFile>,
+    current: Vec<u8>,
+    sequence: SeqNo,
+    flushed: bool,
+    inner: &'db DbInner,
+}
+
+impl std::fmt::Debug for LiveFileSet<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveFileSet")
+            .field("files", &self.files)
+            .field("sequence", &self.sequence)
+            .field("flushed", &self.flushed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveFileSet<'_> {
+    /// The tables, the MANIFEST and the WALs, in that order.
+    pub fn files(&self) -> &[LiveFile] {
+        &self.files
+    }
+
+    /// What `CURRENT` must hold in a copy (write it last).
+    pub fn current(&self) -> &[u8] {
+        &self.current
+    }
+
+    /// A copy holds exactly the writes up to this sequence number.
+    pub fn sequence(&self) -> SeqNo {
+        self.sequence
+    }
+
+    /// Whether the memtables were flushed first.
+    pub fn flushed(&self) -> bool {
+        self.flushed
+    }
+
+    /// The database's file system (where the files are read).
+    pub fn file_system(&self) -> &Arc<dyn FileSystem> {
+        &self.inner.fs
+    }
+}
+
+impl Drop for LiveFileSet<'_> {
+    fn drop(&mut self) {
+        self.inner.enable_file_deletions();
+    }
+}
+
+impl DbInner {
+    /// Every live table file of every table, by table, level and key.
+    pub(crate) fn live_files(&self) -> Vec<LiveFileMetaData> {
+        let names: std::collections::BTreeMap<TableId, String> = self
+            .versions
+            .tables()
+            .into_iter()
+            .map(|t| (t.id, t.name))
+            .collect();
+        let mut out = Vec::new();
+        for (id, version) in self.versions.current_all() {
+            let table = names.get(&id).cloned().unwrap_or_default();
+            for level in 0..version.num_levels() {
+                for f in version.files(level) {
+                    out.push(LiveFileMetaData {
+                        table: table.clone(),
+                        number: f.number,
+                        path: self.dir.join(table_file_name(f.number)),
+                        size: f.size,
+                        level,
+                        smallest_key: f.smallest_user_key().to_vec(),
+                        largest_key: f.largest_user_key().to_vec(),
+                        smallest_seqno: f.smallest_seqno,
+                        largest_seqno: f.largest_seqno,
+                        num_entries: f.num_entries,
+                        num_deletions: f.num_deletions,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// One more reason not to delete obsolete files.
+    pub(crate) fn disable_file_deletions(&self) {
+        self.deletions_disabled.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// One reason less; at none, the files that became obsolete meanwhile
+    /// are deleted. Returns how many reasons remain.
+    pub(crate) fn enable_file_deletions(&self) -> usize {
+        let previous = self
+            .deletions_disabled
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_sub(1))
+            })
+            .unwrap_or(0);
+        let now = previous.saturating_sub(1);
+        if now == 0 && previous > 0 {
+            self.purge_obsolete_files();
+        }
+        now
+    }
+
+    /// Whether file deletions are disabled.
+    pub(crate) fn file_deletions_disabled(&self) -> bool {
+        self.deletions_disabled.load(Ordering::Acquire) > 0
+    }
+
+    /// See the [module documentation](self).
+    pub(crate) fn live_file_set(&self, options: &CheckpointOptions) -> Result<LiveFileSet<'_>> {
+        if self.opened_read_only {
+            return InvalidArgumentSnafu {
+                message: "copying a consistent set of files needs a read-write open (it flushes and pins files)"
+                    .to_owned(),
+            }
+            .fail();
+        }
+        self.check_writable()?;
+        self.disable_file_deletions();
+        // From here on, dropping the set enables deletions again.
+        let mut set = LiveFileSet {
+            files: Vec::new(),
+            current: Vec::new(),
+            sequence: 0,
+            flushed: false,
+            inner: self,
+        };
+        let wal_bytes = self.leader.lock().wal_size().0;
+        if wal_bytes >= options.log_size_for_flush || self.unpersisted.load(Ordering::Acquire) {
+            self.flush_all_tables()?;
+            set.flushed = true;
+        }
+        let cut = match self.versions.manifest_cut() {
+            Some(cut) => cut,
+            None => {
+                // No MANIFEST open for writing yet: start one.
+                self.versions.roll_manifest().context(VersionSnafu)?;
+                self.versions.manifest_cut().ok_or_else(|| {
+                    InvalidArgumentSnafu {
+                        message: "the MANIFEST is not writable".to_owned(),
+                    }
+                    .build()
+                })?
+            }
+        };
+        let (wals, sequence) = self.wal_cut(cut.min_log_number)?;
+        set.sequence = sequence;
+        for version in cut.versions.values() {
+            for level in 0..version.num_levels() {
+                for f in version.files(level) {
+                    let name = table_file_name(f.number);
+                    set.files.push(LiveFile {
+                        path: self.dir.join(&name),
+                        name,
+                        size: f.size,
+                        kind: LiveFileKind::Table,
+                    });
+                }
+            }
+        }
+        let manifest = manifest_file_name(cut.manifest_number);
+        set.files.push(LiveFile {
+            path: self.dir.join(&manifest),
+            name: manifest.clone(),
+            size: cut.manifest_size,
+            kind: LiveFileKind::Manifest,
+        });
+        set.current = format!("{manifest}\n").into_bytes();
+        for (number, size) in wals {
+            let path = log_path(&self.dir, number);
+            let name = path
+                .file_name()
+                .expect("a WAL path names a file")
+                .to_string_lossy()
+                .into_owned();
+            set.files.push(LiveFile {
+                name,
+                path,
+                size,
+                kind: LiveFileKind::Wal,
+            });
+        }
+        Ok(set)
+    }
+
+    /// Flushes every table's memtable and waits for the flushes.
+    fn flush_all_tables(&self) -> Result<()> {
+        let ids: Vec<TableId> = self.lock_state().tables.keys().copied().collect();
+        for id in ids {
+            self.write_batch(WriteBatch::new(), &WriteOptions::default(), Some(id))?;
+            self.wait_for_flush(id)?;
+        }
+        Ok(())
+    }
+
+    /// The WAL cut: (number, size) of every WAL at or above `min_log`, and
+    /// the last sequence number they hold.
+    fn wal_cut(&self, min_log: u64) -> Result<(Vec<(u64, u64)>, SeqNo)> {
+        let mut leader = self.leader.lock();
+        leader.flush()?;
+        let sequence = leader.last_allocated;
+        let numbers: Vec<u64> = self
+            .lock_state()
+            .live_logs
+            .range(min_log..)
+            .copied()
+            .collect();
+        let mut wals = Vec::with_capacity(numbers.len());
+        for number in numbers {
+            let path = log_path(&self.dir, number);
+            match self.fs.file_size(&path) {
+                Ok(size) => wals.push((number, size)),
+                // A WAL made but never written to disk (the switch failed).
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(source).context(IoSnafu {
+                        op: "reading the size of",
+                        path,
+                    });
+                }
+            }
+        }
+        Ok((wals, sequence))
+    }
+}
+
+/// Copies the first `len` bytes of `from` (on `src_fs`) into the new file
+/// `to` (on `dst_fs`), syncs it, and feeds every byte to `inspect` (a
+/// checksum); returns `len`. Fails if `from` is shorter than `len`.
+pub fn copy_file_prefix(
+    src_fs: &dyn FileSystem,
+    from: &Path,
+    dst_fs: &dyn FileSystem,
+    to: &Path,
+    len: u64,
+    mut inspect: impl FnMut(&[u8]),
+) -> Result<u64> {
+    const CHUNK: u64 = 1 << 20;
+    let src = src_fs.open(from).context(IoSnafu {
+        op: "opening",
+        path: from.to_path_buf(),
+    })?;
+    let mut dst = dst_fs.create_new(to).context(IoSnafu {
+        op: "creating",
+        path: to.to_path_buf(),
+    })?;
+    let mut offset = 0;
+    while offset < len {
+        let n = CHUNK.min(len - offset) as usize;
+        let bytes = src.read_vec(offset, n).context(IoSnafu {
+            op: "reading",
+            path: from.to_path_buf(),
+        })?;
+        inspect(&bytes);
+        dst.append(&bytes).context(IoSnafu {
+            op: "writing",
+            path: to.to_path_buf(),
+        })?;
+        offset += n as u64;
+    }
+    dst.sync_all().context(IoSnafu {
+        op: "syncing",
+        path: to.to_path_buf(),
+    })?;
+    Ok(len)
+}
