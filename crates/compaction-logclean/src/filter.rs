@@ -167,6 +167,24 @@ pub(crate) fn filter_batch(
         out.records_read = batch.records_count().max(0) as u64;
         return Ok(out);
     }
+    // A data batch all of whose records pass 1 mapped and later puts
+    // replaced keeps none of them: dropped without decoding it again (with
+    // the tombstones pass 1 saw among them), as the loop below would.
+    if decision.retention == BatchRetention::DeleteEmpty
+        && !decision.discard_records
+        && !batch.is_control()
+        && batch.last_offset() <= ctx.latest_offset
+    {
+        let records = batch.records_count().max(0) as u64;
+        if let Some(tombstones) =
+            ctx.marks
+                .superseded_batch(batch.base_offset(), batch.last_offset(), records)
+        {
+            out.records_read = records;
+            out.tombstones_dropped = tombstones;
+            return Ok(out);
+        }
+    }
     let records = BatchRecords::decompress(batch)?;
     let control = batch.is_control();
     let mut kept_tombstone = false;

@@ -13,18 +13,24 @@
 //! different keys answer the same way in both forms, since both see the
 //! digest only.
 //!
+//! A third bit says the mapped record is a tombstone, so that a batch
+//! whose records were all mapped and all superseded can be dropped in pass
+//! 2 without decompressing or decoding it again
+//! ([`superseded_batch`](LatestMarks::superseded_batch)).
+//!
 //! The marks cover at most a bounded span of offsets from the round's
-//! first dirty offset (two bits each); a record outside the span, or one
+//! first dirty offset (three bits each); a record outside the span, or one
 //! pass 1 did not put, gets `None` and pass 2 asks the map as before. So
 //! the marks change no decision, only where the answer comes from.
 
-/// Two bits per offset of `[base, base + span)`.
+/// Three bits per offset of `[base, base + span)`.
 #[derive(Debug, Default)]
 pub(crate) struct LatestMarks {
     base: i64,
     span: u64,
     mapped: Vec<u64>,
     superseded: Vec<u64>,
+    tombstone: Vec<u64>,
 }
 
 impl LatestMarks {
@@ -34,7 +40,7 @@ impl LatestMarks {
         let words = span.div_ceil(64) as usize;
         self.base = base;
         self.span = span;
-        for bits in [&mut self.mapped, &mut self.superseded] {
+        for bits in [&mut self.mapped, &mut self.superseded, &mut self.tombstone] {
             bits.clear();
             bits.resize(words, 0);
         }
@@ -47,11 +53,13 @@ impl LatestMarks {
         (i >= 0 && (i as u64) < self.span).then_some(i as usize)
     }
 
-    /// Records a put of `offset` that replaced `previous`.
+    /// Records a put of `offset` (a tombstone or not) that replaced
+    /// `previous`.
     #[inline]
-    pub(crate) fn on_put(&mut self, offset: i64, previous: Option<u64>) {
+    pub(crate) fn on_put(&mut self, offset: i64, tombstone: bool, previous: Option<u64>) {
         if let Some(i) = self.index(offset) {
             self.mapped[i / 64] |= 1 << (i % 64);
+            self.tombstone[i / 64] |= u64::from(tombstone) << (i % 64);
         }
         if let Some(i) = previous.and_then(|p| self.index(p as i64)) {
             self.superseded[i / 64] |= 1 << (i % 64);
@@ -65,6 +73,34 @@ impl LatestMarks {
         let i = self.index(offset)?;
         let bit = 1u64 << (i % 64);
         (self.mapped[i / 64] & bit != 0).then(|| self.superseded[i / 64] & bit == 0)
+    }
+}
+
+impl LatestMarks {
+    /// For a batch holding `records` records at offsets within `[first,
+    /// last]`: if the marks cover the range and exactly `records` of its
+    /// offsets were put and superseded — every record of the batch was
+    /// mapped and none is its key's latest — the number of tombstones
+    /// among them; otherwise `None`.
+    pub(crate) fn superseded_batch(&self, first: i64, last: i64, records: u64) -> Option<u64> {
+        let (lo, hi) = (self.index(first)?, self.index(last)?);
+        let (mut mapped, mut tombstones) = (0u64, 0u64);
+        for w in lo / 64..=hi / 64 {
+            let mut mask = u64::MAX;
+            if w == lo / 64 {
+                mask &= u64::MAX << (lo % 64);
+            }
+            if w == hi / 64 {
+                mask &= u64::MAX >> (63 - hi % 64);
+            }
+            let m = self.mapped[w] & mask;
+            if m & !self.superseded[w] != 0 {
+                return None; // a latest record stays
+            }
+            mapped += u64::from(m.count_ones());
+            tombstones += u64::from((self.tombstone[w] & m).count_ones());
+        }
+        (mapped == records).then_some(tombstones)
     }
 }
 
@@ -88,7 +124,7 @@ mod tests {
                 let previous = map
                     .insert(k.to_string().as_bytes(), offset as u64)
                     .expect("room");
-                marks.on_put(offset, previous);
+                marks.on_put(offset, false, previous);
             }
             let mut answered = 0u64;
             for (i, k) in keys.iter().enumerate() {
@@ -113,13 +149,47 @@ mod tests {
     fn unmapped_offsets_fall_back_to_the_map() {
         let mut marks = LatestMarks::default();
         marks.reset(10, 100);
-        marks.on_put(12, None);
-        marks.on_put(15, Some(12));
+        marks.on_put(12, false, None);
+        marks.on_put(15, false, Some(12));
         assert_eq!(marks.is_latest(11), None, "never put (keyless, aborted)");
         assert_eq!(marks.is_latest(12), Some(false));
         assert_eq!(marks.is_latest(15), Some(true));
         // A reset forgets everything.
         marks.reset(10, 100);
         assert_eq!(marks.is_latest(15), None);
+    }
+
+    /// A batch is superseded only when every one of its records was mapped
+    /// and replaced, across word boundaries; tombstones are counted.
+    #[test]
+    fn superseded_batches_need_every_record_mapped_and_replaced() {
+        let mut marks = LatestMarks::default();
+        marks.reset(1_000, 300);
+        // Offsets 1_060 ..= 1_140 (crossing two word boundaries) put, then
+        // all but 1_100 replaced by puts at 1_200 ..; 1_070 a tombstone;
+        // 1_150 ..= 1_159 put and kept.
+        for o in 1_060..=1_140 {
+            marks.on_put(o, o == 1_070, None);
+        }
+        for (i, o) in (1_060..=1_140).filter(|&o| o != 1_100).enumerate() {
+            marks.on_put(1_200 + i as i64, false, Some(o as u64));
+        }
+        for o in 1_150..=1_159 {
+            marks.on_put(o, false, None);
+        }
+        assert_eq!(marks.superseded_batch(1_060, 1_099, 40), Some(1));
+        assert_eq!(marks.superseded_batch(1_101, 1_140, 40), Some(0));
+        assert_eq!(
+            marks.superseded_batch(1_060, 1_140, 81),
+            None,
+            "1_100 is latest"
+        );
+        assert_eq!(marks.superseded_batch(1_150, 1_159, 10), None, "all latest");
+        // A count that the marks do not account for (a record never put).
+        assert_eq!(marks.superseded_batch(1_060, 1_099, 41), None);
+        assert_eq!(marks.superseded_batch(1_055, 1_099, 45), None);
+        // Outside the span.
+        assert_eq!(marks.superseded_batch(990, 1_010, 21), None);
+        assert_eq!(marks.superseded_batch(1_290, 1_310, 21), None);
     }
 }

@@ -93,8 +93,8 @@ const MIN_SIZED_SLOTS: usize = 1024;
 const INITIAL_MAP_KEYS: u64 = 32 << 10;
 
 /// Offsets of the dirty section that pass 1's [`LatestMarks`] cover per
-/// byte of the configured map memory (two bits an offset: the marks take
-/// at most a quarter of the map's memory).
+/// byte of the configured map memory (three bits an offset: the marks
+/// take at most 3/8 of the map's memory).
 const MARKED_OFFSETS_PER_MAP_BYTE: u64 = 1;
 
 /// What a finished round leaves for the manager besides the report.
@@ -125,9 +125,10 @@ pub struct Cleaner {
     capacity: usize,
     digest: DigestKind,
     marks: LatestMarks,
-    /// Pass 1's records of one batch: offset and key digest (none for a
+    /// Pass 1's records of one batch: offset, tombstone or not, and key
+    /// digest (none for a
     /// keyless record or one below the first dirty offset).
-    pending: Vec<(i64, Option<KeyDigest>)>,
+    pending: Vec<(i64, bool, Option<KeyDigest>)>,
     load_factor: LoadFactor,
     write_buffer_size: usize,
     producer_id_expiration_ms: i64,
@@ -415,7 +416,7 @@ impl Cleaner {
                             }
                             _ => None,
                         };
-                        pending.push((r.offset, digest));
+                        pending.push((r.offset, r.is_tombstone(), digest));
                     }
                     let full = self.put_pending(&pending, stats);
                     self.pending = pending;
@@ -491,10 +492,10 @@ impl Cleaner {
     /// before it counted).
     fn put_pending(
         &mut self,
-        pending: &[(i64, Option<KeyDigest>)],
+        pending: &[(i64, bool, Option<KeyDigest>)],
         stats: &mut CleanerStats,
     ) -> Result<bool> {
-        for &(offset, digest) in pending {
+        for &(offset, tombstone, digest) in pending {
             if let Some(digest) = digest {
                 if self.map.size() >= self.capacity {
                     stats.map_full = true;
@@ -507,7 +508,7 @@ impl Cleaner {
                     .map
                     .insert_digest(&digest, offset as u64)
                     .context(OffsetMapSnafu)?;
-                self.marks.on_put(offset, previous);
+                self.marks.on_put(offset, tombstone, previous);
             }
             stats.map_messages_read += 1;
         }

@@ -592,3 +592,43 @@ fn a_sized_map_keeps_the_latest_record_of_every_key() {
         assert_eq!(contents(&log.lock()), dedupe(&all, 50_000), "{memory}");
     }
 }
+
+/// Batches whose records were all replaced later (tombstones among them)
+/// are dropped, with every record and tombstone counted, and a batch with
+/// one kept record is rewritten: pass 2 drops the first from pass 1's
+/// marks alone and must read the records of the second.
+#[test]
+fn superseded_batches_are_dropped_and_counted() {
+    let fs = Arc::new(MemFs::new());
+    let mut log = open(fs, "/k/t-0", compact(&[]), 0);
+    // Offsets 0-3: a, b (tombstone), c, d (tombstone) — all replaced.
+    log.append(&[
+        rec(0, "a", "1"),
+        SimpleRecord::tombstone(0, "b"),
+        rec(0, "c", "1"),
+        SimpleRecord::tombstone(0, "d"),
+    ])
+    .unwrap();
+    // 4-5: e, f replaced.
+    log.append(&[rec(0, "e", "1"), rec(0, "f", "1")]).unwrap();
+    // 6-7: g kept, b (tombstone) replaced.
+    log.append(&[rec(0, "g", "1"), SimpleRecord::tombstone(0, "b")])
+        .unwrap();
+    // 8-13: the replacements.
+    let latest: Vec<_> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .map(|k| rec(0, k, "2"))
+        .collect();
+    log.append(&latest).unwrap();
+    log.roll().unwrap();
+    let log = Mutex::new(log);
+    let out = clean(&mut cleaner(1 << 16, "0.9"), &log, 0, 0);
+    let s = &out.report.stats;
+    assert_eq!(s.messages_read, 14);
+    assert_eq!(s.messages_written, 7);
+    assert_eq!(s.tombstones_dropped, 3);
+    assert_eq!(s.batches_dropped, 2);
+    assert_eq!(s.batches_rewritten, 1);
+    assert_eq!(s.batches_copied, 1);
+    assert_eq!(offsets(&log.lock()), [6, 8, 9, 10, 11, 12, 13]);
+}
