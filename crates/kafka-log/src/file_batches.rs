@@ -102,8 +102,13 @@ impl FileBatches {
         // pages, and the kernel's copy into them faults on every 4 KiB.
         let buf = match std::mem::take(&mut self.chunk).try_into_mut() {
             Ok(mut b) if b.capacity() >= want => {
-                b.clear();
-                b.resize(want, 0);
+                // The read overwrites all `want` bytes: zero only what the
+                // buffer did not hold before.
+                if b.len() >= want {
+                    b.truncate(want);
+                } else {
+                    b.resize(want, 0);
+                }
                 self.file
                     .read_exact_at(self.position, &mut b)
                     .context(IoSnafu {
