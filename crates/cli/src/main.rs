@@ -23,6 +23,7 @@ mod db;
 mod dump;
 mod error;
 mod log;
+mod lsm;
 mod rng;
 mod stress;
 mod text;
@@ -72,6 +73,9 @@ enum Command {
     Checkpoint(db::CheckpointArgs),
     /// List the live table files: table, level, size, key range, seqnos.
     LiveFiles(db::LiveFilesArgs),
+    /// Draw the LSM tree (now, and every flush and compaction the MANIFEST
+    /// remembers) as one self-contained HTML page.
+    Lsm(lsm::LsmArgs),
     /// Incremental backups: create, list, verify, restore, purge.
     #[command(subcommand)]
     Backup(db::backup::BackupCommand),
@@ -110,6 +114,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Checkpoint(a) => db::checkpoint(a),
         Command::LiveFiles(a) => db::live_files(a),
         Command::Backup(cmd) => db::backup::run(cmd),
+        Command::Lsm(a) => lsm::run(a),
         Command::Check(a) => db::check(a),
         Command::DumpSst(a) => dump::sst::run(a),
         Command::DumpWal(a) => dump::wal::run(a),

@@ -1118,3 +1118,97 @@ fn merge_and_single_delete_with_a_recorded_operator() {
     let out = ok(&["scan", "--db", db, "--merge-operator", "uint64add", "--hex"]);
     assert!(out.contains("0c00000000000000"), "{out}");
 }
+
+/// Checks that `page` is well-formed XML (after its doctype): every tag
+/// closed in order, attributes quoted, script bodies in CDATA. Returns the
+/// element names seen.
+fn well_formed(page: &str) -> Vec<String> {
+    let body = page.strip_prefix("<!DOCTYPE html>").expect("a doctype");
+    let mut stack: Vec<String> = Vec::new();
+    let mut seen = Vec::new();
+    let mut rest = body;
+    while let Some(i) = rest.find('<') {
+        let text = &rest[..i];
+        assert!(!text.contains('>'), "a stray '>' in text: {text:?}");
+        rest = &rest[i..];
+        if let Some(after) = rest.strip_prefix("<![CDATA[") {
+            let end = after.find("]]>").expect("CDATA closed");
+            rest = &after[end + 3..];
+            continue;
+        }
+        let end = rest.find('>').expect("a tag is closed");
+        let tag = &rest[1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name), "closing </{name}>");
+        } else {
+            let self_closing = tag.ends_with('/');
+            let name: String = tag
+                .trim_end_matches('/')
+                .split_whitespace()
+                .next()
+                .expect("a tag name")
+                .to_owned();
+            assert_eq!(
+                tag.matches('"').count() % 2,
+                0,
+                "unbalanced quotes in <{tag}>"
+            );
+            seen.push(name.clone());
+            if !self_closing {
+                stack.push(name);
+            }
+        }
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+    seen
+}
+
+#[test]
+fn lsm_draws_every_live_file_and_level_in_a_well_formed_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = db.to_str().unwrap();
+    ok(&[
+        "bench",
+        "--db",
+        db_s,
+        "--benchmarks",
+        "fillrandom",
+        "--num",
+        "60000",
+        "--write-buffer-size",
+        "262144",
+        "--target-file-size-base",
+        "262144",
+        "--max-bytes-for-level-base",
+        "1048576",
+    ]);
+    let html = tmp.path().join("lsm.html");
+    let out = ok(&["lsm", "--db", db_s, "--html", html.to_str().unwrap()]);
+    assert!(out.contains("step(s) of history"), "{out}");
+    let page = OsFs.open(&html).unwrap();
+    let page = String::from_utf8(page.read_vec(0, page.size().unwrap() as usize).unwrap()).unwrap();
+    let tags = well_formed(&page);
+    assert!(tags.iter().any(|t| t == "svg") && tags.iter().any(|t| t == "script"));
+    // Every live file is drawn, and every level holding files is labelled.
+    let listing = ok(&["live-files", "--db", db_s]);
+    let mut levels = std::collections::BTreeSet::new();
+    for line in listing.lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        assert!(
+            page.contains(&format!("<title>{}, ", cols[2])),
+            "{} drawn",
+            cols[2]
+        );
+        levels.insert(cols[1].to_owned());
+    }
+    assert!(levels.len() >= 2, "{levels:?}");
+    for level in &levels {
+        assert!(page.contains(&format!("{level}: ")), "{level} labelled");
+    }
+    // The history has flushes and compactions, and the slider covers them.
+    assert!(page.contains(": flush of table"), "flush steps");
+    assert!(page.contains(": compaction of table"), "compaction steps");
+    assert!(page.contains(r#"<input type="range" id="step""#));
+}

@@ -409,6 +409,27 @@ pub(crate) fn replay(
     Ok(replayed)
 }
 
+/// Every record of the MANIFEST at `path`, in order: its byte offset and
+/// its edit group (the history a MANIFEST holds: every flush, compaction
+/// and table change since the MANIFEST was started). A torn last record
+/// (a crash during its append) is left out, as recovery leaves it out.
+pub fn read_edit_groups(fs: &dyn FileSystem, path: &Path) -> Result<Vec<(u64, Vec<VersionEdit>)>> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let number = match crate::filename::parse_file_name(&name) {
+        Some(crate::filename::FileKind::Manifest(n)) => n,
+        _ => header_number(fs, path)?,
+    };
+    let mut groups = Vec::new();
+    read_records(fs, path, number, &mut |offset, edits| {
+        groups.push((offset, edits));
+        Ok(())
+    })?;
+    Ok(groups)
+}
+
 /// Writes a readable account of MANIFEST `path` into `out`: every record
 /// with its offset and edits, how the log ended, then the resulting state
 /// of every table in the LSM text form.
