@@ -9,7 +9,13 @@
 //!    batch the map's latest offset moves to the batch's last offset, after
 //!    each segment to the next segment's base minus one (so offset gaps are
 //!    skipped). A full map ends the pass early: the round cleans up to the
-//!    last offset it mapped and a later round continues.
+//!    last offset it mapped and a later round continues. The map starts
+//!    small and grows toward the configured memory (or toward the dirty
+//!    section's size, when smaller); "full" is always the configured map's
+//!    load factor, so this changes no decision. Each key is hashed here
+//!    only: what pass 2 needs to know of the mapped records (replaced by a
+//!    later put or not, tombstone or not) is kept in
+//!    [`latest_marks`](crate::latest_marks).
 //! 3. **Pass 2** rewrites every segment overlapping `[0, latest + 1)`,
 //!    grouped ([`grouping`](crate::grouping)) into one `.cleaned`
 //!    segment per group, batch by batch through
