@@ -73,6 +73,9 @@ enum Command {
     Checkpoint(db::CheckpointArgs),
     /// List the live table files: table, level, size, key range, seqnos.
     LiveFiles(db::LiveFilesArgs),
+    /// Ingest table files written by an SstFileWriter (RocksDB's
+    /// IngestExternalFile): placed at the lowest level they fit.
+    Ingest(db::IngestArgs),
     /// Draw the LSM tree (now, and every flush and compaction the MANIFEST
     /// remembers) as one self-contained HTML page.
     Lsm(lsm::LsmArgs),
@@ -113,6 +116,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Compact(a) => db::compact(a),
         Command::Checkpoint(a) => db::checkpoint(a),
         Command::LiveFiles(a) => db::live_files(a),
+        Command::Ingest(a) => db::ingest(a),
         Command::Backup(cmd) => db::backup::run(cmd),
         Command::Lsm(a) => lsm::run(a),
         Command::Check(a) => db::check(a),

@@ -1212,3 +1212,41 @@ fn lsm_draws_every_live_file_and_level_in_a_well_formed_page() {
     assert!(page.contains(": compaction of table"), "compaction steps");
     assert!(page.contains(r#"<input type="range" id="step""#));
 }
+
+#[test]
+fn ingest_places_an_external_file_and_bulkload_reads_back_every_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = db.to_str().unwrap();
+    ok(&["put", "--db", db_s, "--create-if-missing", "zzz", "last"]);
+    let ext = tmp.path().join("bulk.sst");
+    let mut w = lithify::SstFileWriter::create(&ext, &Options::default()).unwrap();
+    w.put(b"apple", b"red").unwrap();
+    w.put(b"banana", b"yellow").unwrap();
+    w.finish().unwrap();
+    let out = ok(&["ingest", "--db", db_s, ext.to_str().unwrap()]);
+    assert!(out.contains("bulk.sst as ") && out.contains("sequence number 0"), "{out}");
+    assert_eq!(ok(&["get", "--db", db_s, "banana"]).trim(), "yellow");
+    // Not a table at all: refused, naming it.
+    let garbage = tmp.path().join("garbage.sst");
+    let mut f = OsFs.create(&garbage).unwrap();
+    f.append(&[0x5a; 4096]).unwrap();
+    drop(f);
+    let (err, _) = fails(&["ingest", "--db", db_s, garbage.to_str().unwrap()]);
+    assert!(err.contains("garbage.sst"), "{err}");
+
+    let bulk = tmp.path().join("bulk-db");
+    let out = ok(&[
+        "bench",
+        "--db",
+        bulk.to_str().unwrap(),
+        "--benchmarks",
+        "bulkload,readrandom",
+        "--num",
+        "20000",
+        "--target-file-size-base",
+        "262144",
+    ]);
+    assert!(out.contains("bulkload"), "{out}");
+    assert!(out.contains("(20000 of 20000 found)"), "{out}");
+}

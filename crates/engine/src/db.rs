@@ -438,6 +438,20 @@ impl Db {
         self.inner.enable_file_deletions()
     }
 
+    /// Ingests table files written by [`SstFileWriter`](crate::SstFileWriter)
+    /// into the default table (RocksDB's `IngestExternalFile`), copying
+    /// them; see [`ingest_external_file_opt`](Db::ingest_external_file_opt).
+    pub fn ingest_external_file(
+        &self,
+        paths: &[impl AsRef<Path>],
+        options: &crate::IngestOptions,
+    ) -> Result<Vec<crate::IngestedFile>> {
+        let paths: Vec<std::path::PathBuf> =
+            paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        self.inner
+            .ingest_external_files(DEFAULT_TABLE, &paths, options)
+    }
+
     /// A consistent set of files to copy (RocksDB's
     /// `GetLiveFilesStorageInfo`): the live tables, the MANIFEST and the
     /// WALs with the sizes to copy, what `CURRENT` must hold, and the

@@ -50,6 +50,7 @@ mod error;
 mod events;
 mod flush;
 mod get;
+mod ingest;
 mod iter;
 mod iter_source;
 mod leader;
@@ -64,6 +65,7 @@ mod range_del;
 mod recovery;
 mod resource;
 mod snapshot;
+mod sst_file_writer;
 mod sst_opener;
 mod stats;
 mod strategy;
@@ -87,6 +89,7 @@ pub use events::{
     CompactionJobInfo, EventListener, FlushJobInfo, INFO_LOG_FILE, StrategySwitchInfo,
     WriteStallInfo,
 };
+pub use ingest::{IngestOptions, IngestedFile};
 pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
 pub use lithify_base::merge::{Max, MergeOperator, StringAppend, UInt64Add};
@@ -107,6 +110,7 @@ pub use options::{Options, ReadOptions, TableOptions, WriteOptions};
 pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
 pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 pub use snapshot::Snapshot;
+pub use sst_file_writer::{ExternalSstInfo, SstFileWriter};
 pub use stats::{DbStats, LevelStats, MergeStats, StallStats, TableStats};
 pub use table::Table;
 pub use write_controller::{StallCause, StallCondition};

@@ -245,6 +245,19 @@ impl Table {
             .compact_range(self.state.id, begin, end, &CompactRangeOptions::default())
     }
 
+    /// Ingests table files written by [`SstFileWriter`](crate::SstFileWriter)
+    /// into this table (see [`Db::ingest_external_file`](crate::Db::ingest_external_file)).
+    pub fn ingest_external_file(
+        &self,
+        paths: &[impl AsRef<std::path::Path>],
+        options: &crate::IngestOptions,
+    ) -> Result<Vec<crate::IngestedFile>> {
+        let paths: Vec<std::path::PathBuf> =
+            paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        self.db()?
+            .ingest_external_files(self.state.id, &paths, options)
+    }
+
     /// Runs the table's major compaction now (what its scheduled major
     /// compaction runs): the whole table merged down and the bottom level
     /// rewritten. Returns when done; memtables are not flushed first.

@@ -30,6 +30,8 @@ pub(crate) struct Writer {
     pub(crate) options: WriteOptions,
     /// Switch this table's memtable before the group (a flush request).
     pub(crate) switch_table: Option<TableId>,
+    /// An ingestion of external files, run by the leader alone.
+    pub(crate) ingest: Option<StdArc<crate::ingest::IngestJob>>,
 }
 
 /// What the inserts of a group share.
@@ -52,6 +54,10 @@ impl GroupCommit for DbInner {
 
     fn batch_disables_wal(w: &Writer) -> bool {
         w.options.disable_wal
+    }
+
+    fn batch_solo(w: &Writer) -> bool {
+        w.ingest.is_some()
     }
 
     fn max_group_bytes(&self) -> usize {
@@ -102,6 +108,23 @@ impl DbInner {
             batch,
             options: *options,
             switch_table,
+            ingest: None,
+        };
+        let r = self
+            .write_thread
+            .write(self, w)
+            .map_err(crate::error::unshare);
+        self.events.deliver();
+        r
+    }
+
+    /// Runs an ingestion inside the write group, alone.
+    pub(crate) fn write_ingest(&self, job: StdArc<crate::ingest::IngestJob>) -> Result<()> {
+        let w = Writer {
+            batch: WriteBatch::new(),
+            options: WriteOptions::default(),
+            switch_table: None,
+            ingest: Some(job),
         };
         let r = self
             .write_thread
@@ -156,6 +179,16 @@ impl DbInner {
         forced.extend(self.tables_pinning_old_wals(&leader));
         if !forced.is_empty() || self.switch_pending.load(Ordering::Acquire) {
             self.switch_memtables(&mut leader, &forced)?;
+        }
+        if let Some(job) = group.first().and_then(|w| w.ingest.as_ref()) {
+            // Alone in its group (`batch_solo`), and no group is inserting.
+            let last = self.apply_ingest(&mut leader, job);
+            return Ok((
+                InsertCtx {
+                    mems: Arc::clone(&leader.mems),
+                },
+                last,
+            ));
         }
         let mut seq = leader.last_allocated + 1;
         let first = seq;

@@ -11,7 +11,8 @@
 //!    at the front lead; on two cores that turns every hand-over into a
 //!    sleep and a wake-up). A leader whose batch did not fit leads again.
 //! 2. The group is bounded in bytes; a group whose first batch is not a
-//!    sync write takes no sync write; WAL and no-WAL writes are not mixed.
+//!    sync write takes no sync write; WAL and no-WAL writes are not mixed;
+//!    a solo batch (an ingestion of external files) is a group alone.
 //!    Without holding the queue lock the leader
 //!    [`prepare`](GroupCommit::prepare)s it: stalls, memtable switch,
 //!    sequence numbers in ticket order, one WAL record, one sync if any
@@ -55,6 +56,10 @@ pub(crate) trait GroupCommit {
     fn batch_sync(batch: &Self::Batch) -> bool;
     /// Whether the batch skips the WAL.
     fn batch_disables_wal(batch: &Self::Batch) -> bool;
+    /// Whether the batch must be a group of its own (an ingestion).
+    fn batch_solo(_batch: &Self::Batch) -> bool {
+        false
+    }
     /// The upper bound of a group's bytes.
     fn max_group_bytes(&self) -> usize;
 
@@ -268,10 +273,13 @@ impl<C: GroupCommit> WriteThread<C> {
             max = leader_bytes + max / 8;
         }
         let mut bytes = leader_bytes;
+        let solo = C::batch_solo(&leader);
         group.push(leader);
         while let Some((_, next)) = pending.front() {
             let b = C::batch_bytes(next);
-            if (C::batch_sync(next) && !sync)
+            if solo
+                || C::batch_solo(next)
+                || (C::batch_sync(next) && !sync)
                 || C::batch_disables_wal(next) != no_wal
                 || bytes + b > max
             {

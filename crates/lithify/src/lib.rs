@@ -111,11 +111,11 @@ pub use lithify_engine::{
     AdaptiveOptions, AdaptiveThresholds, BlockCache, BottommostLevelCompaction, CheckpointInfo,
     CheckpointOptions, CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri,
     CompactionStrategy, Compression, Db, DbIterator, DbStats, DroppedBytes, EventListener,
-    FilterDecision, FlushJobInfo, INFO_LOG_FILE, LOST_DIR, LevelStats, LiveFileMetaData,
-    MajorOnlyOptions, Max, MergeOperator, MergeStats, MinorPolicy, Options, RawIterator,
-    ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot, StallCause, StallCondition,
-    StallStats, StrategySwitchInfo, StringAppend, Table, TableOptions, TableStats, TwoTierOptions,
-    UInt64Add, WriteBatch, WriteOptions, WriteStallInfo,
+    ExternalSstInfo, FilterDecision, FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile,
+    LOST_DIR, LevelStats, LiveFileMetaData, MajorOnlyOptions, Max, MergeOperator, MergeStats,
+    MinorPolicy, Options, RawIterator, ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot,
+    SstFileWriter, StallCause, StallCondition, StallStats, StrategySwitchInfo, StringAppend, Table,
+    TableOptions, TableStats, TwoTierOptions, UInt64Add, WriteBatch, WriteOptions, WriteStallInfo,
 };
 
 /// The short ids of the built-in merge operators (`uint64add`,

@@ -43,7 +43,8 @@ pub(crate) struct BenchArgs {
     /// Benchmarks to run in order, comma-separated: fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
     /// deleterandom, mergerandom, readrandommergerandom (the last two with
-    /// --merge-operator), flush, compact.
+    /// --merge-operator), bulkload (external table files ingested), flush,
+    /// compact.
     #[arg(
         long,
         value_delimiter = ',',

@@ -44,6 +44,10 @@ pub(crate) enum Benchmark {
     /// Random keys, each either read or merged into (`--merge-percent`
     /// merges).
     ReadRandomMergeRandom,
+    /// Write `--num` keys in key order into external table files
+    /// (`SstFileWriter`, one per `--target-file-size-base` bytes) and
+    /// ingest them (RocksDB's bulk load).
+    BulkLoad,
     /// Flush the memtables and wait.
     Flush,
     /// Compact the whole key range and wait.
@@ -52,7 +56,7 @@ pub(crate) enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in the order of the help text.
-    pub(crate) const ALL: [Benchmark; 12] = [
+    pub(crate) const ALL: [Benchmark; 13] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -63,6 +67,7 @@ impl Benchmark {
         Benchmark::DeleteRandom,
         Benchmark::MergeRandom,
         Benchmark::ReadRandomMergeRandom,
+        Benchmark::BulkLoad,
         Benchmark::Flush,
         Benchmark::Compact,
     ];
@@ -80,6 +85,7 @@ impl Benchmark {
             Benchmark::DeleteRandom => "deleterandom",
             Benchmark::MergeRandom => "mergerandom",
             Benchmark::ReadRandomMergeRandom => "readrandommergerandom",
+            Benchmark::BulkLoad => "bulkload",
             Benchmark::Flush => "flush",
             Benchmark::Compact => "compact",
         }
@@ -252,6 +258,7 @@ pub(crate) fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome
         Benchmark::ReadWhileWriting => read_while_writing(db, s),
         Benchmark::ReadSeq => read_seq(db, s),
         Benchmark::SeekRandom => seek_random(db, s),
+        Benchmark::BulkLoad => bulk_load(db, s),
         Benchmark::Flush => single(benchmark, || db.flush()),
         Benchmark::Compact => single(benchmark, || db.compact_range(None, None)),
     }
@@ -526,6 +533,42 @@ fn seek_random(db: &Db, s: &Settings) -> Result<Outcome> {
 }
 
 /// A benchmark of one call (`flush`, `compact`).
+/// `bulkload`: keys `0..num` in order, written as external table files
+/// of about `target_file_size_base` bytes in the database directory, then
+/// ingested in one call (moved: hard-linked, the originals removed).
+fn bulk_load(db: &Db, s: &Settings) -> Result<Outcome> {
+    let entry_bytes = (s.key_size + s.value_size) as u64;
+    let per_file = (db.options().target_file_size_base / entry_bytes.max(1)).max(1);
+    let mut outcome = in_threads(Benchmark::BulkLoad, 1, s.num, |_, tally| {
+        let mut keys = Keys::new(s, Benchmark::FillSeq, 0);
+        let mut values = Values::new(s.value_size, s.compression_ratio, s.seed);
+        let mut files = Vec::new();
+        let mut next = 0;
+        while next < s.num {
+            let path = db.path().join(format!("bulkload-{:06}.ext", files.len()));
+            let mut w = lithify::SstFileWriter::create(&path, db.options()).context(DbSnafu)?;
+            let end = (next + per_file).min(s.num);
+            while next < end {
+                w.put(keys.number(next), values.next_value())
+                    .context(DbSnafu)?;
+                tally.done(1, entry_bytes);
+                next += 1;
+            }
+            files.push(w.finish().context(DbSnafu)?.path);
+        }
+        let options = lithify::IngestOptions {
+            move_files: true,
+            ..lithify::IngestOptions::default()
+        };
+        db.ingest_external_file(&files, &options).context(DbSnafu)?;
+        tally.done(0, 0);
+        Ok(())
+    })?;
+    outcome.bytes = s.num * entry_bytes;
+    outcome.found = None;
+    Ok(outcome)
+}
+
 fn single(
     benchmark: Benchmark,
     call: impl FnOnce() -> lithify_engine::Result<()>,

@@ -1,4 +1,4 @@
-//! `stats`, `compact`, `checkpoint` and `live-files`.
+//! `stats`, `compact`, `checkpoint`, `live-files` and `ingest`.
 
 use clap::Args;
 use snafu::ResultExt as _;
@@ -172,6 +172,43 @@ pub(crate) fn live_files(a: LiveFilesArgs) -> Result<()> {
             f.largest_seqno,
             enc.show(&f.smallest_key),
             enc.show(&f.largest_key),
+        );
+    }
+    Ok(())
+}
+
+/// Arguments of `ingest`.
+#[derive(Debug, Args)]
+pub(crate) struct IngestArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Table files written by an `SstFileWriter` (sequence numbers 0).
+    #[arg(required = true)]
+    pub files: Vec<std::path::PathBuf>,
+    /// Hard-link the files into the database and delete the originals
+    /// (default: copy them).
+    #[arg(long)]
+    pub move_files: bool,
+}
+
+/// Ingests external table files (RocksDB's `IngestExternalFile`) and
+/// prints where each went.
+pub(crate) fn ingest(a: IngestArgs) -> Result<()> {
+    let db = a.db.open(false)?;
+    let options = lithify::IngestOptions {
+        move_files: a.move_files,
+        ..lithify::IngestOptions::default()
+    };
+    let placed = db.ingest_external_file(&a.files, &options);
+    close(db)?;
+    for f in placed.context(DbSnafu)? {
+        println!(
+            "ingested {} as {:06}.sst at L{}, {} byte(s), sequence number {}",
+            f.external.display(),
+            f.number,
+            f.level,
+            f.size,
+            f.sequence
         );
     }
     Ok(())

@@ -30,7 +30,8 @@ use crate::text::Encoding;
 
 pub(crate) use check::{CheckArgs, check};
 pub(crate) use maintain::{
-    CheckpointArgs, CompactArgs, LiveFilesArgs, StatsArgs, checkpoint, compact, live_files, stats,
+    CheckpointArgs, CompactArgs, IngestArgs, LiveFilesArgs, StatsArgs, checkpoint, compact, ingest,
+    live_files, stats,
 };
 pub(crate) use read::{GetArgs, ScanArgs, get, scan};
 pub(crate) use write::{DeleteArgs, MergeArgs, PutArgs, delete, merge, put, single_delete};

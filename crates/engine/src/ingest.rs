@@ -1,0 +1,558 @@
+//! Ingesting external table files (RocksDB's `IngestExternalFile`).
+//!
+//! 1. **Check** every file before anything changes: it opens as a table
+//!    of this table's comparator, every block's checksum holds, every
+//!    entry has sequence number 0 (as [`SstFileWriter`](crate::SstFileWriter)
+//!    writes them) and the files do not overlap one another. A damaged or
+//!    foreign file is refused with its path.
+//! 2. If the table's memtables hold keys in the files' range, they are
+//!    **flushed** first (RocksDB's `allow_blocking_flush`; refused when it
+//!    is off): a memtable is read before any file, so an older memtable
+//!    entry would hide an ingested one.
+//! 3. Inside the write group, alone (no write is in flight or can start):
+//!    the memtable check is repeated (a write that slipped in sends the
+//!    ingestion back to step 2), then each file gets its **level**: the
+//!    lowest level such that neither it nor any level above holds keys of
+//!    the file's range and no running compaction writes that range into
+//!    it (RocksDB's rule) — for leveled tables; MajorOnly, TwoTier and
+//!    Adaptive tables take ingested files into L0, where their strategies
+//!    pick them up like flushed files. A **sequence number** is assigned
+//!    (the next one, for the whole ingestion) when a file overlaps data
+//!    already in the table, or when a snapshot is open and
+//!    `snapshot_consistency` is on (RocksDB's rule: an older snapshot must
+//!    not see the ingested keys); otherwise the entries keep sequence
+//!    number 0, which sorts below everything and is never visible above
+//!    newer data because nothing overlaps them. A file that needs a
+//!    sequence number is rewritten with it (RocksDB can patch a global
+//!    sequence number into the file; lithify's tables store each entry's
+//!    number, so the copy is rewritten), otherwise it is hard-linked
+//!    (`move_files`) or copied.
+//! 4. One MANIFEST edit adds every file (atomic for the list); the
+//!    sequence number, if any, is published like a write's.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc as StdArc, Mutex as StdMutex};
+
+use lithify_base::key::{
+    InternalKey, MAX_SEQNO, append_internal_key, trailer, unpack_trailer, user_key,
+};
+use lithify_base::{Comparator, InternalIterator, SeqNo, ValueKind};
+use lithify_sstable::{SstBuilder, SstReader};
+use lithify_version::filename::table_file_name;
+use lithify_version::{FileMetadata, TableId, VersionEdit};
+use snafu::ResultExt;
+
+use crate::db_impl::DbInner;
+use crate::error::{
+    Error, InvalidArgumentSnafu, IoSnafu, ReadSnafu, Result, SstSnafu, VersionSnafu,
+};
+use crate::leader::LeaderState;
+use crate::live_set::copy_file_prefix;
+
+/// How [`Db::ingest_external_file_opt`](crate::Db) ingests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngestOptions {
+    /// Hard-link the files into the database and delete the originals
+    /// (copy when the file system cannot link); otherwise copy them.
+    pub move_files: bool,
+    /// Give the ingested entries a sequence number newer than every open
+    /// snapshot, so that those snapshots do not see them (default true).
+    pub snapshot_consistency: bool,
+    /// Flush the memtables when they hold keys of the files' range
+    /// (default true); otherwise such an ingestion is refused.
+    pub allow_blocking_flush: bool,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            move_files: false,
+            snapshot_consistency: true,
+            allow_blocking_flush: true,
+        }
+    }
+}
+
+/// Where one ingested file went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestedFile {
+    /// The external file.
+    pub external: PathBuf,
+    /// Its number in the database.
+    pub number: u64,
+    /// Its level.
+    pub level: usize,
+    /// The sequence number its entries got (0: none was needed).
+    pub sequence: SeqNo,
+    /// Bytes of the file in the database.
+    pub size: u64,
+}
+
+/// A checked external file.
+#[derive(Debug, Clone)]
+pub(crate) struct External {
+    path: PathBuf,
+    size: u64,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+}
+
+/// An ingestion handed to the write group.
+pub(crate) struct IngestJob {
+    pub(crate) table: TableId,
+    files: Vec<External>,
+    options: IngestOptions,
+    /// Set by the leader: the outcome, or `None` when a write to the
+    /// range slipped in and the memtables must be flushed again.
+    pub(crate) result: StdMutex<Option<Result<Vec<IngestedFile>>>>,
+    pub(crate) raced: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for IngestJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IngestJob")
+            .field("table", &self.table)
+            .field("files", &self.files.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DbInner {
+    /// See the [module documentation](self).
+    pub(crate) fn ingest_external_files(
+        &self,
+        table: TableId,
+        paths: &[PathBuf],
+        options: &IngestOptions,
+    ) -> Result<Vec<IngestedFile>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.check_writable()?;
+        let mut files = paths
+            .iter()
+            .map(|p| self.check_external(p))
+            .collect::<Result<Vec<_>>>()?;
+        let icmp = self.opener.options.comparator.clone();
+        files.sort_by(|a, b| icmp.compare_user(&a.smallest, &b.smallest));
+        for w in files.windows(2) {
+            if !icmp.compare_user(&w[0].largest, &w[1].smallest).is_lt() {
+                return InvalidArgumentSnafu {
+                    message: format!(
+                        "external files {} and {} overlap: ingest them separately",
+                        w[0].path.display(),
+                        w[1].path.display()
+                    ),
+                }
+                .fail();
+            }
+        }
+        let lo = files[0].smallest.clone();
+        let hi = files[files.len() - 1].largest.clone();
+        let job = StdArc::new(IngestJob {
+            table,
+            files,
+            options: *options,
+            result: StdMutex::new(None),
+            raced: std::sync::atomic::AtomicBool::new(false),
+        });
+        const ATTEMPTS: usize = 5;
+        for _ in 0..ATTEMPTS {
+            if self.memtables_overlap(table, &lo, &hi)? {
+                if !options.allow_blocking_flush {
+                    return InvalidArgumentSnafu {
+                        message: "the memtable holds keys of the files' range and allow_blocking_flush is off"
+                            .to_owned(),
+                    }
+                    .fail();
+                }
+                self.write_batch(
+                    crate::WriteBatch::new(),
+                    &crate::WriteOptions::default(),
+                    Some(table),
+                )?;
+                self.wait_for_flush(table)?;
+            }
+            job.raced.store(false, std::sync::atomic::Ordering::Relaxed);
+            self.write_ingest(StdArc::clone(&job))?;
+            if job.raced.load(std::sync::atomic::Ordering::Relaxed) {
+                continue;
+            }
+            let result = job
+                .result
+                .lock()
+                .expect("not poisoned")
+                .take()
+                .expect("the leader ran the ingestion");
+            let placed = result?;
+            if options.move_files {
+                for f in &job.files {
+                    let _ = self.fs.remove_file(&f.path);
+                }
+            }
+            self.wake_background();
+            tracing::info!(
+                target: "lithify::engine",
+                table,
+                files = placed.len(),
+                levels = ?placed.iter().map(|f| f.level).collect::<Vec<_>>(),
+                sequence = placed.first().map_or(0, |f| f.sequence),
+                "external files ingested"
+            );
+            return Ok(placed);
+        }
+        InvalidArgumentSnafu {
+            message: format!(
+                "writes kept landing in the ingested range while it was flushed ({ATTEMPTS} attempts)"
+            ),
+        }
+        .fail()
+    }
+
+    /// Step 1: the file opens as a table of this database, every block is
+    /// intact, every entry has sequence number 0.
+    fn check_external(&self, path: &Path) -> Result<External> {
+        let io = |op: &'static str| IoSnafu {
+            op,
+            path: path.to_path_buf(),
+        };
+        let size = self.fs.file_size(path).context(io("reading the size of"))?;
+        let file = self.fs.open(path).context(io("opening"))?;
+        let mut opts = self.opener.options.clone();
+        opts.verify_checksums = true;
+        let reader = StdArc::new(SstReader::open(file, path, size, &opts, None).context(SstSnafu)?);
+        let icmp = opts.comparator.clone();
+        let mut smallest: Option<Vec<u8>> = None;
+        let mut largest: Option<Vec<u8>> = None;
+        let mut widen = |k: &[u8]| {
+            if smallest
+                .as_deref()
+                .is_none_or(|s| icmp.compare_user(k, s).is_lt())
+            {
+                smallest = Some(k.to_vec());
+            }
+            if largest
+                .as_deref()
+                .is_none_or(|l| icmp.compare_user(k, l).is_gt())
+            {
+                largest = Some(k.to_vec());
+            }
+        };
+        let not_external = |what: String| {
+            InvalidArgumentSnafu {
+                message: format!(
+                    "{} is not an external table ({what}); write it with SstFileWriter",
+                    path.display()
+                ),
+            }
+            .build()
+        };
+        let mut it = reader.iter();
+        it.first().context(ReadSnafu)?;
+        while it.valid() {
+            let (seq, _) = unpack_trailer(trailer(it.key()));
+            if seq != 0 {
+                return Err(not_external(format!("an entry has sequence number {seq}")));
+            }
+            widen(user_key(it.key()));
+            it.next().context(ReadSnafu)?;
+        }
+        for t in reader.range_tombstones() {
+            let (seq, _) = unpack_trailer(trailer(&t.start));
+            if seq != 0 {
+                return Err(not_external(format!(
+                    "a range deletion has sequence number {seq}"
+                )));
+            }
+            widen(user_key(&t.start));
+            widen(&t.end);
+        }
+        let (Some(smallest), Some(largest)) = (smallest, largest) else {
+            return Err(not_external("it holds nothing".to_owned()));
+        };
+        Ok(External {
+            path: path.to_path_buf(),
+            size,
+            smallest,
+            largest,
+        })
+    }
+
+    /// Whether the table's memtables hold keys in `[lo, hi]`.
+    fn memtables_overlap(&self, table: TableId, lo: &[u8], hi: &[u8]) -> Result<bool> {
+        let mems = {
+            let st = self.lock_state();
+            let Some(t) = st.tables.get(&table) else {
+                return InvalidArgumentSnafu {
+                    message: format!("no table with id {table}"),
+                }
+                .fail();
+            };
+            let mut mems = vec![lithify_base::sync::Arc::clone(&t.mem)];
+            mems.extend(t.imm.iter().map(|i| lithify_base::sync::Arc::clone(&i.mem)));
+            mems
+        };
+        let icmp = self.opener.options.comparator.clone();
+        Ok(match crate::flush::memtable_range(&icmp, &mems)? {
+            None => false,
+            Some((mlo, mhi)) => {
+                icmp.compare_user(&mlo, hi).is_le() && icmp.compare_user(&mhi, lo).is_ge()
+            }
+        })
+    }
+
+    /// Step 3, by the write group's leader with no group in flight.
+    /// Returns the last sequence number to publish.
+    pub(crate) fn apply_ingest(&self, leader: &mut LeaderState, job: &IngestJob) -> SeqNo {
+        let lo = &job.files[0].smallest;
+        let hi = &job.files[job.files.len() - 1].largest;
+        match self.memtables_overlap(job.table, lo, hi) {
+            Ok(false) => {}
+            Ok(true) => {
+                job.raced.store(true, std::sync::atomic::Ordering::Relaxed);
+                return leader.last_allocated;
+            }
+            Err(e) => {
+                *job.result.lock().expect("not poisoned") = Some(Err(e));
+                return leader.last_allocated;
+            }
+        }
+        let (result, last) = match self.place_files(leader, job) {
+            Ok((placed, last)) => (Ok(placed), last),
+            Err(e) => (Err(e), leader.last_allocated),
+        };
+        *job.result.lock().expect("not poisoned") = Some(result);
+        last
+    }
+
+    fn place_files(
+        &self,
+        leader: &mut LeaderState,
+        job: &IngestJob,
+    ) -> Result<(Vec<IngestedFile>, SeqNo)> {
+        let icmp = self.opener.options.comparator.clone();
+        let mut st = self.lock_state();
+        let t = st.tables.get(&job.table).ok_or_else(|| {
+            InvalidArgumentSnafu {
+                message: format!("no table with id {}", job.table),
+            }
+            .build()
+        })?;
+        let leveled = matches!(
+            crate::compaction::strategy_in_force(&t.strategy),
+            crate::CompactionStrategy::Leveled(_)
+        );
+        let version = StdArc::clone(&t.version);
+        let mut plan = Vec::with_capacity(job.files.len());
+        let mut any_overlap = false;
+        for f in &job.files {
+            let (lo, hi) = (Some(&f.smallest[..]), Some(&f.largest[..]));
+            let mut target = 0;
+            let mut overlap = false;
+            for level in 0..version.num_levels() {
+                if !version.overlapping_files(level, lo, hi).is_empty() {
+                    overlap = true;
+                    break;
+                }
+                if !leveled {
+                    continue;
+                }
+                if level > 0
+                    && t.compactions
+                        .output_range_conflicts(&icmp, level, &f.smallest, &f.largest)
+                {
+                    break;
+                }
+                target = level;
+            }
+            any_overlap |= overlap;
+            plan.push(target);
+        }
+        let needs_seqno =
+            any_overlap || (job.options.snapshot_consistency && self.snapshots.oldest().is_some());
+        let sequence = if needs_seqno {
+            leader.last_allocated + 1
+        } else {
+            0
+        };
+        if sequence > MAX_SEQNO {
+            return InvalidArgumentSnafu {
+                message: "sequence numbers are exhausted".to_owned(),
+            }
+            .fail();
+        }
+        let mut edit = VersionEdit::new(job.table);
+        let mut placed = Vec::with_capacity(job.files.len());
+        let mut written = Vec::new();
+        let outcome = (|| -> Result<()> {
+            for (f, &level) in job.files.iter().zip(&plan) {
+                let number = self.versions.new_file_number();
+                let dest = self.dir.join(table_file_name(number));
+                written.push(dest.clone());
+                if sequence > 0 {
+                    self.rewrite_with_sequence(&f.path, f.size, &dest, sequence)?;
+                } else if job.options.move_files {
+                    match self.fs.hard_link(&f.path, &dest) {
+                        Ok(()) => {}
+                        Err(_) => {
+                            copy_file_prefix(&*self.fs, &f.path, &*self.fs, &dest, f.size, |_| {})?;
+                        }
+                    }
+                } else {
+                    copy_file_prefix(&*self.fs, &f.path, &*self.fs, &dest, f.size, |_| {})?;
+                }
+                let meta = self.metadata_of(&dest, number)?;
+                placed.push(IngestedFile {
+                    external: f.path.clone(),
+                    number,
+                    level,
+                    sequence,
+                    size: meta.size,
+                });
+                edit.add_file(level, meta);
+            }
+            self.fs.sync_dir(&self.dir).context(IoSnafu {
+                op: "syncing directory",
+                path: self.dir.clone(),
+            })?;
+            if sequence > 0 {
+                edit.last_sequence = Some(sequence);
+            }
+            self.versions
+                .log_and_apply(vec![edit])
+                .context(VersionSnafu)?;
+            Ok(())
+        })();
+        if let Err(e) = outcome {
+            for p in &written {
+                let _ = self.fs.remove_file(p);
+            }
+            return Err(e);
+        }
+        if sequence > 0 {
+            leader.last_allocated = sequence;
+        }
+        self.install(&mut st, job.table);
+        Ok((placed, leader.last_allocated))
+    }
+
+    /// Copies the external table at `from` to `to`, every entry and range
+    /// deletion given sequence number `sequence`.
+    fn rewrite_with_sequence(
+        &self,
+        from: &Path,
+        size: u64,
+        to: &Path,
+        sequence: SeqNo,
+    ) -> Result<()> {
+        let file = self.fs.open(from).context(IoSnafu {
+            op: "opening",
+            path: from.to_path_buf(),
+        })?;
+        let opts = &self.opener.options;
+        let reader = StdArc::new(SstReader::open(file, from, size, opts, None).context(SstSnafu)?);
+        let out = self.fs.create_new(to).context(IoSnafu {
+            op: "creating",
+            path: to.to_path_buf(),
+        })?;
+        let mut b = SstBuilder::new(out, to, opts).context(SstSnafu)?;
+        let mut key = Vec::new();
+        let mut it = reader.iter();
+        it.first().context(ReadSnafu)?;
+        while it.valid() {
+            let (_, kind) = unpack_trailer(trailer(it.key()));
+            key.clear();
+            append_internal_key(&mut key, user_key(it.key()), sequence, kind);
+            b.add(&key, it.value()).context(SstSnafu)?;
+            it.next().context(ReadSnafu)?;
+        }
+        for t in reader.range_tombstones() {
+            key.clear();
+            append_internal_key(
+                &mut key,
+                user_key(&t.start),
+                sequence,
+                ValueKind::RangeDelete as u8,
+            );
+            b.add_range_tombstone(&key, &t.end).context(SstSnafu)?;
+        }
+        b.finish().context(SstSnafu)?;
+        Ok(())
+    }
+
+    /// The MANIFEST metadata of the table at `path`: its smallest and
+    /// largest internal keys (a range deletion's end as its sentinel), its
+    /// sequence numbers and counts.
+    fn metadata_of(&self, path: &Path, number: u64) -> Result<FileMetadata> {
+        let size = self.fs.file_size(path).context(IoSnafu {
+            op: "reading the size of",
+            path: path.to_path_buf(),
+        })?;
+        let file = self.fs.open(path).context(IoSnafu {
+            op: "opening",
+            path: path.to_path_buf(),
+        })?;
+        let icmp = self.opener.options.comparator.clone();
+        let reader = StdArc::new(
+            SstReader::open(file, path, size, &self.opener.options, None).context(SstSnafu)?,
+        );
+        let mut smallest: Option<InternalKey> = None;
+        let mut largest: Option<InternalKey> = None;
+        let mut take = |k: InternalKey| {
+            if smallest
+                .as_ref()
+                .is_none_or(|s| icmp.compare(k.encoded(), s.encoded()).is_lt())
+            {
+                smallest = Some(k.clone());
+            }
+            if largest
+                .as_ref()
+                .is_none_or(|l| icmp.compare(k.encoded(), l.encoded()).is_gt())
+            {
+                largest = Some(k);
+            }
+        };
+        let mut it = reader.iter();
+        it.first().context(ReadSnafu)?;
+        if it.valid() {
+            take(
+                InternalKey::from_encoded(it.key().to_vec())
+                    .map_err(|e| corrupt(path)(e.to_string()))?,
+            );
+            it.last().context(ReadSnafu)?;
+            take(
+                InternalKey::from_encoded(it.key().to_vec())
+                    .map_err(|e| corrupt(path)(e.to_string()))?,
+            );
+        }
+        for t in reader.range_tombstones() {
+            take(
+                InternalKey::from_encoded(t.start.to_vec())
+                    .map_err(|e| corrupt(path)(e.to_string()))?,
+            );
+            take(InternalKey::new(&t.end, MAX_SEQNO, ValueKind::RangeDelete));
+        }
+        let (Some(smallest), Some(largest)) = (smallest, largest) else {
+            return Err(corrupt(path)("the table is empty".to_owned()));
+        };
+        let props = reader.properties();
+        let mut meta = FileMetadata::new(number, size, smallest, largest);
+        meta.smallest_seqno = props.min_seqno;
+        meta.largest_seqno = props.max_seqno;
+        meta.num_entries = props.num_entries + props.num_range_deletions;
+        meta.num_deletions = props.num_deletions;
+        meta.num_range_deletions = props.num_range_deletions;
+        meta.creation_time = props.creation_time;
+        meta.oldest_ancestor_time = props.creation_time;
+        Ok(meta)
+    }
+}
+
+fn corrupt(path: &Path) -> impl Fn(String) -> Error + '_ {
+    move |message| {
+        InvalidArgumentSnafu {
+            message: format!("{}: {message}", path.display()),
+        }
+        .build()
+    }
+}

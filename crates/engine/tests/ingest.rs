@@ -1,0 +1,315 @@
+//! External table files: written with `SstFileWriter`, ingested with
+//! RocksDB's rules (level, global sequence number, flush first), checked
+//! against a `BTreeMap` oracle, with snapshots, racing writers, damaged
+//! files and power loss.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::{Model, model_pairs, scan, small_options};
+use lithify_engine::{Db, IngestOptions, Options, ReadOptions, SstFileWriter};
+use lithify_vfs::{FileSystem, MemFs};
+
+fn options(fs: Arc<dyn FileSystem>) -> Options {
+    small_options(fs)
+}
+
+/// Writes `entries` (sorted; `None` = delete) and `ranges` into `path`.
+fn external(
+    opts: &Options,
+    path: &str,
+    entries: &[(Vec<u8>, Option<Vec<u8>>)],
+    ranges: &[(&[u8], &[u8])],
+) -> PathBuf {
+    let mut w = SstFileWriter::create(path, opts).unwrap();
+    for (k, v) in entries {
+        match v {
+            Some(v) => w.put(k, v).unwrap(),
+            None => w.delete(k).unwrap(),
+        }
+    }
+    for (s, e) in ranges {
+        w.delete_range(s, e).unwrap();
+    }
+    w.finish().unwrap().path
+}
+
+fn k(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+#[test]
+fn a_file_overlapping_nothing_goes_to_the_last_level_with_sequence_zero() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = options(fs.clone());
+    let db = Db::open("/db", opts.clone()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.flush().unwrap();
+    let entries: Vec<_> = (0..500).map(|i| (k(i), Some(b"bulk".to_vec()))).collect();
+    let path = external(&opts, "/ext1.sst", &entries, &[]);
+    let placed = db
+        .ingest_external_file(&[&path], &IngestOptions::default())
+        .unwrap();
+    assert_eq!(placed.len(), 1);
+    assert_eq!(placed[0].level, opts.num_levels - 1);
+    assert_eq!(placed[0].sequence, 0);
+    assert!(fs.exists(&path), "copied, not moved");
+    assert_eq!(db.get(k(7)).unwrap().as_deref(), Some(&b"bulk"[..]));
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert!(db.live_files().iter().any(|f| f.number == placed[0].number));
+}
+
+#[test]
+fn an_overlapping_file_gets_a_sequence_number_and_wins() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = options(fs.clone());
+    let db = Db::open("/db", opts.clone()).unwrap();
+    for i in 0..100 {
+        db.put(k(i), b"old").unwrap();
+    }
+    db.flush().unwrap();
+    // Unflushed too: the memtable must be flushed before the file lands.
+    db.put(k(50), b"memtable").unwrap();
+    let before = db.latest_sequence_number();
+    let entries: Vec<_> = (40..60)
+        .map(|i| (k(i), (i != 45).then(|| b"new".to_vec())))
+        .collect();
+    let path = external(&opts, "/ext.sst", &entries, &[]);
+    let placed = db
+        .ingest_external_file(
+            &[&path],
+            &IngestOptions {
+                move_files: true,
+                ..IngestOptions::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(placed[0].sequence, before + 1);
+    assert_eq!(db.latest_sequence_number(), before + 1);
+    assert!(!fs.exists(&path), "moved");
+    assert_eq!(db.get(k(50)).unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(db.get(k(45)).unwrap(), None, "the file's delete wins");
+    assert_eq!(db.get(k(10)).unwrap().as_deref(), Some(&b"old"[..]));
+    // Later writes win over the file.
+    db.put(k(41), b"later").unwrap();
+    assert_eq!(db.get(k(41)).unwrap().as_deref(), Some(&b"later"[..]));
+    // And after compaction everything still reads the same.
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(k(41)).unwrap().as_deref(), Some(&b"later"[..]));
+    assert_eq!(db.get(k(45)).unwrap(), None);
+    assert_eq!(db.get(k(59)).unwrap().as_deref(), Some(&b"new"[..]));
+}
+
+#[test]
+fn an_older_snapshot_does_not_see_ingested_keys() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = options(fs.clone());
+    let db = Db::open("/db", opts.clone()).unwrap();
+    db.put(b"zzz", b"1").unwrap();
+    let snap = db.snapshot();
+    let entries: Vec<_> = (0..10).map(|i| (k(i), Some(b"v".to_vec()))).collect();
+    let path = external(&opts, "/ext.sst", &entries, &[]);
+    let placed = db
+        .ingest_external_file(&[&path], &IngestOptions::default())
+        .unwrap();
+    assert!(placed[0].sequence > 0, "a snapshot is open");
+    let at_snap = ReadOptions::at(&snap);
+    assert_eq!(db.get_opt(k(3), &at_snap).unwrap(), None);
+    assert_eq!(db.get(k(3)).unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(scan(&db, &at_snap).len(), 1);
+}
+
+#[test]
+fn damaged_foreign_and_overlapping_files_are_refused_before_anything_changes() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = Options {
+        disable_auto_compactions: true,
+        ..options(fs.clone())
+    };
+    let db = Db::open("/db", opts.clone()).unwrap();
+    for i in 0..2_000 {
+        db.put(k(i), vec![b'x'; 50]).unwrap();
+    }
+    db.flush().unwrap();
+    let before = (db.live_files(), db.latest_sequence_number());
+    let entries: Vec<_> = (0..3_000).map(|i| (k(i), Some(vec![b'y'; 50]))).collect();
+    let path = external(&opts, "/damaged.sst", &entries, &[]);
+    let bytes = lithify_vfs::read_file(&*fs, &path).unwrap();
+    let mut f = fs.open_append(&path).unwrap();
+    f.write_at(1_000, &[bytes[1_000] ^ 0x10]).unwrap();
+    drop(f);
+    let good = external(&opts, "/good.sst", &[(k(9_000), Some(b"g".to_vec()))], &[]);
+    let err = db
+        .ingest_external_file(&[&good, &path], &IngestOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("/damaged.sst"), "{err}");
+    // A table of the database itself carries real sequence numbers.
+    let own = db.live_files()[0].path.clone();
+    let err = db
+        .ingest_external_file(&[&own], &IngestOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("not an external table"), "{err}");
+    // Two files that overlap one another.
+    let a = external(
+        &opts,
+        "/a.sst",
+        &[(k(1), Some(b"a".to_vec())), (k(5), Some(b"a".to_vec()))],
+        &[],
+    );
+    let b = external(&opts, "/b.sst", &[(k(3), Some(b"b".to_vec()))], &[]);
+    let err = db
+        .ingest_external_file(&[&a, &b], &IngestOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("overlap"), "{err}");
+    assert_eq!((db.live_files(), db.latest_sequence_number()), before);
+    assert_eq!(
+        db.get(k(9_000)).unwrap(),
+        None,
+        "nothing of the list landed"
+    );
+}
+
+#[test]
+fn range_deletions_in_an_ingested_file_delete_older_data() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = options(fs.clone());
+    let db = Db::open("/db", opts.clone()).unwrap();
+    for i in 0..100 {
+        db.put(k(i), b"old").unwrap();
+    }
+    db.flush().unwrap();
+    let path = external(
+        &opts,
+        "/ext.sst",
+        &[(k(20), Some(b"kept".to_vec()))],
+        &[(&k(10), &k(30))],
+    );
+    db.ingest_external_file(&[&path], &IngestOptions::default())
+        .unwrap();
+    assert_eq!(db.get(k(9)).unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(db.get(k(15)).unwrap(), None);
+    assert_eq!(db.get(k(20)).unwrap().as_deref(), Some(&b"kept"[..]));
+    assert_eq!(db.get(k(30)).unwrap().as_deref(), Some(&b"old"[..]));
+}
+
+/// Random puts, ingested files (with deletes and range deletes) and
+/// snapshots against an oracle; a power cut and reopen at the end.
+#[test]
+fn random_ingestions_and_writes_match_the_oracle() {
+    let mem = MemFs::new();
+    let fs: Arc<dyn FileSystem> = Arc::new(mem.clone());
+    let opts = options(fs.clone());
+    let db = Db::open("/db", opts.clone()).unwrap();
+    let mut model = Model::new();
+    let mut snapshots = Vec::new();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    for round in 0..60u32 {
+        match next(4) {
+            0 | 1 => {
+                for _ in 0..50 {
+                    let key = k(next(2_000) as u32);
+                    let v = format!("put{round}").into_bytes();
+                    db.put(&key, &v).unwrap();
+                    model.insert(key, v);
+                }
+            }
+            2 => {
+                let start = next(1_900) as u32;
+                let mut keys: Vec<u32> = (0..20).map(|_| start + next(100) as u32).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                let entries: Vec<_> = keys
+                    .iter()
+                    .map(|&i| {
+                        (
+                            k(i),
+                            (next(5) != 0).then(|| format!("ing{round}").into_bytes()),
+                        )
+                    })
+                    .collect();
+                let ranges: Vec<(Vec<u8>, Vec<u8>)> = if next(3) == 0 {
+                    let s = start + next(50) as u32;
+                    vec![(k(s), k(s + 10))]
+                } else {
+                    Vec::new()
+                };
+                for (s, e) in &ranges {
+                    let doomed: Vec<_> = model
+                        .range(s.clone()..e.clone())
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for d in doomed {
+                        model.remove(&d);
+                    }
+                }
+                for (key, v) in &entries {
+                    match v {
+                        Some(v) => model.insert(key.clone(), v.clone()),
+                        None => model.remove(key),
+                    };
+                }
+                let range_refs: Vec<(&[u8], &[u8])> =
+                    ranges.iter().map(|(s, e)| (&s[..], &e[..])).collect();
+                let path = external(&opts, &format!("/ext{round}.sst"), &entries, &range_refs);
+                db.ingest_external_file(&[&path], &IngestOptions::default())
+                    .unwrap();
+            }
+            _ => snapshots.push((db.snapshot(), model.clone())),
+        }
+        assert_eq!(
+            scan(&db, &ReadOptions::default()),
+            model_pairs(&model),
+            "round {round}"
+        );
+    }
+    for (snap, want) in &snapshots {
+        assert_eq!(scan(&db, &ReadOptions::at(snap)), model_pairs(want));
+    }
+    drop(snapshots);
+    db.flush_wal(true).unwrap();
+    let after: Arc<dyn FileSystem> = Arc::new(mem.crash_clone());
+    std::mem::forget(db);
+    let db = Db::open("/db", options(after)).unwrap();
+    assert_eq!(scan(&db, &ReadOptions::default()), model_pairs(&model));
+}
+
+/// A writer puts keys interleaved with the ingested ones while the file is
+/// ingested: the memtable overlaps, is flushed, and both end up complete.
+#[test]
+fn ingestion_racing_writes_keeps_both() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = options(fs.clone());
+    let db = Db::open("/db", opts.clone()).unwrap();
+    let entries: Vec<_> = (0..2_000)
+        .map(|i| (format!("k{i:05}0").into_bytes(), Some(b"ingested".to_vec())))
+        .collect();
+    let path = external(&opts, "/ext.sst", &entries, &[]);
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            for i in 0..2_000 {
+                db.put(format!("k{i:05}1"), b"written").unwrap();
+            }
+        });
+        db.ingest_external_file(&[Path::new(&path)], &IngestOptions::default())
+            .unwrap();
+        writer.join().unwrap();
+    });
+    let got = scan(&db, &ReadOptions::default());
+    assert_eq!(got.len(), 4_000);
+    for (key, v) in got {
+        let want: &[u8] = if key.ends_with(b"0") {
+            b"ingested"
+        } else {
+            b"written"
+        };
+        assert_eq!(v, want);
+    }
+}
