@@ -10,6 +10,9 @@
 //! cargo xtask bench [-- criterion args]
 //! cargo xtask bench --smoke            every benchmark once, as a test
 //! cargo xtask kafka-compat             check our Kafka log format against kafka-python, both ways
+//! cargo xtask lsm-screenshot          the LSM page of a small bench database, as chromium shows it
+//! cargo xtask compare [--size small|full] [--engines lithify,rocksdb,fjall]
+//!                                      lithify beside rust-rocksdb and fjall (own workspace)
 //! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|both] [--transactional] [--dev]
 //!                                      SIGKILL loops of `lithify stress`, MemFs power-cut loop
 //! ```
@@ -25,7 +28,7 @@ mod crash;
 
 pub(crate) type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|crash> [args]
+const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|crash> [args]
 
   ci                            fmt check, clippy -D warnings, cargo test, fuzz smoke, loom, bench smoke
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
@@ -39,6 +42,15 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|crash> 
                                 write, and our tests read batches kafka-python writes; the indexes
                                 `lithify log produce` / `log clean` leave are read by Kafka's
                                 DumpLogSegments rules (trimmed, entries at batch boundaries)
+  lsm-screenshot                writes target/lsm-db (a small fillrandom), its LSM page
+                                target/lsm.html (`lithify lsm`) and a headless chromium
+                                screenshot target/lsm.png (not part of ci)
+  compare [--size small|full] [--engines lithify,rocksdb,fjall]
+                                builds compare/ (its own workspace: rust-rocksdb, fjall, lithify;
+                                the first build compiles RocksDB, 20+ minutes on 2 cores, and
+                                needs libclang), runs db_bench-style workloads one engine process
+                                at a time with identical options, prints one table with ratios and
+                                writes target/compare.json
   crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|both] [--transactional] [--dev]
                                 `lithify stress` SIGKILLed N times at random moments (engine and/or
                                 log cleaner; log-txn or --transactional: transactional logs), each
@@ -58,6 +70,8 @@ fn main() -> ExitCode {
         Some("loom") => loom(args.get(1).map(String::as_str)),
         Some("bench") => bench(&args[1..]),
         Some("kafka-compat") => kafka_compat(),
+        Some("compare") => compare(&args[1..]),
+        Some("lsm-screenshot") => lsm_screenshot(),
         Some("crash") => crash::crash(&args[1..]),
         Some("-h" | "--help" | "help") => {
             eprintln!("{USAGE}");
@@ -561,4 +575,142 @@ fn kafka_compat_python(work: &Path) -> Result<Box<dyn Fn() -> Command>> {
             "kafka-python and its codecs ({imports}) cannot be imported after installing them"
         ))
     }
+}
+
+// -------------------------------------------------------------- compare ----
+
+/// `cargo xtask compare`: builds the comparison binary in its own
+/// workspace (so that no other task ever compiles RocksDB) and runs its
+/// table.
+fn compare(args: &[String]) -> Result {
+    if find_libclang().is_none() {
+        return Err(
+            "rust-rocksdb's build runs bindgen, which needs libclang: install it \
+                    (Debian/Ubuntu: `apt-get install libclang-dev`) or set LIBCLANG_PATH"
+                .into(),
+        );
+    }
+    eprintln!(
+        "xtask: building compare/ (the first build compiles RocksDB: 20+ minutes on 2 cores)"
+    );
+    run(cargo().args([
+        "build",
+        "--release",
+        "--manifest-path",
+        "compare/Cargo.toml",
+    ]))?;
+    let mut table = vec!["table".to_owned()];
+    table.extend(args.iter().cloned());
+    if !args.iter().any(|a| a == "--json") {
+        table.extend(["--json".to_owned(), "target/compare.json".to_owned()]);
+    }
+    if !args.iter().any(|a| a == "--dir") {
+        table.extend(["--dir".to_owned(), "target/compare-db".to_owned()]);
+    }
+    run(Command::new(root().join("compare/target/release/lithify-compare")).args(&table))
+}
+
+/// Where libclang is: `LIBCLANG_PATH`, or the usual library directories.
+fn find_libclang() -> Option<PathBuf> {
+    if let Ok(p) = env::var("LIBCLANG_PATH") {
+        return Some(PathBuf::from(p));
+    }
+    let mut dirs: Vec<PathBuf> = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    if let Ok(entries) = fs::read_dir("/usr/lib") {
+        dirs.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("llvm-"))
+                .map(|e| e.path().join("lib")),
+        );
+    }
+    dirs.into_iter().find(|d| {
+        fs::read_dir(d).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("libclang.so"))
+        })
+    })
+}
+
+// ------------------------------------------------------- lsm-screenshot ----
+
+/// `cargo xtask lsm-screenshot`: a small database, its LSM page, and a
+/// screenshot of the page in headless chromium (to look at it as a user
+/// would). The screenshot stays in `target/`, out of git.
+fn lsm_screenshot() -> Result {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .ok_or(
+            "no chromium found: install it (Debian/Ubuntu: `apt-get install chromium`), \
+             then run this task again",
+        )?;
+    let target = root().join("target");
+    let db = target.join("lsm-db");
+    if db.exists() {
+        fs::remove_dir_all(&db).map_err(|e| format!("removing {}: {e}", db.display()))?;
+    }
+    let db_s = db.to_string_lossy().into_owned();
+    run(cargo().args([
+        "run",
+        "--release",
+        "--bin",
+        "lithify",
+        "--",
+        "bench",
+        "--db",
+        &db_s,
+        "--benchmarks",
+        "fillrandom",
+        "--num",
+        "300000",
+        "--write-buffer-size",
+        "1048576",
+        "--target-file-size-base",
+        "1048576",
+        "--max-bytes-for-level-base",
+        "4194304",
+    ]))?;
+    let html = target.join("lsm.html");
+    run(cargo().args([
+        "run",
+        "--release",
+        "--bin",
+        "lithify",
+        "--",
+        "lsm",
+        "--db",
+        &db_s,
+        "--html",
+        &html.to_string_lossy(),
+    ]))?;
+    let png = target.join("lsm.png");
+    run(Command::new(chromium).args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        &format!("--screenshot={}", png.display()),
+        "--window-size=1400,900",
+        &format!("file://{}", html.display()),
+    ]))?;
+    eprintln!(
+        "xtask: the page is {}, its screenshot {}",
+        html.display(),
+        png.display()
+    );
+    Ok(())
 }

@@ -1,0 +1,162 @@
+//! `lithify-compare`: lithify beside RocksDB (rust-rocksdb) and fjall on
+//! db_bench-style workloads, identical options, one engine process at a
+//! time. Run it through `cargo xtask compare`.
+//!
+//! * `lithify-compare run --engine E --workload W --dir D [...]` runs one
+//!   workload on one engine in this process and prints one JSON object.
+//! * `lithify-compare table [--size small|full] [--engines a,b,c]
+//!   [--json FILE] [--dir D]` runs every row of the comparison, each
+//!   (row, engine) as a child `run` process (so peak RSS and bytes written
+//!   are one engine's), and prints one table with ratios against RocksDB
+//!   and fjall.
+
+mod engines;
+mod metrics;
+mod rows;
+mod workloads;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use engines::{Config, ENGINES};
+use workloads::{Outcome, Spec, WORKLOADS};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("run") => run(&args[1..]),
+        Some("table") => rows::table(&args[1..]),
+        _ => Err(format!(
+            "usage: lithify-compare run --engine {{{}}} --workload {{{}}} --dir D \
+             [--num N] [--keys K] [--threads T] [--value-size V] [--sync] [--zstd]\n       \
+             lithify-compare table [--size small|full] [--engines lithify,rocksdb,fjall] \
+             [--json FILE] [--dir D]",
+            ENGINES.join("|"),
+            WORKLOADS.join("|")
+        )),
+    };
+    if let Err(e) = result {
+        eprintln!("lithify-compare: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `--name value` pairs and `--flag`s.
+pub struct Args<'a>(&'a [String]);
+
+impl<'a> Args<'a> {
+    pub fn value(&self, name: &str) -> Option<&'a str> {
+        self.0
+            .iter()
+            .position(|a| a == name)
+            .and_then(|i| self.0.get(i + 1))
+            .map(String::as_str)
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        self.0.iter().any(|a| a == name)
+    }
+
+    pub fn number(&self, name: &str, default: u64) -> Result<u64, String> {
+        match self.value(name) {
+            None => Ok(default),
+            Some(v) => v
+                .replace('_', "")
+                .parse()
+                .map_err(|_| format!("{name} takes a number, not {v:?}")),
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let a = Args(args);
+    let engine = a.value("--engine").ok_or("--engine is required")?;
+    let workload = a.value("--workload").ok_or("--workload is required")?;
+    let dir = PathBuf::from(a.value("--dir").ok_or("--dir is required")?);
+    let num = a.number("--num", 1_000_000)?;
+    let spec = Spec {
+        ops: num,
+        keys: a.number("--keys", num)?,
+        threads: a.number("--threads", 1)? as usize,
+        value_size: a.number("--value-size", 100)? as usize,
+        sync: a.flag("--sync"),
+        seed: a.number("--seed", 301)?,
+    };
+    let config = Config {
+        zstd: a.flag("--zstd"),
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let db = engines::open(engine, &dir, config)?;
+    // The state a workload starts from (not measured).
+    let preload = match workload {
+        "fillrandom" => false,
+        "overwrite" | "readrandom" | "seekrandom" | "readwhilewriting" | "compact" => true,
+        other => return Err(format!("unknown workload {other:?}: one of {WORKLOADS:?}")),
+    };
+    if preload {
+        workloads::load(&*db, spec.keys, spec.value_size, spec.seed ^ 0xabcd)?;
+        if workload != "overwrite" && workload != "compact" {
+            // Reads run on a settled tree, the same shape for every engine.
+            db.compact_all()?;
+        }
+    }
+    metrics::reset_peak_rss();
+    let written_before = metrics::write_bytes();
+    let t0 = Instant::now();
+    let out: Outcome = match workload {
+        "fillrandom" | "overwrite" => workloads::write_random(&*db, &spec)?,
+        "readrandom" => workloads::read_random(&*db, &spec)?,
+        "seekrandom" => workloads::seek_random(&*db, &spec)?,
+        "readwhilewriting" => workloads::read_while_writing(&*db, &spec)?,
+        "compact" => {
+            db.compact_all()?;
+            Outcome {
+                ops: 1,
+                seconds: t0.elapsed().as_secs_f64(),
+                ..Outcome::default()
+            }
+        }
+        _ => unreachable!("checked above"),
+    };
+    let peak_rss = metrics::peak_rss();
+    db.close()?;
+    let written = metrics::write_bytes() - written_before;
+    let dir_bytes = metrics::dir_bytes(&dir);
+    // Live bytes: every key of the key space once the preload ran; for
+    // fillrandom the expected share of distinct keys, 1 - (1 - 1/K)^N.
+    let live_keys = if preload {
+        spec.keys as f64
+    } else {
+        let (k, n) = (spec.keys as f64, spec.ops as f64);
+        k * (1.0 - (-n / k).exp())
+    };
+    let live_bytes = live_keys * (16 + spec.value_size) as f64;
+    let (p50, p99) = out.hist.as_ref().map_or((0.0, 0.0), |h| {
+        (
+            h.value_at_quantile(0.50) as f64 / 1000.0,
+            h.value_at_quantile(0.99) as f64 / 1000.0,
+        )
+    });
+    let json = serde_json::json!({
+        "engine": engine,
+        "workload": workload,
+        "threads": spec.threads,
+        "ops": out.ops,
+        "seconds": out.seconds,
+        "ops_per_sec": out.ops as f64 / out.seconds,
+        "p50_us": p50,
+        "p99_us": p99,
+        "found": out.found,
+        "user_bytes": out.user_bytes,
+        "written_bytes": written,
+        "write_amp": if out.user_bytes > 0 { written as f64 / out.user_bytes as f64 } else { 0.0 },
+        "dir_bytes": dir_bytes,
+        "space_amp": dir_bytes as f64 / live_bytes,
+        "peak_rss_bytes": peak_rss,
+    });
+    println!("{json}");
+    std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(())
+}

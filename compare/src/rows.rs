@@ -1,0 +1,406 @@
+//! The comparison table: every row of the engine README's performance
+//! table, each engine in its own child process, one after another.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::Args;
+use crate::engines::ENGINES;
+
+/// What a row's headline number is.
+#[derive(Clone, Copy)]
+enum Metric {
+    /// Operations per second (higher is better), with p99.
+    Throughput,
+    /// Bytes written over user bytes (lower is better).
+    WriteAmp,
+    /// Bytes on disk after the run (lower is better).
+    DirBytes,
+    /// Peak resident memory during the measured phase (lower is better).
+    PeakRss,
+}
+
+struct Row {
+    name: String,
+    workload: &'static str,
+    num: u64,
+    keys: u64,
+    threads: u64,
+    value_size: u64,
+    sync: bool,
+    zstd: bool,
+    metric: Metric,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    name: impl Into<String>,
+    workload: &'static str,
+    num: u64,
+    keys: u64,
+    threads: u64,
+    value_size: u64,
+    flags: (bool, bool),
+    metric: Metric,
+) -> Row {
+    Row {
+        name: name.into(),
+        workload,
+        num,
+        keys,
+        threads,
+        value_size,
+        sync: flags.0,
+        zstd: flags.1,
+        metric,
+    }
+}
+
+/// The rows; `full` uses the issue's sizes (10M keys), else a tenth of
+/// the big ones so that the whole table runs in minutes.
+fn rows(full: bool) -> Vec<Row> {
+    use Metric::*;
+    let m = 1_000_000;
+    let big = if full { 10 * m } else { m };
+    let fill = if full { 10 * m } else { 2 * m };
+    let kib = if full { m } else { 300_000 };
+    let plain = (false, false);
+    let sync = (true, false);
+    let zstd = (false, true);
+    vec![
+        row(
+            "fillrandom 1M, 2 writer threads",
+            "fillrandom",
+            m,
+            m,
+            2,
+            100,
+            plain,
+            Throughput,
+        ),
+        row(
+            "fillrandom 1M, 4 writer threads",
+            "fillrandom",
+            m,
+            m,
+            4,
+            100,
+            plain,
+            Throughput,
+        ),
+        row(
+            "fillrandom 1M, 8 writer threads",
+            "fillrandom",
+            m,
+            m,
+            8,
+            100,
+            plain,
+            Throughput,
+        ),
+        row(
+            "readwhilewriting (1 writer, 2 readers)",
+            "readwhilewriting",
+            m,
+            m,
+            2,
+            100,
+            plain,
+            Throughput,
+        ),
+        row(
+            "fillrandom, fsync every write, 1 thread",
+            "fillrandom",
+            10_000,
+            10_000,
+            1,
+            100,
+            sync,
+            Throughput,
+        ),
+        row(
+            "fillrandom, fsync every write, 8 threads",
+            "fillrandom",
+            40_000,
+            40_000,
+            8,
+            100,
+            sync,
+            Throughput,
+        ),
+        row(
+            format!("fillrandom {}M, 1 thread", fill / m),
+            "fillrandom",
+            fill,
+            fill,
+            1,
+            100,
+            plain,
+            Throughput,
+        ),
+        row(
+            format!("write amplification, fillrandom {}M", fill / m),
+            "fillrandom",
+            fill,
+            fill,
+            1,
+            100,
+            plain,
+            WriteAmp,
+        ),
+        row(
+            "overwrite 2M over 1M keys",
+            "overwrite",
+            2 * m,
+            m,
+            1,
+            100,
+            plain,
+            Throughput,
+        ),
+        row(
+            format!("readrandom 1M on {}M", big / m),
+            "readrandom",
+            m,
+            big,
+            1,
+            100,
+            plain,
+            Throughput,
+        ),
+        row(
+            format!("peak RSS during readrandom on {}M", big / m),
+            "readrandom",
+            m,
+            big,
+            1,
+            100,
+            plain,
+            PeakRss,
+        ),
+        row(
+            format!("seekrandom (seek + 10 next) on {}M", big / m),
+            "seekrandom",
+            200_000,
+            big,
+            1,
+            100,
+            plain,
+            Throughput,
+        ),
+        row(
+            format!("1 KiB values: fillrandom {}K", kib / 1000),
+            "fillrandom",
+            kib,
+            kib,
+            1,
+            1024,
+            plain,
+            Throughput,
+        ),
+        row(
+            "1 KiB values: write amplification",
+            "fillrandom",
+            kib,
+            kib,
+            1,
+            1024,
+            plain,
+            WriteAmp,
+        ),
+        row(
+            "1 KiB values: readrandom",
+            "readrandom",
+            kib,
+            kib,
+            1,
+            1024,
+            plain,
+            Throughput,
+        ),
+        row(
+            "zstd: fillrandom 1M",
+            "fillrandom",
+            m,
+            m,
+            1,
+            100,
+            zstd,
+            Throughput,
+        ),
+        row(
+            "zstd: readrandom 1M",
+            "readrandom",
+            m,
+            m,
+            1,
+            100,
+            zstd,
+            Throughput,
+        ),
+        row(
+            "zstd: bytes after compact-all",
+            "compact",
+            m,
+            m,
+            1,
+            100,
+            zstd,
+            DirBytes,
+        ),
+    ]
+}
+
+/// `lithify-compare table`.
+pub fn table(args: &[String]) -> Result<(), String> {
+    let a = Args(args);
+    let full = match a.value("--size").unwrap_or("small") {
+        "small" => false,
+        "full" => true,
+        other => return Err(format!("--size is small or full, not {other:?}")),
+    };
+    let engines: Vec<String> = a.value("--engines").map_or_else(
+        || ENGINES.iter().map(|e| e.to_string()).collect(),
+        |e| e.split(',').map(str::to_owned).collect(),
+    );
+    let dir = a.value("--dir").unwrap_or("compare-db").to_owned();
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut all = Vec::new();
+    let mut lines = Vec::new();
+    // Runs with the same parameters are shared between rows (a row per
+    // metric of one run).
+    let mut cache: Vec<(String, Option<Value>)> = Vec::new();
+    for r in rows(full) {
+        let mut results = Vec::new();
+        for engine in &engines {
+            let mut cmd_args: Vec<String> = vec![
+                "run".into(),
+                "--engine".into(),
+                engine.clone(),
+                "--workload".into(),
+                r.workload.into(),
+                "--dir".into(),
+                format!("{dir}/{engine}"),
+                "--num".into(),
+                r.num.to_string(),
+                "--keys".into(),
+                r.keys.to_string(),
+                "--threads".into(),
+                r.threads.to_string(),
+                "--value-size".into(),
+                r.value_size.to_string(),
+            ];
+            if r.sync {
+                cmd_args.push("--sync".into());
+            }
+            if r.zstd {
+                cmd_args.push("--zstd".into());
+            }
+            let key = cmd_args.join(" ");
+            let result = match cache.iter().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.clone(),
+                None => {
+                    eprintln!("lithify-compare: {} — {engine}", r.name);
+                    let out = Command::new(&exe)
+                        .args(&cmd_args)
+                        .output()
+                        .map_err(|e| e.to_string())?;
+                    let v = if out.status.success() {
+                        serde_json::from_slice::<Value>(&out.stdout).ok()
+                    } else {
+                        eprintln!(
+                            "lithify-compare: {engine} could not run {}: {}",
+                            r.name,
+                            String::from_utf8_lossy(&out.stderr).trim()
+                        );
+                        None
+                    };
+                    if let Some(v) = &v {
+                        all.push(serde_json::json!({ "row": r.name, "result": v }));
+                    }
+                    cache.push((key, v.clone()));
+                    v
+                }
+            };
+            results.push(result);
+        }
+        lines.push(format_row(&r, &engines, &results));
+    }
+    print_table(&engines, &lines);
+    if let Some(path) = a.value("--json") {
+        let text = serde_json::to_string_pretty(&Value::Array(all)).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
+        eprintln!("lithify-compare: wrote {path}");
+    }
+    Ok(())
+}
+
+fn headline(metric: Metric, v: &Value) -> Option<f64> {
+    let field = match metric {
+        Metric::Throughput => "ops_per_sec",
+        Metric::WriteAmp => "write_amp",
+        Metric::DirBytes => "dir_bytes",
+        Metric::PeakRss => "peak_rss_bytes",
+    };
+    v.get(field)?.as_f64()
+}
+
+fn show(metric: Metric, v: &Value) -> String {
+    let Some(x) = headline(metric, v) else {
+        return "–".into();
+    };
+    match metric {
+        Metric::Throughput => {
+            let p99 = v.get("p99_us").and_then(Value::as_f64).unwrap_or(0.0);
+            format!("{:.0}K ops/s, p99 {:.1} µs", x / 1000.0, p99)
+        }
+        Metric::WriteAmp => {
+            let sa = v.get("space_amp").and_then(Value::as_f64).unwrap_or(0.0);
+            format!("WA {x:.2} (space amp {sa:.2})")
+        }
+        Metric::DirBytes => format!("{:.1} MB", x / 1e6),
+        Metric::PeakRss => format!("{:.0} MB", x / 1e6),
+    }
+}
+
+fn format_row(r: &Row, engines: &[String], results: &[Option<Value>]) -> Vec<String> {
+    let mut cells = vec![r.name.clone()];
+    for v in results {
+        cells.push(v.as_ref().map_or("–".into(), |v| show(r.metric, v)));
+    }
+    let value_of = |name: &str| {
+        let i = engines.iter().position(|e| e == name)?;
+        headline(r.metric, results[i].as_ref()?)
+    };
+    let ours = value_of("lithify");
+    for other in ["rocksdb", "fjall"] {
+        if !engines.iter().any(|e| e == other) {
+            continue;
+        }
+        cells.push(match (ours, value_of(other)) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+            _ => "–".into(),
+        });
+    }
+    cells
+}
+
+fn print_table(engines: &[String], lines: &[Vec<String>]) {
+    let mut header = vec!["workload".to_owned()];
+    header.extend(engines.iter().cloned());
+    for other in ["rocksdb", "fjall"] {
+        if engines.iter().any(|e| e == other) {
+            header.push(format!("lithify / {other}"));
+        }
+    }
+    println!("| {} |", header.join(" | "));
+    println!("|{}", "---|".repeat(header.len()));
+    for l in lines {
+        println!("| {} |", l.join(" | "));
+    }
+    println!(
+        "\nRatios are lithify's number over the other engine's: above 1 is better for \
+         throughput, below 1 is better for write amplification, bytes and memory."
+    );
+}
