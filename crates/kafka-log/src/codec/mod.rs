@@ -182,6 +182,19 @@ pub fn decompress(codec: Compression, input: &[u8], limit: usize) -> Result<Vec<
             ZSTD_DCTX.with(|cell| {
                 let mut slot = cell.borrow_mut();
                 let dctx = slot.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+                // In one call when the frame states its size and that is
+                // within the limit (our own batches, and Kafka's Java
+                // producer's); the stream below otherwise, or when that
+                // fails (more frames, damage), so its errors stay the ones
+                // reported.
+                if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(input)
+                    && size <= limit as u64
+                {
+                    let mut out = Vec::with_capacity(size as usize);
+                    if dctx.decompress(&mut out, input).is_ok() && out.len() as u64 == size {
+                        return Ok(out);
+                    }
+                }
                 // `with_context` resets the context's session first.
                 read_bounded(
                     zstd::stream::read::Decoder::with_context(input, dctx),
@@ -239,6 +252,35 @@ mod tests {
                 data
             );
         }
+    }
+
+    /// Frames that do not state their size, several frames, and a stated
+    /// size beyond the limit take the streaming path; all decode as before.
+    #[test]
+    fn zstd_frames_without_a_size_or_in_several_parts_decode_too() {
+        let (a, b) = (vec![7u8; 5_000], vec![9u8; 3_000]);
+        let mut two = zstd::bulk::compress(&a, ZSTD_LEVEL).unwrap();
+        two.extend(zstd::bulk::compress(&b, ZSTD_LEVEL).unwrap());
+        assert_eq!(
+            decompress(Compression::Zstd, &two, 1 << 20).unwrap(),
+            [a.as_slice(), b.as_slice()].concat()
+        );
+        assert!(decompress(Compression::Zstd, &two, 6_000).is_err());
+
+        let mut unsized_frame = Vec::new();
+        let mut enc = zstd::stream::write::Encoder::new(&mut unsized_frame, ZSTD_LEVEL).unwrap();
+        enc.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut enc, &a).unwrap();
+        enc.finish().unwrap();
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&unsized_frame).ok(),
+            Some(None)
+        );
+        assert_eq!(
+            decompress(Compression::Zstd, &unsized_frame, 1 << 20).unwrap(),
+            a
+        );
+        assert!(decompress(Compression::Zstd, &unsized_frame, 4_999).is_err());
     }
 
     #[test]
