@@ -78,6 +78,24 @@ impl Encoding {
     }
 }
 
+/// `s` escaped for XML text and attribute values (control characters
+/// dropped): the HTML pages are well-formed XHTML.
+pub(crate) fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn unhex(text: &str) -> Option<Vec<u8>> {
     let text = text.strip_prefix("0x").unwrap_or(text);
     if !text.len().is_multiple_of(2) {

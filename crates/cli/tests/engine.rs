@@ -1225,7 +1225,10 @@ fn ingest_places_an_external_file_and_bulkload_reads_back_every_key() {
     w.put(b"banana", b"yellow").unwrap();
     w.finish().unwrap();
     let out = ok(&["ingest", "--db", db_s, ext.to_str().unwrap()]);
-    assert!(out.contains("bulk.sst as ") && out.contains("sequence number 0"), "{out}");
+    assert!(
+        out.contains("bulk.sst as ") && out.contains("sequence number 0"),
+        "{out}"
+    );
     assert_eq!(ok(&["get", "--db", db_s, "banana"]).trim(), "yellow");
     // Not a table at all: refused, naming it.
     let garbage = tmp.path().join("garbage.sst");
@@ -1249,4 +1252,36 @@ fn ingest_places_an_external_file_and_bulkload_reads_back_every_key() {
     ]);
     assert!(out.contains("bulkload"), "{out}");
     assert!(out.contains("(20000 of 20000 found)"), "{out}");
+}
+
+#[test]
+fn bench_html_draws_the_run_over_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("bench.html");
+    let out = ok(&[
+        "bench",
+        "--num",
+        "50000",
+        "--benchmarks",
+        "fillrandom,readrandom",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(out.contains("bench.html ("), "{out}");
+    let page = OsFs.open(&html).unwrap();
+    let page = String::from_utf8(page.read_vec(0, page.size().unwrap() as usize).unwrap()).unwrap();
+    let tags = well_formed(&page);
+    assert_eq!(
+        tags.iter().filter(|t| *t == "svg").count(),
+        3,
+        "three charts"
+    );
+    for name in [
+        "fillrandom",
+        "Throughput",
+        "write amplification",
+        "L0 files",
+    ] {
+        assert!(page.contains(name), "{name}");
+    }
 }

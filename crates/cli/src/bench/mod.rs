@@ -23,6 +23,7 @@ pub(crate) mod options;
 mod progress;
 mod report;
 pub(crate) mod strategies;
+mod timeline;
 mod workload;
 
 use std::io::Write as _;
@@ -133,6 +134,10 @@ pub(crate) struct BenchArgs {
     /// One JSON object per benchmark on stdout instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also write throughput and amplification over the run as one
+    /// self-contained HTML page (sampled every 250 ms).
+    #[arg(long, value_name = "OUT.html")]
+    pub html: Option<std::path::PathBuf>,
     /// Engine options.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -192,15 +197,55 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     }
 
     let db = Db::open(&dir, options).context(DbSnafu)?;
-    for &benchmark in &a.benchmarks {
-        let outcome = workload::run(&db, benchmark, &settings)?;
-        if a.json {
+    let timeline = timeline::Timeline::default();
+    if let (Some(first), Ok(mut w)) = (a.benchmarks.first(), timeline.workload.lock()) {
+        *w = first.name().to_owned();
+    }
+    std::thread::scope(|scope| -> Result<()> {
+        let sampler = a
+            .html
+            .is_some()
+            .then(|| scope.spawn(|| timeline.sample(&db)));
+        let ran = (|| -> Result<()> {
+            for &benchmark in &a.benchmarks {
+                if let Ok(mut w) = timeline.workload.lock() {
+                    *w = benchmark.name().to_owned();
+                }
+                let outcome = workload::run(&db, benchmark, &settings)?;
+                if a.json {
+                    say(format_args!(
+                        "{}\n",
+                        report::json_line(&outcome, &settings, &db.stats())?
+                    ))?;
+                } else {
+                    say(format_args!("{}\n", report::text(&outcome)))?;
+                }
+            }
+            Ok(())
+        })();
+        timeline
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(s) = sampler {
+            let _ = s.join();
+        }
+        ran
+    })?;
+    if let Some(path) = &a.html {
+        let samples = timeline
+            .samples
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        let names: Vec<&str> = a.benchmarks.iter().map(|b| b.name()).collect();
+        let page = timeline::page(&format!("lithify bench: {}", names.join(", ")), &samples);
+        crate::lsm::write_file(&lithify_vfs::OsFs, path, page.as_bytes())?;
+        if !a.json {
             say(format_args!(
-                "{}\n",
-                report::json_line(&outcome, &settings, &db.stats())?
+                "wrote {} ({} samples)\n",
+                path.display(),
+                samples.len()
             ))?;
-        } else {
-            say(format_args!("{}\n", report::text(&outcome)))?;
         }
     }
     if !a.json {

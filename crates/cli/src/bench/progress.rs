@@ -14,6 +14,10 @@ const SHOW_AFTER: Duration = Duration::from_secs(1);
 /// Operations a thread does between two updates of the bar.
 pub(crate) const UPDATE_EVERY: u64 = 1024;
 
+/// Operations done by every workload of this process so far (what the
+/// `--html` timeline samples).
+pub(crate) static OPS_DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// One workload's bar, shared by its threads.
 #[derive(Debug)]
 pub(crate) struct Progress {
@@ -51,6 +55,7 @@ impl Progress {
     /// has run long enough.
     pub(crate) fn advance(&self, n: u64) {
         self.bar.inc(n);
+        OPS_DONE.fetch_add(n, Ordering::Relaxed);
         if self.drawable
             && !self.shown.load(Ordering::Relaxed)
             && self.started.elapsed() >= SHOW_AFTER

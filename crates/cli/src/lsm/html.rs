@@ -12,7 +12,7 @@ use std::path::Path;
 use lithify_version::TableId;
 
 use super::{Current, FileBox, Step, TableTree};
-use crate::text::Encoding;
+use crate::text::{Encoding, xml_escape as esc};
 
 /// What the page shows.
 pub(crate) struct Page<'a> {
@@ -29,24 +29,8 @@ const WIDTH: f64 = 1100.0;
 const LABEL: f64 = 380.0;
 const ROW: f64 = 34.0;
 
-/// Escapes text for XML content and attributes.
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn mb(bytes: u64) -> String {
+/// Bytes as KB or MB.
+pub(crate) fn mb(bytes: u64) -> String {
     if bytes >= 1 << 20 {
         format!("{:.1} MB", bytes as f64 / 1e6)
     } else {

@@ -174,7 +174,8 @@ pub(crate) fn run(a: LsmArgs) -> Result<()> {
     Ok(())
 }
 
-fn write_file(fs: &dyn FileSystem, path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` to `path` (created or truncated) and syncs it.
+pub(crate) fn write_file(fs: &dyn FileSystem, path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     let io = |action: &'static str| IoSnafu {
         action,
         path: path.to_path_buf(),
