@@ -51,7 +51,7 @@ pub use compaction::{
 pub use error::{Error, Result};
 pub use job::{
     CompactionResult, FileNumbers, FlushResult, JobOptions, MemtableInput, OutputFactory,
-    SstOpener, WriteRateLimiter, flush_to_level0, run_compaction, run_flush,
+    SstOpener, WriteRateLimiter, file_metadata, flush_to_level0, run_compaction, run_flush,
 };
 pub use options::{CompactionPri, DEFAULT_TTL_SECONDS, LeveledOptions};
 pub use picker::{

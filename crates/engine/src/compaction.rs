@@ -316,12 +316,7 @@ impl DbInner {
         options: &CompactRangeOptions,
     ) -> Result<()> {
         self.check_writable()?;
-        self.write_batch(
-            crate::WriteBatch::new(),
-            &crate::WriteOptions::default(),
-            Some(table),
-        )?;
-        self.wait_for_flush(table)?;
+        self.flush_table(table)?;
         let mut manual = ManualCompaction::new(
             begin.map(<[u8]>::to_vec),
             end.map(<[u8]>::to_vec),

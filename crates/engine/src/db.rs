@@ -339,12 +339,7 @@ impl Db {
     /// Switches the memtable (if it holds anything) and waits until every
     /// immutable memtable is flushed to L0.
     pub fn flush(&self) -> Result<()> {
-        self.inner.write_batch(
-            WriteBatch::new(),
-            &WriteOptions::default(),
-            Some(DEFAULT_TABLE),
-        )?;
-        self.inner.wait_for_flush(DEFAULT_TABLE)
+        self.inner.flush_table(DEFAULT_TABLE)
     }
 
     /// Compacts the keys in `[begin, end]` (`None`: unbounded) down to the
@@ -594,6 +589,13 @@ impl Drop for Db {
 }
 
 impl DbInner {
+    /// Switches the memtable of `table` (if it holds anything) through the
+    /// write group and waits until it is flushed.
+    pub(crate) fn flush_table(&self, table: lithify_version::TableId) -> Result<()> {
+        self.write_batch(WriteBatch::new(), &WriteOptions::default(), Some(table))?;
+        self.wait_for_flush(table)
+    }
+
     /// Waits until the newest immutable memtable of `table` (as of now) is
     /// flushed.
     pub(crate) fn wait_for_flush(&self, table: lithify_version::TableId) -> Result<()> {

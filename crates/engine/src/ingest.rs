@@ -166,12 +166,7 @@ impl DbInner {
                     }
                     .fail();
                 }
-                self.write_batch(
-                    crate::WriteBatch::new(),
-                    &crate::WriteOptions::default(),
-                    Some(table),
-                )?;
-                self.wait_for_flush(table)?;
+                self.flush_table(table)?;
             }
             job.raced.store(false, std::sync::atomic::Ordering::Relaxed);
             self.write_ingest(StdArc::clone(&job))?;
@@ -535,16 +530,13 @@ impl DbInner {
         let (Some(smallest), Some(largest)) = (smallest, largest) else {
             return Err(corrupt(path)("the table is empty".to_owned()));
         };
-        let props = reader.properties();
-        let mut meta = FileMetadata::new(number, size, smallest, largest);
-        meta.smallest_seqno = props.min_seqno;
-        meta.largest_seqno = props.max_seqno;
-        meta.num_entries = props.num_entries + props.num_range_deletions;
-        meta.num_deletions = props.num_deletions;
-        meta.num_range_deletions = props.num_range_deletions;
-        meta.creation_time = props.creation_time;
-        meta.oldest_ancestor_time = props.creation_time;
-        Ok(meta)
+        Ok(lithify_compaction_leveled::file_metadata(
+            number,
+            size,
+            smallest,
+            largest,
+            reader.properties(),
+        ))
     }
 }
 

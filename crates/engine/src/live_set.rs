@@ -35,10 +35,8 @@ use lithify_version::filename::{manifest_file_name, table_file_name};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt;
 
-use crate::batch::WriteBatch;
 use crate::db_impl::DbInner;
 use crate::error::{InvalidArgumentSnafu, IoSnafu, Result, VersionSnafu};
-use crate::options::WriteOptions;
 use crate::wal::log_path;
 
 /// How [`Db::live_file_set`](crate::Db::live_file_set) (and checkpoints)
@@ -296,8 +294,7 @@ impl DbInner {
     fn flush_all_tables(&self) -> Result<()> {
         let ids: Vec<TableId> = self.lock_state().tables.keys().copied().collect();
         for id in ids {
-            self.write_batch(WriteBatch::new(), &WriteOptions::default(), Some(id))?;
-            self.wait_for_flush(id)?;
+            self.flush_table(id)?;
         }
         Ok(())
     }

@@ -228,13 +228,7 @@ impl Table {
     /// Switches the table's memtable (if it holds anything) and waits until
     /// it is flushed.
     pub fn flush(&self) -> Result<()> {
-        let db = self.db()?;
-        db.write_batch(
-            WriteBatch::new(),
-            &WriteOptions::default(),
-            Some(self.state.id),
-        )?;
-        db.wait_for_flush(self.state.id)
+        self.db()?.flush_table(self.state.id)
     }
 
     /// Compacts `[begin, end]` as [`Db::compact_range`](crate::Db::compact_range)

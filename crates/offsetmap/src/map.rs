@@ -160,19 +160,7 @@ impl OffsetMap {
     /// record each put supersedes, so its second pass can tell whether a
     /// mapped record is its key's latest without hashing the key again.
     pub fn insert(&mut self, key: &[u8], offset: u64) -> Result<Option<u64>> {
-        ensure!(
-            self.entries < self.slots(),
-            FullSnafu {
-                entries: self.entries,
-                slots: self.slots()
-            }
-        );
-        self.check_offset(offset)?;
-        let digest = KeyDigest::compute(self.digest, key);
-        Ok(match self.layout {
-            Layout::Kafka => self.put_digest::<KafkaSlot>(&digest, offset),
-            Layout::Compact => self.put_digest::<CompactSlot>(&digest, offset),
-        })
+        self.insert_digest(&KeyDigest::compute(self.digest, key), offset)
     }
 
     /// [`insert`](Self::insert) of a key whose digest (of this map's

@@ -414,14 +414,7 @@ pub(crate) fn replay(
 /// and table change since the MANIFEST was started). A torn last record
 /// (a crash during its append) is left out, as recovery leaves it out.
 pub fn read_edit_groups(fs: &dyn FileSystem, path: &Path) -> Result<Vec<(u64, Vec<VersionEdit>)>> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let number = match crate::filename::parse_file_name(&name) {
-        Some(crate::filename::FileKind::Manifest(n)) => n,
-        _ => header_number(fs, path)?,
-    };
+    let (_, number) = name_and_number(fs, path)?;
     let mut groups = Vec::new();
     read_records(fs, path, number, &mut |offset, edits| {
         groups.push((offset, edits));
@@ -456,17 +449,7 @@ pub fn read_edit_groups(fs: &dyn FileSystem, path: &Path) -> Result<Vec<(u64, Ve
 /// assert!(out.contains("table 0 \"default\" comparator=lithify.BytewiseComparator log=0"));
 /// ```
 pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let number = match crate::filename::parse_file_name(&name) {
-        Some(crate::filename::FileKind::Manifest(n)) => n,
-        _ => {
-            // Not named like a MANIFEST: trust the file header's number.
-            header_number(fs, path)?
-        }
-    };
+    let (name, number) = name_and_number(fs, path)?;
     let _ = writeln!(out, "{name}");
     // Any comparator name is accepted; files are ordered bytewise.
     let resolve = |_: &str| -> Option<Arc<dyn Comparator>> { Some(Arc::new(BytewiseComparator)) };
@@ -536,6 +519,20 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
         let _ = writeln!(out, "wal {number:06} synced={size}");
     }
     Ok(())
+}
+
+/// The file name of the MANIFEST at `path` and its number: from the name,
+/// or, for a file not named like a MANIFEST, from its header.
+fn name_and_number(fs: &dyn FileSystem, path: &Path) -> Result<(String, u64)> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let number = match crate::filename::parse_file_name(&name) {
+        Some(crate::filename::FileKind::Manifest(n)) => n,
+        _ => header_number(fs, path)?,
+    };
+    Ok((name, number))
 }
 
 fn header_number(fs: &dyn FileSystem, path: &Path) -> Result<u64> {

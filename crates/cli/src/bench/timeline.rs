@@ -156,20 +156,10 @@ fn chart(out: &mut String, title: &str, samples: &[Sample], series: &[Series]) {
 
 /// The page of a run.
 pub(crate) fn page(title: &str, samples: &[Sample]) -> String {
-    let mut out = String::new();
-    let _ = write!(
+    let mut out = crate::text::html_head(title, "");
+    let _ = writeln!(
         out,
-        r#"<!DOCTYPE html>
-<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head><meta charset="utf-8"/><title>{}</title>
-<style>
-body {{ font-family: sans-serif; margin: 20px; color: #222; }}
-.lvl {{ font-size: 12px; font-family: monospace; }}
-</style></head><body>
-<h1>{}</h1>
-<p>{} samples, one every {} ms; each band is one workload.</p>
-"#,
-        esc(title),
-        esc(title),
+        "<p>{} samples, one every {} ms; each band is one workload.</p>",
         samples.len(),
         EVERY.as_millis()
     );

@@ -191,23 +191,12 @@ pub(crate) fn page(p: &Page<'_>) -> String {
     let scale = KeyScale::new(keys.into_iter());
     let mut out = String::new();
     let title = format!("lithify LSM: {}", p.db.display());
-    let _ = write!(
-        out,
-        r#"<!DOCTYPE html>
-<html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head><meta charset="utf-8"/><title>{}</title>
-<style>
-body {{ font-family: sans-serif; margin: 20px; color: #222; }}
-.lvl {{ font-size: 12px; font-family: monospace; }}
-.file {{ fill: #3b7dd8; fill-opacity: 0.75; stroke: #1d3f70; stroke-width: 0.5; }}
-.file:hover {{ fill: #e0662d; }}
-.note {{ color: #555; font-size: 13px; }}
-table.steps td {{ padding: 0 8px; font-size: 12px; font-family: monospace; }}
-</style></head><body>
-<h1>{}</h1>
-"#,
-        esc(&title),
-        esc(&title)
-    );
+    out.push_str(&crate::text::html_head(
+        &title,
+        ".file { fill: #3b7dd8; fill-opacity: 0.75; stroke: #1d3f70; stroke-width: 0.5; }\n\
+         .file:hover { fill: #e0662d; }\n\
+         .note { color: #555; font-size: 13px; }\n",
+    ));
     out.push_str("<h2>The tree now</h2>\n");
     for t in &p.current.tables {
         let files: usize = t.levels.values().map(|l| l.0).sum();

@@ -16,7 +16,7 @@ use lithify_version::{FileMetadata, VersionEdit};
 use snafu::ResultExt as _;
 
 pub use cutter::{CutLimits, Grandparent, OutputCutter};
-pub use output::{FileNumbers, OutputFactory};
+pub use output::{FileNumbers, OutputFactory, file_metadata};
 pub use subcompaction::{
     ANCHORS_PER_FILE, Anchor, boundaries_from_anchors, subcompaction_boundaries,
     wants_subcompactions,

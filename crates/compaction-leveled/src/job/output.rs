@@ -287,14 +287,13 @@ impl<'a> OutputWriter<'a> {
             return Ok(());
         };
         let built = out.builder.finish().context(SstSnafu)?;
-        let props = &built.properties;
-        let mut meta = FileMetadata::new(out.number, built.file_size, smallest, largest);
-        meta.smallest_seqno = props.min_seqno;
-        meta.largest_seqno = props.max_seqno;
-        meta.num_entries = props.num_entries + props.num_range_deletions;
-        meta.num_deletions = props.num_deletions;
-        meta.num_range_deletions = props.num_range_deletions;
-        meta.creation_time = props.creation_time;
+        let mut meta = file_metadata(
+            out.number,
+            built.file_size,
+            smallest,
+            largest,
+            &built.properties,
+        );
         meta.oldest_ancestor_time = self.oldest_ancestor_time;
         self.bytes_written += built.file_size;
         if let Some(limiter) = self.limiter {
@@ -335,4 +334,26 @@ impl<'a> OutputWriter<'a> {
     pub(crate) fn into_created(self) -> Vec<PathBuf> {
         self.created
     }
+}
+
+/// The MANIFEST metadata of a finished table: its number, size and key
+/// bounds, with the sequence numbers, counts and creation time its
+/// properties record (`oldest_ancestor_time` is the caller's: the
+/// creation time here).
+pub fn file_metadata(
+    number: u64,
+    file_size: u64,
+    smallest: InternalKey,
+    largest: InternalKey,
+    props: &lithify_sstable::Properties,
+) -> FileMetadata {
+    let mut meta = FileMetadata::new(number, file_size, smallest, largest);
+    meta.smallest_seqno = props.min_seqno;
+    meta.largest_seqno = props.max_seqno;
+    meta.num_entries = props.num_entries + props.num_range_deletions;
+    meta.num_deletions = props.num_deletions;
+    meta.num_range_deletions = props.num_range_deletions;
+    meta.creation_time = props.creation_time;
+    meta.oldest_ancestor_time = props.creation_time;
+    meta
 }
