@@ -1285,3 +1285,36 @@ fn bench_html_draws_the_run_over_time() {
         assert!(page.contains(name), "{name}");
     }
 }
+
+#[test]
+fn strategies_html_draws_one_chart_per_metric() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("strategies.html");
+    ok(&[
+        "bench",
+        "--workload",
+        "write-only-random",
+        "--num",
+        "20000",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let page = OsFs.open(&html).unwrap();
+    let page = String::from_utf8(page.read_vec(0, page.size().unwrap() as usize).unwrap()).unwrap();
+    let tags = well_formed(&page);
+    assert_eq!(
+        tags.iter().filter(|t| *t == "svg").count(),
+        6,
+        "six metrics"
+    );
+    for label in [
+        "write-only-random",
+        "ops/s",
+        "write amp",
+        "space amp",
+        "p99",
+        "leveled",
+    ] {
+        assert!(page.contains(label), "{label}");
+    }
+}

@@ -23,6 +23,7 @@ pub(crate) mod options;
 mod progress;
 mod report;
 pub(crate) mod strategies;
+mod strategies_html;
 mod timeline;
 mod workload;
 
@@ -135,7 +136,9 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// Also write throughput and amplification over the run as one
-    /// self-contained HTML page (sampled every 250 ms).
+    /// self-contained HTML page (sampled every 250 ms); with
+    /// `--strategies-report` or `--workload`, the strategies' results as
+    /// bar charts.
     #[arg(long, value_name = "OUT.html")]
     pub html: Option<std::path::PathBuf>,
     /// Engine options.
@@ -383,6 +386,13 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     }
     if report && !a.json {
         say(format_args!("\n{}", strategies::markdown(&all)))?;
+    }
+    if let Some(path) = &a.html {
+        let page = strategies_html::page(&all);
+        crate::lsm::write_file(&lithify_vfs::OsFs, path, page.as_bytes())?;
+        if !a.json {
+            say(format_args!("wrote {}\n", path.display()))?;
+        }
     }
     Ok(())
 }
