@@ -1,6 +1,7 @@
 //! A backup's metadata file, `meta/<id>`: text, one fact per line, ending
-//! with the xxh3 of everything before it, so a damaged metadata file is
-//! refused rather than misread.
+//! with the masked xxh3-64 of everything before it (as every lithify
+//! checksum is stored), so a damaged metadata file is refused rather than
+//! misread.
 //!
 //! ```text
 //! lithify-backup 1
@@ -81,7 +82,7 @@ impl Meta {
                 f.stored
             ));
         }
-        let sum = xxhash_rust::xxh3::xxh3_64(s.as_bytes());
+        let sum = lithify_base::checksum::masked_xxh3_64(&[s.as_bytes()]);
         s.push_str(&format!("checksum {sum:016x}\n"));
         s.into_bytes()
     }
@@ -105,7 +106,7 @@ impl Meta {
             .filter(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()))
             .and_then(|h| u64::from_str_radix(h, 16).ok())
             .ok_or_else(cut_short)?;
-        let computed = xxhash_rust::xxh3::xxh3_64(body.as_bytes());
+        let computed = lithify_base::checksum::masked_xxh3_64(&[body.as_bytes()]);
         if stored != computed {
             return Err(bad(format!(
                 "checksum mismatch: stored {stored:016x}, computed {computed:016x}"
