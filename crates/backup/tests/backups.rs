@@ -233,3 +233,26 @@ fn a_backup_cut_short_at_any_step_leaves_the_earlier_ones() {
     }
     assert!(n > 5, "only {n} steps");
 }
+
+#[test]
+fn a_backup_restores_every_table() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    let t = db
+        .create_table("events", lithify_engine::TableOptions::default())
+        .unwrap();
+    let mut model = Model::new();
+    write(&db, &mut model, 0..600, 0);
+    for i in 0..300u32 {
+        t.put(format!("e{i:04}"), b"event").unwrap();
+    }
+    let backups = BackupEngine::open(fs.clone(), "/backups").unwrap();
+    let info = backups.create_backup(&db).unwrap();
+    drop(t);
+    db.close().unwrap();
+    backups.restore(Some(info.id), "/restored").unwrap();
+    let restored = Db::open("/restored", options(fs.clone())).unwrap();
+    assert_eq!(contents(&restored), model);
+    let t = restored.table("events").unwrap();
+    assert_eq!(t.get(b"e0299").unwrap().as_deref(), Some(&b"event"[..]));
+}

@@ -261,3 +261,37 @@ fn live_files_and_nested_deletion_pinning() {
         model_pairs(&model_after(3_000))
     );
 }
+
+/// Every table (column family) is in the copy, flushed or from the WAL.
+#[test]
+fn a_checkpoint_holds_every_table() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = open(fs.clone(), "/db");
+    let users = db
+        .create_table("users", lithify_engine::TableOptions::default())
+        .unwrap();
+    for i in 0..500 {
+        db.put(key(i), value(i)).unwrap();
+        users.put(key(i), b"user").unwrap();
+    }
+    users.flush().unwrap();
+    for options in [
+        CheckpointOptions::default(),
+        CheckpointOptions {
+            log_size_for_flush: u64::MAX,
+        },
+    ] {
+        let dest = format!("/copy-{}", options.log_size_for_flush);
+        db.create_checkpoint_opt(&dest, &options).unwrap();
+        let copy = open(fs.clone(), &dest);
+        assert_eq!(copy.table_names(), ["default", "users"]);
+        let t = copy.table("users").unwrap();
+        assert_eq!(t.get(key(499)).unwrap().as_deref(), Some(&b"user"[..]));
+        assert_eq!(
+            scan(&copy, &ReadOptions::default()),
+            model_pairs(&model_after(500))
+        );
+        drop(t);
+        copy.close().unwrap();
+    }
+}

@@ -313,3 +313,26 @@ fn ingestion_racing_writes_keeps_both() {
         assert_eq!(v, want);
     }
 }
+
+#[test]
+fn a_named_table_ingests_into_itself_only() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = options(fs.clone());
+    let db = Db::open("/db", opts.clone()).unwrap();
+    let t = db
+        .create_table("bulk", lithify_engine::TableOptions::default())
+        .unwrap();
+    t.put(k(1), b"old").unwrap();
+    let entries: Vec<_> = (0..10).map(|i| (k(i), Some(b"new".to_vec()))).collect();
+    let path = external(&opts, "/ext.sst", &entries, &[]);
+    let placed = t
+        .ingest_external_file(&[&path], &IngestOptions::default())
+        .unwrap();
+    assert!(placed[0].sequence > 0, "it overlaps the memtable's key");
+    assert_eq!(t.get(k(1)).unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(
+        db.get(k(1)).unwrap(),
+        None,
+        "the default table is untouched"
+    );
+}
