@@ -98,6 +98,10 @@ pub struct BackupEngine {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     _lock: FileLock,
+    /// Held by every operation that writes or deletes in the directory
+    /// (create, delete, purge, garbage collection), so that two threads
+    /// sharing the engine never collect each other's files in flight.
+    writing: std::sync::Mutex<()>,
 }
 
 const SHARED: &str = "shared";
@@ -146,6 +150,7 @@ impl BackupEngine {
             fs,
             dir,
             _lock: lock,
+            writing: std::sync::Mutex::new(()),
         };
         engine.collect_garbage()?;
         Ok(engine)
@@ -165,6 +170,7 @@ impl BackupEngine {
         db: &Db,
         options: &CheckpointOptions,
     ) -> Result<(BackupInfo, CreateStats)> {
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let metas = self.read_metas()?;
         let id = metas.iter().map(|m| m.id).max().unwrap_or(0) + 1;
         let set = db.live_file_set(options).context(EngineSnafu)?;
@@ -182,16 +188,7 @@ impl BackupEngine {
                 if self.fs.exists(&path) {
                     stats.tables_shared += 1;
                 } else {
-                    let written = self.copy_in(src, &f.path, &path, f.size)?;
-                    if written != checksum {
-                        return CorruptSnafu {
-                            path: f.path.clone(),
-                            message: format!(
-                                "changed while it was copied: checksum {checksum:016x}, then {written:016x}"
-                            ),
-                        }
-                        .fail();
-                    }
+                    self.copy_in(src, &f.path, &path, f.size, Some(checksum))?;
                     stats.tables_copied += 1;
                     stats.bytes_copied += f.size;
                 }
@@ -204,7 +201,7 @@ impl BackupEngine {
                 }
             } else {
                 let stored = format!("{PRIVATE}/{id}/{}", f.name);
-                let checksum = self.copy_in(src, &f.path, &self.dir.join(&stored), f.size)?;
+                let checksum = self.copy_in(src, &f.path, &self.dir.join(&stored), f.size, None)?;
                 stats.bytes_copied += f.size;
                 BackupFile {
                     kind: f.kind,
@@ -356,6 +353,7 @@ impl BackupEngine {
 
     /// Deletes backup `id` and the shared files no other backup uses.
     pub fn delete_backup(&self, id: u32) -> Result<()> {
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let path = self.dir.join(META).join(id.to_string());
         if !self.fs.exists(&path) {
             return NoSuchBackupSnafu {
@@ -375,6 +373,7 @@ impl BackupEngine {
     /// Keeps the newest `keep` backups, deletes the others (oldest first)
     /// and the shared files only they used; returns the deleted ids.
     pub fn purge_old_backups(&self, keep: usize) -> Result<Vec<u32>> {
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let metas = self.read_metas()?;
         let excess = metas.len().saturating_sub(keep);
         let ids: Vec<u32> = metas[..excess].iter().map(|m| m.id).collect();
@@ -393,8 +392,17 @@ impl BackupEngine {
     }
 
     /// Copies `len` bytes of `from` (on `src`) to `to` here, through a
-    /// temporary name, synced; returns their checksum.
-    fn copy_in(&self, src: &dyn FileSystem, from: &Path, to: &Path, len: u64) -> Result<u64> {
+    /// temporary name, synced; returns their checksum. With `expected`, a
+    /// copy whose checksum differs (the source changed or was misread
+    /// between two reads) is refused and never takes the final name.
+    fn copy_in(
+        &self,
+        src: &dyn FileSystem,
+        from: &Path,
+        to: &Path,
+        len: u64,
+        expected: Option<u64>,
+    ) -> Result<u64> {
         let tmp = PathBuf::from(format!("{}{TMP}", to.display()));
         if self.fs.exists(&tmp) {
             self.fs.remove_file(&tmp).context(io("removing", &tmp))?;
@@ -402,8 +410,21 @@ impl BackupEngine {
         let mut h = Hasher::new();
         copy_file_prefix(src, from, &*self.fs, &tmp, len, |b| h.0.update(b))
             .context(EngineSnafu)?;
+        let sum = h.0.digest();
+        if let Some(expected) = expected
+            && sum != expected
+        {
+            let _ = self.fs.remove_file(&tmp);
+            return CorruptSnafu {
+                path: from.to_path_buf(),
+                message: format!(
+                    "changed while it was copied: checksum {expected:016x}, then {sum:016x}"
+                ),
+            }
+            .fail();
+        }
         self.fs.rename(&tmp, to).context(io("renaming", &tmp))?;
-        Ok(h.0.digest())
+        Ok(sum)
     }
 
     /// Every backup's metadata, oldest first. A damaged metadata file is
@@ -442,7 +463,8 @@ impl BackupEngine {
 
     /// Deletes what no backup's metadata names: shared files of purged or
     /// interrupted backups, private directories without metadata, and
-    /// temporary files.
+    /// temporary files. Callers hold `writing` (or are `open`, before the
+    /// engine is shared).
     fn collect_garbage(&self) -> Result<()> {
         let metas = self.read_metas()?;
         let used: BTreeSet<&str> = metas

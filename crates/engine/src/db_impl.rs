@@ -89,6 +89,9 @@ pub(crate) struct DbInner {
     /// `disable_file_deletions` calls not yet matched by
     /// `enable_file_deletions`: while above 0, nothing is deleted.
     pub(crate) deletions_disabled: AtomicUsize,
+    /// Held by a purge from its check of `deletions_disabled` to its last
+    /// deletion; `disable_file_deletions` waits for it.
+    pub(crate) purge_lock: Mutex<()>,
     /// Limits the bytes compactions write per second.
     pub(crate) rate_limiter: Option<StdArc<crate::resource::RateLimiter>>,
     pub(crate) counters: Counters,

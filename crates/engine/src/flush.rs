@@ -231,9 +231,9 @@ impl DbInner {
         }
         if let Err(e) = applied {
             undo(&mut st);
-            for n in &flushed.outputs {
-                let _ = self.fs.remove_file(&self.opener.path_of(*n));
-            }
+            // The outputs stay: the failed record may be durable and name
+            // them (a write whose sync failed), so the version set keeps
+            // them quarantined until a new MANIFEST no longer can.
             let shared = self.set_bg_error(&mut st, e.into());
             return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
         }

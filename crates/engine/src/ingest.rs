@@ -40,7 +40,7 @@ use lithify_base::{Comparator, InternalIterator, SeqNo, ValueKind};
 use lithify_sstable::{SstBuilder, SstReader};
 use lithify_version::filename::table_file_name;
 use lithify_version::{FileMetadata, TableId, VersionEdit};
-use snafu::ResultExt;
+use snafu::{IntoError, ResultExt};
 
 use crate::db_impl::DbInner;
 use crate::error::{
@@ -363,72 +363,83 @@ impl DbInner {
             any_overlap |= overlap;
             plan.push(target);
         }
-        let needs_seqno =
-            any_overlap || (job.options.snapshot_consistency && self.snapshots.oldest().is_some());
-        let sequence = if needs_seqno {
-            leader.last_allocated + 1
-        } else {
-            0
-        };
-        if sequence > MAX_SEQNO {
-            return InvalidArgumentSnafu {
-                message: "sequence numbers are exhausted".to_owned(),
-            }
-            .fail();
-        }
-        let mut edit = VersionEdit::new(job.table);
-        let mut placed = Vec::with_capacity(job.files.len());
-        let mut written = Vec::new();
-        let outcome = (|| -> Result<()> {
-            for (f, &level) in job.files.iter().zip(&plan) {
-                let number = self.versions.new_file_number();
-                let dest = self.dir.join(table_file_name(number));
-                written.push(dest.clone());
-                if sequence > 0 {
-                    self.rewrite_with_sequence(&f.path, f.size, &dest, sequence)?;
-                } else if job.options.move_files {
-                    match self.fs.hard_link(&f.path, &dest) {
-                        Ok(()) => {}
-                        Err(_) => {
-                            copy_file_prefix(&*self.fs, &f.path, &*self.fs, &dest, f.size, |_| {})?;
-                        }
-                    }
-                } else {
-                    copy_file_prefix(&*self.fs, &f.path, &*self.fs, &dest, f.size, |_| {})?;
+        // No snapshot may be taken from the decision to the install: one
+        // taken in between would see the entries of a file that kept
+        // sequence number 0 appear under it.
+        self.snapshots.with_no_new(|any_snapshot| {
+            let needs_seqno = any_overlap || (job.options.snapshot_consistency && any_snapshot);
+            let sequence = if needs_seqno {
+                leader.last_allocated + 1
+            } else {
+                0
+            };
+            if sequence > MAX_SEQNO {
+                return InvalidArgumentSnafu {
+                    message: "sequence numbers are exhausted".to_owned(),
                 }
-                let meta = self.metadata_of(&dest, number)?;
-                placed.push(IngestedFile {
-                    external: f.path.clone(),
-                    number,
-                    level,
-                    sequence,
-                    size: meta.size,
-                });
-                edit.add_file(level, meta);
+                .fail();
             }
-            self.fs.sync_dir(&self.dir).context(IoSnafu {
-                op: "syncing directory",
-                path: self.dir.clone(),
-            })?;
+            let mut edit = VersionEdit::new(job.table);
+            let mut placed = Vec::with_capacity(job.files.len());
+            let mut written = Vec::new();
+            let files = (|| -> Result<()> {
+                for (f, &level) in job.files.iter().zip(&plan) {
+                    let number = self.versions.new_file_number();
+                    let dest = self.dir.join(table_file_name(number));
+                    written.push(dest.clone());
+                    if sequence > 0 {
+                        self.rewrite_with_sequence(&f.path, f.size, &dest, sequence)?;
+                    } else if job.options.move_files && self.fs.hard_link(&f.path, &dest).is_ok() {
+                        // A file another tool wrote may not be durable yet.
+                        let mut linked = self.fs.open_append(&dest).context(IoSnafu {
+                            op: "opening",
+                            path: dest.clone(),
+                        })?;
+                        linked.sync_all().context(IoSnafu {
+                            op: "syncing",
+                            path: dest.clone(),
+                        })?;
+                    } else {
+                        copy_file_prefix(&*self.fs, &f.path, &*self.fs, &dest, f.size, |_| {})?;
+                    }
+                    let meta = self.metadata_of(&dest, number)?;
+                    placed.push(IngestedFile {
+                        external: f.path.clone(),
+                        number,
+                        level,
+                        sequence,
+                        size: meta.size,
+                    });
+                    edit.add_file(level, meta);
+                }
+                self.fs.sync_dir(&self.dir).context(IoSnafu {
+                    op: "syncing directory",
+                    path: self.dir.clone(),
+                })
+            })();
+            if let Err(e) = files {
+                // Nothing names them: they go.
+                for p in &written {
+                    let _ = self.fs.remove_file(p);
+                }
+                return Err(e);
+            }
             if sequence > 0 {
                 edit.last_sequence = Some(sequence);
+                // Used even if the edit fails: its record may be durable.
+                leader.last_allocated = sequence;
             }
-            self.versions
-                .log_and_apply(vec![edit])
-                .context(VersionSnafu)?;
-            Ok(())
-        })();
-        if let Err(e) = outcome {
-            for p in &written {
-                let _ = self.fs.remove_file(p);
+            if let Err(e) = self.versions.log_and_apply(vec![edit]) {
+                // The record may be on disk: the version set quarantines
+                // the files, and the database stops accepting writes, as
+                // after any failed MANIFEST write.
+                let e = VersionSnafu.into_error(e);
+                let shared = self.set_bg_error(&mut st, e);
+                return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
             }
-            return Err(e);
-        }
-        if sequence > 0 {
-            leader.last_allocated = sequence;
-        }
-        self.install(&mut st, job.table);
-        Ok((placed, leader.last_allocated))
+            self.install(&mut st, job.table);
+            Ok((placed, leader.last_allocated))
+        })
     }
 
     /// Copies the external table at `from` to `to`, every entry and range

@@ -9,14 +9,18 @@
 //! 2. If the live WALs hold at least `log_size_for_flush` bytes (0, the
 //!    default: always), or writes skipped the WAL, every table's memtable
 //!    is flushed first, so the set needs little or no WAL.
-//! 3. The **MANIFEST cut**: the live MANIFEST's size, the current version
-//!    of every table and the smallest log number any table needs, read at
-//!    one instant ([`VersionSet::manifest_cut`](lithify_version::VersionSet::manifest_cut)).
-//! 4. The **WAL cut**, under the write leader's lock (no group is writing
-//!    its WAL record meanwhile): buffered WAL bytes are handed to the OS,
-//!    and the size of every WAL at or above that log number is read,
-//!    together with the last sequence number written. Every WAL record up
-//!    to those sizes is whole.
+//! 3. Under the write leader's lock (no group writes its WAL record and no
+//!    ingestion installs files meanwhile), the **MANIFEST cut** — the live
+//!    MANIFEST's size, the current version of every table and the smallest
+//!    log number any table needs, read at one instant
+//!    ([`VersionSet::manifest_cut`](lithify_version::VersionSet::manifest_cut))
+//!    — and the **WAL cut**: buffered WAL bytes are handed to the OS, and
+//!    the size of every WAL at or above that log number is read, together
+//!    with the last sequence number written. Every WAL record up to those
+//!    sizes is whole.
+//! 4. (Writes made with `disable_wal` after the flush of step 2 are in no
+//!    WAL: a copy does not hold them even when their sequence numbers are
+//!    below the set's.)
 //!
 //! A directory holding the tables, the MANIFEST and the WALs up to the
 //! sizes in the set, and a `CURRENT` with [`LiveFileSet::current`], opens
@@ -24,7 +28,6 @@
 //! [`LiveFileSet::sequence`]: the MANIFEST prefix describes the tables,
 //! and replaying the WALs from its log numbers adds the rest.
 
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -187,9 +190,11 @@ impl DbInner {
         out
     }
 
-    /// One more reason not to delete obsolete files.
+    /// One more reason not to delete obsolete files; returns once no
+    /// purge that started before it is still deleting.
     pub(crate) fn disable_file_deletions(&self) {
         self.deletions_disabled.fetch_add(1, Ordering::AcqRel);
+        drop(self.purge_lock.lock());
     }
 
     /// One reason less; at none, the files that became obsolete meanwhile
@@ -237,20 +242,7 @@ impl DbInner {
             self.flush_all_tables()?;
             set.flushed = true;
         }
-        let cut = match self.versions.manifest_cut() {
-            Some(cut) => cut,
-            None => {
-                // No MANIFEST open for writing yet: start one.
-                self.versions.roll_manifest().context(VersionSnafu)?;
-                self.versions.manifest_cut().ok_or_else(|| {
-                    InvalidArgumentSnafu {
-                        message: "the MANIFEST is not writable".to_owned(),
-                    }
-                    .build()
-                })?
-            }
-        };
-        let (wals, sequence) = self.wal_cut(cut.min_log_number)?;
+        let (cut, wals, sequence) = self.cuts()?;
         set.sequence = sequence;
         for version in cut.versions.values() {
             for level in 0..version.num_levels() {
@@ -299,36 +291,51 @@ impl DbInner {
         Ok(())
     }
 
-    /// The WAL cut: (number, size) of every WAL at or above `min_log`, and
-    /// the last sequence number they hold.
-    fn wal_cut(&self, min_log: u64) -> Result<(Vec<(u64, u64)>, SeqNo)> {
+    /// The MANIFEST cut and the WAL cut, both under the write leader's lock
+    /// (no group, and no ingestion, changes either meanwhile): the
+    /// MANIFEST's state, the (number, size) of every WAL at or above its
+    /// smallest log number, and the last sequence number those hold.
+    fn cuts(&self) -> Result<Cuts> {
         let mut leader = self.leader.lock();
         leader.flush()?;
+        let cut = match self.versions.manifest_cut() {
+            Some(cut) => cut,
+            None => {
+                // No MANIFEST open for writing yet: start one.
+                self.versions.roll_manifest().context(VersionSnafu)?;
+                self.versions.manifest_cut().ok_or_else(|| {
+                    InvalidArgumentSnafu {
+                        message: "the MANIFEST is not writable".to_owned(),
+                    }
+                    .build()
+                })?
+            }
+        };
         let sequence = leader.last_allocated;
         let numbers: Vec<u64> = self
             .lock_state()
             .live_logs
-            .range(min_log..)
+            .range(cut.min_log_number..)
             .copied()
             .collect();
         let mut wals = Vec::with_capacity(numbers.len());
         for number in numbers {
             let path = log_path(&self.dir, number);
-            match self.fs.file_size(&path) {
-                Ok(size) => wals.push((number, size)),
-                // A WAL made but never written to disk (the switch failed).
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(source).context(IoSnafu {
-                        op: "reading the size of",
-                        path,
-                    });
-                }
-            }
+            // Deletions are disabled and no purge is running: a live WAL
+            // that is missing is damage, not a race.
+            let size = self.fs.file_size(&path).context(IoSnafu {
+                op: "reading the size of",
+                path,
+            })?;
+            wals.push((number, size));
         }
-        Ok((wals, sequence))
+        Ok((cut, wals, sequence))
     }
 }
+
+/// The MANIFEST cut, the WALs to copy (number, size) and the last
+/// sequence number they hold.
+type Cuts = (lithify_version::ManifestCut, Vec<(u64, u64)>, SeqNo);
 
 /// Copies the first `len` bytes of `from` (on `src_fs`) into the new file
 /// `to` (on `dst_fs`), syncs it, and feeds every byte to `inspect` (a

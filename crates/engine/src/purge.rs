@@ -16,6 +16,9 @@ impl DbInner {
     /// Deletes obsolete tables, MANIFESTs and WALs. Failures to delete are
     /// ignored: the file is an orphan the next open removes.
     pub(crate) fn purge_obsolete_files(&self) {
+        // Held to the end: a disable that comes meanwhile waits for this
+        // purge, so nothing is deleted after it returns.
+        let _purging = self.purge_lock.lock();
         if self.opened_read_only || self.file_deletions_disabled() {
             // Disabled: the files stay candidates (the version set keeps
             // them) until deletions are enabled again.

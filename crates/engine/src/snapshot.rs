@@ -69,6 +69,13 @@ impl SnapshotList {
         self.live.lock().keys().next().copied()
     }
 
+    /// Runs `f` (told whether any snapshot is live) while no snapshot can
+    /// be taken or released.
+    pub(crate) fn with_no_new<R>(&self, f: impl FnOnce(bool) -> R) -> R {
+        let live = self.live.lock();
+        f(!live.is_empty())
+    }
+
     /// The number of live snapshots (counting duplicates).
     pub(crate) fn count(&self) -> usize {
         self.live.lock().values().sum()

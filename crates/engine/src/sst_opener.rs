@@ -53,11 +53,6 @@ impl SstOpener {
         let table = SstReader::open(file, &path, size, &self.options, cache)?;
         Ok(StdArc::new(table))
     }
-
-    /// The path of SST `number`.
-    pub(crate) fn path_of(&self, number: u64) -> PathBuf {
-        self.dir.join(table_file_name(number))
-    }
 }
 
 /// Opens a compaction's inputs for one sequential pass **without** the

@@ -60,6 +60,10 @@ impl GroupCommit for DbInner {
         w.ingest.is_some()
     }
 
+    fn batch_no_slowdown(w: &Writer) -> bool {
+        w.options.no_slowdown
+    }
+
     fn max_group_bytes(&self) -> usize {
         self.options.max_write_batch_group_size_bytes as usize
     }

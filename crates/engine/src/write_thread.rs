@@ -11,7 +11,8 @@
 //!    at the front lead; on two cores that turns every hand-over into a
 //!    sleep and a wake-up). A leader whose batch did not fit leads again.
 //! 2. The group is bounded in bytes; a group whose first batch is not a
-//!    sync write takes no sync write; WAL and no-WAL writes are not mixed;
+//!    sync write takes no sync write; WAL and no-WAL writes are not mixed,
+//!    nor `no_slowdown` writes and writes that wait out stalls;
 //!    a solo batch (an ingestion of external files) is a group alone.
 //!    Without holding the queue lock the leader
 //!    [`prepare`](GroupCommit::prepare)s it: stalls, memtable switch,
@@ -58,6 +59,11 @@ pub(crate) trait GroupCommit {
     fn batch_disables_wal(batch: &Self::Batch) -> bool;
     /// Whether the batch must be a group of its own (an ingestion).
     fn batch_solo(_batch: &Self::Batch) -> bool {
+        false
+    }
+    /// Whether the batch fails rather than waits out a stall (a group's
+    /// members must agree: the group waits or fails as one).
+    fn batch_no_slowdown(_batch: &Self::Batch) -> bool {
         false
     }
     /// The upper bound of a group's bytes.
@@ -284,11 +290,13 @@ impl<C: GroupCommit> WriteThread<C> {
         }
         let mut bytes = leader_bytes;
         let solo = C::batch_solo(&leader);
+        let no_slowdown = C::batch_no_slowdown(&leader);
         group.push(leader);
         while let Some((_, next)) = pending.front() {
             let b = C::batch_bytes(next);
             if solo
                 || C::batch_solo(next)
+                || C::batch_no_slowdown(next) != no_slowdown
                 || (C::batch_sync(next) && !sync)
                 || C::batch_disables_wal(next) != no_wal
                 || bytes + b > max

@@ -654,6 +654,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
         unpersisted: AtomicBool::new(false),
         adaptive_seen: AtomicBool::new(any_adaptive),
         deletions_disabled: AtomicUsize::new(0),
+        purge_lock: Mutex::new(()),
         rate_limiter: crate::compaction::rate_limiter(&p.opts),
         counters: Counters::default(),
         opened_at: Instant::now(),
