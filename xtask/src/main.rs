@@ -665,12 +665,12 @@ fn lsm_screenshot() -> Result {
         fs::remove_dir_all(&db).map_err(|e| format!("removing {}: {e}", db.display()))?;
     }
     let db_s = db.to_string_lossy().into_owned();
-    run(cargo().args([
-        "run",
-        "--release",
-        "--bin",
-        "lithify",
-        "--",
+    let lithify = |args: &[&str]| {
+        run(cargo()
+            .args(["run", "--release", "--bin", "lithify", "--"])
+            .args(args))
+    };
+    lithify(&[
         "bench",
         "--db",
         &db_s,
@@ -684,20 +684,9 @@ fn lsm_screenshot() -> Result {
         "1048576",
         "--max-bytes-for-level-base",
         "4194304",
-    ]))?;
+    ])?;
     let html = target.join("lsm.html");
-    run(cargo().args([
-        "run",
-        "--release",
-        "--bin",
-        "lithify",
-        "--",
-        "lsm",
-        "--db",
-        &db_s,
-        "--html",
-        &html.to_string_lossy(),
-    ]))?;
+    lithify(&["lsm", "--db", &db_s, "--html", &html.to_string_lossy()])?;
     let png = target.join("lsm.png");
     run(Command::new(chromium).args([
         "--headless",

@@ -474,11 +474,15 @@ impl BackupEngine {
         let ids: BTreeSet<String> = metas.iter().map(|m| m.id.to_string()).collect();
         let shared = self.dir.join(SHARED);
         let mut removed = 0usize;
+        let mut dirs_removed = 0usize;
+        let mut remove = |p: &Path| -> Result<()> {
+            self.fs.remove_file(p).context(io("removing", p))?;
+            removed += 1;
+            Ok(())
+        };
         for name in self.fs.list_dir(&shared).context(io("listing", &shared))? {
             if !used.contains(format!("{SHARED}/{name}").as_str()) {
-                let p = shared.join(&name);
-                self.fs.remove_file(&p).context(io("removing", &p))?;
-                removed += 1;
+                remove(&shared.join(&name))?;
             }
         }
         let private = self.dir.join(PRIVATE);
@@ -492,11 +496,10 @@ impl BackupEngine {
             }
             let d = private.join(&name);
             for f in self.fs.list_dir(&d).context(io("listing", &d))? {
-                let p = d.join(f);
-                self.fs.remove_file(&p).context(io("removing", &p))?;
+                remove(&d.join(f))?;
             }
             self.fs.remove_dir(&d).context(io("removing", &d))?;
-            removed += 1;
+            dirs_removed += 1;
         }
         let meta_dir = self.dir.join(META);
         for name in self
@@ -505,11 +508,10 @@ impl BackupEngine {
             .context(io("listing", &meta_dir))?
         {
             if name.parse::<u32>().is_err() {
-                let p = meta_dir.join(&name);
-                self.fs.remove_file(&p).context(io("removing", &p))?;
-                removed += 1;
+                remove(&meta_dir.join(&name))?;
             }
         }
+        let removed = removed + dirs_removed;
         if removed > 0 {
             for d in [&shared, &private, &meta_dir] {
                 self.fs.sync_dir(d).context(io("syncing directory", d))?;

@@ -1119,6 +1119,12 @@ fn merge_and_single_delete_with_a_recorded_operator() {
     assert!(out.contains("0c00000000000000"), "{out}");
 }
 
+/// The whole file at `path`, as text.
+fn read_text(path: &Path) -> String {
+    let f = OsFs.open(path).unwrap();
+    String::from_utf8(f.read_vec(0, f.size().unwrap() as usize).unwrap()).unwrap()
+}
+
 /// Checks that `page` is well-formed XML (after its doctype): every tag
 /// closed in order, attributes quoted, script bodies in CDATA. Returns the
 /// element names seen.
@@ -1187,8 +1193,7 @@ fn lsm_draws_every_live_file_and_level_in_a_well_formed_page() {
     let html = tmp.path().join("lsm.html");
     let out = ok(&["lsm", "--db", db_s, "--html", html.to_str().unwrap()]);
     assert!(out.contains("step(s) of history"), "{out}");
-    let page = OsFs.open(&html).unwrap();
-    let page = String::from_utf8(page.read_vec(0, page.size().unwrap() as usize).unwrap()).unwrap();
+    let page = read_text(&html);
     let tags = well_formed(&page);
     assert!(tags.iter().any(|t| t == "svg") && tags.iter().any(|t| t == "script"));
     // Every live file is drawn, and every level holding files is labelled.
@@ -1268,8 +1273,7 @@ fn bench_html_draws_the_run_over_time() {
         html.to_str().unwrap(),
     ]);
     assert!(out.contains("bench.html ("), "{out}");
-    let page = OsFs.open(&html).unwrap();
-    let page = String::from_utf8(page.read_vec(0, page.size().unwrap() as usize).unwrap()).unwrap();
+    let page = read_text(&html);
     let tags = well_formed(&page);
     assert_eq!(
         tags.iter().filter(|t| *t == "svg").count(),
@@ -1299,8 +1303,7 @@ fn strategies_html_draws_one_chart_per_metric() {
         "--html",
         html.to_str().unwrap(),
     ]);
-    let page = OsFs.open(&html).unwrap();
-    let page = String::from_utf8(page.read_vec(0, page.size().unwrap() as usize).unwrap()).unwrap();
+    let page = read_text(&html);
     let tags = well_formed(&page);
     assert_eq!(
         tags.iter().filter(|t| *t == "svg").count(),
