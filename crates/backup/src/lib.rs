@@ -546,3 +546,8 @@ fn info_of(m: &Meta) -> BackupInfo {
         size: m.files.iter().map(|f| f.size).sum(),
     }
 }
+
+/// The README's example, run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
