@@ -414,6 +414,12 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             }
 
             if last_sequence != MAX_SEQNO && last_snapshot <= visible {
+                if kind == ValueKind::SingleDelete {
+                    if self.hidden_single_delete(seqno, prev_snapshot)? {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 // Rule A: hidden by a newer version in the same stripe.
                 self.stats.dropped_hidden += 1;
                 self.advance()?;
@@ -606,6 +612,51 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             }
         }
         Ok(false)
+    }
+
+    /// A `SingleDelete` at `seqno` hidden by a newer version of its key in
+    /// the same stripe (the input still on it). Dropping it as rule A drops
+    /// any hidden version would leave the put it was written to cancel
+    /// alive below (Put, SingleDelete, Put, SingleDelete, with the first
+    /// put in a deeper file: the second pair cancels, and the first put
+    /// would come back). So it goes only with its put, when that put is
+    /// the next version in the same stripe, or when nothing of the key
+    /// exists below the output; otherwise it is kept. Returns whether it
+    /// was output.
+    fn hidden_single_delete(&mut self, seqno: SeqNo, prev_snapshot: SeqNo) -> Result<bool> {
+        self.advance()?;
+        match self.peek_same_key()? {
+            Some((next_seq, next_kind)) if prev_snapshot == 0 || next_seq > prev_snapshot => {
+                if next_kind == ValueKind::Put {
+                    // Its put, hidden too: both go.
+                    self.stats.records_in += 1;
+                    self.stats.dropped_hidden += 2;
+                    self.advance()?;
+                } else {
+                    // Not a put it could cancel (undefined use): hidden.
+                    self.stats.dropped_hidden += 1;
+                }
+                Ok(false)
+            }
+            next => {
+                // Nothing older of the key in this input, or only in an
+                // older stripe: its put may be below.
+                if next.is_none() {
+                    self.has_current_user_key = false;
+                }
+                if seqno <= self.earliest_snapshot
+                    && self
+                        .opts
+                        .deeper
+                        .key_not_exists_beyond(&self.cmp, &self.current_user_key)
+                {
+                    self.stats.dropped_hidden += 1;
+                    return Ok(false);
+                }
+                self.emit(seqno, ValueKind::SingleDelete, Bytes::new());
+                Ok(true)
+            }
+        }
     }
 
     /// RocksDB's `MergeHelper::MergeUntil`: the input is on the operand
