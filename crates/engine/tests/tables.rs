@@ -191,9 +191,13 @@ fn an_idle_table_never_pins_old_wals() {
     // it: the WALs under the limit (256 KiB of 64 KiB memtables: 4, and
     // the one crossing it), the WAL the idle table's switch starts, the
     // memtables the default table may fill while that flush waits (at
-    // most max_write_buffer_number = 3 before writes stop), and one whose
-    // deletion is just behind its flush: 10, however slow flushes are.
-    assert!(most <= 10, "{most} WAL files alive at once");
+    // most max_write_buffer_number = 3 before writes stop): 9, however
+    // slow flushes are; plus the WALs whose deletion is still behind their
+    // flush's install — the purge runs right after it, on the same thread,
+    // but writers that are not stalled go on meanwhile, and on a loaded
+    // 2-core machine (two such tests at once) that thread was seen
+    // descheduled for two more memtables' worth of writes.
+    assert!(most <= 12, "{most} WAL files alive at once");
     assert_eq!(empty.get(b"once").unwrap(), None);
     drop((idle, empty));
     db.close().unwrap();
