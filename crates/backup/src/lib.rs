@@ -180,7 +180,7 @@ impl BackupEngine {
         lithify_vfs::create_dir_durable(&*self.fs, &private).context(io("creating", &private))?;
         let mut files = Vec::with_capacity(set.files().len());
         for f in set.files() {
-            let file = if f.kind == LiveFileKind::Table {
+            let (stored, checksum) = if f.kind == LiveFileKind::Table {
                 let checksum = checksum_of(src, &f.path, f.size)?;
                 let stem = f.name.trim_end_matches(".sst");
                 let stored = format!("{SHARED}/{stem}_{checksum:016x}_{}.sst", f.size);
@@ -192,24 +192,19 @@ impl BackupEngine {
                     stats.tables_copied += 1;
                     stats.bytes_copied += f.size;
                 }
-                BackupFile {
-                    kind: f.kind,
-                    name: f.name.clone(),
-                    size: f.size,
-                    checksum,
-                    stored,
-                }
+                (stored, checksum)
             } else {
                 let stored = format!("{PRIVATE}/{id}/{}", f.name);
                 let checksum = self.copy_in(src, &f.path, &self.dir.join(&stored), f.size, None)?;
                 stats.bytes_copied += f.size;
-                BackupFile {
-                    kind: f.kind,
-                    name: f.name.clone(),
-                    size: f.size,
-                    checksum,
-                    stored,
-                }
+                (stored, checksum)
+            };
+            let file = BackupFile {
+                kind: f.kind,
+                name: f.name.clone(),
+                size: f.size,
+                checksum,
+                stored,
             };
             files.push(file);
         }

@@ -359,27 +359,13 @@ impl TransactionIndex {
 
     /// Renames the file (if it exists) to `to`.
     pub(crate) fn rename(&mut self, to: PathBuf) -> Result<()> {
-        if self.fs.exists(&self.path) {
-            self.fs.rename(&self.path, &to).context(IoSnafu {
-                action: "rename",
-                path: &self.path,
-            })?;
-        }
-        self.path = to;
-        Ok(())
+        crate::index::rename_if_exists(&*self.fs, &mut self.path, to)
     }
 
     /// Removes the file, if it exists.
     pub(crate) fn delete(&mut self) -> Result<()> {
         self.writer = None;
-        match self.fs.remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e).context(IoSnafu {
-                action: "remove",
-                path: &self.path,
-            }),
-        }
+        crate::index::remove_if_exists(&*self.fs, &self.path)
     }
 }
 

@@ -277,6 +277,32 @@ impl<E: IndexEntry> Index<E> {
     }
 }
 
+/// Renames the file at `path` (if it exists) to `to`, and makes `to` the
+/// path (the offset, time and transaction indexes of a segment being
+/// renamed).
+pub(crate) fn rename_if_exists(fs: &dyn FileSystem, path: &mut PathBuf, to: PathBuf) -> Result<()> {
+    if fs.exists(path) {
+        fs.rename(path, &to).context(IoSnafu {
+            action: "rename",
+            path: &*path,
+        })?;
+    }
+    *path = to;
+    Ok(())
+}
+
+/// Removes the file at `path`; a missing file is not an error.
+pub(crate) fn remove_if_exists(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    match fs.remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).context(IoSnafu {
+            action: "remove",
+            path,
+        }),
+    }
+}
+
 /// Reads an index file, `None` if it does not exist.
 pub(crate) fn read_index_file(fs: &dyn FileSystem, path: &Path) -> Result<Option<Vec<u8>>> {
     match lithify_vfs::read_file(fs, path) {
@@ -367,26 +393,12 @@ impl IndexFile {
 
     /// Renames the file (if it exists) to `to`.
     pub(crate) fn rename(&mut self, to: PathBuf) -> Result<()> {
-        if self.fs.exists(&self.path) {
-            self.fs.rename(&self.path, &to).context(IoSnafu {
-                action: "rename",
-                path: &self.path,
-            })?;
-        }
-        self.path = to;
-        Ok(())
+        crate::index::rename_if_exists(&*self.fs, &mut self.path, to)
     }
 
     pub(crate) fn delete(&mut self) -> Result<()> {
         self.writer = None;
-        match self.fs.remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e).context(IoSnafu {
-                action: "remove",
-                path: &self.path,
-            }),
-        }
+        crate::index::remove_if_exists(&*self.fs, &self.path)
     }
 }
 
