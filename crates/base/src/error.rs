@@ -39,6 +39,10 @@ pub enum ErrorKind {
     /// A component refuses work after an earlier failure it cannot recover
     /// from in place (e.g. a failed fsync): reopen to continue.
     Poisoned,
+    /// Another transaction got in the way — it changed a key this one
+    /// read, holds a lock too long, or waits on this one (a deadlock):
+    /// nothing was written; run the transaction again.
+    Busy,
 }
 
 /// Classification of a crate's error into an [`ErrorKind`].

@@ -75,6 +75,19 @@ pub struct WriteBatch {
     /// Sum of key and value lengths (the "user bytes" of write
     /// amplification).
     user_bytes: u64,
+    /// The save points, oldest first.
+    save_points: Vec<SavePoint>,
+}
+
+/// The state of a batch a rollback returns to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SavePoint {
+    bytes: usize,
+    count: u32,
+    user_bytes: u64,
+    has_range_deletes: bool,
+    has_merges: bool,
+    valid: bool,
 }
 
 impl Default for WriteBatch {
@@ -122,6 +135,7 @@ impl WriteBatch {
             has_range_deletes: false,
             has_merges: false,
             user_bytes: 0,
+            save_points: Vec::new(),
         }
     }
 
@@ -269,6 +283,59 @@ impl WriteBatch {
         self.has_range_deletes = false;
         self.has_merges = false;
         self.user_bytes = 0;
+        self.save_points.clear();
+    }
+
+    /// Marks the current end of the batch: [`rollback_to_save_point`]
+    /// returns to it (RocksDB's `WriteBatch::SetSavePoint`). Save points
+    /// nest.
+    ///
+    /// ```
+    /// use lithify_engine::WriteBatch;
+    ///
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(b"a", b"1");
+    /// batch.set_save_point();
+    /// batch.put(b"b", b"2");
+    /// batch.delete(b"a");
+    /// assert!(batch.rollback_to_save_point());
+    /// assert_eq!(batch.len(), 1);
+    /// assert!(!batch.rollback_to_save_point(), "no save point left");
+    /// ```
+    ///
+    /// [`rollback_to_save_point`]: WriteBatch::rollback_to_save_point
+    pub fn set_save_point(&mut self) {
+        self.save_points.push(SavePoint {
+            bytes: self.rep.len(),
+            count: self.len() as u32,
+            user_bytes: self.user_bytes,
+            has_range_deletes: self.has_range_deletes,
+            has_merges: self.has_merges,
+            valid: self.invalid.is_none(),
+        });
+    }
+
+    /// Removes every record added since the newest save point, and that
+    /// save point; `false` if there is none.
+    pub fn rollback_to_save_point(&mut self) -> bool {
+        let Some(sp) = self.save_points.pop() else {
+            return false;
+        };
+        self.rep.truncate(sp.bytes);
+        self.set_count(sp.count);
+        self.user_bytes = sp.user_bytes;
+        self.has_range_deletes = sp.has_range_deletes;
+        self.has_merges = sp.has_merges;
+        if sp.valid {
+            self.invalid = None;
+        }
+        true
+    }
+
+    /// Forgets the newest save point without rolling back; `false` if there
+    /// is none.
+    pub fn pop_save_point(&mut self) -> bool {
+        self.save_points.pop().is_some()
     }
 
     /// The records in order.

@@ -245,6 +245,66 @@ impl Db {
         self.inner.write_batch(batch, options, None)
     }
 
+    /// Applies `batch` atomically if `check` allows it when the batch
+    /// commits: the check runs in the write group, after every earlier
+    /// write is in place and before this one takes its sequence numbers,
+    /// so nothing commits in between (the validation of optimistic
+    /// transactions; see [`CommitView`](crate::CommitView)).
+    ///
+    /// The outer `Result` is the write's; the inner one is the check's
+    /// verdict: `Err(r)` means the batch was not written. An error the
+    /// check returns fails this write alone.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use lithify_engine::{Db, Options, WriteBatch, WriteOptions};
+    ///
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// let table = db.default_table().id();
+    /// let seen = db.latest_sequence_number();
+    /// db.put(b"k", b"written by someone else").unwrap();
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(b"k", b"mine");
+    /// let verdict = db
+    ///     .write_checked(batch, &WriteOptions::default(), move |view| {
+    ///         Ok(if view.key_changed_since(table, b"k", seen)? { Err("k changed") } else { Ok(()) })
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(verdict, Err("k changed"));
+    /// assert_eq!(db.get(b"k").unwrap().unwrap(), &b"written by someone else"[..]);
+    /// ```
+    pub fn write_checked<R, F>(
+        &self,
+        batch: WriteBatch,
+        options: &WriteOptions,
+        check: F,
+    ) -> Result<std::result::Result<(), R>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&crate::CommitView<'_>) -> Result<std::result::Result<(), R>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.inner.write_checked(batch, options, check)
+    }
+
+    /// Whether `key` of table `table` (a [`Table::id`](crate::Table::id))
+    /// was written after sequence number `since`: put, deleted, merged or
+    /// covered by a range deletion. The answer is exact only while a
+    /// snapshot at or below `since` is held (compaction may drop versions
+    /// no snapshot needs); a pessimistic transaction asks it under the
+    /// key's lock.
+    pub fn key_changed_since(&self, table: u32, key: &[u8], since: SeqNo) -> Result<bool> {
+        self.inner.key_changed_since(table, key, since)
+    }
+
+    /// The shared state, for the crate's own tests.
+    #[cfg(test)]
+    pub(crate) fn inner(&self) -> &DbInner {
+        &self.inner
+    }
+
     /// The value of `key`, if any.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         self.inner

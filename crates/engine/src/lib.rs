@@ -43,6 +43,7 @@ mod background;
 pub mod batch;
 mod checkpoint;
 mod clock;
+mod commit_check;
 mod compaction;
 mod db;
 mod db_impl;
@@ -83,6 +84,7 @@ mod loom_tests;
 pub use batch::WriteBatch;
 pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use commit_check::CommitView;
 pub use db::Db;
 pub use error::{Error, Result};
 pub use events::{

@@ -278,3 +278,126 @@ fn loom_super_version_swap() {
         assert_eq!(*cell.get(), (3, 30));
     });
 }
+
+/// A toy of checked writes (the validation of optimistic transactions):
+/// every batch is a read-modify-write of one counter, checked in the
+/// leader's `prepare` against the versions already inserted and against
+/// the members ahead of it in its group, as `run_commit_checks` does.
+struct ToyCounter {
+    /// `versions[seq]` holds `value + 1` of the write at `seq` (0: none).
+    versions: [AtomicU64; SLOTS],
+    next_seq: AtomicU64,
+    visible: AtomicU64,
+}
+
+struct CheckedWrite {
+    /// The sequence number the writer read the counter at.
+    since: u64,
+    value: u64,
+    seq: u64,
+    committed: std::sync::Arc<AtomicBool>,
+}
+
+impl ToyCounter {
+    /// The counter as of `snapshot`.
+    fn read(&self, snapshot: u64) -> u64 {
+        (1..=snapshot)
+            .rev()
+            .map(|s| self.versions[s as usize].load(Ordering::Acquire))
+            .find(|v| *v != 0)
+            .map_or(0, |v| v - 1)
+    }
+}
+
+impl GroupCommit for ToyCounter {
+    type Batch = CheckedWrite;
+    type Ctx = ();
+    type Error = ();
+
+    fn batch_bytes(_b: &CheckedWrite) -> usize {
+        1
+    }
+    fn batch_sync(_b: &CheckedWrite) -> bool {
+        false
+    }
+    fn batch_disables_wal(_b: &CheckedWrite) -> bool {
+        false
+    }
+    fn max_group_bytes(&self) -> usize {
+        16
+    }
+
+    fn prepare(&self, group: &mut [CheckedWrite]) -> Result<((), u64), ()> {
+        let mut seq = self.next_seq.load(Ordering::Relaxed);
+        let mut written_ahead = false;
+        for b in group.iter_mut() {
+            let changed =
+                (b.since + 1..seq).any(|s| self.versions[s as usize].load(Ordering::Acquire) != 0);
+            if changed || written_ahead {
+                continue;
+            }
+            written_ahead = true;
+            b.seq = seq;
+            b.committed.store(true, Ordering::Relaxed);
+            seq += 1;
+        }
+        self.next_seq.store(seq, Ordering::Relaxed);
+        Ok(((), seq - 1))
+    }
+
+    fn insert(&self, _ctx: &(), b: &CheckedWrite) -> Result<(), ()> {
+        if b.committed.load(Ordering::Relaxed) {
+            self.versions[b.seq as usize].store(b.value + 1, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    fn publish(&self, _ctx: &(), last_seq: u64) {
+        self.visible.fetch_max(last_seq, Ordering::Release);
+    }
+
+    fn insert_failed(&self, _err: &()) {
+        unreachable!("toy inserts do not fail")
+    }
+}
+
+/// Two read-modify-writes of one counter race: whichever interleaving,
+/// the counter ends equal to the number of writes that committed (no lost
+/// update), and when both read the same value exactly one of them wins.
+#[test]
+fn loom_commit_check_races_another_commit() {
+    loom::model(|| {
+        let toy = Arc::new(ToyCounter {
+            versions: std::array::from_fn(|_| AtomicU64::new(0)),
+            next_seq: AtomicU64::new(1),
+            visible: AtomicU64::new(0),
+        });
+        let wt = Arc::new(WriteThread::<ToyCounter>::new());
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let toy = Arc::clone(&toy);
+                let wt = Arc::clone(&wt);
+                thread::spawn(move || {
+                    let since = toy.visible.load(Ordering::Acquire);
+                    let read = toy.read(since);
+                    let committed = std::sync::Arc::new(AtomicBool::new(false));
+                    let w = CheckedWrite {
+                        since,
+                        value: read + 1,
+                        seq: 0,
+                        committed: std::sync::Arc::clone(&committed),
+                    };
+                    wt.write(&toy, w).unwrap();
+                    (read, committed.load(Ordering::Relaxed))
+                })
+            })
+            .collect();
+        let results: Vec<(u64, bool)> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let wins = results.iter().filter(|r| r.1).count() as u64;
+        let last = toy.visible.load(Ordering::Acquire);
+        assert_eq!(toy.read(last), wins, "lost update: {results:?}");
+        if results[0].0 == results[1].0 {
+            assert_eq!(wins, 1, "both read {} and {wins} won", results[0].0);
+        }
+    });
+}

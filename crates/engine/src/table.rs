@@ -108,6 +108,18 @@ impl Table {
         self.state.id
     }
 
+    /// The comparator that orders the table's keys.
+    pub fn comparator(&self) -> &std::sync::Arc<dyn lithify_base::Comparator> {
+        self.state.icmp.user_comparator()
+    }
+
+    /// Applies the table's merge operator: the value of `key` made of
+    /// `operands` (newest first) over `base` (`None`: no value below them).
+    /// Fails as a read would: no operator, or the operator refused.
+    pub fn full_merge(&self, key: &[u8], base: Option<&[u8]>, operands: &[Bytes]) -> Result<Bytes> {
+        self.state.merge.full_merge(key, base, operands)
+    }
+
     /// The database, if it is still open and the table not dropped.
     fn db(&self) -> Result<StdArc<DbInner>> {
         let Some(inner) = self.inner.upgrade() else {

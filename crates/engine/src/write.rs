@@ -12,6 +12,7 @@ use lithify_version::TableId;
 use snafu::ResultExt;
 
 use crate::batch::{Predecessor, WriteBatch, encode_group_header};
+use crate::commit_check::CommitView;
 use crate::db_impl::{DbInner, DbState};
 use crate::error::{
     Error, InvalidArgumentSnafu, MemtableSnafu, ReadOnlySnafu, Result, ShuttingDownSnafu,
@@ -32,6 +33,28 @@ pub(crate) struct Writer {
     pub(crate) switch_table: Option<TableId>,
     /// An ingestion of external files, run by the leader alone.
     pub(crate) ingest: Option<StdArc<crate::ingest::IngestJob>>,
+    /// A commit check: the batch commits only if it returns `true` (run by
+    /// the leader, see [`crate::commit_check`]).
+    pub(crate) check: Option<CommitCheck>,
+}
+
+/// The check a checked write runs in the write group.
+pub(crate) type CommitCheck = Box<dyn FnOnce(&CommitView<'_>) -> bool + Send + Sync>;
+
+/// Runs the group's commit checks in order; a rejected member's batch is
+/// emptied, so it takes no sequence number and writes nothing. Each check
+/// sees the members ahead of it that remain.
+pub(crate) fn run_commit_checks(inner: &DbInner, group: &mut [Writer]) {
+    for i in 0..group.len() {
+        let (earlier, rest) = group.split_at_mut(i);
+        let Some(check) = rest[0].check.take() else {
+            continue;
+        };
+        let view = CommitView { inner, earlier };
+        if !check(&view) {
+            rest[0].batch.clear();
+        }
+    }
 }
 
 /// What the inserts of a group share.
@@ -95,6 +118,18 @@ impl DbInner {
         options: &WriteOptions,
         switch_table: Option<TableId>,
     ) -> Result<()> {
+        self.write_batch_checked(batch, options, switch_table, None)
+    }
+
+    /// Writes a batch through the write group if `check` (run by the
+    /// group's leader) allows it.
+    pub(crate) fn write_batch_checked(
+        &self,
+        batch: WriteBatch,
+        options: &WriteOptions,
+        switch_table: Option<TableId>,
+        check: Option<CommitCheck>,
+    ) -> Result<()> {
         if let Some(msg) = batch.invalid() {
             return InvalidArgumentSnafu {
                 message: msg.to_owned(),
@@ -113,6 +148,7 @@ impl DbInner {
             options: *options,
             switch_table,
             ingest: None,
+            check,
         };
         let r = self
             .write_thread
@@ -129,6 +165,7 @@ impl DbInner {
             options: WriteOptions::default(),
             switch_table: None,
             ingest: Some(job),
+            check: None,
         };
         let r = self
             .write_thread
@@ -193,6 +230,9 @@ impl DbInner {
                 },
                 last,
             ));
+        }
+        if group.iter().any(|w| w.check.is_some()) {
+            run_commit_checks(self, group);
         }
         let mut seq = leader.last_allocated + 1;
         let first = seq;

@@ -1,0 +1,321 @@
+//! `BaseDeltaIterator`: a cursor over a table as the database shows it
+//! (the *base*) with a batch's writes applied (the *delta*), in both
+//! directions (RocksDB's `BaseDeltaIterator`).
+//!
+//! The base is the engine's [`RawIterator`]; the delta is the batch's
+//! sorted index. Each move finds the nearest key past the current one in
+//! the direction of travel on both sides: a key the batch wrote takes the
+//! batch's value (merge operands applied to the base's value of the same
+//! key), a key the batch deleted is skipped, and a base key a range
+//! deletion of the batch covers is skipped. Changing direction re-seeks
+//! the base to the current key.
+
+use std::ops::Bound;
+
+use bytes::Bytes;
+use lithify_engine::{RawIterator, ReadOptions, Table};
+
+use crate::error::Result;
+use crate::indexed_batch::{KeyState, OrdKey, TableIndex, resolve};
+
+/// A cursor over a table with a batch's writes applied; see
+/// [`WriteBatchWithIndex::iter`](crate::WriteBatchWithIndex::iter).
+///
+/// Its moves return `Result` (reads can fail); [`entry`](Self::entry) is
+/// the current key and value, `None` once the cursor ran off either end.
+pub struct BaseDeltaIterator<'a> {
+    table: Table,
+    base: RawIterator,
+    delta: Option<&'a TableIndex>,
+    lower: Option<Bytes>,
+    upper: Option<Bytes>,
+    current: Option<(Bytes, Bytes)>,
+    /// The direction of the last move (the base is positioned for it).
+    forward: bool,
+}
+
+impl std::fmt::Debug for BaseDeltaIterator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BaseDeltaIterator")
+            .field("table", &self.table.name())
+            .field("current", &self.current)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> BaseDeltaIterator<'a> {
+    pub(crate) fn new(
+        table: &Table,
+        read: &ReadOptions,
+        delta: Option<&'a TableIndex>,
+    ) -> Result<Self> {
+        Ok(BaseDeltaIterator {
+            table: table.clone(),
+            base: table.raw_iterator(read)?,
+            delta,
+            lower: read.lower_bound.clone(),
+            upper: read.upper_bound.clone(),
+            current: None,
+            forward: true,
+        })
+    }
+
+    /// Whether the cursor is on a key.
+    pub fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// The current key and value.
+    pub fn entry(&self) -> Option<(&[u8], &[u8])> {
+        self.current.as_ref().map(|(k, v)| (&k[..], &v[..]))
+    }
+
+    /// The current key.
+    pub fn key(&self) -> Option<&[u8]> {
+        self.current.as_ref().map(|(k, _)| &k[..])
+    }
+
+    /// The current value.
+    pub fn value(&self) -> Option<&[u8]> {
+        self.current.as_ref().map(|(_, v)| &v[..])
+    }
+
+    /// Moves to the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.base.seek_to_first()?;
+        let from = match &self.lower {
+            Some(l) => Bound::Included(l.clone()),
+            None => Bound::Unbounded,
+        };
+        self.settle_forward(from)
+    }
+
+    /// Moves to the first key `>= target`.
+    pub fn seek(&mut self, target: impl AsRef<[u8]>) -> Result<()> {
+        let target = Bytes::copy_from_slice(target.as_ref());
+        let target = match &self.lower {
+            Some(l) if self.table.comparator().compare(&target, l).is_lt() => l.clone(),
+            _ => target,
+        };
+        self.base.seek(&target)?;
+        self.settle_forward(Bound::Included(target))
+    }
+
+    /// Moves to the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.base.seek_to_last()?;
+        let from = match &self.upper {
+            Some(u) => Bound::Excluded(u.clone()),
+            None => Bound::Unbounded,
+        };
+        self.settle_backward(from)
+    }
+
+    /// Moves to the last key `<= target`.
+    pub fn seek_for_prev(&mut self, target: impl AsRef<[u8]>) -> Result<()> {
+        let target = Bytes::copy_from_slice(target.as_ref());
+        self.base.seek_for_prev(&target)?;
+        let from = match &self.upper {
+            Some(u) if self.table.comparator().compare(&target, u).is_ge() => {
+                Bound::Excluded(u.clone())
+            }
+            _ => Bound::Included(target),
+        };
+        self.settle_backward(from)
+    }
+
+    /// Moves to the next key. Does nothing on an invalid cursor.
+    // RocksDB's cursor API, as the engine's `RawIterator`.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<()> {
+        let Some((key, _)) = self.current.clone() else {
+            return Ok(());
+        };
+        if !self.forward {
+            self.base.seek(&key)?;
+        }
+        self.settle_forward(Bound::Excluded(key))
+    }
+
+    /// Moves to the previous key. Does nothing on an invalid cursor.
+    pub fn prev(&mut self) -> Result<()> {
+        let Some((key, _)) = self.current.clone() else {
+            return Ok(());
+        };
+        if self.forward {
+            self.base.seek_for_prev(&key)?;
+        }
+        self.settle_backward(Bound::Excluded(key))
+    }
+
+    /// Positions on the first visible key after `from` (the base is at or
+    /// after it).
+    fn settle_forward(&mut self, mut from: Bound<Bytes>) -> Result<()> {
+        self.forward = true;
+        let cmp = std::sync::Arc::clone(self.table.comparator());
+        let past = |from: &Bound<Bytes>, k: &[u8]| match from {
+            Bound::Included(f) => cmp.compare(k, f).is_ge(),
+            Bound::Excluded(f) => cmp.compare(k, f).is_gt(),
+            Bound::Unbounded => true,
+        };
+        loop {
+            while let Some(k) = self.base.key() {
+                if past(&from, k) {
+                    break;
+                }
+                self.base.next()?;
+            }
+            let delta = self.delta_after(&from);
+            let base_key = self.base.key();
+            let delta_first = match (&delta, base_key) {
+                (None, None) => {
+                    self.current = None;
+                    return Ok(());
+                }
+                (Some((dk, _)), Some(bk)) => cmp.compare(dk, bk).is_le(),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+            };
+            match delta {
+                Some((dk, state)) if delta_first => {
+                    let bk = self.base.key();
+                    let same = bk.is_some_and(|bk| cmp.compare(&dk, bk).is_eq());
+                    let below = if same { self.base.value() } else { None };
+                    let v = resolve(&self.table, &dk, state, below)?;
+                    if same {
+                        self.base.next()?;
+                    }
+                    from = Bound::Excluded(dk.clone());
+                    if let Some(v) = v {
+                        self.current = Some((dk, v));
+                        return Ok(());
+                    }
+                }
+                _ => {
+                    let bk = Bytes::copy_from_slice(self.base.key().unwrap_or_default());
+                    if self.delta.is_some_and(|d| d.range_deleted(&bk)) {
+                        self.base.next()?;
+                        from = Bound::Excluded(bk);
+                        continue;
+                    }
+                    let v = self.base.value_bytes().unwrap_or_default();
+                    self.current = Some((bk, v));
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Positions on the last visible key before `from` (the base is at or
+    /// before it).
+    fn settle_backward(&mut self, mut from: Bound<Bytes>) -> Result<()> {
+        self.forward = false;
+        let cmp = std::sync::Arc::clone(self.table.comparator());
+        let before = |from: &Bound<Bytes>, k: &[u8]| match from {
+            Bound::Included(f) => cmp.compare(k, f).is_le(),
+            Bound::Excluded(f) => cmp.compare(k, f).is_lt(),
+            Bound::Unbounded => true,
+        };
+        loop {
+            while let Some(k) = self.base.key() {
+                if before(&from, k) {
+                    break;
+                }
+                self.base.prev()?;
+            }
+            let delta = self.delta_before(&from);
+            let base_key = self.base.key();
+            let delta_first = match (&delta, base_key) {
+                (None, None) => {
+                    self.current = None;
+                    return Ok(());
+                }
+                (Some((dk, _)), Some(bk)) => cmp.compare(dk, bk).is_ge(),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+            };
+            match delta {
+                Some((dk, state)) if delta_first => {
+                    let bk = self.base.key();
+                    let same = bk.is_some_and(|bk| cmp.compare(&dk, bk).is_eq());
+                    let below = if same { self.base.value() } else { None };
+                    let v = resolve(&self.table, &dk, state, below)?;
+                    if same {
+                        self.base.prev()?;
+                    }
+                    from = Bound::Excluded(dk.clone());
+                    if let Some(v) = v {
+                        self.current = Some((dk, v));
+                        return Ok(());
+                    }
+                }
+                _ => {
+                    let bk = Bytes::copy_from_slice(self.base.key().unwrap_or_default());
+                    if self.delta.is_some_and(|d| d.range_deleted(&bk)) {
+                        self.base.prev()?;
+                        from = Bound::Excluded(bk);
+                        continue;
+                    }
+                    let v = self.base.value_bytes().unwrap_or_default();
+                    self.current = Some((bk, v));
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// The batch's first key after `from`, below the upper bound.
+    fn delta_after(&self, from: &Bound<Bytes>) -> Option<(Bytes, &'a KeyState)> {
+        let d = self.delta?;
+        let lo = bound_key(from, &d.cmp);
+        let hi = match &self.upper {
+            Some(u) => Bound::Excluded(OrdKey::new(u.clone(), &d.cmp)),
+            None => Bound::Unbounded,
+        };
+        if !bounds_ordered(&lo, &hi) {
+            return None;
+        }
+        d.keys
+            .range((lo, hi))
+            .next()
+            .map(|(k, s)| (k.key.clone(), s))
+    }
+
+    /// The batch's last key before `from`, at or above the lower bound.
+    fn delta_before(&self, from: &Bound<Bytes>) -> Option<(Bytes, &'a KeyState)> {
+        let d = self.delta?;
+        let hi = bound_key(from, &d.cmp);
+        let lo = match &self.lower {
+            Some(l) => Bound::Included(OrdKey::new(l.clone(), &d.cmp)),
+            None => Bound::Unbounded,
+        };
+        if !bounds_ordered(&lo, &hi) {
+            return None;
+        }
+        d.keys
+            .range((lo, hi))
+            .next_back()
+            .map(|(k, s)| (k.key.clone(), s))
+    }
+}
+
+fn bound_key(
+    b: &Bound<Bytes>,
+    cmp: &std::sync::Arc<dyn lithify_base::Comparator>,
+) -> Bound<OrdKey> {
+    match b {
+        Bound::Included(k) => Bound::Included(OrdKey::new(k.clone(), cmp)),
+        Bound::Excluded(k) => Bound::Excluded(OrdKey::new(k.clone(), cmp)),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Whether `(lo, hi)` is a range `BTreeMap::range` accepts (it panics on
+/// a start after the end, or equal ends both excluded).
+fn bounds_ordered(lo: &Bound<OrdKey>, hi: &Bound<OrdKey>) -> bool {
+    match (lo, hi) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => true,
+        (Bound::Included(a), Bound::Included(b)) => a <= b,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => a < b,
+    }
+}
