@@ -300,7 +300,7 @@ impl Db {
     }
 
     /// The shared state, for the crate's own tests.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn inner(&self) -> &DbInner {
         &self.inner
     }

@@ -6,7 +6,10 @@
 //! * the memtable switch inside a group's `prepare`: no insert ever goes to
 //!   a memtable after it was made immutable, and a reader that pins the
 //!   current super version finds every write published before it pinned;
-//! * the super-version swap: readers see a whole old or a whole new value.
+//! * the super-version swap: readers see a whole old or a whole new value;
+//! * checked writes (optimistic transactions' validation): two
+//!   read-modify-writes of one key racing through the write group never
+//!   both commit after reading the same value.
 //!
 //! The models run the real [`WriteThread`] and [`ArcCell`] over toy
 //! memtables (arrays of atomic flags), so loom explores the engine's code,

@@ -10,6 +10,9 @@
 //!   their cleaner (`lithify-compaction-logclean`), feature `log`.
 //! * [`vfs`] is the file-system layer every file goes through (the real
 //!   one, an in-memory one that simulates power loss, a fault injector).
+//! * `txn` holds transactions (`lithify-txn`, feature `db`): optimistic
+//!   and pessimistic, with read-your-own-writes, save points and a commit
+//!   that is one WAL record.
 //! * [`Error`] is the one error type: every fallible call of this crate's
 //!   re-exports converts into it with `?`.
 //!
@@ -150,6 +153,58 @@ pub mod backup {
     pub use lithify_backup::{BackupEngine, BackupInfo, CreateStats};
 }
 
+/// Transactions (`lithify-txn`): optimistic ([`OptimisticDb`](txn::OptimisticDb),
+/// validated at commit) and pessimistic ([`TransactionDb`](txn::TransactionDb),
+/// per-key locks with deadlock detection), both reading their own writes
+/// through a [`WriteBatchWithIndex`](txn::WriteBatchWithIndex).
+///
+/// A transfer between two accounts, retried while another transaction
+/// gets in the way:
+///
+/// ```
+/// # fn main() -> lithify::Result<()> {
+/// use lithify::Options;
+/// use lithify::txn::OptimisticDb;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = OptimisticDb::open(dir.path(), Options::default())?;
+/// db.put(b"alice", 100u64.to_le_bytes())?;
+/// db.put(b"bob", 20u64.to_le_bytes())?;
+/// let balance = |v: Option<lithify::Bytes>| v.map_or(0, |v| u64::from_le_bytes(v[..].try_into().unwrap()));
+///
+/// let transfer = |from: &str, to: &str, amount: u64| -> lithify::Result<bool> {
+///     loop {
+///         let mut t = db.transaction();
+///         let a = balance(t.get(from)?);
+///         if a < amount {
+///             return Ok(false);
+///         }
+///         let b = balance(t.get(to)?);
+///         t.put(from, (a - amount).to_le_bytes())?;
+///         t.put(to, (b + amount).to_le_bytes())?;
+///         match t.commit() {
+///             Ok(()) => return Ok(true),
+///             Err(e) if e.is_busy() => continue, // someone else wrote first: retry
+///             Err(e) => return Err(e.into()),
+///         }
+///     }
+/// };
+/// assert!(transfer("alice", "bob", 30)?);
+/// assert!(!transfer("bob", "alice", 500)?);
+/// assert_eq!(balance(db.get(b"alice")?), 70);
+/// assert_eq!(balance(db.get(b"bob")?), 50);
+/// # Ok(())
+/// # }
+/// ```
+#[cfg(feature = "db")]
+pub mod txn {
+    pub use lithify_txn::{
+        BaseDeltaIterator, BatchLookup, DEFAULT_LOCK_TIMEOUT, Error, OptimisticDb,
+        OptimisticTransactionOptions, Result, Transaction, TransactionDb, TransactionDbOptions,
+        TransactionOptions, TxnIterator, WriteBatchWithIndex,
+    };
+}
+
 /// The file systems every lithify file goes through.
 pub mod vfs {
     pub use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind, OsFs};
@@ -177,6 +232,15 @@ pub enum Error {
         /// The backup engine's error.
         source: lithify_backup::Error,
     },
+    /// A transaction failed (see
+    /// [`txn::Error::is_busy`](lithify_txn::Error::is_busy) for the ones to
+    /// retry).
+    #[cfg(feature = "db")]
+    #[snafu(display("{source}"), context(false))]
+    Txn {
+        /// The transaction's error.
+        source: lithify_txn::Error,
+    },
     /// A log failed.
     #[cfg(feature = "log")]
     #[snafu(display("{source}"), context(false))]
@@ -203,6 +267,8 @@ impl Classify for Error {
             Error::Db { source } => source.kind(),
             #[cfg(feature = "db")]
             Error::Backup { source } => source.kind(),
+            #[cfg(feature = "db")]
+            Error::Txn { source } => source.kind(),
             #[cfg(feature = "log")]
             Error::Log { source } => source.kind(),
             #[cfg(feature = "log")]
