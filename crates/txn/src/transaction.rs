@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use lithify_base::SeqNo;
 use lithify_base::key::escape;
-use lithify_engine::{Db, ReadOptions, Snapshot, Table, WriteOptions};
 use lithify_base::sync::Mutex;
+use lithify_engine::{Db, ReadOptions, Snapshot, Table, WriteOptions};
 
 use crate::error::{
     ConflictSnafu, DeadlockSnafu, Error, InvalidArgumentSnafu, NoSavePointSnafu,
