@@ -21,7 +21,7 @@
 use std::ops::Bound;
 
 use lithify_base::key::{KIND_FOR_SEEK, MAX_SEQNO, append_internal_key, trailer, unpack_trailer};
-use lithify_base::{InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
+use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
 use lithify_memtable::{Lookup, MemTableIter};
 use lithify_version::TableId;
 
@@ -144,6 +144,14 @@ impl DbInner {
         let sv = t.sv.get();
         // The newest layer that decides the key holds its newest version.
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            if mem.last_seqno().is_none_or(|last| last <= since) {
+                // Nothing here is newer than `since`, nor in the older
+                // memtables (the common, uncontended case: no lookup).
+                if mem.last_seqno().is_some() {
+                    break;
+                }
+                continue;
+            }
             match mem.get(key, MAX_SEQNO) {
                 Lookup::NotFound => {}
                 Lookup::Found { seqno, .. }
@@ -247,8 +255,17 @@ fn newest_in_files_after(
 ) -> Result<bool> {
     let mut seek = Vec::new();
     append_internal_key(&mut seek, key, MAX_SEQNO, KIND_FOR_SEEK);
-    for files in &sv.levels {
-        for h in files {
+    for (level, files) in sv.levels.iter().enumerate() {
+        // L0 files overlap: each may hold the key. Deeper levels are
+        // sorted and disjoint: one file may.
+        let candidates = if level == 0 {
+            &files[..]
+        } else {
+            let i =
+                files.partition_point(|h| icmp.compare(h.meta.largest.encoded(), &seek).is_lt());
+            &files[i..files.len().min(i + 1)]
+        };
+        for h in candidates {
             if h.meta.largest_seqno <= since || !h.meta.contains_user_key(icmp, key) {
                 continue;
             }

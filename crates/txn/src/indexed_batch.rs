@@ -17,7 +17,7 @@
 //! save point truncates the batch and rebuilds the index from it.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -64,13 +64,17 @@ impl Ord for OrdKey {
     }
 }
 
+/// Where a value or operand lies in the batch's encoding (the index keeps
+/// positions, not copies, as RocksDB's does).
+pub(crate) type Span = std::ops::Range<usize>;
+
 /// What lies under a key's merge operands in the batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Base {
     /// Whatever the database holds.
     Db,
     /// A value the batch put.
-    Value(Bytes),
+    Value(Span),
     /// Nothing: the batch deleted the key.
     Deleted,
 }
@@ -80,7 +84,7 @@ pub(crate) enum Base {
 pub(crate) struct KeyState {
     pub(crate) base: Base,
     /// Merge operands written after `base`, oldest first.
-    pub(crate) operands: Vec<Bytes>,
+    pub(crate) operands: Vec<Span>,
 }
 
 /// The index of one table's records.
@@ -112,13 +116,14 @@ impl TableIndex {
             .get(&OrdKey::new(Bytes::copy_from_slice(key), &self.cmp))
     }
 
-    fn apply(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) {
+    /// Indexes a record; `at` is where its value lies in the batch.
+    fn apply(&mut self, kind: ValueKind, key: &[u8], value: &[u8], at: Span) {
         match kind {
-            ValueKind::Put => self.set(key, Base::Value(Bytes::copy_from_slice(value))),
+            ValueKind::Put => self.set(key, Base::Value(at)),
             ValueKind::Merge => {
                 let ok = OrdKey::new(Bytes::copy_from_slice(key), &self.cmp);
                 if let Some(state) = self.keys.get_mut(&ok) {
-                    state.operands.push(Bytes::copy_from_slice(value));
+                    state.operands.push(at);
                 } else {
                     let base = if self.range_deleted(key) {
                         Base::Deleted
@@ -129,7 +134,7 @@ impl TableIndex {
                         ok,
                         KeyState {
                             base,
-                            operands: vec![Bytes::copy_from_slice(value)],
+                            operands: vec![at],
                         },
                     );
                 }
@@ -218,10 +223,20 @@ pub enum BatchLookup {
 /// db.write(batch.into_batch()).unwrap();
 /// assert_eq!(db.get(b"a").unwrap(), None);
 /// ```
-#[derive(Default)]
 pub struct WriteBatchWithIndex {
     batch: WriteBatch,
-    tables: HashMap<u32, TableIndex>,
+    /// The index of each table written to (few: a linear search).
+    tables: Vec<(u32, TableIndex)>,
+}
+
+impl Default for WriteBatchWithIndex {
+    fn default() -> Self {
+        WriteBatchWithIndex {
+            // Room for a few records: a small transaction grows it once.
+            batch: WriteBatch::with_capacity(256),
+            tables: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for WriteBatchWithIndex {
@@ -242,15 +257,17 @@ impl WriteBatchWithIndex {
     /// Sets `key` of `table` to `value`.
     pub fn put(&mut self, table: &Table, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         let (key, value) = (key.as_ref(), value.as_ref());
+        let before = self.batch.size_in_bytes();
         self.batch.put_cf(table, key, value);
-        self.index(table).apply(ValueKind::Put, key, value);
+        self.index_last(table, before, ValueKind::Put, key, value);
     }
 
     /// Deletes `key` of `table`.
     pub fn delete(&mut self, table: &Table, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
+        let before = self.batch.size_in_bytes();
         self.batch.delete_cf(table, key);
-        self.index(table).apply(ValueKind::Delete, key, &[]);
+        self.index_last(table, before, ValueKind::Delete, key, &[]);
     }
 
     /// Single-deletes `key` of `table` (see
@@ -258,22 +275,25 @@ impl WriteBatchWithIndex {
     /// reads it as deleted.
     pub fn single_delete(&mut self, table: &Table, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
+        let before = self.batch.size_in_bytes();
         self.batch.single_delete_cf(table, key);
-        self.index(table).apply(ValueKind::SingleDelete, key, &[]);
+        self.index_last(table, before, ValueKind::SingleDelete, key, &[]);
     }
 
     /// Adds a merge operand to `key` of `table`.
     pub fn merge(&mut self, table: &Table, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
         let (key, operand) = (key.as_ref(), operand.as_ref());
+        let before = self.batch.size_in_bytes();
         self.batch.merge_cf(table, key, operand);
-        self.index(table).apply(ValueKind::Merge, key, operand);
+        self.index_last(table, before, ValueKind::Merge, key, operand);
     }
 
     /// Deletes the keys of `table` in `[start, end)`.
     pub fn delete_range(&mut self, table: &Table, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
         let (start, end) = (start.as_ref(), end.as_ref());
+        let before = self.batch.size_in_bytes();
         self.batch.delete_range_cf(table, start, end);
-        self.index(table).apply(ValueKind::RangeDelete, start, end);
+        self.index_last(table, before, ValueKind::RangeDelete, start, end);
     }
 
     /// The number of records.
@@ -324,7 +344,7 @@ impl WriteBatchWithIndex {
 
     /// What the batch alone says about `key` of `table`.
     pub fn get_from_batch(&self, table: &Table, key: &[u8]) -> Result<BatchLookup> {
-        let Some(index) = self.tables.get(&table.id()) else {
+        let Some(index) = self.table_index(table.id()) else {
             return Ok(BatchLookup::NotFound);
         };
         let Some(state) = index.lookup(key) else {
@@ -336,7 +356,7 @@ impl WriteBatchWithIndex {
         };
         Ok(match &state.base {
             Base::Db => BatchLookup::MergeInProgress,
-            _ => match resolve(table, key, state, None)? {
+            _ => match resolve(table, key, state, self.batch.encoded(), None)? {
                 Some(v) => BatchLookup::Found(v),
                 None => BatchLookup::Deleted,
             },
@@ -351,7 +371,7 @@ impl WriteBatchWithIndex {
         key: &[u8],
         read: &ReadOptions,
     ) -> Result<Option<Bytes>> {
-        let state = self.tables.get(&table.id()).and_then(|index| {
+        let state = self.table_index(table.id()).and_then(|index| {
             index
                 .lookup(key)
                 .map(Some)
@@ -365,7 +385,7 @@ impl WriteBatchWithIndex {
                     Base::Db => table.get_opt(key, read)?,
                     Base::Value(_) | Base::Deleted => None,
                 };
-                resolve(table, key, state, db_value.as_deref())
+                resolve(table, key, state, self.batch.encoded(), db_value.as_deref())
             }
         }
     }
@@ -373,57 +393,102 @@ impl WriteBatchWithIndex {
     /// A cursor over `table` as `read` sees it (its snapshot and bounds)
     /// with the batch applied.
     pub fn iter(&self, table: &Table, read: &ReadOptions) -> Result<BaseDeltaIterator<'_>> {
-        BaseDeltaIterator::new(table, read, self.tables.get(&table.id()))
+        BaseDeltaIterator::new(
+            table,
+            read,
+            self.table_index(table.id()),
+            self.batch.encoded(),
+        )
     }
 
     /// The keys of `table` the batch writes (puts, deletes, merges), in key
     /// order.
     pub fn keys(&self, table: &Table) -> impl Iterator<Item = &[u8]> {
-        self.tables
-            .get(&table.id())
+        self.table_index(table.id())
             .into_iter()
             .flat_map(|i| i.keys.keys().map(|k| &k.key[..]))
     }
 
-    fn index(&mut self, table: &Table) -> &mut TableIndex {
-        self.tables
-            .entry(table.id())
-            .or_insert_with(|| TableIndex::new(Arc::clone(table.comparator())))
+    fn table_index(&self, id: u32) -> Option<&TableIndex> {
+        self.tables.iter().find(|(t, _)| *t == id).map(|(_, i)| i)
+    }
+
+    /// Indexes the record just added (the batch grew from `before`
+    /// bytes); a record the batch refused (too large) is not indexed — the
+    /// commit will fail on it.
+    fn index_last(
+        &mut self,
+        table: &Table,
+        before: usize,
+        kind: ValueKind,
+        key: &[u8],
+        value: &[u8],
+    ) {
+        let end = self.batch.size_in_bytes();
+        if end == before {
+            return;
+        }
+        let at = end - value.len()..end;
+        let id = table.id();
+        let i = match self.tables.iter().position(|(t, _)| *t == id) {
+            Some(i) => i,
+            None => {
+                self.tables
+                    .push((id, TableIndex::new(Arc::clone(table.comparator()))));
+                self.tables.len() - 1
+            }
+        };
+        self.tables[i].1.apply(kind, key, value, at);
     }
 
     /// Rebuilds the index from the batch (after a rollback).
     fn rebuild(&mut self) {
-        let mut tables: HashMap<u32, TableIndex> = self
+        let mut tables: Vec<(u32, TableIndex)> = self
             .tables
             .iter()
             .map(|(id, i)| (*id, TableIndex::new(Arc::clone(&i.cmp))))
             .collect();
+        let rep = self.batch.encoded();
+        let base = rep.as_ptr() as usize;
         for e in self.batch.iter().flatten() {
-            if let Some(index) = tables.get_mut(&e.table) {
-                index.apply(e.kind, e.key, e.value);
+            if let Some((_, index)) = tables.iter_mut().find(|(t, _)| *t == e.table) {
+                // A tombstone's empty value does not point into the batch.
+                let start = if e.value.is_empty() {
+                    0
+                } else {
+                    e.value.as_ptr() as usize - base
+                };
+                index.apply(e.kind, e.key, e.value, start..start + e.value.len());
             }
         }
-        tables.retain(|_, i| !i.keys.is_empty() || !i.range_dels.is_empty());
+        tables.retain(|(_, i)| !i.keys.is_empty() || !i.range_dels.is_empty());
         self.tables = tables;
     }
 }
 
-/// The value `state` makes of `key`; `db_value` is the database's value
-/// of the key (used only when the batch's operands apply to it).
+/// The value `state` makes of `key`; `rep` is the batch's encoding (its
+/// spans point there), `db_value` the database's value of the key (used
+/// only when the batch's operands apply to it).
 pub(crate) fn resolve(
     table: &Table,
     key: &[u8],
     state: &KeyState,
+    rep: &[u8],
     db_value: Option<&[u8]>,
 ) -> Result<Option<Bytes>> {
     let below = match &state.base {
-        Base::Value(v) => Some(&v[..]),
+        Base::Value(v) => Some(&rep[v.clone()]),
         Base::Deleted => None,
         Base::Db => db_value,
     };
     if state.operands.is_empty() {
         return Ok(below.map(Bytes::copy_from_slice));
     }
-    let newest_first: Vec<Bytes> = state.operands.iter().rev().cloned().collect();
+    let newest_first: Vec<Bytes> = state
+        .operands
+        .iter()
+        .rev()
+        .map(|o| Bytes::copy_from_slice(&rep[o.clone()]))
+        .collect();
     Ok(Some(table.full_merge(key, below, &newest_first)?))
 }

@@ -27,6 +27,8 @@ pub struct BaseDeltaIterator<'a> {
     table: Table,
     base: RawIterator,
     delta: Option<&'a TableIndex>,
+    /// The batch's encoding, where the index's values lie.
+    rep: &'a [u8],
     lower: Option<Bytes>,
     upper: Option<Bytes>,
     current: Option<(Bytes, Bytes)>,
@@ -48,11 +50,13 @@ impl<'a> BaseDeltaIterator<'a> {
         table: &Table,
         read: &ReadOptions,
         delta: Option<&'a TableIndex>,
+        rep: &'a [u8],
     ) -> Result<Self> {
         Ok(BaseDeltaIterator {
             table: table.clone(),
             base: table.raw_iterator(read)?,
             delta,
+            rep,
             lower: read.lower_bound.clone(),
             upper: read.upper_bound.clone(),
             current: None,
@@ -181,7 +185,7 @@ impl<'a> BaseDeltaIterator<'a> {
                     let bk = self.base.key();
                     let same = bk.is_some_and(|bk| cmp.compare(&dk, bk).is_eq());
                     let below = if same { self.base.value() } else { None };
-                    let v = resolve(&self.table, &dk, state, below)?;
+                    let v = resolve(&self.table, &dk, state, self.rep, below)?;
                     if same {
                         self.base.next()?;
                     }
@@ -239,7 +243,7 @@ impl<'a> BaseDeltaIterator<'a> {
                     let bk = self.base.key();
                     let same = bk.is_some_and(|bk| cmp.compare(&dk, bk).is_eq());
                     let below = if same { self.base.value() } else { None };
-                    let v = resolve(&self.table, &dk, state, below)?;
+                    let v = resolve(&self.table, &dk, state, self.rep, below)?;
                     if same {
                         self.base.prev()?;
                     }

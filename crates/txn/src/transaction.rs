@@ -278,7 +278,7 @@ impl<'db> Transaction<'db> {
             Mode::Optimistic { serializable: true } => {
                 let mut t = self.tracker.lock();
                 let seq = Self::read_seq(self.db, &mut t, &read);
-                Some(t.track_range(table.id(), table.name(), seq))
+                Some(t.track_range(table.id(), seq))
             }
             _ => None,
         };
@@ -356,8 +356,7 @@ impl<'db> Transaction<'db> {
                     // Every read saw one snapshot: nothing to validate.
                     return Ok(());
                 }
-                let keys: Vec<(u32, Bytes, SeqNo)> =
-                    tracker.keys().map(|(t, k, s)| (t, k.clone(), s)).collect();
+                let keys = tracker.take_keys();
                 let ranges = if serializable {
                     std::mem::take(&mut tracker.ranges)
                 } else {
@@ -366,9 +365,9 @@ impl<'db> Transaction<'db> {
                 let verdict = self
                     .db
                     .write_checked(batch, &self.write_options, move |view| {
-                        for (table, key, seq) in &keys {
-                            if view.key_changed_since(*table, key, *seq)? {
-                                return Ok(Err(Conflict::Key(*table, key.clone(), *seq)));
+                        for k in &keys {
+                            if view.key_changed_since(k.table, &k.key, k.seq)? {
+                                return Ok(Err(Conflict::Key(k.table, k.key.clone(), k.seq)));
                             }
                         }
                         for r in &ranges {
@@ -385,7 +384,7 @@ impl<'db> Transaction<'db> {
                 match verdict {
                     Ok(()) => Ok(()),
                     Err(Conflict::Key(table, key, since)) => {
-                        let table = tracker.name(table);
+                        let table = table_name(self.db, table);
                         tracing::debug!(target: "lithify::txn", %table, key = %escape(&key), since, "optimistic commit failed validation");
                         ConflictSnafu {
                             table,
@@ -395,7 +394,7 @@ impl<'db> Transaction<'db> {
                         .fail()
                     }
                     Err(Conflict::Range(r)) => {
-                        let table = tracker.name(r.table);
+                        let table = table_name(self.db, r.table);
                         let range = r
                             .covered
                             .as_ref()
@@ -447,7 +446,7 @@ impl<'db> Transaction<'db> {
     fn track_read(&self, table: &Table, key: &[u8], read: &ReadOptions) {
         let mut t = self.tracker.lock();
         let seq = Self::read_seq(self.db, &mut t, read);
-        t.track(table.id(), table.name(), key, seq);
+        t.track(table.id(), key, seq);
     }
 
     fn before_write(&mut self, table: &Table, key: &[u8]) -> Result<()> {
@@ -488,7 +487,7 @@ impl<'db> Transaction<'db> {
                 deadlock_detect_depth,
             )
             .map_err(|e| lock_error(table, key, e, self.db))?;
-        tracker.track(table.id(), table.name(), key, 0);
+        tracker.track(table.id(), key, 0);
         if let Some(snap) = &self.snapshot {
             let since = snap.sequence_number();
             let changed = self.db.key_changed_since(table.id(), key, since);

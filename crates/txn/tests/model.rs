@@ -434,7 +434,7 @@ fn run(kind: Kind, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn optimistic_matches_the_oracle(ops in proptest::collection::vec(op(), 1..60)) {
