@@ -50,7 +50,7 @@ pub(crate) fn run_commit_checks(inner: &DbInner, group: &mut [Writer]) {
         let Some(check) = rest[0].check.take() else {
             continue;
         };
-        let view = CommitView { inner, earlier };
+        let view = CommitView::new(inner, earlier);
         if !check(&view) {
             rest[0].batch.clear();
         }
