@@ -7,24 +7,10 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use lithify_benches::{key, scramble};
 use lithify_engine::{Db, Options, ReadOptions};
 
 const KEYS: u64 = 200_000;
-
-fn key(n: u64) -> [u8; 16] {
-    let mut k = [b'0'; 16];
-    let mut n = n;
-    for b in k.iter_mut().rev() {
-        *b = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-    k
-}
-
-/// A cheap deterministic key order.
-fn scramble(i: u64) -> u64 {
-    i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % KEYS
-}
 
 fn engine(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
@@ -36,7 +22,7 @@ fn engine(c: &mut Criterion) {
     g.bench_function("put (random key, no sync)", |b| {
         b.iter(|| {
             i += 1;
-            db.put(key(scramble(i)), value).unwrap();
+            db.put(key(scramble(i, KEYS)), value).unwrap();
         })
     });
     for n in 0..KEYS {
@@ -47,7 +33,7 @@ fn engine(c: &mut Criterion) {
     g.bench_function("get (present key)", |b| {
         b.iter(|| {
             j += 1;
-            black_box(db.get(key(scramble(j))).unwrap());
+            black_box(db.get(key(scramble(j, KEYS))).unwrap());
         })
     });
     let mut it = db.raw_iterator(&ReadOptions::default()).unwrap();
@@ -55,7 +41,7 @@ fn engine(c: &mut Criterion) {
     g.bench_function("seek + 10 nexts", |b| {
         b.iter(|| {
             s += 1;
-            it.seek(key(scramble(s))).unwrap();
+            it.seek(key(scramble(s, KEYS))).unwrap();
             for _ in 0..10 {
                 if !it.valid() {
                     break;

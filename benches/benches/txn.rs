@@ -6,25 +6,11 @@
 //! goal: an optimistic one-put transaction at most 1.5 times a plain put.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use lithify_benches::{key, scramble};
 use lithify_engine::{Db, Options};
 use lithify_txn::{OptimisticDb, TransactionDb, TransactionDbOptions};
 
 const KEYS: u64 = 200_000;
-
-fn key(n: u64) -> [u8; 16] {
-    let mut k = [b'0'; 16];
-    let mut n = n;
-    for b in k.iter_mut().rev() {
-        *b = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-    k
-}
-
-/// A cheap deterministic key order.
-fn scramble(i: u64) -> u64 {
-    i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % KEYS
-}
 
 fn txn(c: &mut Criterion) {
     let value = [b'v'; 100];
@@ -37,7 +23,7 @@ fn txn(c: &mut Criterion) {
     g.bench_function("plain put", |b| {
         b.iter(|| {
             i += 1;
-            db.put(key(scramble(i)), value).unwrap();
+            db.put(key(scramble(i, KEYS)), value).unwrap();
         })
     });
     let opt = OptimisticDb::new(&db);
@@ -45,14 +31,14 @@ fn txn(c: &mut Criterion) {
         b.iter(|| {
             i += 1;
             let mut t = opt.transaction();
-            t.put(key(scramble(i)), value).unwrap();
+            t.put(key(scramble(i, KEYS)), value).unwrap();
             t.commit().unwrap();
         })
     });
     g.bench_function("optimistic transaction: read-modify-write", |b| {
         b.iter(|| {
             i += 1;
-            let k = key(scramble(i));
+            let k = key(scramble(i, KEYS));
             let mut t = opt.transaction();
             let n = t.get(k).unwrap().map_or(0, |v| v.len());
             t.put(k, &value[..(n % 100) + 1]).unwrap();
@@ -64,14 +50,14 @@ fn txn(c: &mut Criterion) {
         b.iter(|| {
             i += 1;
             let mut t = pes.transaction();
-            t.put(key(scramble(i)), value).unwrap();
+            t.put(key(scramble(i, KEYS)), value).unwrap();
             t.commit().unwrap();
         })
     });
     g.bench_function("pessimistic transaction: read-modify-write", |b| {
         b.iter(|| {
             i += 1;
-            let k = key(scramble(i));
+            let k = key(scramble(i, KEYS));
             let mut t = pes.transaction();
             let n = t.get_for_update(k).unwrap().map_or(0, |v| v.len());
             t.put(k, &value[..(n % 100) + 1]).unwrap();

@@ -152,14 +152,37 @@ impl<'a> BaseDeltaIterator<'a> {
         self.settle_backward(Bound::Excluded(key))
     }
 
-    /// Positions on the first visible key after `from` (the base is at or
-    /// after it).
-    fn settle_forward(&mut self, mut from: Bound<Bytes>) -> Result<()> {
-        self.forward = true;
+    fn settle_forward(&mut self, from: Bound<Bytes>) -> Result<()> {
+        self.settle(from, true)
+    }
+
+    fn settle_backward(&mut self, from: Bound<Bytes>) -> Result<()> {
+        self.settle(from, false)
+    }
+
+    /// Moves the base one key in the direction of travel.
+    fn step_base(&mut self, forward: bool) -> Result<()> {
+        if forward {
+            self.base.next()
+        } else {
+            self.base.prev()
+        }
+        .map_err(Into::into)
+    }
+
+    /// Positions on the nearest visible key past `from` in the direction
+    /// of travel (the base is at or past `from` already).
+    fn settle(&mut self, mut from: Bound<Bytes>, forward: bool) -> Result<()> {
+        self.forward = forward;
         let cmp = std::sync::Arc::clone(self.table.comparator());
+        // `a` comes before `b` in the direction of travel.
+        let ahead = |a: &[u8], b: &[u8]| {
+            let o = cmp.compare(a, b);
+            if forward { o } else { o.reverse() }
+        };
         let past = |from: &Bound<Bytes>, k: &[u8]| match from {
-            Bound::Included(f) => cmp.compare(k, f).is_ge(),
-            Bound::Excluded(f) => cmp.compare(k, f).is_gt(),
+            Bound::Included(f) => ahead(k, f).is_ge(),
+            Bound::Excluded(f) => ahead(k, f).is_gt(),
             Bound::Unbounded => true,
         };
         loop {
@@ -167,27 +190,32 @@ impl<'a> BaseDeltaIterator<'a> {
                 if past(&from, k) {
                     break;
                 }
-                self.base.next()?;
+                self.step_base(forward)?;
             }
-            let delta = self.delta_after(&from);
-            let base_key = self.base.key();
-            let delta_first = match (&delta, base_key) {
+            let delta = if forward {
+                self.delta_after(&from)
+            } else {
+                self.delta_before(&from)
+            };
+            let delta_first = match (&delta, self.base.key()) {
                 (None, None) => {
                     self.current = None;
                     return Ok(());
                 }
-                (Some((dk, _)), Some(bk)) => cmp.compare(dk, bk).is_le(),
+                (Some((dk, _)), Some(bk)) => ahead(dk, bk).is_le(),
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
             };
             match delta {
                 Some((dk, state)) if delta_first => {
-                    let bk = self.base.key();
-                    let same = bk.is_some_and(|bk| cmp.compare(&dk, bk).is_eq());
+                    let same = self
+                        .base
+                        .key()
+                        .is_some_and(|bk| cmp.compare(&dk, bk).is_eq());
                     let below = if same { self.base.value() } else { None };
                     let v = resolve(&self.table, &dk, state, self.rep, below)?;
                     if same {
-                        self.base.next()?;
+                        self.step_base(forward)?;
                     }
                     from = Bound::Excluded(dk.clone());
                     if let Some(v) = v {
@@ -198,65 +226,7 @@ impl<'a> BaseDeltaIterator<'a> {
                 _ => {
                     let bk = Bytes::copy_from_slice(self.base.key().unwrap_or_default());
                     if self.delta.is_some_and(|d| d.range_deleted(&bk)) {
-                        self.base.next()?;
-                        from = Bound::Excluded(bk);
-                        continue;
-                    }
-                    let v = self.base.value_bytes().unwrap_or_default();
-                    self.current = Some((bk, v));
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    /// Positions on the last visible key before `from` (the base is at or
-    /// before it).
-    fn settle_backward(&mut self, mut from: Bound<Bytes>) -> Result<()> {
-        self.forward = false;
-        let cmp = std::sync::Arc::clone(self.table.comparator());
-        let before = |from: &Bound<Bytes>, k: &[u8]| match from {
-            Bound::Included(f) => cmp.compare(k, f).is_le(),
-            Bound::Excluded(f) => cmp.compare(k, f).is_lt(),
-            Bound::Unbounded => true,
-        };
-        loop {
-            while let Some(k) = self.base.key() {
-                if before(&from, k) {
-                    break;
-                }
-                self.base.prev()?;
-            }
-            let delta = self.delta_before(&from);
-            let base_key = self.base.key();
-            let delta_first = match (&delta, base_key) {
-                (None, None) => {
-                    self.current = None;
-                    return Ok(());
-                }
-                (Some((dk, _)), Some(bk)) => cmp.compare(dk, bk).is_ge(),
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-            };
-            match delta {
-                Some((dk, state)) if delta_first => {
-                    let bk = self.base.key();
-                    let same = bk.is_some_and(|bk| cmp.compare(&dk, bk).is_eq());
-                    let below = if same { self.base.value() } else { None };
-                    let v = resolve(&self.table, &dk, state, self.rep, below)?;
-                    if same {
-                        self.base.prev()?;
-                    }
-                    from = Bound::Excluded(dk.clone());
-                    if let Some(v) = v {
-                        self.current = Some((dk, v));
-                        return Ok(());
-                    }
-                }
-                _ => {
-                    let bk = Bytes::copy_from_slice(self.base.key().unwrap_or_default());
-                    if self.delta.is_some_and(|d| d.range_deleted(&bk)) {
-                        self.base.prev()?;
+                        self.step_base(forward)?;
                         from = Bound::Excluded(bk);
                         continue;
                     }
