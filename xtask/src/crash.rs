@@ -5,7 +5,9 @@
 //!   (log cleaner; with `--transactional`, or as the `log-txn` target, its
 //!   transactional mode: transactions, some aborted, read as a
 //!   `read_committed` consumer reads them, every `.txnindex` checked against
-//!   the markers) run in a child process with options drawn per run, and
+//!   the markers) and `lithify stress bank` (the `bank` target: transfers
+//!   in optimistic or pessimistic transactions, the accounts' sum checked)
+//!   run in a child process with options drawn per run, and
 //!   are SIGKILLed at a random moment — most often while the workload runs
 //!   (flushes, compactions and cleaning rounds in progress), sometimes
 //!   before it starts (during recovery or verification). Each run begins by
@@ -60,6 +62,8 @@ enum Target {
     Log,
     /// `lithify stress log --transactional`.
     TxnLog,
+    /// `lithify stress bank`: transactions between accounts.
+    Bank,
 }
 
 impl Target {
@@ -68,7 +72,25 @@ impl Target {
             Target::Engine => "engine",
             Target::Log => "log",
             Target::TxnLog => "log-txn",
+            Target::Bank => "bank",
         }
+    }
+
+    /// The `lithify stress` command it runs.
+    fn command(self) -> &'static str {
+        match self {
+            Target::Engine => "db",
+            Target::Log | Target::TxnLog => "log",
+            Target::Bank => "bank",
+        }
+    }
+
+    /// The directory of its files inside the loop's directory.
+    fn data_dir(self, dir: &Path) -> PathBuf {
+        dir.join(match self {
+            Target::Engine | Target::Bank => "db",
+            Target::Log | Target::TxnLog => "data",
+        })
     }
 }
 
@@ -96,22 +118,29 @@ pub(crate) fn crash(args: &[String]) -> Result {
                     Some("engine") => vec![Target::Engine],
                     Some("log") => vec![Target::Log],
                     Some("log-txn") => vec![Target::TxnLog],
+                    Some("bank") => vec![Target::Bank],
                     Some("both") => vec![Target::Engine, Target::Log],
                     other => {
-                        return Err(format!("--target engine|log|log-txn|both, not {other:?}"));
+                        return Err(format!(
+                            "--target engine|log|log-txn|bank|both, not {other:?}"
+                        ));
                     }
                 }
             }
             other => return Err(format!("unknown crash argument {other}")),
         }
     }
-    // The CI loops: every target, and half as many transactional log runs.
+    // The CI loops: every target, and half as many transactional log
+    // and bank runs.
     let ci = kills.is_none() && simulated.is_none();
     if ci {
         kills = Some(CI_KILLS);
         simulated = Some(CI_SIMULATED);
         if !targets.contains(&Target::TxnLog) && targets.contains(&Target::Log) {
             targets.push(Target::TxnLog);
+        }
+        if !targets.contains(&Target::Bank) && targets.contains(&Target::Engine) {
+            targets.push(Target::Bank);
         }
     }
     if transactional {
@@ -135,7 +164,11 @@ pub(crate) fn crash(args: &[String]) -> Result {
     if let Some(n) = kills.filter(|&n| n > 0) {
         let bin = build_cli(dev)?;
         for &t in &targets {
-            let n = if ci && t == Target::TxnLog { n / 2 } else { n };
+            let n = if ci && matches!(t, Target::TxnLog | Target::Bank) {
+                n / 2
+            } else {
+                n
+            };
             kill_loop(&bin, t, n, seed)?;
         }
     }
@@ -216,6 +249,27 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
             flag("flush-one-in", rng.pick(&["500", "2000", "20000"]));
             flag("compact-range-one-in", rng.pick(&["2000", "10000"]));
         }
+        Target::Bank => {
+            args.extend([
+                "stress".into(),
+                "bank".into(),
+                target.data_dir(dir).display().to_string(),
+            ]);
+            args.extend(["--ops-per-thread".into(), "100000000".into()]);
+            args.extend(["--seed".into(), run_seed.to_string()]);
+            let mut flag = |name: &str, value: &str| {
+                args.push(format!("--{name}"));
+                args.push(value.to_string());
+            };
+            flag("threads", rng.pick(&["2", "4", "8"]));
+            flag("kind", rng.pick(&["optimistic", "pessimistic"]));
+            flag("sync-percent", rng.pick(&["0", "10", "50"]));
+            flag(
+                "write-buffer-size",
+                rng.pick(&["65536", "262144", "1048576"]),
+            );
+            flag("target-file-size-base", rng.pick(&["65536", "262144"]));
+        }
         Target::Log | Target::TxnLog => {
             args.extend([
                 "stress".into(),
@@ -260,14 +314,11 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
 
 fn verify_command(bin: &Path, target: Target, dir: &Path) -> Command {
     let mut cmd = Command::new(bin);
-    match target {
-        Target::Engine => cmd.args(["stress", "db"]).arg(dir.join("db")),
-        Target::Log => cmd.args(["stress", "log"]).arg(dir.join("data")),
-        Target::TxnLog => cmd
-            .args(["stress", "log"])
-            .arg(dir.join("data"))
-            .arg("--transactional"),
-    };
+    cmd.args(["stress", target.command()])
+        .arg(target.data_dir(dir));
+    if target == Target::TxnLog {
+        cmd.arg("--transactional");
+    }
     cmd.arg("--verify-only");
     cmd
 }
@@ -324,6 +375,7 @@ fn kill_loop(bin: &Path, target: Target, kills: u64, seed: u64) -> Result {
             Target::Engine => 0xE,
             Target::Log => 0x1,
             Target::TxnLog => 0x7,
+            Target::Bank => 0xB,
         });
     let start = Instant::now();
     let mut early = 0;
@@ -424,17 +476,8 @@ fn kill_loop(bin: &Path, target: Target, kills: u64, seed: u64) -> Result {
                     stderr.trim(),
                     dir.display(),
                     bin.display(),
-                    if target == Target::Engine {
-                        "db"
-                    } else {
-                        "log"
-                    },
-                    dir.join(if target == Target::Engine {
-                        "db"
-                    } else {
-                        "data"
-                    })
-                    .display(),
+                    target.command(),
+                    target.data_dir(&dir).display(),
                     if target == Target::TxnLog {
                         " --transactional"
                     } else {

@@ -13,7 +13,7 @@
 //! cargo xtask lsm-screenshot          the LSM page of a small bench database, as chromium shows it
 //! cargo xtask compare [--size small|full] [--engines lithify,rocksdb,fjall]
 //!                                      lithify beside rust-rocksdb and fjall (own workspace)
-//! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|both] [--transactional] [--dev]
+//! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
 //!                                      SIGKILL loops of `lithify stress`, MemFs power-cut loop
 //! ```
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -51,13 +51,14 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare
                                 needs libclang), runs db_bench-style workloads one engine process
                                 at a time with identical options, prints one table with ratios and
                                 writes target/compare.json
-  crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|both] [--transactional] [--dev]
+  crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
                                 `lithify stress` SIGKILLed N times at random moments (engine and/or
-                                log cleaner; log-txn or --transactional: transactional logs), each
-                                run verifying what the killed one left; and a power-cut loop on
-                                MemFs of N crash points. Without counts: the CI loop (20 kills
-                                each, 10 transactional log kills, 300 crash points). Release build
-                                unless --dev.";
+                                log cleaner; log-txn or --transactional: transactional logs; bank:
+                                transfers in optimistic/pessimistic transactions, the accounts' sum
+                                checked), each run verifying what the killed one left; and a
+                                power-cut loop on MemFs of N crash points. Without counts: the CI
+                                loop (20 kills each, 10 transactional log kills, 10 bank kills, 300
+                                crash points). Release build unless --dev.";
 
 /// Seconds each target runs in `fuzz --smoke`.
 const FUZZ_SMOKE_SECONDS: u64 = 5;

@@ -33,8 +33,19 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Db {
         /// The database's error.
-        #[snafu(source(from(lithify_engine::Error, Into::into)))]
-        source: lithify::Error,
+        #[snafu(source(from(lithify_engine::Error, |e| Box::new(lithify::Error::from(e)))))]
+        source: Box<lithify::Error>,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A transaction failed for a reason other than another transaction
+    /// getting in the way (those are counted, or retried, by the caller).
+    #[snafu(display("{source}"))]
+    Txn {
+        /// The transaction's error, through the facade.
+        #[snafu(source(from(lithify::txn::Error, |e| Box::new(lithify::Error::from(e)))))]
+        source: Box<lithify::Error>,
         #[snafu(implicit)]
         location: Location,
     },
@@ -43,8 +54,8 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Backup {
         /// The backup engine's error, through the facade.
-        #[snafu(source(from(lithify_backup::Error, Into::into)))]
-        source: lithify::Error,
+        #[snafu(source(from(lithify_backup::Error, |e| Box::new(lithify::Error::from(e)))))]
+        source: Box<lithify::Error>,
         #[snafu(implicit)]
         location: Location,
     },
@@ -126,6 +137,16 @@ pub(crate) enum Error {
         /// The file.
         path: PathBuf,
         /// What is wrong, with the byte offset.
+        message: String,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A benchmark's check of what it wrote failed (the message says
+    /// what was found).
+    #[snafu(display("{message}"))]
+    BenchVerify {
+        /// What was found.
         message: String,
         #[snafu(implicit)]
         location: Location,

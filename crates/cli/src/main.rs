@@ -11,8 +11,9 @@
 //!   `sst_dump` and `ldb dump_wal` / `manifest_dump`;
 //! * `lithify log ...` ([`log`]): Kafka-format logs and their cleaner —
 //!   `produce`, `dump`, `clean`, `bench`;
-//! * `lithify stress db|log` ([`stress`]): self-checking random workloads
-//!   with an expected-state file, for crash loops (`cargo xtask crash`).
+//! * `lithify stress db|log|bank` ([`stress`]): self-checking random
+//!   workloads (with an expected-state file, or transactions whose
+//!   invariant is checked), for crash loops (`cargo xtask crash`).
 //!
 //! Adding a command: a module with its own clap `Args`/`Subcommand` type
 //! and a `run` function returning [`error::Result`], one variant in

@@ -96,8 +96,9 @@ pub enum Error {
     /// The database failed the read or the write.
     #[snafu(display("{source}"), context(false))]
     Engine {
-        /// The engine's error.
-        source: lithify_engine::Error,
+        /// The engine's error (boxed: it is large, and rare here).
+        #[snafu(source(from(lithify_engine::Error, Box::new)))]
+        source: Box<lithify_engine::Error>,
         /// Where the error was raised.
         #[snafu(implicit)]
         location: Location,
@@ -128,3 +129,18 @@ impl Classify for Error {
 
 /// The result of a transaction's operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_error_is_no_larger_than_the_engines() {
+        // The facade's error holds either; a transaction's must not make
+        // every `lithify::Result` larger.
+        assert!(
+            std::mem::size_of::<super::Error>() <= std::mem::size_of::<lithify_engine::Error>(),
+            "{} > {}",
+            std::mem::size_of::<super::Error>(),
+            std::mem::size_of::<lithify_engine::Error>()
+        );
+    }
+}

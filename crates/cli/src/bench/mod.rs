@@ -13,6 +13,8 @@
 //! * `options`: engine options by their RocksDB names;
 //! * `progress`: the progress bar;
 //! * `workload`: the benchmarks themselves;
+//! * `transaction`: `randomtransaction`, on an optimistic or pessimistic
+//!   transaction database;
 //! * `strategies`: `--strategy`, the six workloads of the compaction
 //!   strategies' choice table (`--workload`) and the strategies report;
 //! * `report`: text and JSON output.
@@ -25,6 +27,7 @@ mod report;
 pub(crate) mod strategies;
 mod strategies_html;
 mod timeline;
+mod transaction;
 mod workload;
 
 use std::io::Write as _;
@@ -46,7 +49,8 @@ pub(crate) struct BenchArgs {
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
     /// deleterandom, mergerandom, readrandommergerandom (the last two with
     /// --merge-operator), bulkload (external table files ingested), flush,
-    /// compact.
+    /// compact, randomtransaction (with --optimistic-transaction-db or
+    /// --transaction-db).
     #[arg(
         long,
         value_delimiter = ',',
@@ -81,7 +85,8 @@ pub(crate) struct BenchArgs {
     /// mostly measure interference).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub repeat: u64,
-    /// Operations of each read benchmark (default: --num).
+    /// Operations of each read benchmark, and transactions of
+    /// randomtransaction (default: --num).
     #[arg(long)]
     pub reads: Option<u64>,
     /// Bytes per key.
@@ -123,6 +128,23 @@ pub(crate) struct BenchArgs {
     /// Write without the WAL.
     #[arg(long, alias = "disable_wal")]
     pub disable_wal: bool,
+    /// Run randomtransaction on an optimistic transaction database
+    /// (validated at commit).
+    #[arg(long, alias = "optimistic_transaction_db")]
+    pub optimistic_transaction_db: bool,
+    /// Run randomtransaction on a pessimistic transaction database (key
+    /// locks, deadlock detection).
+    #[arg(long, alias = "transaction_db")]
+    pub transaction_db: bool,
+    /// Sets of keys each randomtransaction transaction adds to one key of
+    /// (at most 9999).
+    #[arg(long, alias = "transaction_sets", default_value_t = 2,
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(transaction::MAX_SETS)))]
+    pub transaction_sets: u16,
+    /// Milliseconds a --transaction-db transaction waits for a key's lock
+    /// before it fails.
+    #[arg(long, alias = "transaction_lock_timeout", default_value_t = 100)]
+    pub transaction_lock_timeout: u64,
     /// The database directory (default: a fresh temporary directory).
     #[arg(long)]
     pub db: Option<PathBuf>,
@@ -167,6 +189,18 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         return run_strategies(&a);
     }
     let num = a.num.unwrap_or(1_000_000);
+    let transaction_db = match (a.optimistic_transaction_db, a.transaction_db) {
+        (true, true) => {
+            return UsageSnafu {
+                message: "--optimistic-transaction-db and --transaction-db exclude each other"
+                    .to_string(),
+            }
+            .fail();
+        }
+        (true, false) => Some(transaction::TxnKind::Optimistic),
+        (false, true) => Some(transaction::TxnKind::Pessimistic),
+        (false, false) => None,
+    };
     let settings = Settings {
         num,
         reads: a.reads.unwrap_or(num),
@@ -185,6 +219,9 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             disable_wal: a.disable_wal,
             no_slowdown: false,
         },
+        transaction_db,
+        transaction_sets: a.transaction_sets,
+        transaction_lock_timeout: std::time::Duration::from_millis(a.transaction_lock_timeout),
     };
     workload::check(&settings, &a.benchmarks)?;
     let mut options = a.engine.to_options()?;

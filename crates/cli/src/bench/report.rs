@@ -125,6 +125,26 @@ impl EngineJson {
     }
 }
 
+/// The transactions of `randomtransaction` in the JSON output.
+#[derive(Debug, Serialize)]
+pub(crate) struct TransactionsJson {
+    /// `optimistic` or `pessimistic`.
+    pub kind: &'static str,
+    /// Transactions begun.
+    pub attempts: u64,
+    /// Transactions committed.
+    pub committed: u64,
+    /// Transactions another one got in the way of (conflict, lock
+    /// timeout, deadlock), rolled back.
+    pub failed: u64,
+    /// Failed per hundred begun.
+    pub conflict_rate_percent: f64,
+    /// Sets of keys.
+    pub sets: u16,
+    /// The sum of every set's values (checked equal across sets).
+    pub set_sum: u128,
+}
+
 /// The JSON object of one workload.
 #[derive(Debug, Serialize)]
 pub(crate) struct WorkloadJson<'a> {
@@ -146,6 +166,9 @@ pub(crate) struct WorkloadJson<'a> {
     pub found: Option<u64>,
     /// Writes of the background writer (`readwhilewriting`).
     pub background_writes: Option<u64>,
+    /// The transactions of `randomtransaction` (whose `ops` are the
+    /// committed ones).
+    pub transactions: Option<TransactionsJson>,
     /// Latency of one operation (one batch for batched writes).
     pub latency_us: Latency,
     /// Keys of the key space.
@@ -200,6 +223,15 @@ pub(crate) fn json_line(o: &Outcome, s: &Settings, stats: &DbStats) -> Result<St
         bytes: o.bytes,
         found: o.found,
         background_writes: o.background_writes,
+        transactions: o.transactions.map(|t| TransactionsJson {
+            kind: t.kind.name(),
+            attempts: t.attempts,
+            committed: o.ops,
+            failed: t.failed,
+            conflict_rate_percent: t.conflict_rate_percent(),
+            sets: t.sets,
+            set_sum: t.set_sum,
+        }),
         latency_us: latency(o),
         num: s.num,
         key_size: s.key_size,
@@ -233,6 +265,19 @@ pub(crate) fn text(o: &Outcome) -> String {
     }
     if let Some(w) = o.background_writes {
         out.push_str(&format!(" ({w} writes alongside)"));
+    }
+    if let Some(t) = &o.transactions {
+        out.push_str(&format!(
+            " ({}: {} committed, {} failed of {} begun; conflict rate {:.2}%; \
+             each of the {} sets sums to {})",
+            t.kind.name(),
+            o.ops,
+            t.failed,
+            t.attempts,
+            t.conflict_rate_percent(),
+            t.sets,
+            t.set_sum
+        ));
     }
     let l = latency(o);
     out.push_str(&format!(

@@ -16,6 +16,7 @@ use snafu::ResultExt as _;
 use crate::bench::data::{Values, make_key};
 use crate::bench::histogram::Histogram;
 use crate::bench::progress::{Progress, UPDATE_EVERY};
+use crate::bench::transaction::{self, TxnKind, TxnOutcome};
 use crate::error::{DbSnafu, Result, UsageSnafu};
 use crate::rng::Rng;
 
@@ -52,11 +53,16 @@ pub(crate) enum Benchmark {
     Flush,
     /// Compact the whole key range and wait.
     Compact,
+    /// `--reads` transactions that each add one random amount to a random
+    /// key of every one of `--transaction-sets` sets, on the transaction database
+    /// `--optimistic-transaction-db` or `--transaction-db` asks for; the
+    /// sets' sums are checked to be equal afterwards.
+    RandomTransaction,
 }
 
 impl Benchmark {
     /// Every benchmark, in the order of the help text.
-    pub(crate) const ALL: [Benchmark; 13] = [
+    pub(crate) const ALL: [Benchmark; 14] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -70,6 +76,7 @@ impl Benchmark {
         Benchmark::BulkLoad,
         Benchmark::Flush,
         Benchmark::Compact,
+        Benchmark::RandomTransaction,
     ];
 
     /// db_bench's name.
@@ -88,6 +95,7 @@ impl Benchmark {
             Benchmark::BulkLoad => "bulkload",
             Benchmark::Flush => "flush",
             Benchmark::Compact => "compact",
+            Benchmark::RandomTransaction => "randomtransaction",
         }
     }
 }
@@ -136,6 +144,15 @@ pub(crate) struct Settings {
     pub merge_operator: Option<String>,
     /// Options of every write.
     pub write_options: WriteOptions,
+    /// The transaction database of `randomtransaction`, if one was asked
+    /// for.
+    pub transaction_db: Option<TxnKind>,
+    /// Sets of keys each `randomtransaction` transaction updates one key
+    /// of (db_bench's `transaction_sets`).
+    pub transaction_sets: u16,
+    /// How long a pessimistic transaction waits for a lock (db_bench's
+    /// `transaction_lock_timeout`).
+    pub transaction_lock_timeout: Duration,
 }
 
 /// What one workload measured.
@@ -156,10 +173,13 @@ pub(crate) struct Outcome {
     pub found: Option<u64>,
     /// Writes of the background writer of `readwhilewriting`.
     pub background_writes: Option<u64>,
+    /// The transactions of `randomtransaction`: attempts, failures and the
+    /// checked sums.
+    pub transactions: Option<TxnOutcome>,
 }
 
 /// The per-thread tally.
-struct Tally<'p> {
+pub(super) struct Tally<'p> {
     latency: Histogram,
     ops: u64,
     bytes: u64,
@@ -186,7 +206,7 @@ impl<'p> Tally<'p> {
     /// and moved `bytes`. One clock read per operation: the time since the
     /// previous one (key generation included, as db_bench measures).
     #[inline]
-    fn done(&mut self, ops: u64, bytes: u64) {
+    pub(super) fn done(&mut self, ops: u64, bytes: u64) {
         let now = Instant::now();
         self.latency
             .record(now.duration_since(self.last).as_nanos() as u64);
@@ -209,11 +229,17 @@ struct Keys {
     buf: Vec<u8>,
 }
 
+/// Thread `thread`'s generator for `benchmark`: seeded from `--seed`, the
+/// benchmark's name and the thread's index.
+pub(super) fn thread_rng(settings: &Settings, benchmark: Benchmark, thread: usize) -> Rng {
+    let salt = lithify_base::xxh3_64(benchmark.name().as_bytes());
+    Rng::new(settings.seed ^ salt ^ (thread as u64).wrapping_mul(0x9E37_79B9))
+}
+
 impl Keys {
     fn new(settings: &Settings, benchmark: Benchmark, thread: usize) -> Self {
-        let salt = lithify_base::xxh3_64(benchmark.name().as_bytes());
         Keys {
-            rng: Rng::new(settings.seed ^ salt ^ (thread as u64).wrapping_mul(0x9E37_79B9)),
+            rng: thread_rng(settings, benchmark, thread),
             buf: vec![0; settings.key_size],
         }
     }
@@ -261,19 +287,25 @@ pub(crate) fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome
         Benchmark::BulkLoad => bulk_load(db, s),
         Benchmark::Flush => single(benchmark, || db.flush()),
         Benchmark::Compact => single(benchmark, || db.compact_range(None, None)),
+        Benchmark::RandomTransaction => transaction::random_transaction(db, s),
     }
 }
 
 /// Splits `total` operations between `threads`: thread `t` gets the range
 /// of operation numbers it does.
-fn share(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
+pub(super) fn share(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
     let threads = threads as u64;
     let t = t as u64;
     (total * t / threads)..(total * (t + 1) / threads)
 }
 
 /// Runs `work(thread, tally)` in `threads` threads and sums the tallies.
-fn in_threads<F>(benchmark: Benchmark, threads: usize, total: u64, work: F) -> Result<Outcome>
+pub(super) fn in_threads<F>(
+    benchmark: Benchmark,
+    threads: usize,
+    total: u64,
+    work: F,
+) -> Result<Outcome>
 where
     F: Fn(usize, &mut Tally<'_>) -> Result<()> + Sync,
 {
@@ -308,6 +340,7 @@ where
         latency: Histogram::default(),
         found: None,
         background_writes: None,
+        transactions: None,
     };
     let mut found = 0;
     for r in results {
@@ -585,6 +618,7 @@ fn single(
         latency: tally.latency,
         found: None,
         background_writes: None,
+        transactions: None,
     })
 }
 
@@ -617,6 +651,11 @@ pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()>
     }
     if benchmarks.is_empty() {
         return usage("--benchmarks names no benchmark".to_string());
+    }
+    if benchmarks.contains(&Benchmark::RandomTransaction) && settings.transaction_db.is_none() {
+        return usage(
+            "randomtransaction needs --optimistic-transaction-db or --transaction-db".to_string(),
+        );
     }
     if settings.merge_operator.is_none()
         && let Some(b) = benchmarks

@@ -119,7 +119,11 @@ pub(crate) struct DbStressArgs {
 }
 
 /// The engine options of a stress run: small sizes, then the flags.
-fn options(args: &EngineArgs, strategy: Option<&str>, fs: Arc<dyn FileSystem>) -> Result<Options> {
+pub(super) fn options(
+    args: &EngineArgs,
+    strategy: Option<&str>,
+    fs: Arc<dyn FileSystem>,
+) -> Result<Options> {
     let base = Options {
         fs,
         write_buffer_size: 512 << 10,

@@ -10,6 +10,10 @@
 //!   of values a crash may leave ([`key_state`], [`db_expected`]), and
 //!   every run starts by verifying the database against it
 //!   ([`db_verify`]).
+//! * `bank DIR` ([`bank`]): threads moving money between accounts in
+//!   optimistic or pessimistic transactions while a checker reads every
+//!   account at snapshots; every run starts by checking that the accounts
+//!   still add up to what the bank was created with.
 //! * `log DATA_DIR` ([`log`]): a producer thread per partition appending
 //!   keyed records while cleaner threads compact the logs; every run
 //!   starts with Kafka's recovery of each log and a check of every key's
@@ -19,6 +23,7 @@
 //! `docs/FORMATS.md`): a checksummed header and checksummed 32-byte slots
 //! rewritten in place, each with one positional write.
 
+pub(crate) mod bank;
 pub(crate) mod db;
 pub(crate) mod db_expected;
 pub(crate) mod db_verify;
@@ -43,6 +48,10 @@ pub(crate) enum StressCommand {
     /// cleaner threads clean them, checked against an expected-state file
     /// (after Kafka's recovery, first).
     Log(Box<log::LogStressArgs>),
+    /// Stress transactions: transfers between bank accounts in optimistic
+    /// or pessimistic transactions, the accounts' sum checked at snapshots
+    /// while they run and at every start (after a crash).
+    Bank(Box<bank::BankStressArgs>),
 }
 
 /// Runs a `stress` command.
@@ -50,5 +59,6 @@ pub(crate) fn run(cmd: StressCommand) -> Result<()> {
     match cmd {
         StressCommand::Db(a) => db::run(*a),
         StressCommand::Log(a) => log::run(*a),
+        StressCommand::Bank(a) => bank::run(*a),
     }
 }
