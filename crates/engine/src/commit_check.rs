@@ -19,6 +19,7 @@
 //! that compaction keeps the versions newer than it.
 
 use std::ops::Bound;
+use std::sync::Arc as StdArc;
 
 use lithify_base::key::{KIND_FOR_SEEK, MAX_SEQNO, append_internal_key, trailer, unpack_trailer};
 use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
@@ -30,6 +31,7 @@ use crate::db_impl::DbInner;
 use crate::error::{InvalidArgumentSnafu, Result};
 use crate::range_del::covering_seq;
 use crate::super_version::SuperVersion;
+use crate::table_state::TableState;
 use crate::write::Writer;
 
 /// What a commit check run by
@@ -47,6 +49,8 @@ pub struct CommitView<'a> {
     pub(crate) earlier_keys: std::cell::OnceCell<EarlierKeys>,
     /// Key questions asked so far.
     pub(crate) asked: std::cell::Cell<u32>,
+    /// The table of the last question.
+    last_table: std::cell::RefCell<Option<StdArc<TableState>>>,
 }
 
 /// The keys the members ahead of a check write, and whether any of them
@@ -67,6 +71,7 @@ impl<'a> CommitView<'a> {
             earlier,
             earlier_keys: std::cell::OnceCell::new(),
             asked: std::cell::Cell::new(0),
+            last_table: std::cell::RefCell::new(None),
         }
     }
 
@@ -121,9 +126,8 @@ impl CommitView<'_> {
     /// Whether `key` of table `table` was written — put, deleted, merged or
     /// covered by a range deletion — after sequence number `since`.
     pub fn key_changed_since(&self, table: TableId, key: &[u8], since: SeqNo) -> Result<bool> {
-        let t = self.inner.table(table).ok_or_else(|| no_table(table))?;
-        Ok(self.written_ahead(table, key, &t.icmp)
-            || self.inner.key_changed_since(table, key, since)?)
+        let t = self.table(table)?;
+        Ok(self.written_ahead(table, key, &t.icmp) || self.inner.key_changed_in(&t, key, since)?)
     }
 
     /// Whether any key of table `table` between `start` and `end` was
@@ -136,7 +140,7 @@ impl CommitView<'_> {
         end: Bound<&[u8]>,
         since: SeqNo,
     ) -> Result<bool> {
-        let t = self.inner.table(table).ok_or_else(|| no_table(table))?;
+        let t = self.table(table)?;
         let icmp = &t.icmp;
         let in_group = self.earlier_entries(table).any(|e| {
             if e.kind == ValueKind::RangeDelete {
@@ -145,7 +149,19 @@ impl CommitView<'_> {
                 in_bounds(icmp, e.key, start, end)
             }
         });
-        Ok(in_group || self.inner.range_changed_since(table, start, end, since)?)
+        Ok(in_group || self.inner.range_changed_in(&t, start, end, since)?)
+    }
+
+    /// The table `id`, looked up once per check (a table other than the
+    /// default one is found under the database's state lock).
+    fn table(&self, id: TableId) -> Result<StdArc<TableState>> {
+        let mut last = self.last_table.borrow_mut();
+        if let Some(t) = last.as_ref().filter(|t| t.id == id) {
+            return Ok(StdArc::clone(t));
+        }
+        let t = self.inner.table(id).ok_or_else(|| no_table(id))?;
+        *last = Some(StdArc::clone(&t));
+        Ok(t)
     }
 
     /// The records of `table` in the batches ahead in the group.
@@ -209,6 +225,11 @@ impl DbInner {
         since: SeqNo,
     ) -> Result<bool> {
         let t = self.table(table).ok_or_else(|| no_table(table))?;
+        self.key_changed_in(&t, key, since)
+    }
+
+    /// [`key_changed_since`](Self::key_changed_since) in table `t`.
+    fn key_changed_in(&self, t: &TableState, key: &[u8], since: SeqNo) -> Result<bool> {
         let sv = t.sv.get();
         // The newest layer that decides the key holds its newest version.
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
@@ -240,6 +261,17 @@ impl DbInner {
         since: SeqNo,
     ) -> Result<bool> {
         let t = self.table(table).ok_or_else(|| no_table(table))?;
+        self.range_changed_in(&t, start, end, since)
+    }
+
+    /// [`range_changed_since`](Self::range_changed_since) in table `t`.
+    fn range_changed_in(
+        &self,
+        t: &TableState,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        since: SeqNo,
+    ) -> Result<bool> {
         let icmp = &t.icmp;
         let sv = t.sv.get();
         let mut seek = Vec::new();
@@ -539,20 +571,16 @@ mod tests {
         assert!(db.key_changed_since(0, b"k", s1).unwrap());
         assert!(!db.key_changed_since(0, b"k", s2).unwrap());
         assert!(!db.key_changed_since(0, b"absent", 0).unwrap());
-        let inner = db.inner();
         assert!(
-            inner
-                .range_changed_since(0, Bound::Included(b"a"), Bound::Excluded(b"z"), s1)
+            db.range_changed_since(0, Bound::Included(b"a"), Bound::Excluded(b"z"), s1)
                 .unwrap()
         );
         assert!(
-            !inner
-                .range_changed_since(0, Bound::Included(b"a"), Bound::Excluded(b"z"), s2)
+            !db.range_changed_since(0, Bound::Included(b"a"), Bound::Excluded(b"z"), s2)
                 .unwrap()
         );
         assert!(
-            !inner
-                .range_changed_since(0, Bound::Excluded(b"l"), Bound::Unbounded, s1)
+            !db.range_changed_since(0, Bound::Excluded(b"l"), Bound::Unbounded, s1)
                 .unwrap()
         );
     }

@@ -299,6 +299,20 @@ impl Db {
         self.inner.key_changed_since(table, key, since)
     }
 
+    /// Whether any key of table `table` between `start` and `end` was
+    /// written after sequence number `since` (a range deletion overlapping
+    /// the range counts); exact while a snapshot at or below `since` is
+    /// held, as for [`key_changed_since`](Db::key_changed_since).
+    pub fn range_changed_since(
+        &self,
+        table: u32,
+        start: std::ops::Bound<&[u8]>,
+        end: std::ops::Bound<&[u8]>,
+        since: SeqNo,
+    ) -> Result<bool> {
+        self.inner.range_changed_since(table, start, end, since)
+    }
+
     /// The shared state, for the crate's own tests.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn inner(&self) -> &DbInner {

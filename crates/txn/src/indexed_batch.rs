@@ -316,6 +316,12 @@ impl WriteBatchWithIndex {
         self.batch
     }
 
+    /// Moves the records out, leaving the batch empty (a commit's write).
+    pub(crate) fn take_batch(&mut self) -> WriteBatch {
+        self.tables.clear();
+        std::mem::replace(&mut self.batch, WriteBatch::new())
+    }
+
     /// Removes every record.
     pub fn clear(&mut self) {
         self.batch.clear();

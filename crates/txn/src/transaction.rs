@@ -147,7 +147,7 @@ impl<'db> Transaction<'db> {
         let key = key.as_ref();
         let read = self.read_options();
         if let Mode::Optimistic { .. } = self.mode {
-            self.track_read(table, key, &read);
+            self.track_read(table, key);
         }
         self.batch.get_from_batch_and_db(table, key, &read)
     }
@@ -277,7 +277,7 @@ impl<'db> Transaction<'db> {
         let tracked = match self.mode {
             Mode::Optimistic { serializable: true } => {
                 let mut t = self.tracker.lock();
-                let seq = Self::read_seq(self.db, &mut t, &read);
+                let seq = Self::read_seq(self.db, &mut t, read.snapshot.as_ref());
                 Some(t.track_range(table.id(), seq))
             }
             _ => None,
@@ -344,7 +344,7 @@ impl<'db> Transaction<'db> {
     }
 
     fn commit_inner(&mut self) -> Result<()> {
-        let batch = std::mem::take(&mut self.batch).into_batch();
+        let batch = self.batch.take_batch();
         match self.mode {
             Mode::Pessimistic { .. } => {
                 self.db.write_opt(batch, &self.write_options)?;
@@ -431,29 +431,29 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// The sequence number a read with `read` sees at least; takes the
-    /// guard snapshot first if there is none.
-    fn read_seq(db: &Db, tracker: &mut Tracker, read: &ReadOptions) -> SeqNo {
+    /// The sequence number a read at `snapshot` (`None`: the latest
+    /// state) sees at least; takes the guard snapshot first if there is
+    /// none.
+    fn read_seq(db: &Db, tracker: &mut Tracker, snapshot: Option<&Snapshot>) -> SeqNo {
         if tracker.guard.is_none() {
             tracker.guard = Some(db.snapshot());
         }
-        match &read.snapshot {
+        match snapshot {
             Some(s) => s.sequence_number(),
             None => db.latest_sequence_number(),
         }
     }
 
-    fn track_read(&self, table: &Table, key: &[u8], read: &ReadOptions) {
+    fn track_read(&self, table: &Table, key: &[u8]) {
         let mut t = self.tracker.lock();
-        let seq = Self::read_seq(self.db, &mut t, read);
+        let seq = Self::read_seq(self.db, &mut t, self.snapshot.as_ref());
         t.track(table.id(), key, seq);
     }
 
     fn before_write(&mut self, table: &Table, key: &[u8]) -> Result<()> {
         match self.mode {
             Mode::Optimistic { .. } => {
-                let read = self.read_options();
-                self.track_read(table, key, &read);
+                self.track_read(table, key);
                 Ok(())
             }
             Mode::Pessimistic { .. } => self.lock(table, key),
