@@ -343,6 +343,31 @@ impl WriteBatch {
         BatchIter::new(&self.rep[HEADER_LEN..], self.len() as u32)
     }
 
+    /// The records from byte `offset` of the encoding on, `skipped` being
+    /// the number of records before it: both as [`size_in_bytes`] and
+    /// [`len`] returned them earlier (a reader that indexed a prefix of the
+    /// batch resumes there). An offset that is not such a boundary yields
+    /// a decoding error.
+    ///
+    /// ```
+    /// use lithify_engine::WriteBatch;
+    ///
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(b"a", b"1");
+    /// let (offset, seen) = (batch.size_in_bytes(), batch.len());
+    /// batch.delete(b"b");
+    /// let rest: Vec<_> = batch.iter_from(offset, seen).map(|e| e.unwrap().key.to_vec()).collect();
+    /// assert_eq!(rest, [b"b".to_vec()]);
+    /// ```
+    ///
+    /// [`size_in_bytes`]: WriteBatch::size_in_bytes
+    /// [`len`]: WriteBatch::len
+    pub fn iter_from(&self, offset: usize, skipped: usize) -> BatchIter<'_> {
+        let offset = offset.clamp(HEADER_LEN, self.rep.len());
+        let left = (self.len() as u32).saturating_sub(skipped as u32);
+        BatchIter::new(&self.rep[offset..], left)
+    }
+
     /// The encoding, header included.
     pub fn encoded(&self) -> &[u8] {
         &self.rep

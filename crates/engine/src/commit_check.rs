@@ -22,13 +22,13 @@ use std::ops::Bound;
 use std::sync::Arc as StdArc;
 
 use lithify_base::key::{KIND_FOR_SEEK, MAX_SEQNO, append_internal_key, trailer, unpack_trailer};
-use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
+use lithify_base::{InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
 use lithify_memtable::{Lookup, MemTableIter};
 use lithify_version::TableId;
 
 use crate::batch::BatchEntry;
 use crate::db_impl::DbInner;
-use crate::error::{InvalidArgumentSnafu, Result};
+use crate::error::{Error, InvalidArgumentSnafu, Result};
 use crate::range_del::covering_seq;
 use crate::super_version::SuperVersion;
 use crate::table_state::TableState;
@@ -353,16 +353,17 @@ fn newest_in_files_after(
     key: &[u8],
     since: SeqNo,
 ) -> Result<bool> {
+    // The seek key, built only if a file must be read.
     let mut seek = Vec::new();
-    append_internal_key(&mut seek, key, MAX_SEQNO, KIND_FOR_SEEK);
     for (level, files) in sv.levels.iter().enumerate() {
         // L0 files overlap: each may hold the key. Deeper levels are
-        // sorted and disjoint: one file may.
+        // sorted and disjoint: one file may (the first whose largest user
+        // key is not below it).
         let candidates = if level == 0 {
             &files[..]
         } else {
-            let i =
-                files.partition_point(|h| icmp.compare(h.meta.largest.encoded(), &seek).is_lt());
+            let i = files
+                .partition_point(|h| icmp.compare_user(h.meta.largest_user_key(), key).is_lt());
             &files[i..files.len().min(i + 1)]
         };
         for h in candidates {
@@ -374,6 +375,9 @@ fn newest_in_files_after(
                 && covering_seq(icmp, table.range_tombstones(), key, MAX_SEQNO) > since
             {
                 return Ok(true);
+            }
+            if seek.is_empty() {
+                append_internal_key(&mut seek, key, MAX_SEQNO, KIND_FOR_SEEK);
             }
             if !table.may_contain(table.key_schema().filter_key(&seek)) {
                 continue;
@@ -408,8 +412,12 @@ fn no_table(table: TableId) -> crate::Error {
 }
 
 /// What a checked write's check reported, handed from the leader back to
-/// the writer.
-type Outcome<R> = lithify_base::sync::Mutex<Option<Result<std::result::Result<(), R>>>>;
+/// the writer. The rare error is boxed: the slot is allocated per checked
+/// write, and a small one stays in the allocator's per-thread caches (a
+/// slot holding the engine's error inline took the allocator's arena lock
+/// on every free, and contended with the flush thread for it).
+type Outcome<R> =
+    lithify_base::sync::Mutex<Option<std::result::Result<std::result::Result<(), R>, Box<Error>>>>;
 
 impl DbInner {
     /// See [`Db::write_checked`](crate::Db::write_checked).
@@ -429,12 +437,13 @@ impl DbInner {
         let run = Box::new(move |view: &CommitView<'_>| {
             let r = check(view);
             let commit = matches!(r, Ok(Ok(())));
-            *slot.lock() = Some(r);
+            *slot.lock() = Some(r.map_err(Box::new));
             commit
         });
         self.write_batch_checked(batch, options, None, Some(run))?;
         let r = outcome.lock().take();
         r.expect("a group that committed ran its members' checks")
+            .map_err(|e| *e)
     }
 }
 

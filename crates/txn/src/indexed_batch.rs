@@ -16,6 +16,7 @@
 //! cover unless the batch wrote the key again afterwards. Rolling back to a
 //! save point truncates the batch and rebuilds the index from it.
 
+use std::cell::{Ref, RefCell};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -220,13 +221,36 @@ pub enum BatchLookup {
 ///     it.next().unwrap();
 /// }
 /// assert_eq!(seen, [(b"b".to_vec(), b"db".to_vec()), (b"c".to_vec(), b"batch".to_vec())]);
+/// drop(it); // a cursor borrows the batch's index
 /// db.write(batch.into_batch()).unwrap();
 /// assert_eq!(db.get(b"a").unwrap(), None);
 /// ```
 pub struct WriteBatchWithIndex {
     batch: WriteBatch,
-    /// The index of each table written to (few: a linear search).
+    /// The comparator of each table written to (few: a linear search).
+    comparators: Vec<(u32, Arc<dyn Comparator>)>,
+    /// The index, brought up to date with the batch by the first read
+    /// after a write: a transaction that only writes never builds it.
+    /// Writes take `&mut self`, so no reader's borrow of the index can
+    /// outlive the records it covers.
+    index: RefCell<Index>,
+}
+
+/// The index of the records up to a point of the batch.
+#[derive(Default)]
+struct Index {
+    /// The index of each table written to.
     tables: Vec<(u32, TableIndex)>,
+    /// Records indexed.
+    records: usize,
+    /// Where the records not yet indexed start in the batch's encoding.
+    bytes: usize,
+}
+
+impl Index {
+    fn table(&self, id: u32) -> Option<&TableIndex> {
+        self.tables.iter().find(|(t, _)| *t == id).map(|(_, i)| i)
+    }
 }
 
 impl Default for WriteBatchWithIndex {
@@ -234,7 +258,8 @@ impl Default for WriteBatchWithIndex {
         WriteBatchWithIndex {
             // Room for a few records: a small transaction grows it once.
             batch: WriteBatch::with_capacity(256),
-            tables: Vec::new(),
+            comparators: Vec::new(),
+            index: RefCell::new(Index::default()),
         }
     }
 }
@@ -243,7 +268,7 @@ impl std::fmt::Debug for WriteBatchWithIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WriteBatchWithIndex")
             .field("batch", &self.batch)
-            .field("tables", &self.tables.len())
+            .field("tables", &self.comparators.len())
             .finish()
     }
 }
@@ -257,17 +282,15 @@ impl WriteBatchWithIndex {
     /// Sets `key` of `table` to `value`.
     pub fn put(&mut self, table: &Table, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         let (key, value) = (key.as_ref(), value.as_ref());
-        let before = self.batch.size_in_bytes();
         self.batch.put_cf(table, key, value);
-        self.index_last(table, before, ValueKind::Put, key, value);
+        self.note_table(table);
     }
 
     /// Deletes `key` of `table`.
     pub fn delete(&mut self, table: &Table, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
-        let before = self.batch.size_in_bytes();
         self.batch.delete_cf(table, key);
-        self.index_last(table, before, ValueKind::Delete, key, &[]);
+        self.note_table(table);
     }
 
     /// Single-deletes `key` of `table` (see
@@ -275,25 +298,22 @@ impl WriteBatchWithIndex {
     /// reads it as deleted.
     pub fn single_delete(&mut self, table: &Table, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
-        let before = self.batch.size_in_bytes();
         self.batch.single_delete_cf(table, key);
-        self.index_last(table, before, ValueKind::SingleDelete, key, &[]);
+        self.note_table(table);
     }
 
     /// Adds a merge operand to `key` of `table`.
     pub fn merge(&mut self, table: &Table, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
         let (key, operand) = (key.as_ref(), operand.as_ref());
-        let before = self.batch.size_in_bytes();
         self.batch.merge_cf(table, key, operand);
-        self.index_last(table, before, ValueKind::Merge, key, operand);
+        self.note_table(table);
     }
 
     /// Deletes the keys of `table` in `[start, end)`.
     pub fn delete_range(&mut self, table: &Table, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
         let (start, end) = (start.as_ref(), end.as_ref());
-        let before = self.batch.size_in_bytes();
         self.batch.delete_range_cf(table, start, end);
-        self.index_last(table, before, ValueKind::RangeDelete, start, end);
+        self.note_table(table);
     }
 
     /// The number of records.
@@ -318,14 +338,14 @@ impl WriteBatchWithIndex {
 
     /// Moves the records out, leaving the batch empty (a commit's write).
     pub(crate) fn take_batch(&mut self) -> WriteBatch {
-        self.tables.clear();
+        *self.index.get_mut() = Index::default();
         std::mem::replace(&mut self.batch, WriteBatch::new())
     }
 
     /// Removes every record.
     pub fn clear(&mut self) {
         self.batch.clear();
-        self.tables.clear();
+        *self.index.get_mut() = Index::default();
     }
 
     /// Marks the current end of the batch (save points nest).
@@ -339,7 +359,8 @@ impl WriteBatchWithIndex {
         if !self.batch.rollback_to_save_point() {
             return false;
         }
-        self.rebuild();
+        // The next read indexes the remaining records afresh.
+        *self.index.get_mut() = Index::default();
         true
     }
 
@@ -350,7 +371,8 @@ impl WriteBatchWithIndex {
 
     /// What the batch alone says about `key` of `table`.
     pub fn get_from_batch(&self, table: &Table, key: &[u8]) -> Result<BatchLookup> {
-        let Some(index) = self.table_index(table.id()) else {
+        let index = self.indexed();
+        let Some(index) = index.table(table.id()) else {
             return Ok(BatchLookup::NotFound);
         };
         let Some(state) = index.lookup(key) else {
@@ -377,7 +399,8 @@ impl WriteBatchWithIndex {
         key: &[u8],
         read: &ReadOptions,
     ) -> Result<Option<Bytes>> {
-        let state = self.table_index(table.id()).and_then(|index| {
+        let index = self.indexed();
+        let state = index.table(table.id()).and_then(|index| {
             index
                 .lookup(key)
                 .map(Some)
@@ -399,76 +422,63 @@ impl WriteBatchWithIndex {
     /// A cursor over `table` as `read` sees it (its snapshot and bounds)
     /// with the batch applied.
     pub fn iter(&self, table: &Table, read: &ReadOptions) -> Result<BaseDeltaIterator<'_>> {
-        BaseDeltaIterator::new(
-            table,
-            read,
-            self.table_index(table.id()),
-            self.batch.encoded(),
-        )
+        let id = table.id();
+        let delta = Ref::filter_map(self.indexed(), |i| i.table(id)).ok();
+        BaseDeltaIterator::new(table, read, delta, self.batch.encoded())
     }
 
     /// The keys of `table` the batch writes (puts, deletes, merges), in key
     /// order.
-    pub fn keys(&self, table: &Table) -> impl Iterator<Item = &[u8]> {
-        self.table_index(table.id())
-            .into_iter()
-            .flat_map(|i| i.keys.keys().map(|k| &k.key[..]))
+    pub fn keys(&self, table: &Table) -> Vec<Bytes> {
+        self.indexed()
+            .table(table.id())
+            .map(|i| i.keys.keys().map(|k| k.key.clone()).collect())
+            .unwrap_or_default()
     }
 
-    fn table_index(&self, id: u32) -> Option<&TableIndex> {
-        self.tables.iter().find(|(t, _)| *t == id).map(|(_, i)| i)
-    }
-
-    /// Indexes the record just added (the batch grew from `before`
-    /// bytes); a record the batch refused (too large) is not indexed — the
-    /// commit will fail on it.
-    fn index_last(
-        &mut self,
-        table: &Table,
-        before: usize,
-        kind: ValueKind,
-        key: &[u8],
-        value: &[u8],
-    ) {
-        let end = self.batch.size_in_bytes();
-        if end == before {
-            return;
-        }
-        let at = end - value.len()..end;
+    /// Remembers `table`'s comparator (the index orders its keys by it).
+    fn note_table(&mut self, table: &Table) {
         let id = table.id();
-        let i = match self.tables.iter().position(|(t, _)| *t == id) {
-            Some(i) => i,
-            None => {
-                self.tables
-                    .push((id, TableIndex::new(Arc::clone(table.comparator()))));
-                self.tables.len() - 1
-            }
-        };
-        self.tables[i].1.apply(kind, key, value, at);
+        if !self.comparators.iter().any(|(t, _)| *t == id) {
+            self.comparators.push((id, Arc::clone(table.comparator())));
+        }
     }
 
-    /// Rebuilds the index from the batch (after a rollback).
-    fn rebuild(&mut self) {
-        let mut tables: Vec<(u32, TableIndex)> = self
-            .tables
-            .iter()
-            .map(|(id, i)| (*id, TableIndex::new(Arc::clone(&i.cmp))))
-            .collect();
-        let rep = self.batch.encoded();
-        let base = rep.as_ptr() as usize;
-        for e in self.batch.iter().flatten() {
-            if let Some((_, index)) = tables.iter_mut().find(|(t, _)| *t == e.table) {
+    /// The index, brought up to date with the batch first.
+    fn indexed(&self) -> Ref<'_, Index> {
+        let records = self.batch.len();
+        if self.index.borrow().records != records {
+            let mut index = self.index.borrow_mut();
+            let rep = self.batch.encoded();
+            let base = rep.as_ptr() as usize;
+            for e in self.batch.iter_from(index.bytes, index.records).flatten() {
+                let at = match index.tables.iter().position(|(t, _)| *t == e.table) {
+                    Some(at) => at,
+                    None => {
+                        let Some((_, cmp)) = self.comparators.iter().find(|(t, _)| *t == e.table)
+                        else {
+                            continue;
+                        };
+                        index
+                            .tables
+                            .push((e.table, TableIndex::new(Arc::clone(cmp))));
+                        index.tables.len() - 1
+                    }
+                };
                 // A tombstone's empty value does not point into the batch.
                 let start = if e.value.is_empty() {
                     0
                 } else {
                     e.value.as_ptr() as usize - base
                 };
-                index.apply(e.kind, e.key, e.value, start..start + e.value.len());
+                index.tables[at]
+                    .1
+                    .apply(e.kind, e.key, e.value, start..start + e.value.len());
             }
+            index.records = records;
+            index.bytes = self.batch.size_in_bytes();
         }
-        tables.retain(|(_, i)| !i.keys.is_empty() || !i.range_dels.is_empty());
-        self.tables = tables;
+        self.index.borrow()
     }
 }
 

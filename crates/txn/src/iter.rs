@@ -10,6 +10,7 @@
 //! deletion of the batch covers is skipped. Changing direction re-seeks
 //! the base to the current key.
 
+use std::cell::Ref;
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -26,7 +27,7 @@ use crate::indexed_batch::{KeyState, OrdKey, TableIndex, resolve};
 pub struct BaseDeltaIterator<'a> {
     table: Table,
     base: RawIterator,
-    delta: Option<&'a TableIndex>,
+    delta: Option<Ref<'a, TableIndex>>,
     /// The batch's encoding, where the index's values lie.
     rep: &'a [u8],
     lower: Option<Bytes>,
@@ -49,7 +50,7 @@ impl<'a> BaseDeltaIterator<'a> {
     pub(crate) fn new(
         table: &Table,
         read: &ReadOptions,
-        delta: Option<&'a TableIndex>,
+        delta: Option<Ref<'a, TableIndex>>,
         rep: &'a [u8],
     ) -> Result<Self> {
         Ok(BaseDeltaIterator {
@@ -160,16 +161,6 @@ impl<'a> BaseDeltaIterator<'a> {
         self.settle(from, false)
     }
 
-    /// Moves the base one key in the direction of travel.
-    fn step_base(&mut self, forward: bool) -> Result<()> {
-        if forward {
-            self.base.next()
-        } else {
-            self.base.prev()
-        }
-        .map_err(Into::into)
-    }
-
     /// Positions on the nearest visible key past `from` in the direction
     /// of travel (the base is at or past `from` already).
     fn settle(&mut self, mut from: Bound<Bytes>, forward: bool) -> Result<()> {
@@ -190,13 +181,15 @@ impl<'a> BaseDeltaIterator<'a> {
                 if past(&from, k) {
                     break;
                 }
-                self.step_base(forward)?;
+                step(&mut self.base, forward)?;
             }
-            let delta = if forward {
-                self.delta_after(&from)
-            } else {
-                self.delta_before(&from)
-            };
+            let delta = self.delta.as_deref().and_then(|d| {
+                if forward {
+                    delta_after(d, &from, self.upper.as_ref())
+                } else {
+                    delta_before(d, &from, self.lower.as_ref())
+                }
+            });
             let delta_first = match (&delta, self.base.key()) {
                 (None, None) => {
                     self.current = None;
@@ -215,7 +208,7 @@ impl<'a> BaseDeltaIterator<'a> {
                     let below = if same { self.base.value() } else { None };
                     let v = resolve(&self.table, &dk, state, self.rep, below)?;
                     if same {
-                        self.step_base(forward)?;
+                        step(&mut self.base, forward)?;
                     }
                     from = Bound::Excluded(dk.clone());
                     if let Some(v) = v {
@@ -225,8 +218,8 @@ impl<'a> BaseDeltaIterator<'a> {
                 }
                 _ => {
                     let bk = Bytes::copy_from_slice(self.base.key().unwrap_or_default());
-                    if self.delta.is_some_and(|d| d.range_deleted(&bk)) {
-                        self.step_base(forward)?;
+                    if self.delta.as_deref().is_some_and(|d| d.range_deleted(&bk)) {
+                        step(&mut self.base, forward)?;
                         from = Bound::Excluded(bk);
                         continue;
                     }
@@ -237,40 +230,51 @@ impl<'a> BaseDeltaIterator<'a> {
             }
         }
     }
+}
 
-    /// The batch's first key after `from`, below the upper bound.
-    fn delta_after(&self, from: &Bound<Bytes>) -> Option<(Bytes, &'a KeyState)> {
-        let d = self.delta?;
-        let lo = bound_key(from, &d.cmp);
-        let hi = match &self.upper {
-            Some(u) => Bound::Excluded(OrdKey::new(u.clone(), &d.cmp)),
-            None => Bound::Unbounded,
-        };
-        if !bounds_ordered(&lo, &hi) {
-            return None;
-        }
-        d.keys
-            .range((lo, hi))
-            .next()
-            .map(|(k, s)| (k.key.clone(), s))
-    }
+/// Moves the base one key in the direction of travel.
+fn step(base: &mut RawIterator, forward: bool) -> Result<()> {
+    if forward { base.next() } else { base.prev() }.map_err(Into::into)
+}
 
-    /// The batch's last key before `from`, at or above the lower bound.
-    fn delta_before(&self, from: &Bound<Bytes>) -> Option<(Bytes, &'a KeyState)> {
-        let d = self.delta?;
-        let hi = bound_key(from, &d.cmp);
-        let lo = match &self.lower {
-            Some(l) => Bound::Included(OrdKey::new(l.clone(), &d.cmp)),
-            None => Bound::Unbounded,
-        };
-        if !bounds_ordered(&lo, &hi) {
-            return None;
-        }
-        d.keys
-            .range((lo, hi))
-            .next_back()
-            .map(|(k, s)| (k.key.clone(), s))
+/// The batch's first key after `from`, below `upper`.
+fn delta_after<'d>(
+    d: &'d TableIndex,
+    from: &Bound<Bytes>,
+    upper: Option<&Bytes>,
+) -> Option<(Bytes, &'d KeyState)> {
+    let lo = bound_key(from, &d.cmp);
+    let hi = match upper {
+        Some(u) => Bound::Excluded(OrdKey::new(u.clone(), &d.cmp)),
+        None => Bound::Unbounded,
+    };
+    if !bounds_ordered(&lo, &hi) {
+        return None;
     }
+    d.keys
+        .range((lo, hi))
+        .next()
+        .map(|(k, s)| (k.key.clone(), s))
+}
+
+/// The batch's last key before `from`, at or above `lower`.
+fn delta_before<'d>(
+    d: &'d TableIndex,
+    from: &Bound<Bytes>,
+    lower: Option<&Bytes>,
+) -> Option<(Bytes, &'d KeyState)> {
+    let hi = bound_key(from, &d.cmp);
+    let lo = match lower {
+        Some(l) => Bound::Included(OrdKey::new(l.clone(), &d.cmp)),
+        None => Bound::Unbounded,
+    };
+    if !bounds_ordered(&lo, &hi) {
+        return None;
+    }
+    d.keys
+        .range((lo, hi))
+        .next_back()
+        .map(|(k, s)| (k.key.clone(), s))
 }
 
 fn bound_key(

@@ -202,6 +202,7 @@ proptest! {
             }
         }
         // Writing the batch gives the oracle's state.
+        drop(it);
         db.write(batch.into_batch()).unwrap();
         let all: Model = db.iter().map(|kv| { let (k, v) = kv.unwrap(); (k.to_vec(), v.to_vec()) }).collect();
         prop_assert_eq!(all, model);
