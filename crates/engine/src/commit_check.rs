@@ -248,6 +248,9 @@ impl DbInner {
                 | Lookup::Merge { seqno, .. } => return Ok(seqno > since),
             }
         }
+        if sv.max_file_seqno <= since {
+            return Ok(false);
+        }
         newest_in_files_after(&sv, self, &t.icmp, key, since)
     }
 
@@ -411,13 +414,34 @@ fn no_table(table: TableId) -> crate::Error {
     .build()
 }
 
-/// What a checked write's check reported, handed from the leader back to
-/// the writer. The rare error is boxed: the slot is allocated per checked
-/// write, and a small one stays in the allocator's per-thread caches (a
-/// slot holding the engine's error inline took the allocator's arena lock
-/// on every free, and contended with the flush thread for it).
-type Outcome<R> =
-    lithify_base::sync::Mutex<Option<std::result::Result<std::result::Result<(), R>, Box<Error>>>>;
+/// A checked write's check and its verdict, shared by the writer and the
+/// leader that runs it: one allocation per checked write. The rare error
+/// is boxed so that the allocation stays small — a slot holding the
+/// engine's error inline (144 bytes) left the allocator's per-thread cache
+/// and took its arena lock on every free, contending with the flush thread.
+struct Checked<F, R> {
+    check: lithify_base::sync::Mutex<Option<F>>,
+    verdict: lithify_base::sync::Mutex<Option<Verdict<R>>>,
+}
+
+/// What a check returned: its error boxed.
+type Verdict<R> = std::result::Result<std::result::Result<(), R>, Box<Error>>;
+
+impl<F, R> crate::write::RunCheck for Checked<F, R>
+where
+    R: Send,
+    F: FnOnce(&CommitView<'_>) -> Result<std::result::Result<(), R>> + Send,
+{
+    fn run(&self, view: &CommitView<'_>) -> bool {
+        let Some(check) = self.check.lock().take() else {
+            return false;
+        };
+        let r = check(view);
+        let commit = matches!(r, Ok(Ok(())));
+        *self.verdict.lock() = Some(r.map_err(Box::new));
+        commit
+    }
+}
 
 impl DbInner {
     /// See [`Db::write_checked`](crate::Db::write_checked).
@@ -429,20 +453,17 @@ impl DbInner {
     ) -> Result<std::result::Result<(), R>>
     where
         R: Send + 'static,
-        F: FnOnce(&CommitView<'_>) -> Result<std::result::Result<(), R>> + Send + Sync + 'static,
+        F: FnOnce(&CommitView<'_>) -> Result<std::result::Result<(), R>> + Send + 'static,
     {
-        let outcome: std::sync::Arc<Outcome<R>> =
-            std::sync::Arc::new(lithify_base::sync::Mutex::new(None));
-        let slot = std::sync::Arc::clone(&outcome);
-        let run = Box::new(move |view: &CommitView<'_>| {
-            let r = check(view);
-            let commit = matches!(r, Ok(Ok(())));
-            *slot.lock() = Some(r.map_err(Box::new));
-            commit
+        let checked = StdArc::new(Checked {
+            check: lithify_base::sync::Mutex::new(Some(check)),
+            verdict: lithify_base::sync::Mutex::new(None),
         });
+        let run: crate::write::CommitCheck = StdArc::clone(&checked) as _;
         self.write_batch_checked(batch, options, None, Some(run))?;
-        let r = outcome.lock().take();
-        r.expect("a group that committed ran its members' checks")
+        let verdict = checked.verdict.lock().take();
+        verdict
+            .expect("a group that committed ran its members' checks")
             .map_err(|e| *e)
     }
 }
@@ -452,6 +473,21 @@ mod tests {
     use super::*;
     use crate::write::{Writer, run_commit_checks};
     use crate::{Db, Options, WriteBatch, WriteOptions};
+
+    /// A check from a closure that says whether to commit.
+    struct FnCheck<F>(lithify_base::sync::Mutex<Option<F>>);
+
+    impl<F: FnOnce(&CommitView<'_>) -> bool + Send> crate::write::RunCheck for FnCheck<F> {
+        fn run(&self, view: &CommitView<'_>) -> bool {
+            self.0.lock().take().is_some_and(|f| f(view))
+        }
+    }
+
+    fn check_fn(
+        f: impl FnOnce(&CommitView<'_>) -> bool + Send + 'static,
+    ) -> crate::write::CommitCheck {
+        StdArc::new(FnCheck(lithify_base::sync::Mutex::new(Some(f))))
+    }
 
     fn writer(batch: WriteBatch, check: Option<crate::write::CommitCheck>) -> Writer {
         Writer {
@@ -471,7 +507,7 @@ mod tests {
 
     /// A check that rejects if `key` changed after `since`.
     fn unchanged(key: &'static [u8], since: SeqNo) -> crate::write::CommitCheck {
-        Box::new(move |view: &CommitView<'_>| !view.key_changed_since(0, key, since).unwrap())
+        check_fn(move |view: &CommitView<'_>| !view.key_changed_since(0, key, since).unwrap())
     }
 
     #[test]
@@ -508,7 +544,7 @@ mod tests {
             big.put(format!("k{i}"), b"v");
         }
         let none_of = |keys: &'static [&'static str]| -> crate::write::CommitCheck {
-            Box::new(move |view: &CommitView<'_>| {
+            check_fn(move |view: &CommitView<'_>| {
                 let ok = keys
                     .iter()
                     .all(|k| !view.key_changed_since(0, k.as_bytes(), since).unwrap());
@@ -540,7 +576,7 @@ mod tests {
         let db = Db::open(dir.path(), Options::default()).unwrap();
         let since = db.latest_sequence_number();
         let range_unchanged = |lo: &'static [u8], hi: &'static [u8]| -> crate::write::CommitCheck {
-            Box::new(move |view: &CommitView<'_>| {
+            check_fn(move |view: &CommitView<'_>| {
                 !view
                     .range_changed_since(0, Bound::Included(lo), Bound::Excluded(hi), since)
                     .unwrap()

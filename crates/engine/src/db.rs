@@ -281,10 +281,7 @@ impl Db {
     ) -> Result<std::result::Result<(), R>>
     where
         R: Send + 'static,
-        F: FnOnce(&crate::CommitView<'_>) -> Result<std::result::Result<(), R>>
-            + Send
-            + Sync
-            + 'static,
+        F: FnOnce(&crate::CommitView<'_>) -> Result<std::result::Result<(), R>> + Send + 'static,
     {
         self.inner.write_checked(batch, options, check)
     }

@@ -1,7 +1,6 @@
 //! Snapshots: sequence numbers pinned so that compactions keep what they
 //! can see.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use lithify_base::SeqNo;
@@ -13,7 +12,11 @@ use lithify_base::sync::atomic::{AtomicU64, Ordering};
 /// The live snapshots of a database, as a multiset of sequence numbers.
 #[derive(Debug, Default)]
 pub(crate) struct SnapshotList {
-    live: Mutex<BTreeMap<SeqNo, usize>>,
+    /// `(sequence number, snapshots at it)`, ascending. A sorted vector:
+    /// snapshots are mostly taken at the newest sequence number (a push)
+    /// and few are live at once, and unlike a map it keeps its allocation
+    /// when the last snapshot goes (a transaction takes and drops one).
+    live: Mutex<Vec<(SeqNo, usize)>>,
     /// RocksDB's `oldest_snapshot_seqnum` as of the last release: the
     /// oldest live snapshot then, or the released one when none was left.
     /// Bottommost files older than this are recompacted so that their
@@ -28,7 +31,13 @@ impl SnapshotList {
 
     /// Registers a snapshot at `seqno`.
     pub(crate) fn acquire(self: &Arc<Self>, seqno: SeqNo) -> Snapshot {
-        *self.live.lock().entry(seqno).or_insert(0) += 1;
+        {
+            let mut live = self.live.lock();
+            match live.binary_search_by_key(&seqno, |e| e.0) {
+                Ok(i) => live[i].1 += 1,
+                Err(i) => live.insert(i, (seqno, 1)),
+            }
+        }
         Snapshot {
             inner: Arc::new(SnapshotInner {
                 seqno,
@@ -39,13 +48,13 @@ impl SnapshotList {
 
     fn release(&self, seqno: SeqNo) {
         let mut live = self.live.lock();
-        if let Some(n) = live.get_mut(&seqno) {
-            *n -= 1;
-            if *n == 0 {
-                live.remove(&seqno);
+        if let Ok(i) = live.binary_search_by_key(&seqno, |e| e.0) {
+            live[i].1 -= 1;
+            if live[i].1 == 0 {
+                live.remove(i);
             }
         }
-        let oldest = live.keys().next().copied().unwrap_or(seqno);
+        let oldest = live.first().map_or(seqno, |e| e.0);
         self.threshold.fetch_max(oldest, Ordering::Relaxed);
     }
 
@@ -61,12 +70,12 @@ impl SnapshotList {
     /// The distinct live snapshot sequence numbers, ascending (what a
     /// flush or compaction must preserve).
     pub(crate) fn sequences(&self) -> Vec<SeqNo> {
-        self.live.lock().keys().copied().collect()
+        self.live.lock().iter().map(|e| e.0).collect()
     }
 
     /// The oldest live snapshot.
     pub(crate) fn oldest(&self) -> Option<SeqNo> {
-        self.live.lock().keys().next().copied()
+        self.live.lock().first().map(|e| e.0)
     }
 
     /// Runs `f` (told whether any snapshot is live) while no snapshot can
@@ -78,7 +87,7 @@ impl SnapshotList {
 
     /// The number of live snapshots (counting duplicates).
     pub(crate) fn count(&self) -> usize {
-        self.live.lock().values().sum()
+        self.live.lock().iter().map(|e| e.1).sum()
     }
 }
 

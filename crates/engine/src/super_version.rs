@@ -64,6 +64,9 @@ pub(crate) struct SuperVersion {
     pub(crate) version: std::sync::Arc<Version>,
     /// `levels[l][i]` is the handle of `version.files(l)[i]`.
     pub(crate) levels: Vec<Vec<std::sync::Arc<FileHandle>>>,
+    /// The largest sequence number of any file (0 without files): a commit
+    /// check whose sequence number is at least this reads no file.
+    pub(crate) max_file_seqno: SeqNo,
 }
 
 impl SuperVersion {
@@ -104,11 +107,16 @@ impl SuperVersion {
                     .collect()
             })
             .collect();
+        let max_file_seqno = (0..version.num_levels())
+            .flat_map(|l| version.files(l).iter().map(|f| f.largest_seqno))
+            .max()
+            .unwrap_or(0);
         SuperVersion {
             mem,
             imm,
             version,
             levels,
+            max_file_seqno,
         }
     }
 

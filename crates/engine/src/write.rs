@@ -38,8 +38,15 @@ pub(crate) struct Writer {
     pub(crate) check: Option<CommitCheck>,
 }
 
-/// The check a checked write runs in the write group.
-pub(crate) type CommitCheck = Box<dyn FnOnce(&CommitView<'_>) -> bool + Send + Sync>;
+/// The check a checked write runs in the write group, shared with the
+/// writer that reads its verdict back (one allocation per checked write).
+pub(crate) type CommitCheck = std::sync::Arc<dyn RunCheck>;
+
+/// A check the leader runs once: `true` lets the batch commit.
+pub(crate) trait RunCheck: Send + Sync {
+    /// Runs the check (a second call returns `false`).
+    fn run(&self, view: &CommitView<'_>) -> bool;
+}
 
 /// Runs the group's commit checks in order; a rejected member's batch is
 /// emptied, so it takes no sequence number and writes nothing. Each check
@@ -51,7 +58,7 @@ pub(crate) fn run_commit_checks(inner: &DbInner, group: &mut [Writer]) {
             continue;
         };
         let view = CommitView::new(inner, earlier);
-        if !check(&view) {
+        if !check.run(&view) {
             rest[0].batch.clear();
         }
     }

@@ -228,7 +228,10 @@ pub enum BatchLookup {
 pub struct WriteBatchWithIndex {
     batch: WriteBatch,
     /// The comparator of each table written to (few: a linear search).
-    comparators: Vec<(u32, Arc<dyn Comparator>)>,
+    /// The first table written to, kept inline (most batches write one
+    /// table), and the others.
+    first_table: Option<(u32, Arc<dyn Comparator>)>,
+    other_tables: Vec<(u32, Arc<dyn Comparator>)>,
     /// The index, brought up to date with the batch by the first read
     /// after a write: a transaction that only writes never builds it.
     /// Writes take `&mut self`, so no reader's borrow of the index can
@@ -258,7 +261,8 @@ impl Default for WriteBatchWithIndex {
         WriteBatchWithIndex {
             // Room for a few records: a small transaction grows it once.
             batch: WriteBatch::with_capacity(256),
-            comparators: Vec::new(),
+            first_table: None,
+            other_tables: Vec::new(),
             index: RefCell::new(Index::default()),
         }
     }
@@ -268,7 +272,10 @@ impl std::fmt::Debug for WriteBatchWithIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WriteBatchWithIndex")
             .field("batch", &self.batch)
-            .field("tables", &self.comparators.len())
+            .field(
+                "tables",
+                &(usize::from(self.first_table.is_some()) + self.other_tables.len()),
+            )
             .finish()
     }
 }
@@ -439,9 +446,24 @@ impl WriteBatchWithIndex {
     /// Remembers `table`'s comparator (the index orders its keys by it).
     fn note_table(&mut self, table: &Table) {
         let id = table.id();
-        if !self.comparators.iter().any(|(t, _)| *t == id) {
-            self.comparators.push((id, Arc::clone(table.comparator())));
+        if self.comparator(id).is_some() {
+            return;
         }
+        let entry = (id, Arc::clone(table.comparator()));
+        if self.first_table.is_none() {
+            self.first_table = Some(entry);
+        } else {
+            self.other_tables.push(entry);
+        }
+    }
+
+    /// The comparator of table `id`, if the batch wrote to it.
+    fn comparator(&self, id: u32) -> Option<&Arc<dyn Comparator>> {
+        self.first_table
+            .iter()
+            .chain(self.other_tables.iter())
+            .find(|(t, _)| *t == id)
+            .map(|(_, c)| c)
     }
 
     /// The index, brought up to date with the batch first.
@@ -455,8 +477,7 @@ impl WriteBatchWithIndex {
                 let at = match index.tables.iter().position(|(t, _)| *t == e.table) {
                     Some(at) => at,
                     None => {
-                        let Some((_, cmp)) = self.comparators.iter().find(|(t, _)| *t == e.table)
-                        else {
+                        let Some(cmp) = self.comparator(e.table) else {
                             continue;
                         };
                         index

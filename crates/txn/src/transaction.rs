@@ -7,9 +7,9 @@ use std::ops::Bound;
 use std::time::Duration;
 
 use bytes::Bytes;
-use lithify_base::SeqNo;
 use lithify_base::key::escape;
 use lithify_base::sync::Mutex;
+use lithify_base::{SeqNo, ValueKind};
 use lithify_engine::{Db, ReadOptions, Snapshot, Table, WriteOptions};
 
 use crate::error::{
@@ -176,8 +176,7 @@ impl<'db> Transaction<'db> {
 
     /// Sets `key` of the default table to `value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let t = self.default_table.clone();
-        self.put_cf(&t, key, value)
+        self.write(None, ValueKind::Put, key.as_ref(), value.as_ref())
     }
 
     /// Sets `key` of `table` to `value`.
@@ -187,39 +186,28 @@ impl<'db> Transaction<'db> {
         key: impl AsRef<[u8]>,
         value: impl AsRef<[u8]>,
     ) -> Result<()> {
-        let key = key.as_ref();
-        self.before_write(table, key)?;
-        self.batch.put(table, key, value);
-        Ok(())
+        self.write(Some(table), ValueKind::Put, key.as_ref(), value.as_ref())
     }
 
     /// Deletes `key` of the default table.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        let t = self.default_table.clone();
-        self.delete_cf(&t, key)
+        self.write(None, ValueKind::Delete, key.as_ref(), &[])
     }
 
     /// Deletes `key` of `table`.
     pub fn delete_cf(&mut self, table: &Table, key: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
-        self.before_write(table, key)?;
-        self.batch.delete(table, key);
-        Ok(())
+        self.write(Some(table), ValueKind::Delete, key.as_ref(), &[])
     }
 
     /// Single-deletes `key` of `table` (see
     /// [`Db::single_delete`](lithify_engine::Db::single_delete)).
     pub fn single_delete_cf(&mut self, table: &Table, key: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
-        self.before_write(table, key)?;
-        self.batch.single_delete(table, key);
-        Ok(())
+        self.write(Some(table), ValueKind::SingleDelete, key.as_ref(), &[])
     }
 
     /// Adds a merge operand to `key` of the default table.
     pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
-        let t = self.default_table.clone();
-        self.merge_cf(&t, key, operand)
+        self.write(None, ValueKind::Merge, key.as_ref(), operand.as_ref())
     }
 
     /// Adds a merge operand to `key` of `table`; the transaction's reads
@@ -230,9 +218,34 @@ impl<'db> Transaction<'db> {
         key: impl AsRef<[u8]>,
         operand: impl AsRef<[u8]>,
     ) -> Result<()> {
-        let key = key.as_ref();
+        self.write(
+            Some(table),
+            ValueKind::Merge,
+            key.as_ref(),
+            operand.as_ref(),
+        )
+    }
+
+    /// A point write of `key` in `table` (`None`: the default table): the
+    /// key is tracked or locked first.
+    fn write(
+        &mut self,
+        table: Option<&Table>,
+        kind: ValueKind,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let table = match table {
+            Some(t) => t,
+            None => &self.default_table,
+        };
         self.before_write(table, key)?;
-        self.batch.merge(table, key, operand);
+        match kind {
+            ValueKind::Put => self.batch.put(table, key, value),
+            ValueKind::Merge => self.batch.merge(table, key, value),
+            ValueKind::SingleDelete => self.batch.single_delete(table, key),
+            _ => self.batch.delete(table, key),
+        }
         Ok(())
     }
 
@@ -450,7 +463,7 @@ impl<'db> Transaction<'db> {
         t.track(table.id(), key, seq);
     }
 
-    fn before_write(&mut self, table: &Table, key: &[u8]) -> Result<()> {
+    fn before_write(&self, table: &Table, key: &[u8]) -> Result<()> {
         match self.mode {
             Mode::Optimistic { .. } => {
                 self.track_read(table, key);
