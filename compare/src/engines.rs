@@ -50,23 +50,28 @@ fn text(e: impl std::fmt::Display) -> String {
 
 struct Lithify(lithify::Db);
 
+/// The lithify database every lithify adapter opens.
+fn lithify_db(dir: &Path, config: Config) -> Result<lithify::Db> {
+    use std::sync::Arc;
+    let options = lithify::Options {
+        write_buffer_size: MEMTABLE,
+        block_cache: Some(Arc::new(lithify::BlockCache::new(CACHE))),
+        block_cache_size: CACHE,
+        bloom_bits_per_key: 10.0,
+        max_background_jobs: 2,
+        compression: if config.zstd {
+            lithify::Compression::Zstd { level: 3 }
+        } else {
+            lithify::Compression::None
+        },
+        ..lithify::Options::default()
+    };
+    lithify::Db::open(dir, options).map_err(text)
+}
+
 impl Lithify {
     fn open(dir: &Path, config: Config) -> Result<Self> {
-        use std::sync::Arc;
-        let options = lithify::Options {
-            write_buffer_size: MEMTABLE,
-            block_cache: Some(Arc::new(lithify::BlockCache::new(CACHE))),
-            block_cache_size: CACHE,
-            bloom_bits_per_key: 10.0,
-            max_background_jobs: 2,
-            compression: if config.zstd {
-                lithify::Compression::Zstd { level: 3 }
-            } else {
-                lithify::Compression::None
-            },
-            ..lithify::Options::default()
-        };
-        lithify::Db::open(dir, options).map(Lithify).map_err(text)
+        lithify_db(dir, config).map(Lithify)
     }
 }
 
@@ -119,22 +124,29 @@ impl Kv for Lithify {
 
 struct Rocks(rocksdb::DB);
 
+/// The options every RocksDB adapter opens with.
+fn rocks_options(config: Config) -> rocksdb::Options {
+    let mut table = rocksdb::BlockBasedOptions::default();
+    table.set_block_cache(&rocksdb::Cache::new_lru_cache(CACHE));
+    table.set_bloom_filter(10.0, false);
+    let mut o = rocksdb::Options::default();
+    o.create_if_missing(true);
+    o.set_write_buffer_size(MEMTABLE);
+    o.set_max_background_jobs(2);
+    o.set_block_based_table_factory(&table);
+    o.set_compression_type(if config.zstd {
+        rocksdb::DBCompressionType::Zstd
+    } else {
+        rocksdb::DBCompressionType::None
+    });
+    o
+}
+
 impl Rocks {
     fn open(dir: &Path, config: Config) -> Result<Self> {
-        let mut table = rocksdb::BlockBasedOptions::default();
-        table.set_block_cache(&rocksdb::Cache::new_lru_cache(CACHE));
-        table.set_bloom_filter(10.0, false);
-        let mut o = rocksdb::Options::default();
-        o.create_if_missing(true);
-        o.set_write_buffer_size(MEMTABLE);
-        o.set_max_background_jobs(2);
-        o.set_block_based_table_factory(&table);
-        o.set_compression_type(if config.zstd {
-            rocksdb::DBCompressionType::Zstd
-        } else {
-            rocksdb::DBCompressionType::None
-        });
-        rocksdb::DB::open(&o, dir).map(Rocks).map_err(text)
+        rocksdb::DB::open(&rocks_options(config), dir)
+            .map(Rocks)
+            .map_err(text)
     }
 }
 
@@ -176,6 +188,13 @@ impl Kv for Rocks {
     }
 }
 
+/// The options of every fjall keyspace.
+fn fjall_keyspace() -> fjall::KeyspaceCreateOptions {
+    fjall::KeyspaceCreateOptions::default()
+        .max_memtable_size(MEMTABLE as u64)
+        .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
+}
+
 struct Fjall {
     db: fjall::Database,
     ks: fjall::Keyspace,
@@ -190,13 +209,7 @@ impl Fjall {
             .cache_size(CACHE as u64)
             .open()
             .map_err(text)?;
-        let ks = db
-            .keyspace("default", || {
-                fjall::KeyspaceCreateOptions::default()
-                    .max_memtable_size(MEMTABLE as u64)
-                    .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
-            })
-            .map_err(text)?;
+        let ks = db.keyspace("default", fjall_keyspace).map_err(text)?;
         Ok(Fjall { db, ks })
     }
 }
@@ -231,6 +244,329 @@ impl Kv for Fjall {
     fn compact_all(&self) -> Result<()> {
         self.ks.rotate_memtable_and_wait().map_err(text)?;
         self.ks.major_compact().map_err(text)
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.db.persist(fjall::PersistMode::Buffer).map_err(text)
+    }
+}
+
+// ------------------------------------------------------- transactions ----
+
+/// How a transactional database keeps transactions apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxnMode {
+    /// No locks; a commit is validated against the writes made since the
+    /// transaction's snapshot (taken when it begins).
+    Optimistic,
+    /// `get_for_update` locks the key until the transaction ends (no
+    /// snapshot); a lock wait times out after [`LOCK_TIMEOUT`], and a wait
+    /// that would close a cycle fails at once (deadlock detection).
+    Pessimistic,
+}
+
+/// The `--txn` names.
+pub const TXN_MODES: [&str; 2] = ["optimistic", "pessimistic"];
+
+impl TxnMode {
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "optimistic" => Ok(TxnMode::Optimistic),
+            "pessimistic" => Ok(TxnMode::Pessimistic),
+            other => Err(format!("unknown --txn {other:?}: one of {TXN_MODES:?}")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TxnMode::Optimistic => "optimistic",
+            TxnMode::Pessimistic => "pessimistic",
+        }
+    }
+}
+
+/// How long a pessimistic transaction waits for a lock.
+pub const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A transactional database: what `randomtransaction` needs.
+pub trait TxnKv: Send + Sync {
+    /// One transaction: for each key in order, reads it for update (a
+    /// missing key counts 0; a value is an 8-byte little-endian counter),
+    /// adds `increment` and writes it back; then commits. `Ok(false)` if
+    /// another transaction got in the way (a conflict, a lock wait timeout,
+    /// a deadlock): the transaction was rolled back, nothing written.
+    fn rmw(&self, keys: &[[u8; 16]; 2], increment: u64) -> Result<bool>;
+    /// The sum of the counters of the keys starting with `prefix` (read
+    /// when no transaction runs).
+    fn sum_prefix(&self, prefix: &[u8]) -> Result<u128>;
+    /// Closes cleanly.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Opens (creating) the named engine's transactional database in `dir`.
+pub fn open_txn(engine: &str, mode: TxnMode, dir: &Path, config: Config) -> Result<Box<dyn TxnKv>> {
+    match engine {
+        "lithify" => LithifyTxn::open(mode, dir, config).map(|e| Box::new(e) as Box<dyn TxnKv>),
+        "rocksdb" => RocksTxn::open(mode, dir, config).map(|e| Box::new(e) as Box<dyn TxnKv>),
+        "fjall" => FjallTxn::open(mode, dir, config).map(|e| Box::new(e) as Box<dyn TxnKv>),
+        other => Err(format!("unknown engine {other:?}: one of {ENGINES:?}")),
+    }
+}
+
+/// An 8-byte little-endian counter.
+fn counter(key: &[u8], value: Option<&[u8]>) -> Result<u64> {
+    match value {
+        None => Ok(0),
+        Some(v) => v.try_into().map(u64::from_le_bytes).map_err(|_| {
+            format!(
+                "key {} holds {} bytes, not an 8-byte counter",
+                String::from_utf8_lossy(key),
+                v.len()
+            )
+        }),
+    }
+}
+
+enum LithifyTxn {
+    Optimistic(lithify::txn::OptimisticDb),
+    Pessimistic(lithify::txn::TransactionDb),
+}
+
+impl LithifyTxn {
+    fn open(mode: TxnMode, dir: &Path, config: Config) -> Result<Self> {
+        use lithify::txn::{OptimisticDb, TransactionDb, TransactionDbOptions};
+        let db = lithify_db(dir, config)?;
+        Ok(match mode {
+            TxnMode::Optimistic => LithifyTxn::Optimistic(OptimisticDb::new(db)),
+            TxnMode::Pessimistic => {
+                LithifyTxn::Pessimistic(TransactionDb::new(db, TransactionDbOptions::default()))
+            }
+        })
+    }
+
+    fn db(&self) -> &lithify::Db {
+        match self {
+            LithifyTxn::Optimistic(db) => db.db(),
+            LithifyTxn::Pessimistic(db) => db.db(),
+        }
+    }
+}
+
+/// `Some` of a transaction call's value, `None` if another transaction got
+/// in the way.
+fn lithify_unless_busy<T>(r: lithify::txn::Result<T>) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_busy() => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl TxnKv for LithifyTxn {
+    fn rmw(&self, keys: &[[u8; 16]; 2], increment: u64) -> Result<bool> {
+        let mut txn = match self {
+            // The snapshot at begin (the default), as RocksDB's and
+            // fjall's optimistic transactions here.
+            LithifyTxn::Optimistic(db) => db.transaction(),
+            LithifyTxn::Pessimistic(db) => db.transaction_opt(
+                &lithify::WriteOptions::default(),
+                &lithify::txn::TransactionOptions {
+                    deadlock_detect: true,
+                    lock_timeout: Some(LOCK_TIMEOUT),
+                    ..lithify::txn::TransactionOptions::default()
+                },
+            ),
+        };
+        for key in keys {
+            let Some(value) = lithify_unless_busy(txn.get_for_update(key))? else {
+                return Ok(false);
+            };
+            let n = counter(key, value.as_deref())?.wrapping_add(increment);
+            if lithify_unless_busy(txn.put(key, n.to_le_bytes()))?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(lithify_unless_busy(txn.commit())?.is_some())
+    }
+
+    fn sum_prefix(&self, prefix: &[u8]) -> Result<u128> {
+        let mut it = self
+            .db()
+            .raw_iterator(&lithify::ReadOptions::default())
+            .map_err(text)?;
+        it.seek(prefix).map_err(text)?;
+        let mut sum = 0;
+        while let Some(k) = it.key() {
+            if !k.starts_with(prefix) {
+                break;
+            }
+            sum += u128::from(counter(k, it.value())?);
+            it.next().map_err(text)?;
+        }
+        Ok(sum)
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        match *self {
+            LithifyTxn::Optimistic(db) => db.close().map_err(text),
+            LithifyTxn::Pessimistic(db) => db.close().map_err(text),
+        }
+    }
+}
+
+enum RocksTxn {
+    Optimistic(rocksdb::OptimisticTransactionDB),
+    Pessimistic(rocksdb::TransactionDB),
+}
+
+impl RocksTxn {
+    fn open(mode: TxnMode, dir: &Path, config: Config) -> Result<Self> {
+        let o = rocks_options(config);
+        Ok(match mode {
+            TxnMode::Optimistic => {
+                RocksTxn::Optimistic(rocksdb::OptimisticTransactionDB::open(&o, dir).map_err(text)?)
+            }
+            TxnMode::Pessimistic => {
+                let mut t = rocksdb::TransactionDBOptions::default();
+                t.set_txn_lock_timeout(LOCK_TIMEOUT.as_millis() as i64);
+                RocksTxn::Pessimistic(rocksdb::TransactionDB::open(&o, &t, dir).map_err(text)?)
+            }
+        })
+    }
+}
+
+/// Whether a RocksDB error means another transaction got in the way.
+fn rocks_busy(e: &rocksdb::Error) -> bool {
+    use rocksdb::ErrorKind::*;
+    matches!(e.kind(), Busy | TimedOut | TryAgain)
+}
+
+/// One `rmw` transaction on either RocksDB transaction type.
+fn rocks_rmw<D>(
+    txn: rocksdb::Transaction<'_, D>,
+    keys: &[[u8; 16]; 2],
+    increment: u64,
+) -> Result<bool> {
+    let unless_busy = |r: std::result::Result<(), rocksdb::Error>| match r {
+        Ok(()) => Ok(true),
+        Err(e) if rocks_busy(&e) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    };
+    for key in keys {
+        let n = match txn.get_pinned_for_update(key, true) {
+            Ok(v) => counter(key, v.as_deref())?.wrapping_add(increment),
+            Err(e) if rocks_busy(&e) => {
+                txn.rollback().map_err(text)?;
+                return Ok(false);
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        if !unless_busy(txn.put(key, n.to_le_bytes()))? {
+            txn.rollback().map_err(text)?;
+            return Ok(false);
+        }
+    }
+    unless_busy(txn.commit())
+}
+
+/// The sum of the counters under `prefix`, from a RocksDB iterator.
+fn rocks_sum<'a>(
+    it: impl Iterator<Item = std::result::Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>> + 'a,
+    prefix: &[u8],
+) -> Result<u128> {
+    let mut sum = 0;
+    for kv in it {
+        let (k, v) = kv.map_err(text)?;
+        if !k.starts_with(prefix) {
+            break;
+        }
+        sum += u128::from(counter(&k, Some(&v))?);
+    }
+    Ok(sum)
+}
+
+impl TxnKv for RocksTxn {
+    fn rmw(&self, keys: &[[u8; 16]; 2], increment: u64) -> Result<bool> {
+        let w = rocksdb::WriteOptions::default();
+        match self {
+            RocksTxn::Optimistic(db) => {
+                let mut o = rocksdb::OptimisticTransactionOptions::default();
+                o.set_snapshot(true);
+                rocks_rmw(db.transaction_opt(&w, &o), keys, increment)
+            }
+            RocksTxn::Pessimistic(db) => {
+                let mut o = rocksdb::TransactionOptions::default();
+                o.set_deadlock_detect(true);
+                o.set_lock_timeout(LOCK_TIMEOUT.as_millis() as i64);
+                rocks_rmw(db.transaction_opt(&w, &o), keys, increment)
+            }
+        }
+    }
+
+    fn sum_prefix(&self, prefix: &[u8]) -> Result<u128> {
+        let from = rocksdb::IteratorMode::From(prefix, rocksdb::Direction::Forward);
+        match self {
+            RocksTxn::Optimistic(db) => rocks_sum(db.iterator(from), prefix),
+            RocksTxn::Pessimistic(db) => rocks_sum(db.iterator(from), prefix),
+        }
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        match &*self {
+            RocksTxn::Optimistic(db) => db.flush_wal(true).map_err(text)?,
+            RocksTxn::Pessimistic(db) => db.flush_wal(true).map_err(text)?,
+        }
+        drop(self);
+        Ok(())
+    }
+}
+
+struct FjallTxn {
+    db: fjall::OptimisticTxDatabase,
+    ks: fjall::OptimisticTxKeyspace,
+}
+
+impl FjallTxn {
+    fn open(mode: TxnMode, dir: &Path, config: Config) -> Result<Self> {
+        if mode == TxnMode::Pessimistic {
+            return Err("fjall has no pessimistic (locking) transactions".to_owned());
+        }
+        if config.zstd {
+            return Err("fjall has no zstd compression".to_owned());
+        }
+        let db = fjall::OptimisticTxDatabase::builder(dir)
+            .cache_size(CACHE as u64)
+            .open()
+            .map_err(text)?;
+        let ks = db.keyspace("default", fjall_keyspace).map_err(text)?;
+        Ok(FjallTxn { db, ks })
+    }
+}
+
+impl TxnKv for FjallTxn {
+    fn rmw(&self, keys: &[[u8; 16]; 2], increment: u64) -> Result<bool> {
+        use fjall::Readable as _;
+        // fjall's transactions read at the snapshot taken when they begin
+        // and are validated at commit against the keys they read.
+        let mut tx = self.db.write_tx().map_err(text)?;
+        for key in keys {
+            let value = tx.get(&self.ks, key).map_err(text)?;
+            let n = counter(key, value.as_deref())?.wrapping_add(increment);
+            tx.insert(&self.ks, key.as_slice(), n.to_le_bytes().as_slice());
+        }
+        match tx.commit().map_err(text)? {
+            Ok(()) => Ok(true),
+            Err(fjall::Conflict) => Ok(false),
+        }
+    }
+
+    fn sum_prefix(&self, prefix: &[u8]) -> Result<u128> {
+        let mut sum = 0;
+        for kv in self.ks.inner().prefix(prefix) {
+            let (k, v) = kv.into_inner().map_err(text)?;
+            sum += u128::from(counter(&k, Some(&v))?);
+        }
+        Ok(sum)
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -8,7 +8,12 @@
 //!   [--json FILE] [--dir D]` runs every row of the comparison, each
 //!   (row, engine) as a child `run` process (so peak RSS and bytes written
 //!   are one engine's), and prints one table with ratios against RocksDB
-//!   and fjall.
+//!   and fjall. `--workload W` keeps W's rows only; `--workload
+//!   randomtransaction` (not in the default table) runs db_bench's
+//!   randomtransaction in each `--txn` mode and `--threads` count.
+// A benchmark harness outside the engine: it reads /proc and removes its
+// scratch directories with std::fs, as xtask does.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod engines;
 mod metrics;
@@ -18,7 +23,7 @@ mod workloads;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use engines::{Config, ENGINES};
+use engines::{Config, ENGINES, TXN_MODES, TxnMode};
 use workloads::{Outcome, Spec, WORKLOADS};
 
 fn main() {
@@ -28,11 +33,15 @@ fn main() {
         Some("table") => rows::table(&args[1..]),
         _ => Err(format!(
             "usage: lithify-compare run --engine {{{}}} --workload {{{}}} --dir D \
-             [--num N] [--keys K] [--threads T] [--value-size V] [--sync] [--zstd]\n       \
+             [--num N] [--keys K] [--threads T] [--value-size V] [--sync] [--zstd] \
+             [--txn {}]\n       \
              lithify-compare table [--size small|full] [--engines lithify,rocksdb,fjall] \
+             [--workload W] [--txn {}] [--threads T,T] [--num N] [--keys K] \
              [--json FILE] [--dir D]",
             ENGINES.join("|"),
-            WORKLOADS.join("|")
+            WORKLOADS.join("|"),
+            TXN_MODES.join("|"),
+            TXN_MODES.join(",")
         )),
     };
     if let Err(e) = result {
@@ -88,6 +97,10 @@ fn run(args: &[String]) -> Result<(), String> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
+    if workload == "randomtransaction" {
+        let mode = TxnMode::parse(a.value("--txn").unwrap_or("optimistic"))?;
+        return run_txn(engine, mode, &dir, &spec, config);
+    }
     let db = engines::open(engine, &dir, config)?;
     // The state a workload starts from (not measured).
     let preload = match workload {
@@ -133,12 +146,7 @@ fn run(args: &[String]) -> Result<(), String> {
         k * (1.0 - (-n / k).exp())
     };
     let live_bytes = live_keys * (16 + spec.value_size) as f64;
-    let (p50, p99) = out.hist.as_ref().map_or((0.0, 0.0), |h| {
-        (
-            h.value_at_quantile(0.50) as f64 / 1000.0,
-            h.value_at_quantile(0.99) as f64 / 1000.0,
-        )
-    });
+    let (p50, p99) = percentiles(&out);
     let json = serde_json::json!({
         "engine": engine,
         "workload": workload,
@@ -158,5 +166,67 @@ fn run(args: &[String]) -> Result<(), String> {
     });
     println!("{json}");
     std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(())
+}
+
+/// p50 and p99 of the outcome's latencies, in microseconds.
+fn percentiles(out: &Outcome) -> (f64, f64) {
+    out.hist.as_ref().map_or((0.0, 0.0), |h| {
+        (
+            h.value_at_quantile(0.50) as f64 / 1000.0,
+            h.value_at_quantile(0.99) as f64 / 1000.0,
+        )
+    })
+}
+
+/// `run --workload randomtransaction`: db_bench's randomtransaction on the
+/// engine's transactional database, from an empty one; `ops_per_sec` are
+/// the commits per second, the latencies those of every transaction begun.
+fn run_txn(
+    engine: &str,
+    mode: TxnMode,
+    dir: &std::path::Path,
+    spec: &Spec,
+    config: Config,
+) -> Result<(), String> {
+    let db = engines::open_txn(engine, mode, dir, config)?;
+    metrics::reset_peak_rss();
+    let written_before = metrics::write_bytes();
+    let out = workloads::random_transaction(&*db, spec)?;
+    let peak_rss = metrics::peak_rss();
+    db.close()?;
+    let written = metrics::write_bytes() - written_before;
+    let dir_bytes = metrics::dir_bytes(dir);
+    // Live bytes: the expected distinct keys of both sets written by the
+    // committed transactions, 2 K (1 - (1 - 1/K)^C), of 16 + 8 bytes.
+    let (k, c) = (spec.keys as f64, out.ops as f64);
+    let live_bytes = 2.0 * k * (1.0 - (-c / k).exp()) * 24.0;
+    let attempts = out.ops + out.failed;
+    let (p50, p99) = percentiles(&out);
+    let json = serde_json::json!({
+        "engine": engine,
+        "workload": "randomtransaction",
+        "txn": mode.name(),
+        "threads": spec.threads,
+        "keys": spec.keys,
+        "ops": out.ops,
+        "attempts": attempts,
+        "failed": out.failed,
+        "conflict_rate": if attempts > 0 { out.failed as f64 / attempts as f64 } else { 0.0 },
+        "seconds": out.seconds,
+        "ops_per_sec": out.ops as f64 / out.seconds,
+        "p50_us": p50,
+        "p99_us": p99,
+        "set_sum": out.set_sum.to_string(),
+        "verified": true,
+        "user_bytes": out.user_bytes,
+        "written_bytes": written,
+        "write_amp": if out.user_bytes > 0 { written as f64 / out.user_bytes as f64 } else { 0.0 },
+        "dir_bytes": dir_bytes,
+        "space_amp": if live_bytes > 0.0 { dir_bytes as f64 / live_bytes } else { 0.0 },
+        "peak_rss_bytes": peak_rss,
+    });
+    println!("{json}");
+    std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(())
 }

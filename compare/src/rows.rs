@@ -6,7 +6,8 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::Args;
-use crate::engines::ENGINES;
+use crate::engines::{ENGINES, TXN_MODES};
+use crate::workloads::WORKLOADS;
 
 /// What a row's headline number is.
 #[derive(Clone, Copy)]
@@ -19,6 +20,9 @@ enum Metric {
     DirBytes,
     /// Peak resident memory during the measured phase (lower is better).
     PeakRss,
+    /// Committed transactions per second (higher is better), with the
+    /// conflict rate and p99.
+    Commits,
 }
 
 struct Row {
@@ -30,6 +34,8 @@ struct Row {
     value_size: u64,
     sync: bool,
     zstd: bool,
+    /// randomtransaction's `--txn` mode.
+    txn: Option<&'static str>,
     metric: Metric,
 }
 
@@ -53,6 +59,7 @@ fn row(
         value_size,
         sync: flags.0,
         zstd: flags.1,
+        txn: None,
         metric,
     }
 }
@@ -252,6 +259,88 @@ fn rows(full: bool) -> Vec<Row> {
     ]
 }
 
+/// randomtransaction's rows: each mode in `modes` with each thread count
+/// in `threads`, `num` transactions over `keys` keys per set.
+fn txn_rows(modes: &[&'static str], threads: &[u64], num: u64, keys: u64) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for &mode in modes {
+        for &t in threads {
+            rows.push(Row {
+                name: format!(
+                    "randomtransaction {mode}, {t} thread{}",
+                    if t == 1 { "" } else { "s" }
+                ),
+                workload: "randomtransaction",
+                num,
+                keys,
+                threads: t,
+                value_size: 8,
+                sync: false,
+                zstd: false,
+                txn: Some(mode),
+                metric: Metric::Commits,
+            });
+        }
+    }
+    rows
+}
+
+/// Whether `engine` cannot run the row at all (fjall has no pessimistic
+/// transactions).
+fn not_applicable(r: &Row, engine: &str) -> Option<&'static str> {
+    (engine == "fjall" && r.txn == Some("pessimistic"))
+        .then_some("fjall has no pessimistic transactions")
+}
+
+/// The rows `table` runs: `--workload randomtransaction` its own rows
+/// (`--txn`, `--threads`, `--num`, `--keys`), another `--workload` the
+/// default rows of that workload, else every default row.
+fn selected_rows(a: &Args, full: bool) -> Result<Vec<Row>, String> {
+    match a.value("--workload") {
+        Some("randomtransaction") => {
+            let modes = match a.value("--txn") {
+                None => TXN_MODES.to_vec(),
+                Some(m) => m
+                    .split(',')
+                    .map(|m| {
+                        TXN_MODES
+                            .iter()
+                            .copied()
+                            .find(|n| *n == m)
+                            .ok_or(format!("unknown --txn {m:?}: one of {TXN_MODES:?}"))
+                    })
+                    .collect::<Result<_, _>>()?,
+            };
+            let threads = match a.value("--threads") {
+                None => vec![1, 4],
+                Some(t) => t
+                    .split(',')
+                    .map(|t| {
+                        t.parse()
+                            .map_err(|_| format!("--threads takes numbers, not {t:?}"))
+                    })
+                    .collect::<Result<_, _>>()?,
+            };
+            Ok(txn_rows(
+                &modes,
+                &threads,
+                a.number("--num", 300_000)?,
+                a.number("--keys", 100_000)?,
+            ))
+        }
+        Some(w) => {
+            let rows: Vec<Row> = rows(full).into_iter().filter(|r| r.workload == w).collect();
+            if rows.is_empty() {
+                return Err(format!(
+                    "no row runs --workload {w:?}: one of {WORKLOADS:?}"
+                ));
+            }
+            Ok(rows)
+        }
+        None => Ok(rows(full)),
+    }
+}
+
 /// `lithify-compare table`.
 pub fn table(args: &[String]) -> Result<(), String> {
     let a = Args(args);
@@ -271,9 +360,17 @@ pub fn table(args: &[String]) -> Result<(), String> {
     // Runs with the same parameters are shared between rows (a row per
     // metric of one run).
     let mut cache: Vec<(String, Option<Value>)> = Vec::new();
-    for r in rows(full) {
+    for r in selected_rows(&a, full)? {
         let mut results = Vec::new();
         for engine in &engines {
+            if let Some(why) = not_applicable(&r, engine) {
+                eprintln!(
+                    "lithify-compare: {} — {engine}: not applicable ({why})",
+                    r.name
+                );
+                results.push(Some(serde_json::json!({ "not_applicable": why })));
+                continue;
+            }
             let mut cmd_args: Vec<String> = vec![
                 "run".into(),
                 "--engine".into(),
@@ -296,6 +393,9 @@ pub fn table(args: &[String]) -> Result<(), String> {
             }
             if r.zstd {
                 cmd_args.push("--zstd".into());
+            }
+            if let Some(mode) = r.txn {
+                cmd_args.extend(["--txn".into(), mode.into()]);
             }
             let key = cmd_args.join(" ");
             let result = match cache.iter().find(|(k, _)| *k == key) {
@@ -342,11 +442,15 @@ fn headline(metric: Metric, v: &Value) -> Option<f64> {
         Metric::WriteAmp => "write_amp",
         Metric::DirBytes => "dir_bytes",
         Metric::PeakRss => "peak_rss_bytes",
+        Metric::Commits => "ops_per_sec",
     };
     v.get(field)?.as_f64()
 }
 
 fn show(metric: Metric, v: &Value) -> String {
+    if v.get("not_applicable").is_some() {
+        return "n/a".into();
+    }
     let Some(x) = headline(metric, v) else {
         return "–".into();
     };
@@ -361,6 +465,19 @@ fn show(metric: Metric, v: &Value) -> String {
         }
         Metric::DirBytes => format!("{:.1} MB", x / 1e6),
         Metric::PeakRss => format!("{:.0} MB", x / 1e6),
+        Metric::Commits => {
+            let p99 = v.get("p99_us").and_then(Value::as_f64).unwrap_or(0.0);
+            let rate = v
+                .get("conflict_rate")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            format!(
+                "{:.1}K commits/s, {:.3}% conflicts, p99 {:.1} µs",
+                x / 1000.0,
+                rate * 100.0,
+                p99
+            )
+        }
     }
 }
 

@@ -1,22 +1,24 @@
 //! db_bench's workloads over any [`Kv`]: 16-byte keys drawn uniformly
 //! from `0..keys`, values half random and half repeated (db_bench's
-//! compression ratio 0.5), operations split between threads.
+//! compression ratio 0.5), operations split between threads; and its
+//! `randomtransaction` over any [`TxnKv`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
-use crate::engines::{Kv, Result};
+use crate::engines::{Kv, Result, TxnKv};
 
 /// The workloads `--workload` takes.
-pub const WORKLOADS: [&str; 6] = [
+pub const WORKLOADS: [&str; 7] = [
     "fillrandom",
     "overwrite",
     "readrandom",
     "seekrandom",
     "readwhilewriting",
     "compact",
+    "randomtransaction",
 ];
 
 /// What one workload does.
@@ -43,6 +45,25 @@ pub struct Outcome {
     pub user_bytes: u64,
     /// Reads that found their key.
     pub found: u64,
+    /// Transactions another one got in the way of (randomtransaction;
+    /// `ops` counts the committed ones).
+    pub failed: u64,
+    /// The sum of each set's counters after a randomtransaction run, all
+    /// equal and equal to the increments committed (checked).
+    pub set_sum: u128,
+}
+
+/// What one worker thread of [`in_threads`] did.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Bytes of keys and values written.
+    bytes: u64,
+    /// Reads that found their key.
+    found: u64,
+    /// Operations that failed (transactions got in the way of).
+    failed: u64,
+    /// The sum of the increments of the committed transactions.
+    increments: u128,
 }
 
 /// A small, fast random generator (SplitMix64), one per thread.
@@ -105,7 +126,10 @@ pub fn write_random(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
             hist.saturating_record(t0.elapsed().as_nanos() as u64);
             bytes += (k.len() + v.len()) as u64;
         }
-        Ok((bytes, 0))
+        Ok(Tally {
+            bytes,
+            ..Tally::default()
+        })
     })
 }
 
@@ -141,7 +165,10 @@ pub fn read_random(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
             found += u64::from(db.get(&k)?);
             hist.saturating_record(t0.elapsed().as_nanos() as u64);
         }
-        Ok((0, found))
+        Ok(Tally {
+            found,
+            ..Tally::default()
+        })
     })
 }
 
@@ -157,7 +184,10 @@ pub fn seek_random(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
             found += u64::from(db.seek_next(&k, 10)? > 0);
             hist.saturating_record(t0.elapsed().as_nanos() as u64);
         }
-        Ok((0, found))
+        Ok(Tally {
+            found,
+            ..Tally::default()
+        })
     })
 }
 
@@ -187,15 +217,76 @@ pub fn read_while_writing(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
     })
 }
 
+/// The key prefixes of randomtransaction's two sets.
+pub const SETS: [&[u8; 4]; 2] = [b"0001", b"0002"];
+
+/// randomtransaction's 16-byte key of `k` in set `set`: the set's 4-byte
+/// prefix, then `k` in 12 decimal digits.
+pub fn set_key(set: usize, k: u64, buf: &mut [u8; 16]) {
+    buf[..4].copy_from_slice(SETS[set]);
+    let mut k = k;
+    for b in buf[4..].iter_mut().rev() {
+        *b = b'0' + (k % 10) as u8;
+        k /= 10;
+    }
+}
+
+/// db_bench's randomtransaction: `ops` transactions split between the
+/// threads, each drawing one increment in `1..=100` and, for both sets in a
+/// random order, reading a random key of the set (uniform in `0..keys`) for
+/// update, adding the increment and writing it back, then committing. A
+/// transaction another one got in the way of is counted as failed, not
+/// retried. Afterwards (db_bench's `RandomTransactionVerify`) each set's
+/// counters must sum to the same total, the increments of the committed
+/// transactions (the database starts empty). `ops` of the outcome are
+/// the committed transactions, `failed` the others.
+pub fn random_transaction(db: &dyn TxnKv, s: &Spec) -> Result<Outcome> {
+    let mut out = in_threads(s, |t, ops, hist| {
+        let mut rng = Rng::new(s.seed ^ (t as u64 + 11).wrapping_mul(0x7f4a_7c15_9e37));
+        let mut keys = [[0u8; 16]; 2];
+        let mut tally = Tally::default();
+        for _ in 0..ops {
+            let increment = 1 + rng.below(100);
+            let first = (rng.next() & 1) as usize;
+            for (i, k) in keys.iter_mut().enumerate() {
+                set_key((first + i) % 2, rng.below(s.keys), k);
+            }
+            let t0 = Instant::now();
+            let committed = db.rmw(&keys, increment)?;
+            hist.saturating_record(t0.elapsed().as_nanos() as u64);
+            if committed {
+                tally.bytes += 2 * (16 + 8);
+                tally.increments += u128::from(increment);
+            } else {
+                tally.failed += 1;
+            }
+        }
+        Ok(tally)
+    })?;
+    out.ops -= out.failed;
+    for set in SETS {
+        let sum = db.sum_prefix(set)?;
+        if sum != out.set_sum {
+            return Err(format!(
+                "randomtransaction: the counters of set {} sum to {sum}, but the committed \
+                 transactions added {} to every set",
+                String::from_utf8_lossy(set),
+                out.set_sum
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// Runs `work(thread, ops, histogram)` in `s.threads` threads, the ops
-/// split evenly; `work` returns (user bytes written, reads found).
+/// split evenly, and adds up what they did.
 fn in_threads<F>(s: &Spec, work: F) -> Result<Outcome>
 where
-    F: Fn(usize, u64, &mut Histogram<u64>) -> Result<(u64, u64)> + Sync,
+    F: Fn(usize, u64, &mut Histogram<u64>) -> Result<Tally> + Sync,
 {
     let threads = s.threads.max(1);
     let start = Instant::now();
-    let results: Vec<Result<(Histogram<u64>, u64, u64)>> = std::thread::scope(|scope| {
+    let results: Vec<Result<(Histogram<u64>, Tally)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let work = &work;
@@ -203,8 +294,8 @@ where
                     s.ops * (t as u64 + 1) / threads as u64 - s.ops * t as u64 / threads as u64;
                 scope.spawn(move || {
                     let mut hist = new_hist();
-                    let (bytes, found) = work(t, ops, &mut hist)?;
-                    Ok((hist, bytes, found))
+                    let tally = work(t, ops, &mut hist)?;
+                    Ok((hist, tally))
                 })
             })
             .collect();
@@ -221,14 +312,16 @@ where
         ..Outcome::default()
     };
     for r in results {
-        let (h, bytes, found) = r?;
+        let (h, tally) = r?;
         out.hist
             .as_mut()
             .expect("set")
             .add(&h)
             .expect("same bounds");
-        out.user_bytes += bytes;
-        out.found += found;
+        out.user_bytes += tally.bytes;
+        out.found += tally.found;
+        out.failed += tally.failed;
+        out.set_sum += tally.increments;
     }
     Ok(out)
 }

@@ -11,8 +11,10 @@
 //! cargo xtask bench --smoke            every benchmark once, as a test
 //! cargo xtask kafka-compat             check our Kafka log format against kafka-python, both ways
 //! cargo xtask lsm-screenshot          the LSM page of a small bench database, as chromium shows it
-//! cargo xtask compare [--size small|full] [--engines lithify,rocksdb,fjall]
+//! cargo xtask compare [--size small|full] [--engines lithify,rocksdb,fjall] [--workload W]
 //!                                      lithify beside rust-rocksdb and fjall (own workspace)
+//! cargo xtask compare --workload randomtransaction [--txn optimistic,pessimistic] [--threads 1,4]
+//!                                      db_bench's randomtransaction on each transaction database
 //! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
 //!                                      SIGKILL loops of `lithify stress`, MemFs power-cut loop
 //! ```
@@ -50,7 +52,12 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare
                                 the first build compiles RocksDB, 20+ minutes on 2 cores, and
                                 needs libclang), runs db_bench-style workloads one engine process
                                 at a time with identical options, prints one table with ratios and
-                                writes target/compare.json
+                                writes target/compare.json; --workload W runs only W's rows
+  compare --workload randomtransaction [--txn optimistic,pessimistic] [--threads 1,4]
+          [--num 300000] [--keys 100000] [--engines ...]
+                                db_bench's randomtransaction (not in the default table): commits/s
+                                and conflict rate on each engine's optimistic and pessimistic
+                                transaction database (fjall: optimistic only), sums verified
   crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
                                 `lithify stress` SIGKILLed N times at random moments (engine and/or
                                 log cleaner; log-txn or --transactional: transactional logs; bank:
