@@ -3,8 +3,7 @@
 //! hand is caught, naming the key.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,44 +11,9 @@ use lithify::log::{Log, LogConfig, SimpleRecord};
 use lithify::vfs::{FileSystem, OsFs};
 use lithify::{Db, Options};
 
-fn lithify(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lithify"))
-        .args(args)
-        .output()
-        .expect("the lithify binary runs")
-}
+mod common;
 
-fn ok(args: &[&str]) -> String {
-    let out = lithify(args);
-    assert!(
-        out.status.success(),
-        "lithify {args:?} failed:\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs a command that must fail with an `error: ` message and no panic;
-/// returns stderr.
-fn fails(args: &[&str]) -> String {
-    let out = lithify(args);
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        !out.status.success(),
-        "lithify {args:?} succeeded: {stderr}"
-    );
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("internal error"),
-        "{stderr}"
-    );
-    stderr
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{fails, ok, s};
 
 const SMALL_DB: [&str; 10] = [
     "--keys",

@@ -2,46 +2,11 @@
 //! randomtransaction` on both transaction databases, and `stress bank`
 //! run, then verified by a second process.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn lithify(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lithify"))
-        .args(args)
-        .output()
-        .expect("the lithify binary runs")
-}
+mod common;
 
-fn ok(args: &[&str]) -> String {
-    let out = lithify(args);
-    assert!(
-        out.status.success(),
-        "lithify {args:?} failed:\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs a command that must fail with an `error: ` message and no panic;
-/// returns stderr.
-fn fails(args: &[&str]) -> String {
-    let out = lithify(args);
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        !out.status.success(),
-        "lithify {args:?} succeeded: {stderr}"
-    );
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{fails, ok, s};
 
 /// The `randomtransaction` line of a text report.
 fn transaction_line(out: &str) -> &str {
