@@ -10,6 +10,11 @@
 //! on the [`events`](LogCleaner::events) channel, which carries Kafka's
 //! "Cleaner stats" as a [`RoundReport`].
 //!
+//! A round's replaced segments are closed on one more thread, the
+//! *closer*, not on the cleaner thread ([`Cleaner::close_elsewhere`]):
+//! the last close of a deleted segment is when the kernel drops its page
+//! cache.
+//!
 //! [`LogCleaner::clean_eligible_once`] runs one round of every eligible log
 //! on the calling thread instead (what `lithify log clean` does).
 
@@ -19,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use lithify_base::sync::{Condvar, Mutex};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
@@ -196,8 +201,9 @@ impl LogCleaner {
         self.events.1.clone()
     }
 
-    /// Starts `log.cleaner.threads` threads. Fails (starting none) if the
-    /// offset maps cannot be created.
+    /// Starts `log.cleaner.threads` threads, and the closer thread that
+    /// closes the segments their rounds replaced. Fails (starting none) if
+    /// the offset maps cannot be created.
     pub fn startup(&self) -> Result<()> {
         let mut threads = self.threads.lock();
         if !threads.is_empty() {
@@ -208,7 +214,30 @@ impl LogCleaner {
         for id in 0..self.config.threads {
             cleaners.push(Cleaner::new(id, &self.config, self.throttler.clone())?);
         }
+        // The closer ends when every cleaner (each holding a sender) has.
+        let (closer, retired) = unbounded();
+        let spawned = std::thread::Builder::new()
+            .name("lithify-log-cleaner-closer".to_string())
+            .spawn(move || {
+                for snapshot in retired {
+                    let started = std::time::Instant::now();
+                    drop(snapshot);
+                    tracing::debug!(
+                        micros = started.elapsed().as_micros() as u64,
+                        "replaced segments closed"
+                    );
+                }
+            });
+        match spawned {
+            Ok(h) => threads.push(h),
+            Err(e) => {
+                return Err(e).context(SpawnSnafu {
+                    name: "lithify-log-cleaner-closer",
+                });
+            }
+        }
         for mut cleaner in cleaners {
+            cleaner.close_elsewhere(closer.clone());
             let manager = self.manager.clone();
             let shutdown = self.shutdown.clone();
             let events = self.events.0.clone();
@@ -237,6 +266,7 @@ impl LogCleaner {
                 Ok(h) => threads.push(h),
                 Err(e) => {
                     drop(threads);
+                    drop(closer);
                     self.shutdown();
                     return Err(e).context(SpawnSnafu {
                         name: "lithify-log-cleaner-thread",
@@ -248,7 +278,8 @@ impl LogCleaner {
     }
 
     /// Stops the threads: rounds in progress abort (nothing is swapped in
-    /// by an aborted round) and every thread is joined.
+    /// by an aborted round) and every thread is joined, the closer once it
+    /// has closed every replaced segment.
     pub fn shutdown(&self) {
         *self.shutdown.stop.lock() = true;
         self.shutdown.wake.notify_all();

@@ -632,3 +632,46 @@ fn superseded_batches_are_dropped_and_counted() {
     assert_eq!(s.batches_copied, 1);
     assert_eq!(offsets(&log.lock()), [6, 8, 9, 10, 11, 12, 13]);
 }
+
+#[test]
+fn a_round_hands_the_replaced_segments_to_its_closer() {
+    let fs = Arc::new(MemFs::new());
+    let mut log = open(fs, "/k/close-0", compact(&[("segment.bytes", "400")]), 0);
+    for i in 0..40i64 {
+        log.append(&[rec(1000 + i, format!("key-{}", i % 5), format!("v{i}"))])
+            .unwrap();
+    }
+    log.roll().unwrap();
+    let old: Vec<i64> = log
+        .segments()
+        .map(|s| s.base_offset())
+        .filter(|&b| b < 40)
+        .collect();
+    let log = Mutex::new(log);
+    let (closer, retired) = crossbeam_channel::unbounded();
+    let mut cleaner = cleaner(1 << 16, "0.75");
+    cleaner.close_elsewhere(closer);
+
+    // An aborted round replaced nothing: nothing to close elsewhere.
+    let ltc = LogToClean::from_log(&log.lock(), Some(0), 5000).unwrap();
+    let stop = || -> lithify_compaction_logclean::Result<()> {
+        let refused = lithify_kafka_log::LogConfig::from_properties([("segment.bytes", "x")]);
+        Err(refused.unwrap_err().into())
+    };
+    let aborted = cleaner.clean(&log, &ltc, 5000, &stop);
+    assert!(aborted.is_err());
+    assert!(retired.try_recv().is_err());
+
+    let out = clean(&mut cleaner, &log, 0, 5000);
+    assert_eq!(out.report.segments_in, old.len());
+    let snapshot = retired.try_recv().expect("the round's snapshot");
+    let held: Vec<i64> = snapshot
+        .segments
+        .iter()
+        .map(|s| s.base_offset)
+        .filter(|&b| b < 40)
+        .collect();
+    assert_eq!(held, old, "the snapshot holds every replaced segment");
+    assert!(retired.try_recv().is_err(), "one snapshot per round");
+    assert_eq!(keys(&log.lock()).len(), 5);
+}
