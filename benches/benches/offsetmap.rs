@@ -10,6 +10,11 @@
 //! * `get_hit` / `get_miss`: lookups of present / absent keys in a map at the
 //!   fill level (a cleaner's second pass looks up both kinds).
 //!
+//! * `digest`: 1024 keys of 16 and 64 bytes digested one at a time
+//!   (`KeyDigest::compute`) and a batch at a time
+//!   (`KeyDigest::compute_many`, which runs MD5 over short keys eight
+//!   side by side).
+//!
 //! Every map gets 64 MiB (twice the L3 cache of the machine the README
 //! figures come from); the hash map holds as many entries as Kafka's layout
 //! at the same fill, with its capacity reserved up front. Before the
@@ -281,5 +286,37 @@ fn gets(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, puts, gets);
+fn digests(c: &mut Criterion) {
+    const KEYS: usize = 1024;
+    for len in KEY_LENS {
+        let mut buf = key_buffer();
+        let owned: Vec<Vec<u8>> = (0..KEYS as u64)
+            .map(|i| make_key(&mut buf, i, len).to_vec())
+            .collect();
+        let keys: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        let mut out = vec![KeyDigest::from_bytes([0; 16]); KEYS];
+        let mut g = c.benchmark_group(format!("offsetmap/digest/{len}B"));
+        g.throughput(Throughput::Elements(KEYS as u64));
+        g.measurement_time(Duration::from_secs(2));
+        for (kind, name) in DIGESTS {
+            g.bench_function(format!("{name}/one_at_a_time"), |b| {
+                b.iter(|| {
+                    for (key, d) in keys.iter().zip(out.iter_mut()) {
+                        *d = KeyDigest::compute(kind, key);
+                    }
+                    black_box(&out);
+                })
+            });
+            g.bench_function(format!("{name}/many"), |b| {
+                b.iter(|| {
+                    KeyDigest::compute_many(kind, &keys, &mut out);
+                    black_box(&out);
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, digests, puts, gets);
 criterion_main!(benches);

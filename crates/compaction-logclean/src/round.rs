@@ -136,6 +136,10 @@ pub struct Cleaner {
     /// digest (none for a
     /// keyless record or one below the first dirty offset).
     pending: Vec<(i64, bool, Option<KeyDigest>)>,
+    /// Pass 1's keys of one batch (empty between batches: only the
+    /// memory is kept, see [`reuse`]) and their digests.
+    keys: Vec<&'static [u8]>,
+    digests: Vec<KeyDigest>,
     load_factor: LoadFactor,
     write_buffer_size: usize,
     producer_id_expiration_ms: i64,
@@ -178,6 +182,8 @@ impl Cleaner {
             digest: config.digest,
             marks: LatestMarks::default(),
             pending: Vec::new(),
+            keys: Vec::new(),
+            digests: Vec::new(),
             load_factor: config.dedupe_buffer_load_factor,
             write_buffer_size: config.write_buffer_per_thread(),
             producer_id_expiration_ms: config.producer_id_expiration_ms,
@@ -446,22 +452,33 @@ impl Cleaner {
                     // Aborted data never enters the map.
                     stats.map_messages_read += batch.records_count().max(0) as u64;
                 } else {
-                    // The batch's digests first, their slots prefetched,
-                    // then the puts: the puts' cache misses overlap.
+                    // The batch's digests first (MD5 several keys side by
+                    // side), their slots prefetched, then the puts: the
+                    // puts' cache misses overlap.
                     let records = BatchRecords::decompress(&batch)?;
                     let mut pending = std::mem::take(&mut self.pending);
                     pending.clear();
+                    let mut keys = reuse(std::mem::take(&mut self.keys));
                     for r in records.iter() {
                         let r = r?;
                         let digest = match r.key {
                             Some(key) if r.offset >= start => {
-                                let d = KeyDigest::compute(self.digest, key);
-                                self.map.prefetch(&d);
-                                Some(d)
+                                keys.push(key);
+                                Some(NO_DIGEST_YET)
                             }
                             _ => None,
                         };
                         pending.push((r.offset, r.is_tombstone(), digest));
+                    }
+                    self.digests.clear();
+                    self.digests.resize(keys.len(), NO_DIGEST_YET);
+                    KeyDigest::compute_many(self.digest, &keys, &mut self.digests);
+                    self.keys = reuse(keys);
+                    let mut digests = self.digests.iter();
+                    for (_, _, digest) in pending.iter_mut().filter(|p| p.2.is_some()) {
+                        let d = *digests.next().expect("a digest per key");
+                        self.map.prefetch(&d);
+                        *digest = Some(d);
                     }
                     let full = self.put_pending(&pending, stats);
                     self.pending = pending;
@@ -579,6 +596,21 @@ impl Cleaner {
         );
         Ok(())
     }
+}
+
+/// A placeholder for a digest about to be computed.
+const NO_DIGEST_YET: KeyDigest = KeyDigest::from_bytes([0; 16]);
+
+/// An empty vector of `U` in `v`'s memory (both are slices, so they have
+/// the same size and alignment and the standard library's in-place
+/// `collect` keeps the allocation): a batch's key slices borrow its
+/// records, so the vector that holds them cannot outlive the batch, but
+/// its memory can.
+fn reuse<'b>(mut v: Vec<&[u8]>) -> Vec<&'b [u8]> {
+    v.clear();
+    v.into_iter()
+        .map(|_| unreachable!("the vector is empty"))
+        .collect()
 }
 
 /// The fewest slots (at least [`MIN_SIZED_SLOTS`]) whose map holds `keys`
@@ -770,6 +802,17 @@ fn check_batch(batch: &RecordBatch) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reused_key_vectors_keep_their_memory() {
+        let bytes = b"key".to_vec();
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(100);
+        keys.push(&bytes);
+        let at = keys.as_ptr() as usize;
+        let again: Vec<&'static [u8]> = reuse(keys);
+        assert!(again.is_empty());
+        assert_eq!((again.as_ptr() as usize, again.capacity()), (at, 100));
+    }
 
     #[test]
     fn sized_slots_hold_the_keys_at_the_load_factor() {

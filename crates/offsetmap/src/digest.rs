@@ -9,6 +9,8 @@
 
 use md5::{Digest as _, Md5};
 
+use crate::md5_lanes;
+
 /// Which function turns a key into its 16-byte digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum DigestKind {
@@ -39,6 +41,65 @@ impl KeyDigest {
         match kind {
             DigestKind::Md5 => KeyDigest(Md5::digest(key).into()),
             DigestKind::Xxh3_128 => KeyDigest(xxhash_rust::xxh3::xxh3_128(key).to_be_bytes()),
+        }
+    }
+
+    /// Digests every key of `keys` with `kind` into `out` (`out[i]` is
+    /// `compute(kind, keys[i])`).
+    ///
+    /// With MD5, keys of up to 55 bytes are digested eight at a time,
+    /// side by side in SIMD lanes (MD5 bit for bit; several times the
+    /// throughput of one at a time); longer keys one by one.
+    ///
+    /// ```
+    /// use lithify_offsetmap::{DigestKind, KeyDigest};
+    ///
+    /// let keys: Vec<&[u8]> = vec![b"0", b"user-42", &[7u8; 80]];
+    /// let mut out = [KeyDigest::from_bytes([0; 16]); 3];
+    /// KeyDigest::compute_many(DigestKind::Md5, &keys, &mut out);
+    /// for (key, digest) in keys.iter().zip(out) {
+    ///     assert_eq!(digest, KeyDigest::compute(DigestKind::Md5, key));
+    /// }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than `keys`.
+    pub fn compute_many(kind: DigestKind, keys: &[&[u8]], out: &mut [KeyDigest]) {
+        assert!(out.len() >= keys.len(), "room for every digest");
+        if kind != DigestKind::Md5 {
+            for (key, digest) in keys.iter().zip(out.iter_mut()) {
+                *digest = KeyDigest::compute(kind, key);
+            }
+            return;
+        }
+        // Short keys gather in groups of `LANES`, remembering where each
+        // digest goes.
+        let mut group: [&[u8]; md5_lanes::LANES] = [&[]; md5_lanes::LANES];
+        let mut slots = [0usize; md5_lanes::LANES];
+        let mut n = 0;
+        let mut digests = [[0u8; 16]; md5_lanes::LANES];
+        let mut flush = |group: &[&[u8]], slots: &[usize], out: &mut [KeyDigest]| {
+            md5_lanes::md5_one_block(group, &mut digests);
+            for (&slot, digest) in slots.iter().zip(digests) {
+                out[slot] = KeyDigest(digest);
+            }
+        };
+        for (i, key) in keys.iter().enumerate() {
+            if key.len() > md5_lanes::MAX_ONE_BLOCK_KEY {
+                out[i] = KeyDigest::compute(kind, key);
+                continue;
+            }
+            group[n] = key;
+            slots[n] = i;
+            n += 1;
+            if n == md5_lanes::LANES {
+                flush(&group, &slots, out);
+                n = 0;
+            }
+        }
+        if n > 0 {
+            flush(&group[..n], &slots[..n], out);
         }
     }
 

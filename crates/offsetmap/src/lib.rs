@@ -81,6 +81,7 @@ mod error;
 mod layout;
 mod load_factor;
 mod map;
+mod md5_lanes;
 mod probe;
 
 pub use digest::{DigestKind, KeyDigest};
