@@ -43,7 +43,7 @@ use lithify_sstable::SstOptions;
 use lithify_version::Version;
 
 pub use error::{Error, Result};
-pub use ops::{Op, OpGenerator, WorkloadKind};
+pub use ops::{Op, OpGenerator, SCAN_LENGTH, WorkloadKind};
 pub use size_model::{SizeModel, calibrate, db_bench_key};
 pub use workload::{KeyDistribution, KeyGenerator, SplitMix64};
 
@@ -489,6 +489,14 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
                             }
                         }
                     }
+                    Op::Scan(k) => {
+                        recorder.record_read();
+                        reads += 1;
+                        if reads.is_multiple_of(sample) {
+                            reads_probed += 1;
+                            tables_probed += lsm.scan_probe(k as u32) as u64;
+                        }
+                    }
                 }
                 if let Some(state) = adaptive.as_mut()
                     && recorder.window_ops() >= config.adaptive_window.max(1)
@@ -826,7 +834,7 @@ mod tests {
             );
             for _ in 0..100_000 {
                 match g.next_op() {
-                    Op::Get(_) => rec.record_read(),
+                    Op::Get(_) | Op::Scan(_) => rec.record_read(),
                     Op::Put(k) | Op::Delete(k) => {
                         rec.record_write(&user_key_of(k as u32), Some(true))
                     }

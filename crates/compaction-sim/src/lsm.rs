@@ -518,6 +518,25 @@ impl SimLsm {
     /// Tables a point read of `id` consults below the memtable: every L0
     /// file whose range holds it, newest first, then one file per level,
     /// stopping at the first that holds the key (bloom filters aside).
+    /// Tables a range scan from `id` opens: every L0 file whose range
+    /// reaches `id` or beyond, and on each deeper level the file holding
+    /// `id` or the next one (a scan merges all of them).
+    pub(crate) fn scan_probe(&self, id: u32) -> u32 {
+        let v = self.current();
+        let l0 = v
+            .files(0)
+            .iter()
+            .filter(|f| id_of(&f.largest) >= id)
+            .count() as u32;
+        let deeper = (1..v.num_levels())
+            .filter(|&level| {
+                let files = v.files(level);
+                files.partition_point(|f| id_of(&f.largest) < id) < files.len()
+            })
+            .count() as u32;
+        l0 + deeper
+    }
+
     pub(crate) fn probe(&self, id: u32) -> u32 {
         let v = self.current();
         let mut probes = 0;

@@ -13,7 +13,12 @@ pub enum Op {
     Delete(u64),
     /// Read the key.
     Get(u64),
+    /// Read [`SCAN_LENGTH`] entries in key order from the key on.
+    Scan(u64),
 }
+
+/// Entries a [`Op::Scan`] reads.
+pub const SCAN_LENGTH: usize = 20;
 
 /// The workloads of the issue's table, one per row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,6 +38,16 @@ pub enum WorkloadKind {
     /// After a sorted load: 70 % random reads, 30 % updates, 80 % of them
     /// in a hot range of 1/16 of the key space.
     ReadMostlyManyUpdates,
+    /// A workload that changes: an increasing-key bulk load over the key
+    /// space (the first 25 % of the operations), random updates (25 %),
+    /// read-mostly with few updates (35 %: 95 % random reads), then a
+    /// burst of random deletes and scans (15 %, half each).
+    PhaseShift,
+    /// Four days after a sorted load, each a write-heavy day (its first
+    /// 60 %: 70 % writes, 80 % of them to a hot sixteenth of the key space,
+    /// and 30 % reads) and a read-heavy night (95 % reads, 5 % random
+    /// updates).
+    Diurnal,
 }
 
 impl WorkloadKind {
@@ -46,6 +61,21 @@ impl WorkloadKind {
         WorkloadKind::ReadMostlyManyUpdates,
     ];
 
+    /// The workloads that change while they run.
+    pub const CHANGING: [WorkloadKind; 2] = [WorkloadKind::PhaseShift, WorkloadKind::Diurnal];
+
+    /// The steady workloads, then the changing ones.
+    pub const EVERY: [WorkloadKind; 8] = [
+        WorkloadKind::IncreasingKeys,
+        WorkloadKind::WriteOnly,
+        WorkloadKind::WriteMostly,
+        WorkloadKind::ReadOnly,
+        WorkloadKind::ReadMostlyFewUpdates,
+        WorkloadKind::ReadMostlyManyUpdates,
+        WorkloadKind::PhaseShift,
+        WorkloadKind::Diurnal,
+    ];
+
     /// The name [`parse`](Self::parse) reads.
     pub fn name(self) -> &'static str {
         match self {
@@ -55,12 +85,14 @@ impl WorkloadKind {
             WorkloadKind::ReadOnly => "read-only",
             WorkloadKind::ReadMostlyFewUpdates => "read-mostly-few",
             WorkloadKind::ReadMostlyManyUpdates => "read-mostly-many",
+            WorkloadKind::PhaseShift => "phase-shift",
+            WorkloadKind::Diurnal => "diurnal",
         }
     }
 
     /// Parses a name.
     pub fn parse(s: &str) -> Option<WorkloadKind> {
-        WorkloadKind::ALL.into_iter().find(|k| k.name() == s)
+        WorkloadKind::EVERY.into_iter().find(|k| k.name() == s)
     }
 
     /// Whether the workload starts with a sorted load of every key.
@@ -70,6 +102,7 @@ impl WorkloadKind {
             WorkloadKind::ReadOnly
                 | WorkloadKind::ReadMostlyFewUpdates
                 | WorkloadKind::ReadMostlyManyUpdates
+                | WorkloadKind::Diurnal
         )
     }
 
@@ -92,7 +125,9 @@ impl WorkloadKind {
 /// let ops: Vec<Op> = (0..10_000).map(|_| g.next_op()).collect();
 /// let reads = ops.iter().filter(|o| matches!(o, Op::Get(_))).count();
 /// assert!((9_300..9_700).contains(&reads));
-/// assert!(ops.iter().all(|o| match o { Op::Put(k) | Op::Delete(k) | Op::Get(k) => *k < 1_000 }));
+/// assert!(ops.iter().all(|o| match o {
+///     Op::Put(k) | Op::Delete(k) | Op::Get(k) | Op::Scan(k) => *k < 1_000,
+/// }));
 /// ```
 #[derive(Debug, Clone)]
 pub struct OpGenerator {
@@ -103,6 +138,10 @@ pub struct OpGenerator {
     expired: u64,
     hot_start: u64,
     hot_len: u64,
+    /// Operations the run will draw (where the phases change).
+    ops: u64,
+    /// Operations drawn so far.
+    issued: u64,
 }
 
 impl OpGenerator {
@@ -121,6 +160,8 @@ impl OpGenerator {
             expired: 0,
             hot_start,
             hot_len,
+            ops: ops.max(1),
+            issued: 0,
         }
     }
 
@@ -152,10 +193,58 @@ impl OpGenerator {
         }
     }
 
+    /// A put to the hot range (80 %) or anywhere.
+    fn mostly_hot_put(&mut self) -> Op {
+        if self.percent() < 800 {
+            Op::Put(self.hot_start + self.rng.below(self.hot_len))
+        } else {
+            Op::Put(self.random())
+        }
+    }
+
     /// The next operation.
     pub fn next_op(&mut self) -> Op {
+        let i = self.issued;
+        self.issued += 1;
         let p = self.percent();
         match self.kind {
+            WorkloadKind::PhaseShift => {
+                // Phase ends, in operations: 25 %, 50 %, 85 %.
+                let n = u128::from(self.ops);
+                let at = u128::from(i) * 100;
+                if at < 25 * n {
+                    // Increasing ids spread over the whole key space.
+                    let load = (n * 25 / 100).max(1);
+                    Op::Put((u128::from(i) * u128::from(self.keys) / load) as u64)
+                } else if at < 50 * n {
+                    Op::Put(self.random())
+                } else if at < 85 * n {
+                    if p < 950 {
+                        Op::Get(self.random())
+                    } else {
+                        Op::Put(self.random())
+                    }
+                } else if p < 500 {
+                    Op::Delete(self.random())
+                } else {
+                    Op::Scan(self.random())
+                }
+            }
+            WorkloadKind::Diurnal => {
+                let day = (self.ops / 4).max(1);
+                let hour = (i % day) * 10;
+                if hour < 6 * day {
+                    if p < 300 {
+                        Op::Get(self.random())
+                    } else {
+                        self.mostly_hot_put()
+                    }
+                } else if p < 950 {
+                    Op::Get(self.random())
+                } else {
+                    Op::Put(self.random())
+                }
+            }
             WorkloadKind::IncreasingKeys => {
                 if p < 500 && self.cursor > 0 {
                     let recent = (self.cursor / 10).max(1);
@@ -201,10 +290,8 @@ impl OpGenerator {
             WorkloadKind::ReadMostlyManyUpdates => {
                 if p < 700 {
                     Op::Get(self.random())
-                } else if self.percent() < 800 {
-                    Op::Put(self.hot_start + self.rng.below(self.hot_len))
                 } else {
-                    Op::Put(self.random())
+                    self.mostly_hot_put()
                 }
             }
         }
@@ -224,6 +311,7 @@ mod tests {
                 Op::Get(_) => r += 1,
                 Op::Put(_) => p += 1,
                 Op::Delete(_) => d += 1,
+                Op::Scan(_) => r += 1,
             }
         }
         let n = n as f64;
@@ -251,9 +339,70 @@ mod tests {
             near(r, 0.5) && near(p, 0.485) && near(d, 0.015),
             "{r} {p} {d}"
         );
-        for k in WorkloadKind::ALL {
+        for k in WorkloadKind::EVERY {
             assert_eq!(WorkloadKind::parse(k.name()), Some(k));
         }
+    }
+
+    /// The operations of `kind` (10 000 keys, 100 000 operations) cut in
+    /// tenths: (reads, puts, deletes, scans) of each tenth.
+    fn tenths(kind: WorkloadKind) -> Vec<(u32, u32, u32, u32)> {
+        let mut g = OpGenerator::new(kind, 10_000, 100_000, 5);
+        (0..10)
+            .map(|_| {
+                let mut t = (0, 0, 0, 0);
+                for _ in 0..10_000 {
+                    match g.next_op() {
+                        Op::Get(_) => t.0 += 1,
+                        Op::Put(_) => t.1 += 1,
+                        Op::Delete(_) => t.2 += 1,
+                        Op::Scan(_) => t.3 += 1,
+                    }
+                }
+                t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_phase_shift_runs_its_four_phases_in_order() {
+        let mut g = OpGenerator::new(WorkloadKind::PhaseShift, 10_000, 100_000, 5);
+        // The load: 25 000 puts of ids that never decrease, over the
+        // whole key space.
+        let load: Vec<u64> = (0..25_000)
+            .map(|_| match g.next_op() {
+                Op::Put(k) => k,
+                other => panic!("{other:?} in the load"),
+            })
+            .collect();
+        assert!(load.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!((load[0], *load.last().unwrap()), (0, 9_999));
+        let t = tenths(WorkloadKind::PhaseShift);
+        // Tenths 3-4: random updates only (the load ends at 2.5).
+        assert_eq!(t[3], (0, 10_000, 0, 0));
+        // Tenths 5-7: 95 % reads.
+        for tenth in &t[5..8] {
+            assert!((9_300..9_700).contains(&tenth.0), "{tenth:?}");
+            assert_eq!((tenth.2, tenth.3), (0, 0));
+        }
+        // Tenth 9: deletes and scans, half each.
+        assert_eq!((t[9].0, t[9].1), (0, 0));
+        assert!((4_700..5_300).contains(&t[9].2), "{:?}", t[9]);
+        assert_eq!(t[9].2 + t[9].3, 10_000);
+    }
+
+    #[test]
+    fn a_diurnal_day_writes_and_its_night_reads() {
+        // Days of 25 000 operations, 15 000 of day then 10 000 of night:
+        // tenths 0, 3, 5 and 8 are all day, 4 and 9 all night.
+        let t = tenths(WorkloadKind::Diurnal);
+        for day in [t[0], t[3], t[5], t[8]] {
+            assert!((6_700..7_300).contains(&day.1), "{day:?}");
+        }
+        for night in [t[4], t[9]] {
+            assert!((9_300..9_700).contains(&night.0), "{night:?}");
+        }
+        assert!(WorkloadKind::Diurnal.has_load() && !WorkloadKind::PhaseShift.has_load());
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! * `transaction`: `randomtransaction`, on an optimistic or pessimistic
 //!   transaction database;
 //! * `strategies`: `--strategy`, the six workloads of the compaction
-//!   strategies' choice table (`--workload`) and the strategies report;
+//!   strategies' choice table and two that change while they run
+//!   (`--workload`), and the strategies report;
 //! * `report`: text and JSON output.
 
 mod data;
@@ -67,9 +68,12 @@ pub(crate) struct BenchArgs {
     /// Major-level files are cut at --target-file-size-base.
     #[arg(long)]
     pub strategy: Option<String>,
-    /// Run one workload of the strategies' choice table instead of
-    /// --benchmarks: increasing, write-only-random, write-mostly-random,
-    /// read-only, read-mostly-few-updates, read-mostly-many-updates.
+    /// Run one workload instead of --benchmarks: a row of the strategies'
+    /// choice table (increasing, write-only-random, write-mostly-random,
+    /// read-only, read-mostly-few-updates, read-mostly-many-updates) or
+    /// one that changes while it runs (phase-shift: an increasing bulk
+    /// load, random updates, read-mostly, then deletes and scans;
+    /// diurnal: four write-heavy days and read-heavy nights).
     #[arg(long, conflicts_with = "strategies_report")]
     pub workload: Option<String>,
     /// Run every workload under every fixed strategy and adaptive, each on

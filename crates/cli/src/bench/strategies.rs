@@ -18,10 +18,16 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lithify::{CompactionStrategy, Db, DbStats, MajorOnlyOptions, Options, TwoTierOptions};
-use lithify_compaction_sim::{Op, OpGenerator, WorkloadKind};
+use lithify::{
+    CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, Options, StrategySwitchInfo,
+    TwoTierOptions,
+};
+use lithify_base::sync::Mutex;
+use lithify_compaction_sim::{Op, OpGenerator, SCAN_LENGTH, WorkloadKind};
 use snafu::ResultExt as _;
 
 use crate::bench::data::{Values, make_key};
@@ -29,8 +35,9 @@ use crate::bench::histogram::Histogram;
 use crate::bench::report;
 use crate::error::{DbSnafu, Result, UsageSnafu};
 
-/// Names of `--workload`, one per row of the choice table, in its order.
-pub(crate) const WORKLOAD_NAMES: [(&str, WorkloadKind); 6] = [
+/// Names of `--workload`: one per row of the choice table, in its order,
+/// then the two workloads that change while they run.
+pub(crate) const WORKLOAD_NAMES: [(&str, WorkloadKind); 8] = [
     ("increasing", WorkloadKind::IncreasingKeys),
     ("write-only-random", WorkloadKind::WriteOnly),
     ("write-mostly-random", WorkloadKind::WriteMostly),
@@ -43,6 +50,8 @@ pub(crate) const WORKLOAD_NAMES: [(&str, WorkloadKind); 6] = [
         "read-mostly-many-updates",
         WorkloadKind::ReadMostlyManyUpdates,
     ),
+    ("phase-shift", WorkloadKind::PhaseShift),
+    ("diurnal", WorkloadKind::Diurnal),
 ];
 
 /// The strategies of the report: every fixed one, then `Adaptive`.
@@ -149,6 +158,24 @@ pub(crate) struct WorkloadRun {
     pub space_amp: f64,
     /// CPU microseconds per operation, background work included (Linux).
     pub cpu_us_per_op: Option<f64>,
+    /// Strategy switches during the operations: the operation number each
+    /// came after, and the strategy it switched to.
+    pub switches: Vec<(u64, String)>,
+}
+
+/// Records each strategy switch with the number of operations done when
+/// it was reported.
+#[derive(Debug, Default)]
+struct SwitchLog {
+    done: AtomicU64,
+    switches: Mutex<Vec<(u64, String)>>,
+}
+
+impl EventListener for SwitchLog {
+    fn on_strategy_switched(&self, info: &StrategySwitchInfo) {
+        let at = self.done.load(Ordering::Relaxed);
+        self.switches.lock().push((at, info.to.clone()));
+    }
 }
 
 impl WorkloadRun {
@@ -201,6 +228,9 @@ pub(crate) fn run_workload(
     workload: WorkloadKind,
     s: &WorkloadSettings,
 ) -> Result<WorkloadRun> {
+    let switch_log = Arc::new(SwitchLog::default());
+    let mut options = options;
+    options.listeners.push(switch_log.clone());
     let db = Db::open(dir, options).context(DbSnafu)?;
     let mut values = Values::new(s.value_size, s.compression_ratio, s.seed);
     let mut key = vec![0u8; s.key_size];
@@ -219,12 +249,14 @@ pub(crate) fn run_workload(
         db.flush().context(DbSnafu)?;
     }
     settle(&db);
+    switch_log.switches.lock().clear();
     let before = written(&db.stats());
     let mut ops = OpGenerator::new(workload, s.keys, s.ops, s.seed);
     let mut latency = Histogram::default();
     let cpu_before = report::process_cpu_seconds();
     let start = Instant::now();
-    for _ in 0..s.ops {
+    for done in 0..s.ops {
+        switch_log.done.store(done, Ordering::Relaxed);
         let t0 = Instant::now();
         match ops.next_op() {
             Op::Put(id) => {
@@ -238,6 +270,19 @@ pub(crate) fn run_workload(
             Op::Get(id) => {
                 make_key(id, &mut key);
                 db.get(&key).context(DbSnafu)?;
+            }
+            Op::Scan(id) => {
+                make_key(id, &mut key);
+                let mut it = db
+                    .raw_iterator(&lithify::ReadOptions::default())
+                    .context(DbSnafu)?;
+                it.seek(&key).context(DbSnafu)?;
+                for _ in 0..SCAN_LENGTH {
+                    if !it.valid() {
+                        break;
+                    }
+                    it.next().context(DbSnafu)?;
+                }
             }
         }
         latency.record(t0.elapsed().as_nanos() as u64);
@@ -267,6 +312,7 @@ pub(crate) fn run_workload(
         read_amp: t.read_amp_tables,
         space_amp: t.space_amp,
         cpu_us_per_op,
+        switches: std::mem::take(&mut *switch_log.switches.lock()),
     };
     db.close().context(DbSnafu)?;
     Ok(run)
@@ -326,8 +372,39 @@ pub(crate) fn report_rows(runs: &[WorkloadRun]) -> String {
     }
     if let Some(a) = adaptive {
         let _ = writeln!(out, "  adaptive chose {}", a.in_force);
+        if !a.switches.is_empty() {
+            let when: Vec<String> = a
+                .switches
+                .iter()
+                .map(|(at, to)| format!("{to} after op {at}"))
+                .collect();
+            let _ = writeln!(out, "  adaptive switched: {}", when.join("; "));
+        }
+        if WorkloadKind::CHANGING.contains(&first.workload) {
+            let _ = writeln!(out, "  {}", against_every_fixed(a, runs));
+        }
     }
     out
+}
+
+/// Whether `adaptive` used less CPU and wrote less than every fixed
+/// strategy of `runs` (the goal on workloads that change).
+fn against_every_fixed(adaptive: &WorkloadRun, runs: &[WorkloadRun]) -> String {
+    let fixed: Vec<&WorkloadRun> = runs.iter().filter(|r| r.strategy != "adaptive").collect();
+    let beaten = |better: &dyn Fn(&WorkloadRun) -> bool| fixed.iter().filter(|r| better(r)).count();
+    let cpu_beaten = match adaptive.cpu_us_per_op {
+        Some(a) => format!(
+            "{} of {}",
+            beaten(&|r| r.cpu_us_per_op.is_some_and(|c| a < c)),
+            fixed.len()
+        ),
+        None => "n/a".to_string(),
+    };
+    format!(
+        "adaptive beats {cpu_beaten} fixed strategies in CPU per op and {} of {} in write amplification",
+        beaten(&|r| adaptive.write_amp < r.write_amp),
+        fixed.len()
+    )
 }
 
 /// CPU microseconds per op as text (`-` where not measured).
@@ -426,5 +503,47 @@ mod tests {
             table.contains("| read-mostly-few-updates | two-tier:write-only |"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn a_changing_workload_reports_adaptive_switches_and_its_standing() {
+        let s = WorkloadSettings {
+            keys: 4_000,
+            ops: 40_000,
+            key_size: 16,
+            value_size: 50,
+            compression_ratio: 0.5,
+            seed: 3,
+        };
+        let mut runs = Vec::new();
+        for name in ["two-tier:write-only", "adaptive"] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut strategy = strategy_named(name, 32 << 10).unwrap();
+            if let CompactionStrategy::Adaptive(a) = &mut strategy {
+                a.min_window_ops = 2_000;
+            }
+            let options = Options {
+                write_buffer_size: 32 << 10,
+                compaction_strategy: strategy,
+                ..Options::default()
+            };
+            runs.push(
+                run_workload(dir.path(), options, name, WorkloadKind::PhaseShift, &s).unwrap(),
+            );
+        }
+        let adaptive = &runs[1];
+        // The bulk load of increasing keys, then random updates: at least
+        // one switch, reported with the operation it followed.
+        assert!(!adaptive.switches.is_empty(), "{adaptive:?}");
+        assert!(adaptive.switches.iter().all(|(at, _)| *at < s.ops));
+        assert!(adaptive.switches.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert!(
+            runs[0].switches.is_empty(),
+            "a fixed strategy never switches"
+        );
+        let rows = report_rows(&runs);
+        assert!(rows.contains("\nphase-shift\n"), "{rows}");
+        assert!(rows.contains("adaptive switched: "), "{rows}");
+        assert!(rows.contains(" of 1 in write amplification"), "{rows}");
     }
 }
