@@ -338,6 +338,15 @@ pub struct Switch {
 /// reason, and a pending candidate that must win `switch_after_windows`
 /// windows in a row before the table switches.
 ///
+/// Going back to the strategy the last switch left costs more: each
+/// consecutive return doubles the windows it needs (at most
+/// [`MAX_RETURN_DOUBLINGS`] times), since a table whose workload swings
+/// between two mixes pays a reshaping compaction at every switch (a
+/// diurnal workload switched at every half day and cost 136 % of the
+/// cheapest fixed strategy's CPU). The strategy left, and the doubling,
+/// are forgotten once the current strategy has been chosen
+/// [`SETTLED_WINDOWS`] windows in a row.
+///
 /// ```
 /// use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveState, WorkloadStats};
 ///
@@ -355,7 +364,21 @@ pub struct AdaptiveState {
     current: CompactionStrategy,
     reason: String,
     pending: Option<(CompactionStrategy, u32)>,
+    /// The strategy the last switch left.
+    left: Option<CompactionStrategy>,
+    /// Consecutive switches back to the strategy the switch before left.
+    returns: u32,
+    /// Windows in a row that chose the current strategy.
+    settled: u32,
 }
+
+/// Most doublings of the windows a return needs (16 times
+/// `switch_after_windows`).
+pub const MAX_RETURN_DOUBLINGS: u32 = 4;
+
+/// Windows in a row choosing the current strategy after which returns
+/// count from zero again.
+pub const SETTLED_WINDOWS: u32 = 16;
 
 impl AdaptiveState {
     /// Starts with the options' initial strategy.
@@ -369,6 +392,21 @@ impl AdaptiveState {
             opts,
             current,
             pending: None,
+            left: None,
+            returns: 0,
+            settled: 0,
+        }
+    }
+
+    /// Windows in a row a candidate must win before the table switches to
+    /// it: `switch_after_windows`, doubled for each consecutive return if
+    /// the candidate is the strategy the last switch left.
+    pub fn windows_needed(&self, candidate: &CompactionStrategy) -> u32 {
+        let base = self.opts.switch_after_windows.max(1);
+        if self.left.as_ref() == Some(candidate) {
+            base.saturating_mul(1 << (self.returns + 1).min(MAX_RETURN_DOUBLINGS))
+        } else {
+            base
         }
     }
 
@@ -393,18 +431,30 @@ impl AdaptiveState {
         if choice.strategy == self.current {
             self.reason = choice.reason;
             self.pending = None;
+            self.settled = self.settled.saturating_add(1);
+            if self.settled >= SETTLED_WINDOWS {
+                self.returns = 0;
+                self.left = None;
+            }
             return None;
         }
+        self.settled = 0;
         let count = match &self.pending {
             Some((s, n)) if *s == choice.strategy => n + 1,
             _ => 1,
         };
-        if count < self.opts.switch_after_windows.max(1) {
+        if count < self.windows_needed(&choice.strategy) {
             self.pending = Some((choice.strategy, count));
             return None;
         }
         self.pending = None;
+        self.returns = if self.left.as_ref() == Some(&choice.strategy) {
+            self.returns + 1
+        } else {
+            0
+        };
         let from = std::mem::replace(&mut self.current, choice.strategy.clone());
+        self.left = Some(from.clone());
         self.reason = choice.reason.clone();
         Some(Switch {
             from,
@@ -665,6 +715,69 @@ mod tests {
         // Too few operations change nothing.
         assert!(state.observe(&stats(1, 1, 0.0, 0.0, 0.0)).is_none());
         assert_eq!(state.current().kind_name(), "two-tier");
+    }
+
+    /// Switches of a fresh state fed `windows`.
+    fn switches(windows: impl IntoIterator<Item = WorkloadStats>) -> Vec<(usize, &'static str)> {
+        let mut state = AdaptiveState::new(opts());
+        windows
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, w)| state.observe(&w).map(|s| (i, s.to.kind_name())))
+            .collect()
+    }
+
+    #[test]
+    fn a_stationary_mix_switches_once() {
+        let read_only = stats(10_000, 0, 0.0, 0.0, 0.0);
+        assert_eq!(switches(vec![read_only; 60]), [(1, "major-only")]);
+    }
+
+    #[test]
+    fn a_phase_change_switches_after_the_agreeing_windows() {
+        let read_only = stats(10_000, 0, 0.0, 0.0, 0.0);
+        let write_only = stats(0, 10_000, 0.5, 0.6, 0.13);
+        let stream = std::iter::repeat_n(read_only, 20).chain(std::iter::repeat_n(write_only, 20));
+        // Windows 20 and 21 are write-only: the switch comes with the
+        // second, as at the start.
+        assert_eq!(switches(stream), [(1, "major-only"), (21, "two-tier")]);
+    }
+
+    #[test]
+    fn returns_need_twice_the_windows_each_time() {
+        let read_only = stats(10_000, 0, 0.0, 0.0, 0.0);
+        let write_only = stats(0, 10_000, 0.5, 0.6, 0.13);
+        let mut state = AdaptiveState::new(opts());
+        let mut feed = |w: &WorkloadStats, n: usize| -> Vec<usize> {
+            (0..n).filter_map(|i| state.observe(w).map(|_| i)).collect()
+        };
+        assert_eq!(feed(&read_only, 4), [1]); // two-tier -> major-only
+        assert_eq!(feed(&write_only, 4), [1]); // a new strategy: 2 windows
+        assert_eq!(feed(&read_only, 6), [3]); // the first return: 4 windows
+        assert_eq!(feed(&write_only, 10), [7]); // the second: 8 windows
+        // The third return would need 16 windows; 10 are not enough.
+        assert_eq!(feed(&read_only, 10), Vec::<usize>::new());
+        // Once the current strategy held for SETTLED_WINDOWS windows, the
+        // strategy it replaced is forgotten: going back needs 2 windows.
+        assert_eq!(
+            feed(&write_only, SETTLED_WINDOWS as usize),
+            Vec::<usize>::new()
+        );
+        assert_eq!(feed(&read_only, 2), [1]);
+    }
+
+    #[test]
+    fn a_mix_swinging_every_few_windows_stops_switching() {
+        // Day and night of a diurnal workload: 7 write-only windows, then
+        // 5 read-only, twenty times over.
+        let read_only = stats(10_000, 0, 0.0, 0.0, 0.0);
+        let write_only = stats(0, 10_000, 0.5, 0.6, 0.13);
+        let day_night = (0..20).flat_map(|_| {
+            std::iter::repeat_n(write_only, 7).chain(std::iter::repeat_n(read_only, 5))
+        });
+        let s = switches(day_night);
+        // Without the doubling it switched at every half day (39 times).
+        assert!(s.len() <= 4, "{s:?}");
     }
 
     #[test]
