@@ -601,11 +601,11 @@ impl Cleaner {
 /// A placeholder for a digest about to be computed.
 const NO_DIGEST_YET: KeyDigest = KeyDigest::from_bytes([0; 16]);
 
-/// An empty vector of `U` in `v`'s memory (both are slices, so they have
-/// the same size and alignment and the standard library's in-place
-/// `collect` keeps the allocation): a batch's key slices borrow its
-/// records, so the vector that holds them cannot outlive the batch, but
-/// its memory can.
+/// An empty vector of slices of another lifetime in `v`'s memory (the
+/// element types differ only in lifetime, so the standard library's
+/// in-place `collect` keeps the allocation; a test checks it does): a
+/// batch's key slices borrow its records, so the vector that holds them
+/// cannot outlive the batch, but its memory can.
 fn reuse<'b>(mut v: Vec<&[u8]>) -> Vec<&'b [u8]> {
     v.clear();
     v.into_iter()

@@ -515,9 +515,6 @@ impl SimLsm {
         outputs
     }
 
-    /// Tables a point read of `id` consults below the memtable: every L0
-    /// file whose range holds it, newest first, then one file per level,
-    /// stopping at the first that holds the key (bloom filters aside).
     /// Tables a range scan from `id` opens: every L0 file whose range
     /// reaches `id` or beyond, and on each deeper level the file holding
     /// `id` or the next one (a scan merges all of them).
@@ -537,6 +534,9 @@ impl SimLsm {
         l0 + deeper
     }
 
+    /// Tables a point read of `id` consults below the memtable: every L0
+    /// file whose range holds it, newest first, then one file per level,
+    /// stopping at the first that holds the key (bloom filters aside).
     pub(crate) fn probe(&self, id: u32) -> u32 {
         let v = self.current();
         let mut probes = 0;

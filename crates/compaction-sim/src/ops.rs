@@ -214,7 +214,9 @@ impl OpGenerator {
                 let at = u128::from(i) * 100;
                 if at < 25 * n {
                     // Increasing ids spread over the whole key space.
-                    let load = (n * 25 / 100).max(1);
+                    // The load's last operation is `ceil(n / 4) - 1`: a
+                    // share rounded up keeps every id below the key space.
+                    let load = (n * 25).div_ceil(100).max(1);
                     Op::Put((u128::from(i) * u128::from(self.keys) / load) as u64)
                 } else if at < 50 * n {
                     Op::Put(self.random())
@@ -389,6 +391,20 @@ mod tests {
         assert_eq!((t[9].0, t[9].1), (0, 0));
         assert!((4_700..5_300).contains(&t[9].2), "{:?}", t[9]);
         assert_eq!(t[9].2 + t[9].3, 10_000);
+    }
+
+    #[test]
+    fn changing_workloads_stay_in_the_key_space_whatever_the_op_count() {
+        for kind in WorkloadKind::CHANGING {
+            for ops in [1, 2, 3, 5, 10, 1_001, 1_000_002] {
+                let keys = 64;
+                let mut g = OpGenerator::new(kind, keys, ops, 1);
+                for _ in 0..ops.min(20_000) {
+                    let (Op::Put(k) | Op::Delete(k) | Op::Get(k) | Op::Scan(k)) = g.next_op();
+                    assert!(k < keys, "{kind:?} with {ops} ops: key {k}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -345,7 +345,8 @@ pub struct Switch {
 /// diurnal workload switched at every half day and cost 136 % of the
 /// cheapest fixed strategy's CPU). The strategy left, and the doubling,
 /// are forgotten once the current strategy has been chosen
-/// [`SETTLED_WINDOWS`] windows in a row.
+/// [`SETTLED_WINDOWS`] windows in a row, or [`FORGET_AFTER_WINDOWS`]
+/// windows after the switch whatever they chose.
 ///
 /// ```
 /// use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveState, WorkloadStats};
@@ -370,6 +371,8 @@ pub struct AdaptiveState {
     returns: u32,
     /// Windows in a row that chose the current strategy.
     settled: u32,
+    /// Windows since the last switch.
+    since_switch: u32,
 }
 
 /// Most doublings of the windows a return needs (16 times
@@ -379,6 +382,12 @@ pub const MAX_RETURN_DOUBLINGS: u32 = 4;
 /// Windows in a row choosing the current strategy after which returns
 /// count from zero again.
 pub const SETTLED_WINDOWS: u32 = 16;
+
+/// Windows after a switch after which the strategy it left is forgotten
+/// whatever they chose: a return never waits longer than this plus
+/// `switch_after_windows`, even when stray windows keep resetting its
+/// count.
+pub const FORGET_AFTER_WINDOWS: u32 = 64;
 
 impl AdaptiveState {
     /// Starts with the options' initial strategy.
@@ -395,6 +404,7 @@ impl AdaptiveState {
             left: None,
             returns: 0,
             settled: 0,
+            since_switch: 0,
         }
     }
 
@@ -404,7 +414,7 @@ impl AdaptiveState {
     pub fn windows_needed(&self, candidate: &CompactionStrategy) -> u32 {
         let base = self.opts.switch_after_windows.max(1);
         if self.left.as_ref() == Some(candidate) {
-            base.saturating_mul(1 << (self.returns + 1).min(MAX_RETURN_DOUBLINGS))
+            base.saturating_mul(1 << self.returns.saturating_add(1).min(MAX_RETURN_DOUBLINGS))
         } else {
             base
         }
@@ -428,6 +438,11 @@ impl AdaptiveState {
     /// Feeds one window; returns the switch to make, if any.
     pub fn observe(&mut self, stats: &WorkloadStats) -> Option<Switch> {
         let choice = choose_strategy(stats, &self.opts)?;
+        self.since_switch = self.since_switch.saturating_add(1);
+        if self.since_switch >= FORGET_AFTER_WINDOWS {
+            self.left = None;
+            self.returns = 0;
+        }
         if choice.strategy == self.current {
             self.reason = choice.reason;
             self.pending = None;
@@ -449,10 +464,11 @@ impl AdaptiveState {
         }
         self.pending = None;
         self.returns = if self.left.as_ref() == Some(&choice.strategy) {
-            self.returns + 1
+            self.returns.saturating_add(1)
         } else {
             0
         };
+        self.since_switch = 0;
         let from = std::mem::replace(&mut self.current, choice.strategy.clone());
         self.left = Some(from.clone());
         self.reason = choice.reason.clone();
@@ -767,6 +783,28 @@ mod tests {
     }
 
     #[test]
+    fn stray_windows_cannot_hold_a_return_off_for_ever() {
+        let read_only = stats(10_000, 0, 0.0, 0.0, 0.0);
+        let write_only = stats(0, 10_000, 0.5, 0.6, 0.13);
+        let mut state = AdaptiveState::new(opts());
+        let mut feed = |w: &WorkloadStats, n: usize| -> usize {
+            (0..n).filter(|_| state.observe(w).is_some()).count()
+        };
+        // Three returns: the next would need 32 windows in a row.
+        assert_eq!(feed(&read_only, 2), 1);
+        assert_eq!(feed(&write_only, 2), 1);
+        assert_eq!(feed(&read_only, 4), 1);
+        assert_eq!(feed(&write_only, 8), 1);
+        // Now the mix is read-only but one window in ten looks write-only:
+        // the return comes once the strategy left is forgotten.
+        let mut switched = 0;
+        for _ in 0..10 {
+            switched += feed(&read_only, 9) + feed(&write_only, 1);
+        }
+        assert_eq!(switched, 1);
+    }
+
+    #[test]
     fn a_mix_swinging_every_few_windows_stops_switching() {
         // Day and night of a diurnal workload: 7 write-only windows, then
         // 5 read-only, twenty times over.
@@ -777,7 +815,11 @@ mod tests {
         });
         let s = switches(day_night);
         // Without the doubling it switched at every half day (39 times).
-        assert!(s.len() <= 4, "{s:?}");
+        // Now: the first switch, a swing and a return, then quiet until the
+        // strategy left is forgotten (FORGET_AFTER_WINDOWS after the last
+        // switch), when a swing and a return happen again: 2 per 72 windows.
+        let at: Vec<usize> = s.iter().map(|(i, _)| *i).collect();
+        assert_eq!(at, [1, 8, 15, 80, 87, 152, 159, 224, 231]);
     }
 
     #[test]

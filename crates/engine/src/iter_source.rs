@@ -13,6 +13,9 @@ pub(crate) fn cursor_source(
     table: &TableState,
     options: &ReadOptions,
 ) -> CursorSource {
+    // A scan is a read to `Adaptive` (one per iterator, however far it
+    // goes), as a lookup is.
+    inner.observe_read(table);
     let sv = table.sv.get();
     let snapshot = options
         .snapshot

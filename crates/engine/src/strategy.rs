@@ -3,10 +3,10 @@
 //!
 //! A switch replaces the table's picker under the database mutex; nothing
 //! else changes, and the new picker's next compaction reshapes what the
-//! old one left. `Adaptive` tables count their reads with an atomic and
-//! feed their writes (key order, key range, and for one write in 64
-//! whether the key existed) to a `WorkloadRecorder` on the writer's
-//! thread; when a window holds enough operations, the thread that notices
+//! old one left. `Adaptive` tables count their reads (lookups, and each
+//! iterator as one read) with an atomic and feed their writes (key order,
+//! key range, and for one write in 64 whether the key existed) to a
+//! `WorkloadRecorder` on the writer's thread; when a window holds enough operations, the thread that notices
 //! closes it and hands it to the table's `AdaptiveState`, which may switch.
 
 use std::sync::Arc as StdArc;

@@ -158,8 +158,9 @@ pub(crate) struct WorkloadRun {
     pub space_amp: f64,
     /// CPU microseconds per operation, background work included (Linux).
     pub cpu_us_per_op: Option<f64>,
-    /// Strategy switches during the operations: the operation number each
-    /// came after, and the strategy it switched to.
+    /// Strategy switches during the operations and the settling after
+    /// them: the operations done when each was reported (`ops` for one
+    /// while background work settled), and the strategy it switched to.
     pub switches: Vec<(u64, String)>,
 }
 
@@ -277,17 +278,22 @@ pub(crate) fn run_workload(
                     .raw_iterator(&lithify::ReadOptions::default())
                     .context(DbSnafu)?;
                 it.seek(&key).context(DbSnafu)?;
-                for _ in 0..SCAN_LENGTH {
-                    if !it.valid() {
+                for read in 0..SCAN_LENGTH {
+                    let (Some(k), Some(v)) = (it.key(), it.value()) else {
                         break;
+                    };
+                    std::hint::black_box((k, v));
+                    if read + 1 < SCAN_LENGTH {
+                        it.next().context(DbSnafu)?;
                     }
-                    it.next().context(DbSnafu)?;
                 }
             }
         }
         latency.record(t0.elapsed().as_nanos() as u64);
     }
     let elapsed = start.elapsed();
+    // A switch while background work settles comes after every operation.
+    switch_log.done.store(s.ops, Ordering::Relaxed);
     settle(&db);
     let cpu_us_per_op = match (cpu_before, report::process_cpu_seconds()) {
         (Some(a), Some(b)) if s.ops > 0 => Some((b - a) * 1e6 / s.ops as f64),

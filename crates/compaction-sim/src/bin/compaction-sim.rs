@@ -37,8 +37,9 @@ const USAGE: &str = "usage: compaction-sim [options]
   --strategy S               leveled | major-only | two-tier[:write-only|:write-mostly|
                              :read-mostly-few|:read-mostly-many] | adaptive | all (default leveled)
   --workload W               increasing | write-only | write-mostly | read-only |
-                             read-mostly-few | read-mostly-many | all: operations (--writes of
-                             them, over --keys keys) instead of the plain write stream
+                             read-mostly-few | read-mostly-many | phase-shift | diurnal | all:
+                             operations (--writes of them, over --keys keys) instead of the
+                             plain write stream
   --tier-file-size N         file size of the two-tier strategies (default: --target-file-size-base)
   --adaptive-window N        operations per adaptive window (default: 1/40 of --writes)
   --seed N
@@ -118,7 +119,7 @@ fn parse(args: &[String]) -> Result<Run, String> {
             }
             "--workload" => {
                 workloads = if value == "all" {
-                    WorkloadKind::ALL.to_vec()
+                    WorkloadKind::EVERY.to_vec()
                 } else {
                     vec![
                         WorkloadKind::parse(value)
