@@ -733,6 +733,34 @@ mod tests {
     }
 
     #[test]
+    fn adaptive_follows_the_phases_of_a_changing_workload() {
+        let r = run(
+            WorkloadKind::PhaseShift,
+            CompactionStrategy::Adaptive(AdaptiveOptions::default()),
+            200_000,
+        );
+        // Major-only for the increasing bulk load, two-tier once random
+        // updates begin (at 50 000 of the 200 000 operations).
+        let first = r.switches.first().map(|s| s.to.as_str());
+        assert!(
+            first.is_some_and(|t| t.starts_with("major-only")),
+            "{:?}",
+            r.switches
+        );
+        assert!(
+            r.switches
+                .iter()
+                .any(|s| s.at_op > 50_000 && s.to.starts_with("two-tier"))
+        );
+        let d = run(
+            WorkloadKind::Diurnal,
+            CompactionStrategy::Adaptive(AdaptiveOptions::default()),
+            200_000,
+        );
+        assert!(!d.switches.is_empty());
+    }
+
+    #[test]
     fn major_only_keeps_one_sorted_run_and_appends_at_write_amplification_one() {
         let r = run_sized(
             WorkloadKind::IncreasingKeys,

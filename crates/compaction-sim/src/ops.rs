@@ -64,17 +64,21 @@ impl WorkloadKind {
     /// The workloads that change while they run.
     pub const CHANGING: [WorkloadKind; 2] = [WorkloadKind::PhaseShift, WorkloadKind::Diurnal];
 
-    /// The steady workloads, then the changing ones.
-    pub const EVERY: [WorkloadKind; 8] = [
-        WorkloadKind::IncreasingKeys,
-        WorkloadKind::WriteOnly,
-        WorkloadKind::WriteMostly,
-        WorkloadKind::ReadOnly,
-        WorkloadKind::ReadMostlyFewUpdates,
-        WorkloadKind::ReadMostlyManyUpdates,
-        WorkloadKind::PhaseShift,
-        WorkloadKind::Diurnal,
-    ];
+    /// The steady workloads ([`ALL`](Self::ALL)), then the changing ones
+    /// ([`CHANGING`](Self::CHANGING)).
+    pub const EVERY: [WorkloadKind; 8] = {
+        let mut every = [WorkloadKind::IncreasingKeys; 8];
+        let mut i = 0;
+        while i < every.len() {
+            every[i] = if i < Self::ALL.len() {
+                Self::ALL[i]
+            } else {
+                Self::CHANGING[i - Self::ALL.len()]
+            };
+            i += 1;
+        }
+        every
+    };
 
     /// The name [`parse`](Self::parse) reads.
     pub fn name(self) -> &'static str {
