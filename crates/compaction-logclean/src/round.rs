@@ -209,7 +209,9 @@ impl Cleaner {
     /// Kafka deletes replaced segments on its scheduler thread, and
     /// RocksDB's `avoid_unnecessary_blocking_io` deletes files in the
     /// background). The service ([`LogCleaner`](crate::LogCleaner)) does
-    /// this with one closer thread.
+    /// this with one closer thread. A snapshot that `closer` does not take
+    /// at once (a bounded channel that is full, or a closer that has
+    /// gone) is dropped on the cleaner's thread as before.
     pub fn close_elsewhere(&mut self, closer: Sender<LogSnapshot>) {
         self.closer = Some(closer);
     }
@@ -235,8 +237,10 @@ impl Cleaner {
         if let (Ok(o), Some(closer)) = (&outcome, &self.closer)
             && o.report.segments_out > 0
         {
-            // A closer that has gone leaves the snapshot to drop here.
-            let _ = closer.send(snap);
+            // A closer that has gone, or one with a full queue (each
+            // queued snapshot keeps unlinked files open, so their space
+            // is not freed), leaves the snapshot to drop here.
+            let _ = closer.try_send(snap);
         }
         outcome
     }

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use crossbeam_channel::{Receiver, Sender, bounded};
 use lithify_base::sync::{Condvar, Mutex};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
@@ -215,7 +215,9 @@ impl LogCleaner {
             cleaners.push(Cleaner::new(id, &self.config, self.throttler.clone())?);
         }
         // The closer ends when every cleaner (each holding a sender) has.
-        let (closer, retired) = unbounded();
+        // A few rounds' snapshots at most: a closer that falls behind must
+        // not keep many unlinked segments (and their disk space) alive.
+        let (closer, retired) = bounded(2 * self.config.threads.max(1));
         let spawned = std::thread::Builder::new()
             .name("lithify-log-cleaner-closer".to_string())
             .spawn(move || {

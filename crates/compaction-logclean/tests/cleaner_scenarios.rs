@@ -674,4 +674,20 @@ fn a_round_hands_the_replaced_segments_to_its_closer() {
     assert_eq!(held, old, "the snapshot holds every replaced segment");
     assert!(retired.try_recv().is_err(), "one snapshot per round");
     assert_eq!(keys(&log.lock()).len(), 5);
+
+    // A closer that cannot take the snapshot at once (no room) does not
+    // hold the round up: the snapshot is dropped on the cleaner's thread.
+    let mut log = log.into_inner();
+    for i in 40..80i64 {
+        log.append(&[rec(1000 + i, format!("key-{}", i % 5), format!("v{i}"))])
+            .unwrap();
+    }
+    log.roll().unwrap();
+    let log = Mutex::new(log);
+    let (closer, retired) = crossbeam_channel::bounded(0);
+    cleaner.close_elsewhere(closer);
+    let out = clean(&mut cleaner, &log, 40, 5000);
+    assert!(out.report.segments_in > 0);
+    assert!(retired.try_recv().is_err());
+    assert_eq!(keys(&log.lock()).len(), 5);
 }
