@@ -69,9 +69,19 @@ impl DbInner {
         self.get_at(table, &sv, key, snap)
     }
 
-    /// Whether `key` exists in `table` now, without counting a read (the
-    /// `Adaptive` strategy's update/insert sampling).
-    pub(crate) fn exists_uncounted(&self, table: &TableState, key: &[u8]) -> bool {
+    /// Whether `key` may exist in `table` now, judged without reading a
+    /// data block and without counting a read (the `Adaptive` strategy's
+    /// update/insert sampling). The memtables answer exactly; below them
+    /// the key counts as present when a table whose range holds it has no
+    /// filter or a filter that does not rule it out (a tombstone in a table
+    /// counts as present). A filter's false positives (about 1 % per table
+    /// probed at 10 bits per key) count a few inserts as updates.
+    ///
+    /// A full lookup here read data blocks for one write in 64: on a
+    /// write-only workload the blocks churned through the block cache and
+    /// the allocator, costing 17 % more CPU per write and a p99 a third
+    /// higher than the same fixed strategy.
+    pub(crate) fn may_exist_uncounted(&self, table: &TableState, key: &[u8]) -> bool {
         let sv = table.sv.get();
         let snap = self.visible();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
@@ -81,22 +91,32 @@ impl DbInner {
                 Lookup::NotFound => {}
             }
         }
-        let mut cost = GetCost::default();
+        let icmp = &table.icmp;
         BUFFERS.with(|b| {
-            let (seek, found) = &mut *b.borrow_mut();
-            matches!(
-                lookup_files(
-                    &sv,
-                    &self.opener,
-                    &table.icmp,
-                    key,
-                    snap,
-                    seek,
-                    found,
-                    &mut cost
-                ),
-                Ok(FileAnswer::Value(_) | FileAnswer::Merge)
-            )
+            let (seek, _) = &mut *b.borrow_mut();
+            seek.clear();
+            append_internal_key(seek, key, snap, KIND_FOR_SEEK);
+            let filter_says = |h: &FileHandle| match h.sst(&self.opener) {
+                Ok(t) => t.may_contain(t.key_schema().filter_key(seek)),
+                // An estimate: a table that cannot be opened here counts as
+                // holding the key (the read path reports the error).
+                Err(_) => true,
+            };
+            sv.levels.iter().enumerate().any(|(level, files)| {
+                if level == 0 {
+                    files
+                        .iter()
+                        .filter(|h| h.meta.contains_user_key(icmp, key))
+                        .any(|h| filter_says(h))
+                } else {
+                    let i = files
+                        .partition_point(|h| icmp.compare(h.meta.largest.encoded(), seek).is_lt());
+                    files
+                        .get(i)
+                        .filter(|h| icmp.compare_user(h.meta.smallest_user_key(), key).is_le())
+                        .is_some_and(|h| filter_says(h))
+                }
+            })
         })
     }
 

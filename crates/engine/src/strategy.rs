@@ -104,7 +104,7 @@ impl DbInner {
             let n = w.writes_seen.fetch_add(1, Ordering::Relaxed);
             let existed = n
                 .is_multiple_of(SAMPLE_EVERY)
-                .then(|| self.exists_uncounted(&table, e.key));
+                .then(|| self.may_exist_uncounted(&table, e.key));
             w.recorder.lock().record_write(e.key, existed);
             if n.is_multiple_of(256)
                 && w.is_full()

@@ -307,6 +307,51 @@ fn adaptive_tables_choose_from_their_workload() {
     assert!(stats.to_string().contains("Strategy: two-tier"), "{stats}");
 }
 
+/// The `N% updates` of an `Adaptive` table's reason.
+fn update_percent(why: &str) -> u32 {
+    let end = why.find("% updates").unwrap_or_else(|| panic!("{why}"));
+    let start = why[..end].rfind(' ').map_or(0, |i| i + 1);
+    why[start..end].parse().unwrap()
+}
+
+#[test]
+fn adaptive_tells_updates_from_inserts_by_memtables_and_filters() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", small_options(fs)).unwrap();
+    let adaptive = CompactionStrategy::Adaptive(AdaptiveOptions {
+        min_window_ops: 4_000,
+        ..AdaptiveOptions::default()
+    });
+    let t = db
+        .create_table(
+            "t",
+            TableOptions {
+                compaction_strategy: Some(adaptive),
+                ..TableOptions::default()
+            },
+        )
+        .unwrap();
+    let scrambled = |i: u32| key(i.wrapping_mul(2654435761) % 1_000_000);
+    for i in 0..8_000 {
+        t.put(scrambled(i), b"v").unwrap();
+    }
+    t.flush().unwrap();
+    // Overwrites of keys that are only in table files: the filters say
+    // they may be there.
+    for i in 0..8_000 {
+        t.put(scrambled(i), b"w").unwrap();
+    }
+    let (_, why) = t.compaction_strategy().unwrap();
+    assert!(update_percent(&why) >= 95, "{why}");
+    t.flush().unwrap();
+    // New keys: only the filters' false positives count as updates.
+    for i in 8_000..16_000 {
+        t.put(scrambled(i), b"v").unwrap();
+    }
+    let (_, why) = t.compaction_strategy().unwrap();
+    assert!(update_percent(&why) <= 15, "{why}");
+}
+
 #[test]
 fn range_markers_work_under_every_strategy() {
     for s in strategies() {
