@@ -1,9 +1,13 @@
 //! The engine commands — `bench`, the database tools and the file dumps —
 //! run as a user runs them.
 
+#[allow(dead_code)] // this file runs the binary its own way
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::checked;
 use lithify::{Db, Options, WriteBatch};
 use lithify_sstable::{Compression, SstBuilder, SstOptions};
 use lithify_vfs::{FileSystem, OsFs};
@@ -24,16 +28,6 @@ fn lithify(args: &[&str]) -> Output {
 
 fn ok(args: &[&str]) -> String {
     checked(args, lithify(args))
-}
-
-fn checked(args: &[&str], out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "lithify {args:?} failed:\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Runs a command that must fail with one `error: ` sentence (no panic, no

@@ -1,5 +1,8 @@
 //! The `lithify log` commands, run as a user runs them.
 
+#[allow(dead_code)] // this file runs the binary its own way
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -26,26 +29,11 @@ fn lithify_with_events(args: &[&str]) -> Output {
 }
 
 fn ok(args: &[&str]) -> String {
-    let out = lithify(args);
-    assert!(
-        out.status.success(),
-        "lithify {args:?} failed:\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::checked(args, lithify(args))
 }
 
 fn fails(args: &[&str]) -> String {
-    let out = lithify(args);
-    assert!(!out.status.success(), "lithify {args:?} succeeded");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
-        "{stderr}"
-    );
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    stderr
+    common::refused(args, lithify(args))
 }
 
 /// `(offset, key, payload)` of every `| offset:` line of a dump.

@@ -1,5 +1,6 @@
-//! What the command-line tests of stress runs and transactions share:
-//! running the binary and checking its outcome.
+//! What the command-line tests share: running the binary and checking
+//! its outcome (the `log` and `engine` tests run it their own way and
+//! check the outcome here).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -14,7 +15,11 @@ pub(crate) fn lithify(args: &[&str]) -> Output {
 
 /// Runs a command that must succeed; returns stdout.
 pub(crate) fn ok(args: &[&str]) -> String {
-    let out = lithify(args);
+    checked(args, lithify(args))
+}
+
+/// Checks that the run of `lithify args` succeeded; returns stdout.
+pub(crate) fn checked(args: &[&str], out: Output) -> String {
     assert!(
         out.status.success(),
         "lithify {args:?} failed:\nstdout: {}\nstderr: {}",
@@ -27,7 +32,12 @@ pub(crate) fn ok(args: &[&str]) -> String {
 /// Runs a command that must fail with an `error: ` message and no panic;
 /// returns stderr.
 pub(crate) fn fails(args: &[&str]) -> String {
-    let out = lithify(args);
+    refused(args, lithify(args))
+}
+
+/// Checks that the run of `lithify args` failed with an `error: ` message,
+/// no panic and no backtrace; returns stderr.
+pub(crate) fn refused(args: &[&str], out: Output) -> String {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
         !out.status.success(),
@@ -35,7 +45,9 @@ pub(crate) fn fails(args: &[&str]) -> String {
     );
     assert!(stderr.starts_with("error: "), "{stderr}");
     assert!(
-        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        !stderr.contains("panicked")
+            && !stderr.contains("internal error")
+            && !stderr.contains("RUST_BACKTRACE"),
         "{stderr}"
     );
     stderr
