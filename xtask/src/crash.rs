@@ -201,17 +201,25 @@ fn build_cli(dev: bool) -> Result<PathBuf> {
 /// from `rng` (as db_crashtest.py varies options between runs).
 fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &mut Rng) -> Command {
     let mut cmd = Command::new(bin);
-    let mut args: Vec<String> = Vec::new();
+    let command = match target {
+        Target::Engine => "db",
+        Target::Bank => "bank",
+        Target::Log | Target::TxnLog => "log",
+    };
+    let mut args: Vec<String> = vec![
+        "stress".into(),
+        command.into(),
+        target.data_dir(dir).display().to_string(),
+        "--seed".into(),
+        run_seed.to_string(),
+    ];
+    if matches!(target, Target::Engine | Target::Bank) {
+        // Runs end by being killed.
+        args.extend(["--ops-per-thread".into(), "100000000".into()]);
+    }
     match target {
         Target::Engine => {
-            args.extend([
-                "stress".into(),
-                "db".into(),
-                dir.join("db").display().to_string(),
-            ]);
             args.extend(["--keys".into(), "10000".into()]);
-            args.extend(["--ops-per-thread".into(), "100000000".into()]);
-            args.extend(["--seed".into(), run_seed.to_string()]);
             let mut flag = |name: &str, value: &str| {
                 args.push(format!("--{name}"));
                 args.push(value.to_string());
@@ -250,13 +258,6 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
             flag("compact-range-one-in", rng.pick(&["2000", "10000"]));
         }
         Target::Bank => {
-            args.extend([
-                "stress".into(),
-                "bank".into(),
-                target.data_dir(dir).display().to_string(),
-            ]);
-            args.extend(["--ops-per-thread".into(), "100000000".into()]);
-            args.extend(["--seed".into(), run_seed.to_string()]);
             let mut flag = |name: &str, value: &str| {
                 args.push(format!("--{name}"));
                 args.push(value.to_string());
@@ -271,11 +272,6 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
             flag("target-file-size-base", rng.pick(&["65536", "262144"]));
         }
         Target::Log | Target::TxnLog => {
-            args.extend([
-                "stress".into(),
-                "log".into(),
-                dir.join("data").display().to_string(),
-            ]);
             if target == Target::TxnLog {
                 args.push("--transactional".into());
                 args.extend([
@@ -284,7 +280,6 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
                 ]);
                 args.extend(["--txn-batches".into(), rng.pick(&["1", "4", "10"]).into()]);
             }
-            args.extend(["--seed".into(), run_seed.to_string()]);
             let mut config = |name: &str, value: &str| {
                 args.push("--config".into());
                 args.push(format!("{name}={value}"));
