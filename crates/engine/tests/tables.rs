@@ -163,12 +163,16 @@ fn a_batch_across_tables_is_atomic_through_power_loss() {
     }
 }
 
-fn log_files(fs: &dyn FileSystem) -> usize {
+fn wal_names(fs: &dyn FileSystem) -> Vec<String> {
     fs.list_dir(std::path::Path::new("/db"))
         .unwrap()
-        .iter()
+        .into_iter()
         .filter(|n| n.ends_with(".log"))
-        .count()
+        .collect()
+}
+
+fn log_files(fs: &dyn FileSystem) -> usize {
+    wal_names(fs).len()
 }
 
 #[test]
@@ -182,6 +186,7 @@ fn an_idle_table_never_pins_old_wals() {
     let idle = db.create_table("idle", TableOptions::default()).unwrap();
     let empty = db.create_table("empty", TableOptions::default()).unwrap();
     idle.put(b"once", b"written long ago").unwrap();
+    let pinned_by_idle = wal_names(&*fs);
     let mut most = 0;
     for i in 0..20_000 {
         db.put(key(i), vec![b'v'; 100]).unwrap();
@@ -196,8 +201,19 @@ fn an_idle_table_never_pins_old_wals() {
     // flush's install — the purge runs right after it, on the same thread,
     // but writers that are not stalled go on meanwhile, and on a loaded
     // 2-core machine (two such tests at once) that thread was seen
-    // descheduled for two more memtables' worth of writes.
-    assert!(most <= 12, "{most} WAL files alive at once");
+    // descheduled for two, then three, more memtables' worth of writes.
+    // So the peak is bounded well below the pinned count, and the WALs
+    // the idle table's write was in must be gone once deletions catch up.
+    assert!(most <= 16, "{most} WAL files alive at once");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while wal_names(&*fs).iter().any(|n| pinned_by_idle.contains(n)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle table pins {pinned_by_idle:?}: {:?}",
+            wal_names(&*fs)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(empty.get(b"once").unwrap(), None);
     drop((idle, empty));
     db.close().unwrap();
