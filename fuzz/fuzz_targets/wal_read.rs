@@ -5,7 +5,8 @@
 //! Random bytes rarely pass a checksum, so half the inputs are structured
 //! instead: they describe records to write with the real `Writer`, then
 //! byte flips and a truncation to apply to the file. Those reach every
-//! fragment type, block crossings and each kind of damage.
+//! fragment type, block crossings and each kind of damage; half of them
+//! are written LZ4-compressed (format version 2).
 #![no_main]
 
 use std::io;
@@ -14,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use libfuzzer_sys::fuzz_target;
 use lithify_vfs::{FileSystem, MemFs, RandomAccessFile};
 use lithify_wal::format::FileHeader;
-use lithify_wal::{DroppedRange, LogEnd, Reader, RecoveryMode, Writer};
+use lithify_wal::{
+    DroppedRange, LogEnd, Reader, RecordCompression, RecoveryMode, Writer, WriterOptions,
+};
 
 #[derive(Debug)]
 struct Bytes(Vec<u8>);
@@ -68,7 +71,8 @@ fuzz_target!(|data: &[u8]| {
         match reader.read_record() {
             Ok(Some(r)) => {
                 assert!(r.offset < len);
-                assert!(r.payload.len() as u64 <= len);
+                // A compressed record expands at most 255 times (LZ4).
+                assert!(r.payload.len() as u64 <= len * 255);
                 assert!(last_offset.is_none_or(|l| r.offset > l));
                 last_offset = Some(r.offset);
             }
@@ -94,15 +98,23 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// Builds a damaged log from a description: up to 8 records whose sizes are
-/// 16-bit values scaled by the first byte, then (position, xor) flips, then
-/// a final cut.
+/// 16-bit values (the first byte: how many, and with bit 7 whether they are
+/// compressed), then (position, xor) flips, then a final cut.
 fn structured(input: &[u8]) -> Vec<u8> {
     let Some((&count, mut input)) = input.split_first() else {
         return Vec::new();
     };
     let fs = MemFs::new();
     let path = std::path::Path::new("/log");
-    let mut w = Writer::new(fs.create(path).unwrap(), path, 1).unwrap();
+    let options = WriterOptions {
+        compression: if count & 0x80 != 0 {
+            RecordCompression::Lz4
+        } else {
+            RecordCompression::None
+        },
+        ..WriterOptions::default()
+    };
+    let mut w = Writer::with_options(fs.create(path).unwrap(), path, 1, options).unwrap();
     for i in 0..(count % 9) {
         let Some((size, rest)) = input.split_first_chunk::<2>() else {
             break;

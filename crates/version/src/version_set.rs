@@ -865,7 +865,7 @@ impl VersionSet {
                 number,
                 WriterOptions {
                     buffer_size: 1 << 20,
-                    bytes_per_sync: 0,
+                    ..WriterOptions::default()
                 },
             )?;
             writer.add_record(&encode_group(&Self::snapshot(plan)))?;

@@ -10,13 +10,13 @@
 //! file header (offset 0, 24 bytes)
 //! +----------------+---------------+-----------------+---------------+
 //! | magic (8 B)    | version u32   | log number u64  | checksum u32  |
-//! | "LTHFYLOG"     | = 1           |                 | of bytes 0..20|
+//! | "LTHFYLOG"     | = 1 or 2      |                 | of bytes 0..20|
 //! +----------------+---------------+-----------------+---------------+
 //!
 //! fragment (11-byte header, then the payload)
 //! +---------------+-------------+---------+------------------+-----------+
 //! | checksum u32  | length u16  | type u8 | log number u32   | payload   |
-//! | of bytes 4..  | of payload  | 1..=4   | (low 32 bits)    | length B  |
+//! | of bytes 4..  | of payload  | 1..=6   | (low 32 bits)    | length B  |
 //! +---------------+-------------+---------+------------------+-----------+
 //! ```
 //!
@@ -31,6 +31,19 @@
 //! left in a block, the writer fills them with zeros (the **block trailer**)
 //! and continues in the next block. A record of any size, including zero
 //! bytes, is legal.
+//!
+//! **Compressed records** (version 2 only). A record may be stored LZ4
+//! compressed: its first fragment is then `Lz4Full` or `Lz4First` instead of
+//! `Full` or `First` (`Middle` and `Last` are shared), and the bytes of its
+//! fragments joined are a varint32 of the record's length followed by one
+//! LZ4 block (the raw block format, no frame) that decodes to exactly that
+//! many bytes. Each record is compressed on its own, so damage to one never
+//! reaches another. A writer stores a record compressed only when that is
+//! smaller. Writers put version 2 in the header only when they may
+//! compress, so readers that know only version 1 refuse such a file by its
+//! version instead of reporting its compressed records as damage; this
+//! reader accepts compressed records in either version (a damaged header
+//! must not cost the records after it).
 //!
 //! Fragment types with bit 7 set are **safe to ignore**: a reader that does
 //! not know one skips it (after checking its checksum). Type 0 is never
@@ -48,8 +61,11 @@ pub const BLOCK_SIZE: usize = 32 * 1024;
 /// The first eight bytes of every log file. Frozen.
 pub const MAGIC: [u8; 8] = *b"LTHFYLOG";
 
-/// The format version this crate writes and reads.
+/// The format version of logs without compressed records.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// The format version of logs that may hold LZ4-compressed records.
+pub const FORMAT_VERSION_COMPRESSED: u32 = 2;
 
 /// Length of the file header at offset 0.
 pub const FILE_HEADER_LEN: usize = 24;
@@ -77,6 +93,10 @@ pub enum FragmentType {
     Middle = 3,
     /// The last fragment of a record.
     Last = 4,
+    /// A whole LZ4-compressed record in one fragment (version 2).
+    Lz4Full = 5,
+    /// The first fragment of an LZ4-compressed record (version 2).
+    Lz4First = 6,
 }
 
 impl FragmentType {
@@ -87,8 +107,68 @@ impl FragmentType {
             2 => Some(FragmentType::First),
             3 => Some(FragmentType::Middle),
             4 => Some(FragmentType::Last),
+            5 => Some(FragmentType::Lz4Full),
+            6 => Some(FragmentType::Lz4First),
             _ => None,
         }
+    }
+
+    /// Whether a record starting with this fragment is compressed.
+    pub const fn is_compressed(self) -> bool {
+        matches!(self, FragmentType::Lz4Full | FragmentType::Lz4First)
+    }
+}
+
+/// Encodes a compressed record's bytes into `dst` (cleared first): the
+/// varint32 of `raw.len()` then `raw` as one LZ4 block. Returns `false`,
+/// leaving `dst` unspecified, when that is not smaller than `raw`, or
+/// `raw` is too long for a varint32 length.
+pub fn compress_record(raw: &[u8], dst: &mut Vec<u8>) -> bool {
+    let Ok(len) = u32::try_from(raw.len()) else {
+        return false;
+    };
+    dst.clear();
+    lithify_base::coding::put_varint32(dst, len);
+    let header = dst.len();
+    dst.resize(
+        header + lz4_flex::block::get_maximum_output_size(raw.len()),
+        0,
+    );
+    match lz4_flex::block::compress_into(raw, &mut dst[header..]) {
+        Ok(n) if header + n < raw.len() => {
+            dst.truncate(header + n);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Why a compressed record's bytes do not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DecompressError {
+    /// The length varint is cut short or malformed.
+    BadLength,
+    /// The stated length is more than LZ4 can expand the block to (255
+    /// bytes per byte), or zero.
+    ImpossibleLength,
+    /// The LZ4 block is malformed or decodes to another length.
+    BadBlock,
+}
+
+/// Decodes a compressed record's bytes (see [`compress_record`]) into
+/// `dst` (cleared first).
+pub fn decompress_record(stored: &[u8], dst: &mut Vec<u8>) -> Result<(), DecompressError> {
+    let (len, n) =
+        lithify_base::coding::decode_varint32(stored).map_err(|_| DecompressError::BadLength)?;
+    let (len, block) = (len as usize, &stored[n..]);
+    if len == 0 || len > block.len().saturating_mul(255) {
+        return Err(DecompressError::ImpossibleLength);
+    }
+    dst.clear();
+    dst.resize(len, 0);
+    match lz4_flex::block::decompress_into(block, dst) {
+        Ok(n) if n == len => Ok(()),
+        _ => Err(DecompressError::BadBlock),
     }
 }
 
@@ -171,12 +251,27 @@ pub enum FileHeaderError {
 }
 
 impl FileHeader {
-    /// The header of log `log_number` in the current format version.
+    /// The header of log `log_number` in format version 1 (no compressed
+    /// records).
     pub fn new(log_number: u64) -> Self {
         FileHeader {
             version: FORMAT_VERSION,
             log_number,
         }
+    }
+
+    /// The header of log `log_number` in format version 2 (records may be
+    /// compressed).
+    pub fn compressed(log_number: u64) -> Self {
+        FileHeader {
+            version: FORMAT_VERSION_COMPRESSED,
+            log_number,
+        }
+    }
+
+    /// Whether the log may hold compressed records.
+    pub const fn allows_compression(&self) -> bool {
+        self.version == FORMAT_VERSION_COMPRESSED
     }
 
     /// The 24 encoded bytes.
@@ -203,7 +298,7 @@ impl FileHeader {
             return Err(FileHeaderError::BadMagic);
         }
         let version = u32::from_le_bytes([b[8], b[9], b[10], b[11]]);
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_COMPRESSED {
             return Err(FileHeaderError::UnsupportedVersion(version));
         }
         let mut n = [0u8; 8];
@@ -257,6 +352,36 @@ mod tests {
                 ty: 1,
                 log_tag: 7
             }
+        );
+    }
+
+    #[test]
+    fn golden_compressed_record() {
+        let mut raw = vec![b'a'; 32];
+        raw.extend_from_slice(&[b'b'; 32]);
+        let mut stored = Vec::new();
+        assert!(compress_record(&raw, &mut stored));
+        // Length 64; 'a' + 31 more from 1 back; 'b' + 25 more from 1 back;
+        // six literal 'b's (LZ4 ends with literals).
+        assert_eq!(
+            stored,
+            [
+                0x40, 0x1f, b'a', 1, 0, 0x0c, 0x1f, b'b', 1, 0, 0x06, 0x60, b'b', b'b', b'b', b'b',
+                b'b', b'b'
+            ]
+        );
+        let mut back = Vec::new();
+        decompress_record(&stored, &mut back).unwrap();
+        assert_eq!(back, raw);
+        // Too short to gain: not compressed.
+        assert!(!compress_record(b"abcdefgh", &mut stored));
+        assert_eq!(
+            decompress_record(&[0], &mut back),
+            Err(DecompressError::ImpossibleLength)
+        );
+        assert_eq!(
+            decompress_record(&[0x80], &mut back),
+            Err(DecompressError::BadLength)
         );
     }
 }

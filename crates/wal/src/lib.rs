@@ -86,4 +86,4 @@ pub use reader::{
     DropReason, DroppedRange, LogEnd, OwnedRecord, ReadStats, Reader, Record, Records,
     RecoveryMode, Reporter,
 };
-pub use writer::{Writer, WriterOptions};
+pub use writer::{RecordCompression, Writer, WriterOptions};

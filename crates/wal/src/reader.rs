@@ -10,8 +10,9 @@ use snafu::ResultExt;
 
 use crate::error::{CorruptionSnafu, Error, NotALogSnafu, ReadSnafu, Result};
 use crate::format::{
-    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FileHeaderError, FragmentHeader,
-    FragmentType, SAFE_TO_IGNORE, fragment_checksum, log_number_tag,
+    BLOCK_SIZE, DecompressError, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FileHeaderError,
+    FragmentHeader, FragmentType, SAFE_TO_IGNORE, decompress_record, fragment_checksum,
+    log_number_tag,
 };
 
 /// What the reader does with damaged records (RocksDB's `WALRecoveryMode`).
@@ -60,6 +61,9 @@ pub enum DropReason {
     PartialRecord,
     /// A fragment of a type this reader does not know and may not skip.
     UnknownType(u8),
+    /// A compressed record whose fragments are intact but whose bytes do
+    /// not decompress (format version 2).
+    Undecodable(DecompressError),
 }
 
 impl DropReason {
@@ -113,6 +117,16 @@ impl fmt::Display for DropReason {
                 write!(f, "a record's first fragment without its last")
             }
             DropReason::UnknownType(t) => write!(f, "unknown fragment type {t}"),
+            DropReason::Undecodable(e) => {
+                let what = match e {
+                    DecompressError::BadLength => "its length is malformed",
+                    DecompressError::ImpossibleLength => {
+                        "its stated length is impossible for its size"
+                    }
+                    DecompressError::BadBlock => "its LZ4 block is malformed",
+                };
+                write!(f, "a compressed record does not decompress: {what}")
+            }
         }
     }
 }
@@ -252,8 +266,13 @@ enum Physical {
 
 /// Where the last returned record's payload lives.
 enum Payload {
-    Block { start: usize, len: usize },
+    Block {
+        start: usize,
+        len: usize,
+    },
     Scratch,
+    /// Decompressed into `plain`.
+    Plain,
 }
 
 /// Reads the records of one log in order.
@@ -315,6 +334,10 @@ pub struct Reader {
     scratch: Vec<u8>,
     /// Offset of the record being assembled, if one is.
     record_start: Option<u64>,
+    /// Whether the record being assembled is compressed.
+    record_compressed: bool,
+    /// The last compressed record, decompressed.
+    plain: Vec<u8>,
     /// In skip mode, a dropped range not yet reported (merged with the next
     /// one if adjacent).
     pending: Option<DroppedRange>,
@@ -368,6 +391,8 @@ impl Reader {
             started: false,
             scratch: Vec::new(),
             record_start: None,
+            record_compressed: false,
+            plain: Vec::new(),
             pending: None,
             last_dropped: None,
             end: None,
@@ -424,6 +449,7 @@ impl Reader {
                 let payload = match payload {
                     Payload::Block { start, len } => &self.block[start..start + len],
                     Payload::Scratch => &self.scratch[..],
+                    Payload::Plain => &self.plain[..],
                 };
                 self.stats.records += 1;
                 self.stats.record_bytes += payload.len() as u64;
@@ -508,11 +534,26 @@ impl Reader {
                     self.flush_pending();
                     return Ok(Some((offset, Payload::Block { start, len })));
                 }
-                Some(FragmentType::First) => {
+                Some(FragmentType::Lz4Full) => {
+                    if !self.close_partial(offset)? {
+                        return Ok(None);
+                    }
+                    let stored = &self.block[start..start + len];
+                    if let Err(e) = decompress_record(stored, &mut self.plain) {
+                        if self.undecodable(offset, e, fragment_end)? {
+                            continue;
+                        }
+                        return Ok(None);
+                    }
+                    self.flush_pending();
+                    return Ok(Some((offset, Payload::Plain)));
+                }
+                Some(t @ (FragmentType::First | FragmentType::Lz4First)) => {
                     if !self.close_partial(offset)? {
                         return Ok(None);
                     }
                     self.record_start = Some(offset);
+                    self.record_compressed = t == FragmentType::Lz4First;
                     self.scratch.clear();
                     self.scratch
                         .extend_from_slice(&self.block[start..start + len]);
@@ -534,8 +575,18 @@ impl Reader {
                         .extend_from_slice(&self.block[start..start + len]);
                     if ty == FragmentType::Last as u8 {
                         self.record_start = None;
+                        if !self.record_compressed {
+                            self.flush_pending();
+                            return Ok(Some((record, Payload::Scratch)));
+                        }
+                        if let Err(e) = decompress_record(&self.scratch, &mut self.plain) {
+                            if self.undecodable(record, e, fragment_end)? {
+                                continue;
+                            }
+                            return Ok(None);
+                        }
                         self.flush_pending();
-                        return Ok(Some((record, Payload::Scratch)));
+                        return Ok(Some((record, Payload::Plain)));
                     }
                 }
                 None if ty & SAFE_TO_IGNORE != 0 => {}
@@ -554,6 +605,13 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// The intact record at `record`, ending at `end`, does not decompress:
+    /// it is dropped like a damaged one (valid data may follow it). Returns
+    /// whether reading goes on.
+    fn undecodable(&mut self, record: u64, e: DecompressError, end: u64) -> Result<bool> {
+        self.problem(record, record, DropReason::Undecodable(e), end, Tail::Scan)
     }
 
     /// A `Full` or `First` fragment at `offset` while a record is open: the
@@ -617,7 +675,7 @@ impl Reader {
             .fail(),
             Err(FileHeaderError::UnsupportedVersion(v)) => NotALogSnafu {
                 path: self.path.clone(),
-                message: format!("format version {v} is not supported (this reader knows 1)"),
+                message: format!("format version {v} is not supported (this reader knows 1 and 2)"),
             }
             .fail(),
         }

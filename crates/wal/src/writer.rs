@@ -8,9 +8,28 @@ use snafu::ResultExt;
 
 use crate::error::{InvalidArgumentSnafu, PoisonedSnafu, Result, SyncSnafu, WriteSnafu};
 use crate::format::{
-    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, log_number_tag,
-    put_fragment,
+    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, compress_record,
+    log_number_tag, put_fragment,
 };
+
+/// How a [`Writer`] stores records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecordCompression {
+    /// As they are (format version 1). The default.
+    #[default]
+    None,
+    /// Each record of at least [`RecordCompression::MIN_LEN`] bytes is LZ4
+    /// compressed on its own, and stored so when that is smaller (format
+    /// version 2). Costs about a quarter of a microsecond per 150-byte
+    /// record; saves what the records' redundancy allows.
+    Lz4,
+}
+
+impl RecordCompression {
+    /// Records shorter than this are never compressed: LZ4 has too little
+    /// to work with.
+    pub const MIN_LEN: usize = 32;
+}
 
 /// How a [`Writer`] buffers and syncs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +44,8 @@ pub struct WriterOptions {
     /// done with `fdatasync`): it bounds how much a crash can lose and
     /// smooths the cost of a later [`Writer::sync`]. Default 0 (off).
     pub bytes_per_sync: u64,
+    /// Whether records are compressed. Default none.
+    pub compression: RecordCompression,
 }
 
 impl Default for WriterOptions {
@@ -32,6 +53,7 @@ impl Default for WriterOptions {
         WriterOptions {
             buffer_size: 64 * 1024,
             bytes_per_sync: 0,
+            compression: RecordCompression::None,
         }
     }
 }
@@ -92,6 +114,10 @@ pub struct Writer {
     block_pos: usize,
     /// The first failure, once one happened.
     poisoned: Option<String>,
+    /// A compressed record's bytes (kept for its capacity).
+    compressed: Vec<u8>,
+    /// Bytes of records given to `add_record`, before compression.
+    record_bytes: u64,
 }
 
 impl fmt::Debug for Writer {
@@ -136,7 +162,11 @@ impl Writer {
             .fail();
         }
         let mut buf = Vec::with_capacity(options.buffer_size.clamp(4096, 1 << 20));
-        buf.extend_from_slice(&FileHeader::new(log_number).encode());
+        let header = match options.compression {
+            RecordCompression::None => FileHeader::new(log_number),
+            RecordCompression::Lz4 => FileHeader::compressed(log_number),
+        };
+        buf.extend_from_slice(&header.encode());
         Ok(Writer {
             file,
             path,
@@ -148,6 +178,8 @@ impl Writer {
             synced: 0,
             block_pos: FILE_HEADER_LEN,
             poisoned: None,
+            compressed: Vec::new(),
+            record_bytes: 0,
         })
     }
 
@@ -158,6 +190,30 @@ impl Writer {
     /// successful [`sync`](Writer::sync).
     pub fn add_record(&mut self, payload: &[u8]) -> Result<u64> {
         self.check_poisoned()?;
+        self.record_bytes += payload.len() as u64;
+        if self.options.compression == RecordCompression::Lz4
+            && payload.len() >= RecordCompression::MIN_LEN
+        {
+            let mut stored = std::mem::take(&mut self.compressed);
+            let result = if compress_record(payload, &mut stored) {
+                self.append_fragments(&stored, FragmentType::Lz4Full, FragmentType::Lz4First)
+            } else {
+                self.append_fragments(payload, FragmentType::Full, FragmentType::First)
+            };
+            self.compressed = stored;
+            return result;
+        }
+        self.append_fragments(payload, FragmentType::Full, FragmentType::First)
+    }
+
+    /// Frames `payload` as one record whose first fragment is `full` or
+    /// `first`.
+    fn append_fragments(
+        &mut self,
+        payload: &[u8],
+        full: FragmentType,
+        first_type: FragmentType,
+    ) -> Result<u64> {
         let mut left = payload;
         let mut first = true;
         let mut record_offset = 0;
@@ -175,8 +231,8 @@ impl Writer {
             let n = left.len().min(avail);
             let last = n == left.len();
             let ty = match (first, last) {
-                (true, true) => FragmentType::Full,
-                (true, false) => FragmentType::First,
+                (true, true) => full,
+                (true, false) => first_type,
                 (false, true) => FragmentType::Last,
                 (false, false) => FragmentType::Middle,
             };
@@ -259,6 +315,13 @@ impl Writer {
     #[inline]
     pub fn bytes_written(&self) -> u64 {
         self.flushed + self.buf.len() as u64
+    }
+
+    /// Bytes of the records added so far as given, before compression and
+    /// framing.
+    #[inline]
+    pub fn record_bytes(&self) -> u64 {
+        self.record_bytes
     }
 
     /// Bytes handed to the file so far.

@@ -5,12 +5,15 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Written, fragments, pattern, read_all, slice_file, write_log};
+use common::{
+    Written, fragments, half_compressible, pattern, read_all, slice_file, write_log, write_log_with,
+};
 use lithify_base::{Classify, ErrorKind};
 use lithify_wal::format::{
     BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, put_fragment,
 };
-use lithify_wal::{DropReason, LogEnd, RecoveryMode};
+use lithify_wal::format::{DecompressError, compress_record};
+use lithify_wal::{DropReason, LogEnd, RecordCompression, RecoveryMode};
 
 /// A log whose records span blocks in every way: small, block-crossing,
 /// multi-block.
@@ -22,6 +25,20 @@ fn sample() -> (Vec<u8>, Vec<Written>) {
         .map(|(i, &n)| pattern(n, i as u64 + 50))
         .collect();
     write_log(21, &records)
+}
+
+/// [`sample`]'s sizes, compressible, stored LZ4-compressed (the 40 000-,
+/// 70 000- and 31 000-byte records still span blocks), plus one record
+/// that does not compress.
+fn compressed_sample() -> (Vec<u8>, Vec<Written>) {
+    let sizes = [10, 0, 3000, 40_000, 5, 70_000, 200, 31_000, 1, 900];
+    let records: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| half_compressible(n, i as u64 + 50))
+        .chain([pattern(700, 3)])
+        .collect();
+    write_log_with(21, &records, RecordCompression::Lz4)
 }
 
 /// Which records each mode should return when the fragment at `frag_offset`
@@ -37,6 +54,18 @@ fn survivors_skip(written: &[Written], victim: usize, frag_offset: usize) -> Vec
 #[test]
 fn bit_flip_in_each_fragment_under_each_mode() {
     let (data, written) = sample();
+    bit_flip_in_each_fragment(data, written);
+}
+
+#[test]
+fn bit_flip_in_each_fragment_of_a_compressed_log() {
+    let (data, written) = compressed_sample();
+    let types: Vec<u8> = fragments(&data).iter().map(|f| f.ty).collect();
+    assert!(types.contains(&(FragmentType::Lz4First as u8)));
+    bit_flip_in_each_fragment(data, written);
+}
+
+fn bit_flip_in_each_fragment(data: Vec<u8>, written: Vec<Written>) {
     let frags = fragments(&data);
     assert!(frags.len() > 12);
     let record_of = |off: usize| {
@@ -294,6 +323,95 @@ fn handmade(log: u64, frags: &[(FragmentTypeOrRaw, &[u8])]) -> Arc<Vec<u8>> {
     Arc::new(data)
 }
 
+#[test]
+fn compressed_records_that_do_not_decompress() {
+    let h = FILE_HEADER_LEN as u64;
+    let raw = half_compressible(400, 1);
+    let mut good = Vec::new();
+    assert!(compress_record(&raw, &mut good));
+    // The stated length one byte off, a cut LZ4 block, a length LZ4 cannot
+    // reach from that many bytes, a malformed length varint.
+    let mut longer = good.clone();
+    longer[0] += 1;
+    let cut = good[..good.len() - 3].to_vec();
+    let mut huge = Vec::new();
+    lithify_base::coding::put_varint32(&mut huge, 1 << 30);
+    huge.extend_from_slice(&good[2..]);
+    let cases: [(&[u8], DecompressError); 4] = [
+        (&longer, DecompressError::BadBlock),
+        (&cut, DecompressError::BadBlock),
+        (&huge, DecompressError::ImpossibleLength),
+        (
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            DecompressError::BadLength,
+        ),
+    ];
+    for (i, (bad, why)) in cases.into_iter().enumerate() {
+        let ctx = format!("case {i}");
+        // As one fragment, and split over First/Middle/Last.
+        let third = bad.len() / 3;
+        let split: [(FragmentTypeOrRaw, &[u8]); 3] = [
+            (Known(FragmentType::Lz4First), &bad[..third]),
+            (Known(FragmentType::Middle), &bad[third..2 * third]),
+            (Known(FragmentType::Last), &bad[2 * third..]),
+        ];
+        let whole: [(FragmentTypeOrRaw, &[u8]); 1] = [(Known(FragmentType::Lz4Full), bad)];
+        for shape in [&whole[..], &split[..]] {
+            let mut frags: Vec<(FragmentTypeOrRaw, &[u8])> =
+                vec![(Known(FragmentType::Lz4Full), &good)];
+            frags.extend_from_slice(shape);
+            frags.push((Known(FragmentType::Full), b"after"));
+            let data = handmade(4, &frags);
+            let bad_at = h + (FRAGMENT_HEADER_LEN + good.len()) as u64;
+            let after = data.len() as u64 - (FRAGMENT_HEADER_LEN + 5) as u64;
+            let skip = read_all(
+                slice_file(&data, data.len()),
+                4,
+                RecoveryMode::SkipAnyCorruptedRecords,
+            );
+            assert_eq!(
+                skip.records,
+                vec![(h, raw.clone()), (after, b"after".to_vec())],
+                "{ctx}"
+            );
+            assert_eq!(skip.dropped.len(), 1, "{ctx}");
+            assert_eq!(skip.dropped[0].offset, bad_at, "{ctx}");
+            assert_eq!(skip.dropped[0].end(), after, "{ctx}");
+            assert_eq!(
+                skip.dropped[0].reason,
+                DropReason::Undecodable(why),
+                "{ctx}"
+            );
+            let pit = read_all(
+                slice_file(&data, data.len()),
+                4,
+                RecoveryMode::PointInTimeRecovery,
+            );
+            assert_eq!(pit.records, vec![(h, raw.clone())], "{ctx}");
+            assert_eq!(
+                pit.end,
+                Some(LogEnd::Corruption {
+                    offset: bad_at,
+                    reason: DropReason::Undecodable(why)
+                }),
+                "{ctx}"
+            );
+            let strict = read_all(
+                slice_file(&data, data.len()),
+                4,
+                RecoveryMode::AbsoluteConsistency,
+            );
+            let err = strict.error.expect("an error");
+            assert_eq!(err.kind(), ErrorKind::Corruption, "{ctx}");
+            let text = err.to_string();
+            assert!(
+                text.contains("does not decompress") && text.contains(&format!("{bad_at}")),
+                "{ctx}: {text}"
+            );
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 enum FragmentTypeOrRaw {
     Known(FragmentType),
@@ -521,17 +639,26 @@ fn file_header_problems() {
         err.to_string().contains("is not a readable lithify log"),
         "{err}"
     );
-    let mut v2 = (*data).clone();
-    v2[8] = 2;
-    let crc = lithify_base::masked_xxh3_64(&[&v2[..20]]) as u32;
-    v2[20..24].copy_from_slice(&crc.to_le_bytes());
-    let v2 = Arc::new(v2);
-    let out = read_all(
-        slice_file(&v2, v2.len()),
-        21,
-        RecoveryMode::PointInTimeRecovery,
-    );
-    assert!(out.error.unwrap().to_string().contains("format version 2"));
+    // Version 2 (compressed records allowed) is read; version 3 is not.
+    for (version, readable) in [(2u8, true), (3, false)] {
+        let mut v = (*data).clone();
+        v[8] = version;
+        let crc = lithify_base::masked_xxh3_64(&[&v[..20]]) as u32;
+        v[20..24].copy_from_slice(&crc.to_le_bytes());
+        let v = Arc::new(v);
+        let out = read_all(
+            slice_file(&v, v.len()),
+            21,
+            RecoveryMode::PointInTimeRecovery,
+        );
+        if readable {
+            assert!(out.error.is_none());
+            assert_eq!(out.records.len(), written.len());
+        } else {
+            let text = out.error.unwrap().to_string();
+            assert!(text.contains("format version 3"), "{text}");
+        }
+    }
 }
 
 #[test]

@@ -6,11 +6,11 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{pattern, read_all, slice_file};
+use common::{half_compressible, pattern, read_all, slice_file};
 use lithify_base::{Classify, ErrorKind};
 use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
 use lithify_wal::format::{BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN};
-use lithify_wal::{LogEnd, RecoveryMode, Writer, WriterOptions};
+use lithify_wal::{LogEnd, RecordCompression, RecoveryMode, Writer, WriterOptions};
 
 /// (offset, end, payload) of each record written.
 type Placed = Vec<(u64, u64, Vec<u8>)>;
@@ -134,6 +134,8 @@ fn torn_tail_at_every_byte_of_the_unsynced_suffix() {
 #[test]
 fn memfs_power_loss_keeps_synced_records() {
     for seed in 0..150u64 {
+        // Odd seeds write compressible records, LZ4-compressed.
+        let compressed = seed % 2 == 1;
         let fs = MemFs::new();
         fs.set_torn_tails(Some(seed));
         let path = Path::new("/000001.log");
@@ -144,6 +146,11 @@ fn memfs_power_loss_keeps_synced_records() {
             WriterOptions {
                 buffer_size: 1 + (seed as usize * 977) % 9000,
                 bytes_per_sync: 0,
+                compression: if compressed {
+                    RecordCompression::Lz4
+                } else {
+                    RecordCompression::None
+                },
             },
         )
         .unwrap();
@@ -152,7 +159,11 @@ fn memfs_power_loss_keeps_synced_records() {
         let mut durable = 0;
         for i in 0..(seed % 40 + 1) {
             let len = (pattern(1, seed * 100 + i)[0] as usize) * ((i as usize % 5) * 60 + 1);
-            payloads.push(pattern(len, seed ^ i));
+            payloads.push(if compressed {
+                half_compressible(len, seed ^ i)
+            } else {
+                pattern(len, seed ^ i)
+            });
             w.add_record(payloads.last().unwrap()).unwrap();
             if (seed + i) % 6 == 0 {
                 w.sync().unwrap();
@@ -188,6 +199,7 @@ fn workload(fs: &dyn FileSystem) -> (Vec<Vec<u8>>, usize, bool) {
         WriterOptions {
             buffer_size: 8192,
             bytes_per_sync: 0,
+            compression: RecordCompression::None,
         },
     ) else {
         return (Vec::new(), 0, true);
@@ -274,6 +286,7 @@ fn bytes_per_sync_syncs_as_it_goes() {
         WriterOptions {
             buffer_size: 1000,
             bytes_per_sync: 10_000,
+            compression: RecordCompression::None,
         },
     )
     .unwrap();

@@ -6,10 +6,13 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{pattern, read_all, slice_file, write_log};
+use common::{half_compressible, pattern, read_all, slice_file, write_log};
 use lithify_vfs::{FileSystem, MemFs, OsFs};
-use lithify_wal::format::{BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, MAX_FRAGMENT_PAYLOAD};
-use lithify_wal::{LogEnd, Reader, RecoveryMode, Writer, WriterOptions};
+use lithify_wal::format::{
+    BLOCK_SIZE, FILE_HEADER_LEN, FORMAT_VERSION_COMPRESSED, FRAGMENT_HEADER_LEN, FileHeader,
+    FragmentType, MAX_FRAGMENT_PAYLOAD,
+};
+use lithify_wal::{LogEnd, Reader, RecordCompression, RecoveryMode, Writer, WriterOptions};
 use proptest::prelude::*;
 
 fn check_round_trip(sizes: &[usize]) {
@@ -154,18 +157,28 @@ proptest! {
         sizes in proptest::collection::vec(
             prop_oneof![0usize..64, 0usize..2000, 30_000usize..70_000], 0..24),
         buffer_size in prop_oneof![Just(0usize), 1usize..100_000],
+        compression in prop_oneof![Just(RecordCompression::None), Just(RecordCompression::Lz4)],
+        compressible in proptest::collection::vec(any::<bool>(), 24),
     ) {
         let fs = MemFs::new();
         let path = Path::new("/p.log");
         let mut w = Writer::with_options(
             fs.create(path).unwrap(), path, 77,
-            WriterOptions { buffer_size, bytes_per_sync: 0 },
+            WriterOptions { buffer_size, bytes_per_sync: 0, compression },
         ).unwrap();
+        let record = |i: usize, n: usize| if compressible[i] {
+            half_compressible(n, i as u64)
+        } else {
+            pattern(n, i as u64)
+        };
         let mut offsets = Vec::new();
+        let mut given = 0;
         for (i, &n) in sizes.iter().enumerate() {
-            offsets.push(w.add_record(&pattern(n, i as u64)).unwrap());
+            offsets.push(w.add_record(&record(i, n)).unwrap());
+            given += n as u64;
             prop_assert!(w.flushed_len() <= w.bytes_written());
         }
+        prop_assert_eq!(w.record_bytes(), given);
         let total = w.bytes_written();
         w.sync().unwrap();
         prop_assert_eq!(w.synced_len(), total);
@@ -175,8 +188,45 @@ proptest! {
         for (i, &n) in sizes.iter().enumerate() {
             let rec = r.read_record().unwrap().unwrap();
             prop_assert_eq!(rec.offset, offsets[i]);
-            prop_assert_eq!(rec.payload, &pattern(n, i as u64)[..]);
+            prop_assert_eq!(rec.payload, &record(i, n)[..]);
         }
         prop_assert!(r.read_record().unwrap().is_none());
+    }
+}
+
+#[test]
+fn compressed_records_are_smaller_and_read_back() {
+    let records: Vec<Vec<u8>> = [0, 10, 31, 32, 100, 3000, 40_000, 70_000, 5]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| half_compressible(n, i as u64))
+        .chain([pattern(500, 9)]) // does not compress: stored as it is
+        .collect();
+    let (plain, _) = write_log(4, &records);
+    let (packed, written) = common::write_log_with(4, &records, RecordCompression::Lz4);
+    assert!(
+        packed.len() * 10 < plain.len() * 7,
+        "{} vs {}",
+        packed.len(),
+        plain.len()
+    );
+    let header = FileHeader::decode(packed[..FILE_HEADER_LEN].try_into().unwrap()).unwrap();
+    assert_eq!(header.version, FORMAT_VERSION_COMPRESSED);
+    let types: Vec<u8> = common::fragments(&packed).iter().map(|f| f.ty).collect();
+    assert!(types.contains(&(FragmentType::Lz4Full as u8)));
+    assert!(types.contains(&(FragmentType::Lz4First as u8)));
+    // Short and incompressible records are stored as they are.
+    assert!(types.contains(&(FragmentType::Full as u8)));
+    let packed = Arc::new(packed);
+    for mode in [
+        RecoveryMode::AbsoluteConsistency,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    ] {
+        let out = read_all(slice_file(&packed, packed.len()), 4, mode);
+        assert!(out.error.is_none() && out.dropped.is_empty(), "{mode:?}");
+        assert_eq!(out.end, Some(LogEnd::Clean));
+        let got: Vec<_> = out.records.iter().map(|r| (r.0, &r.1)).collect();
+        let want: Vec<_> = written.iter().map(|w| (w.offset, &w.payload)).collect();
+        assert_eq!(got, want, "{mode:?}");
     }
 }

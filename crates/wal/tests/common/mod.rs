@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use lithify_vfs::{FileSystem, MemFs, RandomAccessFile};
 use lithify_wal::format::{BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN};
-use lithify_wal::{DroppedRange, Reader, RecoveryMode, Writer, WriterOptions};
+use lithify_wal::{DroppedRange, Reader, RecordCompression, RecoveryMode, Writer, WriterOptions};
 
 /// An in-memory file that is a prefix of shared bytes (no copy per cut).
 #[derive(Debug)]
@@ -45,8 +45,17 @@ pub(crate) struct Written {
 }
 
 /// Writes `records` as log `log_number` and returns the file bytes and
-/// where each record landed. `sync_after[i]` syncs after record i.
+/// where each record landed.
 pub(crate) fn write_log(log_number: u64, records: &[Vec<u8>]) -> (Vec<u8>, Vec<Written>) {
+    write_log_with(log_number, records, RecordCompression::None)
+}
+
+/// [`write_log`] with the records stored as `compression` says.
+pub(crate) fn write_log_with(
+    log_number: u64,
+    records: &[Vec<u8>],
+    compression: RecordCompression,
+) -> (Vec<u8>, Vec<Written>) {
     let fs = MemFs::new();
     let path = Path::new("/log");
     let mut w = Writer::with_options(
@@ -56,6 +65,7 @@ pub(crate) fn write_log(log_number: u64, records: &[Vec<u8>]) -> (Vec<u8>, Vec<W
         WriterOptions {
             buffer_size: 4096,
             bytes_per_sync: 0,
+            compression,
         },
     )
     .unwrap();
@@ -149,6 +159,15 @@ pub(crate) fn fragments(data: &[u8]) -> Vec<Fragment> {
         pos += FRAGMENT_HEADER_LEN + len;
     }
     out
+}
+
+/// Deterministic bytes that compress to about half: each 64-byte stretch
+/// is 32 pseudo-random bytes then 32 copies of one byte.
+pub(crate) fn half_compressible(len: usize, seed: u64) -> Vec<u8> {
+    let random = pattern(len, seed);
+    (0..len)
+        .map(|i| if i % 64 < 32 { random[i] } else { b'x' })
+        .collect()
 }
 
 /// Deterministic pseudo-random bytes.
