@@ -256,6 +256,7 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
             flag("compression-type", rng.pick(&["none", "zstd"]));
             flag("flush-one-in", rng.pick(&["500", "2000", "20000"]));
             flag("compact-range-one-in", rng.pick(&["2000", "10000"]));
+            flag("wal-compression", rng.pick(&["none", "lz4"]));
         }
         Target::Bank => {
             let mut flag = |name: &str, value: &str| {

@@ -104,7 +104,7 @@ pub use lithify_compaction_tiered::{
     CompactionStrategy, MajorOnlyOptions, MinorPolicy, TwoTierOptions,
 };
 pub use lithify_sstable::{BlockCache, Compression};
-pub use lithify_wal::RecoveryMode;
+pub use lithify_wal::{RecordCompression as WalCompression, RecoveryMode};
 pub use live_set::{
     CheckpointOptions, LiveFile, LiveFileKind, LiveFileMetaData, LiveFileSet, copy_file_prefix,
 };

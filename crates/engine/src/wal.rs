@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use lithify_base::SeqNo;
 use lithify_version::filename::log_file_name;
 use lithify_vfs::FileSystem;
-use lithify_wal::{Writer, WriterOptions};
+use lithify_wal::{RecordCompression, Writer, WriterOptions};
 use snafu::ResultExt;
 
 use crate::batch::Predecessor;
@@ -48,19 +48,24 @@ pub(crate) struct LogWriter {
 
 impl LogWriter {
     /// Creates WAL `number` in `dir`, starting with the predecessor note if
-    /// there is one.
+    /// there is one; its records are stored as `compression` says.
     pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
         predecessor: Option<Predecessor>,
+        compression: RecordCompression,
     ) -> Result<LogWriter> {
         let path = log_path(dir, number);
         let file = fs.create(&path).context(IoSnafu {
             op: "creating WAL",
             path: path.clone(),
         })?;
-        let mut writer = Writer::with_options(file, &path, number, WriterOptions::default())?;
+        let options = WriterOptions {
+            compression,
+            ..WriterOptions::default()
+        };
+        let mut writer = Writer::with_options(file, &path, number, options)?;
         if let Some(p) = predecessor {
             writer.add_record(&p.encode())?;
         }
@@ -77,19 +82,23 @@ impl LogWriter {
     }
 
     /// Appends a group's record; hands it to the OS unless `manual_flush`.
+    /// Returns the bytes the record took in the log (framing included,
+    /// after compression).
     pub(crate) fn append(
         &mut self,
         record: &[u8],
         last_seq: SeqNo,
         manual_flush: bool,
-    ) -> Result<()> {
+    ) -> Result<u64> {
+        let before = self.writer.bytes_written();
         self.writer.add_record(record)?;
+        let bytes = self.writer.bytes_written() - before;
         self.last_seq = last_seq;
         self.synced = false;
         if !manual_flush {
             self.writer.flush()?;
         }
-        Ok(())
+        Ok(bytes)
     }
 
     /// Makes every record durable, and the log's directory entry.

@@ -311,13 +311,14 @@ impl DbInner {
         let LeaderState { log, record, .. } = leader;
         let log = log.as_mut().expect("an open database has a WAL");
         let non_empty = group.iter().filter(|w| !w.batch.is_empty()).count();
+        // The bytes the record took in the file: framing included, after
+        // compression.
         let bytes = if non_empty == 1 {
             let w = group
                 .iter()
                 .find(|w| !w.batch.is_empty())
                 .expect("one batch");
-            log.append(w.batch.encoded(), last, manual)?;
-            w.batch.size_in_bytes()
+            log.append(w.batch.encoded(), last, manual)?
         } else {
             encode_group_header(record, first, records as u32);
             for w in group {
@@ -325,11 +326,10 @@ impl DbInner {
                     record.extend_from_slice(w.batch.encoded_records());
                 }
             }
-            log.append(record, last, manual)?;
-            record.len()
+            log.append(record, last, manual)?
         };
-        Counters::add(&self.counters.wal_bytes, bytes as u64);
-        *leader.log_bytes.entry(log.number).or_insert(0) += bytes as u64;
+        Counters::add(&self.counters.wal_bytes, bytes);
+        *leader.log_bytes.entry(log.number).or_insert(0) += bytes;
         if sync {
             leader.sync_all(&*self.fs, &self.dir)?;
             Counters::add(&self.counters.wal_syncs, 1);
@@ -401,19 +401,21 @@ impl DbInner {
             log_number: l.number,
             last_sequence: l.last_seq,
         });
-        let result = LogWriter::create(&*self.fs, &self.dir, number, old).and_then(|new| {
-            if let Some(mut prev) = leader.log.take() {
-                // Hand the old log's buffer to the OS; keep it for a later
-                // sync unless it is durable already.
-                if let Err(e) = prev.writer.flush() {
-                    leader.log = Some(prev);
-                    return Err(e.into());
+        let compression = self.options.wal_compression;
+        let result =
+            LogWriter::create(&*self.fs, &self.dir, number, old, compression).and_then(|new| {
+                if let Some(mut prev) = leader.log.take() {
+                    // Hand the old log's buffer to the OS; keep it for a later
+                    // sync unless it is durable already.
+                    if let Err(e) = prev.writer.flush() {
+                        leader.log = Some(prev);
+                        return Err(e.into());
+                    }
+                    leader.close_log(prev);
                 }
-                leader.close_log(prev);
-            }
-            leader.log = Some(new);
-            Ok(())
-        });
+                leader.log = Some(new);
+                Ok(())
+            });
         let mut st = self.lock_state();
         st.live_logs.insert(number);
         if let Err(e) = result {

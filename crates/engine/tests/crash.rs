@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use common::{Model, all_strategies, cases, model_delete_range, model_pairs, scan, small_options};
 use lithify_engine::{
-    Db, MergeOperator as _, Options, ReadOptions, StringAppend, WriteBatch, WriteOptions,
+    Db, MergeOperator as _, Options, ReadOptions, StringAppend, WalCompression, WriteBatch,
+    WriteOptions,
 };
 use lithify_vfs::MemFs;
 use proptest::prelude::*;
@@ -105,11 +106,17 @@ fn apply(db: &Db, model: &mut Model, i: usize, op: &Op, sync: bool) {
     }
 }
 
-/// The test options with compaction strategy `all_strategies()[strategy]`.
+/// The test options with compaction strategy `all_strategies()[strategy]`;
+/// odd strategies write LZ4-compressed WALs.
 fn options(fs: Arc<MemFs>, strategy: usize) -> Options {
     Options {
         compaction_strategy: all_strategies()[strategy].clone(),
         merge_operator: Some(Arc::new(StringAppend::default())),
+        wal_compression: if strategy % 2 == 1 {
+            WalCompression::Lz4
+        } else {
+            WalCompression::None
+        },
         ..small_options(fs)
     }
 }

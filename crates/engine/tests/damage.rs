@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::{Model, model_pairs};
-use lithify_engine::{Db, Options, ReadOptions, WriteOptions};
+use lithify_engine::{Db, Options, ReadOptions, WalCompression, WriteOptions};
 use lithify_version::filename::{FileKind, parse_file_name, table_file_name};
 use lithify_version::{VersionSet, VersionSetOptions};
 use lithify_vfs::{FileSystem, MemFs, OsFs};
@@ -118,6 +118,9 @@ struct Place {
     fs: Arc<dyn FileSystem>,
     root: PathBuf,
     _tmp: Option<tempfile::TempDir>,
+    /// How the WALs are written (the in-memory matrix runs on LZ4
+    /// compressed WALs, the real-file one on plain ones).
+    wal_compression: WalCompression,
 }
 
 impl Place {
@@ -128,6 +131,7 @@ impl Place {
             fs,
             root: PathBuf::from("/t"),
             _tmp: None,
+            wal_compression: WalCompression::Lz4,
         }
     }
 
@@ -137,6 +141,7 @@ impl Place {
             fs: Arc::new(OsFs),
             root: tmp.path().to_path_buf(),
             _tmp: Some(tmp),
+            wal_compression: WalCompression::None,
         }
     }
 
@@ -148,6 +153,7 @@ impl Place {
             max_bytes_for_level_base: 64 << 10,
             block_size: 1024,
             disable_auto_compactions: true,
+            wal_compression: self.wal_compression,
             ..Options::default()
         }
     }

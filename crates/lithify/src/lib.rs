@@ -118,7 +118,8 @@ pub use lithify_engine::{
     LOST_DIR, LevelStats, LiveFileMetaData, MajorOnlyOptions, Max, MergeOperator, MergeStats,
     MinorPolicy, Options, RawIterator, ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot,
     SstFileWriter, StallCause, StallCondition, StallStats, StrategySwitchInfo, StringAppend, Table,
-    TableOptions, TableStats, TwoTierOptions, UInt64Add, WriteBatch, WriteOptions, WriteStallInfo,
+    TableOptions, TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
+    WriteStallInfo,
 };
 
 /// The short ids of the built-in merge operators (`uint64add`,

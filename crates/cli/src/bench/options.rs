@@ -101,6 +101,10 @@ pub(crate) struct EngineArgs {
     /// Buffer WAL records until 64 KiB, a sync or close (default false).
     #[arg(long, alias = "manual_wal_flush")]
     pub manual_wal_flush: Option<bool>,
+    /// WAL records stored as they are (none) or each LZ4-compressed when
+    /// that is smaller (lz4) (default none).
+    #[arg(long, alias = "wal_compression", value_parser = ["none", "lz4"])]
+    pub wal_compression: Option<String>,
     /// Verify block checksums on every read from a file (default true).
     #[arg(long, alias = "verify_checksum", alias = "verify_checksums")]
     pub verify_checksum: Option<bool>,
@@ -165,6 +169,11 @@ impl EngineArgs {
         }
         if let Some(v) = self.verify_checksum {
             o.verify_checksums = v;
+        }
+        match self.wal_compression.as_deref() {
+            Some("lz4") => o.wal_compression = lithify::WalCompression::Lz4,
+            Some(_) => o.wal_compression = lithify::WalCompression::None,
+            None => {}
         }
         if let Some(name) = &self.merge_operator {
             o.merge_operator = Some(lithify::merge_operator_by_name(name).ok_or_else(|| {

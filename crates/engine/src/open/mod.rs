@@ -244,6 +244,7 @@ pub(crate) fn open(
             &replay_logs,
             last_seq,
             &mut report,
+            opts.wal_compression,
         )?)
     };
     let inner = assemble(AssembleParts {
@@ -436,6 +437,7 @@ fn finish_recovery(
     replay_logs: &[u64],
     last_seq: SeqNo,
     report: &mut RecoveryReport,
+    wal_compression: lithify_wal::RecordCompression,
 ) -> Result<LogWriter> {
     for r in tables.values_mut() {
         if !r.mem.is_empty() {
@@ -443,7 +445,7 @@ fn finish_recovery(
         }
     }
     let new_log = versions.new_file_number();
-    let log = LogWriter::create(fs, dir, new_log, None)?;
+    let log = LogWriter::create(fs, dir, new_log, None, wal_compression)?;
     let mut edits = Vec::new();
     for (id, r) in tables.iter_mut() {
         let mut edit = VersionEdit::new(*id);
