@@ -13,6 +13,9 @@ pub type Result<T> = std::result::Result<T, String>;
 pub struct Config {
     /// zstd data blocks (level 3) instead of none.
     pub zstd: bool,
+    /// WAL records compressed: each engine's own way (lithify LZ4 per
+    /// record, RocksDB `wal_compression` zstd as one stream per WAL).
+    pub wal_compression: bool,
 }
 
 const MEMTABLE: usize = 64 << 20;
@@ -27,8 +30,30 @@ pub trait Kv: Send + Sync {
     fn seek_next(&self, key: &[u8], next: usize) -> Result<usize>;
     /// Flushes the memtable and compacts everything into the last level.
     fn compact_all(&self) -> Result<()>;
+    /// The engine's own count of bytes it wrote so far, split into WAL,
+    /// flush and compaction bytes, where it keeps one.
+    fn written_split(&self) -> Option<WrittenSplit>;
     /// Closes cleanly.
     fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Bytes an engine says it wrote, by kind.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WrittenSplit {
+    pub wal: u64,
+    pub flush: u64,
+    pub compaction: u64,
+}
+
+impl std::ops::Sub for WrittenSplit {
+    type Output = WrittenSplit;
+    fn sub(self, o: WrittenSplit) -> WrittenSplit {
+        WrittenSplit {
+            wal: self.wal.saturating_sub(o.wal),
+            flush: self.flush.saturating_sub(o.flush),
+            compaction: self.compaction.saturating_sub(o.compaction),
+        }
+    }
 }
 
 /// The engine names `--engine` takes.
@@ -63,6 +88,11 @@ fn lithify_db(dir: &Path, config: Config) -> Result<lithify::Db> {
             lithify::Compression::Zstd { level: 3 }
         } else {
             lithify::Compression::None
+        },
+        wal_compression: if config.wal_compression {
+            lithify::WalCompression::Lz4
+        } else {
+            lithify::WalCompression::None
         },
         ..lithify::Options::default()
     };
@@ -117,12 +147,23 @@ impl Kv for Lithify {
             .map_err(text)
     }
 
+    fn written_split(&self) -> Option<WrittenSplit> {
+        let s = self.0.stats();
+        Some(WrittenSplit {
+            wal: s.wal_bytes,
+            flush: s.flush_bytes,
+            compaction: s.compaction_write_bytes,
+        })
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         self.0.close().map_err(text)
     }
 }
 
-struct Rocks(rocksdb::DB);
+/// The database and the options it was opened with (they hold the
+/// statistics object the tickers are read from).
+struct Rocks(rocksdb::DB, rocksdb::Options);
 
 /// The options every RocksDB adapter opens with.
 fn rocks_options(config: Config) -> rocksdb::Options {
@@ -134,6 +175,14 @@ fn rocks_options(config: Config) -> rocksdb::Options {
     o.set_write_buffer_size(MEMTABLE);
     o.set_max_background_jobs(2);
     o.set_block_based_table_factory(&table);
+    // For the WAL / flush / compaction split of the bytes written: tickers
+    // only (no histograms, no timers), the cheapest statistics level.
+    o.enable_statistics();
+    o.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
+    if config.wal_compression {
+        // RocksDB's only WAL codec.
+        o.set_wal_compression_type(rocksdb::DBCompressionType::Zstd);
+    }
     o.set_compression_type(if config.zstd {
         rocksdb::DBCompressionType::Zstd
     } else {
@@ -144,8 +193,9 @@ fn rocks_options(config: Config) -> rocksdb::Options {
 
 impl Rocks {
     fn open(dir: &Path, config: Config) -> Result<Self> {
-        rocksdb::DB::open(&rocks_options(config), dir)
-            .map(Rocks)
+        let options = rocks_options(config);
+        rocksdb::DB::open(&options, dir)
+            .map(|db| Rocks(db, options))
             .map_err(text)
     }
 }
@@ -181,6 +231,15 @@ impl Kv for Rocks {
         Ok(())
     }
 
+    fn written_split(&self) -> Option<WrittenSplit> {
+        use rocksdb::statistics::Ticker;
+        Some(WrittenSplit {
+            wal: self.1.get_ticker_count(Ticker::WalFileBytes),
+            flush: self.1.get_ticker_count(Ticker::FlushWriteBytes),
+            compaction: self.1.get_ticker_count(Ticker::CompactWriteBytes),
+        })
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         self.0.flush_wal(true).map_err(text)?;
         drop(self);
@@ -204,6 +263,9 @@ impl Fjall {
     fn open(dir: &Path, config: Config) -> Result<Self> {
         if config.zstd {
             return Err("fjall has no zstd compression".to_owned());
+        }
+        if config.wal_compression {
+            return Err("fjall compresses only journal values of 4 KiB or more".to_owned());
         }
         let db = fjall::Database::builder(dir)
             .cache_size(CACHE as u64)
@@ -244,6 +306,10 @@ impl Kv for Fjall {
     fn compact_all(&self) -> Result<()> {
         self.ks.rotate_memtable_and_wait().map_err(text)?;
         self.ks.major_compact().map_err(text)
+    }
+
+    fn written_split(&self) -> Option<WrittenSplit> {
+        None
     }
 
     fn close(self: Box<Self>) -> Result<()> {
@@ -533,6 +599,9 @@ impl FjallTxn {
         }
         if config.zstd {
             return Err("fjall has no zstd compression".to_owned());
+        }
+        if config.wal_compression {
+            return Err("fjall compresses only journal values of 4 KiB or more".to_owned());
         }
         let db = fjall::OptimisticTxDatabase::builder(dir)
             .cache_size(CACHE as u64)

@@ -34,6 +34,7 @@ fn main() {
         _ => Err(format!(
             "usage: lithify-compare run --engine {{{}}} --workload {{{}}} --dir D \
              [--num N] [--keys K] [--threads T] [--value-size V] [--sync] [--zstd] \
+             [--wal-compression] \
              [--txn {}]\n       \
              lithify-compare table [--size small|full] [--engines lithify,rocksdb,fjall] \
              [--workload W] [--txn {}] [--threads T,T] [--num N] [--keys K] \
@@ -93,6 +94,7 @@ fn run(args: &[String]) -> Result<(), String> {
     };
     let config = Config {
         zstd: a.flag("--zstd"),
+        wal_compression: a.flag("--wal-compression"),
     };
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -117,6 +119,7 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     metrics::reset_peak_rss();
     let written_before = metrics::write_bytes();
+    let split_before = db.written_split();
     let t0 = Instant::now();
     let out: Outcome = match workload {
         "fillrandom" | "overwrite" => workloads::write_random(&*db, &spec)?,
@@ -134,6 +137,12 @@ fn run(args: &[String]) -> Result<(), String> {
         _ => unreachable!("checked above"),
     };
     let peak_rss = metrics::peak_rss();
+    // The engine's own split, up to the close (what the close writes is
+    // only in `written_bytes`).
+    let split = db
+        .written_split()
+        .zip(split_before)
+        .map(|(after, before)| after - before);
     db.close()?;
     let written = metrics::write_bytes() - written_before;
     let dir_bytes = metrics::dir_bytes(&dir);
@@ -163,6 +172,9 @@ fn run(args: &[String]) -> Result<(), String> {
         "dir_bytes": dir_bytes,
         "space_amp": dir_bytes as f64 / live_bytes,
         "peak_rss_bytes": peak_rss,
+        "wal_bytes": split.map(|s| s.wal),
+        "flush_bytes": split.map(|s| s.flush),
+        "compaction_bytes": split.map(|s| s.compaction),
     });
     println!("{json}");
     std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

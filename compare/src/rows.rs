@@ -34,6 +34,8 @@ struct Row {
     value_size: u64,
     sync: bool,
     zstd: bool,
+    /// WAL compression on (`--wal-compression`).
+    wal_compressed: bool,
     /// randomtransaction's `--txn` mode.
     txn: Option<&'static str>,
     metric: Metric,
@@ -59,8 +61,17 @@ fn row(
         value_size,
         sync: flags.0,
         zstd: flags.1,
+        wal_compressed: false,
         txn: None,
         metric,
+    }
+}
+
+impl Row {
+    /// The row with WAL compression on.
+    fn wal_compressed(mut self) -> Row {
+        self.wal_compressed = true;
+        self
     }
 }
 
@@ -157,6 +168,28 @@ fn rows(full: bool) -> Vec<Row> {
             WriteAmp,
         ),
         row(
+            format!("fillrandom {}M, WAL compressed", fill / m),
+            "fillrandom",
+            fill,
+            fill,
+            1,
+            100,
+            plain,
+            Throughput,
+        )
+        .wal_compressed(),
+        row(
+            format!("write amplification, fillrandom {}M, WAL compressed", fill / m),
+            "fillrandom",
+            fill,
+            fill,
+            1,
+            100,
+            plain,
+            WriteAmp,
+        )
+        .wal_compressed(),
+        row(
             "overwrite 2M over 1M keys",
             "overwrite",
             2 * m,
@@ -216,6 +249,17 @@ fn rows(full: bool) -> Vec<Row> {
             plain,
             WriteAmp,
         ),
+        row(
+            "1 KiB values: write amplification, WAL compressed",
+            "fillrandom",
+            kib,
+            kib,
+            1,
+            1024,
+            plain,
+            WriteAmp,
+        )
+        .wal_compressed(),
         row(
             "1 KiB values: readrandom",
             "readrandom",
@@ -277,6 +321,7 @@ fn txn_rows(modes: &[&'static str], threads: &[u64], num: u64, keys: u64) -> Vec
                 value_size: 8,
                 sync: false,
                 zstd: false,
+                wal_compressed: false,
                 txn: Some(mode),
                 metric: Metric::Commits,
             });
@@ -286,10 +331,16 @@ fn txn_rows(modes: &[&'static str], threads: &[u64], num: u64, keys: u64) -> Vec
 }
 
 /// Whether `engine` cannot run the row at all (fjall has no pessimistic
-/// transactions).
+/// transactions, and compresses only journal values of 4 KiB or more).
 fn not_applicable(r: &Row, engine: &str) -> Option<&'static str> {
-    (engine == "fjall" && r.txn == Some("pessimistic"))
-        .then_some("fjall has no pessimistic transactions")
+    if engine != "fjall" {
+        return None;
+    }
+    if r.txn == Some("pessimistic") {
+        return Some("fjall has no pessimistic transactions");
+    }
+    r.wal_compressed
+        .then_some("fjall compresses only journal values of 4 KiB or more")
 }
 
 /// The rows `table` runs: `--workload randomtransaction` its own rows
@@ -394,6 +445,9 @@ pub fn table(args: &[String]) -> Result<(), String> {
             if r.zstd {
                 cmd_args.push("--zstd".into());
             }
+            if r.wal_compressed {
+                cmd_args.push("--wal-compression".into());
+            }
             if let Some(mode) = r.txn {
                 cmd_args.extend(["--txn".into(), mode.into()]);
             }
@@ -461,7 +515,14 @@ fn show(metric: Metric, v: &Value) -> String {
         }
         Metric::WriteAmp => {
             let sa = v.get("space_amp").and_then(Value::as_f64).unwrap_or(0.0);
-            format!("WA {x:.2} (space amp {sa:.2})")
+            let user = v.get("user_bytes").and_then(Value::as_f64).unwrap_or(0.0);
+            let part = |k: &str| v.get(k).and_then(Value::as_f64).map(|b| b / user);
+            match (part("wal_bytes"), part("flush_bytes"), part("compaction_bytes")) {
+                (Some(w), Some(f), Some(c)) if user > 0.0 => format!(
+                    "WA {x:.2}, engine count WAL {w:.2} + flush {f:.2} + compaction {c:.2} (space amp {sa:.2})"
+                ),
+                _ => format!("WA {x:.2} (space amp {sa:.2})"),
+            }
         }
         Metric::DirBytes => format!("{:.1} MB", x / 1e6),
         Metric::PeakRss => format!("{:.0} MB", x / 1e6),
