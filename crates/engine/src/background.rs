@@ -131,5 +131,8 @@ fn worker(inner: &DbInner) {
         inner.done_cv.notify_all();
         inner.bg_cv.notify_all();
         inner.events.deliver();
+        if inner.options.release_memory_after_jobs {
+            crate::heap::release_free_memory();
+        }
     }
 }

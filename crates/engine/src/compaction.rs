@@ -337,6 +337,9 @@ impl DbInner {
             self.lock_state().exclusive_manual -= 1;
             self.wake_background();
         }
+        if self.options.release_memory_after_jobs {
+            crate::heap::release_free_memory();
+        }
         result
     }
 

@@ -51,6 +51,7 @@ mod error;
 mod events;
 mod flush;
 mod get;
+mod heap;
 mod ingest;
 mod iter;
 mod iter_source;
