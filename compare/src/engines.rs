@@ -31,27 +31,30 @@ pub trait Kv: Send + Sync {
     /// Flushes the memtable and compacts everything into the last level.
     fn compact_all(&self) -> Result<()>;
     /// The engine's own count of bytes it wrote so far, split into WAL,
-    /// flush and compaction bytes, where it keeps one.
-    fn written_split(&self) -> Option<WrittenSplit>;
+    /// flush and compaction bytes, and of its WAL syncs, where it keeps
+    /// one.
+    fn write_counters(&self) -> Option<WriteCounters>;
     /// Closes cleanly.
     fn close(self: Box<Self>) -> Result<()>;
 }
 
-/// Bytes an engine says it wrote, by kind.
+/// Bytes an engine says it wrote, by kind, and its WAL syncs.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct WrittenSplit {
+pub struct WriteCounters {
     pub wal: u64,
     pub flush: u64,
     pub compaction: u64,
+    pub wal_syncs: u64,
 }
 
-impl std::ops::Sub for WrittenSplit {
-    type Output = WrittenSplit;
-    fn sub(self, o: WrittenSplit) -> WrittenSplit {
-        WrittenSplit {
+impl std::ops::Sub for WriteCounters {
+    type Output = WriteCounters;
+    fn sub(self, o: WriteCounters) -> WriteCounters {
+        WriteCounters {
             wal: self.wal.saturating_sub(o.wal),
             flush: self.flush.saturating_sub(o.flush),
             compaction: self.compaction.saturating_sub(o.compaction),
+            wal_syncs: self.wal_syncs.saturating_sub(o.wal_syncs),
         }
     }
 }
@@ -147,12 +150,13 @@ impl Kv for Lithify {
             .map_err(text)
     }
 
-    fn written_split(&self) -> Option<WrittenSplit> {
+    fn write_counters(&self) -> Option<WriteCounters> {
         let s = self.0.stats();
-        Some(WrittenSplit {
+        Some(WriteCounters {
             wal: s.wal_bytes,
             flush: s.flush_bytes,
             compaction: s.compaction_write_bytes,
+            wal_syncs: s.wal_syncs,
         })
     }
 
@@ -231,12 +235,13 @@ impl Kv for Rocks {
         Ok(())
     }
 
-    fn written_split(&self) -> Option<WrittenSplit> {
+    fn write_counters(&self) -> Option<WriteCounters> {
         use rocksdb::statistics::Ticker;
-        Some(WrittenSplit {
+        Some(WriteCounters {
             wal: self.1.get_ticker_count(Ticker::WalFileBytes),
             flush: self.1.get_ticker_count(Ticker::FlushWriteBytes),
             compaction: self.1.get_ticker_count(Ticker::CompactWriteBytes),
+            wal_syncs: self.1.get_ticker_count(Ticker::WalFileSynced),
         })
     }
 
@@ -308,7 +313,7 @@ impl Kv for Fjall {
         self.ks.major_compact().map_err(text)
     }
 
-    fn written_split(&self) -> Option<WrittenSplit> {
+    fn write_counters(&self) -> Option<WriteCounters> {
         None
     }
 

@@ -119,7 +119,7 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     metrics::reset_peak_rss();
     let written_before = metrics::write_bytes();
-    let split_before = db.written_split();
+    let split_before = db.write_counters();
     let t0 = Instant::now();
     let out: Outcome = match workload {
         "fillrandom" | "overwrite" => workloads::write_random(&*db, &spec)?,
@@ -140,7 +140,7 @@ fn run(args: &[String]) -> Result<(), String> {
     // The engine's own split, up to the close (what the close writes is
     // only in `written_bytes`).
     let split = db
-        .written_split()
+        .write_counters()
         .zip(split_before)
         .map(|(after, before)| after - before);
     db.close()?;
@@ -175,6 +175,7 @@ fn run(args: &[String]) -> Result<(), String> {
         "wal_bytes": split.map(|s| s.wal),
         "flush_bytes": split.map(|s| s.flush),
         "compaction_bytes": split.map(|s| s.compaction),
+        "wal_syncs": split.map(|s| s.wal_syncs),
     });
     println!("{json}");
     std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

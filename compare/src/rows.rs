@@ -511,7 +511,17 @@ fn show(metric: Metric, v: &Value) -> String {
     match metric {
         Metric::Throughput => {
             let p99 = v.get("p99_us").and_then(Value::as_f64).unwrap_or(0.0);
-            format!("{:.0}K ops/s, p99 {:.1} µs", x / 1000.0, p99)
+            let ops = v.get("ops").and_then(Value::as_f64).unwrap_or(0.0);
+            match v.get("wal_syncs").and_then(Value::as_f64) {
+                // Rows with synced writes: how well syncs were shared.
+                Some(syncs) if syncs > 0.0 && ops > 0.0 => format!(
+                    "{:.1}K ops/s, p99 {:.1} µs, {:.2} syncs/write",
+                    x / 1000.0,
+                    p99,
+                    syncs / ops
+                ),
+                _ => format!("{:.0}K ops/s, p99 {:.1} µs", x / 1000.0, p99),
+            }
         }
         Metric::WriteAmp => {
             let sa = v.get("space_amp").and_then(Value::as_f64).unwrap_or(0.0);

@@ -32,6 +32,18 @@
 //! then sleeps on the condition variable: a group commits in about a
 //! microsecond, far less than a sleep and a wake-up cost.
 //!
+//! **Sync groups gather.** A group that syncs the WAL takes hundreds of
+//! microseconds (`fdatasync`), and writers that wait for it come back with
+//! their next sync write right after it. Left alone, the writers split into
+//! two groups that alternate (half of them queue while the other half
+//! syncs), so each sync serves half of the writers. So the leader of a
+//! sync group first waits, for at most a quarter of the recent sync
+//! groups' commit time (and 200 µs), until every member of the previous sync group that
+//! will come back has queued again (each thread remembers the ticket of
+//! its last sync write; a writer whose ticket was in the last sync group
+//! counts itself back). One writer alone never waits: it is the member it
+//! would wait for. Compiled out under loom (it only delays a leader).
+//!
 //! Groups never overlap, so a memtable switch in `prepare` never races
 //! with inserts. The protocol is checked by loom models
 //! (`loom_write_group_publishes_in_order` and the others in
@@ -124,6 +136,8 @@ struct State<C: GroupCommit> {
     failures: Vec<Failure<C::Error>>,
     /// A spare vector for the next group's batches.
     spare: Vec<C::Batch>,
+    /// Tickets of the last completed group that synced the WAL.
+    last_sync_group: (u64, u64),
 }
 
 /// The queue of writers; see the [module documentation](self).
@@ -136,7 +150,26 @@ pub(crate) struct WriteThread<C: GroupCommit> {
     /// Bumped when a leader leaves or a parallel insert starts: a spinning
     /// waiter that sees it change has something to check.
     epoch: AtomicU64,
+    /// Members of the last sync group that have not yet come back with
+    /// another sync write (changed under the state lock, read by a
+    /// gathering leader without it).
+    returners: AtomicUsize,
+    /// Moving average of a sync group's commit time, in nanoseconds.
+    #[cfg(not(loom))]
+    sync_commit_nanos: AtomicU64,
 }
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// The write thread (by address) and ticket of this thread's last sync
+    /// write.
+    static LAST_SYNC_TICKET: std::cell::Cell<(usize, u64)> =
+        const { std::cell::Cell::new((0, u64::MAX)) };
+}
+
+/// The longest a sync group's leader waits for returning writers.
+#[cfg(not(loom))]
+const MAX_GATHER: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Groups of fewer batches are inserted by the leader alone: handing a
 /// batch or two to other threads costs more than inserting it (fillrandom
@@ -169,19 +202,27 @@ impl<C: GroupCommit> WriteThread<C> {
                 inserting: None,
                 failures: Vec::new(),
                 spare: Vec::new(),
+                last_sync_group: (u64::MAX, u64::MAX),
             }),
             cv: Condvar::new(),
             completed: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
+            returners: AtomicUsize::new(0),
+            #[cfg(not(loom))]
+            sync_commit_nanos: AtomicU64::new(0),
         }
     }
 
     /// Commits `batch` as part of a group; returns when its group is
     /// complete.
     pub(crate) fn write(&self, c: &C, batch: C::Batch) -> Result<(), C::Error> {
+        let sync = C::batch_sync(&batch);
         let mut st = self.state.lock();
         let ticket = st.next_ticket;
         st.next_ticket += 1;
+        if sync {
+            self.count_returner(&st, ticket);
+        }
         st.pending.push_back((ticket, batch));
         loop {
             if ticket < st.completed_below {
@@ -191,6 +232,12 @@ impl<C: GroupCommit> WriteThread<C> {
                 // Our batch is queued (no group is in flight), so the
                 // queue is not empty: lead its front.
                 st.leader_active = true;
+                let front = &st.pending.front().expect("our batch is queued").1;
+                if C::batch_sync(front) && self.returners.load(Ordering::Relaxed) > 0 {
+                    drop(st);
+                    self.gather();
+                    st = self.state.lock();
+                }
                 let first = st.pending.front().expect("our batch is queued").0;
                 let mut group = std::mem::take(&mut st.spare);
                 let last = Self::take_group(c, &mut st.pending, &mut group);
@@ -227,6 +274,46 @@ impl<C: GroupCommit> WriteThread<C> {
             st = self.cv.wait(st);
         }
     }
+
+    /// A sync write with `ticket` arrives: if this thread's previous sync
+    /// write was in the last sync group, one fewer member is awaited.
+    /// Remembers `ticket` as this thread's last sync write.
+    #[cfg(not(loom))]
+    fn count_returner(&self, st: &State<C>, ticket: u64) {
+        let me = self as *const Self as usize;
+        let (owner, previous) = LAST_SYNC_TICKET.with(|t| t.replace((me, ticket)));
+        let (first, last) = st.last_sync_group;
+        if owner == me && (first..=last).contains(&previous) {
+            let n = self.returners.load(Ordering::Relaxed);
+            self.returners.store(n.saturating_sub(1), Ordering::Relaxed);
+        }
+    }
+
+    #[cfg(loom)]
+    fn count_returner(&self, _st: &State<C>, _ticket: u64) {}
+
+    /// A sync group's leader waits, for at most a quarter of a sync group's
+    /// recent commit time, until the last sync group's members are back
+    /// (fillrandom with fsync, 8 threads: 0.23 syncs per write without the
+    /// wait, 0.15 waiting an eighth, 0.128 a quarter).
+    #[cfg(not(loom))]
+    fn gather(&self) {
+        let commit = self.sync_commit_nanos.load(Ordering::Relaxed);
+        let limit = std::time::Duration::from_nanos(commit / 4).min(MAX_GATHER);
+        let start = std::time::Instant::now();
+        let mut spins = 0;
+        while self.returners.load(Ordering::Relaxed) > 0 && start.elapsed() < limit {
+            if spins < SPIN_ROUNDS {
+                spins += 1;
+                lithify_base::sync::spin_loop();
+            } else {
+                lithify_base::sync::thread::yield_now();
+            }
+        }
+    }
+
+    #[cfg(loom)]
+    fn gather(&self) {}
 
     /// Spins, then yields, until `done` holds or the wait has lasted long
     /// enough that sleeping is cheaper; returns whether `done` held.
@@ -339,6 +426,9 @@ impl<C: GroupCommit> WriteThread<C> {
         mut group: Vec<C::Batch>,
         own: Option<u64>,
     ) -> Result<(), C::Error> {
+        let sync = group.first().is_some_and(C::batch_sync);
+        #[cfg(not(loom))]
+        let started = sync.then(std::time::Instant::now);
         let result = match c.prepare(&mut group) {
             Err(e) => Err(e),
             Ok((ctx, last_seq)) if group.len() < PARALLEL_INSERT_MIN => {
@@ -381,6 +471,24 @@ impl<C: GroupCommit> WriteThread<C> {
         };
         group.clear();
         let mut st = self.state.lock();
+        if sync {
+            // Before the tickets complete: a member coming back must find
+            // its group here.
+            st.last_sync_group = (first, last);
+            self.returners
+                .store((last - first + 1) as usize, Ordering::Relaxed);
+            #[cfg(not(loom))]
+            if let Some(started) = started {
+                let took = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+                let avg = self.sync_commit_nanos.load(Ordering::Relaxed);
+                let avg = if avg == 0 {
+                    took
+                } else {
+                    avg - avg / 8 + took / 8
+                };
+                self.sync_commit_nanos.store(avg, Ordering::Relaxed);
+            }
+        }
         st.completed_below = last + 1;
         self.completed.store(last + 1, Ordering::Release);
         st.leader_active = false;
