@@ -132,7 +132,7 @@ fn worker(inner: &DbInner) {
         inner.bg_cv.notify_all();
         inner.events.deliver();
         if inner.options.release_memory_after_jobs {
-            crate::heap::release_free_memory();
+            crate::heap::release_after_job(&inner.counters);
         }
     }
 }

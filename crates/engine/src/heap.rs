@@ -12,10 +12,41 @@
 //! the thresholds fixed (150 against 114 MB). `malloc_trim(0)` after a job
 //! returns every free page of every arena (`MADV_DONTNEED` in the middle of
 //! a heap too), which brings it back without touching the allocator's
-//! settings for the rest of the process. It takes a few hundred
-//! microseconds; a job takes tens of milliseconds or more.
+//! settings for the rest of the process.
+//!
+//! A trim costs system time (the returned pages fault back in when reused):
+//! after every job of 1 MiB memtables it took 4-5 % more CPU in all
+//! (`lithify bench --benchmarks fillrandom --num 1000000` with 1 MiB
+//! memtables and files). So background jobs trim only once they have
+//! written [`RELEASE_EVERY_BYTES`] since the last trim: every job of 64 MiB
+//! memtables, one job in dozens of 1 MiB ones. A manual compaction, the
+//! caller's own heavy operation, always trims when it ends.
 //!
 //! On other targets and allocators there is nothing to do.
+
+use std::sync::atomic::Ordering;
+
+use crate::stats::Counters;
+
+/// Bytes flushes and compactions write between two trims after background
+/// jobs.
+const RELEASE_EVERY_BYTES: u64 = 32 << 20;
+
+/// After a background job: trims if jobs wrote [`RELEASE_EVERY_BYTES`]
+/// since the last trim.
+pub(crate) fn release_after_job(counters: &Counters) {
+    let written =
+        Counters::get(&counters.flush_bytes) + Counters::get(&counters.compaction_write_bytes);
+    let last = counters.released_at_job_bytes.load(Ordering::Relaxed);
+    if written.saturating_sub(last) >= RELEASE_EVERY_BYTES
+        && counters
+            .released_at_job_bytes
+            .compare_exchange(last, written, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        release_free_memory();
+    }
+}
 
 /// Returns free heap memory to the kernel, where the allocator allows.
 pub(crate) fn release_free_memory() {

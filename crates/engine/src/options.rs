@@ -71,12 +71,12 @@ pub struct Options {
     /// record never costs the records after it. Logs written either way are
     /// read by every open; a database is not tied to the setting.
     pub wal_compression: WalCompression,
-    /// After each flush, compaction and manual compaction, hand the
-    /// allocator's free memory back to the kernel (`malloc_trim(0)` under
-    /// glibc; nothing elsewhere). Default true: glibc otherwise keeps what a
-    /// background job freed in that thread's arena, which held peak RSS
-    /// a third over the block cache and table metadata on a 10M-key
-    /// database. Costs well under a millisecond per job.
+    /// Hand the allocator's free memory back to the kernel after
+    /// background jobs (once they wrote 32 MiB since the last time) and
+    /// after each manual compaction (`malloc_trim(0)` under glibc; nothing
+    /// elsewhere). Default true: glibc otherwise keeps what a background
+    /// job freed in that thread's arena, which held peak RSS a third over
+    /// the block cache and table metadata on a 10M-key database.
     pub release_memory_after_jobs: bool,
     /// Bytes per second writes are slowed to while a slowdown trigger holds
     /// (default 16 MiB/s).

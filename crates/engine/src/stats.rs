@@ -25,6 +25,9 @@ pub(crate) struct Counters {
     pub(crate) flush_bytes: AtomicU64,
     pub(crate) compaction_write_bytes: AtomicU64,
     pub(crate) compaction_read_bytes: AtomicU64,
+    /// `flush_bytes + compaction_write_bytes` when background jobs last
+    /// gave free memory back (`heap::release_after_job`).
+    pub(crate) released_at_job_bytes: AtomicU64,
     pub(crate) gets: AtomicU64,
     pub(crate) get_tables_probed: AtomicU64,
     pub(crate) get_blocks: AtomicU64,

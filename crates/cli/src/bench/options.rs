@@ -101,6 +101,10 @@ pub(crate) struct EngineArgs {
     /// Buffer WAL records until 64 KiB, a sync or close (default false).
     #[arg(long, alias = "manual_wal_flush")]
     pub manual_wal_flush: Option<bool>,
+    /// Give the allocator's free memory back to the kernel after each
+    /// flush and compaction (default true).
+    #[arg(long, alias = "release_memory_after_jobs")]
+    pub release_memory_after_jobs: Option<bool>,
     /// WAL records stored as they are (none) or each LZ4-compressed when
     /// that is smaller (lz4) (default none).
     #[arg(long, alias = "wal_compression", value_parser = ["none", "lz4"])]
@@ -157,6 +161,7 @@ impl EngineArgs {
             max_write_batch_group_size_bytes,
             manual_wal_flush,
             memtable_whole_key_filtering,
+            release_memory_after_jobs,
         );
         if let Some(bits) = self.bloom_bits {
             if !(0.0..=100.0).contains(&bits) {
