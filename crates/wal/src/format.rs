@@ -112,11 +112,6 @@ impl FragmentType {
             _ => None,
         }
     }
-
-    /// Whether a record starting with this fragment is compressed.
-    pub const fn is_compressed(self) -> bool {
-        matches!(self, FragmentType::Lz4Full | FragmentType::Lz4First)
-    }
 }
 
 /// Encodes a compressed record's bytes into `dst` (cleared first): the
@@ -267,11 +262,6 @@ impl FileHeader {
             version: FORMAT_VERSION_COMPRESSED,
             log_number,
         }
-    }
-
-    /// Whether the log may hold compressed records.
-    pub const fn allows_compression(&self) -> bool {
-        self.version == FORMAT_VERSION_COMPRESSED
     }
 
     /// The 24 encoded bytes.

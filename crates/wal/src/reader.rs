@@ -526,27 +526,15 @@ impl Reader {
                 } => (ty, offset, start, len),
             };
             let fragment_end = offset + (FRAGMENT_HEADER_LEN + len) as u64;
-            match FragmentType::from_u8(ty) {
-                Some(FragmentType::Full) => {
+            // A record this fragment completes: where it starts, where its
+            // stored bytes are, and whether they are compressed.
+            let (record, stored, compressed) = match FragmentType::from_u8(ty) {
+                Some(t @ (FragmentType::Full | FragmentType::Lz4Full)) => {
                     if !self.close_partial(offset)? {
                         return Ok(None);
                     }
-                    self.flush_pending();
-                    return Ok(Some((offset, Payload::Block { start, len })));
-                }
-                Some(FragmentType::Lz4Full) => {
-                    if !self.close_partial(offset)? {
-                        return Ok(None);
-                    }
-                    let stored = &self.block[start..start + len];
-                    if let Err(e) = decompress_record(stored, &mut self.plain) {
-                        if self.undecodable(offset, e, fragment_end)? {
-                            continue;
-                        }
-                        return Ok(None);
-                    }
-                    self.flush_pending();
-                    return Ok(Some((offset, Payload::Plain)));
+                    let stored = Payload::Block { start, len };
+                    (offset, stored, t == FragmentType::Lz4Full)
                 }
                 Some(t @ (FragmentType::First | FragmentType::Lz4First)) => {
                     if !self.close_partial(offset)? {
@@ -557,6 +545,7 @@ impl Reader {
                     self.scratch.clear();
                     self.scratch
                         .extend_from_slice(&self.block[start..start + len]);
+                    continue;
                 }
                 Some(FragmentType::Middle) | Some(FragmentType::Last) => {
                     let Some(record) = self.record_start else {
@@ -573,23 +562,13 @@ impl Reader {
                     };
                     self.scratch
                         .extend_from_slice(&self.block[start..start + len]);
-                    if ty == FragmentType::Last as u8 {
-                        self.record_start = None;
-                        if !self.record_compressed {
-                            self.flush_pending();
-                            return Ok(Some((record, Payload::Scratch)));
-                        }
-                        if let Err(e) = decompress_record(&self.scratch, &mut self.plain) {
-                            if self.undecodable(record, e, fragment_end)? {
-                                continue;
-                            }
-                            return Ok(None);
-                        }
-                        self.flush_pending();
-                        return Ok(Some((record, Payload::Plain)));
+                    if ty != FragmentType::Last as u8 {
+                        continue;
                     }
+                    self.record_start = None;
+                    (record, Payload::Scratch, self.record_compressed)
                 }
-                None if ty & SAFE_TO_IGNORE != 0 => {}
+                None if ty & SAFE_TO_IGNORE != 0 => continue,
                 None => {
                     let start = self.record_start.unwrap_or(offset);
                     if self.problem(
@@ -603,15 +582,28 @@ impl Reader {
                     }
                     return Ok(None);
                 }
-            }
+            };
+            let payload = if compressed {
+                let bytes = match stored {
+                    Payload::Block { start, len } => &self.block[start..start + len],
+                    _ => &self.scratch[..],
+                };
+                if let Err(e) = decompress_record(bytes, &mut self.plain) {
+                    // Intact fragments that do not decompress: dropped like
+                    // damage (valid data may follow).
+                    let reason = DropReason::Undecodable(e);
+                    if self.problem(record, record, reason, fragment_end, Tail::Scan)? {
+                        continue;
+                    }
+                    return Ok(None);
+                }
+                Payload::Plain
+            } else {
+                stored
+            };
+            self.flush_pending();
+            return Ok(Some((record, payload)));
         }
-    }
-
-    /// The intact record at `record`, ending at `end`, does not decompress:
-    /// it is dropped like a damaged one (valid data may follow it). Returns
-    /// whether reading goes on.
-    fn undecodable(&mut self, record: u64, e: DecompressError, end: u64) -> Result<bool> {
-        self.problem(record, record, DropReason::Undecodable(e), end, Tail::Scan)
     }
 
     /// A `Full` or `First` fragment at `offset` while a record is open: the
