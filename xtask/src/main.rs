@@ -15,6 +15,7 @@
 //!                                      lithify beside rust-rocksdb and fjall (own workspace)
 //! cargo xtask compare --workload randomtransaction [--txn optimistic,pessimistic] [--threads 1,4]
 //!                                      db_bench's randomtransaction on each transaction database
+//! cargo xtask calibrate [--check]     the cost model's calibration table from the compaction simulator
 //! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
 //!                                      SIGKILL loops of `lithify stress`, MemFs power-cut loop
 //! ```
@@ -30,7 +31,7 @@ mod crash;
 
 pub(crate) type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|crash> [args]
+const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash> [args]
 
   ci                            fmt check, clippy -D warnings, cargo test, fuzz smoke, loom, bench smoke
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
@@ -58,6 +59,11 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare
                                 db_bench's randomtransaction (not in the default table): commits/s
                                 and conflict rate on each engine's optimistic and pessimistic
                                 transaction database (fjall: optimistic only), sums verified
+  calibrate [--check]           simulates every fixed strategy on every steady workload at the full
+                                grid's four sizes (about a minute) and writes the cost model's
+                                calibration table, crates/compaction-tiered/testdata/
+                                cost_model_calibration.tsv, then runs the model's tests against
+                                it; --check fails instead when the table differs
   crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
                                 `lithify stress` SIGKILLed N times at random moments (engine and/or
                                 log cleaner; log-txn or --transactional: transactional logs; bank:
@@ -81,6 +87,7 @@ fn main() -> ExitCode {
         Some("compare") => compare(&args[1..]),
         Some("lsm-screenshot") => lsm_screenshot(),
         Some("crash") => crash::crash(&args[1..]),
+        Some("calibrate") => calibrate(args.get(1).map(String::as_str) == Some("--check")),
         Some("-h" | "--help" | "help") => {
             eprintln!("{USAGE}");
             Ok(())
@@ -94,6 +101,71 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Where the cost model's calibration table lives.
+const CALIBRATION_TABLE: &str = "crates/compaction-tiered/testdata/cost_model_calibration.tsv";
+
+/// `cargo xtask calibrate`: the full grid from the simulator into the
+/// calibration table (or, with `check`, compared with it), then the
+/// model's tests.
+fn calibrate(check: bool) -> Result {
+    let started = Instant::now();
+    let out = cargo()
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "lithify-compaction-sim",
+            "--bin",
+            "compaction-sim",
+            "--",
+            "--calibration",
+            "full",
+        ])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("could not run the simulator: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "the simulator failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let table = String::from_utf8(out.stdout).map_err(|e| e.to_string())?;
+    let table = format!("{}\n", table.trim_end());
+    let path = root().join(CALIBRATION_TABLE);
+    eprintln!(
+        "xtask: simulated {} cells in {:.1}s",
+        table.lines().count().saturating_sub(1),
+        started.elapsed().as_secs_f64()
+    );
+    if check {
+        let old = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if old != table {
+            return Err(format!(
+                "{CALIBRATION_TABLE} is stale: run `cargo xtask calibrate`"
+            ));
+        }
+    } else {
+        fs::write(&path, &table).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("xtask: wrote {CALIBRATION_TABLE}");
+    }
+    run(cargo().args([
+        "test",
+        "-p",
+        "lithify-compaction-tiered",
+        "--test",
+        "cost_model_calibration",
+    ]))?;
+    run(cargo().args([
+        "test",
+        "-p",
+        "lithify-compaction-sim",
+        "--lib",
+        "calibration",
+    ]))
 }
 
 pub(crate) fn root() -> PathBuf {

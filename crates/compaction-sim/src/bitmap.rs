@@ -115,6 +115,11 @@ impl MemKeys {
         self.distinct == 0
     }
 
+    /// Distinct keys held.
+    pub(crate) fn distinct(&self) -> u64 {
+        self.distinct as u64
+    }
+
     /// The newest operation on `id`: `Some(true)` a delete, `Some(false)` a
     /// put, `None` none.
     pub(crate) fn lookup(&self, id: u32) -> Option<bool> {

@@ -43,6 +43,7 @@
 //! ```
 
 pub mod adaptive;
+pub mod cost_model;
 mod major_only;
 mod options;
 mod strategy;

@@ -12,7 +12,7 @@ use lithify_compaction_leveled::{
     CompactRangeOptions, Compaction, CompactionPicker, LeveledOptions, ManualCompaction,
     ManualStep, PickContext, run_compaction,
 };
-use lithify_compaction_tiered::adaptive::AdaptiveState;
+use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveState};
 use lithify_compaction_tiered::{CompactionStrategy, MajorOnlyOptions, TwoTierOptions};
 use lithify_version::TableId;
 
@@ -76,7 +76,12 @@ pub(crate) fn strategy_state(o: &Options) -> Result<(StdArc<dyn CompactionPicker
     let configured = o.compaction_strategy.clone();
     let (picker, adaptive, reason) = match &configured {
         CompactionStrategy::Adaptive(a) => {
-            let state = AdaptiveState::new(a.clone());
+            // The leveled candidate is the table's own leveled shape.
+            let a = AdaptiveOptions {
+                leveled: leveled_options(o),
+                ..a.clone()
+            };
+            let state = AdaptiveState::new(a);
             let picker = picker_for(state.current(), o)?;
             let reason = state.reason().to_owned();
             (picker, Some(state), reason)

@@ -243,7 +243,10 @@ impl DbInner {
             }
             t.flush_running = false;
             match flushed.plan_level {
-                None => t.stats.record_flush(&flushed.stats),
+                None => {
+                    t.stats.record_flush(&flushed.stats);
+                    t.flush_shape.record(&flushed.stats, count);
+                }
                 Some(level) => t.stats.record_compaction(level, &flushed.stats),
             }
             if !t.imm.is_empty() && !t.flush_queued {

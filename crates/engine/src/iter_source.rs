@@ -13,9 +13,8 @@ pub(crate) fn cursor_source(
     table: &TableState,
     options: &ReadOptions,
 ) -> CursorSource {
-    // A scan is a read to `Adaptive` (one per iterator, however far it
-    // goes), as a lookup is.
-    inner.observe_read(table);
+    // A scan to `Adaptive` (one per iterator, however far it goes).
+    inner.observe_scan(table);
     let sv = table.sv.get();
     let snapshot = options
         .snapshot

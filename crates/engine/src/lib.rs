@@ -101,6 +101,9 @@ pub use lithify_compaction_leveled::{
     BottommostLevelCompaction, CompactRangeOptions, CompactionPri,
 };
 pub use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveThresholds};
+pub use lithify_compaction_tiered::cost_model::{
+    CpuCosts, Limits as AdaptiveLimits, Objective as AdaptiveObjective, Prediction,
+};
 pub use lithify_compaction_tiered::{
     CompactionStrategy, MajorOnlyOptions, MinorPolicy, TwoTierOptions,
 };

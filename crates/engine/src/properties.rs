@@ -126,6 +126,18 @@ impl DbInner {
                     strategy: crate::compaction::strategy_in_force(&t.strategy).to_string(),
                     strategy_reason: t.strategy.reason.clone(),
                     strategy_switches: t.strategy.switches,
+                    predicted: t
+                        .strategy
+                        .adaptive
+                        .as_ref()
+                        .and_then(|a| a.prediction())
+                        .map(|s| s.prediction),
+                    predicted_cpu_us: t
+                        .strategy
+                        .adaptive
+                        .as_ref()
+                        .and_then(|a| a.prediction())
+                        .map(|s| s.cpu_us),
                     keys_written: g(&t.state.counters.keys_written),
                     user_bytes: g(&t.state.counters.user_bytes),
                     compaction_write_bytes: g(&t.state.counters.compaction_write_bytes),

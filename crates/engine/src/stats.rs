@@ -10,6 +10,7 @@ use lithify_base::sync::atomic::{AtomicU64, Ordering};
 use lithify_base::{InternalKeyComparator, key::user_key};
 use lithify_compaction_leveled::iter::IterStats;
 use lithify_compaction_leveled::{CompactionStats, CompactionStatsTable};
+use lithify_compaction_tiered::cost_model::Prediction;
 use lithify_sstable::CacheStats;
 use lithify_version::Version;
 
@@ -149,6 +150,11 @@ pub struct TableStats {
     pub strategy_reason: String,
     /// Strategy switches so far (live switches and `Adaptive` choices).
     pub strategy_switches: u64,
+    /// `Adaptive`'s cost model on the strategy in force, for the last
+    /// window's mix (none for fixed strategies and before a full window).
+    pub predicted: Option<Prediction>,
+    /// Its predicted CPU µs per operation.
+    pub predicted_cpu_us: Option<f64>,
     /// Records written to the table.
     pub keys_written: u64,
     /// Key and value bytes written to the table.
@@ -473,6 +479,22 @@ impl fmt::Display for DbStats {
                 t.gets,
                 t.space_amp
             )?;
+            if let Some(p) = &t.predicted {
+                let tables_wa =
+                    (t.flush_bytes + t.compaction_write_bytes) as f64 / t.user_bytes.max(1) as f64;
+                writeln!(
+                    out,
+                    "Predicted by the cost model (measured): write {:.2} ({:.2} by flushes and compactions), read {:.2} ({:.2}) tables per get, space {:.2} ({:.2}), {:.1} sorted runs per scan, {:.2} CPU us/op",
+                    p.write_amp,
+                    tables_wa,
+                    p.read_amp,
+                    t.read_amp_tables,
+                    p.space_amp,
+                    t.space_amp,
+                    p.sorted_runs,
+                    t.predicted_cpu_us.unwrap_or(0.0)
+                )?;
+            }
             writeln!(out)?;
         }
         writeln!(out, "** DB Stats **")?;

@@ -13,6 +13,7 @@ use std::sync::Arc as StdArc;
 use std::sync::atomic::Ordering;
 
 use lithify_base::ValueKind;
+use lithify_compaction_tiered::cost_model::TableSize;
 use lithify_compaction_tiered::{CompactionStrategy, stripe_boundaries};
 use lithify_version::TableId;
 
@@ -21,7 +22,7 @@ use crate::compaction::{picker_for, strategy_in_force, strategy_state};
 use crate::db_impl::DbInner;
 use crate::error::{InvalidArgumentSnafu, Result};
 use crate::events::StrategySwitchInfo;
-use crate::table_state::{SAMPLE_EVERY, TableState};
+use crate::table_state::{SAMPLE_EVERY, TableMut, TableState};
 
 /// Key ranges the recorder buckets writes into (for the hot-range share).
 const RECORDER_RANGES: usize = 16;
@@ -127,6 +128,14 @@ impl DbInner {
         }
     }
 
+    /// Counts a scan (an iterator) of an `Adaptive` table.
+    #[inline]
+    pub(crate) fn observe_scan(&self, table: &TableState) {
+        if table.workload.is_enabled() && table.workload.record_scan() {
+            self.close_window(table);
+        }
+    }
+
     /// Ends `table`'s observation window and lets its `AdaptiveState`
     /// decide; a new choice replaces the picker.
     pub(crate) fn close_window(&self, table: &TableState) {
@@ -137,9 +146,11 @@ impl DbInner {
         let Some(t) = st.tables.get_mut(&table.id) else {
             return;
         };
+        let size = table_size(t);
         let Some(adaptive) = t.strategy.adaptive.as_mut() else {
             return;
         };
+        adaptive.set_table_size(size);
         match adaptive.observe(&stats) {
             None => t.strategy.reason = adaptive.reason().to_owned(),
             Some(switch) => match picker_for(&switch.to, &t.state.options) {
@@ -163,5 +174,34 @@ impl DbInner {
                 }
             },
         }
+    }
+}
+
+/// The table as `Adaptive`'s cost model sees it: its files' bytes, and
+/// what its plain flushes wrote per memtable (before any flush, a full
+/// memtable of the writes so far, at 0.8 table bytes per memtable byte).
+pub(crate) fn table_size(t: &TableMut) -> TableSize {
+    let c = &t.state.counters;
+    let keys = c.keys_written.load(Ordering::Relaxed).max(1);
+    let user_per_write = (c.user_bytes.load(Ordering::Relaxed) as f64 / keys as f64).max(1.0);
+    let f = &t.flush_shape;
+    let write_buffer = t.state.options.write_buffer_size as f64;
+    let (entry_bytes, distinct, per_memtable) = if f.records_out > 0 && f.memtables > 0 {
+        (
+            f.bytes as f64 / f.records_out as f64,
+            (f.records_out as f64 / f.records_in.max(1) as f64).min(1.0),
+            f.bytes as f64 / f.memtables as f64,
+        )
+    } else {
+        let entry = user_per_write + 16.0;
+        (entry, 1.0, 0.8 * write_buffer)
+    };
+    let distinct = distinct.max(1e-3);
+    TableSize {
+        live_bytes: t.version.total_bytes(),
+        flush_bytes: (per_memtable / distinct).max(1.0) as u64,
+        entry_bytes: entry_bytes.round().max(1.0) as u64,
+        table_bytes_per_user_byte: entry_bytes / user_per_write,
+        flush_distinct_share: distinct,
     }
 }

@@ -432,6 +432,7 @@ impl DbInner {
                     strategy,
                     next_scheduled_major: crate::compaction::next_scheduled_major(&topts),
                     scheduled_major_running: false,
+                    flush_shape: crate::table_state::FlushShape::default(),
                 },
             );
             self.install(&mut st, id);

@@ -68,6 +68,8 @@ pub(crate) struct WorkloadTracker {
     pub(crate) recorder: Mutex<WorkloadRecorder>,
     /// Operations per window.
     pub(crate) window_ops: AtomicU64,
+    /// Scans (iterators) observed, also counted in `reads`.
+    pub(crate) scans: AtomicU64,
 }
 
 /// One write in 64 is looked up to tell updates from inserts.
@@ -81,6 +83,7 @@ impl WorkloadTracker {
             writes_seen: AtomicU64::new(0),
             recorder: Mutex::new(WorkloadRecorder::new(icmp.clone(), 1)),
             window_ops: AtomicU64::new(u64::MAX),
+            scans: AtomicU64::new(0),
         }
     }
 
@@ -95,6 +98,13 @@ impl WorkloadTracker {
     pub(crate) fn record_read(&self) -> bool {
         let n = self.reads.fetch_add(1, Ordering::Relaxed) + 1;
         n.is_multiple_of(1024) && self.window_full(n)
+    }
+
+    /// Counts a scan (a read too); true when a window may be complete.
+    #[inline]
+    pub(crate) fn record_scan(&self) -> bool {
+        self.scans.fetch_add(1, Ordering::Relaxed);
+        self.record_read()
     }
 
     fn window_full(&self, reads: u64) -> bool {
@@ -128,6 +138,7 @@ impl WorkloadTracker {
         let mut rec = self.recorder.lock();
         let mut w = rec.take_window();
         w.reads += self.reads.swap(0, Ordering::Relaxed);
+        w.scans += self.scans.swap(0, Ordering::Relaxed);
         w
     }
 }
@@ -238,6 +249,36 @@ pub(crate) struct TableMut {
     pub(crate) next_scheduled_major: Option<u64>,
     /// A scheduled major compaction is running.
     pub(crate) scheduled_major_running: bool,
+    /// What plain flushes wrote (the cost model's flush size).
+    pub(crate) flush_shape: FlushShape,
+}
+
+/// What a table's plain flushes (not flush plans) wrote, summed: the
+/// `Adaptive` cost model's flush size and distinct-key share.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FlushShape {
+    /// Memtables flushed.
+    pub(crate) memtables: u64,
+    /// Entries they held (every version).
+    pub(crate) records_in: u64,
+    /// Entries the flushes wrote.
+    pub(crate) records_out: u64,
+    /// Bytes the flushes wrote.
+    pub(crate) bytes: u64,
+}
+
+impl FlushShape {
+    /// Adds a flush of `memtables` memtables.
+    pub(crate) fn record(
+        &mut self,
+        stats: &lithify_compaction_leveled::CompactionStats,
+        memtables: usize,
+    ) {
+        self.memtables += memtables as u64;
+        self.records_in += stats.num_input_records;
+        self.records_out += stats.num_output_records;
+        self.bytes += stats.bytes_written;
+    }
 }
 
 impl TableMut {

@@ -298,29 +298,48 @@ fn adaptive_tables_choose_from_their_workload() {
     let appends = db.create_table("appends", opts.clone()).unwrap();
     let random = db.create_table("random", opts.clone()).unwrap();
     let reads = db.create_table("reads", opts).unwrap();
-    for i in 0..6_000u32 {
+    for i in 0..16_000u32 {
         appends.put(key(i), b"v").unwrap();
         random
             .put(key(i.wrapping_mul(2654435761) % 50_000), b"v")
             .unwrap();
     }
     reads.put(b"k", b"v").unwrap();
-    for _ in 0..6_000 {
+    for _ in 0..16_000 {
         reads.get(b"k").unwrap();
     }
+    // Pure appends: leveled moves each flush down untouched.
     let (s, why) = appends.compaction_strategy().unwrap();
-    assert_eq!(s.kind_name(), "major-only", "{why}");
+    assert_eq!(s.kind_name(), "leveled", "{why}");
     assert!(why.starts_with("increasing keys"), "{why}");
+    assert!(why.contains("predicted write amp"), "{why}");
+    // Random inserts: one L0 table per flush writes least.
     let (s, why) = random.compaction_strategy().unwrap();
-    assert_eq!(s.kind_name(), "two-tier", "{why}");
+    assert_eq!(
+        s.to_string(),
+        "two-tier(minor=none,stripes=1,ratio=1)",
+        "{why}"
+    );
     assert!(why.starts_with("write-only"), "{why}");
+    // Reads of one key: every shape reads one table, so nothing is worth
+    // a reshaping compaction and the initial shape stays.
     let (s, why) = reads.compaction_strategy().unwrap();
-    assert_eq!(s.kind_name(), "major-only", "{why}");
+    assert_eq!(s.kind_name(), "two-tier", "{why}");
     assert!(why.starts_with("read-only"), "{why}");
+    assert!(why.contains("keeping"), "{why}");
     let stats = db.stats();
     let row = stats.tables.iter().find(|t| t.name == "random").unwrap();
     assert!(row.strategy_reason.contains("write-only"), "{stats}");
+    let predicted = row.predicted.expect("a prediction after full windows");
+    assert!(predicted.write_amp >= 1.0, "{stats}");
+    assert!(row.predicted_cpu_us.unwrap() > 0.0);
     assert!(stats.to_string().contains("Strategy: two-tier"), "{stats}");
+    assert!(
+        stats
+            .to_string()
+            .contains("Predicted by the cost model (measured): write "),
+        "{stats}"
+    );
 }
 
 /// The `N% updates` of an `Adaptive` table's reason.

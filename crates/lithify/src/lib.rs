@@ -111,12 +111,13 @@ pub use bytes::Bytes;
 pub use lithify_base::{Classify, ErrorKind};
 #[cfg(feature = "db")]
 pub use lithify_engine::{
-    AdaptiveOptions, AdaptiveThresholds, BlockCache, BottommostLevelCompaction, CheckpointInfo,
-    CheckpointOptions, CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri,
-    CompactionStrategy, Compression, Db, DbIterator, DbStats, DroppedBytes, EventListener,
-    ExternalSstInfo, FilterDecision, FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile,
-    LOST_DIR, LevelStats, LiveFileMetaData, MajorOnlyOptions, Max, MergeOperator, MergeStats,
-    MinorPolicy, Options, RawIterator, ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot,
+    AdaptiveLimits, AdaptiveObjective, AdaptiveOptions, AdaptiveThresholds, BlockCache,
+    BottommostLevelCompaction, CheckpointInfo, CheckpointOptions, CompactRangeOptions,
+    CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy, Compression, CpuCosts,
+    Db, DbIterator, DbStats, DroppedBytes, EventListener, ExternalSstInfo, FilterDecision,
+    FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LOST_DIR, LevelStats,
+    LiveFileMetaData, MajorOnlyOptions, Max, MergeOperator, MergeStats, MinorPolicy, Options,
+    Prediction, RawIterator, ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot,
     SstFileWriter, StallCause, StallCondition, StallStats, StrategySwitchInfo, StringAppend, Table,
     TableOptions, TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
     WriteStallInfo,

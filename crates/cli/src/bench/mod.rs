@@ -230,8 +230,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     workload::check(&settings, &a.benchmarks)?;
     let mut options = a.engine.to_options()?;
     if let Some(name) = &a.strategy {
-        options.compaction_strategy =
-            strategies::strategy_named(name, options.target_file_size_base)?;
+        options.compaction_strategy = a.engine.strategy(name, options.target_file_size_base)?;
     }
     let db_dir = locate(&a)?;
     let dir = db_dir.path();
@@ -365,10 +364,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     };
     let mut strategies_of = Vec::new();
     for name in &names {
-        strategies_of.push(strategies::strategy_named(
-            name,
-            base.target_file_size_base,
-        )?);
+        strategies_of.push(a.engine.strategy(name, base.target_file_size_base)?);
     }
     if !a.json {
         say(format_args!(

@@ -7,7 +7,10 @@
 use std::sync::Arc;
 
 use clap::Args;
-use lithify::{BlockCache, CompactionPri, Compression, Options};
+use lithify::{
+    AdaptiveLimits, AdaptiveObjective, BlockCache, CompactionPri, CompactionStrategy, Compression,
+    Options,
+};
 
 use crate::error::{Result, UsageSnafu};
 
@@ -119,9 +122,59 @@ pub(crate) struct EngineArgs {
     /// uint64add (8-byte operands), stringappend or max.
     #[arg(long, alias = "merge_operator", value_name = "NAME")]
     pub merge_operator: Option<String>,
+    /// What `--strategy adaptive` minimises (default cpu).
+    #[arg(long, value_parser = ["cpu", "write-amp", "space-amp"])]
+    pub adaptive_objective: Option<String>,
+    /// Most space amplification `Adaptive` chooses when a shape keeps it.
+    #[arg(long, value_name = "F")]
+    pub adaptive_max_space_amp: Option<f64>,
+    /// Most write amplification `Adaptive` chooses when a shape keeps it.
+    #[arg(long, value_name = "F")]
+    pub adaptive_max_write_amp: Option<f64>,
+    /// Most read amplification (tables per get) `Adaptive` chooses when a
+    /// shape keeps it.
+    #[arg(long, value_name = "F")]
+    pub adaptive_max_read_amp: Option<f64>,
 }
 
 impl EngineArgs {
+    /// Strategy `name` sized like `strategy_named`, with the
+    /// `--adaptive-*` goal when it is `Adaptive`.
+    pub(crate) fn strategy(&self, name: &str, target_file_size: u64) -> Result<CompactionStrategy> {
+        let mut s = crate::bench::strategies::strategy_named(name, target_file_size)?;
+        if let CompactionStrategy::Adaptive(a) = &mut s {
+            if let Some(o) = &self.adaptive_objective {
+                a.objective = AdaptiveObjective::parse(o).ok_or_else(|| {
+                    UsageSnafu {
+                        message: format!("unknown objective {o:?}"),
+                    }
+                    .build()
+                })?;
+            }
+            let limits = [
+                self.adaptive_max_space_amp,
+                self.adaptive_max_write_amp,
+                self.adaptive_max_read_amp,
+            ];
+            if limits
+                .iter()
+                .flatten()
+                .any(|l| !(l.is_finite() && *l > 0.0))
+            {
+                return UsageSnafu {
+                    message: "--adaptive-max-* limits must be positive".to_owned(),
+                }
+                .fail();
+            }
+            a.limits = AdaptiveLimits {
+                max_space_amp: self.adaptive_max_space_amp,
+                max_write_amp: self.adaptive_max_write_amp,
+                max_read_amp: self.adaptive_max_read_amp,
+            };
+        }
+        Ok(s)
+    }
+
     /// The engine options: the defaults with every given flag applied.
     pub(crate) fn to_options(&self) -> Result<Options> {
         self.apply_to(Options::default())

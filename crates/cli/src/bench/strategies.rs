@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lithify::{
-    CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, Options, StrategySwitchInfo,
-    TwoTierOptions,
+    CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, Options, Prediction,
+    StrategySwitchInfo, TwoTierOptions,
 };
 use lithify_base::sync::Mutex;
 use lithify_compaction_sim::{Op, OpGenerator, SCAN_LENGTH, WorkloadKind};
@@ -162,6 +162,12 @@ pub(crate) struct WorkloadRun {
     /// them: the operations done when each was reported (`ops` for one
     /// while background work settled), and the strategy it switched to.
     pub switches: Vec<(u64, String)>,
+    /// Flush and compaction bytes per user byte (write amplification
+    /// without the WAL, as the cost model predicts it).
+    pub table_write_amp: f64,
+    /// `Adaptive`'s cost model on the strategy in force at the end, and
+    /// its CPU µs per operation.
+    pub predicted: Option<(Prediction, f64)>,
 }
 
 /// Records each strategy switch with the number of operations done when
@@ -211,14 +217,12 @@ fn settle(db: &Db) {
     }
 }
 
-/// Bytes written for the default table: WAL, flushes, compactions, and
-/// the user bytes behind them.
-fn written(stats: &DbStats) -> (u64, u64) {
+/// Bytes written for the default table: WAL, flushes and compactions,
+/// the user bytes behind them, and flushes and compactions alone.
+fn written(stats: &DbStats) -> (u64, u64, u64) {
     let t = &stats.tables[0];
-    (
-        stats.wal_bytes + t.flush_bytes + t.compaction_write_bytes,
-        t.user_bytes,
-    )
+    let tables = t.flush_bytes + t.compaction_write_bytes;
+    (stats.wal_bytes + tables, t.user_bytes, tables)
 }
 
 /// Runs `workload` on a fresh database in `dir` with `options`.
@@ -319,6 +323,8 @@ pub(crate) fn run_workload(
         space_amp: t.space_amp,
         cpu_us_per_op,
         switches: std::mem::take(&mut *switch_log.switches.lock()),
+        table_write_amp: (after.2 - before.2) as f64 / user.max(1) as f64,
+        predicted: t.predicted.zip(t.predicted_cpu_us),
     };
     db.close().context(DbSnafu)?;
     Ok(run)
@@ -378,6 +384,21 @@ pub(crate) fn report_rows(runs: &[WorkloadRun]) -> String {
     }
     if let Some(a) = adaptive {
         let _ = writeln!(out, "  adaptive chose {}", a.in_force);
+        if let Some((p, cpu)) = &a.predicted {
+            let _ = writeln!(
+                out,
+                "  adaptive predicted (measured): write amp {:.2} ({:.2} by flushes and compactions), read amp {:.2} ({:.2}), space amp {:.2} ({:.2}), CPU {:.2} us/op ({})",
+                p.write_amp,
+                a.table_write_amp,
+                p.read_amp,
+                a.read_amp,
+                p.space_amp,
+                a.space_amp,
+                cpu,
+                a.cpu_us_per_op
+                    .map_or("n/a".to_owned(), |c| format!("{c:.2}")),
+            );
+        }
         if !a.switches.is_empty() {
             let when: Vec<String> = a
                 .switches

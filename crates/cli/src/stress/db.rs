@@ -34,7 +34,6 @@ use super::db_verify::{self, Verdict};
 use super::key_state::Observed;
 use super::values::{Values, key, parse_key};
 use crate::bench::options::EngineArgs;
-use crate::bench::strategies::strategy_named;
 use crate::error::{DbSnafu, Result, StressFailedSnafu, UsageSnafu};
 use crate::rng::Rng;
 
@@ -134,7 +133,7 @@ pub(super) fn options(
     };
     let mut options = args.apply_to(base)?;
     if let Some(name) = strategy {
-        options.compaction_strategy = strategy_named(name, options.target_file_size_base)?;
+        options.compaction_strategy = args.strategy(name, options.target_file_size_base)?;
     }
     Ok(options)
 }

@@ -14,8 +14,8 @@ use std::process::ExitCode;
 
 use lithify_compaction_leveled::CompactionPri;
 use lithify_compaction_sim::{
-    KeyDistribution, SimConfig, WorkloadKind, report_strategies, simulate, sized_strategy,
-    strategies_table,
+    KeyDistribution, SimConfig, WorkloadKind, calibration, report_strategies, simulate,
+    sized_strategy, strategies_table,
 };
 use lithify_compaction_tiered::CompactionStrategy;
 
@@ -43,6 +43,8 @@ const USAGE: &str = "usage: compaction-sim [options]
   --tier-file-size N         file size of the two-tier strategies (default: --target-file-size-base)
   --adaptive-window N        operations per adaptive window (default: 1/40 of --writes)
   --seed N
+  --calibration small|full   print the cost model's calibration table (every fixed
+                             strategy on every steady workload at the grid's sizes)
 Sizes accept K, M and G suffixes (powers of 1024).";
 
 fn size(s: &str) -> Option<u64> {
@@ -55,8 +57,10 @@ fn size(s: &str) -> Option<u64> {
     digits.parse::<u64>().ok()?.checked_mul(mult)
 }
 
-/// What to run: one simulation, or the strategies table.
+/// What to run: one simulation, the strategies table, or the cost
+/// model's calibration table.
 struct Run {
+    calibration: Option<&'static [calibration::GridSize]>,
     config: SimConfig,
     strategies: Vec<String>,
     workloads: Vec<WorkloadKind>,
@@ -69,6 +73,7 @@ fn parse(args: &[String]) -> Result<Run, String> {
     let mut strategies = vec!["leveled".to_owned()];
     let mut workloads = Vec::new();
     let mut tier_file_size = None;
+    let mut calibration = None;
     let mut i = 0;
     while i < args.len() {
         let flag = args[i].as_str();
@@ -130,12 +135,20 @@ fn parse(args: &[String]) -> Result<Run, String> {
             "--tier-file-size" => tier_file_size = Some(num()?),
             "--adaptive-window" => config.adaptive_window = num()?,
             "--seed" => config.seed = num()?,
+            "--calibration" => {
+                calibration = Some(match value.as_str() {
+                    "small" => &calibration::SMALL[..],
+                    "full" => &calibration::FULL[..],
+                    _ => return Err(format!("unknown calibration grid `{value}`")),
+                })
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
         i += 2;
     }
     config.key_space = key_space.unwrap_or(config.num_writes);
     Ok(Run {
+        calibration,
         config,
         strategies,
         workloads,
@@ -144,6 +157,9 @@ fn parse(args: &[String]) -> Result<Run, String> {
 }
 
 fn run(r: Run) -> Result<String, String> {
+    if let Some(sizes) = r.calibration {
+        return calibration::table(sizes).map_err(|e| e.to_string());
+    }
     let tier = r
         .tier_file_size
         .unwrap_or(r.config.options.target_file_size_base);

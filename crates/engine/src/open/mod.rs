@@ -48,7 +48,7 @@ use crate::snapshot::SnapshotList;
 use crate::sst_opener::SstOpener;
 use crate::stats::Counters;
 use crate::super_version::SuperVersion;
-use crate::table_state::{Imm, TableMut, TableState, new_memtable};
+use crate::table_state::{FlushShape, Imm, TableMut, TableState, new_memtable};
 use crate::wal::LogWriter;
 use crate::write_controller::WriteController;
 use crate::write_thread::WriteThread;
@@ -591,6 +591,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
                 strategy,
                 next_scheduled_major: crate::compaction::next_scheduled_major(&topts),
                 scheduled_major_running: false,
+                flush_shape: FlushShape::default(),
             },
         );
     }

@@ -1,0 +1,450 @@
+//! [`AdaptiveState`]: one table's current strategy and when to leave it.
+
+use crate::cost_model::{Objective, Scored, TableSize, reshape_bytes};
+use crate::strategy::CompactionStrategy;
+
+use super::WorkloadStats;
+use super::{AdaptiveOptions, Choice, choose_strategy, score_of};
+
+/// A switch decided by [`AdaptiveState::observe`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Switch {
+    /// The strategy before.
+    pub from: CompactionStrategy,
+    /// The strategy after.
+    pub to: CompactionStrategy,
+    /// Why.
+    pub reason: String,
+}
+
+/// Smallest predicted gain, as a share of the current strategy's figure,
+/// that counts as a better choice (below it the two are a tie, and a tie
+/// never switches).
+pub const MIN_GAIN: f64 = 0.03;
+
+/// The adaptive strategy's state for one table: the strategy in force and
+/// the evidence for leaving it.
+///
+/// Each window, [`choose_strategy`] ranks the candidates by the cost
+/// model. While a candidate beats the current strategy by at least
+/// [`MIN_GAIN`], the state adds up what staying costs — the predicted
+/// gain per operation times the window's operations (µs of CPU for the
+/// `cpu` objective, bytes written for `write-amp`) — and switches once
+/// that regret pays for reshaping the table
+/// ([`reshape_bytes`](crate::cost_model::reshape_bytes)): the ski-rental
+/// rule, which never pays more than twice the better of switching at once
+/// and never switching. It also needs `switch_after_windows` such windows
+/// in a row; a window where the current strategy is best (or within
+/// [`MIN_GAIN`]) starts the count again. With the `space-amp` objective, and
+/// whenever the current strategy breaks a limit a candidate keeps, the
+/// windows alone decide.
+///
+/// Going back to the strategy the last switch left costs more: each
+/// consecutive return doubles the windows it needs (at most
+/// [`MAX_RETURN_DOUBLINGS`] times), since a workload swinging between two
+/// mixes pays a reshaping compaction at every switch. The strategy left,
+/// and the doubling, are forgotten once the current strategy has been
+/// chosen [`SETTLED_WINDOWS`] windows in a row, or
+/// [`FORGET_AFTER_WINDOWS`] windows after the switch whatever they chose.
+///
+/// ```
+/// use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveState, WorkloadStats};
+/// use lithify_compaction_tiered::cost_model::TableSize;
+///
+/// let mut state = AdaptiveState::new(AdaptiveOptions::default());
+/// assert_eq!(state.current().kind_name(), "two-tier");
+/// // A 16 MiB table of 64 KiB flushes, written at random, 80 % updates:
+/// // one L0 table per flush beats the initial shape's size-tiered minors
+/// // by 9 %, and reshaping (8 MiB of L0) costs less than a window of it.
+/// state.set_table_size(TableSize::new(16 << 20, 64 << 10, 128));
+/// let writes = WorkloadStats {
+///     writes: 100_000, ordered_writes: 50_000, updates: 800, inserts: 200,
+///     hot_range_share: 0.125, ..WorkloadStats::default()
+/// };
+/// assert!(state.observe(&writes).is_none()); // one window is not enough
+/// let switch = state.observe(&writes).unwrap();
+/// assert_eq!(switch.to.to_string(), "two-tier(minor=none,stripes=1,ratio=1)");
+/// assert!(state.reason().starts_with("write-only"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct AdaptiveState {
+    opts: AdaptiveOptions,
+    current: CompactionStrategy,
+    reason: String,
+    size: TableSize,
+    /// The current strategy's prediction for the last window's mix.
+    prediction: Option<Scored>,
+    /// Windows in a row a candidate beat the current strategy.
+    pending_windows: u32,
+    /// What staying cost over those windows (objective units).
+    regret: f64,
+    /// The strategy the last switch left.
+    left: Option<CompactionStrategy>,
+    /// Consecutive switches back to the strategy the switch before left.
+    returns: u32,
+    /// Windows in a row that chose the current strategy.
+    settled: u32,
+    /// Windows since the last switch.
+    since_switch: u32,
+}
+
+/// Most doublings of the windows a return needs (16 times
+/// `switch_after_windows`).
+pub const MAX_RETURN_DOUBLINGS: u32 = 4;
+
+/// Windows in a row choosing the current strategy after which returns
+/// count from zero again.
+pub const SETTLED_WINDOWS: u32 = 16;
+
+/// Windows after a switch after which the strategy it left is forgotten
+/// whatever they chose: a return never waits longer than this plus
+/// `switch_after_windows`, even when stray windows keep resetting its
+/// count.
+pub const FORGET_AFTER_WINDOWS: u32 = 64;
+
+impl AdaptiveState {
+    /// Starts with the options' initial strategy, for a table of the
+    /// default [`TableSize`] until [`set_table_size`](Self::set_table_size).
+    pub fn new(opts: AdaptiveOptions) -> Self {
+        let current = (*opts.initial).clone();
+        AdaptiveState {
+            reason: format!(
+                "initial strategy, before {} operations were observed",
+                opts.min_window_ops
+            ),
+            opts,
+            current,
+            size: TableSize::default(),
+            prediction: None,
+            pending_windows: 0,
+            regret: 0.0,
+            left: None,
+            returns: 0,
+            settled: 0,
+            since_switch: 0,
+        }
+    }
+
+    /// Tells the model the table's size (before each window is observed).
+    pub fn set_table_size(&mut self, size: TableSize) {
+        self.size = size;
+    }
+
+    /// The table size the model was last given.
+    pub fn table_size(&self) -> &TableSize {
+        &self.size
+    }
+
+    /// Windows in a row a candidate must win before the table switches to
+    /// it: `switch_after_windows`, doubled for each consecutive return if
+    /// the candidate is the strategy the last switch left.
+    pub fn windows_needed(&self, candidate: &CompactionStrategy) -> u32 {
+        let base = self.opts.switch_after_windows.max(1);
+        if self.left.as_ref() == Some(candidate) {
+            base.saturating_mul(1 << self.returns.saturating_add(1).min(MAX_RETURN_DOUBLINGS))
+        } else {
+            base
+        }
+    }
+
+    /// The strategy in force.
+    pub fn current(&self) -> &CompactionStrategy {
+        &self.current
+    }
+
+    /// Why it is in force.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// The model's prediction for the strategy in force on the last
+    /// window's mix (none before the first full window).
+    pub fn prediction(&self) -> Option<&Scored> {
+        self.prediction.as_ref()
+    }
+
+    /// The options.
+    pub fn options(&self) -> &AdaptiveOptions {
+        &self.opts
+    }
+
+    /// Feeds one window; returns the switch to make, if any.
+    pub fn observe(&mut self, stats: &WorkloadStats) -> Option<Switch> {
+        let choice = choose_strategy(stats, &self.size, &self.opts)?;
+        let current = score_of(&self.current, stats, &self.size, &self.opts);
+        self.prediction = Some(current.clone());
+        self.since_switch = self.since_switch.saturating_add(1);
+        if self.since_switch >= FORGET_AFTER_WINDOWS {
+            self.left = None;
+            self.returns = 0;
+        }
+        let best = &choice.ranked[0];
+        let objective = self.opts.objective;
+        let gain = current.score(objective) - best.score(objective);
+        let breaks_limit = current.excess > 0.0 && best.excess < current.excess;
+        if best.strategy == self.current
+            || (!breaks_limit && gain < MIN_GAIN * current.score(objective).abs())
+        {
+            self.reason = format!("{}{}", choice.situation, stay_note(&current, &choice));
+            self.pending_windows = 0;
+            self.regret = 0.0;
+            self.settled = self.settled.saturating_add(1);
+            if self.settled >= SETTLED_WINDOWS {
+                self.returns = 0;
+                self.left = None;
+            }
+            return None;
+        }
+        self.settled = 0;
+        self.pending_windows += 1;
+        let ops = stats.total_ops() as f64;
+        let (regret_per_op, reshape) = match objective {
+            Objective::Cpu => (
+                gain,
+                self.opts
+                    .costs
+                    .rewrite(reshape_bytes(&self.current, &best.strategy, &self.size)),
+            ),
+            Objective::WriteAmp => (
+                gain * choice.mix.write_share * self.size.user_bytes_per_write(),
+                reshape_bytes(&self.current, &best.strategy, &self.size),
+            ),
+            Objective::SpaceAmp => (0.0, 0.0),
+        };
+        self.regret += regret_per_op * ops;
+        let windows = self.windows_needed(&best.strategy);
+        if self.pending_windows < windows || (!breaks_limit && self.regret < reshape) {
+            self.reason = format!(
+                "{}; staying with {} while {} would save {:.3} per op ({:.0} so far, {:.0} to reshape; {}/{} windows)",
+                choice.situation,
+                self.current,
+                best.strategy,
+                gain,
+                self.regret,
+                reshape,
+                self.pending_windows,
+                windows,
+            );
+            return None;
+        }
+        self.pending_windows = 0;
+        self.regret = 0.0;
+        self.returns = if self.left.as_ref() == Some(&best.strategy) {
+            self.returns.saturating_add(1)
+        } else {
+            0
+        };
+        self.since_switch = 0;
+        let from = std::mem::replace(&mut self.current, best.strategy.clone());
+        self.left = Some(from.clone());
+        self.prediction = Some(best.clone());
+        self.reason = choice.reason.clone();
+        Some(Switch {
+            from,
+            to: best.strategy.clone(),
+            reason: choice.reason,
+        })
+    }
+}
+
+/// The reason's tail when the table stays: the current strategy's
+/// prediction.
+fn stay_note(current: &Scored, choice: &Choice) -> String {
+    if current.strategy == choice.strategy {
+        format!(" -> {}", choice.verdict)
+    } else {
+        format!(
+            " -> keeping {}: predicted {}, {:.2} µs/op (best {} within {:.0} %)",
+            current.strategy,
+            current.prediction,
+            current.cpu_us,
+            choice.strategy,
+            100.0 * MIN_GAIN
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::window;
+    use super::*;
+
+    fn opts() -> AdaptiveOptions {
+        AdaptiveOptions {
+            min_window_ops: 1_000,
+            ..AdaptiveOptions::default()
+        }
+    }
+
+    /// A table small enough that reshaping it costs less than one window
+    /// of regret: the windows alone decide.
+    fn small() -> TableSize {
+        TableSize::new(1 << 20, 16 << 10, 128)
+    }
+
+    fn state(size: TableSize) -> AdaptiveState {
+        let mut s = AdaptiveState::new(opts());
+        s.set_table_size(size);
+        s
+    }
+
+    /// Random writes, 80 % updates.
+    fn writes() -> WorkloadStats {
+        window(0, 0, 10_000, 0.5, 0.8)
+    }
+
+    /// Reads, a third of them scans, and 2 % updates.
+    fn scans() -> WorkloadStats {
+        window(9_800, 3_000, 200, 0.5, 1.0)
+    }
+
+    /// Switches of `state` fed `windows`: (window index, new strategy).
+    fn switches(
+        state: &mut AdaptiveState,
+        windows: impl IntoIterator<Item = WorkloadStats>,
+    ) -> Vec<(usize, String)> {
+        windows
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, w)| state.observe(&w).map(|s| (i, s.to.to_string())))
+            .collect()
+    }
+
+    const WRITE_SHAPE: &str = "two-tier(minor=none,stripes=1,ratio=1)";
+    const SCAN_SHAPE: &str = "two-tier(minor=merge-previous,stripes=1,ratio=0.25)";
+
+    #[test]
+    fn the_two_mixes_have_different_best_shapes() {
+        let w = choose_strategy(&writes(), &small(), &opts()).unwrap();
+        let s = choose_strategy(&scans(), &small(), &opts()).unwrap();
+        assert_eq!(w.strategy.to_string(), WRITE_SHAPE);
+        assert_eq!(s.strategy.to_string(), SCAN_SHAPE);
+    }
+
+    #[test]
+    fn a_stationary_mix_switches_once() {
+        let mut s = state(small());
+        assert_eq!(
+            switches(&mut s, vec![writes(); 60]),
+            [(1, WRITE_SHAPE.to_owned())]
+        );
+        let p = s.prediction().unwrap();
+        assert_eq!(p.strategy.to_string(), WRITE_SHAPE);
+        assert!(s.reason().contains("predicted write amp"), "{}", s.reason());
+    }
+
+    #[test]
+    fn a_phase_change_switches_after_the_agreeing_windows() {
+        let stream = std::iter::repeat_n(writes(), 20).chain(std::iter::repeat_n(scans(), 20));
+        // Windows 20 and 21 are scans: the switch comes with the second,
+        // as at the start.
+        assert_eq!(
+            switches(&mut state(small()), stream),
+            [(1, WRITE_SHAPE.to_owned()), (21, SCAN_SHAPE.to_owned())]
+        );
+    }
+
+    #[test]
+    fn reshaping_a_large_table_waits_until_staying_cost_as_much() {
+        // 4 GiB in 256 MiB flushes: the switch from the initial two-tier
+        // shape (size-tiered minors) rewrites its average L0, 2 GiB, which
+        // takes many windows of regret to pay for.
+        let size = TableSize::new(4 << 30, 256 << 20, 128);
+        let mut s = state(size);
+        let first = s.observe(&writes());
+        assert!(first.is_none());
+        let current = s.prediction().unwrap().clone();
+        let best = choose_strategy(&writes(), &size, &opts()).unwrap();
+        let gain = current.cpu_us - best.cpu_us;
+        let reshape = opts()
+            .costs
+            .rewrite(reshape_bytes(s.current(), &best.strategy, &size));
+        let windows = (reshape / (gain * 10_000.0)).ceil() as usize;
+        assert!(windows > 10, "{windows}");
+        let at = switches(&mut s, vec![writes(); windows + 5]);
+        // Window 0 was fed above: the regret of `windows` windows pays.
+        assert_eq!(at, [(windows - 2, best.strategy.to_string())]);
+        assert!(gain > 0.0);
+    }
+
+    #[test]
+    fn returns_need_twice_the_windows_each_time() {
+        let mut s = state(small());
+        let mut feed = |w: &WorkloadStats, n: usize| -> Vec<usize> {
+            (0..n).filter_map(|i| s.observe(w).map(|_| i)).collect()
+        };
+        assert_eq!(feed(&writes(), 4), [1]); // initial -> write shape
+        assert_eq!(feed(&scans(), 4), [1]); // a new strategy: 2 windows
+        assert_eq!(feed(&writes(), 6), [3]); // the first return: 4 windows
+        assert_eq!(feed(&scans(), 10), [7]); // the second: 8 windows
+        // The third return would need 16 windows; 10 are not enough.
+        assert_eq!(feed(&writes(), 10), Vec::<usize>::new());
+        // Once the current strategy held for SETTLED_WINDOWS windows, the
+        // strategy it replaced is forgotten: going back needs 2 windows.
+        assert_eq!(
+            feed(&scans(), SETTLED_WINDOWS as usize),
+            Vec::<usize>::new()
+        );
+        assert_eq!(feed(&writes(), 2), [1]);
+    }
+
+    #[test]
+    fn stray_windows_cannot_hold_a_return_off_for_ever() {
+        let mut s = state(small());
+        let mut feed = |w: &WorkloadStats, n: usize| -> usize {
+            (0..n).filter(|_| s.observe(w).is_some()).count()
+        };
+        // Three returns: the next would need 32 windows in a row.
+        assert_eq!(feed(&writes(), 2), 1);
+        assert_eq!(feed(&scans(), 2), 1);
+        assert_eq!(feed(&writes(), 4), 1);
+        assert_eq!(feed(&scans(), 8), 1);
+        // Now the mix is writes but one window in ten is scans: the
+        // return comes once the strategy left is forgotten.
+        let mut switched = 0;
+        for _ in 0..10 {
+            switched += feed(&writes(), 9) + feed(&scans(), 1);
+        }
+        assert_eq!(switched, 1);
+    }
+
+    #[test]
+    fn a_mix_swinging_every_few_windows_stops_switching() {
+        // Day and night: 7 write windows, then 5 scan windows, twenty
+        // times over.
+        let day_night = (0..20)
+            .flat_map(|_| std::iter::repeat_n(writes(), 7).chain(std::iter::repeat_n(scans(), 5)));
+        let at: Vec<usize> = switches(&mut state(small()), day_night)
+            .iter()
+            .map(|(i, _)| *i)
+            .collect();
+        // The first switch, a swing and a return, then quiet until the
+        // strategy left is forgotten, when a swing and a return happen
+        // again: 2 per 72 windows.
+        assert_eq!(at, [1, 8, 15, 80, 87, 152, 159, 224, 231]);
+    }
+
+    #[test]
+    fn a_broken_limit_switches_without_waiting_for_regret() {
+        let o = AdaptiveOptions {
+            limits: crate::cost_model::Limits {
+                max_space_amp: Some(1.2),
+                ..Default::default()
+            },
+            ..opts()
+        };
+        let size = TableSize::new(4 << 30, 256 << 20, 128);
+        let mut s = AdaptiveState::new(AdaptiveOptions {
+            initial: Box::new(CompactionStrategy::TwoTier(
+                crate::TwoTierOptions::write_only(),
+            )),
+            ..o
+        });
+        s.set_table_size(size);
+        // One L0 table per flush holds 40 % duplicates: beyond 1.2.
+        assert!(s.observe(&writes()).is_none());
+        assert!(s.prediction().unwrap().excess > 0.0);
+        let sw = s.observe(&writes()).unwrap();
+        assert!(s.prediction().unwrap().excess == 0.0, "{}", sw.reason);
+    }
+}
