@@ -185,6 +185,9 @@ pub struct TableSize {
     /// holds two writes of one key; hot keys make it smaller, and every
     /// flush and merge smaller with it).
     pub flush_distinct_share: f64,
+    /// Bytes above the last level (L0 and middle levels): what a
+    /// reshaping compaction starts from.
+    pub upper_bytes: u64,
 }
 
 impl TableSize {
@@ -196,6 +199,7 @@ impl TableSize {
             entry_bytes,
             table_bytes_per_user_byte: 1.0,
             flush_distinct_share: 1.0,
+            upper_bytes: live_bytes,
         }
     }
 
@@ -243,14 +247,18 @@ pub struct Prediction {
     /// Sorted runs a scan merges (every L0 table of its range, and each
     /// level below).
     pub sorted_runs: f64,
+    /// Table files written per memtable flushed (the flush's own, one per
+    /// stripe when flushes are cut at stripes, and the compactions'
+    /// output at the target file size).
+    pub files_per_flush: f64,
 }
 
 impl fmt::Display for Prediction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "write amp {:.2}, read amp {:.2}, space amp {:.2}, {:.1} sorted runs",
-            self.write_amp, self.read_amp, self.space_amp, self.sorted_runs
+            "write amp {:.2}, read amp {:.2}, space amp {:.2}, {:.1} sorted runs, {:.1} files per flush",
+            self.write_amp, self.read_amp, self.space_amp, self.sorted_runs, self.files_per_flush
         )
     }
 }
@@ -258,12 +266,23 @@ impl fmt::Display for Prediction {
 /// Predicts `strategy`'s amplification for `mix` at `size`. `Adaptive`
 /// is predicted as its initial strategy.
 pub fn predict(strategy: &CompactionStrategy, mix: &Mix, size: &TableSize) -> Prediction {
-    let p = match strategy {
-        CompactionStrategy::Leveled(o) => leveled(o, mix, size),
-        CompactionStrategy::MajorOnly(o) => major_only(o.target_file_size, mix, size),
-        CompactionStrategy::TwoTier(o) => two_tier(o, mix, size),
+    let (mut p, flush_files, file_size) = match strategy {
+        CompactionStrategy::Leveled(o) => (leveled(o, mix, size), 1.0, o.target_file_size_base),
+        CompactionStrategy::MajorOnly(o) => (
+            major_only(o.target_file_size, mix, size),
+            0.0,
+            o.target_file_size,
+        ),
+        CompactionStrategy::TwoTier(o) => (
+            two_tier(o, mix, size),
+            o.stripes.max(1) as f64,
+            o.target_file_size,
+        ),
         CompactionStrategy::Adaptive(a) => return predict(&a.initial, mix, size),
     };
+    // Bytes beyond the flush's own go out in files of the target size.
+    let merged = (p.write_amp - flush_files.min(1.0)).max(0.0) * size.flushed_bytes();
+    p.files_per_flush = flush_files + merged / file_size.max(1) as f64;
     Prediction {
         write_amp: p.write_amp * size.table_bytes_per_user_byte * size.distinct(),
         ..p
@@ -315,6 +334,7 @@ fn leveled(o: &LeveledOptions, mix: &Mix, size: &TableSize) -> Prediction {
             }
             + random * trigger * flush / (2.0 * n_bytes),
         sorted_runs: l0_tables + probed_levels,
+        files_per_flush: 0.0,
     }
 }
 
@@ -343,6 +363,7 @@ fn major_only(file_size: u64, mix: &Mix, size: &TableSize) -> Prediction {
         read_amp: memtable_miss(size),
         space_amp: 1.0,
         sorted_runs: 1.0,
+        files_per_flush: 0.0,
     }
 }
 
@@ -409,14 +430,16 @@ fn two_tier(o: &TwoTierOptions, mix: &Mix, size: &TableSize) -> Prediction {
         read_amp: walk * memtable_miss(size),
         space_amp: 1.0 + u * n / (2.0 * k),
         sorted_runs: l0_tables + 1.0,
+        files_per_flush: 0.0,
     }
 }
 
 /// CPU cost per operation, in µs: each write costs `write_us` plus
 /// `written_byte_us` per byte flushes and compactions write for it (write
-/// amp × user bytes per write); each point read `read_us` plus `probe_us`
-/// per table after the first; each scan `scan_us` plus `run_us` per sorted
-/// run it merges. The shares of the mix weight them.
+/// amp × user bytes per write) and its share of `file_us` per file they
+/// write; each point read `read_us` plus `probe_us` per table after the
+/// first; each scan `scan_us` plus `run_us` per sorted run it merges. The
+/// shares of the mix weight them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CpuCosts {
     /// A write's own cost (WAL, memtable).
@@ -431,13 +454,19 @@ pub struct CpuCosts {
     pub scan_us: f64,
     /// Each sorted run a scan seeks and merges.
     pub run_us: f64,
+    /// Each table file flushes and compactions write, beyond its bytes
+    /// (creating, syncing and recording it, opening it for reads).
+    pub file_us: f64,
 }
 
 impl Default for CpuCosts {
     /// Fitted to the engine's strategies report at 250 000 keys (engine
     /// README): 2.4 ns per byte written by flushes and compactions, 30 ns
     /// per table a point read probes (a filter check, the block usually
-    /// cached), 0.5 µs per sorted run a 20-entry scan merges.
+    /// cached), 0.5 µs per sorted run a 20-entry scan merges, 0.5 ms per
+    /// file written (with 1 MiB memtables, a flush cut into 8 stripes
+    /// cost 0.6 µs per write more than one table per flush at a write
+    /// amplification only 0.9 higher).
     fn default() -> Self {
         CpuCosts {
             write_us: 1.4,
@@ -446,6 +475,7 @@ impl Default for CpuCosts {
             probe_us: 0.03,
             scan_us: 4.0,
             run_us: 0.5,
+            file_us: 500.0,
         }
     }
 }
@@ -453,8 +483,11 @@ impl Default for CpuCosts {
 impl CpuCosts {
     /// µs per operation of `p` for `mix` at `size`.
     pub fn per_op(&self, p: &Prediction, mix: &Mix, size: &TableSize) -> f64 {
+        let writes_per_flush = size.flush_entries() / size.distinct();
         mix.write_share
-            * (self.write_us + p.write_amp * size.user_bytes_per_write() * self.written_byte_us)
+            * (self.write_us
+                + p.write_amp * size.user_bytes_per_write() * self.written_byte_us
+                + p.files_per_flush * self.file_us / writes_per_flush)
             + mix.point_read_share() * (self.read_us + (p.read_amp - 1.0).max(0.0) * self.probe_us)
             + mix.scan_share * (self.scan_us + p.sorted_runs * self.run_us)
     }
@@ -466,24 +499,41 @@ impl CpuCosts {
 }
 
 /// Bytes a switch from `from` to `to` rewrites before the table has the
-/// new shape: the whole table when the kind or the stripes change, the
-/// L0 a two-tier table holds on average when only its minor policy does,
-/// nothing when only ratios or bounds change.
-pub fn reshape_bytes(from: &CompactionStrategy, to: &CompactionStrategy, size: &TableSize) -> f64 {
+/// new shape (see the crate README, "Switching strategy on a live
+/// table"), with `upper` the bytes above the last level and `overlap` the
+/// mix's [`Mix::overlap`]:
+///
+/// * to `Leveled`: `upper` (the leveled picker takes L0 and the middle
+///   levels down);
+/// * from `Leveled` to the one-level shapes, and from `TwoTier` to
+///   `MajorOnly`: `upper` and the last-level files under it (all of them
+///   for random keys, few for increasing ones);
+/// * to `TwoTier` with more stripes, or with a minor policy that merges
+///   (other than `None`): `upper`;
+/// * otherwise nothing: the new picker takes the shape as it is.
+pub fn reshape_bytes(
+    from: &CompactionStrategy,
+    to: &CompactionStrategy,
+    mix: &Mix,
+    size: &TableSize,
+) -> f64 {
+    use CompactionStrategy::{Leveled, MajorOnly, TwoTier};
     let n = size.live_bytes as f64;
+    let upper = (size.upper_bytes as f64).min(n);
+    let into_one_level = upper + mix.overlap() * (n - upper);
     match (from, to) {
-        (CompactionStrategy::TwoTier(a), CompactionStrategy::TwoTier(b)) => {
-            if a.stripes != b.stripes {
-                n
-            } else if a.minor != b.minor {
-                a.major_ratio * n / 2.0
+        (Leveled(_), Leveled(_)) | (MajorOnly(_), MajorOnly(_)) => 0.0,
+        (_, Leveled(_)) => upper,
+        (Leveled(_), _) | (TwoTier(_), MajorOnly(_)) => into_one_level,
+        (TwoTier(a), TwoTier(b)) => {
+            if b.stripes > a.stripes || (a.minor != b.minor && b.minor != MinorPolicy::None) {
+                upper
             } else {
                 0.0
             }
         }
-        (CompactionStrategy::Leveled(_), CompactionStrategy::Leveled(_))
-        | (CompactionStrategy::MajorOnly(_), CompactionStrategy::MajorOnly(_)) => 0.0,
-        _ => n,
+        (MajorOnly(_), TwoTier(_)) => 0.0,
+        (_, CompactionStrategy::Adaptive(_)) | (CompactionStrategy::Adaptive(_), _) => n,
     }
 }
 
@@ -712,16 +762,30 @@ mod tests {
     }
 
     #[test]
-    fn reshaping_costs_the_table_between_kinds_and_less_within_two_tier() {
-        let size = TableSize::new(100, 10, 1);
+    fn reshaping_costs_follow_what_each_new_picker_rewrites() {
+        let size = TableSize {
+            upper_bytes: 20,
+            ..TableSize::new(100, 10, 1)
+        };
+        let random = random_writes(1.0);
+        let appends = Mix {
+            ordered_share: 1.0,
+            ..random
+        };
         let wo = CompactionStrategy::TwoTier(TwoTierOptions::write_only());
         let rmf = CompactionStrategy::TwoTier(TwoTierOptions::read_mostly_few_updates());
         let rmm = CompactionStrategy::TwoTier(TwoTierOptions::read_mostly_many_updates());
         let lev = CompactionStrategy::Leveled(LeveledOptions::default());
-        assert_eq!(reshape_bytes(&wo, &lev, &size), 100.0);
-        assert_eq!(reshape_bytes(&wo, &rmm, &size), 100.0);
-        assert_eq!(reshape_bytes(&wo, &rmf, &size), 50.0);
-        assert_eq!(reshape_bytes(&lev, &lev, &size), 0.0);
+        let major = CompactionStrategy::MajorOnly(MajorOnlyOptions::default());
+        assert_eq!(reshape_bytes(&wo, &lev, &random, &size), 20.0);
+        assert_eq!(reshape_bytes(&lev, &wo, &random, &size), 100.0);
+        assert_eq!(reshape_bytes(&lev, &wo, &appends, &size), 20.0);
+        assert_eq!(reshape_bytes(&wo, &major, &random, &size), 100.0);
+        assert_eq!(reshape_bytes(&major, &wo, &random, &size), 0.0);
+        assert_eq!(reshape_bytes(&wo, &rmm, &random, &size), 20.0);
+        assert_eq!(reshape_bytes(&rmm, &wo, &random, &size), 0.0);
+        assert_eq!(reshape_bytes(&wo, &rmf, &random, &size), 20.0);
+        assert_eq!(reshape_bytes(&lev, &lev, &random, &size), 0.0);
         assert_eq!(Objective::parse("space-amp"), Some(Objective::SpaceAmp));
         assert!(
             Objective::NAMES

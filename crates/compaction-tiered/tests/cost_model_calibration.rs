@@ -72,6 +72,7 @@ fn rows() -> Vec<Row> {
                     entry_bytes,
                     table_bytes_per_user_byte: entry_bytes as f64 / num("kv_bytes"),
                     flush_distinct_share: num("flush_distinct"),
+                    upper_bytes: num("live_bytes") as u64,
                 },
                 steady: get("steady") == "1",
                 measured: Prediction {
@@ -79,6 +80,7 @@ fn rows() -> Vec<Row> {
                     read_amp: num("read_amp"),
                     space_amp: num("space_amp"),
                     sorted_runs: 0.0,
+                    files_per_flush: 0.0,
                 },
             }
         })

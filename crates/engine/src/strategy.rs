@@ -197,8 +197,11 @@ pub(crate) fn table_size(t: &TableMut) -> TableSize {
         (entry, 1.0, 0.8 * write_buffer)
     };
     let distinct = distinct.max(1e-3);
+    let v = &t.version;
+    let last = v.num_levels().saturating_sub(1);
     TableSize {
-        live_bytes: t.version.total_bytes(),
+        live_bytes: v.total_bytes(),
+        upper_bytes: v.total_bytes() - v.level_bytes(last),
         flush_bytes: (per_memtable / distinct).max(1.0) as u64,
         entry_bytes: entry_bytes.round().max(1.0) as u64,
         table_bytes_per_user_byte: entry_bytes / user_per_write,

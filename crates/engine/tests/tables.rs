@@ -298,10 +298,12 @@ fn adaptive_tables_choose_from_their_workload() {
     let appends = db.create_table("appends", opts.clone()).unwrap();
     let random = db.create_table("random", opts.clone()).unwrap();
     let reads = db.create_table("reads", opts).unwrap();
+    // 100-byte values: bytes written cost what they do in real tables.
+    let value = [b'v'; 100];
     for i in 0..16_000u32 {
-        appends.put(key(i), b"v").unwrap();
+        appends.put(key(i), value).unwrap();
         random
-            .put(key(i.wrapping_mul(2654435761) % 50_000), b"v")
+            .put(key(i.wrapping_mul(2654435761) % 50_000), value)
             .unwrap();
     }
     reads.put(b"k", b"v").unwrap();

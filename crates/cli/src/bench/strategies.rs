@@ -407,7 +407,9 @@ pub(crate) fn report_rows(runs: &[WorkloadRun]) -> String {
                 .collect();
             let _ = writeln!(out, "  adaptive switched: {}", when.join("; "));
         }
-        if WorkloadKind::CHANGING.contains(&first.workload) {
+        if WorkloadKind::CHANGING.contains(&first.workload)
+            && runs.iter().any(|r| r.strategy != "adaptive")
+        {
             let _ = writeln!(out, "  {}", against_every_fixed(a, runs));
         }
     }

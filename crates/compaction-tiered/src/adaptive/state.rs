@@ -17,6 +17,12 @@ pub struct Switch {
     pub reason: String,
 }
 
+/// Flushes a table must hold before the model decides anything: below
+/// it the table is far from the steady state the model predicts (a table
+/// still growing from empty would switch to what suits its first
+/// megabytes).
+pub const MIN_TABLE_FLUSHES: f64 = 4.0;
+
 /// Smallest predicted gain, as a share of the current strategy's figure,
 /// that counts as a better choice (below it the two are a tie, and a tie
 /// never switches).
@@ -52,19 +58,20 @@ pub const MIN_GAIN: f64 = 0.03;
 /// use lithify_compaction_tiered::cost_model::TableSize;
 ///
 /// let mut state = AdaptiveState::new(AdaptiveOptions::default());
-/// assert_eq!(state.current().kind_name(), "two-tier");
-/// // A 16 MiB table of 64 KiB flushes, written at random, 80 % updates:
-/// // one L0 table per flush beats the initial shape's size-tiered minors
-/// // by 9 %, and reshaping (8 MiB of L0) costs less than a window of it.
-/// state.set_table_size(TableSize::new(16 << 20, 64 << 10, 128));
-/// let writes = WorkloadStats {
-///     writes: 100_000, ordered_writes: 50_000, updates: 800, inserts: 200,
+/// assert_eq!(state.current().to_string(), "two-tier(minor=none,stripes=1,ratio=1)");
+/// // A 1 MiB table of 16 KiB flushes, read and scanned: one L0 table per
+/// // flush leaves ~32 sorted runs for each scan to merge; merging each
+/// // flush with the previous L0 table leaves two, and reshaping (the
+/// // table's L0) costs less than a window of the gain.
+/// state.set_table_size(TableSize::new(1 << 20, 16 << 10, 128));
+/// let scans = WorkloadStats {
+///     reads: 9_800, scans: 3_000, writes: 200, ordered_writes: 100, updates: 20,
 ///     hot_range_share: 0.125, ..WorkloadStats::default()
 /// };
-/// assert!(state.observe(&writes).is_none()); // one window is not enough
-/// let switch = state.observe(&writes).unwrap();
-/// assert_eq!(switch.to.to_string(), "two-tier(minor=none,stripes=1,ratio=1)");
-/// assert!(state.reason().starts_with("write-only"));
+/// assert!(state.observe(&scans).is_none()); // one window is not enough
+/// let switch = state.observe(&scans).unwrap();
+/// assert_eq!(switch.to.to_string(), "two-tier(minor=merge-previous,stripes=1,ratio=0.25)");
+/// assert!(state.reason().starts_with("read-mostly"));
 /// ```
 #[derive(Debug, Clone)]
 pub struct AdaptiveState {
@@ -178,6 +185,15 @@ impl AdaptiveState {
             self.left = None;
             self.returns = 0;
         }
+        if self.size.live_bytes as f64 <= MIN_TABLE_FLUSHES * self.size.flushed_bytes() {
+            self.reason = format!(
+                "{}; keeping {} until the table holds {MIN_TABLE_FLUSHES} flushes",
+                choice.situation, self.current
+            );
+            self.pending_windows = 0;
+            self.regret = 0.0;
+            return None;
+        }
         let best = &choice.ranked[0];
         let objective = self.opts.objective;
         let gain = current.score(objective) - best.score(objective);
@@ -201,13 +217,16 @@ impl AdaptiveState {
         let (regret_per_op, reshape) = match objective {
             Objective::Cpu => (
                 gain,
-                self.opts
-                    .costs
-                    .rewrite(reshape_bytes(&self.current, &best.strategy, &self.size)),
+                self.opts.costs.rewrite(reshape_bytes(
+                    &self.current,
+                    &best.strategy,
+                    &choice.mix,
+                    &self.size,
+                )),
             ),
             Objective::WriteAmp => (
                 gain * choice.mix.write_share * self.size.user_bytes_per_write(),
-                reshape_bytes(&self.current, &best.strategy, &self.size),
+                reshape_bytes(&self.current, &best.strategy, &choice.mix, &self.size),
             ),
             Objective::SpaceAmp => (0.0, 0.0),
         };
@@ -269,9 +288,12 @@ mod tests {
     use super::super::tests::window;
     use super::*;
 
+    /// Starting from the size-tiered two-tier shape, which no window
+    /// chooses: every stream starts with a switch.
     fn opts() -> AdaptiveOptions {
         AdaptiveOptions {
             min_window_ops: 1_000,
+            initial: Box::new(CompactionStrategy::TwoTier(crate::TwoTierOptions::default())),
             ..AdaptiveOptions::default()
         }
     }
@@ -346,25 +368,43 @@ mod tests {
 
     #[test]
     fn reshaping_a_large_table_waits_until_staying_cost_as_much() {
-        // 4 GiB in 256 MiB flushes: the switch from the initial two-tier
-        // shape (size-tiered minors) rewrites its average L0, 2 GiB, which
-        // takes many windows of regret to pay for.
+        // 4 GiB in 256 MiB flushes, leveled: random writes would be
+        // cheaper with one L0 table per flush, but reshaping rewrites the
+        // whole table, which takes many windows of regret to pay for.
         let size = TableSize::new(4 << 30, 256 << 20, 128);
-        let mut s = state(size);
-        let first = s.observe(&writes());
-        assert!(first.is_none());
+        let mut s = AdaptiveState::new(AdaptiveOptions {
+            initial: Box::new(CompactionStrategy::Leveled(Default::default())),
+            ..opts()
+        });
+        s.set_table_size(size);
+        assert!(s.observe(&writes()).is_none());
         let current = s.prediction().unwrap().clone();
         let best = choose_strategy(&writes(), &size, &opts()).unwrap();
+        assert_eq!(best.strategy.to_string(), WRITE_SHAPE);
         let gain = current.cpu_us - best.cpu_us;
-        let reshape = opts()
-            .costs
-            .rewrite(reshape_bytes(s.current(), &best.strategy, &size));
+        assert!(gain > 0.0);
+        let reshape =
+            opts()
+                .costs
+                .rewrite(reshape_bytes(s.current(), &best.strategy, &best.mix, &size));
+        assert_eq!(reshape, opts().costs.rewrite((4u64 << 30) as f64));
         let windows = (reshape / (gain * 10_000.0)).ceil() as usize;
         assert!(windows > 10, "{windows}");
         let at = switches(&mut s, vec![writes(); windows + 5]);
         // Window 0 was fed above: the regret of `windows` windows pays.
-        assert_eq!(at, [(windows - 2, best.strategy.to_string())]);
-        assert!(gain > 0.0);
+        assert_eq!(at, [(windows - 2, WRITE_SHAPE.to_owned())]);
+        assert!(s.reason().contains("predicted write amp"), "{}", s.reason());
+    }
+
+    #[test]
+    fn a_table_too_small_for_the_model_keeps_its_shape() {
+        let mut s = state(TableSize::new(64 << 10, 16 << 10, 128));
+        assert!(switches(&mut s, vec![writes(); 10]).is_empty());
+        assert!(
+            s.reason().contains("until the table holds 4 flushes"),
+            "{}",
+            s.reason()
+        );
     }
 
     #[test]
