@@ -1285,7 +1285,7 @@ fn bench_html_draws_the_run_over_time() {
 }
 
 #[test]
-fn strategies_html_draws_one_chart_per_metric() {
+fn strategies_html_draws_one_chart_per_metric_and_amplification_over_time() {
     let tmp = tempfile::tempdir().unwrap();
     let html = tmp.path().join("strategies.html");
     ok(&[
@@ -1301,9 +1301,10 @@ fn strategies_html_draws_one_chart_per_metric() {
     let tags = well_formed(&page);
     assert_eq!(
         tags.iter().filter(|t| *t == "svg").count(),
-        6,
-        "six metrics"
+        8,
+        "six metrics, and write and space amplification over the operations"
     );
+    assert!(page.contains("write amp so far, over the operations"));
     for label in [
         "write-only-random",
         "ops/s",

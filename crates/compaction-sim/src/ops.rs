@@ -20,7 +20,8 @@ pub enum Op {
 /// Entries a [`Op::Scan`] reads.
 pub const SCAN_LENGTH: usize = 20;
 
-/// The workloads of the table, one per row.
+/// The workloads of the strategies report, one per `Adaptive` workload
+/// class, and two that change while they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WorkloadKind {
     /// Half reads of recent keys (the newest tenth); writes insert
@@ -51,7 +52,7 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
-    /// Every workload, in the order of the table.
+    /// The steady workloads, in the order of the workload classes.
     pub const ALL: [WorkloadKind; 6] = [
         WorkloadKind::IncreasingKeys,
         WorkloadKind::WriteOnly,

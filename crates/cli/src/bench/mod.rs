@@ -16,7 +16,7 @@
 //! * `transaction`: `randomtransaction`, on an optimistic or pessimistic
 //!   transaction database;
 //! * `strategies`: `--strategy`, the six workloads of the compaction
-//!   strategies' choice table and two that change while they run
+//!   strategies' workload classes and two that change while they run
 //!   (`--workload`), and the strategies report;
 //! * `report`: text and JSON output.
 
@@ -69,7 +69,7 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub strategy: Option<String>,
     /// Run one workload instead of --benchmarks: a row of the strategies'
-    /// choice table (increasing, write-only-random, write-mostly-random,
+    /// workload classes (increasing, write-only-random, write-mostly-random,
     /// read-only, read-mostly-few-updates, read-mostly-many-updates) or
     /// one that changes while it runs (phase-shift: an increasing bulk
     /// load, random updates, read-mostly, then deletes and scans;

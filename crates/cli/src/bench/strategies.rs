@@ -1,5 +1,5 @@
 //! Compaction strategies: `--strategy`, the six workloads of `Adaptive`'s
-//! choice table (`--workload`), and the strategies report
+//! workload classes (`--workload`), and the strategies report
 //! (`--strategies-report`: every workload under every fixed strategy and
 //! under `Adaptive`).
 //!
@@ -35,7 +35,7 @@ use crate::bench::histogram::Histogram;
 use crate::bench::report;
 use crate::error::{DbSnafu, Result, UsageSnafu};
 
-/// Names of `--workload`: one per row of the choice table, in its order,
+/// Names of `--workload`: one per steady workload class, in their order,
 /// then the two workloads that change while they run.
 pub(crate) const WORKLOAD_NAMES: [(&str, WorkloadKind); 8] = [
     ("increasing", WorkloadKind::IncreasingKeys),
@@ -168,6 +168,36 @@ pub(crate) struct WorkloadRun {
     /// `Adaptive`'s cost model on the strategy in force at the end, and
     /// its CPU µs per operation.
     pub predicted: Option<(Prediction, f64)>,
+    /// Write amplification so far and space amplification, sampled
+    /// [`TIMELINE_POINTS`] times over the operations (and once after
+    /// background work settled).
+    pub timeline: Vec<AmpSample>,
+}
+
+/// Samples of a run's amplification over its operations.
+pub(crate) const TIMELINE_POINTS: u64 = 50;
+
+/// One sample of a run's amplification.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct AmpSample {
+    /// Operations done.
+    pub ops: u64,
+    /// Write amplification of the operations so far.
+    pub write_amp: f64,
+    /// Space amplification now.
+    pub space_amp: f64,
+}
+
+impl AmpSample {
+    fn of(db: &Db, before: (u64, u64, u64), ops: u64) -> AmpSample {
+        let stats = db.stats();
+        let (bytes, user, _) = written(&stats);
+        AmpSample {
+            ops,
+            write_amp: (bytes - before.0) as f64 / (user - before.1).max(1) as f64,
+            space_amp: stats.tables[0].space_amp,
+        }
+    }
 }
 
 /// Records each strategy switch with the number of operations done when
@@ -258,10 +288,15 @@ pub(crate) fn run_workload(
     let before = written(&db.stats());
     let mut ops = OpGenerator::new(workload, s.keys, s.ops, s.seed);
     let mut latency = Histogram::default();
+    let mut timeline = Vec::new();
+    let sample_every = (s.ops / TIMELINE_POINTS).max(1);
     let cpu_before = report::process_cpu_seconds();
     let start = Instant::now();
     for done in 0..s.ops {
         switch_log.done.store(done, Ordering::Relaxed);
+        if done > 0 && done.is_multiple_of(sample_every) {
+            timeline.push(AmpSample::of(&db, before, done));
+        }
         let t0 = Instant::now();
         match ops.next_op() {
             Op::Put(id) => {
@@ -303,6 +338,7 @@ pub(crate) fn run_workload(
         (Some(a), Some(b)) if s.ops > 0 => Some((b - a) * 1e6 / s.ops as f64),
         _ => None,
     };
+    timeline.push(AmpSample::of(&db, before, s.ops));
     let stats = db.stats();
     let after = written(&stats);
     let t = &stats.tables[0];
@@ -325,6 +361,7 @@ pub(crate) fn run_workload(
         switches: std::mem::take(&mut *switch_log.switches.lock()),
         table_write_amp: (after.2 - before.2) as f64 / user.max(1) as f64,
         predicted: t.predicted.zip(t.predicted_cpu_us),
+        timeline,
     };
     db.close().context(DbSnafu)?;
     Ok(run)
@@ -574,5 +611,27 @@ mod tests {
         assert!(rows.contains("\nphase-shift\n"), "{rows}");
         assert!(rows.contains("adaptive switched: "), "{rows}");
         assert!(rows.contains(" of 1 in write amplification"), "{rows}");
+        assert!(
+            rows.contains("adaptive predicted (measured): write amp "),
+            "{rows}"
+        );
+        // Amplification over the operations: 50 samples and the settled
+        // one, in order, for each run, drawn one line per strategy with
+        // Adaptive's switches marked.
+        for r in &runs {
+            assert_eq!(r.timeline.len() as u64, TIMELINE_POINTS, "{:?}", r.timeline);
+            assert!(r.timeline.windows(2).all(|w| w[0].ops < w[1].ops));
+            assert_eq!(r.timeline.last().unwrap().ops, s.ops);
+            assert!(
+                r.timeline
+                    .iter()
+                    .all(|p| p.write_amp >= 0.0 && p.space_amp >= 0.0)
+            );
+        }
+        let page = crate::bench::strategies_html::page(&runs);
+        assert!(page.contains("write amp so far, over the operations"));
+        assert!(page.contains("space amp, over the operations"));
+        assert_eq!(page.matches("<polyline").count(), 2 * runs.len());
+        assert!(page.matches("stroke-dasharray").count() >= 2 * adaptive.switches.len());
     }
 }

@@ -1,11 +1,14 @@
-//! `bench --strategies-report --html OUT.html`: the report as one page of
-//! bar charts — per workload, each strategy's ops/s, CPU per operation,
-//! write, read and space amplification and p99, Adaptive's bars marked
-//! with the shape it chose.
+//! `bench --strategies-report --html OUT.html`: the report as one page —
+//! per workload, bar charts of each strategy's ops/s, CPU per operation,
+//! write, read and space amplification and p99 (Adaptive's bars marked
+//! with the shape it chose), and line charts of write and space
+//! amplification over the operations, one line per strategy, with
+//! Adaptive's switches marked.
 
 use std::fmt::Write as _;
 
-use crate::bench::strategies::{WorkloadRun, workload_name};
+use crate::bench::strategies::{AmpSample, WorkloadRun, workload_name};
+use crate::bench::timeline::{LineChart, line_chart};
 use crate::text::{html_head, xml_escape as esc};
 
 /// One metric of a run, its label and whether lower is better.
@@ -46,10 +49,62 @@ pub(crate) fn page(runs: &[WorkloadRun]) -> String {
         for (label, value, lower_better) in METRICS {
             bars(&mut out, label, group, value, lower_better);
         }
+        over_time(
+            &mut out,
+            "write amp so far, over the operations",
+            group,
+            |p| p.write_amp,
+        );
+        over_time(&mut out, "space amp, over the operations", group, |p| {
+            p.space_amp
+        });
         i = j;
     }
     out.push_str("</body></html>\n");
     out
+}
+
+/// Line colours, one per strategy of the report.
+const COLOURS: [&str; 7] = [
+    "#3b7dd8", "#e0662d", "#2d9e5a", "#7b3fb5", "#b58a3f", "#808080", "#c03030",
+];
+
+/// One line per run of `runs` (one workload) of `value` over its
+/// operations; Adaptive's switches are dashed lines in its colour.
+fn over_time(out: &mut String, title: &str, runs: &[WorkloadRun], value: fn(&AmpSample) -> f64) {
+    let series = runs
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let pts = r
+                .timeline
+                .iter()
+                .map(|p| (p.ops as f64, value(p)))
+                .collect();
+            (r.strategy.clone(), COLOURS[k % COLOURS.len()], pts)
+        })
+        .collect();
+    let marks = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.strategy == "adaptive")
+        .flat_map(|(k, r)| {
+            r.switches
+                .iter()
+                .map(move |(at, _)| (*at as f64, COLOURS[k % COLOURS.len()]))
+        })
+        .collect();
+    line_chart(
+        out,
+        &LineChart {
+            title,
+            x_max: runs.iter().map(|r| r.ops).max().unwrap_or(1) as f64,
+            x_unit: "ops",
+            bands: Vec::new(),
+            series,
+            marks,
+        },
+    );
 }
 
 fn bars(

@@ -80,52 +80,64 @@ impl Timeline {
     }
 }
 
-/// A series of a chart: name, colour, points (seconds, value).
-type Series = (&'static str, &'static str, Vec<(f64, f64)>);
+/// A series of a chart: name, colour, points (x, value).
+pub(crate) type Series = (String, &'static str, Pts);
 
-/// One line chart over the run's time, with a band per workload.
-fn chart(out: &mut String, title: &str, samples: &[Sample], series: &[Series]) {
-    let (w, h, pad) = (1100.0, 220.0, 44.0);
-    let t_max = samples.last().map_or(1.0, |s| s.secs).max(0.001);
-    let y_max = series
+/// A line chart over `0..=x_max`: shaded bands `(x0, x1, label)`, the
+/// series, and vertical marks `(x, colour)`.
+pub(crate) struct LineChart<'a> {
+    pub title: &'a str,
+    pub x_max: f64,
+    pub x_unit: &'a str,
+    pub bands: Vec<(f64, f64, String)>,
+    pub series: Vec<Series>,
+    pub marks: Vec<(f64, &'static str)>,
+}
+
+/// Legend entries per row under a chart.
+const LEGEND_PER_ROW: usize = 4;
+
+/// Draws `c` as one SVG.
+pub(crate) fn line_chart(out: &mut String, c: &LineChart<'_>) {
+    let legend_rows = c.series.len().div_ceil(LEGEND_PER_ROW).max(1) as f64;
+    let (w, plot_h, pad) = (1100.0, 140.0, 44.0);
+    let h = plot_h + 2.0 * pad + (legend_rows - 1.0) * 14.0;
+    let x_max = c.x_max.max(1e-9);
+    let y_max = c
+        .series
         .iter()
         .flat_map(|(_, _, pts)| pts.iter().map(|p| p.1))
         .fold(0.0f64, f64::max)
         .max(1e-9);
-    let (pw, ph) = (w - 2.0 * pad, h - 2.0 * pad);
-    let x = |t: f64| pad + t / t_max * pw;
-    let y = |v: f64| pad + ph - v / y_max * ph;
+    let pw = w - 2.0 * pad;
+    let x = |t: f64| pad + t / x_max * pw;
+    let y = |v: f64| pad + plot_h - v / y_max * plot_h;
     let _ = write!(
         out,
         r#"<h3>{}</h3><svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}">"#,
-        esc(title)
+        esc(c.title)
     );
-    // Workload bands.
-    let mut i = 0;
-    let mut shade = false;
-    while i < samples.len() {
-        let name = &samples[i].workload;
-        let mut j = i;
-        while j + 1 < samples.len() && samples[j + 1].workload == *name {
-            j += 1;
-        }
-        let (x0, x1) = (
-            x(samples[i].secs),
-            x(samples[j].secs).max(x(samples[i].secs) + 1.0),
-        );
-        let fill = if shade { "#eeeeee" } else { "#f8f8f8" };
+    for (k, (x0, x1, label)) in c.bands.iter().enumerate() {
+        let (a, b) = (x(*x0), x(*x1).max(x(*x0) + 1.0));
+        let fill = if k % 2 == 1 { "#eeeeee" } else { "#f8f8f8" };
         let _ = write!(
             out,
-            r#"<rect x="{x0:.1}" y="{pad}" width="{:.1}" height="{ph}" fill="{fill}"/><text x="{:.1}" y="{:.1}" class="lvl">{}</text>"#,
-            x1 - x0,
-            x0 + 2.0,
+            r#"<rect x="{a:.1}" y="{pad}" width="{:.1}" height="{plot_h}" fill="{fill}"/><text x="{:.1}" y="{:.1}" class="lvl">{}</text>"#,
+            b - a,
+            a + 2.0,
             pad - 4.0,
-            esc(name)
+            esc(label)
         );
-        shade = !shade;
-        i = j + 1;
     }
-    for (k, (name, color, pts)) in series.iter().enumerate() {
+    for (at, color) in &c.marks {
+        let _ = write!(
+            out,
+            r#"<line x1="{0:.1}" y1="{pad}" x2="{0:.1}" y2="{1:.1}" stroke="{color}" stroke-dasharray="3,3"/>"#,
+            x(*at),
+            pad + plot_h
+        );
+    }
+    for (k, (name, color, pts)) in c.series.iter().enumerate() {
         let points: Vec<String> = pts
             .iter()
             .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v)))
@@ -134,24 +146,57 @@ fn chart(out: &mut String, title: &str, samples: &[Sample], series: &[Series]) {
             out,
             r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.5"/><text x="{:.1}" y="{:.1}" class="lvl" fill="{color}">{}</text>"#,
             points.join(" "),
-            pad + k as f64 * 260.0,
-            h - 8.0,
+            pad + (k % LEGEND_PER_ROW) as f64 * 260.0,
+            pad + plot_h + 30.0 + (k / LEGEND_PER_ROW) as f64 * 14.0,
             esc(name)
         );
     }
     let _ = write!(
         out,
-        r##"<line x1="{pad}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888"/><text x="2" y="{:.1}" class="lvl">{}</text><text x="2" y="{:.1}" class="lvl">0</text><text x="{:.1}" y="{:.1}" class="lvl">{t_max:.1} s</text></svg>"##,
-        pad + ph,
+        r##"<line x1="{pad}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888"/><text x="2" y="{:.1}" class="lvl">{}</text><text x="2" y="{:.1}" class="lvl">0</text><text x="{:.1}" y="{:.1}" class="lvl">{}</text></svg>"##,
+        pad + plot_h,
         pad + pw,
-        pad + ph,
+        pad + plot_h,
         pad + 10.0,
         esc(&format!("{y_max:.3}")),
-        pad + ph,
-        pad + pw - 30.0,
-        pad + ph + 14.0,
+        pad + plot_h,
+        pad + pw - 60.0,
+        pad + plot_h + 14.0,
+        esc(&format!("{:.1} {}", c.x_max, c.x_unit)),
     );
     out.push('\n');
+}
+
+/// Points of a series: (x, value).
+type Pts = Vec<(f64, f64)>;
+
+/// One line chart over the run's time, with a band per workload.
+fn chart(out: &mut String, title: &str, samples: &[Sample], series: &[(&str, &'static str, Pts)]) {
+    let mut bands = Vec::new();
+    let mut i = 0;
+    while i < samples.len() {
+        let name = &samples[i].workload;
+        let mut j = i;
+        while j + 1 < samples.len() && samples[j + 1].workload == *name {
+            j += 1;
+        }
+        bands.push((samples[i].secs, samples[j].secs, name.clone()));
+        i = j + 1;
+    }
+    line_chart(
+        out,
+        &LineChart {
+            title,
+            x_max: samples.last().map_or(1.0, |s| s.secs).max(0.001),
+            x_unit: "s",
+            bands,
+            series: series
+                .iter()
+                .map(|(n, c, p)| ((*n).to_owned(), *c, p.clone()))
+                .collect(),
+            marks: Vec::new(),
+        },
+    );
 }
 
 /// The page of a run.

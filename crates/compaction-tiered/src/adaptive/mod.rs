@@ -248,7 +248,7 @@ pub enum WorkloadClass {
 }
 
 impl WorkloadClass {
-    /// Every class, in the order of the table.
+    /// Every class, in the strategies report's order.
     pub const ALL: [WorkloadClass; 6] = [
         WorkloadClass::IncreasingKeys,
         WorkloadClass::WriteOnly,
