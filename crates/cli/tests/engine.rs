@@ -1316,3 +1316,59 @@ fn strategies_html_draws_one_chart_per_metric_and_amplification_over_time() {
         assert!(page.contains(label), "{label}");
     }
 }
+
+#[test]
+fn bench_adaptive_takes_an_objective_and_limits() {
+    // Random writes over a table of many small flushes: least write
+    // amplification with space amp at most 1.2 is one L0 table per flush
+    // with a quarter of the L0 bound (the unbounded shape holds too many
+    // duplicates in L0).
+    let out = ok(&[
+        "bench",
+        "--workload",
+        "write-only-random",
+        "--strategy",
+        "adaptive",
+        "--num",
+        "20000",
+        "--ops",
+        "60000",
+        "--write-buffer-size",
+        "65536",
+        "--target-file-size-base",
+        "65536",
+        "--max-bytes-for-level-base",
+        "262144",
+        "--adaptive-objective",
+        "write-amp",
+        "--adaptive-max-space-amp",
+        "1.2",
+    ]);
+    assert!(out.contains("(least write-amp)"), "{out}");
+    assert!(
+        out.contains("adaptive chose two-tier(minor=none,stripes=1,ratio=1,max-l0=16)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("adaptive predicted (measured): write amp "),
+        "{out}"
+    );
+    let (err, _) = fails(&[
+        "bench",
+        "--workload",
+        "write-only-random",
+        "--strategy",
+        "adaptive",
+        "--adaptive-max-space-amp",
+        "0",
+    ]);
+    assert!(err.contains("limits must be positive"), "{err}");
+    // clap refuses an unknown objective and lists the known ones.
+    let out = lithify(&["bench", "--adaptive-objective", "speed"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("'speed'") && err.contains("cpu, write-amp, space-amp"),
+        "{err}"
+    );
+}

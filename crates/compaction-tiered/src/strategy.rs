@@ -108,17 +108,24 @@ impl CompactionStrategy {
 }
 
 impl fmt::Display for CompactionStrategy {
-    /// `leveled`, `major-only`, `two-tier(minor=..,stripes=..,ratio=..)`,
+    /// `leveled`, `major-only`, `two-tier(minor=..,stripes=..,ratio=..)`
+    /// (with `,max-l0=..` when the L0 bound is not the default 64),
     /// `adaptive`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CompactionStrategy::TwoTier(o) => write!(
-                f,
-                "two-tier(minor={},stripes={},ratio={})",
-                o.minor.name(),
-                o.stripes,
-                o.major_ratio
-            ),
+            CompactionStrategy::TwoTier(o) => {
+                write!(
+                    f,
+                    "two-tier(minor={},stripes={},ratio={}",
+                    o.minor.name(),
+                    o.stripes,
+                    o.major_ratio
+                )?;
+                if o.max_l0_tables != TwoTierOptions::default().max_l0_tables {
+                    write!(f, ",max-l0={}", o.max_l0_tables)?;
+                }
+                f.write_str(")")
+            }
             other => f.write_str(other.kind_name()),
         }
     }
