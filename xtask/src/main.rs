@@ -1,7 +1,7 @@
 //! Developer tasks for lithify, run as `cargo xtask <task>`.
 //!
 //! ```text
-//! cargo xtask ci                       fmt check, clippy, tests, fuzz smoke, loom, bench smoke
+//! cargo xtask ci                       fmt check, clippy, tests, calibration check, fuzz smoke, loom, bench smoke
 //! cargo xtask fuzz <target> [--seconds N]
 //! cargo xtask fuzz --smoke             every target for a few seconds
 //! cargo xtask fuzz --all [--seconds N] every target for N seconds each
@@ -33,7 +33,8 @@ pub(crate) type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash> [args]
 
-  ci                            fmt check, clippy -D warnings, cargo test, fuzz smoke, loom, bench smoke
+  ci                            fmt check, clippy -D warnings, cargo test, calibrate --check, fuzz smoke,
+                                loom, bench smoke
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
   fuzz --smoke                  run every target for a few seconds
   fuzz --all [--seconds N]      run every target for N seconds each
@@ -228,6 +229,9 @@ fn ci() -> Result {
     ]))?;
     // The README's test command.
     run(cargo().args(["test"]))?;
+    // The whole calibration grid, not only the small one `cargo test`
+    // checks, must still be what the simulator gives.
+    calibrate(true)?;
     kafka_compat()?;
     fuzz(&["--smoke".to_string()])?;
     loom(None)?;

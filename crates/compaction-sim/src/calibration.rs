@@ -41,7 +41,7 @@ pub struct GridSize {
     pub level_base: u64,
 }
 
-/// The sizes of the small grid (the test's): one table of ~12 flushes.
+/// The sizes of the small grid (the test's): tables of 9 to 23 flushes.
 pub const SMALL: [GridSize; 1] = [GridSize {
     keys: 10_000,
     write_buffer: 128 << 10,
@@ -50,7 +50,8 @@ pub const SMALL: [GridSize; 1] = [GridSize {
 }];
 
 /// The sizes of the full grid (`cargo xtask calibrate`): the small one,
-/// then tables of ~4, ~40 and ~160 flushes.
+/// then tables of 3 – 8, 46 – 113 and 182 – 446 flushes (of distinct
+/// keys; the range is over the workloads).
 pub const FULL: [GridSize; 4] = [
     SMALL[0],
     GridSize {

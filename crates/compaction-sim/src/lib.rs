@@ -605,7 +605,11 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
             stats: observed,
             mean_live_bytes: live_samples.0 / live_samples.1,
             flush_entries: feeder.full_flush_entries(),
-            flush_distinct_share: feeder.flushed.1 as f64 / feeder.flushed.0.max(1) as f64,
+            flush_distinct_share: if feeder.flushed.0 == 0 {
+                1.0
+            } else {
+                feeder.flushed.1 as f64 / feeder.flushed.0 as f64
+            },
         },
         started,
     )

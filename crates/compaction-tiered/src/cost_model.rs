@@ -8,7 +8,7 @@
 //!
 //! * **Leveled** (RocksDB, dynamic level bytes): a flush, the L0→Lbase
 //!   merge (`1 + Lbase / (trigger × flush)`) and `1 + β·T` per deeper
-//!   level; reads probe half the L0 trigger's tables and one file per
+//!   level; reads probe `(trigger − 1)/2` L0 tables and one file per
 //!   level; space is `1 + u/(T−1)` plus L0.
 //! * **Major-only**: each flush rewrites the major-level files its keys
 //!   fall in: `1 + φ·k`, `φ` the share of files touched (`1 − e^(−E/F)`
@@ -204,7 +204,11 @@ impl TableSize {
     }
 
     fn distinct(&self) -> f64 {
-        self.flush_distinct_share.clamp(1e-3, 1.0)
+        if self.flush_distinct_share.is_finite() {
+            self.flush_distinct_share.clamp(1e-3, 1.0)
+        } else {
+            1.0
+        }
     }
 
     /// Table bytes one flush writes (of distinct keys).
@@ -517,11 +521,13 @@ pub fn reshape_bytes(
     mix: &Mix,
     size: &TableSize,
 ) -> f64 {
-    use CompactionStrategy::{Leveled, MajorOnly, TwoTier};
+    use CompactionStrategy::{Adaptive, Leveled, MajorOnly, TwoTier};
     let n = size.live_bytes as f64;
     let upper = (size.upper_bytes as f64).min(n);
     let into_one_level = upper + mix.overlap() * (n - upper);
     match (from, to) {
+        (Adaptive(a), _) => reshape_bytes(&a.initial, to, mix, size),
+        (_, Adaptive(a)) => reshape_bytes(from, &a.initial, mix, size),
         (Leveled(_), Leveled(_)) | (MajorOnly(_), MajorOnly(_)) => 0.0,
         (_, Leveled(_)) => upper,
         (Leveled(_), _) | (TwoTier(_), MajorOnly(_)) => into_one_level,
@@ -532,8 +538,14 @@ pub fn reshape_bytes(
                 0.0
             }
         }
-        (MajorOnly(_), TwoTier(_)) => 0.0,
-        (_, CompactionStrategy::Adaptive(_)) | (CompactionStrategy::Adaptive(_), _) => n,
+        // `MajorOnly` is the one-stripe shape that keeps no L0.
+        (MajorOnly(_), TwoTier(b)) => {
+            if b.stripes > 1 || b.minor != MinorPolicy::None {
+                upper
+            } else {
+                0.0
+            }
+        }
     }
 }
 
@@ -590,8 +602,16 @@ impl Limits {
     /// How far `p` is beyond the limits (the sum of the relative excesses;
     /// 0 when within them).
     pub fn excess(&self, p: &Prediction) -> f64 {
-        let over =
-            |limit: Option<f64>, v: f64| limit.map_or(0.0, |l| ((v - l) / l.max(1e-9)).max(0.0));
+        // A figure the model cannot tell (NaN) breaks any limit on it.
+        let over = |limit: Option<f64>, v: f64| {
+            limit.map_or(0.0, |l| {
+                if v.is_nan() {
+                    f64::INFINITY
+                } else {
+                    ((v - l) / l.max(1e-9)).max(0.0)
+                }
+            })
+        };
         over(self.max_write_amp, p.write_amp)
             + over(self.max_read_amp, p.read_amp)
             + over(self.max_space_amp, p.space_amp)

@@ -139,6 +139,12 @@ impl DbInner {
     /// Ends `table`'s observation window and lets its `AdaptiveState`
     /// decide; a new choice replaces the picker.
     pub(crate) fn close_window(&self, table: &TableState) {
+        // One closer at a time: a reader and a writer can both see the
+        // window full, and the second would take a window of a few
+        // operations and lose them.
+        let Some(_closing) = table.workload.begin_close() else {
+            return;
+        };
         let stats = table.workload.take_window();
         let boundaries = stripe_boundaries(&table.sv.get().version, RECORDER_RANGES);
         table.workload.recorder.lock().set_boundaries(boundaries);
@@ -146,7 +152,7 @@ impl DbInner {
         let Some(t) = st.tables.get_mut(&table.id) else {
             return;
         };
-        let size = table_size(t);
+        let size = table_size(t, stats.update_share());
         let Some(adaptive) = t.strategy.adaptive.as_mut() else {
             return;
         };
@@ -177,10 +183,12 @@ impl DbInner {
     }
 }
 
-/// The table as `Adaptive`'s cost model sees it: its files' bytes, and
-/// what its plain flushes wrote per memtable (before any flush, a full
-/// memtable of the writes so far, at 0.8 table bytes per memtable byte).
-pub(crate) fn table_size(t: &TableMut) -> TableSize {
+/// The table as `Adaptive`'s cost model sees it: its live data (the
+/// last level, and the part of the levels above that is not updates of
+/// it, at the window's `update_share`), and what its plain flushes wrote
+/// per memtable (before any flush, a full memtable of the writes so far,
+/// at 0.8 table bytes per memtable byte).
+pub(crate) fn table_size(t: &TableMut, update_share: f64) -> TableSize {
     let c = &t.state.counters;
     let keys = c.keys_written.load(Ordering::Relaxed).max(1);
     let user_per_write = (c.user_bytes.load(Ordering::Relaxed) as f64 / keys as f64).max(1.0);
@@ -199,9 +207,11 @@ pub(crate) fn table_size(t: &TableMut) -> TableSize {
     let distinct = distinct.max(1e-3);
     let v = &t.version;
     let last = v.num_levels().saturating_sub(1);
+    let upper = v.total_bytes() - v.level_bytes(last);
+    let fresh = 1.0 - update_share.clamp(0.0, 1.0);
     TableSize {
-        live_bytes: v.total_bytes(),
-        upper_bytes: v.total_bytes() - v.level_bytes(last),
+        live_bytes: v.level_bytes(last) + (upper as f64 * fresh) as u64,
+        upper_bytes: upper,
         flush_bytes: (per_memtable / distinct).max(1.0) as u64,
         entry_bytes: entry_bytes.round().max(1.0) as u64,
         table_bytes_per_user_byte: entry_bytes / user_per_write,

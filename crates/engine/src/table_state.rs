@@ -70,6 +70,17 @@ pub(crate) struct WorkloadTracker {
     pub(crate) window_ops: AtomicU64,
     /// Scans (iterators) observed, also counted in `reads`.
     pub(crate) scans: AtomicU64,
+    /// A thread is closing the window.
+    closing: AtomicBool,
+}
+
+/// Held while a thread closes a table's window.
+pub(crate) struct Closing<'a>(&'a AtomicBool);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// One write in 64 is looked up to tell updates from inserts.
@@ -84,7 +95,14 @@ impl WorkloadTracker {
             recorder: Mutex::new(WorkloadRecorder::new(icmp.clone(), 1)),
             window_ops: AtomicU64::new(u64::MAX),
             scans: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
         }
+    }
+
+    /// Claims the closing of the window; `None` when another thread is
+    /// closing it.
+    pub(crate) fn begin_close(&self) -> Option<Closing<'_>> {
+        (!self.closing.swap(true, Ordering::AcqRel)).then_some(Closing(&self.closing))
     }
 
     #[inline]
@@ -268,12 +286,19 @@ pub(crate) struct FlushShape {
 }
 
 impl FlushShape {
-    /// Adds a flush of `memtables` memtables.
+    /// Adds a flush of `memtables` memtables; past 64 memtables the
+    /// sums are halved, so recent flushes weigh most.
     pub(crate) fn record(
         &mut self,
         stats: &lithify_compaction_leveled::CompactionStats,
         memtables: usize,
     ) {
+        if self.memtables >= 64 {
+            self.memtables /= 2;
+            self.records_in /= 2;
+            self.records_out /= 2;
+            self.bytes /= 2;
+        }
         self.memtables += memtables as u64;
         self.records_in += stats.num_input_records;
         self.records_out += stats.num_output_records;

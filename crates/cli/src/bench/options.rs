@@ -125,14 +125,16 @@ pub(crate) struct EngineArgs {
     /// What `--strategy adaptive` minimises (default cpu).
     #[arg(long, value_parser = ["cpu", "write-amp", "space-amp"])]
     pub adaptive_objective: Option<String>,
-    /// Most space amplification `Adaptive` chooses when a shape keeps it.
+    /// Most space amplification (table bytes per live byte) `Adaptive`
+    /// chooses when a shape keeps it, as its cost model predicts it.
     #[arg(long, value_name = "F")]
     pub adaptive_max_space_amp: Option<f64>,
-    /// Most write amplification `Adaptive` chooses when a shape keeps it.
+    /// Most write amplification `Adaptive` chooses when a shape keeps it:
+    /// flush and compaction bytes per user byte, the WAL not counted.
     #[arg(long, value_name = "F")]
     pub adaptive_max_write_amp: Option<f64>,
-    /// Most read amplification (tables per get) `Adaptive` chooses when a
-    /// shape keeps it.
+    /// Most read amplification `Adaptive` chooses when a shape keeps it:
+    /// tables a point lookup consults, before their filters.
     #[arg(long, value_name = "F")]
     pub adaptive_max_read_amp: Option<f64>,
 }

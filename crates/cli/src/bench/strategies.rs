@@ -168,9 +168,9 @@ pub(crate) struct WorkloadRun {
     /// `Adaptive`'s cost model on the strategy in force at the end, and
     /// its CPU µs per operation.
     pub predicted: Option<(Prediction, f64)>,
-    /// Write amplification so far and space amplification, sampled
-    /// [`TIMELINE_POINTS`] times over the operations (and once after
-    /// background work settled).
+    /// Write amplification so far and space amplification,
+    /// [`TIMELINE_POINTS`] samples: at each `1/TIMELINE_POINTS` of the
+    /// operations, the last after background work settled.
     pub timeline: Vec<AmpSample>,
 }
 
@@ -289,13 +289,15 @@ pub(crate) fn run_workload(
     let mut ops = OpGenerator::new(workload, s.keys, s.ops, s.seed);
     let mut latency = Histogram::default();
     let mut timeline = Vec::new();
-    let sample_every = (s.ops / TIMELINE_POINTS).max(1);
+    let mut next_sample = 1;
+    let sample_at = |k: u64| k * s.ops / TIMELINE_POINTS;
     let cpu_before = report::process_cpu_seconds();
     let start = Instant::now();
     for done in 0..s.ops {
         switch_log.done.store(done, Ordering::Relaxed);
-        if done > 0 && done.is_multiple_of(sample_every) {
+        while next_sample < TIMELINE_POINTS && done >= sample_at(next_sample).max(1) {
             timeline.push(AmpSample::of(&db, before, done));
+            next_sample += 1;
         }
         let t0 = Instant::now();
         match ops.next_op() {
@@ -615,9 +617,9 @@ mod tests {
             rows.contains("adaptive predicted (measured): write amp "),
             "{rows}"
         );
-        // Amplification over the operations: 50 samples and the settled
-        // one, in order, for each run, drawn one line per strategy with
-        // Adaptive's switches marked.
+        // Amplification over the operations: 50 samples in order (the
+        // last after background work settled) for each run, drawn one
+        // line per strategy with Adaptive's switches marked.
         for r in &runs {
             assert_eq!(r.timeline.len() as u64, TIMELINE_POINTS, "{:?}", r.timeline);
             assert!(r.timeline.windows(2).all(|w| w[0].ops < w[1].ops));

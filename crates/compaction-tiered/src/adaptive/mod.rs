@@ -148,10 +148,10 @@ impl Default for AdaptiveThresholds {
 /// Options of the `Adaptive` strategy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdaptiveOptions {
-    /// The strategy before enough operations were observed (default
-    /// `TwoTier` with one L0 table per flush: the cheapest fixed strategy
-    /// in CPU on most of the engine's strategies report, and one the
-    /// other two-tier shapes take over without reshaping).
+    /// The strategy before enough operations were observed, sized by
+    /// [`sized`](Self::sized) (default `TwoTier` with one L0 table per
+    /// flush: the cheapest fixed strategy in CPU on most rows of the
+    /// engine's strategies report).
     pub initial: Box<CompactionStrategy>,
     /// Template for the `Leveled` candidate (the engine gives it the
     /// table's leveled options).
@@ -195,22 +195,41 @@ impl Default for AdaptiveOptions {
 }
 
 impl AdaptiveOptions {
+    /// `s` with the templates' sizes: `Leveled` and `MajorOnly` become
+    /// their templates, `TwoTier` keeps its shape (minor policy, stripes,
+    /// ratio, L0 bound) and takes the template's file size, compression,
+    /// subcompactions and auto-compaction switch; `Adaptive` is its
+    /// initial strategy. The initial strategy and every candidate are
+    /// sized so, so a shape compares equal to its candidate.
+    pub fn sized(&self, s: &CompactionStrategy) -> CompactionStrategy {
+        match s {
+            CompactionStrategy::Leveled(_) => CompactionStrategy::Leveled(self.leveled.clone()),
+            CompactionStrategy::MajorOnly(_) => {
+                CompactionStrategy::MajorOnly(self.major_only.clone())
+            }
+            CompactionStrategy::TwoTier(o) => CompactionStrategy::TwoTier(TwoTierOptions {
+                target_file_size: self.two_tier.target_file_size,
+                max_subcompactions: self.two_tier.max_subcompactions,
+                compression: self.two_tier.compression,
+                disable_auto_compactions: self.two_tier.disable_auto_compactions,
+                ..o.clone()
+            }),
+            CompactionStrategy::Adaptive(a) => self.sized(&a.initial),
+        }
+    }
+
     /// The shapes the model chooses among (see the module docs); with
     /// `range_deletes`, the two-tier ratios are halved.
     pub fn candidates(&self, range_deletes: bool) -> Vec<CompactionStrategy> {
         let two_tier = |preset: TwoTierOptions| {
-            let mut o = TwoTierOptions {
-                target_file_size: self.two_tier.target_file_size,
-                max_subcompactions: self.two_tier.max_subcompactions,
-                compression: self.two_tier.compression,
+            let mut s = self.sized(&CompactionStrategy::TwoTier(TwoTierOptions {
                 max_l0_tables: self.two_tier.max_l0_tables,
-                disable_auto_compactions: self.two_tier.disable_auto_compactions,
                 ..preset
-            };
-            if range_deletes {
+            }));
+            if range_deletes && let CompactionStrategy::TwoTier(o) = &mut s {
                 o.major_ratio /= 2.0;
             }
-            CompactionStrategy::TwoTier(o)
+            s
         };
         // One L0 table per flush, with a quarter of the L0 bound: fewer
         // tables for reads to walk, majors four times as often.

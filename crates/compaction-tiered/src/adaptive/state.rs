@@ -32,18 +32,20 @@ pub const MIN_GAIN: f64 = 0.03;
 /// the evidence for leaving it.
 ///
 /// Each window, [`choose_strategy`] ranks the candidates by the cost
-/// model. While a candidate beats the current strategy by at least
-/// [`MIN_GAIN`], the state adds up what staying costs — the predicted
-/// gain per operation times the window's operations (µs of CPU for the
-/// `cpu` objective, bytes written for `write-amp`) — and switches once
-/// that regret pays for reshaping the table
-/// ([`reshape_bytes`](crate::cost_model::reshape_bytes)): the ski-rental
-/// rule, which never pays more than twice the better of switching at once
-/// and never switching. It also needs `switch_after_windows` such windows
-/// in a row; a window where the current strategy is best (or within
-/// [`MIN_GAIN`]) starts the count again. With the `space-amp` objective, and
-/// whenever the current strategy breaks a limit a candidate keeps, the
-/// windows alone decide.
+/// model. While one candidate stays the best and beats the current
+/// strategy by at least [`MIN_GAIN`], the state adds up what staying
+/// costs — the predicted gain per operation times the window's operations
+/// (µs of CPU for the `cpu` objective, bytes written for `write-amp`) —
+/// and switches to it once that regret pays for reshaping the table
+/// ([`reshape_bytes`](crate::cost_model::reshape_bytes)), the
+/// ski-rental rule, and at least `switch_after_windows` windows agreed. A
+/// window where the current strategy is best (or within [`MIN_GAIN`]), or
+/// where another candidate is best, starts the count and the regret
+/// again: a mix that only now and then favours a shape never pays for
+/// reshaping to it. With the `space-amp` objective, and whenever the
+/// current strategy exceeds the limits more than the best candidate, the
+/// windows alone decide. Nothing is decided before the table holds
+/// [`MIN_TABLE_FLUSHES`] flushes.
 ///
 /// Going back to the strategy the last switch left costs more: each
 /// consecutive return doubles the windows it needs (at most
@@ -81,10 +83,8 @@ pub struct AdaptiveState {
     size: TableSize,
     /// The current strategy's prediction for the last window's mix.
     prediction: Option<Scored>,
-    /// Windows in a row a candidate beat the current strategy.
-    pending_windows: u32,
-    /// What staying cost over those windows (objective units).
-    regret: f64,
+    /// The candidate that beat the current strategy in the last windows.
+    pending: Option<Pending>,
     /// The strategy the last switch left.
     left: Option<CompactionStrategy>,
     /// Consecutive switches back to the strategy the switch before left.
@@ -113,7 +113,7 @@ impl AdaptiveState {
     /// Starts with the options' initial strategy, for a table of the
     /// default [`TableSize`] until [`set_table_size`](Self::set_table_size).
     pub fn new(opts: AdaptiveOptions) -> Self {
-        let current = (*opts.initial).clone();
+        let current = opts.sized(&opts.initial);
         AdaptiveState {
             reason: format!(
                 "initial strategy, before {} operations were observed",
@@ -123,8 +123,7 @@ impl AdaptiveState {
             current,
             size: TableSize::default(),
             prediction: None,
-            pending_windows: 0,
-            regret: 0.0,
+            pending: None,
             left: None,
             returns: 0,
             settled: 0,
@@ -185,25 +184,23 @@ impl AdaptiveState {
             self.left = None;
             self.returns = 0;
         }
-        if self.size.live_bytes as f64 <= MIN_TABLE_FLUSHES * self.size.flushed_bytes() {
+        if (self.size.live_bytes as f64) < MIN_TABLE_FLUSHES * self.size.flushed_bytes() {
             self.reason = format!(
                 "{}; keeping {} until the table holds {MIN_TABLE_FLUSHES} flushes",
                 choice.situation, self.current
             );
-            self.pending_windows = 0;
-            self.regret = 0.0;
+            self.pending = None;
             return None;
         }
         let best = &choice.ranked[0];
         let objective = self.opts.objective;
         let gain = current.score(objective) - best.score(objective);
-        let breaks_limit = current.excess > 0.0 && best.excess < current.excess;
-        if best.strategy == self.current
-            || (!breaks_limit && gain < MIN_GAIN * current.score(objective).abs())
-        {
+        let breaks_limit = current.excess > best.excess;
+        // A gain the model cannot tell (not finite) is a tie.
+        let tie = !gain.is_finite() || gain < MIN_GAIN * current.score(objective).abs();
+        if best.strategy == self.current || (!breaks_limit && tie) {
             self.reason = format!("{}{}", choice.situation, stay_note(&current, &choice));
-            self.pending_windows = 0;
-            self.regret = 0.0;
+            self.pending = None;
             self.settled = self.settled.saturating_add(1);
             if self.settled >= SETTLED_WINDOWS {
                 self.returns = 0;
@@ -212,7 +209,6 @@ impl AdaptiveState {
             return None;
         }
         self.settled = 0;
-        self.pending_windows += 1;
         let ops = stats.total_ops() as f64;
         let (regret_per_op, reshape) = match objective {
             Objective::Cpu => (
@@ -230,24 +226,31 @@ impl AdaptiveState {
             ),
             Objective::SpaceAmp => (0.0, 0.0),
         };
-        self.regret += regret_per_op * ops;
+        let (windows_so_far, regret) = match &self.pending {
+            Some(p) if p.target == best.strategy => (p.windows + 1, p.regret + regret_per_op * ops),
+            _ => (1, regret_per_op * ops),
+        };
         let windows = self.windows_needed(&best.strategy);
-        if self.pending_windows < windows || (!breaks_limit && self.regret < reshape) {
+        if windows_so_far < windows || (!breaks_limit && regret < reshape) {
             self.reason = format!(
                 "{}; staying with {} while {} would save {:.3} per op ({:.0} so far, {:.0} to reshape; {}/{} windows)",
                 choice.situation,
                 self.current,
                 best.strategy,
                 gain,
-                self.regret,
+                regret,
                 reshape,
-                self.pending_windows,
+                windows_so_far,
                 windows,
             );
+            self.pending = Some(Pending {
+                target: best.strategy.clone(),
+                windows: windows_so_far,
+                regret,
+            });
             return None;
         }
-        self.pending_windows = 0;
-        self.regret = 0.0;
+        self.pending = None;
         self.returns = if self.left.as_ref() == Some(&best.strategy) {
             self.returns.saturating_add(1)
         } else {
@@ -264,6 +267,15 @@ impl AdaptiveState {
             reason: choice.reason,
         })
     }
+}
+
+/// A candidate that has been the best for some windows in a row.
+#[derive(Debug, Clone)]
+struct Pending {
+    target: CompactionStrategy,
+    windows: u32,
+    /// What staying cost over those windows (objective units).
+    regret: f64,
 }
 
 /// The reason's tail when the table stays: the current strategy's
@@ -398,7 +410,8 @@ mod tests {
 
     #[test]
     fn a_table_too_small_for_the_model_keeps_its_shape() {
-        let mut s = state(TableSize::new(64 << 10, 16 << 10, 128));
+        // Three flushes: nothing is decided.
+        let mut s = state(TableSize::new(48 << 10, 16 << 10, 128));
         assert!(switches(&mut s, vec![writes(); 10]).is_empty());
         assert!(
             s.reason().contains("until the table holds 4 flushes"),
@@ -431,21 +444,27 @@ mod tests {
     #[test]
     fn stray_windows_cannot_hold_a_return_off_for_ever() {
         let mut s = state(small());
-        let mut feed = |w: &WorkloadStats, n: usize| -> usize {
-            (0..n).filter(|_| s.observe(w).is_some()).count()
+        let mut feed = |w: &WorkloadStats, n: usize| -> Vec<usize> {
+            (0..n).filter_map(|i| s.observe(w).map(|_| i)).collect()
         };
-        // Three returns: the next would need 32 windows in a row.
-        assert_eq!(feed(&writes(), 2), 1);
-        assert_eq!(feed(&scans(), 2), 1);
-        assert_eq!(feed(&writes(), 4), 1);
-        assert_eq!(feed(&scans(), 8), 1);
-        // Now the mix is writes but one window in ten is scans: the
-        // return comes once the strategy left is forgotten.
-        let mut switched = 0;
-        for _ in 0..10 {
-            switched += feed(&writes(), 9) + feed(&scans(), 1);
+        // Two returns: the next would need 16 windows in a row.
+        assert_eq!(feed(&writes(), 2), [1]);
+        assert_eq!(feed(&scans(), 2), [1]);
+        assert_eq!(feed(&writes(), 4), [3]);
+        assert_eq!(feed(&scans(), 8), [7]);
+        // Now the mix is writes but one window in ten is scans: rounds of
+        // nine write windows never reach 16. The return comes once the
+        // strategy left is forgotten, FORGET_AFTER_WINDOWS after the last
+        // switch: in round 6, at its fourth write window, the 64th window
+        // since the switch.
+        let mut at = Vec::new();
+        for round in 0..10 {
+            for i in feed(&writes(), 9) {
+                at.push((round, i));
+            }
+            assert!(feed(&scans(), 1).is_empty());
         }
-        assert_eq!(switched, 1);
+        assert_eq!(at, [(6, 3)]);
     }
 
     #[test]
