@@ -334,9 +334,9 @@ fn adaptive_tables_choose_from_their_workload() {
     // Random inserts: one L0 table per flush writes least, worth leaving
     // leveled for.
     let (s, why) = random.compaction_strategy().unwrap();
-    assert_eq!(
-        s.to_string(),
-        "two-tier(minor=none,stripes=1,ratio=1)",
+    assert!(
+        s.to_string()
+            .starts_with("two-tier(minor=none,stripes=1,ratio=1"),
         "{why}"
     );
     assert!(why.starts_with("write-only"), "{why}");

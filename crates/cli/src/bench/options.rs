@@ -277,3 +277,43 @@ impl EngineArgs {
         Ok(o)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adaptive_flags_set_the_objective_and_limits() {
+        let args = EngineArgs {
+            adaptive_objective: Some("write-amp".to_owned()),
+            adaptive_max_space_amp: Some(1.2),
+            adaptive_max_read_amp: Some(4.0),
+            ..EngineArgs::default()
+        };
+        match args.strategy("adaptive", 64 << 10).unwrap() {
+            CompactionStrategy::Adaptive(a) => {
+                assert_eq!(a.objective, AdaptiveObjective::WriteAmp);
+                assert_eq!(
+                    a.limits,
+                    AdaptiveLimits {
+                        max_space_amp: Some(1.2),
+                        max_write_amp: None,
+                        max_read_amp: Some(4.0),
+                    }
+                );
+                assert_eq!(a.two_tier.target_file_size, 64 << 10);
+            }
+            other => panic!("{other}"),
+        }
+        // A fixed strategy ignores them.
+        assert_eq!(
+            args.strategy("leveled", 64 << 10).unwrap().kind_name(),
+            "leveled"
+        );
+        let bad = EngineArgs {
+            adaptive_max_write_amp: Some(f64::NAN),
+            ..EngineArgs::default()
+        };
+        assert!(bad.strategy("adaptive", 64 << 10).is_err());
+    }
+}
