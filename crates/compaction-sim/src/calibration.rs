@@ -15,14 +15,7 @@ use crate::{Result, SimConfig, SimReport, WorkloadKind, simulate, sized_strategy
 
 /// The fixed strategies the table covers, by the names
 /// [`CompactionStrategy::parse`] reads.
-pub const SHAPES: [&str; 6] = [
-    "leveled",
-    "major-only",
-    "two-tier:write-only",
-    "two-tier:write-mostly",
-    "two-tier:read-mostly-few",
-    "two-tier:read-mostly-many",
-];
+pub const SHAPES: [&str; 6] = CompactionStrategy::FIXED;
 
 /// The header line of the table (tab-separated).
 pub const HEADER: &str = "workload\tshape\tkeys\tops\twrite_buffer\tfile_size\tlevel_base\twrite_share\tupdate_share\tordered_share\thot_share\tlive_bytes\tflush_bytes\tflush_distinct\tentry_bytes\tkv_bytes\tsteady\twrite_amp\tread_amp\tspace_amp";

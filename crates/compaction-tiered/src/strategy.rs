@@ -78,6 +78,18 @@ impl CompactionStrategy {
         })
     }
 
+    /// The fixed strategies the strategies report and the cost model's
+    /// calibration compare: every name of [`NAMES`](Self::NAMES) but the
+    /// plain `two-tier` and `adaptive`.
+    pub const FIXED: [&'static str; 6] = [
+        "leveled",
+        "major-only",
+        "two-tier:write-only",
+        "two-tier:write-mostly",
+        "two-tier:read-mostly-few",
+        "two-tier:read-mostly-many",
+    ];
+
     /// The names [`parse`](Self::parse) accepts.
     pub const NAMES: [&'static str; 8] = [
         "leveled",

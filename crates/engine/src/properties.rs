@@ -110,6 +110,7 @@ impl DbInner {
                 // Plain flushes (and recovery) are recorded at L0; flush
                 // plans at their output level.
                 let flush_bytes = t.stats.bytes_flushed() + g(&t.state.counters.flush_plan_bytes);
+                let predicted = t.strategy.adaptive.as_ref().and_then(|a| a.prediction());
                 tables.push(TableStats {
                     name: t.state.name.clone(),
                     levels,
@@ -126,18 +127,8 @@ impl DbInner {
                     strategy: crate::compaction::strategy_in_force(&t.strategy).to_string(),
                     strategy_reason: t.strategy.reason.clone(),
                     strategy_switches: t.strategy.switches,
-                    predicted: t
-                        .strategy
-                        .adaptive
-                        .as_ref()
-                        .and_then(|a| a.prediction())
-                        .map(|s| s.prediction),
-                    predicted_cpu_us: t
-                        .strategy
-                        .adaptive
-                        .as_ref()
-                        .and_then(|a| a.prediction())
-                        .map(|s| s.cpu_us),
+                    predicted: predicted.map(|s| s.prediction),
+                    predicted_cpu_us: predicted.map(|s| s.cpu_us),
                     keys_written: g(&t.state.counters.keys_written),
                     user_bytes: g(&t.state.counters.user_bytes),
                     compaction_write_bytes: g(&t.state.counters.compaction_write_bytes),

@@ -357,10 +357,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     let names: Vec<String> = match (&a.strategy, report) {
         (Some(s), false) => vec![s.clone()],
         (None, false) => vec!["leveled".to_string()],
-        (_, true) => strategies::REPORT_STRATEGIES
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        (_, true) => strategies::report_strategies().map(str::to_owned).collect(),
     };
     let mut strategies_of = Vec::new();
     for name in &names {

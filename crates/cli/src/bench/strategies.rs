@@ -55,15 +55,9 @@ pub(crate) const WORKLOAD_NAMES: [(&str, WorkloadKind); 8] = [
 ];
 
 /// The strategies of the report: every fixed one, then `Adaptive`.
-pub(crate) const REPORT_STRATEGIES: [&str; 7] = [
-    "leveled",
-    "major-only",
-    "two-tier:write-only",
-    "two-tier:write-mostly",
-    "two-tier:read-mostly-few",
-    "two-tier:read-mostly-many",
-    "adaptive",
-];
+pub(crate) fn report_strategies() -> impl Iterator<Item = &'static str> {
+    CompactionStrategy::FIXED.into_iter().chain(["adaptive"])
+}
 
 /// The workload named `name` (the simulator's short names work too).
 pub(crate) fn workload_named(name: &str) -> Result<WorkloadKind> {
@@ -520,7 +514,7 @@ mod tests {
 
     #[test]
     fn report_strategies_carry_the_target_file_size() {
-        for name in REPORT_STRATEGIES {
+        for name in report_strategies() {
             let s = strategy_named(name, 2 << 20).unwrap();
             match &s {
                 CompactionStrategy::MajorOnly(o) => assert_eq!(o.target_file_size, 2 << 20),
