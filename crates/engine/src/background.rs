@@ -38,7 +38,7 @@ fn next_job(inner: &DbInner, st: &mut DbState) -> Option<Job> {
         return Some(Job::Flush(t));
     }
     let (_, share) = inner.options.job_limits();
-    let now = crate::clock::now_secs();
+    let now = inner.options.clock.now_secs();
     if st.running_compactions < share
         && st.exclusive_manual == 0
         && let Some(id) = st
@@ -91,7 +91,9 @@ fn worker(inner: &DbInner) {
                 st = match next {
                     None => inner.bg_cv.wait(st),
                     Some(at) => {
-                        let secs = at.saturating_sub(crate::clock::now_secs()).clamp(1, 60);
+                        let secs = at
+                            .saturating_sub(inner.options.clock.now_secs())
+                            .clamp(1, 60);
                         inner
                             .bg_cv
                             .wait_timeout(st, std::time::Duration::from_secs(secs))

@@ -1,25 +1,22 @@
-//! Time, in one place: seconds since the Unix epoch for file metadata and
-//! schedules ([`now_secs`]), and the [`Clock`] the rate limiter waits on —
-//! the system's, or a [`ManualClock`] tests move by hand.
+//! Time, in one place: the [`Clock`] the engine goes by (file metadata,
+//! schedules, the off-peak window) and the rate limiter waits on — the
+//! system's, or a [`ManualClock`] tests and simulations move by hand.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 
-/// Seconds since the Unix epoch (0 if the system clock is before it).
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// Time for the rate limiter: the system clock, or a test clock that
-/// advances when slept on.
+/// The engine's time: the system clock, or a test clock that advances
+/// when slept on or told to.
 pub trait Clock: Send + Sync {
     /// Microseconds since the Unix epoch.
     fn now_micros(&self) -> u64;
     /// Sleeps `micros` microseconds.
     fn sleep_micros(&self, micros: u64);
+    /// Seconds since the Unix epoch.
+    fn now_secs(&self) -> u64 {
+        self.now_micros() / 1_000_000
+    }
 }
 
 /// The system clock.

@@ -16,7 +16,6 @@ use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveState};
 use lithify_compaction_tiered::{CompactionStrategy, MajorOnlyOptions, TwoTierOptions};
 use lithify_version::TableId;
 
-use crate::clock::now_secs;
 use crate::db_impl::{DbInner, DbState};
 use crate::error::{CompactionSnafu, Error, ReadOnlySnafu, Result, ShuttingDownSnafu};
 use crate::events::CompactionJobInfo;
@@ -109,12 +108,13 @@ pub(crate) fn rate_limiter(o: &Options) -> Option<StdArc<RateLimiter>> {
     } else {
         OffpeakWindow::parse(&o.daily_offpeak_time_utc).ok()
     };
-    Some(StdArc::new(RateLimiter::with_system_clock(
+    Some(StdArc::new(RateLimiter::new(
         RateLimiterOptions {
             bytes_per_sec: o.compaction_rate_limit,
             offpeak_bytes_per_sec: o.compaction_rate_limit_offpeak,
             offpeak,
         },
+        StdArc::clone(&o.clock),
     )))
 }
 
@@ -122,7 +122,7 @@ pub(crate) fn rate_limiter(o: &Options) -> Option<StdArc<RateLimiter>> {
 /// now, if it has a schedule.
 pub(crate) fn next_scheduled_major(o: &Options) -> Option<u64> {
     let t = DailyTime::parse(o.scheduled_major_time_utc.as_deref()?).ok()?;
-    Some(t.next_at_or_after(now_secs() + 1))
+    Some(t.next_at_or_after(o.clock.now_secs() + 1))
 }
 
 /// The strategy in force on a table.
@@ -151,7 +151,7 @@ impl DbInner {
     pub(crate) fn pick_context<'a>(&self, t: &'a TableMut) -> PickContext<'a> {
         PickContext {
             in_progress: &t.compactions,
-            now: now_secs(),
+            now: self.options.clock.now_secs(),
             bottommost_mark_threshold: self.snapshots.bottommost_threshold(),
             marked_files: &NO_MARKED,
             has_compaction_filter: t.state.options.compaction_filter.is_some(),

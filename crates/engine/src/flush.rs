@@ -16,7 +16,6 @@ use lithify_version::{TableId, VersionEdit};
 use lithify_vfs::FileSystem;
 use snafu::IntoError as _;
 
-use crate::clock::now_secs;
 use crate::db_impl::DbInner;
 use crate::error::{CompactionSnafu, Result};
 use crate::events::FlushJobInfo;
@@ -68,7 +67,7 @@ pub(crate) fn flush_memtables(
         numbers,
         sst_options: options.clone(),
     };
-    let now = now_secs();
+    let now = table_options.clock.now_secs();
     let opts = JobOptions {
         now: Some(now),
         ..job_options(table_options)
@@ -403,7 +402,7 @@ impl DbInner {
             .iter()
             .map(|m| (m.len() - m.num_range_deletes()) as u64)
             .sum();
-        let now = now_secs();
+        let now = self.options.clock.now_secs();
         let mem = MemtableInput {
             open: &open,
             range_tombstones: tombstones,

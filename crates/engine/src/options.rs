@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::clock::{Clock, SystemClock};
 use crate::resource::{DailyTime, OffpeakWindow};
 use bytes::Bytes;
 use lithify_base::{BytewiseComparator, Comparator, MergeOperator};
@@ -43,6 +44,12 @@ pub struct Options {
     pub error_if_exists: bool,
     /// The file system every file goes through (default the OS's).
     pub fs: Arc<dyn FileSystem>,
+    /// The time the engine goes by (default the system's; RocksDB's
+    /// `Env` clock): file creation times, periodic and TTL compaction,
+    /// scheduled major compactions, the off-peak window and the rate
+    /// limiter. A [`ManualClock`](crate::ManualClock) runs a simulated
+    /// day.
+    pub clock: Arc<dyn Clock>,
     /// The user-key order (default bytewise). Recorded in the MANIFEST:
     /// reopening with another comparator fails.
     pub comparator: Arc<dyn Comparator>,
@@ -328,6 +335,7 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             fs: Arc::new(OsFs),
+            clock: Arc::new(SystemClock),
             comparator: Arc::new(BytewiseComparator),
             max_background_jobs: 2,
             max_subcompactions: 1,
@@ -390,6 +398,7 @@ impl fmt::Debug for Options {
             .field("create_if_missing", &self.create_if_missing)
             .field("error_if_exists", &self.error_if_exists)
             .field("fs", &self.fs)
+            .field("clock", &self.clock.now_secs())
             .field("comparator", &self.comparator.name())
             .field("max_background_jobs", &self.max_background_jobs)
             .field("max_subcompactions", &self.max_subcompactions)

@@ -112,15 +112,15 @@ pub use lithify_base::{Classify, ErrorKind};
 #[cfg(feature = "db")]
 pub use lithify_engine::{
     AdaptiveLimits, AdaptiveObjective, AdaptiveOptions, AdaptiveThresholds, BlockCache,
-    BottommostLevelCompaction, CheckpointInfo, CheckpointOptions, CompactRangeOptions,
+    BottommostLevelCompaction, CheckpointInfo, CheckpointOptions, Clock, CompactRangeOptions,
     CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy, Compression, CpuCosts,
     Db, DbIterator, DbStats, DroppedBytes, EventListener, ExternalSstInfo, FilterDecision,
     FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LOST_DIR, LevelStats,
-    LiveFileMetaData, MajorOnlyOptions, Max, MergeOperator, MergeStats, MinorPolicy, Options,
-    Prediction, RawIterator, ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot,
-    SstFileWriter, StallCause, StallCondition, StallStats, StrategySwitchInfo, StringAppend, Table,
-    TableOptions, TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
-    WriteStallInfo,
+    LiveFileMetaData, MajorOnlyOptions, ManualClock, Max, MergeOperator, MergeStats, MinorPolicy,
+    OffpeakWindow, Options, Prediction, RawIterator, ReadOptions, RecoveryMode, RecoveryReport,
+    SeqNo, Snapshot, SstFileWriter, StallCause, StallCondition, StallStats, StrategySwitchInfo,
+    StringAppend, SystemClock, Table, TableOptions, TableStats, TwoTierOptions, UInt64Add,
+    WalCompression, WriteBatch, WriteOptions, WriteStallInfo,
 };
 
 /// The short ids of the built-in merge operators (`uint64add`,

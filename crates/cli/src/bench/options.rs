@@ -122,6 +122,15 @@ pub(crate) struct EngineArgs {
     /// uint64add (8-byte operands), stringappend or max.
     #[arg(long, alias = "merge_operator", value_name = "NAME")]
     pub merge_operator: Option<String>,
+    /// A daily off-peak window, `HH:mm-HH:mm` in UTC (RocksDB's
+    /// `daily_offpeak_time_utc`; default none, and the `diurnal`
+    /// workload's night under `--workload diurnal`).
+    #[arg(long, alias = "daily_offpeak_time_utc", value_name = "HH:mm-HH:mm")]
+    pub daily_offpeak_time_utc: Option<String>,
+    /// A daily time, `HH:mm` in UTC, of a major compaction of the whole
+    /// table (OceanBase's daily merge; default none).
+    #[arg(long, value_name = "HH:mm")]
+    pub scheduled_major_time_utc: Option<String>,
     /// What `--strategy adaptive` minimises (default cpu).
     #[arg(long, value_parser = ["cpu", "write-amp", "space-amp"])]
     pub adaptive_objective: Option<String>,
@@ -229,6 +238,12 @@ impl EngineArgs {
         }
         if let Some(v) = self.verify_checksum {
             o.verify_checksums = v;
+        }
+        if let Some(w) = &self.daily_offpeak_time_utc {
+            o.daily_offpeak_time_utc = w.clone();
+        }
+        if let Some(t) = &self.scheduled_major_time_utc {
+            o.scheduled_major_time_utc = Some(t.clone());
         }
         match self.wal_compression.as_deref() {
             Some("lz4") => o.wal_compression = lithify::WalCompression::Lz4,
