@@ -44,7 +44,9 @@ use lithify_sstable::SstOptions;
 use lithify_version::Version;
 
 pub use error::{Error, Result};
-pub use ops::{Op, OpGenerator, SCAN_LENGTH, WorkloadKind};
+pub use ops::{
+    DIURNAL_DAYTIME_TENTHS, DIURNAL_OFFPEAK_UTC, Op, OpGenerator, SCAN_LENGTH, WorkloadKind,
+};
 pub use size_model::{SizeModel, calibrate, db_bench_key};
 pub use workload::{KeyDistribution, KeyGenerator, SplitMix64};
 
@@ -54,7 +56,9 @@ use lithify_compaction_leveled::{
     CompactionPicker, CompactionStatsTable, CompactionsInProgress, LevelShape, LeveledOptions,
     PickContext, human_size,
 };
-use lithify_compaction_tiered::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
+use lithify_compaction_tiered::adaptive::{
+    AdaptiveState, DayPart, WorkloadRecorder, WorkloadStats,
+};
 use lithify_compaction_tiered::cost_model::TableSize;
 use lithify_compaction_tiered::{CompactionStrategy, stripe_boundaries};
 use lsm::{SimLsm, user_key_of};
@@ -566,8 +570,19 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
                     if let Some(state) = adaptive.as_mut() {
                         state.set_table_size(feeder.table_size(&lsm, live.count()));
                     }
+                    // The diurnal workload declares its nights off-peak,
+                    // as its engine runs do.
+                    let part = match kind {
+                        WorkloadKind::Diurnal
+                            if OpGenerator::diurnal_is_night(i, config.num_writes) =>
+                        {
+                            DayPart::OffPeak
+                        }
+                        WorkloadKind::Diurnal => DayPart::Peak,
+                        _ => DayPart::Unknown,
+                    };
                     if let Some(state) = adaptive.as_mut()
-                        && let Some(switch) = state.observe(&window)
+                        && let Some(switch) = state.observe_at(&window, part)
                     {
                         picker = switch.to.picker()?;
                         switches.push(SimSwitch {
@@ -855,10 +870,28 @@ mod tests {
         );
         let d = run(
             WorkloadKind::Diurnal,
-            CompactionStrategy::Adaptive(AdaptiveOptions::default()),
+            CompactionStrategy::Adaptive(AdaptiveOptions {
+                initial: Box::new(CompactionStrategy::MajorOnly(MajorOnlyOptions::default())),
+                ..AdaptiveOptions::default()
+            }),
             200_000,
         );
-        assert!(!d.switches.is_empty());
+        // Days of 50 000 operations, nights from 30 000: major-only's
+        // rewrites pay for leaving it during the first daytime, and the
+        // switch waits for the first window closed in the night (the
+        // off-peak window), where the day's mix decides it.
+        let at: Vec<(u64, &str)> = d
+            .switches
+            .iter()
+            .map(|s| (s.at_op, s.to.as_str()))
+            .collect();
+        assert_eq!(
+            at,
+            [(40_000, "two-tier(minor=none,stripes=1,ratio=1)")],
+            "{:#?}",
+            d.switches
+        );
+        assert!(d.switches[0].reason.starts_with("a day's mix, "));
     }
 
     #[test]

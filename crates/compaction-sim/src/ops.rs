@@ -121,6 +121,14 @@ impl WorkloadKind {
     }
 }
 
+/// Tenths of a `diurnal` day that are its write-heavy daytime (the night,
+/// read-heavy, starts at 14:24 of the simulated day).
+pub const DIURNAL_DAYTIME_TENTHS: u64 = 6;
+
+/// `diurnal`'s night, the off-peak window its runs declare
+/// (`daily_offpeak_time_utc`): from the end of the daytime to midnight.
+pub const DIURNAL_OFFPEAK_UTC: &str = "14:24-23:59";
+
 /// Generates one workload's operations (after its load, if any).
 ///
 /// ```
@@ -173,6 +181,36 @@ impl OpGenerator {
     /// Number of key ids.
     pub fn key_ids(&self) -> u64 {
         self.keys
+    }
+
+    /// Operations per simulated day of `diurnal` (a quarter of the run).
+    pub fn diurnal_day_ops(ops: u64) -> u64 {
+        (ops / 4).max(1)
+    }
+
+    /// Where operation `i` of a `diurnal` run of `ops` operations falls
+    /// in its day, in seconds since midnight: a day of
+    /// [`diurnal_day_ops`](Self::diurnal_day_ops) operations spans 24
+    /// hours, its first [`DIURNAL_DAYTIME_TENTHS`] tenths are the
+    /// write-heavy daytime and the rest the read-heavy night.
+    ///
+    /// ```
+    /// use lithify_compaction_sim::OpGenerator;
+    ///
+    /// // Days of 1 000 operations: operation 1 600 is 60 % into the
+    /// // second day, where its night starts, at 14:24.
+    /// assert_eq!(OpGenerator::diurnal_second_of_day(1_600, 4_000), 14 * 3_600 + 24 * 60);
+    /// ```
+    pub fn diurnal_second_of_day(i: u64, ops: u64) -> u64 {
+        let day = Self::diurnal_day_ops(ops);
+        ((u128::from(i % day) * 86_400) / u128::from(day)) as u64
+    }
+
+    /// Whether operation `i` of a `diurnal` run of `ops` operations falls
+    /// in a night (the read-heavy part, its off-peak window).
+    pub fn diurnal_is_night(i: u64, ops: u64) -> bool {
+        let day = Self::diurnal_day_ops(ops);
+        (i % day) * 10 >= DIURNAL_DAYTIME_TENTHS * day
     }
 
     /// The key range `[start, start + len)` the many-updates workload
@@ -238,9 +276,7 @@ impl OpGenerator {
                 }
             }
             WorkloadKind::Diurnal => {
-                let day = (self.ops / 4).max(1);
-                let hour = (i % day) * 10;
-                if hour < 6 * day {
+                if !Self::diurnal_is_night(i, self.ops) {
                     if p < 300 {
                         Op::Get(self.random())
                     } else {

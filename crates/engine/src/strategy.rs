@@ -13,6 +13,7 @@ use std::sync::Arc as StdArc;
 use std::sync::atomic::Ordering;
 
 use lithify_base::ValueKind;
+use lithify_compaction_tiered::adaptive::DayPart;
 use lithify_compaction_tiered::cost_model::TableSize;
 use lithify_compaction_tiered::{CompactionStrategy, stripe_boundaries};
 use lithify_version::TableId;
@@ -22,6 +23,7 @@ use crate::compaction::{picker_for, strategy_in_force, strategy_state};
 use crate::db_impl::DbInner;
 use crate::error::{InvalidArgumentSnafu, Result};
 use crate::events::StrategySwitchInfo;
+use crate::resource::OffpeakWindow;
 use crate::table_state::{SAMPLE_EVERY, TableMut, TableState};
 
 /// Key ranges the recorder buckets writes into (for the hot-range share).
@@ -157,7 +159,8 @@ impl DbInner {
             return;
         };
         adaptive.set_table_size(size);
-        match adaptive.observe(&stats) {
+        let part = day_part(&t.state.options);
+        match adaptive.observe_at(&stats, part) {
             None => t.strategy.reason = adaptive.reason().to_owned(),
             Some(switch) => match picker_for(&switch.to, &t.state.options) {
                 Ok(picker) => {
@@ -180,6 +183,19 @@ impl DbInner {
                 }
             },
         }
+    }
+}
+
+/// Where the clock of a table with options `o` is in its day: in or out
+/// of its off-peak window, or unknown without one.
+fn day_part(o: &crate::Options) -> DayPart {
+    if o.daily_offpeak_time_utc.is_empty() {
+        return DayPart::Unknown;
+    }
+    match OffpeakWindow::parse(&o.daily_offpeak_time_utc) {
+        Ok(w) if w.contains(o.clock.now_secs()) => DayPart::OffPeak,
+        Ok(_) => DayPart::Peak,
+        Err(_) => DayPart::Unknown,
     }
 }
 

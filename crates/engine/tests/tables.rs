@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use common::small_options;
 use lithify_engine::{
-    AdaptiveOptions, CompactionStrategy, Db, MajorOnlyOptions, MinorPolicy, Options, Table,
-    TableOptions, TwoTierOptions, WriteBatch,
+    AdaptiveOptions, Clock, CompactionStrategy, Db, MajorOnlyOptions, ManualClock, MinorPolicy,
+    Options, Table, TableOptions, TwoTierOptions, WriteBatch,
 };
 use lithify_vfs::{FileSystem, MemFs};
 
@@ -362,6 +362,72 @@ fn adaptive_tables_choose_from_their_workload() {
     );
 }
 
+#[test]
+fn adaptive_switches_wait_for_the_offpeak_window() {
+    // The engine's clock at noon of a simulated day; the off-peak window
+    // is the evening.
+    let noon = (20_454 * 86_400 + 12 * 3_600) * 1_000_000;
+    let clock = Arc::new(ManualClock::new(noon));
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open(
+        "/db",
+        Options {
+            clock: clock.clone(),
+            daily_offpeak_time_utc: "22:00-23:59".to_owned(),
+            ..small_options(fs)
+        },
+    )
+    .unwrap();
+    let adaptive = CompactionStrategy::Adaptive(AdaptiveOptions {
+        min_window_ops: 2_000,
+        initial: Box::new(CompactionStrategy::Leveled(Default::default())),
+        two_tier: TwoTierOptions {
+            target_file_size: 8 << 10,
+            ..TwoTierOptions::default()
+        },
+        major_only: MajorOnlyOptions {
+            target_file_size: 8 << 10,
+            ..MajorOnlyOptions::default()
+        },
+        ..AdaptiveOptions::default()
+    });
+    let t = db
+        .create_table(
+            "random",
+            TableOptions {
+                compaction_strategy: Some(adaptive),
+                ..TableOptions::default()
+            },
+        )
+        .unwrap();
+    let value = [b'v'; 100];
+    let mut i = 0u32;
+    let mut write = |n: u32| {
+        for _ in 0..n {
+            t.put(key(i.wrapping_mul(2654435761) % 50_000), value)
+                .unwrap();
+            i += 1;
+        }
+    };
+    // Random inserts all afternoon: leaving leveled pays, but waits.
+    write(16_000);
+    let (s, why) = t.compaction_strategy().unwrap();
+    assert_eq!(s.kind_name(), "leveled", "{why}");
+    assert!(why.contains("in the off-peak window"), "{why}");
+    // In the window the next full window switches, on the day's mix.
+    clock.advance(10 * 3_600 * 1_000_000);
+    assert_eq!(clock.now_secs() % 86_400, 22 * 3_600);
+    write(4_000);
+    let (s, why) = t.compaction_strategy().unwrap();
+    assert!(
+        s.to_string()
+            .starts_with("two-tier(minor=none,stripes=1,ratio=1"),
+        "{why}"
+    );
+    assert!(why.starts_with("a day's mix, write-only"), "{why}");
+    assert_eq!(t.stats().unwrap().strategy_switches, 1);
+}
+
 /// The `N% updates` of an `Adaptive` table's reason.
 fn update_percent(why: &str) -> u32 {
     let end = why.find("% updates").unwrap_or_else(|| panic!("{why}"));
@@ -445,6 +511,59 @@ fn range_markers_work_under_every_strategy() {
             "{s} after reopen"
         );
     }
+}
+
+#[test]
+fn scheduled_majors_follow_the_engine_clock() {
+    let noon = (20_454 * 86_400 + 12 * 3_600) * 1_000_000;
+    let clock = Arc::new(ManualClock::new(noon));
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open(
+        "/db",
+        Options {
+            clock: clock.clone(),
+            scheduled_major_time_utc: Some("13:00".to_owned()),
+            compaction_strategy: CompactionStrategy::TwoTier(TwoTierOptions {
+                minor: MinorPolicy::None,
+                major_ratio: 100.0,
+                target_file_size: 8 << 10,
+                ..TwoTierOptions::default()
+            }),
+            ..small_options(fs)
+        },
+    )
+    .unwrap();
+    let l0_files = |db: &Db| {
+        db.stats().tables[0]
+            .levels
+            .iter()
+            .find(|l| l.level == Some(0))
+            .map_or(0, |l| l.files)
+    };
+    for round in 0..3 {
+        for i in 0..500 {
+            db.put(key(i), format!("{round}")).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    wait_idle(&db);
+    // Noon by the engine's clock, whatever the wall clock says: no major
+    // (the first flush may have moved down to the empty major level).
+    assert!((2..=3).contains(&l0_files(&db)), "{}", db.stats());
+    clock.advance(3_600 * 1_000_000);
+    // 13:00: the next background pass (woken by a flush) runs the day's
+    // major compaction, which merges the two L0 tables, and the new one
+    // unless it comes after.
+    db.put(key(0), b"wake").unwrap();
+    db.flush().unwrap();
+    let mut waited = 0;
+    while l0_files(&db) > 1 && waited < 1_000 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        waited += 1;
+    }
+    assert!(l0_files(&db) <= 1, "{}", db.stats());
+    assert_eq!(db.get(key(0)).unwrap().unwrap(), &b"wake"[..]);
+    assert_eq!(db.get(key(1)).unwrap().unwrap(), &b"2"[..]);
 }
 
 #[test]

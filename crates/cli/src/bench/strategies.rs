@@ -23,11 +23,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lithify::{
-    CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, Options, Prediction,
-    StrategySwitchInfo, TwoTierOptions,
+    Clock as _, CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, ManualClock,
+    Options, Prediction, StrategySwitchInfo, TwoTierOptions,
 };
 use lithify_base::sync::Mutex;
-use lithify_compaction_sim::{Op, OpGenerator, SCAN_LENGTH, WorkloadKind};
+use lithify_compaction_sim::{DIURNAL_OFFPEAK_UTC, Op, OpGenerator, SCAN_LENGTH, WorkloadKind};
 use snafu::ResultExt as _;
 
 use crate::bench::data::{Values, make_key};
@@ -249,6 +249,43 @@ fn written(stats: &DbStats) -> (u64, u64, u64) {
     (stats.wal_bytes + tables, t.user_bytes, tables)
 }
 
+/// The clock of a `diurnal` run: a simulated day per quarter of the
+/// operations, so the engine's off-peak window (the night, unless
+/// `--daily-offpeak-time-utc` names another) and daily schedules follow
+/// the workload's day rather than the wall clock.
+struct SimulatedDay {
+    clock: Arc<ManualClock>,
+    ops: u64,
+}
+
+impl SimulatedDay {
+    /// The first simulated midnight (2026-01-01, UTC).
+    const START_SECS: u64 = 20_454 * 86_400;
+
+    /// Installs the clock in `options` for a `diurnal` run.
+    fn install(workload: WorkloadKind, ops: u64, options: &mut Options) -> Option<SimulatedDay> {
+        if workload != WorkloadKind::Diurnal {
+            return None;
+        }
+        let clock = Arc::new(ManualClock::new(Self::START_SECS * 1_000_000));
+        options.clock = clock.clone();
+        if options.daily_offpeak_time_utc.is_empty() {
+            options.daily_offpeak_time_utc = DIURNAL_OFFPEAK_UTC.to_owned();
+        }
+        Some(SimulatedDay { clock, ops })
+    }
+
+    /// Moves the clock to operation `i` (days follow one another; a
+    /// clock a rate limiter moved further is left where it is).
+    fn at(&self, i: u64) {
+        let day = OpGenerator::diurnal_day_ops(self.ops);
+        let secs =
+            Self::START_SECS + (i / day) * 86_400 + OpGenerator::diurnal_second_of_day(i, self.ops);
+        let now = self.clock.now_micros();
+        self.clock.advance((secs * 1_000_000).saturating_sub(now));
+    }
+}
+
 /// Runs `workload` on a fresh database in `dir` with `options`.
 pub(crate) fn run_workload(
     dir: &Path,
@@ -260,6 +297,7 @@ pub(crate) fn run_workload(
     let switch_log = Arc::new(SwitchLog::default());
     let mut options = options;
     options.listeners.push(switch_log.clone());
+    let day = SimulatedDay::install(workload, s.ops, &mut options);
     let db = Db::open(dir, options).context(DbSnafu)?;
     let mut values = Values::new(s.value_size, s.compression_ratio, s.seed);
     let mut key = vec![0u8; s.key_size];
@@ -289,6 +327,9 @@ pub(crate) fn run_workload(
     let start = Instant::now();
     for done in 0..s.ops {
         switch_log.done.store(done, Ordering::Relaxed);
+        if let Some(day) = &day {
+            day.at(done);
+        }
         while next_sample < TIMELINE_POINTS && done >= sample_at(next_sample).max(1) {
             timeline.push(AmpSample::of(&db, before, done));
             next_sample += 1;
@@ -629,5 +670,53 @@ mod tests {
         assert!(page.contains("space amp, over the operations"));
         assert_eq!(page.matches("<polyline").count(), 2 * runs.len());
         assert!(page.matches("stroke-dasharray").count() >= 2 * adaptive.switches.len());
+    }
+
+    #[test]
+    fn a_diurnal_run_follows_its_simulated_day() {
+        let mut o = Options::default();
+        assert!(SimulatedDay::install(WorkloadKind::PhaseShift, 4_000, &mut o).is_none());
+        assert!(o.daily_offpeak_time_utc.is_empty());
+        let day = SimulatedDay::install(WorkloadKind::Diurnal, 4_000, &mut o).unwrap();
+        assert_eq!(o.daily_offpeak_time_utc, DIURNAL_OFFPEAK_UTC);
+        // Days of 1 000 operations: operation 1 600 is the second day's
+        // 14:24, where its night (the off-peak window) starts.
+        day.at(1_600);
+        let secs = o.clock.now_secs();
+        assert_eq!(
+            secs,
+            SimulatedDay::START_SECS + 86_400 + 14 * 3_600 + 24 * 60
+        );
+        let window = lithify::OffpeakWindow::parse(&o.daily_offpeak_time_utc).unwrap();
+        assert!(window.contains(secs) && !window.contains(secs - 60));
+        // A window the user names is kept.
+        let mut named = Options {
+            daily_offpeak_time_utc: "01:00-02:00".to_owned(),
+            ..Options::default()
+        };
+        SimulatedDay::install(WorkloadKind::Diurnal, 4_000, &mut named).unwrap();
+        assert_eq!(named.daily_offpeak_time_utc, "01:00-02:00");
+
+        // Adaptive decides on the day's mix once it has seen a night.
+        let s = WorkloadSettings {
+            keys: 4_000,
+            ops: 40_000,
+            key_size: 16,
+            value_size: 50,
+            compression_ratio: 0.5,
+            seed: 3,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut strategy = strategy_named("adaptive", 32 << 10).unwrap();
+        if let CompactionStrategy::Adaptive(a) = &mut strategy {
+            a.min_window_ops = 2_000;
+        }
+        let options = Options {
+            write_buffer_size: 32 << 10,
+            compaction_strategy: strategy,
+            ..Options::default()
+        };
+        let r = run_workload(dir.path(), options, "adaptive", WorkloadKind::Diurnal, &s).unwrap();
+        assert!(r.in_force.contains("a day's mix, "), "{}", r.in_force);
     }
 }

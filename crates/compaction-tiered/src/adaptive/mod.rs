@@ -30,8 +30,8 @@ mod state;
 
 pub use recorder::WorkloadRecorder;
 pub use state::{
-    AdaptiveState, FORGET_AFTER_WINDOWS, MAX_RETURN_DOUBLINGS, MIN_GAIN, MIN_TABLE_FLUSHES,
-    SETTLED_WINDOWS, Switch,
+    AdaptiveState, DayPart, FORGET_AFTER_WINDOWS, MAX_RETURN_DOUBLINGS, MIN_GAIN,
+    MIN_TABLE_FLUSHES, SETTLED_WINDOWS, Switch,
 };
 
 /// What a table did during one observation window.

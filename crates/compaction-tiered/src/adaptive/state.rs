@@ -93,6 +93,65 @@ pub struct AdaptiveState {
     settled: u32,
     /// Windows since the last switch.
     since_switch: u32,
+    /// The mix of each part of the day, when the table has an off-peak
+    /// window.
+    day: DailyMix,
+}
+
+/// Where a window fell in the table's day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DayPart {
+    /// The table has no off-peak window.
+    Unknown,
+    /// Outside the off-peak window.
+    Peak,
+    /// Inside the off-peak window.
+    OffPeak,
+}
+
+/// The workload of a day with an off-peak window: for each part, the
+/// operations of its last whole stretch and of the stretch in progress.
+#[derive(Debug, Clone, Default)]
+struct DailyMix {
+    /// `[peak, off-peak]`: the last whole stretch.
+    last: [WorkloadStats; 2],
+    /// `[peak, off-peak]`: the stretch in progress (zero for the part the
+    /// day is not in).
+    now: [WorkloadStats; 2],
+    /// The part of the last window.
+    part: Option<usize>,
+}
+
+impl DailyMix {
+    /// Adds a window of `part` (0 peak, 1 off-peak).
+    fn add(&mut self, part: usize, stats: &WorkloadStats) {
+        if self.part.is_some_and(|p| p != part) {
+            let other = 1 - part;
+            self.last[other] = std::mem::take(&mut self.now[other]);
+        }
+        self.part = Some(part);
+        self.now[part].merge(stats);
+    }
+
+    /// One day's mix: each part's last whole stretch (or the stretch in
+    /// progress once it is longer), weighed by their operations. `None`
+    /// until both parts have been seen.
+    fn mix(&self) -> Option<WorkloadStats> {
+        let part = |p: usize| {
+            if self.now[p].total_ops() >= self.last[p].total_ops() {
+                self.now[p]
+            } else {
+                self.last[p]
+            }
+        };
+        let (peak, off) = (part(0), part(1));
+        if peak.total_ops() == 0 || off.total_ops() == 0 {
+            return None;
+        }
+        let mut day = peak;
+        day.merge(&off);
+        Some(day)
+    }
 }
 
 /// Most doublings of the windows a return needs (16 times
@@ -128,6 +187,7 @@ impl AdaptiveState {
             returns: 0,
             settled: 0,
             since_switch: 0,
+            day: DailyMix::default(),
         }
     }
 
@@ -174,9 +234,49 @@ impl AdaptiveState {
         &self.opts
     }
 
-    /// Feeds one window; returns the switch to make, if any.
+    /// Feeds one window of a table without an off-peak window; returns
+    /// the switch to make, if any.
     pub fn observe(&mut self, stats: &WorkloadStats) -> Option<Switch> {
-        let choice = choose_strategy(stats, &self.size, &self.opts)?;
+        self.observe_at(stats, DayPart::Unknown)
+    }
+
+    /// Feeds one window that fell in `part` of the table's day; returns
+    /// the switch to make, if any.
+    ///
+    /// A table with an off-peak window (RocksDB's
+    /// `daily_offpeak_time_utc`) is taken to repeat its day: the
+    /// candidates are scored on the whole day's mix (each part's last
+    /// stretch, weighed by its operations) rather than on the last
+    /// window, so a shape that suits only the daytime or only the night is
+    /// not chased twice a day; and a switch the regret has paid for waits
+    /// for the off-peak window, so the reshaping compaction runs when the
+    /// foreground is quiet — unless the current shape breaks the limits
+    /// more than the candidate does. Until both parts have been seen the
+    /// last window's mix decides.
+    pub fn observe_at(&mut self, stats: &WorkloadStats, part: DayPart) -> Option<Switch> {
+        if stats.total_ops() < self.opts.min_window_ops.max(1) {
+            return None;
+        }
+        let daily = match part {
+            DayPart::Unknown => None,
+            DayPart::Peak => {
+                self.day.add(0, stats);
+                self.day.mix()
+            }
+            DayPart::OffPeak => {
+                self.day.add(1, stats);
+                self.day.mix()
+            }
+        };
+        // The regret counts this window's operations at the day's gain
+        // per operation.
+        let ops = stats.total_ops() as f64;
+        let stats = daily.as_ref().unwrap_or(stats);
+        let mut choice = choose_strategy(stats, &self.size, &self.opts)?;
+        if daily.is_some() {
+            choice.situation = format!("a day's mix, {}", choice.situation);
+            choice.reason = format!("a day's mix, {}", choice.reason);
+        }
         let current = score_of(&self.current, stats, &self.size, &self.opts);
         self.prediction = Some(current.clone());
         self.since_switch = self.since_switch.saturating_add(1);
@@ -209,7 +309,6 @@ impl AdaptiveState {
             return None;
         }
         self.settled = 0;
-        let ops = stats.total_ops() as f64;
         let (regret_per_op, reshape) = match objective {
             Objective::Cpu => (
                 gain,
@@ -231,7 +330,20 @@ impl AdaptiveState {
             _ => (1, regret_per_op * ops),
         };
         let windows = self.windows_needed(&best.strategy);
-        if windows_so_far < windows || (!breaks_limit && regret < reshape) {
+        let paid = windows_so_far >= windows && (breaks_limit || regret >= reshape);
+        if paid && part == DayPart::Peak && !breaks_limit {
+            self.reason = format!(
+                "{}; switching to {} in the off-peak window: it would save {:.3} per op ({:.0} so far, {:.0} to reshape)",
+                choice.situation, best.strategy, gain, regret, reshape,
+            );
+            self.pending = Some(Pending {
+                target: best.strategy.clone(),
+                windows: windows_so_far,
+                regret,
+            });
+            return None;
+        }
+        if !paid {
             self.reason = format!(
                 "{}; staying with {} while {} would save {:.3} per op ({:.0} so far, {:.0} to reshape; {}/{} windows)",
                 choice.situation,
@@ -505,5 +617,120 @@ mod tests {
         assert!(s.prediction().unwrap().excess > 0.0);
         let sw = s.observe(&writes()).unwrap();
         assert!(s.prediction().unwrap().excess == 0.0, "{}", sw.reason);
+    }
+
+    /// Switches of `state` fed `(part of the day, window)` pairs.
+    fn switches_at(
+        state: &mut AdaptiveState,
+        windows: impl IntoIterator<Item = (DayPart, WorkloadStats)>,
+    ) -> Vec<(usize, String)> {
+        windows
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, (part, w))| state.observe_at(&w, part).map(|s| (i, s.to.to_string())))
+            .collect()
+    }
+
+    /// `days` days of six daytime windows of writes and four off-peak
+    /// windows of reads and scans.
+    fn diurnal(days: usize) -> Vec<(DayPart, WorkloadStats)> {
+        let day = std::iter::repeat_n((DayPart::Peak, writes()), 6)
+            .chain(std::iter::repeat_n((DayPart::OffPeak, scans()), 4));
+        day.cycle().take(10 * days).collect()
+    }
+
+    #[test]
+    fn with_an_offpeak_window_a_paid_switch_waits_for_it() {
+        let mut s = state(small());
+        let day = std::iter::repeat_n((DayPart::Peak, writes()), 5)
+            .chain(std::iter::repeat_n((DayPart::OffPeak, writes()), 2));
+        // The daytime windows agree from window 1 on, and the regret has
+        // paid; the switch is made in the first off-peak window.
+        let mut fed = 0;
+        for (part, w) in day.clone().take(5) {
+            assert!(s.observe_at(&w, part).is_none());
+            fed += 1;
+        }
+        assert_eq!(fed, 5);
+        assert!(
+            s.reason().contains(&format!(
+                "switching to {WRITE_SHAPE} in the off-peak window"
+            )),
+            "{}",
+            s.reason()
+        );
+        assert_eq!(
+            switches_at(&mut state(small()), day),
+            [(5, WRITE_SHAPE.to_owned())]
+        );
+        // Once both parts were seen, the reason says the day's mix decided.
+        assert!(s.observe_at(&writes(), DayPart::OffPeak).is_some());
+        assert!(s.reason().starts_with("a day's mix, "), "{}", s.reason());
+    }
+
+    #[test]
+    fn with_an_offpeak_window_the_day_mix_decides_and_stays() {
+        let mut day_mix = writes();
+        for _ in 0..5 {
+            day_mix.merge(&writes());
+        }
+        for _ in 0..4 {
+            day_mix.merge(&scans());
+        }
+        let expected = choose_strategy(&day_mix, &small(), &opts())
+            .unwrap()
+            .strategy;
+        assert_eq!(
+            expected.to_string(),
+            "two-tier(minor=none,stripes=1,ratio=1,max-l0=16)"
+        );
+        // Starting major-only, which rewrites the table at every flush.
+        let from_major = || {
+            let mut s = AdaptiveState::new(AdaptiveOptions {
+                initial: Box::new(CompactionStrategy::MajorOnly(Default::default())),
+                ..opts()
+            });
+            s.set_table_size(small());
+            s
+        };
+        let mut s = from_major();
+        let with_window = switches_at(&mut s, diurnal(10));
+        // The daytime's paid switch waits for the night; the first night
+        // refines the day's mix as its stretch grows; from the second day
+        // on, one shape fits every day and nothing switches.
+        assert_eq!(
+            with_window,
+            [(6, WRITE_SHAPE.to_owned()), (8, expected.to_string())]
+        );
+        assert_eq!(s.current(), &expected);
+        // Without the window each part's mix is chased in turn.
+        let unaware: Vec<_> = diurnal(10)
+            .into_iter()
+            .map(|(_, w)| (DayPart::Unknown, w))
+            .collect();
+        let chased = switches_at(&mut from_major(), unaware);
+        assert!(chased.len() > with_window.len() + 1, "{chased:?}");
+    }
+
+    #[test]
+    fn a_broken_limit_switches_in_the_daytime() {
+        let size = TableSize::new(4 << 30, 256 << 20, 128);
+        let mut s = AdaptiveState::new(AdaptiveOptions {
+            limits: crate::cost_model::Limits {
+                max_space_amp: Some(1.2),
+                ..Default::default()
+            },
+            initial: Box::new(CompactionStrategy::TwoTier(
+                crate::TwoTierOptions::write_only(),
+            )),
+            ..opts()
+        });
+        s.set_table_size(size);
+        assert!(s.observe_at(&writes(), DayPart::Peak).is_none());
+        assert!(
+            s.observe_at(&writes(), DayPart::Peak).is_some(),
+            "{}",
+            s.reason()
+        );
     }
 }
