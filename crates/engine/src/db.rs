@@ -505,8 +505,8 @@ impl Db {
     }
 
     /// Ingests table files written by [`SstFileWriter`](crate::SstFileWriter)
-    /// into the default table (RocksDB's `IngestExternalFile`), copying
-    /// them; see [`ingest_external_file_opt`](Db::ingest_external_file_opt).
+    /// into the default table (RocksDB's `IngestExternalFile`), copying or
+    /// moving them as [`IngestOptions`](crate::IngestOptions) says.
     pub fn ingest_external_file(
         &self,
         paths: &[impl AsRef<Path>],
@@ -560,7 +560,7 @@ impl Db {
     /// `log_size_for_flush` above 0, the memtables are flushed only when
     /// the live WALs hold that many bytes, and the copy replays the WALs
     /// instead. Writes may go on meanwhile; the copy holds exactly the
-    /// writes up to the returned [`CheckpointInfo::sequence`]. `dest` must
+    /// writes up to the returned [`CheckpointInfo::sequence`](crate::CheckpointInfo::sequence). `dest` must
     /// not exist; after a failure or a crash it may hold a partial copy
     /// without `CURRENT`, which open refuses: delete it and retry.
     pub fn create_checkpoint_opt(

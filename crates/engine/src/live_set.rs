@@ -104,7 +104,8 @@ pub struct LiveFile {
     pub kind: LiveFileKind,
 }
 
-/// A consistent set of files (see the [module documentation](self)).
+/// A consistent set of files: the live files of every table and the WALs
+/// still needed, pinned until dropped.
 /// File deletions stay disabled while it exists.
 pub struct LiveFileSet<'db> {
     files: Vec<LiveFile>,

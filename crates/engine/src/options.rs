@@ -225,7 +225,10 @@ pub struct Options {
     /// (0, the default: unlimited).
     pub compaction_rate_limit_offpeak: u64,
     /// RocksDB's `daily_offpeak_time_utc`: `"HH:mm-HH:mm"` in UTC (empty:
-    /// none). Compactions run at `compaction_rate_limit_offpeak` inside it.
+    /// none), by [`clock`](Self::clock). Compactions run at
+    /// `compaction_rate_limit_offpeak` inside it; `Adaptive` tables take
+    /// their workload to repeat daily, score shapes on the whole day's mix
+    /// and make their switches inside it.
     pub daily_offpeak_time_utc: String,
     /// A daily time (`"HH:mm"`, UTC) at which the default table gets a
     /// major compaction of everything (OceanBase's daily merge; `None`,

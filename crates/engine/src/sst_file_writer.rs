@@ -33,7 +33,8 @@ pub struct ExternalSstInfo {
     pub file_size: u64,
 }
 
-/// Writes one external table file; see the [module documentation](self).
+/// Writes one external table file, for
+/// [`Db::ingest_external_file`](crate::Db::ingest_external_file).
 ///
 /// ```
 /// # fn main() -> lithify_engine::Result<()> {

@@ -73,7 +73,9 @@ pub(crate) struct BenchArgs {
     /// read-only, read-mostly-few-updates, read-mostly-many-updates) or
     /// one that changes while it runs (phase-shift: an increasing bulk
     /// load, random updates, read-mostly, then deletes and scans;
-    /// diurnal: four write-heavy days and read-heavy nights).
+    /// diurnal: four write-heavy days and read-heavy nights, on a
+    /// simulated clock whose nights are the off-peak window unless
+    /// --daily-offpeak-time-utc names another).
     #[arg(long, conflicts_with = "strategies_report")]
     pub workload: Option<String>,
     /// Run every workload under every fixed strategy and adaptive, each on
