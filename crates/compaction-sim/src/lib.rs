@@ -876,10 +876,11 @@ mod tests {
             }),
             200_000,
         );
-        // Days of 50 000 operations, nights from 30 000: major-only's
-        // rewrites pay for leaving it during the first daytime, and the
-        // switch waits for the first window closed in the night (the
-        // off-peak window), where the day's mix decides it.
+        // Days of 50 000 operations in windows of 5 000, nights from
+        // 30 000: major-only's rewrites pay for leaving it during the
+        // first daytime, and the switch waits for the night (the
+        // off-peak window), where the day's mix decides it once its
+        // windows agree.
         let at: Vec<(u64, &str)> = d
             .switches
             .iter()
@@ -887,7 +888,7 @@ mod tests {
             .collect();
         assert_eq!(
             at,
-            [(40_000, "two-tier(minor=none,stripes=1,ratio=1)")],
+            [(50_000, "two-tier(minor=none,stripes=1,ratio=1)")],
             "{:#?}",
             d.switches
         );

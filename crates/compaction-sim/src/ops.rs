@@ -460,6 +460,12 @@ mod tests {
             assert!((9_300..9_700).contains(&night.0), "{night:?}");
         }
         assert!(WorkloadKind::Diurnal.has_load() && !WorkloadKind::PhaseShift.has_load());
+        // The off-peak window the runs declare starts where the night does.
+        let start = 1_440 * DIURNAL_DAYTIME_TENTHS / 10;
+        let declared = format!("{:02}:{:02}-23:59", start / 60, start % 60);
+        assert_eq!(declared, DIURNAL_OFFPEAK_UTC);
+        assert!(!OpGenerator::diurnal_is_night(599, 4_000));
+        assert!(OpGenerator::diurnal_is_night(600, 4_000));
     }
 
     #[test]

@@ -54,6 +54,22 @@ impl ManualClock {
     pub fn advance(&self, micros: u64) {
         *self.now.lock() += micros;
     }
+
+    /// Moves the clock to `micros` since the Unix epoch, if that is
+    /// later (a clock a sleeper moved further stays where it is).
+    ///
+    /// ```
+    /// use lithify_engine::{Clock, ManualClock};
+    ///
+    /// let clock = ManualClock::new(1_000);
+    /// clock.advance_to(5_000);
+    /// clock.advance_to(3_000);
+    /// assert_eq!(clock.now_micros(), 5_000);
+    /// ```
+    pub fn advance_to(&self, micros: u64) {
+        let mut now = self.now.lock();
+        *now = (*now).max(micros);
+    }
 }
 
 impl Clock for ManualClock {

@@ -94,6 +94,7 @@ pub(crate) fn strategy_state(o: &Options) -> Result<(StdArc<dyn CompactionPicker
             adaptive,
             reason,
             switches: 0,
+            window_closed_at: None,
         },
     ))
 }

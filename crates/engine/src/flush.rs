@@ -31,9 +31,11 @@ fn range_tombstones_of(mems: &[Arc<Mem>]) -> Vec<RangeTombstone> {
 }
 
 /// The job options of a table's flushes and compactions: its merge
-/// operator and single-delete rule.
+/// operator and single-delete rule, and the time by its clock (the
+/// outputs' creation time).
 pub(crate) fn job_options(table_options: &Options) -> JobOptions {
     JobOptions {
+        now: Some(table_options.clock.now_secs()),
         merge_operator: table_options.merge_operator.clone(),
         enforce_single_delete_contracts: table_options.enforce_single_delete_contracts,
         ..JobOptions::default()

@@ -159,7 +159,9 @@ impl DbInner {
             return;
         };
         adaptive.set_table_size(size);
-        let part = day_part(&t.state.options);
+        let now = t.state.options.clock.now_secs();
+        let part = day_part(&t.state.options, t.strategy.window_closed_at, now);
+        t.strategy.window_closed_at = Some(now);
         match adaptive.observe_at(&stats, part) {
             None => t.strategy.reason = adaptive.reason().to_owned(),
             Some(switch) => match picker_for(&switch.to, &t.state.options) {
@@ -186,16 +188,22 @@ impl DbInner {
     }
 }
 
-/// Where the clock of a table with options `o` is in its day: in or out
-/// of its off-peak window, or unknown without one.
-fn day_part(o: &crate::Options) -> DayPart {
+/// Where a window of a table with options `o`, from `opened` (when the
+/// previous one closed) to `now`, fell in its day: off-peak if it
+/// overlapped the off-peak window (a quiet night may not fill a window
+/// of its own), peak if not, unknown without a window.
+fn day_part(o: &crate::Options, opened: Option<u64>, now: u64) -> DayPart {
     if o.daily_offpeak_time_utc.is_empty() {
         return DayPart::Unknown;
     }
-    match OffpeakWindow::parse(&o.daily_offpeak_time_utc) {
-        Ok(w) if w.contains(o.clock.now_secs()) => DayPart::OffPeak,
-        Ok(_) => DayPart::Peak,
-        Err(_) => DayPart::Unknown,
+    let Ok(w) = OffpeakWindow::parse(&o.daily_offpeak_time_utc) else {
+        return DayPart::Unknown;
+    };
+    let opened = opened.unwrap_or(now).min(now);
+    if w.contains(now) || w.seconds_until_start(opened) <= now - opened {
+        DayPart::OffPeak
+    } else {
+        DayPart::Peak
     }
 }
 
@@ -232,5 +240,32 @@ pub(crate) fn table_size(t: &TableMut, update_share: f64) -> TableSize {
         entry_bytes: entry_bytes.round().max(1.0) as u64,
         table_bytes_per_user_byte: entry_bytes / user_per_write,
         flush_distinct_share: distinct,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_off_peak_when_it_overlapped_the_off_peak_window() {
+        let o = crate::Options {
+            daily_offpeak_time_utc: "22:00-23:59".to_owned(),
+            ..crate::Options::default()
+        };
+        let day = 20_454 * 86_400;
+        let at = |h: u64| day + h * 3_600;
+        // Inside the window, whenever the window opened.
+        assert_eq!(day_part(&o, None, at(23)), DayPart::OffPeak);
+        assert_eq!(day_part(&o, Some(at(12)), at(23)), DayPart::OffPeak);
+        // A quiet night: the window opened at 21:00 and closed the next
+        // morning, so it spanned the night.
+        assert_eq!(day_part(&o, Some(at(21)), at(24 + 9)), DayPart::OffPeak);
+        // Daytime from start to end.
+        assert_eq!(day_part(&o, Some(at(9)), at(21)), DayPart::Peak);
+        assert_eq!(day_part(&o, None, at(12)), DayPart::Peak);
+        // No window: unknown.
+        let none = crate::Options::default();
+        assert_eq!(day_part(&none, Some(at(9)), at(23)), DayPart::Unknown);
     }
 }

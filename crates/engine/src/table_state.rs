@@ -172,6 +172,9 @@ pub(crate) struct StrategyState {
     pub(crate) reason: String,
     /// Switches so far.
     pub(crate) switches: u64,
+    /// When `Adaptive`'s last window closed, by the engine's clock
+    /// (seconds; where the next window began).
+    pub(crate) window_closed_at: Option<u64>,
 }
 
 impl TableState {

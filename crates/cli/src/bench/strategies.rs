@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lithify::{
-    Clock as _, CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, ManualClock,
-    Options, Prediction, StrategySwitchInfo, TwoTierOptions,
+    CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, ManualClock, Options,
+    Prediction, StrategySwitchInfo, TwoTierOptions,
 };
 use lithify_base::sync::Mutex;
 use lithify_compaction_sim::{DIURNAL_OFFPEAK_UTC, Op, OpGenerator, SCAN_LENGTH, WorkloadKind};
@@ -276,13 +276,12 @@ impl SimulatedDay {
     }
 
     /// Moves the clock to operation `i` (days follow one another; a
-    /// clock a rate limiter moved further is left where it is).
+    /// clock something slept on further is left where it is).
     fn at(&self, i: u64) {
         let day = OpGenerator::diurnal_day_ops(self.ops);
         let secs =
             Self::START_SECS + (i / day) * 86_400 + OpGenerator::diurnal_second_of_day(i, self.ops);
-        let now = self.clock.now_micros();
-        self.clock.advance((secs * 1_000_000).saturating_sub(now));
+        self.clock.advance_to(secs * 1_000_000);
     }
 }
 

@@ -120,6 +120,8 @@ struct DailyMix {
     now: [WorkloadStats; 2],
     /// The part of the last window.
     part: Option<usize>,
+    /// Whether a day's mix has decided yet.
+    decided: bool,
 }
 
 impl DailyMix {
@@ -251,14 +253,20 @@ impl AdaptiveState {
     /// not chased twice a day; and a switch the regret has paid for waits
     /// for the off-peak window, so the reshaping compaction runs when the
     /// foreground is quiet — unless the current shape breaks the limits
-    /// more than the candidate does. Until both parts have been seen the
+    /// more than the candidate does. The first day's mix starts the count
+    /// and the regret again. Until both parts have been seen the
     /// last window's mix decides.
     pub fn observe_at(&mut self, stats: &WorkloadStats, part: DayPart) -> Option<Switch> {
+        // Checked here as well as in `choose_strategy`: that sees the
+        // day's mix, which holds more than this window.
         if stats.total_ops() < self.opts.min_window_ops.max(1) {
             return None;
         }
         let daily = match part {
-            DayPart::Unknown => None,
+            DayPart::Unknown => {
+                self.day = DailyMix::default();
+                None
+            }
             DayPart::Peak => {
                 self.day.add(0, stats);
                 self.day.mix()
@@ -268,6 +276,12 @@ impl AdaptiveState {
                 self.day.mix()
             }
         };
+        if daily.is_some() && !self.day.decided {
+            // Regret summed on the daytime's windows alone does not count
+            // toward a choice made on the day's mix.
+            self.day.decided = true;
+            self.pending = None;
+        }
         // The regret counts this window's operations at the day's gain
         // per operation.
         let ops = stats.total_ops() as f64;
@@ -331,30 +345,26 @@ impl AdaptiveState {
         };
         let windows = self.windows_needed(&best.strategy);
         let paid = windows_so_far >= windows && (breaks_limit || regret >= reshape);
-        if paid && part == DayPart::Peak && !breaks_limit {
-            self.reason = format!(
-                "{}; switching to {} in the off-peak window: it would save {:.3} per op ({:.0} so far, {:.0} to reshape)",
-                choice.situation, best.strategy, gain, regret, reshape,
-            );
-            self.pending = Some(Pending {
-                target: best.strategy.clone(),
-                windows: windows_so_far,
-                regret,
-            });
-            return None;
-        }
-        if !paid {
-            self.reason = format!(
-                "{}; staying with {} while {} would save {:.3} per op ({:.0} so far, {:.0} to reshape; {}/{} windows)",
-                choice.situation,
-                self.current,
-                best.strategy,
-                gain,
-                regret,
-                reshape,
-                windows_so_far,
-                windows,
-            );
+        let held = paid && part == DayPart::Peak && !breaks_limit;
+        if !paid || held {
+            self.reason = if held {
+                format!(
+                    "{}; switching to {} in the off-peak window: it would save {:.3} per op ({:.0} so far, {:.0} to reshape)",
+                    choice.situation, best.strategy, gain, regret, reshape,
+                )
+            } else {
+                format!(
+                    "{}; staying with {} while {} would save {:.3} per op ({:.0} so far, {:.0} to reshape; {}/{} windows)",
+                    choice.situation,
+                    self.current,
+                    best.strategy,
+                    gain,
+                    regret,
+                    reshape,
+                    windows_so_far,
+                    windows,
+                )
+            };
             self.pending = Some(Pending {
                 target: best.strategy.clone(),
                 windows: windows_so_far,
@@ -643,15 +653,12 @@ mod tests {
     fn with_an_offpeak_window_a_paid_switch_waits_for_it() {
         let mut s = state(small());
         let day = std::iter::repeat_n((DayPart::Peak, writes()), 5)
-            .chain(std::iter::repeat_n((DayPart::OffPeak, writes()), 2));
+            .chain(std::iter::repeat_n((DayPart::OffPeak, writes()), 3));
         // The daytime windows agree from window 1 on, and the regret has
-        // paid; the switch is made in the first off-peak window.
-        let mut fed = 0;
+        // paid: the switch is held.
         for (part, w) in day.clone().take(5) {
             assert!(s.observe_at(&w, part).is_none());
-            fed += 1;
         }
-        assert_eq!(fed, 5);
         assert!(
             s.reason().contains(&format!(
                 "switching to {WRITE_SHAPE} in the off-peak window"
@@ -659,13 +666,15 @@ mod tests {
             "{}",
             s.reason()
         );
+        // The first off-peak window brings the day's mix, which starts
+        // the count again; the second agrees and switches.
+        assert!(s.observe_at(&writes(), DayPart::OffPeak).is_none());
+        assert!(s.reason().starts_with("a day's mix, "), "{}", s.reason());
+        assert!(s.observe_at(&writes(), DayPart::OffPeak).is_some());
         assert_eq!(
             switches_at(&mut state(small()), day),
-            [(5, WRITE_SHAPE.to_owned())]
+            [(6, WRITE_SHAPE.to_owned())]
         );
-        // Once both parts were seen, the reason says the day's mix decided.
-        assert!(s.observe_at(&writes(), DayPart::OffPeak).is_some());
-        assert!(s.reason().starts_with("a day's mix, "), "{}", s.reason());
     }
 
     #[test]
@@ -695,13 +704,10 @@ mod tests {
         };
         let mut s = from_major();
         let with_window = switches_at(&mut s, diurnal(10));
-        // The daytime's paid switch waits for the night; the first night
-        // refines the day's mix as its stretch grows; from the second day
-        // on, one shape fits every day and nothing switches.
-        assert_eq!(
-            with_window,
-            [(6, WRITE_SHAPE.to_owned()), (8, expected.to_string())]
-        );
+        // The daytime's paid switch waits for the night, where the day's
+        // mix starts the count again and decides once two windows agree;
+        // from then on one shape fits every day and nothing switches.
+        assert_eq!(with_window, [(8, expected.to_string())]);
         assert_eq!(s.current(), &expected);
         // Without the window each part's mix is chased in turn.
         let unaware: Vec<_> = diurnal(10)
