@@ -819,6 +819,14 @@ mod tests {
         c
     }
 
+    /// `Adaptive`'s switches of `r`: (operation, new strategy).
+    fn switch_points(r: &SimReport) -> Vec<(u64, &str)> {
+        r.switches
+            .iter()
+            .map(|s| (s.at_op, s.to.as_str()))
+            .collect()
+    }
+
     fn run(kind: WorkloadKind, strategy: CompactionStrategy, ops: u64) -> SimReport {
         run_sized(kind, strategy, ops, 256 << 10)
     }
@@ -842,11 +850,7 @@ mod tests {
             CompactionStrategy::Adaptive(AdaptiveOptions::default()),
             200_000,
         );
-        let at: Vec<(u64, &str)> = r
-            .switches
-            .iter()
-            .map(|s| (s.at_op, s.to.as_str()))
-            .collect();
+        let at = switch_points(&r);
         // Leveled for the increasing bulk load (pure appends move down
         // untouched); one L0 table per flush once random updates begin
         // (at 50 000) and their regret pays for reshaping the whole
@@ -881,11 +885,7 @@ mod tests {
         // first daytime, and the switch waits for the night (the
         // off-peak window), where the day's mix decides it once its
         // windows agree.
-        let at: Vec<(u64, &str)> = d
-            .switches
-            .iter()
-            .map(|s| (s.at_op, s.to.as_str()))
-            .collect();
+        let at = switch_points(&d);
         assert_eq!(
             at,
             [(50_000, "two-tier(minor=none,stripes=1,ratio=1)")],
@@ -994,11 +994,7 @@ mod tests {
                 CompactionStrategy::Adaptive(AdaptiveOptions::default()),
                 200_000,
             );
-            let got: Vec<(u64, &str)> = r
-                .switches
-                .iter()
-                .map(|s| (s.at_op, s.to.as_str()))
-                .collect();
+            let got = switch_points(&r);
             assert_eq!(got, want, "{kind:?}: {:#?}", r.switches);
         }
         // The choice itself, from the workload's own mix: what the model

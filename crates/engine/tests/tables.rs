@@ -8,10 +8,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::small_options;
+use common::{adaptive_options, small_options};
 use lithify_engine::{
-    AdaptiveOptions, Clock, CompactionStrategy, Db, MajorOnlyOptions, ManualClock, MinorPolicy,
-    Options, Table, TableOptions, TwoTierOptions, WriteBatch,
+    AdaptiveOptions, Clock, CompactionStrategy, Db, ManualClock, MinorPolicy, Options, Table,
+    TableOptions, TwoTierOptions, WriteBatch,
 };
 use lithify_vfs::{FileSystem, MemFs};
 
@@ -279,26 +279,9 @@ fn live_switches_keep_the_data_and_reshape() {
 fn adaptive_tables_choose_from_their_workload() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", small_options(fs)).unwrap();
-    let adaptive = CompactionStrategy::Adaptive(AdaptiveOptions {
-        min_window_ops: 2_000,
-        two_tier: TwoTierOptions {
-            target_file_size: 8 << 10,
-            ..TwoTierOptions::default()
-        },
-        major_only: MajorOnlyOptions {
-            target_file_size: 8 << 10,
-            ..MajorOnlyOptions::default()
-        },
-        ..AdaptiveOptions::default()
-    });
+    let adaptive = CompactionStrategy::Adaptive(adaptive_options(2_000));
     // The random table starts leveled, so reaching two-tier is a decision.
-    let from_leveled = match &adaptive {
-        CompactionStrategy::Adaptive(a) => CompactionStrategy::Adaptive(AdaptiveOptions {
-            initial: Box::new(CompactionStrategy::Leveled(Default::default())),
-            ..a.clone()
-        }),
-        _ => unreachable!(),
-    };
+    let from_leveled = adaptive_from_leveled(2_000);
     let opts = TableOptions {
         compaction_strategy: Some(adaptive),
         ..TableOptions::default()
@@ -362,6 +345,15 @@ fn adaptive_tables_choose_from_their_workload() {
     );
 }
 
+/// `Adaptive` starting leveled, so that reaching another shape is a
+/// decision.
+fn adaptive_from_leveled(min_window_ops: u64) -> CompactionStrategy {
+    CompactionStrategy::Adaptive(AdaptiveOptions {
+        initial: Box::new(CompactionStrategy::Leveled(Default::default())),
+        ..adaptive_options(min_window_ops)
+    })
+}
+
 #[test]
 fn adaptive_switches_wait_for_the_offpeak_window() {
     // The engine's clock at noon of a simulated day; the off-peak window
@@ -378,19 +370,7 @@ fn adaptive_switches_wait_for_the_offpeak_window() {
         },
     )
     .unwrap();
-    let adaptive = CompactionStrategy::Adaptive(AdaptiveOptions {
-        min_window_ops: 2_000,
-        initial: Box::new(CompactionStrategy::Leveled(Default::default())),
-        two_tier: TwoTierOptions {
-            target_file_size: 8 << 10,
-            ..TwoTierOptions::default()
-        },
-        major_only: MajorOnlyOptions {
-            target_file_size: 8 << 10,
-            ..MajorOnlyOptions::default()
-        },
-        ..AdaptiveOptions::default()
-    });
+    let adaptive = adaptive_from_leveled(2_000);
     let t = db
         .create_table(
             "random",

@@ -607,32 +607,43 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_changing_workload_reports_adaptive_switches_and_its_standing() {
-        let s = WorkloadSettings {
+    /// 4 000 keys, 40 000 operations: a changing workload small enough
+    /// for a test.
+    fn small_changing() -> WorkloadSettings {
+        WorkloadSettings {
             keys: 4_000,
             ops: 40_000,
             key_size: 16,
             value_size: 50,
             compression_ratio: 0.5,
             seed: 3,
-        };
-        let mut runs = Vec::new();
-        for name in ["two-tier:write-only", "adaptive"] {
-            let dir = tempfile::tempdir().unwrap();
-            let mut strategy = strategy_named(name, 32 << 10).unwrap();
-            if let CompactionStrategy::Adaptive(a) = &mut strategy {
-                a.min_window_ops = 2_000;
-            }
-            let options = Options {
-                write_buffer_size: 32 << 10,
-                compaction_strategy: strategy,
-                ..Options::default()
-            };
-            runs.push(
-                run_workload(dir.path(), options, name, WorkloadKind::PhaseShift, &s).unwrap(),
-            );
         }
+    }
+
+    /// `workload` under strategy `name` at `small_changing`'s sizes, on
+    /// 32 KiB memtables and files (`Adaptive` deciding every 2 000
+    /// operations).
+    fn run_small(name: &str, workload: WorkloadKind) -> WorkloadRun {
+        let dir = tempfile::tempdir().unwrap();
+        let mut strategy = strategy_named(name, 32 << 10).unwrap();
+        if let CompactionStrategy::Adaptive(a) = &mut strategy {
+            a.min_window_ops = 2_000;
+        }
+        let options = Options {
+            write_buffer_size: 32 << 10,
+            compaction_strategy: strategy,
+            ..Options::default()
+        };
+        run_workload(dir.path(), options, name, workload, &small_changing()).unwrap()
+    }
+
+    #[test]
+    fn a_changing_workload_reports_adaptive_switches_and_its_standing() {
+        let s = small_changing();
+        let runs: Vec<WorkloadRun> = ["two-tier:write-only", "adaptive"]
+            .into_iter()
+            .map(|name| run_small(name, WorkloadKind::PhaseShift))
+            .collect();
         let adaptive = &runs[1];
         // The bulk load of increasing keys, then random updates: at least
         // one switch, reported with the operation it followed.
@@ -697,25 +708,7 @@ mod tests {
         assert_eq!(named.daily_offpeak_time_utc, "01:00-02:00");
 
         // Adaptive decides on the day's mix once it has seen a night.
-        let s = WorkloadSettings {
-            keys: 4_000,
-            ops: 40_000,
-            key_size: 16,
-            value_size: 50,
-            compression_ratio: 0.5,
-            seed: 3,
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let mut strategy = strategy_named("adaptive", 32 << 10).unwrap();
-        if let CompactionStrategy::Adaptive(a) = &mut strategy {
-            a.min_window_ops = 2_000;
-        }
-        let options = Options {
-            write_buffer_size: 32 << 10,
-            compaction_strategy: strategy,
-            ..Options::default()
-        };
-        let r = run_workload(dir.path(), options, "adaptive", WorkloadKind::Diurnal, &s).unwrap();
+        let r = run_small("adaptive", WorkloadKind::Diurnal);
         assert!(r.in_force.contains("a day's mix, "), "{}", r.in_force);
     }
 }

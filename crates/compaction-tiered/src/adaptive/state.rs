@@ -267,12 +267,8 @@ impl AdaptiveState {
                 self.day = DailyMix::default();
                 None
             }
-            DayPart::Peak => {
-                self.day.add(0, stats);
-                self.day.mix()
-            }
-            DayPart::OffPeak => {
-                self.day.add(1, stats);
+            DayPart::Peak | DayPart::OffPeak => {
+                self.day.add(usize::from(part == DayPart::OffPeak), stats);
                 self.day.mix()
             }
         };

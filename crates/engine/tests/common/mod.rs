@@ -118,12 +118,11 @@ pub(crate) fn fixed_strategies() -> Vec<CompactionStrategy> {
     ]
 }
 
-/// `Adaptive` with a window short enough that it chooses (and switches)
-/// within a test's few hundred operations.
-pub(crate) fn adaptive_strategy() -> CompactionStrategy {
-    CompactionStrategy::Adaptive(AdaptiveOptions {
-        min_window_ops: 64,
-        switch_after_windows: 1,
+/// `Adaptive` deciding every `min_window_ops` operations, its candidate
+/// shapes cutting 8 KiB files like [`small_options`]' leveled ones.
+pub(crate) fn adaptive_options(min_window_ops: u64) -> AdaptiveOptions {
+    AdaptiveOptions {
+        min_window_ops,
         two_tier: TwoTierOptions {
             target_file_size: 8 << 10,
             ..TwoTierOptions::default()
@@ -133,6 +132,15 @@ pub(crate) fn adaptive_strategy() -> CompactionStrategy {
             ..MajorOnlyOptions::default()
         },
         ..AdaptiveOptions::default()
+    }
+}
+
+/// `Adaptive` with a window short enough that it chooses (and switches)
+/// within a test's few hundred operations.
+pub(crate) fn adaptive_strategy() -> CompactionStrategy {
+    CompactionStrategy::Adaptive(AdaptiveOptions {
+        switch_after_windows: 1,
+        ..adaptive_options(64)
     })
 }
 
