@@ -47,4 +47,4 @@ pub use comparator::{BytewiseComparator, Comparator, InternalKeyComparator};
 pub use error::{Classify, Error, ErrorKind, Result};
 pub use iter::{InternalIterator, MergingIterator, VecIterator};
 pub use key::{InternalKey, MAX_SEQNO, ParsedInternalKey, SeqNo, ValueKind};
-pub use merge::MergeOperator;
+pub use merge::{MergeFailureScope, MergeOperator};

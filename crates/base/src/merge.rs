@@ -30,6 +30,29 @@
 use std::fmt;
 use std::sync::Arc;
 
+/// What a failed merge takes down (RocksDB's
+/// `MergeOperator::OpFailureScope`).
+///
+/// A merge fails when [`MergeOperator::full_merge`] returns `None`. Every
+/// read that needs the key's value fails then, naming the key; the scope
+/// says whether flushes and compactions that meet the key fail too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MergeFailureScope {
+    /// Only the reads that need the key's merged value fail (point reads,
+    /// and iteration when it reaches the key). Flushes and compactions
+    /// write the key's operands and its older value out unmerged and go
+    /// on, so one bad operand never stops the database (RocksDB's
+    /// `kMustMerge`). The default.
+    #[default]
+    MustMerge,
+    /// Flushes and compactions that meet the key fail too, which turns the
+    /// database read-only until it is reopened (RocksDB's default,
+    /// `kTryMerge`): for operators whose failure means the data itself is
+    /// bad.
+    TryMerge,
+}
+
 /// Combines a key's operands with its older value.
 ///
 /// Implementations must be deterministic: the same inputs give the same
@@ -45,14 +68,20 @@ pub trait MergeOperator: Send + Sync {
     /// (`None`: the key had no value — never written, or deleted).
     ///
     /// `None` means the inputs cannot be merged (an operand or the value is
-    /// malformed); the read or compaction then fails with a corruption
-    /// error naming the key.
+    /// malformed): a read of the key fails with a corruption error naming
+    /// it, and [`failure_scope`](Self::failure_scope) says what else does.
     fn full_merge(
         &self,
         key: &[u8],
         existing: Option<&[u8]>,
         operands: &[&[u8]],
     ) -> Option<Vec<u8>>;
+
+    /// What a failed [`full_merge`](Self::full_merge) takes down (default
+    /// [`MergeFailureScope::MustMerge`]: only the reads of that key).
+    fn failure_scope(&self) -> MergeFailureScope {
+        MergeFailureScope::MustMerge
+    }
 
     /// One operand equivalent to applying `older` then `newer`, if the
     /// operator can combine operands without the value (an associative
@@ -84,22 +113,38 @@ impl fmt::Debug for dyn MergeOperator {
 }
 
 /// Adds little-endian `u64`s, wrapping on overflow (RocksDB's
-/// `UInt64AddOperator`): a counter. Operands and values must be exactly 8
-/// bytes; anything else fails the merge (RocksDB reads it as 0 and logs).
+/// `UInt64AddOperator`): a counter. A value or operand that is not exactly
+/// 8 bytes counts as 0 and is reported as a `tracing` warning (target
+/// `lithify::merge`) naming the key, as RocksDB reads it as 0 and logs it:
+/// one malformed write never makes the counter unreadable.
 ///
 /// ```
 /// use lithify_base::merge::{MergeOperator, UInt64Add};
 ///
 /// let sum = UInt64Add.partial_merge(b"k", &2u64.to_le_bytes(), &3u64.to_le_bytes()).unwrap();
 /// assert_eq!(sum, 5u64.to_le_bytes());
-/// assert_eq!(UInt64Add.full_merge(b"k", Some(b"short"), &[&sum]), None);
+/// // "short" is not 8 bytes: it counts as 0.
+/// assert_eq!(UInt64Add.full_merge(b"k", Some(b"short"), &[&sum]).unwrap(), sum);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UInt64Add;
 
 impl UInt64Add {
-    fn decode(bytes: &[u8]) -> Option<u64> {
-        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    /// `bytes` as a little-endian `u64`; anything but 8 bytes is 0.
+    fn decode(key: &[u8], bytes: &[u8]) -> u64 {
+        match bytes.try_into() {
+            Ok(b) => u64::from_le_bytes(b),
+            Err(_) => {
+                tracing::warn!(
+                    target: "lithify::merge",
+                    key = %crate::key::escape(key),
+                    size = bytes.len(),
+                    "UInt64AddOperator: a value or operand of {} bytes (not 8) counts as 0",
+                    bytes.len()
+                );
+                0
+            }
+        }
     }
 }
 
@@ -110,22 +155,19 @@ impl MergeOperator for UInt64Add {
 
     fn full_merge(
         &self,
-        _key: &[u8],
+        key: &[u8],
         existing: Option<&[u8]>,
         operands: &[&[u8]],
     ) -> Option<Vec<u8>> {
-        let mut sum = match existing {
-            Some(v) => Self::decode(v)?,
-            None => 0,
-        };
+        let mut sum = existing.map_or(0, |v| Self::decode(key, v));
         for op in operands {
-            sum = sum.wrapping_add(Self::decode(op)?);
+            sum = sum.wrapping_add(Self::decode(key, op));
         }
         Some(sum.to_le_bytes().to_vec())
     }
 
-    fn partial_merge(&self, _key: &[u8], older: &[u8], newer: &[u8]) -> Option<Vec<u8>> {
-        let sum = Self::decode(older)?.wrapping_add(Self::decode(newer)?);
+    fn partial_merge(&self, key: &[u8], older: &[u8], newer: &[u8]) -> Option<Vec<u8>> {
+        let sum = Self::decode(key, older).wrapping_add(Self::decode(key, newer));
         Some(sum.to_le_bytes().to_vec())
     }
 }
@@ -260,15 +302,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uint64_add_wraps_and_refuses_bad_sizes() {
+    fn uint64_add_wraps_and_reads_bad_sizes_as_zero() {
         let max = u64::MAX.to_le_bytes();
         let one = 1u64.to_le_bytes();
+        let five = 5u64.to_le_bytes();
         assert_eq!(
             UInt64Add.full_merge(b"k", Some(&max), &[&one]).unwrap(),
             0u64.to_le_bytes()
         );
-        assert_eq!(UInt64Add.full_merge(b"k", None, &[b"1234567"]), None);
-        assert_eq!(UInt64Add.partial_merge(b"k", &one, b""), None);
+        // RocksDB's rule: a value or operand of the wrong size is 0.
+        assert_eq!(
+            UInt64Add.full_merge(b"k", None, &[b"1234567"]).unwrap(),
+            0u64.to_le_bytes()
+        );
+        assert_eq!(
+            UInt64Add.full_merge(b"k", Some(b"1"), &[&five]).unwrap(),
+            five
+        );
+        assert_eq!(UInt64Add.partial_merge(b"k", &one, b"").unwrap(), one);
+        assert_eq!(UInt64Add.failure_scope(), MergeFailureScope::MustMerge);
     }
 
     #[test]

@@ -1113,6 +1113,35 @@ fn merge_and_single_delete_with_a_recorded_operator() {
     assert!(out.contains("0c00000000000000"), "{out}");
 }
 
+#[test]
+fn a_malformed_counter_operand_stays_with_its_key() {
+    // The case: a 1-byte value, then `merge --merge-operator
+    // uint64add a 5`. RocksDB's uint64add reads the malformed value as 0.
+    let dir = tempfile::tempdir().unwrap();
+    let db = s(dir.path());
+    let op = ["--merge-operator", "uint64add"];
+    ok(&["put", "--db", db, "--create-if-missing", "a", "1"]);
+    ok(&[&["merge", "--db", db, "a", "5"][..], &op].concat());
+    ok(&[&["put", "--db", db, "b", "other"][..], &op].concat());
+    let out = ok(&[&["get", "--db", db, "--hex", "61"][..], &op].concat());
+    assert_eq!(out.trim(), "0500000000000000");
+    let out = ok(&[&["check", "--db", db][..], &op].concat());
+    assert!(out.contains("no problem found"), "{out}");
+    // Without the operator, `check` names the key it cannot read.
+    let (err, out) = fails(&["check", "--db", db]);
+    assert!(err.contains("1 problem(s) found"), "{err}");
+    assert!(
+        out.contains("key a cannot be read") && out.contains("UInt64AddOperator"),
+        "{out}"
+    );
+    // Compaction folds it; everything stays readable.
+    ok(&[&["compact", "--db", db][..], &op].concat());
+    let out = ok(&[&["scan", "--db", db, "--hex"][..], &op].concat());
+    assert!(out.contains("0500000000000000"), "{out}");
+    let out = ok(&["check", "--db", db]);
+    assert!(out.contains("no problem found"), "{out}");
+}
+
 /// The whole file at `path`, as text.
 fn read_text(path: &Path) -> String {
     let f = OsFs.open(path).unwrap();

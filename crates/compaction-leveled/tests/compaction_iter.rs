@@ -11,7 +11,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use lithify_base::keyspan::RangeTombstone;
 use lithify_base::{
-    InternalKey, InternalKeyComparator, MergeOperator, SeqNo, ValueKind, VecIterator,
+    InternalKey, InternalKeyComparator, MergeFailureScope, MergeOperator, SeqNo, ValueKind,
+    VecIterator,
 };
 use lithify_compaction_leveled::DeeperLevels;
 use lithify_compaction_leveled::iter::{
@@ -110,10 +111,38 @@ impl MergeOperator for ConcatNoPartial {
     }
 }
 
+/// `+`-joined like [`ConcatNoPartial`], but cannot merge the operand `bad`,
+/// failing with its scope.
+struct RefuseBad(MergeFailureScope);
+
+impl MergeOperator for RefuseBad {
+    fn name(&self) -> &str {
+        "refuse-bad"
+    }
+
+    fn full_merge(
+        &self,
+        key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Option<Vec<u8>> {
+        if operands.contains(&&b"bad"[..]) {
+            return None;
+        }
+        ConcatNoPartial.full_merge(key, existing, operands)
+    }
+
+    fn failure_scope(&self) -> MergeFailureScope {
+        self.0
+    }
+}
+
 /// The operator named by a case's `merge=` argument.
 fn merge_operator(name: &str) -> Arc<dyn MergeOperator> {
     match name {
         "concat-no-partial" => Arc::new(ConcatNoPartial),
+        "refuse-bad" => Arc::new(RefuseBad(MergeFailureScope::MustMerge)),
+        "refuse-bad-try" => Arc::new(RefuseBad(MergeFailureScope::TryMerge)),
         other => lithify_base::merge::built_in(other).expect("a built-in merge operator"),
     }
 }
@@ -272,6 +301,7 @@ fn run_iter(case: &common::Case) -> String {
         ("partial-merges", s.partial_merges),
         ("single-delete", s.dropped_single_delete),
         ("single-delete-mismatch", s.single_delete_mismatch),
+        ("merge-failures-kept", s.merge_failures_kept),
     ] {
         if n > 0 {
             write!(out, " {name}={n}").unwrap();

@@ -74,6 +74,7 @@ mod strategy;
 mod super_version;
 mod table;
 mod table_state;
+mod verify;
 mod wal;
 mod write;
 mod write_controller;
@@ -95,7 +96,7 @@ pub use events::{
 pub use ingest::{IngestOptions, IngestedFile};
 pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
-pub use lithify_base::merge::{Max, MergeOperator, StringAppend, UInt64Add};
+pub use lithify_base::merge::{Max, MergeFailureScope, MergeOperator, StringAppend, UInt64Add};
 pub use lithify_compaction_leveled::iter::{CompactionFilter, FilterDecision};
 pub use lithify_compaction_leveled::{
     BottommostLevelCompaction, CompactRangeOptions, CompactionPri,
@@ -119,6 +120,7 @@ pub use snapshot::Snapshot;
 pub use sst_file_writer::{ExternalSstInfo, SstFileWriter};
 pub use stats::{DbStats, LevelStats, MergeStats, StallStats, TableStats};
 pub use table::Table;
+pub use verify::MergeFailure;
 pub use write_controller::{StallCause, StallCondition};
 
 /// The README's example, run as a doctest so it stays true.

@@ -171,6 +171,7 @@ impl DbInner {
                 reads_merged,
                 full_merges: g(&c.full_merges),
                 partial_merges: g(&c.partial_merges),
+                merge_failures_kept: g(&c.merge_failures_kept),
                 single_deletes_cancelled: g(&c.single_deletes_cancelled),
                 single_delete_mismatches: g(&c.single_delete_mismatches),
             },

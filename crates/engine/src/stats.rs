@@ -43,6 +43,7 @@ pub(crate) struct Counters {
     pub(crate) stall_pending_bytes: AtomicU64,
     pub(crate) full_merges: AtomicU64,
     pub(crate) partial_merges: AtomicU64,
+    pub(crate) merge_failures_kept: AtomicU64,
     pub(crate) single_deletes_cancelled: AtomicU64,
     pub(crate) single_delete_mismatches: AtomicU64,
 }
@@ -61,6 +62,7 @@ impl Counters {
     pub(crate) fn record_iter_stats(&self, s: &IterStats) {
         Self::add(&self.full_merges, s.full_merges);
         Self::add(&self.partial_merges, s.partial_merges);
+        Self::add(&self.merge_failures_kept, s.merge_failures_kept);
         Self::add(&self.single_deletes_cancelled, s.dropped_single_delete / 2);
         Self::add(&self.single_delete_mismatches, s.single_delete_mismatch);
     }
@@ -76,6 +78,10 @@ pub struct MergeStats {
     pub full_merges: u64,
     /// Operand runs flushes and compactions combined into one operand.
     pub partial_merges: u64,
+    /// Keys whose merge failed in a flush or compaction and were written
+    /// out unmerged (the operator's failure scope is `MustMerge`); reads of
+    /// those keys fail until the operands can be merged.
+    pub merge_failures_kept: u64,
     /// Single deletes that vanished with their put in a flush or
     /// compaction.
     pub single_deletes_cancelled: u64,

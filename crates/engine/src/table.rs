@@ -121,7 +121,7 @@ impl Table {
     }
 
     /// The database, if it is still open and the table not dropped.
-    fn db(&self) -> Result<StdArc<DbInner>> {
+    pub(crate) fn db(&self) -> Result<StdArc<DbInner>> {
         let Some(inner) = self.inner.upgrade() else {
             return ClosedSnafu {
                 table: self.state.name.clone(),

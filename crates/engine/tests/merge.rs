@@ -6,12 +6,13 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::small_options;
 use lithify_base::ErrorKind;
 use lithify_engine::{
-    BottommostLevelCompaction, CompactRangeOptions, Db, Max, MergeOperator, Options, ReadOptions,
-    StringAppend, UInt64Add, WriteBatch,
+    BottommostLevelCompaction, CompactRangeOptions, Db, Max, MergeFailureScope, MergeOperator,
+    Options, ReadOptions, StringAppend, UInt64Add, WriteBatch,
 };
 use lithify_vfs::MemFs;
 
@@ -94,23 +95,153 @@ fn the_operator_is_recorded_and_a_different_one_refused() {
     db.close().unwrap();
 }
 
+/// Appends operands with `+`, and cannot merge the operand `bad` while it
+/// is `strict` (a later fixed version of the operator, or data fixed by
+/// hand, is what `tolerant` stands for).
+struct Fussy {
+    scope: MergeFailureScope,
+    strict: AtomicBool,
+}
+
+impl Fussy {
+    fn new(scope: MergeFailureScope) -> Arc<Fussy> {
+        Arc::new(Fussy {
+            scope,
+            strict: AtomicBool::new(true),
+        })
+    }
+}
+
+impl MergeOperator for Fussy {
+    fn name(&self) -> &str {
+        "fussy"
+    }
+    fn full_merge(&self, _: &[u8], base: Option<&[u8]>, ops: &[&[u8]]) -> Option<Vec<u8>> {
+        let mut v = base.unwrap_or(b"_").to_vec();
+        for op in ops {
+            if *op == b"bad" && self.strict.load(Ordering::Relaxed) {
+                return None;
+            }
+            v.push(b'+');
+            v.extend_from_slice(op);
+        }
+        Some(v)
+    }
+    fn failure_scope(&self) -> MergeFailureScope {
+        self.scope
+    }
+}
+
 #[test]
 fn a_merge_the_operator_cannot_do_is_an_error_naming_the_key() {
+    // RocksDB's default scope, `TryMerge`: a flush that meets the key fails
+    // and the database stops taking writes rather than drop the operand.
     let fs = Arc::new(MemFs::new());
-    let db = Db::open("/db", with_operator(&fs, Some(Arc::new(UInt64Add)))).unwrap();
-    db.put(b"k", 1u64.to_le_bytes()).unwrap();
-    db.merge(b"k", b"three").unwrap();
+    let op = Fussy::new(MergeFailureScope::TryMerge);
+    let db = Db::open("/db", with_operator(&fs, Some(op))).unwrap();
+    db.put(b"k", b"1").unwrap();
+    db.merge(b"k", b"bad").unwrap();
     let err = db.get(b"k").unwrap_err();
     assert!(err.is_corruption(), "{err}");
     assert!(
         err.to_string()
-            .contains("merge operator UInt64AddOperator failed to merge key k"),
+            .contains("merge operator fussy failed to merge key k"),
         "{err}"
     );
-    // A flush cannot merge it either: the database stops taking writes
-    // rather than drop the operand.
     assert!(db.flush().is_err());
     assert!(db.put(b"other", b"v").is_err());
+}
+
+#[test]
+fn a_failed_merge_stays_with_its_key() {
+    let fs = Arc::new(MemFs::new());
+    let op = Fussy::new(MergeFailureScope::MustMerge);
+    let db = Db::open("/db", with_operator(&fs, Some(op.clone()))).unwrap();
+    db.put(b"a", b"A").unwrap();
+    db.put(b"k", b"K").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap(); // K at the bottom
+    db.merge(b"k", b"1").unwrap();
+    db.merge(b"k", b"bad").unwrap();
+    db.merge(b"k", b"2").unwrap();
+    db.delete(b"gone").unwrap();
+    db.merge(b"gone", b"bad").unwrap(); // over a tombstone
+    db.put(b"z", b"Z").unwrap();
+
+    // Only reads of the key fail, naming it.
+    let err = db.get(b"k").unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains("key k"), "{err}");
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"A"[..]));
+    assert_eq!(db.get(b"z").unwrap().as_deref(), Some(&b"Z"[..]));
+    let scan: Vec<_> = db.iter().collect();
+    assert_eq!(scan[0].as_ref().unwrap().0, &b"a"[..]);
+    assert!(scan[1].is_err(), "iteration reaching `gone` fails there");
+
+    // Flushes and compactions go on and keep the operands unmerged.
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(db.background_error().is_none());
+    db.put(b"after", b"writes still work").unwrap();
+    let stats = db.stats();
+    assert!(stats.merges.merge_failures_kept >= 2, "{:?}", stats.merges);
+    let failures = db.verify_merges().unwrap();
+    let keys: Vec<_> = failures.iter().map(|f| f.key.clone()).collect();
+    assert_eq!(keys, [&b"gone"[..], &b"k"[..]]);
+    assert!(failures[1].message.contains("key k"), "{:?}", failures[1]);
+    db.close().unwrap();
+
+    // Reopened, the same; once the operator accepts the operand, nothing
+    // was lost: the base value and every operand are still there, and the
+    // tombstone still hides what was below it.
+    let db = Db::open("/db", with_operator(&fs, Some(op.clone()))).unwrap();
+    assert!(db.get(b"k").is_err());
+    op.strict.store(false, Ordering::Relaxed);
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"K+1+bad+2"[..]));
+    assert_eq!(db.get(b"gone").unwrap().as_deref(), Some(&b"_+bad"[..]));
+    assert!(db.verify_merges().unwrap().is_empty());
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"K+1+bad+2"[..]));
+    db.close().unwrap();
+}
+
+#[test]
+fn uint64add_reads_a_malformed_value_as_zero() {
+    // The case: a 1-byte value, then a merge of 5.
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", with_operator(&fs, Some(Arc::new(UInt64Add)))).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.merge(b"a", 5u64.to_le_bytes()).unwrap();
+    assert_eq!(u64_of(&db.get(b"a").unwrap().unwrap()), 5);
+    db.merge(b"a", b"xyz").unwrap(); // a malformed operand adds 0
+    assert_eq!(u64_of(&db.get(b"a").unwrap().unwrap()), 5);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(u64_of(&db.get(b"a").unwrap().unwrap()), 5);
+    assert!(db.verify_merges().unwrap().is_empty());
+    db.close().unwrap();
+}
+
+#[test]
+fn verify_merges_names_keys_an_open_without_the_operator_cannot_read() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open(
+        "/db",
+        with_operator(&fs, Some(Arc::new(StringAppend::default()))),
+    )
+    .unwrap();
+    db.put(b"p", b"plain").unwrap();
+    db.merge(b"m", b"x").unwrap();
+    db.close().unwrap();
+    let db = Db::open_read_only("/db", with_operator(&fs, None)).unwrap();
+    let failures = db.verify_merges().unwrap();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].key, &b"m"[..]);
+    assert!(
+        failures[0].message.contains("StringAppendOperator"),
+        "{:?}",
+        failures[0]
+    );
 }
 
 #[test]

@@ -116,11 +116,12 @@ pub use lithify_engine::{
     CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy, Compression, CpuCosts,
     Db, DbIterator, DbStats, DroppedBytes, EventListener, ExternalSstInfo, FilterDecision,
     FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LOST_DIR, LevelStats,
-    LiveFileMetaData, MajorOnlyOptions, ManualClock, Max, MergeOperator, MergeStats, MinorPolicy,
-    OffpeakWindow, Options, Prediction, RawIterator, ReadOptions, RecoveryMode, RecoveryReport,
-    SeqNo, Snapshot, SstFileWriter, StallCause, StallCondition, StallStats, StrategySwitchInfo,
-    StringAppend, SystemClock, Table, TableOptions, TableStats, TwoTierOptions, UInt64Add,
-    WalCompression, WriteBatch, WriteOptions, WriteStallInfo,
+    LiveFileMetaData, MajorOnlyOptions, ManualClock, Max, MergeFailure, MergeFailureScope,
+    MergeOperator, MergeStats, MinorPolicy, OffpeakWindow, Options, Prediction, RawIterator,
+    ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot, SstFileWriter, StallCause,
+    StallCondition, StallStats, StrategySwitchInfo, StringAppend, SystemClock, Table, TableOptions,
+    TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
+    WriteStallInfo,
 };
 
 /// The short ids of the built-in merge operators (`uint64add`,

@@ -667,8 +667,9 @@ pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()>
             b.name()
         ));
     }
-    // uint64add merges only onto 8-byte values: the puts of the other
-    // write benchmarks must be counters too.
+    // uint64add reads a value that is not 8 bytes as 0, with a warning per
+    // merge: the puts of the other write benchmarks must be counters too,
+    // or the figures would measure warnings.
     let puts = benchmarks.iter().any(|b| {
         matches!(
             b,
@@ -687,8 +688,8 @@ pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()>
         && settings.value_size != 8
     {
         return usage(format!(
-            "uint64add merges onto 8-byte values only: run the merge benchmarks on their own \
-             database, or pass --value-size 8 (not {})",
+            "uint64add counts only 8-byte values (others count as 0, with a warning each): run \
+             the merge benchmarks on their own database, or pass --value-size 8 (not {})",
             settings.value_size
         ));
     }

@@ -9,7 +9,10 @@
 //!    decodes, and holds keys in order, with the counts its properties
 //!    record (what `dump-sst` checks);
 //! 3. the WALs replay read-only in the chosen recovery mode: whatever the
-//!    recovery would refuse or drop is a problem.
+//!    recovery would refuse or drop is a problem;
+//! 4. every key whose merge operands do not merge (with `--merge-operator`,
+//!    or without one when the database holds operands) is a problem:
+//!    `Db::verify_merges`.
 //!
 //! One line per problem on stdout, naming the file and byte offset; the
 //! exit status is 0 only when there is none.
@@ -112,11 +115,11 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
         }
     }
 
-    // 3. The WALs, as a read-only open would replay them.
+    // 3. The WALs, as a read-only open would replay them; then every key
+    //    whose merge operands do not merge.
     let options = Options {
-        wal_recovery_mode: a.db.wal_recovery_mode,
         paranoid_checks: false,
-        ..Options::default()
+        ..a.db.options()
     };
     let mut wals = 0;
     match Db::open_read_only(dir, options) {
@@ -134,6 +137,24 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
                             d.offset, d.len, d.reason
                         ),
                     );
+                }
+            }
+            match db.verify_merges() {
+                // A damaged table stops the walk; step 2 named it already.
+                Err(e) if problems.0.is_empty() => problems.add(dir, e),
+                Err(_) => {}
+                Ok(failures) => {
+                    for f in failures {
+                        problems.add(
+                            dir,
+                            format!(
+                                "table {:?}: key {} cannot be read: {}",
+                                f.table,
+                                a.db.encoding().show(&f.key),
+                                f.message
+                            ),
+                        );
+                    }
                 }
             }
             drop(db);

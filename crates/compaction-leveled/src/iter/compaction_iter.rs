@@ -6,8 +6,8 @@ use lithify_base::key::{append_internal_key, escape};
 use std::collections::VecDeque;
 
 use lithify_base::{
-    InternalIterator, InternalKey, InternalKeyComparator, MAX_SEQNO, MergeOperator,
-    ParsedInternalKey, SeqNo, ValueKind,
+    InternalIterator, InternalKey, InternalKeyComparator, MAX_SEQNO, MergeFailureScope,
+    MergeOperator, ParsedInternalKey, SeqNo, ValueKind,
 };
 use snafu::ResultExt as _;
 
@@ -22,8 +22,8 @@ use crate::error::{
 /// What ended a run of merge operands.
 enum RunEnd {
     /// A put (its value, `None` if a range tombstone covers it) or a
-    /// tombstone (`None`), consumed by the merge.
-    Base(Option<Bytes>),
+    /// tombstone (`None`), consumed by the merge, with its sequence number.
+    Base(SeqNo, Option<Bytes>),
     /// The next version is in an older snapshot stripe, or every operand
     /// so far was dropped and the next version is not an operand.
     StripeEnd,
@@ -70,6 +70,10 @@ pub struct IterStats {
     /// its stripe, or a key with two puts under one `SingleDelete`
     /// (RocksDB's `num_single_del_mismatch`, widened to the last two).
     pub single_delete_mismatch: u64,
+    /// Keys whose full merge failed under
+    /// [`MergeFailureScope::MustMerge`](lithify_base::MergeFailureScope):
+    /// their operands and older value were output unmerged.
+    pub merge_failures_kept: u64,
 }
 
 impl IterStats {
@@ -99,6 +103,7 @@ impl IterStats {
         self.full_merges += other.full_merges;
         self.partial_merges += other.partial_merges;
         self.single_delete_mismatch += other.single_delete_mismatch;
+        self.merge_failures_kept += other.merge_failures_kept;
     }
 }
 
@@ -729,7 +734,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                         .is_some_and(|agg| agg.should_delete(&self.current_user_key, next_seq));
                 let base = live_put.then(|| self.input.value_bytes());
                 self.advance()?;
-                break RunEnd::Base(base);
+                break RunEnd::Base(next_seq, base);
             }
             self.stats.records_in += 1;
             seqno = next_seq;
@@ -743,14 +748,29 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
         }
         let n = operands.len() as u64;
         let existing = match &end {
-            RunEnd::Base(base) => Some(base.as_deref()),
+            RunEnd::Base(_, base) => Some(base.as_deref()),
             // At the bottom, the end of the key is the start of its history.
             RunEnd::KeyEnd if self.bottommost => Some(None),
             _ => None,
         };
         if let Some(existing) = existing {
-            let merged = self.full_merge(op, existing, &operands)?;
-            let consumed = u64::from(matches!(end, RunEnd::Base(_)));
+            let merged = match self.full_merge(op, existing, &operands) {
+                Ok(merged) => merged,
+                Err(e) if op.failure_scope() == MergeFailureScope::MustMerge => {
+                    tracing::warn!(
+                        target: "lithify::compaction",
+                        key = %escape(&self.current_user_key),
+                        operator = op.name(),
+                        input = %self.opts.origin,
+                        "{e}: its operands are kept unmerged (failure scope MustMerge)"
+                    );
+                    self.stats.merge_failures_kept += 1;
+                    self.emit_unmerged(operands, end);
+                    return Ok(true);
+                }
+                Err(e) => return Err(e),
+            };
+            let consumed = u64::from(matches!(end, RunEnd::Base(..)));
             self.stats.full_merges += 1;
             self.stats.dropped_merged += n + consumed - 1;
             let out_seq = if self.bottommost && first_seq <= self.earliest_snapshot {
@@ -779,6 +799,28 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             self.emit(s, ValueKind::Merge, v);
         }
         Ok(true)
+    }
+
+    /// Outputs a run whose merge failed as it was: each operand with its
+    /// own seqno, then what it applied to — the put, or, for a tombstone
+    /// or a put a range tombstone covers, a `Delete` at its seqno so that
+    /// nothing older shows through. At the bottom with nothing below, the
+    /// operands alone.
+    fn emit_unmerged(&mut self, operands: Vec<(SeqNo, Bytes)>, end: RunEnd) {
+        let mut it = operands.into_iter();
+        let Some((s, v)) = it.next() else {
+            return;
+        };
+        self.pending.clear();
+        self.pending
+            .extend(it.map(|(s, v)| (s, ValueKind::Merge, v)));
+        if let RunEnd::Base(seq, base) = end {
+            self.pending.push_back(match base {
+                Some(value) => (seq, ValueKind::Put, value),
+                None => (seq, ValueKind::Delete, Bytes::new()),
+            });
+        }
+        self.emit(s, ValueKind::Merge, v);
     }
 
     /// Runs the operator's full merge of `operands` (newest first) onto
