@@ -58,6 +58,10 @@ pub(crate) struct Tracker {
     /// sequence number, so that compaction keeps the versions newer than
     /// them (validation must see those).
     pub(crate) guard: Option<Snapshot>,
+    /// Optimistic transactions: a key was read with `get_for_update`, whose
+    /// promise (the key is unchanged until the commit) holds only if the
+    /// commit validates, even when it writes nothing.
+    pub(crate) for_update: bool,
 }
 
 impl Tracker {
@@ -161,6 +165,7 @@ impl Tracker {
         self.index = None;
         self.ranges.clear();
         self.guard = None;
+        self.for_update = false;
         std::mem::take(&mut self.keys)
             .into_iter()
             .map(|k| (k.table, k.key))

@@ -156,7 +156,9 @@ impl<'db> Transaction<'db> {
     /// a pessimistic transaction takes the key's lock first (and fails with
     /// [`Error::Conflict`] if it has a snapshot and the key changed after
     /// it), then reads the latest value; an optimistic one reads as `get`
-    /// does (every read is validated).
+    /// does, and its commit fails with [`Error::Conflict`] if another
+    /// writer changed the key after the read — even a commit that writes
+    /// nothing (RocksDB's `GetForUpdate` promise).
     pub fn get_for_update(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         self.get_for_update_cf(&self.default_table, key)
     }
@@ -165,7 +167,10 @@ impl<'db> Transaction<'db> {
     pub fn get_for_update_cf(&self, table: &Table, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let key = key.as_ref();
         match self.mode {
-            Mode::Optimistic { .. } => self.get_cf(table, key),
+            Mode::Optimistic { .. } => {
+                self.tracker.lock().for_update = true;
+                self.get_cf(table, key)
+            }
             Mode::Pessimistic { .. } => {
                 self.lock(table, key)?;
                 self.batch
@@ -365,7 +370,7 @@ impl<'db> Transaction<'db> {
             }
             Mode::Optimistic { serializable } => {
                 let tracker = self.tracker.get_mut();
-                if batch.is_empty() && self.snapshot.is_some() {
+                if batch.is_empty() && self.snapshot.is_some() && !tracker.for_update {
                     // Every read saw one snapshot: nothing to validate.
                     return Ok(());
                 }

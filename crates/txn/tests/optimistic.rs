@@ -278,3 +278,34 @@ fn plain_db_keeps_working_under_the_wrapper() {
     t.rollback();
     db.close().unwrap();
 }
+
+#[test]
+fn get_for_update_alone_is_validated_at_commit() {
+    // RocksDB's `GetForUpdate` promises the key is unchanged at commit,
+    // even when the transaction writes nothing (it returns Busy).
+    for snapshot in [true, false] {
+        let (_d, db) = open();
+        db.put(b"x", 1u64.to_le_bytes()).unwrap();
+        let options = OptimisticTransactionOptions {
+            set_snapshot: snapshot,
+            ..OptimisticTransactionOptions::default()
+        };
+        let t = db.transaction_opt(&WriteOptions::default(), &options);
+        assert_eq!(num(t.get_for_update(b"x").unwrap()), 1);
+        db.put(b"x", 2u64.to_le_bytes()).unwrap();
+        let err = t.commit().unwrap_err();
+        assert!(err.is_busy(), "snapshot {snapshot}: {err}");
+        // Unchanged, the same read-only commit succeeds.
+        let t = db.transaction_opt(&WriteOptions::default(), &options);
+        t.get_for_update(b"x").unwrap();
+        t.commit().unwrap();
+    }
+    // A plain read at one snapshot still needs no validation: it saw one
+    // consistent state.
+    let (_d, db) = open();
+    db.put(b"x", 1u64.to_le_bytes()).unwrap();
+    let t = db.transaction();
+    t.get(b"x").unwrap();
+    db.put(b"x", 2u64.to_le_bytes()).unwrap();
+    t.commit().unwrap();
+}
