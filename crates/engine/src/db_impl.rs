@@ -103,6 +103,9 @@ pub(crate) struct DbInner {
     /// Opened with `Db::open_read_only`: no writes, no background work,
     /// nothing written to the directory.
     pub(crate) opened_read_only: bool,
+    /// A read-only open: each WAL its replay read and the file's size then
+    /// (what a checkpoint of it copies).
+    pub(crate) replayed_wal_sizes: Vec<(u64, u64)>,
     /// The `LOCK` (none for a read-only open).
     pub(crate) _lock: Option<FileLock>,
 }

@@ -221,14 +221,9 @@ impl DbInner {
 
     /// See the [module documentation](self).
     pub(crate) fn live_file_set(&self, options: &CheckpointOptions) -> Result<LiveFileSet<'_>> {
-        if self.opened_read_only {
-            return InvalidArgumentSnafu {
-                message: "copying a consistent set of files needs a read-write open (it flushes and pins files)"
-                    .to_owned(),
-            }
-            .fail();
+        if !self.opened_read_only {
+            self.check_writable()?;
         }
-        self.check_writable()?;
         self.disable_file_deletions();
         // From here on, dropping the set enables deletions again.
         let mut set = LiveFileSet {
@@ -238,12 +233,16 @@ impl DbInner {
             flushed: false,
             inner: self,
         };
-        let wal_bytes = self.leader.lock().wal_size().0;
-        if wal_bytes >= options.log_size_for_flush || self.unpersisted.load(Ordering::Acquire) {
-            self.flush_all_tables()?;
-            set.flushed = true;
-        }
-        let (cut, wals, sequence) = self.cuts()?;
+        let (cut, wals, sequence) = if self.opened_read_only {
+            self.read_only_cuts()?
+        } else {
+            let wal_bytes = self.leader.lock().wal_size().0;
+            if wal_bytes >= options.log_size_for_flush || self.unpersisted.load(Ordering::Acquire) {
+                self.flush_all_tables()?;
+                set.flushed = true;
+            }
+            self.cuts()?
+        };
         set.sequence = sequence;
         for version in cut.versions.values() {
             for level in 0..version.num_levels() {
@@ -281,6 +280,26 @@ impl DbInner {
             });
         }
         Ok(set)
+    }
+
+    /// The cuts of a read-only open (RocksDB makes checkpoints of those
+    /// too): nothing is flushed or written, so the set is what the open
+    /// read — the MANIFEST's replayed records, and every WAL the replay
+    /// read, whole as it was then. A copy replays them as this open did.
+    fn read_only_cuts(&self) -> Result<Cuts> {
+        let cut = self.versions.recovered_cut().ok_or_else(|| {
+            InvalidArgumentSnafu {
+                message: "the MANIFEST this read-only open read is not known".to_owned(),
+            }
+            .build()
+        })?;
+        let wals = self
+            .replayed_wal_sizes
+            .iter()
+            .copied()
+            .filter(|&(n, _)| n >= cut.min_log_number)
+            .collect();
+        Ok((cut, wals, self.visible()))
     }
 
     /// Flushes every table's memtable and waits for the flushes.

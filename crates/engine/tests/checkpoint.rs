@@ -136,7 +136,7 @@ fn a_checkpoint_on_disk_links_its_tables() {
 }
 
 #[test]
-fn a_checkpoint_refuses_an_existing_directory_and_a_read_only_database() {
+fn a_checkpoint_refuses_an_existing_directory() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let db = open(fs.clone(), "/db");
     db.put(b"a", b"1").unwrap();
@@ -144,10 +144,62 @@ fn a_checkpoint_refuses_an_existing_directory_and_a_read_only_database() {
     let err = db.create_checkpoint("/taken").unwrap_err();
     assert!(err.to_string().contains("already exists"), "{err}");
     db.close().unwrap();
+}
+
+/// Every file of `dir` with its bytes.
+fn tree(fs: &dyn FileSystem, dir: &str) -> Vec<(String, Vec<u8>)> {
+    let mut names = fs.list_dir(Path::new(dir)).unwrap();
+    names.sort();
+    names
+        .into_iter()
+        .filter(|n| !fs.is_dir(&Path::new(dir).join(n)))
+        .map(|n| {
+            let bytes = lithify_vfs::read_file(fs, &Path::new(dir).join(&n)).unwrap();
+            (n, bytes)
+        })
+        .collect()
+}
+
+/// RocksDB makes checkpoints of a read-only open: the copy holds what the
+/// open reads (tables, and the writes only the WALs hold), and the source
+/// directory does not change by a byte.
+#[test]
+fn a_checkpoint_of_a_read_only_open_holds_what_it_reads() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = open(fs.clone(), "/db");
+    for i in 0..400 {
+        db.put(key(i), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    for i in 400..500 {
+        db.put(key(i), value(i)).unwrap(); // only in the WAL
+    }
+    db.delete(key(3)).unwrap();
+    db.close().unwrap();
+    let mut want = model_after(500);
+    want.remove(&key(3));
+
+    let before = tree(&*fs, "/db");
     let ro = Db::open_read_only("/db", small_options(fs.clone())).unwrap();
-    let err = ro.create_checkpoint("/copy").unwrap_err();
-    assert!(err.to_string().contains("read-write"), "{err}");
-    assert!(!fs.exists(Path::new("/copy")));
+    let info = ro.create_checkpoint("/copy").unwrap();
+    assert_eq!(info.sequence, 501);
+    assert!(!info.flushed);
+    assert!(info.wals_copied >= 1, "{info:?}");
+    assert_eq!(scan(&ro, &ReadOptions::default()), model_pairs(&want));
+    drop(ro);
+    assert_eq!(tree(&*fs, "/db"), before, "the source is unchanged");
+
+    for read_only in [true, false] {
+        let copy = if read_only {
+            Db::open_read_only("/copy", small_options(fs.clone())).unwrap()
+        } else {
+            Db::open("/copy", small_options(fs.clone())).unwrap()
+        };
+        assert!(copy.recovery_report().dropped.is_empty());
+        assert_eq!(scan(&copy, &ReadOptions::default()), model_pairs(&want));
+        copy.close().unwrap();
+    }
 }
 
 /// A fault at every mutation of the checkpoint, then a power loss: the

@@ -95,6 +95,9 @@ pub(crate) struct Replayed {
     pub(crate) wals: BTreeMap<u64, u64>,
     /// The torn last record dropped from the end of the MANIFEST, if any.
     pub(crate) torn_tail: Option<DroppedRange>,
+    /// The bytes of the MANIFEST the state was replayed from (every whole
+    /// record; a torn tail is past it).
+    pub(crate) size: u64,
 }
 
 struct TableReplay {
@@ -277,6 +280,7 @@ impl<'a> Replayer<'a> {
             max_table_id: self.max_table_id,
             wals,
             torn_tail: None,
+            size: 0,
         })
     }
 }
@@ -298,7 +302,7 @@ fn read_records(
     path: &Path,
     number: u64,
     on_record: &mut dyn FnMut(u64, Vec<VersionEdit>) -> std::result::Result<(), String>,
-) -> Result<Option<DroppedRange>> {
+) -> Result<(Option<DroppedRange>, u64)> {
     let file = fs.open(path).context(IoSnafu {
         op: "opening",
         path: path.to_path_buf(),
@@ -359,7 +363,8 @@ fn read_records(
         }
         Some(LogEnd::Clean) | None => None,
     };
-    Ok(torn)
+    let size = torn.map_or(reader.file_len(), |t| t.offset);
+    Ok((torn, size))
 }
 
 /// The error for a MANIFEST whose records do not make a state: at the torn
@@ -399,13 +404,14 @@ pub(crate) fn replay(
 ) -> Result<Replayed> {
     let path = dir.join(manifest_file_name(number));
     let mut replayer = Replayer::new(num_levels, resolve);
-    let torn = read_records(fs, &path, number, &mut |_, edits| {
+    let (torn, size) = read_records(fs, &path, number, &mut |_, edits| {
         replayer.apply_group(&edits)
     })?;
     let mut replayed = replayer
         .finish(number)
         .map_err(|message| unfinished(fs, &path, torn, message))?;
     replayed.torn_tail = torn;
+    replayed.size = size;
     Ok(replayed)
 }
 
@@ -466,7 +472,7 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
         replayer.apply_group(&edits)
     });
     let torn = match read {
-        Ok(torn) => torn,
+        Ok((torn, _)) => torn,
         Err(e) => {
             let _ = writeln!(out, "error: {e}");
             return Err(e);

@@ -168,6 +168,9 @@ struct Inner {
     wals: BTreeMap<u64, u64>,
     /// The torn record recovery dropped from the end of the MANIFEST.
     torn_tail: Option<lithify_wal::DroppedRange>,
+    /// The bytes of the recovered MANIFEST that describe `versions`, until
+    /// the first write (which starts a new MANIFEST).
+    recovered_size: Option<u64>,
     /// The MANIFEST being appended to; `None` means the next write starts a
     /// new one.
     manifest: Option<Writer>,
@@ -205,6 +208,7 @@ struct Initial {
     max_table_id: TableId,
     wals: BTreeMap<u64, u64>,
     torn_tail: Option<lithify_wal::DroppedRange>,
+    recovered_size: Option<u64>,
     next_file_number: u64,
     last_sequence: SeqNo,
     manifest_number: u64,
@@ -325,6 +329,7 @@ impl VersionSet {
                 max_table_id: 0,
                 wals: BTreeMap::new(),
                 torn_tail: None,
+                recovered_size: None,
                 next_file_number: 1,
                 last_sequence: 0,
                 manifest_number: 0,
@@ -383,6 +388,7 @@ impl VersionSet {
                 max_table_id: replayed.max_table_id,
                 wals: replayed.wals,
                 torn_tail: replayed.torn_tail,
+                recovered_size: Some(replayed.size),
                 next_file_number: replayed.next_file_number,
                 last_sequence: replayed.last_sequence,
                 manifest_number: number,
@@ -423,6 +429,7 @@ impl VersionSet {
                 max_table_id: initial.max_table_id,
                 wals: initial.wals,
                 torn_tail: initial.torn_tail,
+                recovered_size: initial.recovered_size,
                 manifest: None,
                 manifest_number: initial.manifest_number,
                 registry: HashMap::new(),
@@ -553,7 +560,11 @@ impl VersionSet {
     pub fn manifest_cut(&self) -> Option<ManifestCut> {
         let inner = self.inner.lock();
         let manifest_size = inner.manifest.as_ref()?.bytes_written();
-        Some(ManifestCut {
+        Some(Self::cut(&inner, manifest_size))
+    }
+
+    fn cut(inner: &Inner, manifest_size: u64) -> ManifestCut {
+        ManifestCut {
             manifest_number: inner.manifest_number,
             manifest_size,
             versions: inner.versions.clone(),
@@ -563,7 +574,17 @@ impl VersionSet {
                 .map(|t| t.log_number)
                 .min()
                 .unwrap_or(0),
-        })
+        }
+    }
+
+    /// [`manifest_cut`](Self::manifest_cut) of a set nothing was written to
+    /// since it was recovered (a read-only open): the recovered MANIFEST's
+    /// number and the bytes of it that were replayed (every whole record;
+    /// a torn tail is left out). `None` once anything was written.
+    pub fn recovered_cut(&self) -> Option<ManifestCut> {
+        let inner = self.inner.lock();
+        let manifest_size = inner.recovered_size?;
+        Some(Self::cut(&inner, manifest_size))
     }
 
     /// Creates a table called `name` with the registered comparator
@@ -621,6 +642,8 @@ impl VersionSet {
         force_new: bool,
     ) -> Result<()> {
         let mut plan = self.prepare(inner, &edits)?;
+        // From here the recovered MANIFEST no longer describes the state.
+        inner.recovered_size = None;
         let new_manifest = force_new
             || match &inner.manifest {
                 None => true,

@@ -402,6 +402,11 @@ impl Reader {
         })
     }
 
+    /// The size of the file when the reader was made: it reads no further.
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
     /// Sets the recovery mode.
     pub fn with_mode(mut self, mode: RecoveryMode) -> Self {
         self.mode = mode;

@@ -210,6 +210,11 @@ pub(crate) fn open(
     }
     .run(&replay_logs, min_log, &mut tables)?;
     let last_seq = versions.last_sequence().max(replayed.last_seq);
+    let replayed_wal_sizes = if read_only {
+        replayed.wal_sizes
+    } else {
+        Vec::new()
+    };
     let mut report = RecoveryReport {
         mode: opts.wal_recovery_mode,
         read_only,
@@ -260,6 +265,7 @@ pub(crate) fn open(
         last_seq,
         events,
         report,
+        replayed_wal_sizes,
         lock,
     })?;
     inner.events.recovery_completed(&inner.recovery);
@@ -536,6 +542,8 @@ struct AssembleParts<'a> {
     last_seq: SeqNo,
     events: Events,
     report: RecoveryReport,
+    /// Read-only: each WAL replayed and its size then.
+    replayed_wal_sizes: Vec<(u64, u64)>,
     lock: Option<FileLock>,
 }
 
@@ -663,6 +671,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
         opened_at: Instant::now(),
         events: p.events,
         recovery: p.report,
+        replayed_wal_sizes: p.replayed_wal_sizes,
         _lock: p.lock,
     });
     {

@@ -68,6 +68,8 @@ pub(super) struct Replayed {
     pub(super) last_seq: SeqNo,
     /// WALs read (fully or in part), ascending.
     pub(super) wals_read: Vec<u64>,
+    /// Each WAL read and its size when it was read.
+    pub(super) wal_sizes: Vec<(u64, u64)>,
     /// Byte ranges dropped; `kept` is filled in when the files move.
     pub(super) dropped: Vec<DroppedBytes>,
 }
@@ -104,6 +106,7 @@ impl WalReplay<'_> {
         let mut out = Replayed {
             last_seq: 0,
             wals_read: Vec::new(),
+            wal_sizes: Vec::new(),
             dropped: Vec::new(),
         };
         // RocksDB's `WalSet::CheckWals`: a WAL known synced must be there.
@@ -187,6 +190,7 @@ impl WalReplay<'_> {
                 ));
             }
             out.wals_read.push(number);
+            out.wal_sizes.push((number, file_len));
             if file_len == 0 {
                 // Not even the header: a power cut right after the WAL was
                 // created leaves this, and so does damage; say so.
