@@ -3,40 +3,50 @@
 //! 1. **Check** every file before anything changes: it opens as a table
 //!    of this table's comparator, every block's checksum holds, every
 //!    entry has sequence number 0 (as [`SstFileWriter`](crate::SstFileWriter)
-//!    writes them) and the files do not overlap one another. A damaged or
-//!    foreign file is refused with its path.
-//! 2. If the table's memtables hold keys in the files' range, they are
-//!    **flushed** first (RocksDB's `allow_blocking_flush`; refused when it
-//!    is off): a memtable is read before any file, so an older memtable
-//!    entry would hide an ingested one.
+//!    writes them). A damaged or foreign file is refused with its path.
+//!    With `move_files`, a file that is one of this database's own table
+//!    files is refused: moving it would delete a file the database reads.
+//!    Files may overlap one another (RocksDB's rule): then every one of
+//!    them goes to L0 with a sequence number of its own, in the order
+//!    given, so that a later file wins.
+//! 2. If a memtable of the table holds a key (or a range deletion) inside
+//!    a file's range, the memtables are **flushed** first (RocksDB's
+//!    `RangesOverlapWithMemtables`, and `allow_blocking_flush`; refused
+//!    when it is off): a memtable is read before any file, so an older
+//!    memtable entry would hide an ingested one. Memtables whose keys
+//!    only surround a file's range are left alone.
 //! 3. Inside the write group, alone (no write is in flight or can start):
 //!    the memtable check is repeated (a write that slipped in sends the
 //!    ingestion back to step 2), then each file gets its **level**: the
-//!    lowest level such that neither it nor any level above holds keys of
-//!    the file's range and no running compaction writes that range into
-//!    it (RocksDB's rule) — for leveled tables; MajorOnly, TwoTier and
-//!    Adaptive tables take ingested files into L0, where their strategies
-//!    pick them up like flushed files. A **sequence number** is assigned
-//!    (the next one, for the whole ingestion) when a file overlaps data
-//!    already in the table, or when a snapshot is open and
+//!    lowest level such that no level at or above it holds a key of the
+//!    file's range (a key, or a range deletion reaching into it: RocksDB's
+//!    `OverlapWithLevelIterator`), the level holds no file whose range
+//!    overlaps the file's, and no running compaction writes that range
+//!    into it — for leveled tables; MajorOnly, TwoTier and Adaptive tables
+//!    take ingested files into L0, where their strategies pick them up
+//!    like flushed files. A file gets a **sequence number** (the next one
+//!    for each such file) when a level holds a key of its range, when the
+//!    files overlap one another, or when a snapshot is open and
 //!    `snapshot_consistency` is on (RocksDB's rule: an older snapshot must
-//!    not see the ingested keys); otherwise the entries keep sequence
+//!    not see the ingested keys); otherwise its entries keep sequence
 //!    number 0, which sorts below everything and is never visible above
-//!    newer data because nothing overlaps them. A file that needs a
+//!    newer data because no key of its range exists. A file that needs a
 //!    sequence number is rewritten with it (RocksDB can patch a global
 //!    sequence number into the file; lithify's tables store each entry's
 //!    number, so the copy is rewritten), otherwise it is hard-linked
 //!    (`move_files`) or copied.
 //! 4. One MANIFEST edit adds every file (atomic for the list); the
-//!    sequence number, if any, is published like a write's.
+//!    last sequence number, if any, is published like a write's.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc as StdArc, Mutex as StdMutex};
 
 use lithify_base::key::{
-    InternalKey, MAX_SEQNO, append_internal_key, trailer, unpack_trailer, user_key,
+    InternalKey, KIND_FOR_SEEK, MAX_SEQNO, append_internal_key, trailer, unpack_trailer, user_key,
 };
-use lithify_base::{Comparator, InternalIterator, SeqNo, ValueKind};
+use lithify_base::keyspan::RangeTombstone;
+use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
+use lithify_memtable::MemTableIter;
 use lithify_sstable::{SstBuilder, SstReader};
 use lithify_version::filename::table_file_name;
 use lithify_version::{FileMetadata, TableId, VersionEdit};
@@ -100,7 +110,11 @@ pub(crate) struct External {
 /// An ingestion handed to the write group.
 pub(crate) struct IngestJob {
     pub(crate) table: TableId,
+    /// In the order given: where they overlap, a later file wins.
     files: Vec<External>,
+    /// Some files overlap one another: all go to L0, each with a sequence
+    /// number of its own.
+    files_overlap: bool,
     options: IngestOptions,
     /// Set by the leader: the outcome, or `None` when a write to the
     /// range slipped in and the memtables must be flushed again.
@@ -129,39 +143,30 @@ impl DbInner {
             return Ok(Vec::new());
         }
         self.check_writable()?;
-        let mut files = paths
+        let files = paths
             .iter()
-            .map(|p| self.check_external(p))
+            .map(|p| self.check_external(p, options.move_files))
             .collect::<Result<Vec<_>>>()?;
         let icmp = self.opener.options.comparator.clone();
-        files.sort_by(|a, b| icmp.compare_user(&a.smallest, &b.smallest));
-        for w in files.windows(2) {
-            if !icmp.compare_user(&w[0].largest, &w[1].smallest).is_lt() {
-                return InvalidArgumentSnafu {
-                    message: format!(
-                        "external files {} and {} overlap: ingest them separately",
-                        w[0].path.display(),
-                        w[1].path.display()
-                    ),
-                }
-                .fail();
-            }
-        }
-        let lo = files[0].smallest.clone();
-        let hi = files[files.len() - 1].largest.clone();
+        let mut by_start: Vec<&External> = files.iter().collect();
+        by_start.sort_by(|a, b| icmp.compare_user(&a.smallest, &b.smallest));
+        let files_overlap = by_start
+            .windows(2)
+            .any(|w| !icmp.compare_user(&w[0].largest, &w[1].smallest).is_lt());
         let job = StdArc::new(IngestJob {
             table,
             files,
+            files_overlap,
             options: *options,
             result: StdMutex::new(None),
             raced: std::sync::atomic::AtomicBool::new(false),
         });
         const ATTEMPTS: usize = 5;
         for _ in 0..ATTEMPTS {
-            if self.memtables_overlap(table, &lo, &hi)? {
+            if self.memtables_overlap(table, &job.files)? {
                 if !options.allow_blocking_flush {
                     return InvalidArgumentSnafu {
-                        message: "the memtable holds keys of the files' range and allow_blocking_flush is off"
+                        message: "the memtable holds keys inside the files' ranges and allow_blocking_flush is off"
                             .to_owned(),
                     }
                     .fail();
@@ -182,7 +187,11 @@ impl DbInner {
             let placed = result?;
             if options.move_files {
                 for f in &job.files {
-                    let _ = self.fs.remove_file(&f.path);
+                    // Checked at step 1; checked again, since removing a
+                    // live table is never undone.
+                    if self.own_table_file(&f.path)?.is_none() {
+                        let _ = self.fs.remove_file(&f.path);
+                    }
                 }
             }
             self.wake_background();
@@ -191,7 +200,7 @@ impl DbInner {
                 table,
                 files = placed.len(),
                 levels = ?placed.iter().map(|f| f.level).collect::<Vec<_>>(),
-                sequence = placed.first().map_or(0, |f| f.sequence),
+                sequence = placed.iter().map(|f| f.sequence).max().unwrap_or(0),
                 "external files ingested"
             );
             return Ok(placed);
@@ -205,12 +214,22 @@ impl DbInner {
     }
 
     /// Step 1: the file opens as a table of this database, every block is
-    /// intact, every entry has sequence number 0.
-    fn check_external(&self, path: &Path) -> Result<External> {
+    /// intact, every entry has sequence number 0; with `move_files`, it is
+    /// not one of this database's own table files.
+    fn check_external(&self, path: &Path, move_files: bool) -> Result<External> {
         let io = |op: &'static str| IoSnafu {
             op,
             path: path.to_path_buf(),
         };
+        if move_files && let Some(number) = self.own_table_file(path)? {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "{} is table file {number} of this database: moving it in would delete it (copy it out first, or ingest without moving)",
+                    path.display()
+                ),
+            }
+            .fail();
+        }
         let size = self.fs.file_size(path).context(io("reading the size of"))?;
         let file = self.fs.open(path).context(io("opening"))?;
         let mut opts = self.opener.options.clone();
@@ -273,8 +292,33 @@ impl DbInner {
         })
     }
 
-    /// Whether the table's memtables hold keys in `[lo, hi]`.
-    fn memtables_overlap(&self, table: TableId, lo: &[u8], hi: &[u8]) -> Result<bool> {
+    /// The number of the table file `path` names when it is a file of this
+    /// database's directory (a live table, or one an old version or a
+    /// reader still holds), by canonical path.
+    fn own_table_file(&self, path: &Path) -> Result<Option<u64>> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let Some(lithify_version::filename::FileKind::Table(number)) =
+            lithify_version::filename::parse_file_name(name)
+        else {
+            return Ok(None);
+        };
+        let canonical = |p: &Path| lithify_vfs::resolve(&*self.fs, p);
+        let io = |p: &Path| IoSnafu {
+            op: "resolving",
+            path: p.to_path_buf(),
+        };
+        let dir = canonical(&self.dir).context(io(&self.dir))?;
+        let parent = canonical(lithify_vfs::parent_dir(path)).context(io(path))?;
+        Ok((parent == dir && self.versions.live_files().contains(&number)).then_some(number))
+    }
+
+    /// Whether a memtable of the table holds a key, or a range deletion
+    /// reaching, inside one of `files`' ranges (RocksDB's
+    /// `RangesOverlapWithMemtables`).
+    fn memtables_overlap(&self, table: TableId, files: &[External]) -> Result<bool> {
         let mems = {
             let st = self.lock_state();
             let Some(t) = st.tables.get(&table) else {
@@ -288,20 +332,58 @@ impl DbInner {
             mems
         };
         let icmp = self.opener.options.comparator.clone();
-        Ok(match crate::flush::memtable_range(&icmp, &mems)? {
-            None => false,
-            Some((mlo, mhi)) => {
-                icmp.compare_user(&mlo, hi).is_le() && icmp.compare_user(&mhi, lo).is_ge()
+        for m in &mems {
+            let mut it = MemTableIter::new(lithify_base::sync::Arc::clone(m.table()));
+            let tombstones = if m.num_range_deletes() > 0 {
+                m.range_tombstones()
+            } else {
+                Vec::new()
+            };
+            for f in files {
+                if holds_key_in(&icmp, &mut it, &f.smallest, &f.largest).context(ReadSnafu)?
+                    || tombstones
+                        .iter()
+                        .any(|t| reaches_into(&icmp, t, &f.smallest, &f.largest))
+                {
+                    return Ok(true);
+                }
             }
-        })
+        }
+        Ok(false)
+    }
+
+    /// Whether a table file of `level` holds a key, or a range deletion
+    /// reaching, inside `f`'s range (RocksDB's `OverlapWithLevelIterator`:
+    /// keys, not file ranges).
+    fn level_holds_key_of(
+        &self,
+        version: &lithify_version::Version,
+        level: usize,
+        f: &External,
+    ) -> Result<bool> {
+        let icmp = self.opener.options.comparator.clone();
+        for meta in version.overlapping_files(level, Some(&f.smallest), Some(&f.largest)) {
+            let sst = self.opener.open(meta.number, meta.size)?;
+            let mut it = sst.iter();
+            if holds_key_in(&icmp, &mut it, &f.smallest, &f.largest).context(ReadSnafu)? {
+                return Ok(true);
+            }
+            if sst
+                .range_tombstones()
+                .iter()
+                .filter_map(|t| RangeTombstone::from_stored(&t.start, &t.end))
+                .any(|t| reaches_into(&icmp, &t, &f.smallest, &f.largest))
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Step 3, by the write group's leader with no group in flight.
     /// Returns the last sequence number to publish.
     pub(crate) fn apply_ingest(&self, leader: &mut LeaderState, job: &IngestJob) -> SeqNo {
-        let lo = &job.files[0].smallest;
-        let hi = &job.files[job.files.len() - 1].largest;
-        match self.memtables_overlap(job.table, lo, hi) {
+        match self.memtables_overlap(job.table, &job.files) {
             Ok(false) => {}
             Ok(true) => {
                 job.raced.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -338,42 +420,53 @@ impl DbInner {
             crate::CompactionStrategy::Leveled(_)
         );
         let version = StdArc::clone(&t.version);
+        // (level, whether a level holds a key of the file's range)
         let mut plan = Vec::with_capacity(job.files.len());
-        let mut any_overlap = false;
         for f in &job.files {
-            let (lo, hi) = (Some(&f.smallest[..]), Some(&f.largest[..]));
+            if job.files_overlap {
+                plan.push((0, true));
+                continue;
+            }
             let mut target = 0;
             let mut overlap = false;
             for level in 0..version.num_levels() {
-                if !version.overlapping_files(level, lo, hi).is_empty() {
+                if self.level_holds_key_of(&version, level, f)? {
                     overlap = true;
                     break;
                 }
-                if !leveled {
+                if !leveled || level == 0 {
                     continue;
                 }
-                if level > 0
-                    && t.compactions
-                        .output_range_conflicts(&icmp, level, &f.smallest, &f.largest)
+                if t.compactions
+                    .output_range_conflicts(&icmp, level, &f.smallest, &f.largest)
                 {
                     break;
                 }
-                target = level;
+                let (lo, hi) = (Some(&f.smallest[..]), Some(&f.largest[..]));
+                if version.overlapping_files(level, lo, hi).is_empty() {
+                    target = level;
+                }
             }
-            any_overlap |= overlap;
-            plan.push(target);
+            plan.push((target, overlap));
         }
         // No snapshot may be taken from the decision to the install: one
         // taken in between would see the entries of a file that kept
         // sequence number 0 appear under it.
         self.snapshots.with_no_new(|any_snapshot| {
-            let needs_seqno = any_overlap || (job.options.snapshot_consistency && any_snapshot);
-            let sequence = if needs_seqno {
-                leader.last_allocated + 1
-            } else {
-                0
-            };
-            if sequence > MAX_SEQNO {
+            let force = job.options.snapshot_consistency && any_snapshot;
+            // Each file that needs one gets the next sequence number, in
+            // the order given.
+            let mut last = leader.last_allocated;
+            let mut sequences = Vec::with_capacity(plan.len());
+            for &(_, overlap) in &plan {
+                if overlap || force {
+                    last += 1;
+                    sequences.push(last);
+                } else {
+                    sequences.push(0);
+                }
+            }
+            if last > MAX_SEQNO {
                 return InvalidArgumentSnafu {
                     message: "sequence numbers are exhausted".to_owned(),
                 }
@@ -383,7 +476,7 @@ impl DbInner {
             let mut placed = Vec::with_capacity(job.files.len());
             let mut written = Vec::new();
             let files = (|| -> Result<()> {
-                for (f, &level) in job.files.iter().zip(&plan) {
+                for ((f, &(level, _)), &sequence) in job.files.iter().zip(&plan).zip(&sequences) {
                     let number = self.versions.new_file_number();
                     let dest = self.dir.join(table_file_name(number));
                     written.push(dest.clone());
@@ -424,10 +517,10 @@ impl DbInner {
                 }
                 return Err(e);
             }
-            if sequence > 0 {
-                edit.last_sequence = Some(sequence);
+            if last > leader.last_allocated {
+                edit.last_sequence = Some(last);
                 // Used even if the edit fails: its record may be durable.
-                leader.last_allocated = sequence;
+                leader.last_allocated = last;
             }
             if let Err(e) = self.versions.log_and_apply(vec![edit]) {
                 // The record may be on disk: the version set quarantines
@@ -549,6 +642,25 @@ impl DbInner {
             reader.properties(),
         ))
     }
+}
+
+/// Whether `it` holds a key in `[lo, hi]` (user keys, inclusive): one seek.
+fn holds_key_in(
+    icmp: &InternalKeyComparator,
+    it: &mut impl InternalIterator,
+    lo: &[u8],
+    hi: &[u8],
+) -> lithify_base::Result<bool> {
+    let mut target = Vec::with_capacity(lo.len() + 8);
+    append_internal_key(&mut target, lo, MAX_SEQNO, KIND_FOR_SEEK);
+    it.seek_ge(&target)?;
+    Ok(it.valid() && icmp.compare_user(user_key(it.key()), hi).is_le())
+}
+
+/// Whether range deletion `t` (`[start, end)`) deletes anything in
+/// `[lo, hi]`.
+fn reaches_into(icmp: &InternalKeyComparator, t: &RangeTombstone, lo: &[u8], hi: &[u8]) -> bool {
+    icmp.compare_user(&t.start, hi).is_le() && icmp.compare_user(&t.end, lo).is_gt()
 }
 
 fn corrupt(path: &Path) -> impl Fn(String) -> Error + '_ {

@@ -122,7 +122,7 @@ fn an_older_snapshot_does_not_see_ingested_keys() {
 }
 
 #[test]
-fn damaged_foreign_and_overlapping_files_are_refused_before_anything_changes() {
+fn damaged_and_foreign_files_are_refused_before_anything_changes() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let opts = Options {
         disable_auto_compactions: true,
@@ -151,24 +151,147 @@ fn damaged_foreign_and_overlapping_files_are_refused_before_anything_changes() {
         .ingest_external_file(&[&own], &IngestOptions::default())
         .unwrap_err();
     assert!(err.to_string().contains("not an external table"), "{err}");
-    // Two files that overlap one another.
-    let a = external(
-        &opts,
-        "/a.sst",
-        &[(k(1), Some(b"a".to_vec())), (k(5), Some(b"a".to_vec()))],
-        &[],
-    );
-    let b = external(&opts, "/b.sst", &[(k(3), Some(b"b".to_vec()))], &[]);
-    let err = db
-        .ingest_external_file(&[&a, &b], &IngestOptions::default())
-        .unwrap_err();
-    assert!(err.to_string().contains("overlap"), "{err}");
     assert_eq!((db.live_files(), db.latest_sequence_number()), before);
     assert_eq!(
         db.get(k(9_000)).unwrap(),
         None,
         "nothing of the list landed"
     );
+}
+
+/// RocksDB accepts files that overlap one another in one call: all go to
+/// L0, each with a sequence number of its own in the order given, so the
+/// later file wins.
+#[test]
+fn files_overlapping_one_another_are_ingested_and_the_later_wins() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = options(fs.clone());
+    let db = Db::open("/db", opts.clone()).unwrap();
+    db.put(b"before", b"1").unwrap();
+    let a = external(
+        &opts,
+        "/a.sst",
+        &[(k(1), Some(b"a".to_vec())), (k(5), Some(b"a".to_vec()))],
+        &[],
+    );
+    let b = external(
+        &opts,
+        "/b.sst",
+        &[(k(3), Some(b"b".to_vec())), (k(5), Some(b"b".to_vec()))],
+        &[],
+    );
+    let seq = db.latest_sequence_number();
+    let placed = db
+        .ingest_external_file(&[&a, &b], &IngestOptions::default())
+        .unwrap();
+    assert_eq!(placed.len(), 2);
+    assert_eq!(placed[0].external, a);
+    assert_eq!((placed[0].level, placed[0].sequence), (0, seq + 1));
+    assert_eq!((placed[1].level, placed[1].sequence), (0, seq + 2));
+    assert_eq!(db.latest_sequence_number(), seq + 2);
+    assert_eq!(db.get(k(5)).unwrap().as_deref(), Some(&b"b"[..]));
+    assert_eq!(db.get(k(1)).unwrap().as_deref(), Some(&b"a"[..]));
+    assert_eq!(db.get(k(3)).unwrap().as_deref(), Some(&b"b"[..]));
+    // The other order: the other file wins.
+    db.ingest_external_file(&[&b, &a], &IngestOptions::default())
+        .unwrap();
+    assert_eq!(db.get(k(5)).unwrap().as_deref(), Some(&b"a"[..]));
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(k(5)).unwrap().as_deref(), Some(&b"a"[..]));
+    assert_eq!(db.get(k(3)).unwrap().as_deref(), Some(&b"b"[..]));
+}
+
+/// RocksDB's rules look at keys, not ranges: a memtable is flushed only
+/// when it holds a key inside a file's range, and a file gets a sequence
+/// number only when a level holds a key inside its range.
+#[test]
+fn keys_around_a_file_neither_flush_nor_need_a_sequence_number() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = Options {
+        disable_auto_compactions: true,
+        ..options(fs.clone())
+    };
+    let db = Db::open("/db", opts.clone()).unwrap();
+    // A bottom file spanning [a, z] with no key in between.
+    db.put(b"a", b"1").unwrap();
+    db.put(b"z", b"1").unwrap();
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    // Memtable keys around the file's range, not in it.
+    db.put(b"b", b"mem").unwrap();
+    db.put(b"y", b"mem").unwrap();
+    let files_before = db.live_files().len();
+    let path = external(
+        &opts,
+        "/mid.sst",
+        &[
+            (b"m".to_vec(), Some(b"ing".to_vec())),
+            (b"n".to_vec(), Some(b"ing".to_vec())),
+        ],
+        &[],
+    );
+    let placed = db
+        .ingest_external_file(&[&path], &IngestOptions::default())
+        .unwrap();
+    assert_eq!(placed[0].sequence, 0, "no key of [m, n] exists");
+    assert!(
+        placed[0].level < opts.num_levels - 1,
+        "the last level's file overlaps the range: {placed:?}"
+    );
+    assert_eq!(
+        db.live_files().len(),
+        files_before + 1,
+        "the memtable was not flushed"
+    );
+    for (key, want) in [(&b"b"[..], &b"mem"[..]), (b"m", b"ing"), (b"z", b"1")] {
+        assert_eq!(db.get(key).unwrap().as_deref(), Some(want));
+    }
+    // A memtable key inside the range does flush, and the file then gets a
+    // sequence number above it.
+    db.put(b"m", b"newer in memtable").unwrap();
+    let again = external(
+        &opts,
+        "/m.sst",
+        &[(b"m".to_vec(), Some(b"ingested".to_vec()))],
+        &[],
+    );
+    let placed = db
+        .ingest_external_file(&[&again], &IngestOptions::default())
+        .unwrap();
+    assert!(placed[0].sequence > 0);
+    assert_eq!(db.get(b"m").unwrap().as_deref(), Some(&b"ingested"[..]));
+    assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"mem"[..]));
+}
+
+/// `move_files` never deletes a table the database reads: one of its own
+/// files (here a bottommost one, whose entries carry sequence number 0 and
+/// so pass as external) is refused by name, and stays.
+#[test]
+fn moving_in_a_table_of_the_database_itself_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let fs: Arc<dyn FileSystem> = Arc::new(lithify_vfs::OsFs);
+    let db = Db::open(&path, options(fs.clone())).unwrap();
+    for i in 0..100 {
+        db.put(k(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let own = db.live_files()[0].path.clone();
+    // Reached through another spelling of the same directory.
+    let spelled = dir.path().join("db/../db/.").join(own.file_name().unwrap());
+    let moving = IngestOptions {
+        move_files: true,
+        ..IngestOptions::default()
+    };
+    for p in [&own, &spelled] {
+        let err = db.ingest_external_file(&[p], &moving).unwrap_err();
+        assert!(err.to_string().contains("of this database"), "{err}");
+    }
+    assert!(fs.exists(&own));
+    db.close().unwrap();
+    let db = Db::open(&path, options(fs)).unwrap();
+    assert_eq!(db.get(k(7)).unwrap().as_deref(), Some(&b"v"[..]));
 }
 
 #[test]
@@ -222,44 +345,49 @@ fn random_ingestions_and_writes_match_the_oracle() {
                 }
             }
             2 => {
-                let start = next(1_900) as u32;
-                let mut keys: Vec<u32> = (0..20).map(|_| start + next(100) as u32).collect();
-                keys.sort_unstable();
-                keys.dedup();
-                let entries: Vec<_> = keys
-                    .iter()
-                    .map(|&i| {
-                        (
-                            k(i),
-                            (next(5) != 0).then(|| format!("ing{round}").into_bytes()),
-                        )
-                    })
-                    .collect();
-                let ranges: Vec<(Vec<u8>, Vec<u8>)> = if next(3) == 0 {
-                    let s = start + next(50) as u32;
-                    vec![(k(s), k(s + 10))]
-                } else {
-                    Vec::new()
-                };
-                for (s, e) in &ranges {
-                    let doomed: Vec<_> = model
-                        .range(s.clone()..e.clone())
-                        .map(|(k, _)| k.clone())
+                // One file, or two that may overlap (the later wins).
+                let mut paths = Vec::new();
+                for file in 0..1 + next(2) {
+                    let start = next(1_900) as u32;
+                    let mut keys: Vec<u32> = (0..20).map(|_| start + next(100) as u32).collect();
+                    keys.sort_unstable();
+                    keys.dedup();
+                    let entries: Vec<_> = keys
+                        .iter()
+                        .map(|&i| {
+                            (
+                                k(i),
+                                (next(5) != 0).then(|| format!("ing{round}.{file}").into_bytes()),
+                            )
+                        })
                         .collect();
-                    for d in doomed {
-                        model.remove(&d);
-                    }
-                }
-                for (key, v) in &entries {
-                    match v {
-                        Some(v) => model.insert(key.clone(), v.clone()),
-                        None => model.remove(key),
+                    let ranges: Vec<(Vec<u8>, Vec<u8>)> = if next(3) == 0 {
+                        let s = start + next(50) as u32;
+                        vec![(k(s), k(s + 10))]
+                    } else {
+                        Vec::new()
                     };
+                    for (s, e) in &ranges {
+                        let doomed: Vec<_> = model
+                            .range(s.clone()..e.clone())
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        for d in doomed {
+                            model.remove(&d);
+                        }
+                    }
+                    for (key, v) in &entries {
+                        match v {
+                            Some(v) => model.insert(key.clone(), v.clone()),
+                            None => model.remove(key),
+                        };
+                    }
+                    let range_refs: Vec<(&[u8], &[u8])> =
+                        ranges.iter().map(|(s, e)| (&s[..], &e[..])).collect();
+                    let name = format!("/ext{round}.{file}.sst");
+                    paths.push(external(&opts, &name, &entries, &range_refs));
                 }
-                let range_refs: Vec<(&[u8], &[u8])> =
-                    ranges.iter().map(|(s, e)| (&s[..], &e[..])).collect();
-                let path = external(&opts, &format!("/ext{round}.sst"), &entries, &range_refs);
-                db.ingest_external_file(&[&path], &IngestOptions::default())
+                db.ingest_external_file(&paths, &IngestOptions::default())
                     .unwrap();
             }
             _ => snapshots.push((db.snapshot(), model.clone())),

@@ -495,6 +495,10 @@ impl<F: FileSystem> FileSystem for FaultFs<F> {
         self.inner.file_size(path)
     }
 
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        self.inner.canonicalize(path)
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.check(OpKind::Sync, dir)?;
         self.inner.sync_dir(dir)

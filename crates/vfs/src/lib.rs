@@ -109,6 +109,31 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
 
+    /// The absolute form of the existing `path`, with `.`, `..` and
+    /// symbolic links resolved: two paths name the same entry exactly when
+    /// their canonical forms are equal. The default (a file system without
+    /// links or a current directory) is `path` with `.` dropped, relative
+    /// paths taken from the root.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        if !self.exists(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} does not exist", path.display()),
+            ));
+        }
+        let mut out = PathBuf::from("/");
+        for c in path.components() {
+            match c {
+                std::path::Component::Normal(n) => out.push(n),
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
     /// Takes an exclusive lock on `path` (created if missing), held until
     /// the returned [`FileLock`] is dropped. Fails with `WouldBlock` if held.
     fn lock(&self, path: &Path) -> io::Result<FileLock>;
@@ -208,6 +233,49 @@ impl fmt::Debug for FileLock {
             .field("path", &self.path)
             .finish()
     }
+}
+
+/// `path` made absolute and canonical as far as it exists: its longest
+/// existing ancestor (or itself) through [`FileSystem::canonicalize`], then
+/// the components that do not exist yet. Compares output paths with the
+/// directories they must stay out of, before the output is created.
+///
+/// ```
+/// use std::path::Path;
+/// use lithify_vfs::{FileSystem, MemFs, resolve};
+///
+/// let fs = MemFs::new();
+/// fs.create_dir_all(Path::new("/db/sub")).unwrap();
+/// assert_eq!(resolve(&fs, Path::new("/db/./sub/new.html")).unwrap(), Path::new("/db/sub/new.html"));
+/// ```
+pub fn resolve(fs: &dyn FileSystem, path: &Path) -> io::Result<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if existing.as_os_str().is_empty() {
+            existing = Path::new(".");
+        }
+        if fs.exists(existing) {
+            break;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("no part of {} exists", path.display()),
+                ));
+            }
+        }
+    }
+    let mut out = fs.canonicalize(existing)?;
+    for name in rest.into_iter().rev() {
+        out.push(name);
+    }
+    Ok(out)
 }
 
 /// Reads the whole file `path`.

@@ -7,7 +7,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile, short_read};
@@ -225,6 +225,10 @@ impl FileSystem for OsFs {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        fs::canonicalize(path)
     }
 
     fn lock(&self, path: &Path) -> io::Result<FileLock> {
