@@ -343,6 +343,27 @@ impl DbInner {
             self.lock_state().exclusive_manual -= 1;
             self.wake_background();
         }
+        // Space back before returning, as RocksDB's manual compaction
+        // deletes its obsolete inputs before it returns: only what
+        // something still holds stays, and the event says what.
+        if let Some((held, by)) = self.purge_obsolete_files() {
+            let bytes: u64 = held
+                .iter()
+                .filter_map(|&n| {
+                    let path = self.dir.join(lithify_version::filename::table_file_name(n));
+                    self.fs.file_size(&path).ok()
+                })
+                .sum();
+            self.events.emit(
+                crate::events::Level::Info,
+                "obsolete_files_held",
+                format_args!(
+                    "compact_range returned with {} obsolete table file(s), {bytes} bytes, not deleted yet: {}",
+                    held.len(),
+                    by.describe()
+                ),
+            );
+        }
         if self.options.release_memory_after_jobs {
             crate::heap::release_free_memory();
         }
@@ -419,6 +440,9 @@ impl DbInner {
                         compaction: c,
                         id,
                     });
+                    // Each step's inputs go as soon as it is installed, so a
+                    // long manual compaction never holds twice its data.
+                    self.purge_obsolete_files();
                     st = self.lock_state();
                     st.running_manual -= 1;
                     r?;

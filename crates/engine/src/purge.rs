@@ -12,27 +12,56 @@ use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name, t
 use crate::db_impl::DbInner;
 use crate::wal::log_path;
 
+/// Why obsolete table files outlived a purge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeldBy {
+    /// `disable_file_deletions`, or a checkpoint or backup in progress.
+    DeletionsDisabled,
+    /// An iterator, a snapshot read in progress or a running job still
+    /// reads a version that names them.
+    Readers,
+}
+
+impl HeldBy {
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            HeldBy::DeletionsDisabled => {
+                "file deletions are disabled (disable_file_deletions, or a checkpoint or backup in progress)"
+            }
+            HeldBy::Readers => {
+                "an iterator or a running job still reads an older version that names them"
+            }
+        }
+    }
+}
+
 impl DbInner {
     /// Deletes obsolete tables, MANIFESTs and WALs. Failures to delete are
-    /// ignored: the file is an orphan the next open removes.
-    pub(crate) fn purge_obsolete_files(&self) {
+    /// ignored, with a warning: the file is an orphan the next open
+    /// removes. Returns the table files that stay obsolete but undeleted,
+    /// and why.
+    pub(crate) fn purge_obsolete_files(&self) -> Option<(Vec<u64>, HeldBy)> {
         // Held to the end: a disable that comes meanwhile waits for this
         // purge, so nothing is deleted after it returns.
         let _purging = self.purge_lock.lock();
-        if self.opened_read_only || self.file_deletions_disabled() {
+        if self.opened_read_only {
+            return None;
+        }
+        if self.file_deletions_disabled() {
             // Disabled: the files stay candidates (the version set keeps
             // them) until deletions are enabled again.
-            return;
+            let held = self.versions.pending_obsolete();
+            return (!held.is_empty()).then_some((held, HeldBy::DeletionsDisabled));
         }
         let obsolete = self.versions.obsolete_files();
         for number in obsolete.tables {
-            let _ = self.fs.remove_file(&self.dir.join(table_file_name(number)));
+            self.remove_obsolete(&self.dir.join(table_file_name(number)));
         }
         for number in obsolete.manifests {
-            let _ = self
-                .fs
-                .remove_file(&self.dir.join(manifest_file_name(number)));
+            self.remove_obsolete(&self.dir.join(manifest_file_name(number)));
         }
+        let held = self.versions.pending_obsolete();
+        let held = (!held.is_empty()).then_some((held, HeldBy::Readers));
         let min_log = self.versions.min_log_number_to_keep();
         let dead: Vec<u64> = {
             let mut st = self.lock_state();
@@ -42,12 +71,29 @@ impl DbInner {
             }
             dead
         };
-        if dead.is_empty() {
-            return;
+        if !dead.is_empty() {
+            self.leader.lock().drop_logs_below(min_log);
+            for n in dead {
+                self.remove_obsolete(&log_path(&self.dir, n));
+            }
         }
-        self.leader.lock().drop_logs_below(min_log);
-        for n in dead {
-            let _ = self.fs.remove_file(&log_path(&self.dir, n));
+        held
+    }
+
+    /// Removes an obsolete file; a failure is reported (an event and a
+    /// `LOG` line naming it) and left to the next open's orphan sweep.
+    fn remove_obsolete(&self, path: &std::path::Path) {
+        match self.fs.remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => self.events.emit(
+                crate::events::Level::Warn,
+                "delete_failed",
+                format_args!(
+                    "cannot delete obsolete file {}: {e}; the next open removes it",
+                    path.display()
+                ),
+            ),
         }
     }
 }

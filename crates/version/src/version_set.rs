@@ -977,6 +977,14 @@ impl VersionSet {
         }
     }
 
+    /// Table files that left every current version but are not deleted
+    /// yet, ascending: something still holds a version naming them (a
+    /// reader, a running job), or [`obsolete_files`](Self::obsolete_files)
+    /// has not been asked since they left.
+    pub fn pending_obsolete(&self) -> Vec<u64> {
+        self.inner.lock().candidates.iter().copied().collect()
+    }
+
     /// Every table file number something may still read: files of live
     /// versions (current or pinned) and quarantined files. A table file in
     /// the directory that is neither here nor being written by the engine is

@@ -1,0 +1,87 @@
+//! Space comes back when the work that freed it returns: after
+//! `compact_range`, the directory holds only the live tables, unless
+//! something still holds the obsolete ones — and then the `LOG` says what.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::small_options;
+use lithify_engine::{Db, INFO_LOG_FILE, Options};
+use lithify_vfs::{FileSystem, MemFs};
+
+fn options(fs: Arc<dyn FileSystem>) -> Options {
+    Options {
+        disable_auto_compactions: true,
+        info_log: true,
+        ..small_options(fs)
+    }
+}
+
+/// Bytes of the `.sst` files in `/db`.
+fn table_bytes_on_disk(fs: &dyn FileSystem) -> u64 {
+    fs.list_dir(Path::new("/db"))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .map(|n| fs.file_size(&Path::new("/db").join(n)).unwrap())
+        .sum()
+}
+
+fn live_bytes(db: &Db) -> u64 {
+    db.live_files().iter().map(|f| f.size).sum()
+}
+
+fn fill(db: &Db, rounds: u32) {
+    for round in 0..rounds {
+        for i in 0..300u32 {
+            db.put(format!("key{i:05}"), format!("value {round} {i}"))
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+}
+
+#[test]
+fn compact_range_returns_with_its_inputs_deleted() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    fill(&db, 6);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(table_bytes_on_disk(&*fs), live_bytes(&db));
+    db.close().unwrap();
+}
+
+#[test]
+fn what_holds_obsolete_files_is_said_in_the_log() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    fill(&db, 4);
+
+    // An iterator pins the version it reads.
+    let mut it = db.iter();
+    assert!(it.next().is_some());
+    db.compact_range(None, None).unwrap();
+    assert!(table_bytes_on_disk(&*fs) > live_bytes(&db));
+    drop(it);
+
+    // Disabled deletions (what a backup does) hold them too.
+    fill(&db, 2);
+    db.disable_file_deletions();
+    db.compact_range(None, None).unwrap();
+    assert!(table_bytes_on_disk(&*fs) > live_bytes(&db));
+    db.enable_file_deletions();
+    assert_eq!(table_bytes_on_disk(&*fs), live_bytes(&db));
+
+    db.close().unwrap();
+    let log = String::from_utf8(
+        lithify_vfs::read_file(&*fs, &Path::new("/db").join(INFO_LOG_FILE)).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        log.contains("obsolete table file(s)") && log.contains("an iterator"),
+        "{log}"
+    );
+    assert!(log.contains("file deletions are disabled"), "{log}");
+}
