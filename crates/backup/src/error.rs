@@ -35,6 +35,20 @@ pub enum Error {
         /// What is wrong (expected and actual size or checksum).
         message: String,
     },
+    /// A table of the backup fails its block checks.
+    #[snafu(display("{source}"))]
+    Table {
+        /// The table reader's error (file and offset).
+        source: lithify_sstable::Error,
+    },
+    /// A table of the database is damaged: it is not backed up.
+    #[snafu(display("not backed up: table {} of the database is damaged: {source}", path.display()))]
+    DamagedSource {
+        /// The database's table file.
+        path: PathBuf,
+        /// What is damaged (file and offset).
+        source: lithify_sstable::Error,
+    },
     /// No backup with this id.
     #[snafu(display("no backup {id} in {}", dir.display()))]
     NoSuchBackup {
@@ -58,6 +72,7 @@ impl lithify_base::Classify for Error {
             Error::Io { source, .. } => lithify_base::error::io_error_kind(source),
             Error::Engine { source } => source.kind(),
             Error::Corrupt { .. } => ErrorKind::Corruption,
+            Error::Table { source } | Error::DamagedSource { source, .. } => source.kind(),
             Error::NoSuchBackup { .. } | Error::InvalidArgument { .. } => {
                 ErrorKind::InvalidArgument
             }

@@ -21,13 +21,27 @@
 //! * A crash or error mid-backup leaves files no metadata names; they are
 //!   ignored, and deleted the next time the engine opens, creates or
 //!   purges. Earlier backups are never touched.
+//! * **Create** refuses to back up damage: every table it copies is read
+//!   back block by block, checksums verified
+//!   ([`lithify_sstable::verify_file`]), before the copy takes its name.
 //! * **Verify** re-reads every file of a backup and compares sizes and
-//!   checksums, naming the first file that differs.
+//!   checksums (and each table's block checksums), naming the first file
+//!   that differs.
 //! * **Restore** copies a backup into a new directory, checking every
 //!   file's size and checksum as it goes, and writes `CURRENT` last: a
-//!   damaged backup is refused and leaves a directory that does not open.
+//!   damaged backup is refused, and what the refused restore had copied
+//!   is removed again.
 //! * **Purge** keeps the newest N backups and deletes the shared files no
 //!   remaining backup uses.
+//! * **Each backup stands alone**: a metadata file that cannot be read
+//!   (cut, changed, garbage) makes that one backup damaged — listed by
+//!   [`BackupEngine::corrupt_backups`], refused by `verify` and `restore`
+//!   by id, deletable — while [`list`](BackupEngine::list), `restore` of
+//!   the newest and the other backups go on as RocksDB's do. Its files are
+//!   kept until it is deleted: nothing tells which shared tables it used.
+//! * [`BackupEngine::open_read_only`] (list, verify, restore) creates
+//!   nothing, takes no lock and deletes nothing, as RocksDB's
+//!   `BackupEngineReadOnly`; the directory must exist.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -62,7 +76,10 @@ use lithify_engine::{CheckpointOptions, Db, LiveFileKind, SeqNo, copy_file_prefi
 use lithify_vfs::{FileLock, FileSystem, OsFs};
 use snafu::ResultExt;
 
-use error::{CorruptSnafu, EngineSnafu, InvalidArgumentSnafu, IoSnafu, NoSuchBackupSnafu};
+use error::{
+    CorruptSnafu, DamagedSourceSnafu, EngineSnafu, InvalidArgumentSnafu, IoSnafu,
+    NoSuchBackupSnafu, TableSnafu,
+};
 pub use error::{Error, Result};
 use meta::{BackupFile, Meta};
 
@@ -92,12 +109,26 @@ pub struct CreateStats {
     pub bytes_copied: u64,
 }
 
+/// A backup whose metadata cannot be read (see
+/// [`BackupEngine::corrupt_backups`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CorruptBackup {
+    /// Its id (the metadata file's name).
+    pub id: u32,
+    /// Its metadata file.
+    pub path: PathBuf,
+    /// Why it cannot be read, as a sentence.
+    pub message: String,
+}
+
 /// A backup directory; see the [crate documentation](crate).
 #[derive(Debug)]
 pub struct BackupEngine {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    _lock: FileLock,
+    /// `None` for a read-only engine.
+    _lock: Option<FileLock>,
     /// Held by every operation that writes or deletes in the directory
     /// (create, delete, purge, garbage collection), so that two threads
     /// sharing the engine never collect each other's files in flight.
@@ -149,11 +180,60 @@ impl BackupEngine {
         let engine = BackupEngine {
             fs,
             dir,
-            _lock: lock,
+            _lock: Some(lock),
             writing: std::sync::Mutex::new(()),
         };
         engine.collect_garbage()?;
         Ok(engine)
+    }
+
+    /// Opens the existing backup directory `dir` on `fs` to list, verify
+    /// and restore (RocksDB's `BackupEngineReadOnly`): nothing is created,
+    /// locked or deleted, and creating, deleting or purging backups is
+    /// refused. A directory that is missing or holds no backup directory
+    /// is refused, naming it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use lithify_backup::BackupEngine;
+    /// use lithify_vfs::OsFs;
+    ///
+    /// let tmp = tempfile::tempdir()?;
+    /// let missing = tmp.path().join("nowhere");
+    /// assert!(BackupEngine::open_read_only(std::sync::Arc::new(OsFs), &missing).is_err());
+    /// assert!(!lithify_vfs::FileSystem::exists(&OsFs, &missing), "nothing was created");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn open_read_only(fs: Arc<dyn FileSystem>, dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        check_backup_dir(&*fs, &dir)?;
+        Ok(BackupEngine {
+            fs,
+            dir,
+            _lock: None,
+            writing: std::sync::Mutex::new(()),
+        })
+    }
+
+    /// [`open`](Self::open) for a backup directory that must exist already
+    /// (to delete or purge backups): a missing one is refused, not created.
+    pub fn open_existing(fs: Arc<dyn FileSystem>, dir: impl AsRef<Path>) -> Result<Self> {
+        check_backup_dir(&*fs, dir.as_ref())?;
+        Self::open(fs, dir)
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self._lock.is_none() {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "backup directory {} was opened read-only",
+                    self.dir.display()
+                ),
+            }
+            .fail();
+        }
+        Ok(())
     }
 
     /// Backs up `db` (memtables flushed first).
@@ -170,9 +250,10 @@ impl BackupEngine {
         db: &Db,
         options: &CheckpointOptions,
     ) -> Result<(BackupInfo, CreateStats)> {
+        self.check_writable()?;
         let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
-        let metas = self.read_metas()?;
-        let id = metas.iter().map(|m| m.id).max().unwrap_or(0) + 1;
+        // Ids are never reused, a damaged backup's included.
+        let id = self.meta_ids()?.last().copied().unwrap_or(0) + 1;
         let set = db.live_file_set(options).context(EngineSnafu)?;
         let src = &**set.file_system();
         let mut stats = CreateStats::default();
@@ -188,14 +269,15 @@ impl BackupEngine {
                 if self.fs.exists(&path) {
                     stats.tables_shared += 1;
                 } else {
-                    self.copy_in(src, &f.path, &path, f.size, Some(checksum))?;
+                    self.copy_in(src, &f.path, &path, f.size, Some(checksum), true)?;
                     stats.tables_copied += 1;
                     stats.bytes_copied += f.size;
                 }
                 (stored, checksum)
             } else {
                 let stored = format!("{PRIVATE}/{id}/{}", f.name);
-                let checksum = self.copy_in(src, &f.path, &self.dir.join(&stored), f.size, None)?;
+                let checksum =
+                    self.copy_in(src, &f.path, &self.dir.join(&stored), f.size, None, false)?;
                 stats.bytes_copied += f.size;
                 (stored, checksum)
             };
@@ -244,9 +326,18 @@ impl BackupEngine {
         Ok((info, stats))
     }
 
-    /// Every backup, oldest first.
+    /// Every backup that can be read, oldest first; damaged ones are in
+    /// [`corrupt_backups`](Self::corrupt_backups).
     pub fn list(&self) -> Result<Vec<BackupInfo>> {
-        Ok(self.read_metas()?.iter().map(info_of).collect())
+        Ok(self.read_metas()?.0.iter().map(info_of).collect())
+    }
+
+    /// The backups whose metadata cannot be read (RocksDB's
+    /// `GetCorruptedBackups`): each stays until deleted
+    /// ([`delete_backup`](Self::delete_backup)), and keeps the files it
+    /// may use.
+    pub fn corrupt_backups(&self) -> Result<Vec<CorruptBackup>> {
+        Ok(self.read_metas()?.1)
     }
 
     /// Re-reads every file of backup `id` and checks its size and
@@ -274,8 +365,19 @@ impl BackupEngine {
                 }
                 .fail();
             }
+            if f.kind == LiveFileKind::Table {
+                self.verify_table(&path, f.size)?;
+            }
         }
         Ok(info_of(&meta))
+    }
+
+    /// Every block of the table at `path` (in the backup directory) reads
+    /// back with its checksum.
+    fn verify_table(&self, path: &Path, size: u64) -> Result<()> {
+        let file = self.fs.open(path).context(io("opening", path))?;
+        lithify_sstable::verify_file(&*file, path, size).context(TableSnafu)?;
+        Ok(())
     }
 
     /// Restores backup `id` (`None`: the newest) into the new directory
@@ -286,19 +388,38 @@ impl BackupEngine {
         let dest = dest.as_ref();
         let meta = match id {
             Some(id) => self.read_meta(id)?,
-            None => self.read_metas()?.pop().ok_or_else(|| {
+            None => self.read_metas()?.0.pop().ok_or_else(|| {
                 InvalidArgumentSnafu {
-                    message: format!("{} holds no backup", self.dir.display()),
+                    message: format!("{} holds no backup that can be read", self.dir.display()),
                 }
                 .build()
             })?,
         };
-        if self.fs.exists(dest) && !self.fs.list_dir(dest).is_ok_and(|e| e.is_empty()) {
+        let existed = self.fs.exists(dest);
+        if existed && !self.fs.list_dir(dest).is_ok_and(|e| e.is_empty()) {
             return InvalidArgumentSnafu {
                 message: format!("restore target {} exists and is not empty", dest.display()),
             }
             .fail();
         }
+        let mut written = Vec::with_capacity(meta.files.len());
+        let result = self.restore_into(&meta, dest, &mut written);
+        if result.is_err() {
+            // A refused restore leaves nothing behind.
+            for p in &written {
+                let _ = self.fs.remove_file(p);
+            }
+            if !existed {
+                let _ = self.fs.remove_dir(dest);
+                let _ = self.fs.sync_dir(lithify_vfs::parent_dir(dest));
+            }
+        }
+        result?;
+        tracing::info!(target: "lithify::backup", id = meta.id, dest = %dest.display(), "backup restored");
+        Ok(info_of(&meta))
+    }
+
+    fn restore_into(&self, meta: &Meta, dest: &Path, written: &mut Vec<PathBuf>) -> Result<()> {
         lithify_vfs::create_dir_durable(&*self.fs, dest).context(io("creating", dest))?;
         for f in &meta.files {
             let from = self.dir.join(&f.stored);
@@ -314,15 +435,10 @@ impl BackupEngine {
                 .fail();
             }
             let mut h = Hasher::new();
-            copy_file_prefix(
-                &*self.fs,
-                &from,
-                &*self.fs,
-                &dest.join(&f.name),
-                f.size,
-                |b| h.0.update(b),
-            )
-            .context(EngineSnafu)?;
+            let to = dest.join(&f.name);
+            written.push(to.clone());
+            copy_file_prefix(&*self.fs, &from, &*self.fs, &to, f.size, |b| h.0.update(b))
+                .context(EngineSnafu)?;
             let sum = h.0.digest();
             if sum != f.checksum {
                 return CorruptSnafu {
@@ -336,18 +452,18 @@ impl BackupEngine {
             .sync_dir(dest)
             .context(io("syncing directory", dest))?;
         let current = dest.join("CURRENT");
+        written.push(current.clone());
         lithify_vfs::write_file_atomic(
             &*self.fs,
             &current,
             format!("{}\n", meta.current).as_bytes(),
         )
-        .context(io("writing", &current))?;
-        tracing::info!(target: "lithify::backup", id = meta.id, dest = %dest.display(), "backup restored");
-        Ok(info_of(&meta))
+        .context(io("writing", &current))
     }
 
     /// Deletes backup `id` and the shared files no other backup uses.
     pub fn delete_backup(&self, id: u32) -> Result<()> {
+        self.check_writable()?;
         let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let path = self.dir.join(META).join(id.to_string());
         if !self.fs.exists(&path) {
@@ -368,8 +484,9 @@ impl BackupEngine {
     /// Keeps the newest `keep` backups, deletes the others (oldest first)
     /// and the shared files only they used; returns the deleted ids.
     pub fn purge_old_backups(&self, keep: usize) -> Result<Vec<u32>> {
+        self.check_writable()?;
         let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
-        let metas = self.read_metas()?;
+        let (metas, _) = self.read_metas()?;
         let excess = metas.len().saturating_sub(keep);
         let ids: Vec<u32> = metas[..excess].iter().map(|m| m.id).collect();
         for id in &ids {
@@ -389,7 +506,9 @@ impl BackupEngine {
     /// Copies `len` bytes of `from` (on `src`) to `to` here, through a
     /// temporary name, synced; returns their checksum. With `expected`, a
     /// copy whose checksum differs (the source changed or was misread
-    /// between two reads) is refused and never takes the final name.
+    /// between two reads) is refused and never takes the final name; with
+    /// `table`, so is a copy whose blocks do not read back intact (the
+    /// source table is damaged).
     fn copy_in(
         &self,
         src: &dyn FileSystem,
@@ -397,6 +516,7 @@ impl BackupEngine {
         to: &Path,
         len: u64,
         expected: Option<u64>,
+        table: bool,
     ) -> Result<u64> {
         let tmp = PathBuf::from(format!("{}{TMP}", to.display()));
         if self.fs.exists(&tmp) {
@@ -418,13 +538,20 @@ impl BackupEngine {
             }
             .fail();
         }
+        if table {
+            let file = self.fs.open(&tmp).context(io("opening", &tmp))?;
+            // The error names the source file: the copy is byte for byte.
+            if let Err(e) = lithify_sstable::verify_file(&*file, from, len) {
+                let _ = self.fs.remove_file(&tmp);
+                return Err(e).context(DamagedSourceSnafu { path: from });
+            }
+        }
         self.fs.rename(&tmp, to).context(io("renaming", &tmp))?;
         Ok(sum)
     }
 
-    /// Every backup's metadata, oldest first. A damaged metadata file is
-    /// an error naming it (the backup it describes cannot be trusted).
-    fn read_metas(&self) -> Result<Vec<Meta>> {
+    /// The ids of every metadata file, damaged or not, ascending.
+    fn meta_ids(&self) -> Result<Vec<u32>> {
         let meta_dir = self.dir.join(META);
         let names = self
             .fs
@@ -432,7 +559,29 @@ impl BackupEngine {
             .context(io("listing", &meta_dir))?;
         let mut ids: Vec<u32> = names.iter().filter_map(|n| n.parse().ok()).collect();
         ids.sort_unstable();
-        ids.into_iter().map(|id| self.read_meta(id)).collect()
+        Ok(ids)
+    }
+
+    /// Every backup's metadata, oldest first, and the backups whose
+    /// metadata cannot be read: one damaged file never hides the others.
+    fn read_metas(&self) -> Result<(Vec<Meta>, Vec<CorruptBackup>)> {
+        let mut good = Vec::new();
+        let mut damaged = Vec::new();
+        for id in self.meta_ids()? {
+            match self.read_meta(id) {
+                Ok(m) => good.push(m),
+                Err(e) => {
+                    let path = self.dir.join(META).join(id.to_string());
+                    tracing::warn!(target: "lithify::backup", id, path = %path.display(), "backup {id} is damaged and left out: {e}");
+                    damaged.push(CorruptBackup {
+                        id,
+                        path,
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        Ok((good, damaged))
     }
 
     fn read_meta(&self, id: u32) -> Result<Meta> {
@@ -461,12 +610,26 @@ impl BackupEngine {
     /// temporary files. Callers hold `writing` (or are `open`, before the
     /// engine is shared).
     fn collect_garbage(&self) -> Result<()> {
-        let metas = self.read_metas()?;
+        let (metas, damaged) = self.read_metas()?;
         let used: BTreeSet<&str> = metas
             .iter()
             .flat_map(|m| m.files.iter().map(|f| f.stored.as_str()))
             .collect();
-        let ids: BTreeSet<String> = metas.iter().map(|m| m.id.to_string()).collect();
+        // A damaged backup's private directory stays, and while one exists
+        // no shared file goes: which of them it uses cannot be read.
+        let ids: BTreeSet<String> = metas
+            .iter()
+            .map(|m| m.id)
+            .chain(damaged.iter().map(|d| d.id))
+            .map(|id| id.to_string())
+            .collect();
+        if !damaged.is_empty() {
+            tracing::warn!(
+                target: "lithify::backup",
+                damaged = damaged.len(),
+                "shared files are kept while a damaged backup may use them; delete the damaged backups to free them"
+            );
+        }
         let shared = self.dir.join(SHARED);
         let mut removed = 0usize;
         let mut dirs_removed = 0usize;
@@ -476,7 +639,10 @@ impl BackupEngine {
             Ok(())
         };
         for name in self.fs.list_dir(&shared).context(io("listing", &shared))? {
-            if !used.contains(format!("{SHARED}/{name}").as_str()) {
+            let temporary = name.ends_with(TMP);
+            if (damaged.is_empty() || temporary)
+                && !used.contains(format!("{SHARED}/{name}").as_str())
+            {
                 remove(&shared.join(&name))?;
             }
         }
@@ -515,6 +681,24 @@ impl BackupEngine {
         }
         Ok(())
     }
+}
+
+/// Refuses `dir` unless it is a backup directory, naming what it is.
+fn check_backup_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    if fs.is_dir(&dir.join(META)) {
+        return Ok(());
+    }
+    let what = if fs.is_dir(dir) {
+        "holds no backups (no meta directory)"
+    } else if fs.exists(dir) {
+        "is not a directory"
+    } else {
+        "does not exist"
+    };
+    InvalidArgumentSnafu {
+        message: format!("backup directory {} {what}", dir.display()),
+    }
+    .fail()
 }
 
 /// The xxh3-64 of the first `len` bytes of `path`.

@@ -155,17 +155,152 @@ fn damage_in_a_backup_is_named_by_verify_and_refused_by_restore() {
     let err = backups.restore(Some(info.id), "/restored").unwrap_err();
     assert!(err.to_string().contains(&shared[0]), "{err}");
     assert!(
-        Db::open("/restored", options(fs.clone())).is_err(),
-        "a refused restore does not open"
+        !fs.exists(Path::new("/restored")),
+        "a refused restore leaves nothing behind"
     );
-    // A cut metadata file is refused by name.
+    // An empty directory given as the target stays, empty.
+    fs.create_dir_all(Path::new("/empty")).unwrap();
+    backups.restore(Some(info.id), "/empty").unwrap_err();
+    assert!(fs.list_dir(Path::new("/empty")).unwrap().is_empty());
+    // A cut metadata file makes its backup damaged, by name.
     let meta = Path::new("/backups/meta/1");
     let bytes = lithify_vfs::read_file(&*fs, meta).unwrap();
     let mut f = fs.create(meta).unwrap();
     f.append(&bytes[..bytes.len() - 5]).unwrap();
     drop(f);
-    let err = backups.list().unwrap_err();
+    assert!(backups.list().unwrap().is_empty());
+    let damaged = backups.corrupt_backups().unwrap();
+    assert_eq!(damaged.len(), 1);
+    assert!(damaged[0].path.ends_with("meta/1"), "{damaged:?}");
+    let err = backups.verify(1).unwrap_err();
     assert!(err.to_string().contains("/backups/meta/1"), "{err}");
+    db.close().unwrap();
+}
+
+/// One damaged metadata file — cut, a garbage line, a changed size —
+/// damages its own backup only: the others list, verify and restore (the
+/// newest by default), new backups get new ids, nothing the damaged backup
+/// may use is collected until it is deleted.
+#[test]
+fn one_damaged_backup_leaves_the_others_usable() {
+    for damage in ["cut", "garbage line", "changed size"] {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+        let db = Db::open("/db", options(fs.clone())).unwrap();
+        let backups = BackupEngine::open(fs.clone(), "/backups").unwrap();
+        let mut model = Model::new();
+        let mut states = Vec::new();
+        for round in 0..2u32 {
+            write(&db, &mut model, 0..1_000 + 500 * u64::from(round), round);
+            states.push((backups.create_backup(&db).unwrap().id, model.clone()));
+        }
+        let meta = Path::new("/backups/meta/1");
+        let text = String::from_utf8(lithify_vfs::read_file(&*fs, meta).unwrap()).unwrap();
+        let bad = match damage {
+            "cut" => text[..text.len() / 2].to_owned(),
+            "garbage line" => text.replacen("\nsequence", "\n%$#garbage\nsequence", 1),
+            _ => {
+                let line = text.lines().find(|l| l.starts_with("file table")).unwrap();
+                let mut parts: Vec<String> = line.split(' ').map(str::to_owned).collect();
+                parts[3] = format!("{}", parts[3].parse::<u64>().unwrap() + 1);
+                text.replacen(line, &parts.join(" "), 1)
+            }
+        };
+        lithify_vfs::write_file_atomic(&*fs, meta, bad.as_bytes()).unwrap();
+        drop(backups);
+
+        let shared_before = fs.list_dir(Path::new("/backups/shared")).unwrap();
+        let backups = BackupEngine::open(fs.clone(), "/backups").unwrap();
+        assert_eq!(
+            fs.list_dir(Path::new("/backups/shared")).unwrap(),
+            shared_before,
+            "{damage}: nothing the damaged backup may use is collected"
+        );
+        let listed: Vec<u32> = backups.list().unwrap().iter().map(|b| b.id).collect();
+        assert_eq!(listed, [2], "{damage}");
+        assert_eq!(backups.corrupt_backups().unwrap()[0].id, 1, "{damage}");
+        backups.verify(2).unwrap();
+        assert!(backups.verify(1).is_err());
+        assert!(backups.restore(Some(1), "/r1").is_err());
+        assert!(!fs.exists(Path::new("/r1")));
+        backups.restore(None, "/newest").unwrap();
+        let restored = Db::open("/newest", options(fs.clone())).unwrap();
+        assert_eq!(contents(&restored), states[1].1, "{damage}");
+        restored.close().unwrap();
+        // A new backup does not reuse the damaged one's id.
+        write(&db, &mut model, 5_000..5_100, 7);
+        assert_eq!(backups.create_backup(&db).unwrap().id, 3);
+        // Deleting the damaged backup frees what only it used.
+        backups.delete_backup(1).unwrap();
+        assert!(backups.corrupt_backups().unwrap().is_empty());
+        assert!(!fs.exists(Path::new("/backups/private/1")));
+        for id in [2, 3] {
+            backups.verify(id).unwrap();
+        }
+        db.close().unwrap();
+    }
+}
+
+/// `backup create` reads every table it copies back block by block: a
+/// damaged table of the database is refused, naming it, and no backup is
+/// made of it.
+#[test]
+fn a_damaged_table_is_not_backed_up() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let opts = Options {
+        disable_auto_compactions: true,
+        paranoid_checks: false,
+        ..options(fs.clone())
+    };
+    let db = Db::open("/db", opts.clone()).unwrap();
+    let mut model = Model::new();
+    write(&db, &mut model, 0..2_000, 0);
+    db.flush().unwrap();
+    let table = db.live_files()[0].path.clone();
+    let mut f = fs.open_append(&table).unwrap();
+    f.write_at(10, b"\xff\xfe").unwrap();
+    drop(f);
+    let backups = BackupEngine::open(fs.clone(), "/backups").unwrap();
+    let err = backups.create_backup(&db).unwrap_err();
+    assert_eq!(
+        lithify_base::Classify::kind(&err),
+        lithify_base::ErrorKind::Corruption,
+        "{err}"
+    );
+    let name = table.file_name().unwrap().to_str().unwrap();
+    assert!(
+        err.to_string().contains(name) && err.to_string().contains("damaged"),
+        "{err}"
+    );
+    assert!(backups.list().unwrap().is_empty());
+    assert!(backups.corrupt_backups().unwrap().is_empty());
+    assert!(
+        fs.list_dir(Path::new("/backups/shared"))
+            .unwrap()
+            .is_empty(),
+        "no copy of the damaged table stays"
+    );
+    db.close().unwrap();
+}
+
+/// Only `create` makes a backup directory: the read-only engine refuses a
+/// missing one and creates nothing, and so does `open_existing`.
+#[test]
+fn only_create_makes_a_backup_directory() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    for open in [BackupEngine::open_read_only, BackupEngine::open_existing] {
+        let err = open(fs.clone(), Path::new("/nowhere")).unwrap_err();
+        assert!(err.to_string().contains("/nowhere does not exist"), "{err}");
+        assert!(!fs.exists(Path::new("/nowhere")));
+    }
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let backups = BackupEngine::open(fs.clone(), "/backups").unwrap();
+    backups.create_backup(&db).unwrap();
+    drop(backups);
+    let read_only = BackupEngine::open_read_only(fs.clone(), "/backups").unwrap();
+    assert_eq!(read_only.list().unwrap().len(), 1);
+    assert!(read_only.create_backup(&db).is_err());
+    assert!(read_only.purge_old_backups(0).is_err());
     db.close().unwrap();
 }
 

@@ -1396,3 +1396,42 @@ fn bench_adaptive_takes_an_objective_and_limits() {
         "{err}"
     );
 }
+
+#[test]
+fn backups_survive_one_bad_metadata_file_and_reads_create_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let bk = tmp.path().join("bk");
+    let (db_s, bk_s) = (s(&db), s(&bk));
+    // Reading commands refuse a missing backup directory and create none.
+    for args in [
+        vec!["backup", "list", "--backup-dir", bk_s],
+        vec!["backup", "verify", "--backup-dir", bk_s, "1"],
+        vec!["backup", "purge", "--backup-dir", bk_s, "--keep", "1"],
+    ] {
+        let (err, _) = fails(&args);
+        assert!(err.contains("does not exist"), "{err}");
+        assert!(!OsFs.exists(&bk), "{args:?} created the directory");
+    }
+    ok(&["put", "--db", db_s, "--create-if-missing", "k", "v1"]);
+    ok(&["backup", "create", "--backup-dir", bk_s, "--db", db_s]);
+    ok(&["put", "--db", db_s, "k", "v2"]);
+    ok(&["backup", "create", "--backup-dir", bk_s, "--db", db_s]);
+    // A garbage line in backup 1's metadata.
+    let meta = bk.join("meta/1");
+    let text = read_text(&meta).replacen("\nsequence", "\n%garbage%\nsequence", 1);
+    lithify_vfs::write_file_atomic(&OsFs, &meta, text.as_bytes()).unwrap();
+    let out = ok(&["backup", "list", "--backup-dir", bk_s]);
+    assert!(out.contains("\n2\t"), "{out}");
+    assert!(out.contains("1\tdamaged:"), "{out}");
+    ok(&["backup", "verify", "--backup-dir", bk_s, "2"]);
+    fails(&["backup", "verify", "--backup-dir", bk_s, "1"]);
+    let restored = tmp.path().join("restored");
+    ok(&["backup", "restore", "--backup-dir", bk_s, s(&restored)]);
+    let out = ok(&["get", "--db", s(&restored), "k"]);
+    assert_eq!(out.trim(), "v2");
+    // A refused restore leaves nothing behind.
+    let refused = tmp.path().join("refused");
+    fails(&["backup", "restore", "--backup-dir", bk_s, "--id", "1", s(&refused)]);
+    assert!(!OsFs.exists(&refused));
+}

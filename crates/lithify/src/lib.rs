@@ -153,7 +153,7 @@ pub mod log {
 /// [`lithify_backup`].
 #[cfg(feature = "db")]
 pub mod backup {
-    pub use lithify_backup::{BackupEngine, BackupInfo, CreateStats};
+    pub use lithify_backup::{BackupEngine, BackupInfo, CorruptBackup, CreateStats};
 }
 
 /// Transactions (`lithify-txn`): optimistic ([`OptimisticDb`](txn::OptimisticDb),

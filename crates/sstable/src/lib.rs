@@ -65,6 +65,7 @@ mod schema;
 mod stats;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod verify;
 
 pub use anchors::KeyAnchor;
 pub use builder::{BuiltSst, MAX_ENTRY_LEN, SstBuilder};
@@ -77,6 +78,7 @@ pub use properties::Properties;
 pub use reader::{RangeDelEntry, SstReader};
 pub use schema::{InternalKeys, KeySchema, PlainKeys};
 pub use stats::ReadStats;
+pub use verify::{FileCheck, verify_file};
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -103,23 +103,33 @@ impl<C> std::fmt::Debug for SstReader<C> {
     }
 }
 
-impl<C: Comparator + Clone> SstReader<C> {
-    /// Opens the table in `file` of `file_size` bytes; `path` names it in
-    /// errors. Verifies the footer and loads the meta blocks; fails with
-    /// [`Error::Incompatible`] when the table was built with another
-    /// comparator or key schema than `options` name.
-    pub fn open(
-        file: Arc<dyn RandomAccessFile>,
-        path: impl Into<PathBuf>,
+/// Everything of a table but its data blocks, read without a comparator:
+/// the footer and the meta blocks, each checked (what opening a table and
+/// [`verify_file`](crate::verify_file) share).
+pub(crate) struct Layout {
+    pub(crate) footer: Footer,
+    /// Where the footer starts: every block ends at or before it.
+    pub(crate) footer_at: u64,
+    pub(crate) index: Block,
+    pub(crate) filter: Option<BloomFilter>,
+    pub(crate) range_tombstones: Vec<RangeDelEntry>,
+    pub(crate) properties: Properties,
+}
+
+impl Layout {
+    /// Reads the layout of the table in `file` of `file_size` bytes
+    /// (`path` names it in errors), verifying block checksums when
+    /// `verify`.
+    pub(crate) fn read(
+        file: &dyn RandomAccessFile,
+        path: &Path,
         file_size: u64,
-        options: &SstOptions<C>,
-        cache: Option<Arc<BlockCache>>,
-    ) -> Result<Self> {
-        let path = path.into();
+        verify: bool,
+    ) -> Result<Layout> {
         let mut reader = MetaReader {
-            file: &*file,
-            path: &path,
-            verify: options.verify_checksums,
+            file,
+            path,
+            verify,
             limit: 0,
         };
         // The size the caller expects (the MANIFEST's, for the engine)
@@ -204,18 +214,6 @@ impl<C: Comparator + Clone> SstReader<C> {
         if properties.data_size > footer_at {
             return Err(reader.corrupt(props_h.offset, "data size property exceeds the file"));
         }
-        check_name(
-            &path,
-            "comparator",
-            &properties.comparator,
-            options.comparator.name(),
-        )?;
-        check_name(
-            &path,
-            "key schema",
-            &properties.key_schema,
-            options.key_schema.name(),
-        )?;
 
         let index = Block::new(reader.read_block(footer.index)?)
             .map_err(|e| reader.block_corrupt(footer.index, e))?;
@@ -257,8 +255,44 @@ impl<C: Comparator + Clone> SstReader<C> {
                 "the properties count range tombstones but there is no range-deletion block",
             ));
         }
+        Ok(Layout {
+            footer,
+            footer_at,
+            index,
+            filter,
+            range_tombstones,
+            properties,
+        })
+    }
+}
 
-        let index_words = IndexWords::build(&index, options.comparator.name());
+impl<C: Comparator + Clone> SstReader<C> {
+    /// Opens the table in `file` of `file_size` bytes; `path` names it in
+    /// errors. Verifies the footer and loads the meta blocks; fails with
+    /// [`Error::Incompatible`] when the table was built with another
+    /// comparator or key schema than `options` name.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: impl Into<PathBuf>,
+        file_size: u64,
+        options: &SstOptions<C>,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Self> {
+        let path = path.into();
+        let layout = Layout::read(&*file, &path, file_size, options.verify_checksums)?;
+        check_name(
+            &path,
+            "comparator",
+            &layout.properties.comparator,
+            options.comparator.name(),
+        )?;
+        check_name(
+            &path,
+            "key schema",
+            &layout.properties.key_schema,
+            options.key_schema.name(),
+        )?;
+        let index_words = IndexWords::build(&layout.index, options.comparator.name());
         let cache_id = cache.as_ref().map_or(0, |c| c.new_table_id());
         Ok(SstReader {
             file,
@@ -269,12 +303,12 @@ impl<C: Comparator + Clone> SstReader<C> {
             verify_checksums: options.verify_checksums,
             cache,
             cache_id,
-            footer,
-            index,
+            footer: layout.footer,
+            index: layout.index,
             index_words,
-            filter,
-            range_tombstones,
-            properties,
+            filter: layout.filter,
+            range_tombstones: layout.range_tombstones,
+            properties: layout.properties,
         })
     }
 }
@@ -349,7 +383,7 @@ fn io_error(path: &Path, offset: u64, len: usize, e: io::Error) -> Error {
 /// Reads the block at `handle` (which must end by `limit`), verifies its
 /// trailer when `verify`, and decompresses it. Returns the block and the
 /// bytes read from the file.
-fn read_block(
+pub(crate) fn read_block(
     file: &dyn RandomAccessFile,
     path: &Path,
     limit: u64,

@@ -3,9 +3,11 @@
 //! purge.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use lithify::backup::BackupEngine;
+use lithify::vfs::OsFs;
 use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, close};
@@ -31,7 +33,8 @@ pub(crate) enum BackupCommand {
 /// The backup directory.
 #[derive(Debug, Args)]
 pub(crate) struct DirArgs {
-    /// The backup directory (created if missing).
+    /// The backup directory (`backup create` creates it if missing; the
+    /// other commands refuse a missing one).
     #[arg(long, value_name = "DIR")]
     pub backup_dir: PathBuf,
 }
@@ -76,8 +79,20 @@ pub(crate) struct PurgeArgs {
     pub keep: usize,
 }
 
+/// The engine of `backup create`: the directory is created if missing.
 fn engine(d: &DirArgs) -> Result<BackupEngine> {
     BackupEngine::open_os(&d.backup_dir).context(BackupSnafu)
+}
+
+/// The engine of `backup purge`: the directory must exist.
+fn existing_engine(d: &DirArgs) -> Result<BackupEngine> {
+    BackupEngine::open_existing(Arc::new(OsFs), &d.backup_dir).context(BackupSnafu)
+}
+
+/// The engine of `list`, `verify` and `restore`: nothing in the backup
+/// directory changes.
+fn read_only_engine(d: &DirArgs) -> Result<BackupEngine> {
+    BackupEngine::open_read_only(Arc::new(OsFs), &d.backup_dir).context(BackupSnafu)
 }
 
 /// Runs one backup command.
@@ -101,23 +116,29 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
             );
         }
         BackupCommand::List(d) => {
+            let backups = read_only_engine(&d)?;
             println!("id\ttime (unix)\tsequence\tfiles\tbytes");
-            for b in engine(&d)?.list().context(BackupSnafu)? {
+            for b in backups.list().context(BackupSnafu)? {
                 println!(
                     "{}\t{}\t{}\t{}\t{}",
                     b.id, b.timestamp, b.sequence, b.files, b.size
                 );
             }
+            for c in backups.corrupt_backups().context(BackupSnafu)? {
+                println!("{}\tdamaged: {}", c.id, c.message);
+            }
         }
         BackupCommand::Verify(a) => {
-            let info = engine(&a.dir)?.verify(a.id).context(BackupSnafu)?;
+            let info = read_only_engine(&a.dir)?
+                .verify(a.id)
+                .context(BackupSnafu)?;
             println!(
                 "backup {}: {} file(s), {} byte(s): every size and checksum matches",
                 info.id, info.files, info.size
             );
         }
         BackupCommand::Restore(a) => {
-            let info = engine(&a.dir)?
+            let info = read_only_engine(&a.dir)?
                 .restore(a.id, &a.dest)
                 .context(BackupSnafu)?;
             println!(
@@ -128,7 +149,7 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
             );
         }
         BackupCommand::Purge(a) => {
-            let gone = engine(&a.dir)?
+            let gone = existing_engine(&a.dir)?
                 .purge_old_backups(a.keep)
                 .context(BackupSnafu)?;
             if gone.is_empty() {
