@@ -952,3 +952,270 @@ fn transactional_logs_are_produced_dumped_and_cleaned_keeping_the_committed_view
     let dump = ok(&["log", "dump", s(&log), "--transaction-index-sanity-check"]);
     assert!(dump.contains(" 0 problems"), "{dump}");
 }
+
+/// Starts `lithify args` in the background (events off, output kept).
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_lithify"))
+        .args(args)
+        .env("RUST_LOG", "off")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the lithify binary runs")
+}
+
+/// Waits until another process holds `dir/.lock` exclusively (a shared
+/// lock is refused); panics if `child` ends first.
+fn wait_until_held(dir: &Path, child: &mut std::process::Child) {
+    let lock = dir.join(lithify_kafka_log::LOCK_FILE_NAME);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the first process ended ({status}) before it was seen holding {lock:?}");
+        }
+        match OsFs.lock_shared(&lock) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Ok(held) => drop(held),
+            Err(_) => {}
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Asserts a refusal for another process: exit status 1 and one `error:`
+/// sentence naming `dir` as in use.
+#[track_caller]
+fn assert_in_use(args: &[&str], out: Output, dir: &Path) {
+    assert_eq!(out.status.code(), Some(1), "{args:?}");
+    let stderr = common::refused(args, out);
+    assert!(
+        stderr.contains(&format!("{} is in use by another process", dir.display())),
+        "{args:?}: {stderr}"
+    );
+}
+
+/// Issue 34: two `log produce` processes on one partition both succeeded
+/// with overlapping offsets, and the log lost acknowledged records. Now
+/// the second is refused while the first runs, and every record the first
+/// acknowledged is there.
+#[test]
+fn a_second_producer_on_a_partition_is_refused_and_the_first_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("t-0");
+    // Tiny segments: a roll (and its syncs) per record keeps the first
+    // producer running long enough to be overlapped.
+    let first_args = [
+        "log",
+        "produce",
+        s(&log),
+        "--records",
+        "2000",
+        "--batch-size",
+        "1",
+        "--value-size",
+        "10",
+        "--now",
+        "1000",
+        "--config",
+        "segment.bytes=100",
+    ];
+    let mut first = spawn(&first_args);
+    wait_until_held(&log, &mut first);
+    let second_args = [
+        "log",
+        "produce",
+        s(&log),
+        "--records",
+        "50",
+        "--now",
+        "1000",
+    ];
+    assert_in_use(&second_args, lithify(&second_args), &log);
+    let out = first.wait_with_output().unwrap();
+    let stdout = common::checked(&first_args, out);
+    assert!(stdout.contains("produced 2000 records"), "{stdout}");
+    assert!(stdout.contains("at offsets 0..2000"), "{stdout}");
+    // Every acknowledged record, once, in order; nothing to refuse.
+    let dumped = records(&ok(&["log", "dump", s(&log), "--records"]));
+    assert_eq!(
+        dumped.iter().map(|r| r.0).collect::<Vec<_>>(),
+        (0..2000).collect::<Vec<_>>()
+    );
+    ok(&["log", "check", s(&log)]);
+    // Once the first is done, a second producer appends after it.
+    let again = ok(&second_args);
+    assert!(again.contains("at offsets 2000..2050"), "{again}");
+}
+
+/// Issue 34: two `log clean` runs of one data directory, or `log produce`
+/// to a partition being cleaned, were not excluded. While a clean runs,
+/// a second clean, a producer of its partition and the read-only tools
+/// are refused; the clean itself succeeds.
+#[test]
+fn a_running_clean_excludes_a_second_clean_a_producer_and_readers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    produce(
+        &log,
+        &[
+            "--records",
+            "1500",
+            "--keys",
+            "10",
+            "--batch-size",
+            "1",
+            "--value-size",
+            "10",
+            "--roll",
+            "--config",
+            "segment.bytes=100",
+        ],
+    );
+    // Small output segments: many renames and syncs, a long round.
+    let clean_args = [
+        "log",
+        "clean",
+        s(data),
+        "--now",
+        "5000",
+        "--config",
+        "segment.bytes=100",
+    ];
+    let mut first = spawn(&clean_args);
+    wait_until_held(data, &mut first);
+    assert_in_use(&clean_args, lithify(&clean_args), data);
+    wait_until_held(&log, &mut first);
+    let produce_args = ["log", "produce", s(&log), "--records", "5", "--now", "6000"];
+    assert_in_use(&produce_args, lithify(&produce_args), &log);
+    let check_args = ["log", "check", s(&log)];
+    assert_in_use(&check_args, lithify(&check_args), &log);
+    let dump_args = ["log", "dump", s(&log)];
+    assert_in_use(&dump_args, lithify(&dump_args), &log);
+    let out = first.wait_with_output().unwrap();
+    let stdout = common::checked(&clean_args, out);
+    assert!(stdout.contains("1 of 1 logs cleaned"), "{stdout}");
+    // Afterwards all of them run again.
+    ok(&["log", "check", s(data)]);
+    let produced = ok(&produce_args);
+    assert!(produced.contains("at offsets 1500..1505"), "{produced}");
+}
+
+/// Issue 34: `log dump` exited 0 on batches whose base offsets go
+/// backwards, and nothing checked a log directory as a whole. `log check`
+/// exits 1 naming the file and byte offset; so does `log dump`.
+#[test]
+fn check_and_dump_refuse_offsets_that_go_backwards() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    produce(
+        &log,
+        &[
+            "--records",
+            "60",
+            "--keys",
+            "5",
+            "--batch-size",
+            "10",
+            "--value-size",
+            "10",
+            "--config",
+            "segment.bytes=1000",
+        ],
+    );
+    let report = ok(&["log", "check", s(data)]);
+    assert!(report.contains(": 1 logs,"), "{report}");
+    assert!(report.contains("0 problems, 0 warnings"), "{report}");
+    let segs = segment_logs(&log);
+    let mut bytes = lithify_vfs::read_file(&OsFs, &segs[0]).unwrap();
+    let starts = batch_starts(&bytes);
+    // The second batch's base offset (outside the CRC) repeats the first's.
+    let base = bytes[0..8].to_vec();
+    bytes[starts[1]..starts[1] + 8].copy_from_slice(&base);
+    write(&segs[0], &bytes);
+    let at = format!("{} at byte offset {}", segs[0].display(), starts[1]);
+    for args in [
+        vec!["log", "check", s(&log)],
+        vec!["log", "check", s(data)],
+        vec!["log", "dump", s(&log)],
+        vec!["log", "dump", s(data)],
+    ] {
+        let out = lithify(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = common::refused(&args, out);
+        assert!(stderr.contains(&at), "{args:?}: {stderr}");
+    }
+    let single = ["log", "dump", s(&segs[0])];
+    let stderr = fails(&single);
+    assert!(stderr.contains("byte offset"), "{stderr}");
+}
+
+/// Issue 34: a live segment renamed `*.deleted` was deleted by the next
+/// clean with no message. Now `log check` and `log clean` refuse it and
+/// keep it; a real leftover is deleted with a warning naming its offsets.
+#[test]
+fn a_live_segment_renamed_deleted_is_refused_and_a_leftover_is_deleted_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    produce(
+        &log,
+        &[
+            "--records",
+            "60",
+            "--keys",
+            "5",
+            "--batch-size",
+            "10",
+            "--config",
+            "segment.bytes=1000",
+        ],
+    );
+    let segs = segment_logs(&log);
+    assert!(segs.len() >= 3, "{segs:?}");
+    let middle = &segs[1];
+    let renamed = std::path::PathBuf::from(format!("{}.deleted", middle.display()));
+    let sibling = |ext: &str| middle.with_extension(ext);
+    let renamed_sibling =
+        |ext: &str| std::path::PathBuf::from(format!("{}.deleted", sibling(ext).display()));
+    OsFs.rename(middle, &renamed).unwrap();
+    for ext in ["index", "timeindex"] {
+        OsFs.rename(&sibling(ext), &renamed_sibling(ext)).unwrap();
+    }
+    let stderr = fails(&["log", "check", s(data)]);
+    assert!(stderr.contains(s(&renamed)), "{stderr}");
+    let out = lithify(&["log", "clean", s(data), "--now", "5000"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(s(&renamed)) && stderr.contains("remove the .deleted suffix"),
+        "{stderr}"
+    );
+    assert!(OsFs.exists(&renamed), "kept");
+
+    // Renamed back; then a real leftover: a copy of the first segment
+    // under its `.deleted` name, as a crash during a swap leaves it.
+    OsFs.rename(&renamed, middle).unwrap();
+    for ext in ["index", "timeindex"] {
+        OsFs.rename(&renamed_sibling(ext), &sibling(ext)).unwrap();
+    }
+    let leftover = std::path::PathBuf::from(format!("{}.deleted", segs[0].display()));
+    write(&leftover, lithify_vfs::read_file(&OsFs, &segs[0]).unwrap());
+    let out = lithify(&["log", "check", s(data)]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("warning: {}", leftover.display())),
+        "{stderr}"
+    );
+    let out = lithify(&["log", "clean", s(data), "--now", "5000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let name = leftover.file_name().unwrap().to_str().unwrap();
+    assert!(
+        stderr.contains("warning: log")
+            && stderr.contains(&format!("deleted the leftover {name} (offsets 0..")),
+        "{stderr}"
+    );
+    assert!(!OsFs.exists(&leftover));
+}

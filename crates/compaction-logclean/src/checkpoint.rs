@@ -38,7 +38,7 @@ use lithify_vfs::FileSystem;
 use crate::error::Result;
 
 /// The cleaner's checkpoint file name inside a data directory.
-pub const FILE_NAME: &str = "cleaner-offset-checkpoint";
+pub const FILE_NAME: &str = lithify_kafka_log::checkpoint::CLEANER_OFFSET_FILE_NAME;
 
 /// The checkpoint file of `data_dir`.
 pub fn path(data_dir: &Path) -> PathBuf {

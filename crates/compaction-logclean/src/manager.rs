@@ -23,6 +23,14 @@
 //! * **pauses** logs ([`abort_and_pause`], [`resume`]) through the
 //!   [`StateBoard`].
 //!
+//! **Locking.** The manager owns each data directory's checkpoint, so it
+//! holds that directory's `.lock` (Kafka's `LogManager` lock file,
+//! [`lithify_kafka_log::lock_data_dir`]) from the first log of the
+//! directory handed to it until the last is taken away (or
+//! [`lock_data_dir`] takes it up front): a second cleaner of the same
+//! data directory, in this process or another, is refused before it
+//! touches anything. Each log's own `.lock` is held by its `Log`.
+//!
 //! A checkpoint file that cannot be read (not in Kafka's format, or an I/O
 //! error) takes its data directory offline, as Kafka's
 //! `CheckpointFileWithFailureHandler` does: it is reported once (in
@@ -35,6 +43,7 @@
 //! [`done_cleaning`]: LogCleanerManager::done_cleaning
 //! [`abort_and_pause`]: LogCleanerManager::abort_and_pause
 //! [`resume`]: LogCleanerManager::resume
+//! [`lock_data_dir`]: LogCleanerManager::lock_data_dir
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -43,7 +52,7 @@ use std::sync::Arc;
 use lithify_base::Classify as _;
 use lithify_base::ErrorKind;
 use lithify_base::sync::Mutex;
-use lithify_vfs::{FileSystem, parent_dir};
+use lithify_vfs::{FileLock, FileSystem, parent_dir};
 
 use crate::checkpoint;
 use crate::error::{CleaningAbortedSnafu, Error, InvalidArgumentSnafu, Result};
@@ -77,6 +86,8 @@ struct Registry {
     uncleanable: BTreeMap<TopicPartition, String>,
     offline_dirs: BTreeMap<PathBuf, String>,
     horizons: HashMap<TopicPartition, HorizonEntry>,
+    /// The `.lock` of every data directory the manager holds logs of.
+    dir_locks: BTreeMap<PathBuf, FileLock>,
 }
 
 /// The result of [`LogCleanerManager::grab_filthiest_log`].
@@ -115,8 +126,47 @@ impl LogCleanerManager {
         &self.clock
     }
 
+    /// Takes the data directory's `.lock` (unless the manager holds it
+    /// already), which it then holds until its last log is removed: a
+    /// cleaner calls it before opening the directory's logs, so that a
+    /// second cleaner is refused before it opens (and recovers) any.
+    /// Refused with the log crate's
+    /// [`Error::InUse`](lithify_kafka_log::Error::InUse) while another
+    /// process (or another manager) holds it.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use std::sync::Arc;
+    /// use lithify_vfs::{FileSystem, MemFs};
+    /// use lithify_kafka_log::ManualClock;
+    /// use lithify_compaction_logclean::LogCleanerManager;
+    ///
+    /// let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    /// fs.create_dir_all(Path::new("/data")).unwrap();
+    /// let first = LogCleanerManager::new(fs.clone(), Arc::new(ManualClock::new(0)));
+    /// first.lock_data_dir(Path::new("/data")).unwrap();
+    /// first.lock_data_dir(Path::new("/data")).unwrap(); // held already
+    /// let second = LogCleanerManager::new(fs.clone(), Arc::new(ManualClock::new(0)));
+    /// let err = second.lock_data_dir(Path::new("/data")).unwrap_err();
+    /// assert!(err.to_string().contains("is in use by another process"), "{err}");
+    /// ```
+    pub fn lock_data_dir(&self, data_dir: &Path) -> Result<()> {
+        let mut reg = self.registry.lock();
+        Self::hold_dir_lock(&*self.fs, &mut reg, data_dir)
+    }
+
+    fn hold_dir_lock(fs: &dyn FileSystem, reg: &mut Registry, data_dir: &Path) -> Result<()> {
+        if !reg.dir_locks.contains_key(data_dir) {
+            let lock = lithify_kafka_log::lock_data_dir(fs, data_dir)?;
+            reg.dir_locks.insert(data_dir.to_path_buf(), lock);
+        }
+        Ok(())
+    }
+
     /// Hands `log` to the cleaner. Its directory must be named
-    /// `<topic>-<partition>`; its data directory is the parent.
+    /// `<topic>-<partition>`; its data directory is the parent, whose
+    /// `.lock` the manager holds from now on (see
+    /// [`lock_data_dir`](Self::lock_data_dir)).
     pub fn add_log(&self, log: SharedLog) -> Result<TopicPartition> {
         let dir = log.lock().dir().to_path_buf();
         let Some(tp) = dir
@@ -143,6 +193,7 @@ impl LogCleanerManager {
             .fail();
         }
         let data_dir = parent_dir(&dir).to_path_buf();
+        Self::hold_dir_lock(&*self.fs, &mut reg, &data_dir)?;
         reg.logs
             .insert(tp.clone(), ManagedLog { log, dir, data_dir });
         Ok(tp)
@@ -160,7 +211,14 @@ impl LogCleanerManager {
         };
         self.board.forget(tp);
         if let Some(m) = &removed {
-            self.update_checkpoint(&m.data_dir, None, Some(tp))?;
+            let updated = self.update_checkpoint(&m.data_dir, None, Some(tp));
+            // The directory's last log gone: another cleaner may have it.
+            let mut reg = self.registry.lock();
+            if !reg.logs.values().any(|other| other.data_dir == m.data_dir) {
+                reg.dir_locks.remove(&m.data_dir);
+            }
+            drop(reg);
+            updated?;
         }
         Ok(removed.map(|m| m.log))
     }

@@ -55,10 +55,10 @@ fn dedupe_keeps_the_latest_record_per_key_with_its_original_offset() {
     all.push((60, "key-1".into(), Some("in the active segment".into())));
     let before = log.segments().count();
     assert!(before > 5, "{before} segments");
-    let log = Mutex::new(log);
+    let shared = Mutex::new(log);
 
-    let out = clean(&mut cleaner(1 << 16, "0.75"), &log, 0, 5000);
-    let log = log.lock();
+    let out = clean(&mut cleaner(1 << 16, "0.75"), &shared, 0, 5000);
+    let log = shared.lock();
     assert_eq!(contents(&log), dedupe(&all, 60));
     assert_eq!(out.report.end_offset, 60);
     assert_eq!(out.report.first_uncleanable_offset, 60);
@@ -75,6 +75,8 @@ fn dedupe_keeps_the_latest_record_per_key_with_its_original_offset() {
     let fs = log.fs().clone();
     let config = log.config().clone();
     drop(log);
+    // The log itself goes too: a log has one writer.
+    drop(shared);
     let reopened = open(fs, "/k/t-0", config, 0);
     assert_eq!(contents(&reopened), dedupe(&all, 60));
 }

@@ -24,7 +24,16 @@
 //!   nothing: every key keeps its latest value).
 //!
 //! Never: an open or a round that succeeds with fewer records and nothing
-//! in its report.
+//! in its report. In every log cell, `lithify_kafka_log::verify` (what
+//! `lithify log check` runs) agrees before the open: a problem naming the
+//! segment for what is refused, a warning at most for the rest, and
+//! nothing on disk changed.
+//!
+//! **Concurrent Kafka writers** (issue 34): a `Log` or a cleaner holds the
+//! log first; a second `Log::open`, a second cleaner of the data directory
+//! or a read-only check is refused with `Error::InUse` naming the
+//! directory, nothing changes, the first goes on; afterwards the second
+//! gets in and every record is there.
 //!
 //! The fixture: `t-0` has two flushed inactive segments (the second is
 //! "the flushed segment" below) and an active segment whose first two
@@ -400,6 +409,34 @@ fn run(fs: &Arc<dyn FileSystem>, root: &Path, kind: Kind, damage: Damage, outcom
         Some(b) => write_file_atomic(&**fs, &target, b).unwrap(),
     }
     let after_damage = files(&**fs, &dir);
+
+    // `lithify log check` (verify) agrees with what open and the cleaner
+    // do, and changes nothing: a problem for what they refuse, a warning
+    // at most for what they recover, rebuild or keep.
+    let checked = lithify_kafka_log::verify(fs, &dir).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let base_of = |p: &Path| p.file_name().unwrap().to_str().unwrap()[..20].to_string();
+    let segment = base_of(&segment_log);
+    let names_segment = |f: &lithify_kafka_log::Finding| {
+        f.file.starts_with(&dir)
+            && f.file
+                .file_name()
+                .is_some_and(|n| n.to_str().unwrap().starts_with(&segment))
+    };
+    match outcome {
+        Outcome::RefusedAtOpen | Outcome::RefusedWhenRead => assert!(
+            checked.problems.iter().any(names_segment),
+            "{what}: {checked}"
+        ),
+        Outcome::Recovered => {
+            assert!(checked.is_ok(), "{what}: {checked}");
+            assert!(
+                checked.warnings.iter().any(names_segment),
+                "{what}: {checked}"
+            );
+        }
+        _ => assert!(checked.is_ok(), "{what}: {checked}"),
+    }
+    same_files(&files(&**fs, &dir), &after_damage, &what);
 
     let opened = open(fs, &dir);
     match outcome {
@@ -852,6 +889,151 @@ matrix! {
     producer_snapshot_bit_flip_in_body: ProducerSnapshot FlipBody => Replayed;
     producer_snapshot_bit_flip_in_footer: ProducerSnapshot FlipFooter => Replayed;
     producer_snapshot_random_bytes: ProducerSnapshot Random => Replayed;
+}
+
+/// Concurrent Kafka writers (issue 34): who holds a log or its data
+/// directory first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum First {
+    /// A `Log` (what `lithify log produce` holds).
+    Log,
+    /// A cleaner with the log handed to it (what `lithify log clean`
+    /// holds: the data directory's `.lock` and the log's).
+    Cleaner,
+}
+
+/// What comes second, while the first still holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Second {
+    /// Another `Log::open` of the same directory (a second producer, or
+    /// a cleaner opening the log).
+    OpenLog,
+    /// A second cleaner of the same data directory.
+    Cleaner,
+    /// A read-only check (`lithify log check`, `log dump`).
+    Verify,
+}
+
+/// Every cell: the second is refused with `Error::InUse` naming the
+/// directory, nothing on disk changes, the first goes on writing; once
+/// the first is gone, the second succeeds and every record is there.
+fn concurrent(first: First, second: Second) {
+    let mem: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    concurrent_on(&mem, Path::new("/data"), first, second);
+    let tmp = tempfile::tempdir().unwrap();
+    let os: Arc<dyn FileSystem> = Arc::new(OsFs);
+    concurrent_on(&os, tmp.path(), first, second);
+}
+
+fn concurrent_on(fs: &Arc<dyn FileSystem>, root: &Path, first: First, second: Second) {
+    let what = format!("{first:?} then {second:?} on {root:?}");
+    let dir = root.join("t-0");
+    let (before, _) = build_log(fs, root, "t-0");
+    let log = open(fs, &dir).unwrap();
+    let shared = shared_log(log);
+    let svc = (first == First::Cleaner).then(|| {
+        let svc = cleaner(fs, TS + 10_000);
+        svc.add_log(shared.clone()).unwrap();
+        svc
+    });
+    let held = files(&**fs, &dir);
+    let (err, locked_dir) = match second {
+        Second::OpenLog => (open(fs, &dir).map(drop).unwrap_err(), dir.clone()),
+        Second::Verify => (
+            lithify_kafka_log::verify(fs, &dir).map(drop).unwrap_err(),
+            dir.clone(),
+        ),
+        Second::Cleaner => {
+            let other = cleaner(fs, TS + 10_000);
+            if first == First::Log {
+                // A log holds no data directory lock: a second cleaner
+                // gets the directory and is refused the log itself.
+                other.manager().lock_data_dir(root).unwrap();
+                drop(other);
+                return concurrent_on_log_only(fs, &dir, shared, before, &what);
+            }
+            let err = other.manager().lock_data_dir(root).unwrap_err();
+            let lithify_compaction_logclean::Error::Log { source, .. } = err else {
+                panic!("{what}: {err}")
+            };
+            (*source, root.to_path_buf())
+        }
+    };
+    assert!(err.is_in_use(), "{what}: {err}");
+    assert!(
+        err.to_string().contains(&format!(
+            "{} is in use by another process",
+            locked_dir.display()
+        )),
+        "{what}: {err}"
+    );
+    same_files(&files(&**fs, &dir), &held, &what);
+    // The first writer goes on.
+    let mut next = before.len() as i64;
+    append_batches(&mut shared.lock(), 1, &mut next);
+    drop(svc);
+    let log = Arc::try_unwrap(shared).unwrap().into_inner();
+    log.close().unwrap();
+    // Afterwards the second gets in, and every record is there.
+    let log = open(fs, &dir).unwrap();
+    let got = records(&log).unwrap();
+    assert_eq!(got[..before.len()], before[..], "{what}");
+    assert_eq!(got.len(), before.len() + 3, "{what}");
+    drop(log);
+    let report = lithify_kafka_log::verify(fs, root).unwrap();
+    assert!(report.is_ok(), "{what}: {report}");
+}
+
+/// A second cleaner while a `Log` (a producer) holds the log: it takes the
+/// data directory, and its own open of the log is refused.
+fn concurrent_on_log_only(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    shared: lithify_compaction_logclean::SharedLog,
+    before: Records,
+    what: &str,
+) {
+    let err = open(fs, dir).map(drop).unwrap_err();
+    assert!(err.is_in_use(), "{what}: {err}");
+    let mut next = before.len() as i64;
+    append_batches(&mut shared.lock(), 1, &mut next);
+    Arc::try_unwrap(shared)
+        .unwrap()
+        .into_inner()
+        .close()
+        .unwrap();
+    let log = open(fs, dir).unwrap();
+    assert_eq!(records(&log).unwrap().len(), before.len() + 3, "{what}");
+}
+
+#[test]
+fn concurrent_log_then_open_log_is_refused() {
+    concurrent(First::Log, Second::OpenLog);
+}
+
+#[test]
+fn concurrent_log_then_verify_is_refused() {
+    concurrent(First::Log, Second::Verify);
+}
+
+#[test]
+fn concurrent_log_then_cleaner_is_refused_the_log() {
+    concurrent(First::Log, Second::Cleaner);
+}
+
+#[test]
+fn concurrent_cleaner_then_open_log_is_refused() {
+    concurrent(First::Cleaner, Second::OpenLog);
+}
+
+#[test]
+fn concurrent_cleaner_then_second_cleaner_is_refused() {
+    concurrent(First::Cleaner, Second::Cleaner);
+}
+
+#[test]
+fn concurrent_cleaner_then_verify_is_refused() {
+    concurrent(First::Cleaner, Second::Verify);
 }
 
 /// The matrix covers every file kind with every damage.

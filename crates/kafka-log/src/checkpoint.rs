@@ -62,6 +62,10 @@ use crate::error::{CheckpointMalformedSnafu, IoSnafu, Result};
 /// below which every batch was flushed. Same format as the cleaner's.
 pub const RECOVERY_POINT_FILE_NAME: &str = "recovery-point-offset-checkpoint";
 
+/// The log cleaner's file of first dirty offsets in a data directory
+/// (Kafka's `LogCleanerManager.offsetCheckpointFile`).
+pub const CLEANER_OFFSET_FILE_NAME: &str = "cleaner-offset-checkpoint";
+
 /// The only version of the format (Kafka's `CURRENT_VERSION`).
 pub const VERSION: i32 = 0;
 

@@ -32,6 +32,53 @@ pub enum Error {
         location: Location,
     },
 
+    /// Another writer holds the directory: a second process (or another
+    /// open [`Log`](crate::Log) in this one) writing the same log, or a
+    /// second cleaner of the same data directory. Nothing was read or
+    /// changed.
+    #[snafu(display(
+        "{what} {} is in use by another process (or another handle in this one): {} is locked{}; wait for it to finish, or stop it",
+        dir.display(),
+        path.display(),
+        if *writer { "" } else { " by a writer" }
+    ))]
+    InUse {
+        /// "log directory" or "data directory".
+        what: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// Its lock file.
+        path: PathBuf,
+        /// Whether a writer was refused (false: a reader was refused
+        /// because a writer holds the lock).
+        writer: bool,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A `.deleted` segment holds offsets no live segment covers: a live
+    /// segment renamed `.deleted` by mistake, not one a cleaning replaced.
+    /// Kafka would delete it at load; it is refused and kept instead.
+    #[snafu(display(
+        "{} holds offsets {base_offset}..{next_offset}, which no live segment of log {} covers (a replaced segment's offsets are covered by the segment that replaced it), so it is not the leftover of a cleaning: refusing to delete it. If it was renamed by mistake, remove the .deleted suffix; if it was deleted on purpose, remove the file",
+        path.display(),
+        dir.display()
+    ))]
+    UncoveredDeletedSegment {
+        /// The `.log.deleted` file.
+        path: PathBuf,
+        /// The log directory.
+        dir: PathBuf,
+        /// Its base offset.
+        base_offset: i64,
+        /// The offset after its last valid batch.
+        next_offset: i64,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// Stored bytes are not a valid batch, record or index.
     #[snafu(display("corruption in {} at byte offset {offset}: {message}", path.display()))]
     Corrupt {
@@ -266,6 +313,11 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Whether another writer holds the directory ([`Error::InUse`]).
+    pub fn is_in_use(&self) -> bool {
+        matches!(self, Error::InUse { .. })
+    }
+
     /// Whether stored data is damaged.
     pub fn is_corruption(&self) -> bool {
         self.kind() == ErrorKind::Corruption
@@ -282,7 +334,9 @@ impl Error {
             | Error::CheckpointMalformed { path, offset, .. }
             | Error::DamagedBelowRecoveryPoint { path, offset, .. } => Some((path, *offset)),
             Error::MissingFlushedRecords { segment, size, .. } => Some((segment, *size)),
-            Error::MissingSegment { path, .. } => Some((path, 0)),
+            Error::MissingSegment { path, .. } | Error::UncoveredDeletedSegment { path, .. } => {
+                Some((path, 0))
+            }
             _ => None,
         }
     }
@@ -298,11 +352,13 @@ impl Classify for Error {
             | Error::CheckpointMalformed { .. }
             | Error::DamagedBelowRecoveryPoint { .. }
             | Error::MissingFlushedRecords { .. }
-            | Error::MissingSegment { .. } => ErrorKind::Corruption,
+            | Error::MissingSegment { .. }
+            | Error::UncoveredDeletedSegment { .. } => ErrorKind::Corruption,
             Error::UnsupportedMagic { .. }
             | Error::KeylessRecord { .. }
             | Error::BatchTooLarge { .. }
             | Error::ProducerState { .. }
+            | Error::InUse { .. }
             | Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
             Error::Poisoned { .. } => ErrorKind::Poisoned,
         }

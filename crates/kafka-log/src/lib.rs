@@ -41,6 +41,14 @@
 //! * the data directory's offset checkpoint files are in Kafka's format
 //!   ([`checkpoint`]): `recovery-point-offset-checkpoint`, written here,
 //!   and the cleaner's `cleaner-offset-checkpoint`;
+//! * [`verify`] checks a log directory or a data directory without
+//!   changing it: what open and the cleaner would refuse (problems) and
+//!   what they would repair or accept (warnings), each naming the file
+//!   and byte offset;
+//! * a `Log` holds its directory's `.lock` ([`LOCK_FILE_NAME`]) while it
+//!   is open, so a second writer, in any process, is refused
+//!   ([`Error::InUse`]); the cleaner locks the data directory's `.lock`
+//!   too ([`lock_data_dir`]);
 //! * [`Log::snapshot`] hands out the segments as they are, readable
 //!   without the log (what a cleaner reads a round from), and
 //!   [`Log::replace_segments`] swaps segments in crash-safely (`.cleaned`
@@ -75,6 +83,7 @@ mod config;
 mod error;
 mod file_batches;
 pub mod index;
+mod lock;
 mod log;
 mod lost;
 pub mod naming;
@@ -86,7 +95,9 @@ pub mod record;
 mod recovery;
 mod segment;
 mod snapshot;
+pub mod txn_check;
 pub mod txn_index;
+mod verify;
 
 /// The README's examples, run as doctests.
 #[cfg(doctest)]
@@ -99,11 +110,13 @@ pub use coding::DecodeError;
 pub use config::{CleanupPolicy, CompressionType, LogConfig};
 pub use error::{Error, IN_MEMORY, Result};
 pub use file_batches::{BatchHeader, FileBatchHeaders, FileBatches, OffsetOrder};
+pub use lock::{LOCK_FILE_NAME, lock_data_dir, lock_shared};
 pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, Producer, SegmentInfo};
 pub use lost::LOST_DIR;
 pub use producer_state::{BatchMetadata, ProducerStateEntry};
 pub use read_committed::CommittedRecords;
 pub use record::SimpleRecord;
-pub use recovery::{RecoveryPointSource, RecoveryReport, Truncation};
+pub use recovery::{DeletedLeftover, RecoveryPointSource, RecoveryReport, Truncation};
 pub use segment::{AppendedBatch, LogSegment, SegmentRecovery};
 pub use snapshot::{LogSnapshot, SegmentSnapshot};
+pub use verify::{Finding, VerifyReport, verify};

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lithify_vfs::{FileSystem, parent_dir};
+use lithify_vfs::{FileLock, FileSystem, parent_dir};
 use snafu::ResultExt as _;
 
 use crate::checkpoint::{self, TopicPartition};
@@ -159,6 +159,9 @@ pub struct Log {
     producer_state: ProducerStateManager,
     /// Offsets of the producer snapshots on disk.
     snapshots: BTreeSet<i64>,
+    /// The partition directory's `.lock`, held exclusively while the log
+    /// is open (see [`crate::lock`]); dropped last.
+    _lock: FileLock,
 }
 
 impl Log {
@@ -169,6 +172,10 @@ impl Log {
 
     /// Opens the log in `dir` with explicit [`OpenOptions`]:
     ///
+    /// 0. the directory's `.lock` ([`LOCK_FILE_NAME`](crate::LOCK_FILE_NAME))
+    ///    is locked exclusively for the `Log`'s lifetime: while this `Log`
+    ///    lives, another open of `dir` (in any process) is refused with
+    ///    [`Error::InUse`], before anything is read or changed;
     /// 1. leftover `.deleted`, `.cleaned` and `.swap` files are resolved
     ///    (Kafka's `LogLoader` rules);
     /// 2. index files without a `.log` are removed when they lie beyond the
@@ -222,6 +229,7 @@ impl Log {
                     .context(io("sync the parent of"))?;
             }
         }
+        let lock = crate::lock::lock_exclusive(&*fs, dir, "log directory")?;
         let mut report = RecoveryReport::default();
         recovery::complete_or_roll_back_swaps(&*fs, dir, &mut report)?;
         let now = options.clock.now_ms();
@@ -537,6 +545,7 @@ impl Log {
             closed: false,
             producer_state: loaded.state,
             snapshots,
+            _lock: lock,
         })
     }
 

@@ -175,6 +175,10 @@ mod tests {
         let p = parse("00000000000000000100.leader-epoch").unwrap();
         assert_eq!((p.base_offset, p.kind), (100, FileKind::Other));
         assert_eq!(parse("leader-epoch-checkpoint"), None);
+        // The lock file is never a segment, index, snapshot or partition.
+        assert_eq!(parse(crate::LOCK_FILE_NAME), None);
+        assert_eq!(offset_from_file_name(crate::LOCK_FILE_NAME), None);
+        assert_eq!(parse_partition_dir(crate::LOCK_FILE_NAME), None);
         assert_eq!(parse(".log"), None);
         assert_eq!(
             parse_partition_dir("my-topic-12"),

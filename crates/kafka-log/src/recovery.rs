@@ -2,7 +2,13 @@
 //! Kafka's `LogLoader` for files left by an interrupted segment replacement
 //! (the cleaner's `.cleaned` -> `.swap` -> `.deleted` protocol).
 //!
-//! 1. Every `*.deleted` file is removed.
+//! 1. Every `*.deleted` file is removed, with a warning naming it and
+//!    the offsets it held ([`RecoveryReport::deleted_leftovers`]) — unless
+//!    a `.log.deleted` holds batches whose offsets no live segment covers
+//!    ([`deleted_leftovers`] says how that is told): that is a live
+//!    segment renamed by mistake, not a replaced one, and the open is
+//!    refused ([`Error::UncoveredDeletedSegment`](crate::Error)) with
+//!    nothing changed. Kafka deletes it.
 //! 2. `minCleaned` is the smallest base offset among `*.cleaned` files.
 //! 3. Every `*.swap` file with base offset >= `minCleaned` is removed (it
 //!    belongs to an operation that had not finished writing), then every
@@ -28,7 +34,7 @@ use std::sync::Arc;
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
 
-use crate::error::{IoSnafu, Result};
+use crate::error::{IoSnafu, Result, UncoveredDeletedSegmentSnafu};
 use crate::file_batches::FileBatches;
 use crate::naming::{self, FileKind, Suffix};
 use crate::segment::SegmentRecovery;
@@ -83,9 +89,43 @@ impl fmt::Display for Truncation {
     }
 }
 
+/// A `.deleted` file that recovery removed: what a cleaner's swap left
+/// behind (or Kafka's retention or truncation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedLeftover {
+    /// The file name.
+    pub file: String,
+    /// The offset in its name.
+    pub base_offset: i64,
+    /// For a `.log.deleted`: the offset after its last valid batch (its
+    /// base offset when it holds none). `None` for index and snapshot
+    /// files.
+    pub next_offset: Option<i64>,
+    /// Why it may go: the live segment (or swap) that holds its offsets
+    /// now, or where its offsets lie.
+    pub covered_by: String,
+}
+
+impl fmt::Display for DeletedLeftover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.next_offset {
+            Some(next) if next > self.base_offset => write!(
+                f,
+                "{} (offsets {}..{}, {})",
+                self.file, self.base_offset, next, self.covered_by
+            ),
+            Some(_) => write!(f, "{} (no batches)", self.file),
+            None => write!(f, "{} ({})", self.file, self.covered_by),
+        }
+    }
+}
+
 /// What opening a log found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
+    /// The `.deleted` files removed (each also in `deleted_files`), with
+    /// the offsets they held; each is a `tracing` warning.
+    pub deleted_leftovers: Vec<DeletedLeftover>,
     /// Files removed: `.deleted`, `.cleaned`, unfinished `.swap`, segments
     /// replaced by a swap, index files without a `.log`.
     pub deleted_files: Vec<String>,
@@ -185,9 +225,38 @@ pub(crate) fn complete_or_roll_back_swaps(
     let mut swaps = Vec::new();
     let mut cleaned = Vec::new();
     let mut min_cleaned = i64::MAX;
-    for name in list(fs, dir)? {
+    let names = list(fs, dir)?;
+    let leftovers = deleted_leftovers(fs, dir, &names)?;
+    if let Some(bad) = leftovers.iter().find(|l| l.covered_by.is_none()) {
+        return UncoveredDeletedSegmentSnafu {
+            path: dir.join(&bad.file),
+            dir,
+            base_offset: bad.base_offset,
+            next_offset: bad.next_offset.unwrap_or(bad.base_offset),
+        }
+        .fail();
+    }
+    for l in leftovers {
+        let leftover = DeletedLeftover {
+            file: l.file,
+            base_offset: l.base_offset,
+            next_offset: l.next_offset,
+            covered_by: l.covered_by.unwrap_or_default(),
+        };
+        tracing::warn!(
+            log = %dir.display(),
+            file = %leftover.file,
+            base_offset = leftover.base_offset,
+            next_offset = leftover.next_offset,
+            covered_by = %leftover.covered_by,
+            "removing a .deleted leftover"
+        );
+        remove(fs, dir, &leftover.file, report)?;
+        report.deleted_leftovers.push(leftover);
+    }
+    for name in names {
         if name.ends_with(Suffix::Deleted.as_str()) {
-            remove(fs, dir, &name, report)?;
+            continue;
         } else if name.ends_with(Suffix::Cleaned.as_str()) {
             if let Some(off) = naming::offset_from_file_name(&name) {
                 min_cleaned = min_cleaned.min(off);
@@ -243,4 +312,101 @@ pub(crate) fn complete_or_roll_back_swaps(
         action: "sync",
         path: dir,
     })
+}
+
+/// A `.deleted` file as [`deleted_leftovers`] judged it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Leftover {
+    pub(crate) file: String,
+    pub(crate) base_offset: i64,
+    pub(crate) next_offset: Option<i64>,
+    /// Why it may be removed; `None`: its offsets are covered by nothing.
+    pub(crate) covered_by: Option<String>,
+}
+
+/// Judges every `.deleted` file among `names` (the files of `dir`),
+/// reading only. A `.log.deleted` holding batches (offsets `B..N`) may be
+/// removed when its offsets are accounted for:
+///
+/// * a live segment or a `.swap` starts at `B` (it replaced this one), or
+///   the segment holding `B` starts at `S` and `S.log.deleted` exists too
+///   (a cleaning replaced a group of segments by one with the group's
+///   first base offset, as Kafka's cleaner and ours name their output);
+/// * a live segment or `.swap` holds offsets inside `B..N` (the cleaned
+///   segment that replaced it kept some of its records);
+/// * it lies wholly below the log start (Kafka's retention deletes whole
+///   segments from the start).
+///
+/// Otherwise it is a live segment renamed by mistake: its records are in
+/// no other file (`covered_by` is `None`). Index, time index, transaction
+/// index and snapshot `.deleted` files go with their segment and are
+/// always removable.
+pub(crate) fn deleted_leftovers(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+) -> Result<Vec<Leftover>> {
+    // Live and swap segments by base offset.
+    let mut holders: Vec<(i64, String)> = names
+        .iter()
+        .filter_map(|n| naming::parse(n).map(|p| (p, n)))
+        .filter(|(p, _)| p.kind == FileKind::Log && matches!(p.suffix, Suffix::None | Suffix::Swap))
+        .map(|(p, n)| (p.base_offset, n.clone()))
+        .collect();
+    holders.sort();
+    let deleted_logs: Vec<i64> = names
+        .iter()
+        .filter_map(|n| naming::parse(n))
+        .filter(|p| p.kind == FileKind::Log && p.suffix == Suffix::Deleted)
+        .map(|p| p.base_offset)
+        .collect();
+    let mut out = Vec::new();
+    for name in names {
+        if !name.ends_with(Suffix::Deleted.as_str()) {
+            continue;
+        }
+        let parsed = naming::parse(name);
+        let base = parsed.map_or(-1, |p| p.base_offset);
+        let is_log = parsed.is_some_and(|p| p.kind == FileKind::Log);
+        if !is_log {
+            out.push(Leftover {
+                file: name.clone(),
+                base_offset: base,
+                next_offset: None,
+                covered_by: Some("it goes with its segment".to_string()),
+            });
+            continue;
+        }
+        let next = next_offset_of(fs, &dir.join(name), base)?;
+        let covered_by = if next <= base {
+            Some("no batches".to_string())
+        } else if let Some((_, n)) = holders.iter().find(|(b, _)| *b == base) {
+            Some(format!("replaced by {n}"))
+        } else if let Some((s, n)) = holders.iter().rev().find(|(b, _)| *b < base)
+            && deleted_logs.contains(s)
+        {
+            Some(format!("replaced, with the segment at offset {s}, by {n}"))
+        } else if let Some((_, n)) = holders.iter().find(|(b, _)| *b > base && *b < next) {
+            Some(format!("its offsets are now held by {n}"))
+        } else if holders.first().is_some_and(|(first, _)| next <= *first) {
+            Some("below the log start offset: removed by retention".to_string())
+        } else {
+            // The segment before it may still hold offsets of its range.
+            let mut held = None;
+            if let Some((s, n)) = holders.iter().rev().find(|(b, _)| *b < base) {
+                let end = next_offset_of(fs, &dir.join(n), *s)?;
+                if end > base {
+                    held = Some(format!("its offsets are now held by {n}"));
+                }
+            }
+            held
+        };
+        out.push(Leftover {
+            file: name.clone(),
+            base_offset: base,
+            next_offset: Some(next),
+            covered_by,
+        });
+    }
+    Ok(out)
 }

@@ -143,9 +143,10 @@ pub mod log {
     pub use lithify_kafka_log::record::TransactionResult;
     pub use lithify_kafka_log::txn_index::AbortedTxn;
     pub use lithify_kafka_log::{
-        AppendInfo, CleanupPolicy, Clock, CommittedRecords, CompressionType, Log, LogConfig,
-        ManualClock, OpenOptions, Producer, ProducerStateEntry, RecoveryPointSource,
-        RecoveryReport, SegmentInfo, SimpleRecord, SystemClock, TopicPartition, Truncation,
+        AppendInfo, CleanupPolicy, Clock, CommittedRecords, CompressionType, DeletedLeftover,
+        Finding, LOCK_FILE_NAME, Log, LogConfig, ManualClock, OpenOptions, Producer,
+        ProducerStateEntry, RecoveryPointSource, RecoveryReport, SegmentInfo, SimpleRecord,
+        SystemClock, TopicPartition, Truncation, VerifyReport, lock_data_dir, verify,
     };
 }
 

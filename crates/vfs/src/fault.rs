@@ -53,7 +53,7 @@ pub enum OpKind {
     Sync,
     /// `rename`.
     Rename,
-    /// `create`, `create_new`, `open_append`, `open`, `lock`,
+    /// `create`, `create_new`, `open_append`, `open`, `lock`, `lock_shared`,
     /// `create_dir_all`, `hard_link` (a new name).
     Open,
     /// `remove_file`, `remove_dir`.
@@ -507,5 +507,10 @@ impl<F: FileSystem> FileSystem for FaultFs<F> {
     fn lock(&self, path: &Path) -> io::Result<FileLock> {
         self.check(OpKind::Open, path)?;
         self.inner.lock(path)
+    }
+
+    fn lock_shared(&self, path: &Path) -> io::Result<FileLock> {
+        self.check(OpKind::Open, path)?;
+        self.inner.lock_shared(path)
     }
 }

@@ -135,8 +135,48 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     }
 
     /// Takes an exclusive lock on `path` (created if missing), held until
-    /// the returned [`FileLock`] is dropped. Fails with `WouldBlock` if held.
+    /// the returned [`FileLock`] is dropped. Fails with `WouldBlock` if held
+    /// (exclusively or shared), by another process or another handle in
+    /// this one.
     fn lock(&self, path: &Path) -> io::Result<FileLock>;
+
+    /// Takes a shared lock on the existing file `path`, held until the
+    /// returned [`FileLock`] is dropped: any number of shared locks go
+    /// together, and exclude an exclusive [`lock`](FileSystem::lock).
+    /// Fails with `WouldBlock` while an exclusive lock is held, and with
+    /// `NotFound` if the file does not exist: a shared lock creates
+    /// nothing, so a reader that takes one changes nothing on disk.
+    ///
+    /// The default, for file systems without shared locks, takes the
+    /// exclusive lock of an existing file instead: stricter (two readers
+    /// exclude each other), never weaker.
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use std::path::Path;
+    /// use lithify_vfs::{FileSystem, MemFs};
+    ///
+    /// let fs = MemFs::new();
+    /// fs.create_dir_all(Path::new("/d")).unwrap();
+    /// let lock = Path::new("/d/.lock");
+    /// assert_eq!(fs.lock_shared(lock).unwrap_err().kind(), ErrorKind::NotFound);
+    /// let writer = fs.lock(lock).unwrap();
+    /// assert_eq!(fs.lock_shared(lock).unwrap_err().kind(), ErrorKind::WouldBlock);
+    /// drop(writer);
+    /// let (a, b) = (fs.lock_shared(lock).unwrap(), fs.lock_shared(lock).unwrap());
+    /// assert_eq!(fs.lock(lock).unwrap_err().kind(), ErrorKind::WouldBlock);
+    /// drop((a, b));
+    /// drop(fs.lock(lock).unwrap());
+    /// ```
+    fn lock_shared(&self, path: &Path) -> io::Result<FileLock> {
+        if !self.exists(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} does not exist", path.display()),
+            ));
+        }
+        self.lock(path)
+    }
 }
 
 /// A file open for writing.
@@ -207,7 +247,8 @@ pub(crate) fn short_read(offset: u64, len: usize, done: usize) -> io::Error {
     )
 }
 
-/// An exclusive lock on a file, released on drop.
+/// A lock on a file (exclusive from [`FileSystem::lock`], shared from
+/// [`FileSystem::lock_shared`]), released on drop.
 pub struct FileLock {
     _held: Box<dyn Send + Sync>,
     path: PathBuf,
@@ -359,5 +400,8 @@ impl<F: FileSystem + ?Sized> FileSystem for Arc<F> {
     }
     fn lock(&self, path: &Path) -> io::Result<FileLock> {
         (**self).lock(path)
+    }
+    fn lock_shared(&self, path: &Path) -> io::Result<FileLock> {
+        (**self).lock_shared(path)
     }
 }

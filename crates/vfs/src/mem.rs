@@ -71,8 +71,9 @@ struct State {
     /// Directories removed since their parent was last synced, kept so a
     /// crash can bring them back.
     removed_dirs: HashMap<PathBuf, Dir>,
-    /// Held locks: path -> lock id.
-    locks: HashMap<PathBuf, u64>,
+    /// Held locks: path -> the ids of its holders (one exclusive holder,
+    /// or any number of shared ones).
+    locks: HashMap<PathBuf, Held>,
     next_lock_id: u64,
     /// Torn-tail random state (splitmix64), when enabled.
     torn: Option<u64>,
@@ -90,6 +91,13 @@ impl Default for State {
             torn: None,
         }
     }
+}
+
+/// Who holds the lock of a file.
+#[derive(Debug)]
+enum Held {
+    Exclusive(u64),
+    Shared(Vec<u64>),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -485,7 +493,17 @@ struct MemLock {
 impl Drop for MemLock {
     fn drop(&mut self) {
         let mut state = self.shared.state.lock();
-        if state.locks.get(&self.path) == Some(&self.id) {
+        // A lock of a crashed "process" is gone already; ids are never
+        // reused, so it cannot release a lock taken after the crash.
+        let release = match state.locks.get_mut(&self.path) {
+            Some(Held::Exclusive(id)) => *id == self.id,
+            Some(Held::Shared(ids)) => {
+                ids.retain(|id| *id != self.id);
+                ids.is_empty()
+            }
+            None => false,
+        };
+        if release {
             state.locks.remove(&self.path);
         }
     }
@@ -687,7 +705,36 @@ impl FileSystem for MemFs {
         }
         let id = state.next_lock_id;
         state.next_lock_id += 1;
-        state.locks.insert(norm.clone(), id);
+        state.locks.insert(norm.clone(), Held::Exclusive(id));
+        Ok(FileLock::new(
+            path,
+            Box::new(MemLock {
+                shared: self.shared.clone(),
+                path: norm,
+                id,
+            }),
+        ))
+    }
+
+    fn lock_shared(&self, path: &Path) -> io::Result<FileLock> {
+        let mut state = self.shared.state.lock();
+        let norm = normalize(path)?;
+        // Never created: a reader changes nothing.
+        state.file(path)?;
+        let id = state.next_lock_id;
+        match state.locks.get_mut(&norm) {
+            Some(Held::Exclusive(_)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("{} is locked exclusively by another handle", path.display()),
+                ));
+            }
+            Some(Held::Shared(ids)) => ids.push(id),
+            None => {
+                state.locks.insert(norm.clone(), Held::Shared(vec![id]));
+            }
+        }
+        state.next_lock_id += 1;
         Ok(FileLock::new(
             path,
             Box::new(MemLock {

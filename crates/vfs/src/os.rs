@@ -17,7 +17,8 @@ use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile, short_read};
 /// Writes go straight to the OS (no user-space buffer); `sync_data` is
 /// `fdatasync`, `sync_all` is `fsync`, and a directory is synced by opening
 /// it and calling `fsync` on it. Locks are `flock`-style exclusive locks
-/// (`File::try_lock`), so a second process gets a clear error.
+/// (`File::try_lock`) and shared locks (`File::try_lock_shared`), so a
+/// second process gets a clear error.
 ///
 /// ```
 /// use lithify_vfs::{FileSystem, OsFs, read_file};
@@ -244,6 +245,22 @@ impl FileSystem for OsFs {
                 io::ErrorKind::WouldBlock,
                 format!(
                     "{} is locked by another process (or another handle in this one)",
+                    path.display()
+                ),
+            )),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    fn lock_shared(&self, path: &Path) -> io::Result<FileLock> {
+        // Read-only and never created: a reader changes nothing on disk.
+        let file = File::open(path)?;
+        match file.try_lock_shared() {
+            Ok(()) => Ok(FileLock::new(path, Box::new(OsLock { file }))),
+            Err(fs::TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "{} is locked exclusively by another process (or another handle in this one)",
                     path.display()
                 ),
             )),

@@ -65,6 +65,36 @@ fn exercise(fs: &dyn FileSystem, root: &Path) {
     drop(lock);
     drop(fs.lock(&dir.join("LOCK")).unwrap());
 
+    // Shared locks: many readers together, none while a writer holds the
+    // file, no writer while a reader does; a missing file is not created.
+    let shared = dir.join("SHARED");
+    assert_eq!(
+        fs.lock_shared(&shared).unwrap_err().kind(),
+        io::ErrorKind::NotFound
+    );
+    assert!(!fs.exists(&shared), "a shared lock creates nothing");
+    let writer = fs.lock(&shared).unwrap();
+    assert_eq!(
+        fs.lock_shared(&shared).unwrap_err().kind(),
+        io::ErrorKind::WouldBlock
+    );
+    drop(writer);
+    let reader1 = fs.lock_shared(&shared).unwrap();
+    let reader2 = fs.lock_shared(&shared).unwrap();
+    assert_eq!(
+        fs.lock(&shared).unwrap_err().kind(),
+        io::ErrorKind::WouldBlock
+    );
+    drop(reader1);
+    assert_eq!(
+        fs.lock(&shared).unwrap_err().kind(),
+        io::ErrorKind::WouldBlock,
+        "one reader still holds it"
+    );
+    drop(reader2);
+    drop(fs.lock(&shared).unwrap());
+    fs.remove_file(&shared).unwrap();
+
     // A hard link names the same bytes, and outlives the first name.
     let linked = dir.join("sub").join("linked");
     fs.hard_link(&b, &linked).unwrap();

@@ -1,6 +1,11 @@
 //! `lithify log clean DATA_DIR`: one cleaning round for each eligible log
 //! of a data directory, dirtiest first, printing each round's report.
 //!
+//! It holds the data directory's `.lock` for the whole run and each log's
+//! `.lock` while that log is open: a second `log clean` of the directory
+//! is refused, and so is `log produce` to one of its logs (a log another
+//! process holds is reported as not opened, and the run fails).
+//!
 //! Settings, later ones winning: Kafka's defaults (with
 //! `cleanup.policy=compact`); every `--config name=value` (a log setting
 //! such as `segment.bytes` or `delete.retention.ms`, or a cleaner setting
@@ -97,6 +102,12 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
         None => Arc::new(SystemClock),
     };
     let svc = LogCleaner::new(cleaner_config, fs.clone(), clock.clone());
+    // One cleaner per data directory: a second `log clean` is refused here,
+    // before it opens (and recovers) a single log. Each log's own `.lock`
+    // then keeps `log produce` out of the logs being cleaned.
+    svc.manager()
+        .lock_data_dir(&a.data_dir)
+        .context(CleanerSnafu)?;
     let mut names = fs.list_dir(&a.data_dir).context(IoSnafu {
         action: "list",
         path: &a.data_dir,

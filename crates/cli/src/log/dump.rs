@@ -10,29 +10,34 @@
 //! transactional or control batches; with `--records`, a control record
 //! shows its marker (`endTxnMarker: COMMIT coordinatorEpoch: 0`).
 //! `--transaction-index-sanity-check` checks every log directory's
-//! `.txnindex` files against its markers ([`txn_check`](super::txn_check)).
+//! `.txnindex` files against its markers (`lithify_kafka_log::txn_check`).
 //! Files are only read, never repaired. Damage (a batch failing its CRC, a
-//! broken header, trailing bytes that are not a batch) is printed where it
-//! is and makes the command fail with an error naming the file and byte
-//! offset.
+//! broken header, trailing bytes that are not a batch, base offsets going
+//! backwards or repeating) is printed where it is and makes the command
+//! fail with an error naming the file and byte offset. A log directory is
+//! also checked as a whole by `lithify_kafka_log::verify` (what `log
+//! check` prints): overlapping segments, a `.log` cut short, leftovers of
+//! an interrupted cleaning, offset gaps; its problems make the command
+//! fail too, its warnings are printed. While a writer holds a log
+//! directory (its `.lock`), dumping it is refused.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
 use lithify_compaction_logclean::checkpoint::FILE_NAME as CLEANER_CHECKPOINT;
-use lithify_kafka_log::FileBatches;
 use lithify_kafka_log::checkpoint::{self, TopicPartition};
 use lithify_kafka_log::naming::{self, FileKind, Suffix};
 use lithify_kafka_log::record::{
     ControlRecordType, EndTransactionMarker, RecordBatch, TimestampType,
 };
-use lithify_kafka_log::{producer_snapshot, txn_index};
+use lithify_kafka_log::{FileBatches, OffsetOrder};
+use lithify_kafka_log::{producer_snapshot, txn_check, txn_index};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, Error, IoSnafu, LogSnafu, Result, UsageSnafu};
-use crate::log::txn_check;
+use crate::log::check::{fail_on_problems, print_findings};
 
 /// Arguments of `log dump`.
 #[derive(Debug, Args)]
@@ -69,6 +74,8 @@ pub(crate) fn run(a: DumpArgs) -> Result<()> {
         }
         .fail();
     }
+    let dir = lithify_vfs::parent_dir(&a.path);
+    let _reading = lithify_kafka_log::lock_shared(&fs, dir, "log directory").context(LogSnafu)?;
     dump_file(&fs, &a.path, a.records)
 }
 
@@ -93,6 +100,8 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) ->
     };
     let logs = of_kind(FileKind::Log);
     if !logs.is_empty() {
+        let _reading =
+            lithify_kafka_log::lock_shared(fs, dir, "log directory").context(LogSnafu)?;
         let mut first_error = None;
         let mut note = |r: Result<()>| {
             if let Err(e) = r {
@@ -114,6 +123,17 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) ->
         }
         if check_txns {
             note(sanity_check(fs, dir));
+        }
+        // The directory as a whole, as open and the cleaner judge it.
+        let shared: Arc<dyn FileSystem> = Arc::new(OsFs);
+        match lithify_kafka_log::verify(&shared, dir) {
+            Ok(report) => {
+                print_findings(&report);
+                if first_error.is_none() {
+                    first_error = fail_on_problems(&report).err();
+                }
+            }
+            Err(e) => note(Err(e).context(LogSnafu)),
         }
         return first_error.map_or(Ok(()), Err);
     }
@@ -239,7 +259,7 @@ fn dump_snapshot(fs: &dyn FileSystem, path: &Path) -> Result<()> {
 
 /// `--transaction-index-sanity-check` of one log directory.
 fn sanity_check(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-    let check = txn_check::check_dir(fs, dir)?;
+    let check = txn_check::check_dir(fs, dir).context(LogSnafu)?;
     for p in &check.problems {
         println!("{p}");
     }
@@ -332,6 +352,9 @@ fn dump_log(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
     let mut batches = FileBatches::new(file, Arc::new(path.to_path_buf()), 0, size);
     let mut invalid: Vec<u64> = Vec::new();
     let mut count = 0u64;
+    // Base offsets are outside the CRC: the library's order check.
+    let mut order = OffsetOrder::new(base, i64::MAX);
+    let mut disordered = None;
     for batch in &mut batches {
         let batch = match batch {
             Ok(b) => b,
@@ -344,6 +367,10 @@ fn dump_log(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
         let valid = batch.ensure_valid().is_ok();
         if !valid {
             invalid.push(batch.position());
+        }
+        if let Err(e) = order.check(&batch) {
+            println!("{e}");
+            disordered.get_or_insert(e);
         }
         println!("{}", batch_line(&batch, valid));
         if records && valid {
@@ -365,6 +392,9 @@ fn dump_log(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
             ),
         }
         .fail();
+    }
+    if let Some(e) = disordered {
+        return Err(e).context(LogSnafu);
     }
     if let Some(first) = invalid.first() {
         return DamagedSnafu {

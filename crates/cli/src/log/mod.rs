@@ -7,6 +7,9 @@
 //! * `dump PATH`: print a `.log`, `.index`, `.timeindex`, `.txnindex`,
 //!   producer `.snapshot`, a `cleaner-offset-checkpoint`, a log directory
 //!   or a data directory, as `kafka-dump-log` does;
+//! * `check PATH`: verify a log directory or a data directory the way
+//!   open and the cleaner would (`lithify_kafka_log::verify`), printing
+//!   each problem and warning; exit status 1 on any problem;
 //! * `clean DATA_DIR`: one cleaning round for each eligible log of a data
 //!   directory, with Kafka's settings by their Kafka names;
 //! * `bench`: cleaning throughput, and its ratio to copying the same bytes.
@@ -15,11 +18,11 @@
 //! here (Kafka's default is `delete`).
 
 mod bench;
+mod check;
 mod clean;
 mod dump;
 mod produce;
 pub(crate) mod settings;
-pub(crate) mod txn_check;
 mod workload;
 
 use clap::Subcommand;
@@ -33,6 +36,9 @@ pub(crate) enum LogCommand {
     Produce(produce::ProduceArgs),
     /// Print the batches and records of log files, like kafka-dump-log.
     Dump(dump::DumpArgs),
+    /// Verify a log directory or data directory as open and the cleaner
+    /// would; exit status 1 if anything would be refused.
+    Check(check::CheckArgs),
     /// Run one cleaning round for each eligible log of a data directory.
     Clean(clean::CleanArgs),
     /// Measure cleaning throughput against a plain copy of the same bytes.
@@ -47,6 +53,12 @@ pub(crate) fn warn_recovery(log: &lithify_kafka_log::Log) {
     for t in &report.truncations {
         eprintln!("warning: log {}: {t}", log.dir().display());
     }
+    for d in &report.deleted_leftovers {
+        eprintln!(
+            "warning: log {}: recovery deleted the leftover {d}",
+            log.dir().display()
+        );
+    }
     if let Some(e) = &report.recovery_point_unreadable {
         eprintln!(
             "warning: log {}: its recovery point could not be read ({e}); only its last segment was re-validated",
@@ -60,6 +72,7 @@ pub(crate) fn run(cmd: LogCommand) -> Result<()> {
     match cmd {
         LogCommand::Produce(a) => produce::run(a),
         LogCommand::Dump(a) => dump::run(a),
+        LogCommand::Check(a) => check::run(a),
         LogCommand::Clean(a) => clean::run(a),
         LogCommand::Bench(a) => bench::run(a),
     }

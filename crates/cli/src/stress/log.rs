@@ -47,8 +47,8 @@ use super::log_expected::{
 };
 use crate::error::{CleanerSnafu, IoSnafu, LogSnafu, Result, StressFailedSnafu, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
-use crate::log::txn_check;
 use crate::rng::Rng;
+use lithify_kafka_log::txn_check;
 
 /// Arguments of `stress log`.
 #[derive(Debug, Args)]
@@ -419,7 +419,7 @@ fn open_and_verify(
             }
         }
         if transactional {
-            let check = txn_check::check_dir(&*fs, &dir)?;
+            let check = txn_check::check_dir(&*fs, &dir).context(LogSnafu)?;
             failures.extend(
                 check
                     .problems
