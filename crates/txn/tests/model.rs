@@ -111,6 +111,9 @@ struct ClientModel {
     /// Scanned ranges `[lo, hi)` (serializable optimistic).
     ranges: Vec<(u8, u8)>,
     saves: Vec<(BTreeMap<u8, Written>, usize, usize)>,
+    /// Optimistic: read with `get_for_update` (a rollback to a save point
+    /// keeps it), so the commit validates even without writes.
+    for_update: bool,
 }
 
 impl ClientModel {
@@ -255,6 +258,7 @@ fn run(kind: Kind, ops: &[Op]) -> Result<(), TestCaseError> {
                     }
                 } else {
                     m.track(k);
+                    m.for_update |= for_update;
                 }
             }
             Op::Put(c, k, _) | Op::Delete(c, k) | Op::Merge(c, k, _) => {
@@ -378,8 +382,10 @@ fn run(kind: Kind, ops: &[Op]) -> Result<(), TestCaseError> {
                         .iter()
                         .any(|(lo, hi)| (*lo..*hi).any(|k| changed(&k)));
                 // A transaction that only read commits without validation
-                // (it read one snapshot).
-                let conflict = !m.writes.is_empty() && (key_conflict || range_conflict);
+                // (it read one snapshot), unless it read with
+                // `get_for_update`, which promises the key is unchanged.
+                let validated = !m.writes.is_empty() || m.for_update;
+                let conflict = validated && (key_conflict || range_conflict);
                 match result {
                     Ok(()) => {
                         prop_assert!(!conflict, "{}: committed despite a conflict", ctx);
