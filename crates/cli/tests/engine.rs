@@ -1432,6 +1432,14 @@ fn backups_survive_one_bad_metadata_file_and_reads_create_nothing() {
     assert_eq!(out.trim(), "v2");
     // A refused restore leaves nothing behind.
     let refused = tmp.path().join("refused");
-    fails(&["backup", "restore", "--backup-dir", bk_s, "--id", "1", s(&refused)]);
+    fails(&[
+        "backup",
+        "restore",
+        "--backup-dir",
+        bk_s,
+        "--id",
+        "1",
+        s(&refused),
+    ]);
     assert!(!OsFs.exists(&refused));
 }

@@ -1151,10 +1151,11 @@ fn check_and_dump_refuse_offsets_that_go_backwards() {
 }
 
 /// Issue 34: a live segment renamed `*.deleted` was deleted by the next
-/// clean with no message. Now `log check` and `log clean` refuse it and
-/// keep it; a real leftover is deleted with a warning naming its offsets.
+/// clean with no message. Now `log check` warns of it and `log clean`
+/// keeps it in `lost/`, saying so; a real leftover is deleted with a
+/// warning naming its offsets.
 #[test]
-fn a_live_segment_renamed_deleted_is_refused_and_a_leftover_is_deleted_with_a_warning() {
+fn a_live_segment_renamed_deleted_is_kept_and_a_leftover_is_deleted_with_a_warning() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path();
     let log = data.join("t-0");
@@ -1182,23 +1183,46 @@ fn a_live_segment_renamed_deleted_is_refused_and_a_leftover_is_deleted_with_a_wa
     for ext in ["index", "timeindex"] {
         OsFs.rename(&sibling(ext), &renamed_sibling(ext)).unwrap();
     }
-    let stderr = fails(&["log", "check", s(data)]);
-    assert!(stderr.contains(s(&renamed)), "{stderr}");
-    let out = lithify(&["log", "clean", s(data), "--now", "5000"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = lithify(&["log", "check", s(data)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(s(&renamed)) && stderr.contains("remove the .deleted suffix"),
+        stderr.contains(&format!("warning: {}", renamed.display()))
+            && stderr.contains("keeps it in lost/"),
         "{stderr}"
     );
-    assert!(OsFs.exists(&renamed), "kept");
+    let out = lithify(&["log", "clean", s(data), "--now", "5000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let name = renamed.file_name().unwrap().to_str().unwrap();
+    let kept = log.join("lost").join(name);
+    assert!(
+        stderr.contains(&format!("moved aside the leftover {name}"))
+            && stderr.contains(s(&kept))
+            && stderr.contains("move it back without the .deleted suffix"),
+        "{stderr}"
+    );
+    assert!(OsFs.exists(&kept), "kept");
 
-    // Renamed back; then a real leftover: a copy of the first segment
-    // under its `.deleted` name, as a crash during a swap leaves it.
-    OsFs.rename(&renamed, middle).unwrap();
-    for ext in ["index", "timeindex"] {
-        OsFs.rename(&renamed_sibling(ext), &sibling(ext)).unwrap();
-    }
+    // A real leftover, in a data directory of its own: a copy of the
+    // first segment under its `.deleted` name, as a crash during a swap
+    // leaves it.
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    produce(
+        &log,
+        &[
+            "--records",
+            "60",
+            "--keys",
+            "5",
+            "--batch-size",
+            "10",
+            "--config",
+            "segment.bytes=1000",
+        ],
+    );
+    let segs = segment_logs(&log);
     let leftover = std::path::PathBuf::from(format!("{}.deleted", segs[0].display()));
     write(&leftover, lithify_vfs::read_file(&OsFs, &segs[0]).unwrap());
     let out = lithify(&["log", "check", s(data)]);

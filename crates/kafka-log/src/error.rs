@@ -57,28 +57,6 @@ pub enum Error {
         location: Location,
     },
 
-    /// A `.deleted` segment holds offsets no live segment covers: a live
-    /// segment renamed `.deleted` by mistake, not one a cleaning replaced.
-    /// Kafka would delete it at load; it is refused and kept instead.
-    #[snafu(display(
-        "{} holds offsets {base_offset}..{next_offset}, which no live segment of log {} covers (a replaced segment's offsets are covered by the segment that replaced it), so it is not the leftover of a cleaning: refusing to delete it. If it was renamed by mistake, remove the .deleted suffix; if it was deleted on purpose, remove the file",
-        path.display(),
-        dir.display()
-    ))]
-    UncoveredDeletedSegment {
-        /// The `.log.deleted` file.
-        path: PathBuf,
-        /// The log directory.
-        dir: PathBuf,
-        /// Its base offset.
-        base_offset: i64,
-        /// The offset after its last valid batch.
-        next_offset: i64,
-        /// Where the error was raised.
-        #[snafu(implicit)]
-        location: Location,
-    },
-
     /// Stored bytes are not a valid batch, record or index.
     #[snafu(display("corruption in {} at byte offset {offset}: {message}", path.display()))]
     Corrupt {
@@ -334,9 +312,7 @@ impl Error {
             | Error::CheckpointMalformed { path, offset, .. }
             | Error::DamagedBelowRecoveryPoint { path, offset, .. } => Some((path, *offset)),
             Error::MissingFlushedRecords { segment, size, .. } => Some((segment, *size)),
-            Error::MissingSegment { path, .. } | Error::UncoveredDeletedSegment { path, .. } => {
-                Some((path, 0))
-            }
+            Error::MissingSegment { path, .. } => Some((path, 0)),
             _ => None,
         }
     }
@@ -352,8 +328,7 @@ impl Classify for Error {
             | Error::CheckpointMalformed { .. }
             | Error::DamagedBelowRecoveryPoint { .. }
             | Error::MissingFlushedRecords { .. }
-            | Error::MissingSegment { .. }
-            | Error::UncoveredDeletedSegment { .. } => ErrorKind::Corruption,
+            | Error::MissingSegment { .. } => ErrorKind::Corruption,
             Error::UnsupportedMagic { .. }
             | Error::KeylessRecord { .. }
             | Error::BatchTooLarge { .. }

@@ -43,6 +43,47 @@ pub const LOST_DIR: &str = "lost";
 /// Bytes copied at a time.
 const COPY_CHUNK: u64 = 1 << 20;
 
+/// Moves the file `name` of the partition directory `dir` into
+/// `<dir>/lost/` (as `<name>`, or `<name>-<n>` if that is taken), syncing
+/// both directories; returns where it went.
+pub(crate) fn keep_file(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<PathBuf> {
+    let lost = dir.join(LOST_DIR);
+    if !fs.is_dir(&lost) {
+        fs.create_dir_all(&lost).context(IoSnafu {
+            action: "create",
+            path: &lost,
+        })?;
+        fs.sync_dir(dir).context(IoSnafu {
+            action: "sync",
+            path: dir,
+        })?;
+    }
+    let mut attempt = 0u32;
+    let target = loop {
+        let candidate = if attempt == 0 {
+            lost.join(name)
+        } else {
+            lost.join(format!("{name}-{attempt}"))
+        };
+        if !fs.exists(&candidate) || attempt >= 10_000 {
+            break candidate;
+        }
+        attempt += 1;
+    };
+    let from = dir.join(name);
+    fs.rename(&from, &target).context(IoSnafu {
+        action: "move into lost/",
+        path: &from,
+    })?;
+    for d in [&lost, &dir.to_path_buf()] {
+        fs.sync_dir(d).context(IoSnafu {
+            action: "sync",
+            path: d,
+        })?;
+    }
+    Ok(target)
+}
+
 /// Copies bytes `[from, to)` of the segment file `src` (read through
 /// `reader`) into a new file in `<dir>/lost/`, syncs it and the directory,
 /// and returns its path.

@@ -3,12 +3,13 @@
 //! (the cleaner's `.cleaned` -> `.swap` -> `.deleted` protocol).
 //!
 //! 1. Every `*.deleted` file is removed, with a warning naming it and
-//!    the offsets it held ([`RecoveryReport::deleted_leftovers`]) — unless
-//!    a `.log.deleted` holds batches whose offsets no live segment covers
-//!    ([`deleted_leftovers`] says how that is told): that is a live
-//!    segment renamed by mistake, not a replaced one, and the open is
-//!    refused ([`Error::UncoveredDeletedSegment`](crate::Error)) with
-//!    nothing changed. Kafka deletes it.
+//!    the offsets it held ([`RecoveryReport::deleted_leftovers`]) — except
+//!    a `.log.deleted` holding batches whose offsets no live segment holds
+//!    any more ([`deleted_leftovers`] says how that is told): it may be a
+//!    live segment renamed by mistake, or the last file of a crashed
+//!    cleaning's replaced group (the others already gone), which cannot be
+//!    told apart; it is moved into `lost/` (kept, with the warning saying
+//!    so) rather than deleted. Kafka deletes every `.deleted` file.
 //! 2. `minCleaned` is the smallest base offset among `*.cleaned` files.
 //! 3. Every `*.swap` file with base offset >= `minCleaned` is removed (it
 //!    belongs to an operation that had not finished writing), then every
@@ -34,7 +35,7 @@ use std::sync::Arc;
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
 
-use crate::error::{IoSnafu, Result, UncoveredDeletedSegmentSnafu};
+use crate::error::{IoSnafu, Result};
 use crate::file_batches::FileBatches;
 use crate::naming::{self, FileKind, Suffix};
 use crate::segment::SegmentRecovery;
@@ -104,6 +105,9 @@ pub struct DeletedLeftover {
     /// Why it may go: the live segment (or swap) that holds its offsets
     /// now, or where its offsets lie.
     pub covered_by: String,
+    /// Where it was kept instead of deleted (in `lost/`), when no live
+    /// segment holds its offsets.
+    pub kept: Option<PathBuf>,
 }
 
 impl fmt::Display for DeletedLeftover {
@@ -113,17 +117,26 @@ impl fmt::Display for DeletedLeftover {
                 f,
                 "{} (offsets {}..{}, {})",
                 self.file, self.base_offset, next, self.covered_by
-            ),
-            Some(_) => write!(f, "{} (no batches)", self.file),
-            None => write!(f, "{} ({})", self.file, self.covered_by),
+            )?,
+            Some(_) => write!(f, "{} (no batches)", self.file)?,
+            None => write!(f, "{} ({})", self.file, self.covered_by)?,
         }
+        if let Some(kept) = &self.kept {
+            write!(
+                f,
+                ": kept in {} (move it back without the .deleted suffix if it was a live segment)",
+                kept.display()
+            )?;
+        }
+        Ok(())
     }
 }
 
 /// What opening a log found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
-    /// The `.deleted` files removed (each also in `deleted_files`), with
+    /// The `.deleted` files removed (each also in `deleted_files`) or kept
+    /// in `lost/` (`kept`), with
     /// the offsets they held; each is a `tracing` warning.
     pub deleted_leftovers: Vec<DeletedLeftover>,
     /// Files removed: `.deleted`, `.cleaned`, unfinished `.swap`, segments
@@ -226,32 +239,40 @@ pub(crate) fn complete_or_roll_back_swaps(
     let mut cleaned = Vec::new();
     let mut min_cleaned = i64::MAX;
     let names = list(fs, dir)?;
-    let leftovers = deleted_leftovers(fs, dir, &names)?;
-    if let Some(bad) = leftovers.iter().find(|l| l.covered_by.is_none()) {
-        return UncoveredDeletedSegmentSnafu {
-            path: dir.join(&bad.file),
-            dir,
-            base_offset: bad.base_offset,
-            next_offset: bad.next_offset.unwrap_or(bad.base_offset),
-        }
-        .fail();
-    }
-    for l in leftovers {
-        let leftover = DeletedLeftover {
+    for l in deleted_leftovers(fs, dir, &names)? {
+        let mut leftover = DeletedLeftover {
             file: l.file,
             base_offset: l.base_offset,
             next_offset: l.next_offset,
-            covered_by: l.covered_by.unwrap_or_default(),
+            covered_by: l
+                .covered_by
+                .clone()
+                .unwrap_or_else(|| "no live segment holds its offsets".to_string()),
+            kept: None,
         };
-        tracing::warn!(
-            log = %dir.display(),
-            file = %leftover.file,
-            base_offset = leftover.base_offset,
-            next_offset = leftover.next_offset,
-            covered_by = %leftover.covered_by,
-            "removing a .deleted leftover"
-        );
-        remove(fs, dir, &leftover.file, report)?;
+        if l.covered_by.is_some() {
+            tracing::warn!(
+                log = %dir.display(),
+                file = %leftover.file,
+                base_offset = leftover.base_offset,
+                next_offset = leftover.next_offset,
+                covered_by = %leftover.covered_by,
+                "removing a .deleted leftover"
+            );
+            remove(fs, dir, &leftover.file, report)?;
+        } else {
+            let kept = crate::lost::keep_file(fs, dir, &leftover.file)?;
+            tracing::warn!(
+                log = %dir.display(),
+                file = %leftover.file,
+                base_offset = leftover.base_offset,
+                next_offset = leftover.next_offset,
+                kept = %kept.display(),
+                "a .deleted segment whose offsets no live segment holds is kept, not deleted: \
+                 if it is a live segment renamed by mistake, move it back without the suffix"
+            );
+            leftover.kept = Some(kept);
+        }
         report.deleted_leftovers.push(leftover);
     }
     for name in names {
@@ -337,8 +358,9 @@ pub(crate) struct Leftover {
 /// * it lies wholly below the log start (Kafka's retention deletes whole
 ///   segments from the start).
 ///
-/// Otherwise it is a live segment renamed by mistake: its records are in
-/// no other file (`covered_by` is `None`). Index, time index, transaction
+/// Otherwise its records are in no other file (`covered_by` is `None`):
+/// a live segment renamed by mistake, or the last file of a crashed
+/// cleaning's group whose first segment's `.deleted` is already gone. Index, time index, transaction
 /// index and snapshot `.deleted` files go with their segment and are
 /// always removable.
 pub(crate) fn deleted_leftovers(

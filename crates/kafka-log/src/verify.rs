@@ -397,11 +397,11 @@ fn verify_log(
                 None,
                 format!("a .deleted leftover ({held}; {why}): open deletes it"),
             ),
-            None => report.problem(
+            None => report.warning(
                 &path,
                 None,
                 format!(
-                    "a .deleted segment holding {held}, which no live segment covers: a live segment renamed by mistake, not a cleaning's leftover; open refuses it (remove the .deleted suffix if it was renamed by mistake, or the file if it was deleted on purpose)"
+                    "a .deleted segment holding {held}, which no live segment holds: a crashed cleaning's last leftover, or a live segment renamed by mistake; open keeps it in lost/ rather than deleting it (remove the .deleted suffix if it was renamed by mistake)"
                 ),
             ),
         }

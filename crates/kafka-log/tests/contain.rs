@@ -154,7 +154,7 @@ fn a_deleted_leftover_is_removed_with_a_report_naming_its_offsets() {
 }
 
 #[test]
-fn a_live_segment_renamed_deleted_is_refused_not_deleted() {
+fn a_live_segment_renamed_deleted_is_kept_in_lost_not_deleted() {
     each_fs(|fs, root| {
         let dir = root.join("t-0");
         let bases = build(&fs, &dir);
@@ -170,29 +170,39 @@ fn a_live_segment_renamed_deleted_is_refused_not_deleted() {
         }
         let renamed = seg(&dir, middle, FileKind::Log, Suffix::Deleted);
         let report = verify(&fs, &dir).unwrap();
-        assert!(
-            report.problems.iter().any(|p| p.file == renamed),
-            "{report}"
-        );
+        let w = report
+            .warnings
+            .iter()
+            .find(|w| w.file == renamed)
+            .unwrap_or_else(|| panic!("{report}"));
+        assert!(w.message.contains("keeps it in lost/"), "{w}");
 
-        let err = Log::open(fs.clone(), &dir, config()).unwrap_err();
-        assert!(err.is_corruption(), "{err}");
-        assert_eq!(err.file_offset().unwrap().0, renamed.as_path(), "{err}");
-        let text = err.to_string();
+        // Open moves it aside, reports where, and deletes nothing of it.
+        let log = Log::open(fs.clone(), &dir, config()).unwrap();
+        let name = renamed.file_name().unwrap().to_str().unwrap();
+        let reported = &log.recovery_report().deleted_leftovers;
+        let kept = reported
+            .iter()
+            .find(|d| d.file == name)
+            .and_then(|d| d.kept.clone())
+            .unwrap_or_else(|| panic!("{reported:?}"));
+        assert_eq!(kept, dir.join(lithify_kafka_log::LOST_DIR).join(name));
+        let text = reported
+            .iter()
+            .find(|d| d.file == name)
+            .unwrap()
+            .to_string();
         assert!(
             text.contains(&format!("offsets {middle}..{}", bases[2]))
-                && text.contains("remove the .deleted suffix"),
+                && text.contains("move it back without the .deleted suffix"),
             "{text}"
         );
-        assert!(fs.exists(&renamed), "nothing was deleted");
-        // Renamed back, every record is there.
-        for kind in [FileKind::Log, FileKind::Index, FileKind::TimeIndex] {
-            fs.rename(
-                &seg(&dir, middle, kind, Suffix::Deleted),
-                &seg(&dir, middle, kind, Suffix::None),
-            )
+        assert!(!fs.exists(&renamed));
+        assert!(fs.exists(&kept), "nothing was deleted");
+        drop(log);
+        // Moved back under its own name, every record is there.
+        fs.rename(&kept, &seg(&dir, middle, FileKind::Log, Suffix::None))
             .unwrap();
-        }
         let log = Log::open(fs.clone(), &dir, config()).unwrap();
         assert_eq!(record_count(&log), 40);
     });

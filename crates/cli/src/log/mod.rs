@@ -54,8 +54,13 @@ pub(crate) fn warn_recovery(log: &lithify_kafka_log::Log) {
         eprintln!("warning: log {}: {t}", log.dir().display());
     }
     for d in &report.deleted_leftovers {
+        let what = if d.kept.is_some() {
+            "moved aside"
+        } else {
+            "deleted"
+        };
         eprintln!(
-            "warning: log {}: recovery deleted the leftover {d}",
+            "warning: log {}: recovery {what} the leftover {d}",
             log.dir().display()
         );
     }
