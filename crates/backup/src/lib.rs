@@ -223,6 +223,11 @@ impl BackupEngine {
         Self::open(fs, dir)
     }
 
+    /// `path` absolute and resolved as far as it exists.
+    fn resolve(&self, path: &Path) -> Result<PathBuf> {
+        lithify_vfs::resolve(&*self.fs, path).context(io("resolving", path))
+    }
+
     fn check_writable(&self) -> Result<()> {
         if self._lock.is_none() {
             return InvalidArgumentSnafu {
@@ -251,6 +256,19 @@ impl BackupEngine {
         options: &CheckpointOptions,
     ) -> Result<(BackupInfo, CreateStats)> {
         self.check_writable()?;
+        // (Paths that cannot be resolved here are on another file system.)
+        if let (Ok(backups), Ok(database)) = (self.resolve(&self.dir), self.resolve(db.path()))
+            && (backups.starts_with(&database) || database.starts_with(&backups))
+        {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "the backup directory {} and the database {} must not lie inside one another",
+                    self.dir.display(),
+                    db.path().display()
+                ),
+            }
+            .fail();
+        }
         let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         // Ids are never reused, a damaged backup's included.
         let id = self.meta_ids()?.last().copied().unwrap_or(0) + 1;
@@ -395,6 +413,16 @@ impl BackupEngine {
                 .build()
             })?,
         };
+        if self.resolve(dest)?.starts_with(self.resolve(&self.dir)?) {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "restore target {} is inside the backup directory {}",
+                    dest.display(),
+                    self.dir.display()
+                ),
+            }
+            .fail();
+        }
         let existed = self.fs.exists(dest);
         if existed && !self.fs.list_dir(dest).is_ok_and(|e| e.is_empty()) {
             return InvalidArgumentSnafu {
@@ -681,6 +709,26 @@ impl BackupEngine {
         }
         Ok(())
     }
+}
+
+/// Whether `dir` is a backup directory (it has the `meta` and `shared`
+/// directories a [`BackupEngine`] keeps). Tools use it to refuse writing
+/// their outputs into one.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use lithify_backup::{BackupEngine, holds_backups};
+/// use lithify_vfs::OsFs;
+///
+/// let tmp = tempfile::tempdir()?;
+/// assert!(!holds_backups(&OsFs, tmp.path()));
+/// BackupEngine::open_os(tmp.path())?;
+/// assert!(holds_backups(&OsFs, tmp.path()));
+/// # Ok(())
+/// # }
+/// ```
+pub fn holds_backups(fs: &dyn FileSystem, dir: &Path) -> bool {
+    fs.is_dir(&dir.join(META)) && fs.is_dir(&dir.join(SHARED))
 }
 
 /// Refuses `dir` unless it is a backup directory, naming what it is.

@@ -89,6 +89,16 @@ pub(crate) enum Error {
         location: Location,
     },
 
+    /// An output path lies among stored data (the message names the
+    /// directory and what it holds).
+    #[snafu(display("{source}"))]
+    Output {
+        /// The facade's refusal.
+        source: lithify::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// The benchmark's results could not be written as JSON.
     #[snafu(display("cannot write the benchmark results as JSON: {source}"))]
     Json {

@@ -25,6 +25,7 @@ mod dump;
 mod error;
 mod log;
 mod lsm;
+mod output;
 mod rng;
 mod stress;
 mod text;

@@ -1443,3 +1443,92 @@ fn backups_survive_one_bad_metadata_file_and_reads_create_nothing() {
     ]);
     assert!(!OsFs.exists(&refused));
 }
+
+/// Issue 34: `lsm --html D/CURRENT` exited 0 and D never opened again.
+/// Every output of every command, pointed at a live database's files,
+/// into it, into a Kafka log or into a backup directory, is refused by
+/// name, and nothing there changes.
+#[test]
+fn no_output_lands_in_a_database_a_log_or_a_backup_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    make_database(&db);
+    let manifest = files_ending(&db, "")
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("MANIFEST-")
+        })
+        .unwrap();
+    let log = tmp.path().join("data/t-0");
+    ok(&[
+        "log",
+        "produce",
+        s(&log),
+        "--records",
+        "20",
+        "--now",
+        "1000",
+    ]);
+    let bk = tmp.path().join("bk");
+    ok(&["backup", "create", "--backup-dir", s(&bk), "--db", s(&db)]);
+    let before = (tree(&db), tree(&log), tree(&bk));
+    let d = s(&db);
+    for target in [
+        db.join("CURRENT"),
+        manifest.clone(),
+        db.join("page.html"),
+        log.join("page.html"),
+        bk.join("meta/page.html"),
+    ] {
+        let t = s(&target);
+        let runs: Vec<Vec<&str>> = vec![
+            vec!["lsm", "--db", d, "--html", t],
+            vec![
+                "bench",
+                "--num",
+                "100",
+                "--benchmarks",
+                "fillseq",
+                "--html",
+                t,
+            ],
+            vec!["checkpoint", "--db", d, t],
+            vec!["backup", "restore", "--backup-dir", s(&bk), t],
+            vec!["backup", "create", "--backup-dir", t, "--db", d],
+            vec![
+                "stress",
+                "db",
+                d,
+                "--expected-state",
+                t,
+                "--ops-per-thread",
+                "10",
+            ],
+            vec![
+                "bench",
+                "--num",
+                "100",
+                "--benchmarks",
+                "fillseq",
+                "--db",
+                t,
+            ],
+        ];
+        for args in runs {
+            let (err, _) = fails(&args);
+            assert!(
+                err.contains("which holds") && err.contains("write it elsewhere"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert!(
+        before == (tree(&db), tree(&log), tree(&bk)),
+        "nothing changed"
+    );
+    ok(&["check", "--db", d]);
+}

@@ -54,6 +54,22 @@ impl DbInner {
             }
             .fail();
         }
+        let resolve = |p: &Path| {
+            lithify_vfs::resolve(&*self.fs, p).context(IoSnafu {
+                op: "resolving",
+                path: p.to_path_buf(),
+            })
+        };
+        if resolve(dest)?.starts_with(resolve(&self.dir)?) {
+            return InvalidArgumentSnafu {
+                message: format!(
+                    "checkpoint directory {} is inside the database directory {}: make it elsewhere",
+                    dest.display(),
+                    self.dir.display()
+                ),
+            }
+            .fail();
+        }
         let set = self.live_file_set(options)?;
         let fs = &*self.fs;
         let mut info = CheckpointInfo {

@@ -698,6 +698,29 @@ impl DbInner {
     }
 }
 
+/// What lithify database files directory `dir` holds (`CURRENT`, the
+/// MANIFESTs, table files, WALs), described in a few words; `None` when it
+/// holds none. Tools use it to refuse writing their outputs into a
+/// database.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use lithify_engine::{Db, Options, holds_database};
+/// use lithify_vfs::OsFs;
+///
+/// assert_eq!(holds_database(&OsFs, dir.path()), None);
+/// Db::open(dir.path(), Options::default()).unwrap().close().unwrap();
+/// assert!(holds_database(&OsFs, dir.path()).unwrap().contains("CURRENT"));
+/// ```
+pub fn holds_database(fs: &dyn lithify_vfs::FileSystem, dir: &Path) -> Option<String> {
+    let current = fs.exists(&dir.join(lithify_version::filename::CURRENT));
+    match (current, crate::open::database_files(fs, dir)) {
+        (true, Some(files)) => Some(format!("CURRENT, {files}")),
+        (true, None) => Some("CURRENT".to_owned()),
+        (false, files) => files,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

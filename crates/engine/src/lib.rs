@@ -87,7 +87,7 @@ pub use batch::WriteBatch;
 pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use commit_check::CommitView;
-pub use db::Db;
+pub use db::{Db, holds_database};
 pub use error::{Error, Result};
 pub use events::{
     CompactionJobInfo, EventListener, FlushJobInfo, INFO_LOG_FILE, StrategySwitchInfo,

@@ -19,6 +19,45 @@
 //! assert_eq!(naming::parse_partition_dir("orders-3"), Some(("orders".to_string(), 3)));
 //! ```
 
+/// What Kafka log files directory `dir` holds, in a few words: segment
+/// files (a partition directory), the offset checkpoints (a data
+/// directory), a writer's `.lock`; `None` when it holds none. Tools use it
+/// to refuse writing their outputs among a log's files.
+///
+/// ```
+/// use std::path::Path;
+/// use std::sync::Arc;
+/// use lithify_kafka_log::{Log, LogConfig, SimpleRecord, naming::holds_log_data};
+/// use lithify_vfs::{FileSystem, MemFs};
+///
+/// let fs = Arc::new(MemFs::new());
+/// let mut log = Log::open(fs.clone(), Path::new("/data/t-0"), LogConfig::default()).unwrap();
+/// log.append(&[SimpleRecord::new(1, "k", "v")]).unwrap();
+/// assert!(holds_log_data(&*fs, Path::new("/data/t-0")).unwrap().contains("segment"));
+/// assert_eq!(holds_log_data(&*fs, Path::new("/")), None);
+/// ```
+pub fn holds_log_data(fs: &dyn lithify_vfs::FileSystem, dir: &std::path::Path) -> Option<String> {
+    let names = fs.list_dir(dir).ok()?;
+    let segments = names
+        .iter()
+        .filter(|n| parse(n).is_some_and(|p| p.kind != FileKind::Other))
+        .count();
+    let mut found = Vec::new();
+    if segments > 0 {
+        found.push(format!("{segments} segment file(s)"));
+    }
+    for special in [
+        crate::checkpoint::RECOVERY_POINT_FILE_NAME,
+        crate::checkpoint::CLEANER_OFFSET_FILE_NAME,
+        crate::LOCK_FILE_NAME,
+    ] {
+        if names.iter().any(|n| n == special) {
+            found.push(special.to_owned());
+        }
+    }
+    (!found.is_empty()).then(|| found.join(", "))
+}
+
 /// What a segment file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileKind {

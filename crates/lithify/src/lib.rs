@@ -107,6 +107,8 @@
 
 use snafu::Snafu;
 
+mod output;
+
 pub use bytes::Bytes;
 pub use lithify_base::{Classify, ErrorKind};
 #[cfg(feature = "db")]
@@ -123,6 +125,7 @@ pub use lithify_engine::{
     TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
     WriteStallInfo,
 };
+pub use output::{StoredData, check_output_path, stored_data_at_or_above};
 
 /// The short ids of the built-in merge operators (`uint64add`,
 /// `stringappend`, `max`), as db_bench's `--merge_operator` spells them.
@@ -154,7 +157,7 @@ pub mod log {
 /// [`lithify_backup`].
 #[cfg(feature = "db")]
 pub mod backup {
-    pub use lithify_backup::{BackupEngine, BackupInfo, CorruptBackup, CreateStats};
+    pub use lithify_backup::{BackupEngine, BackupInfo, CorruptBackup, CreateStats, holds_backups};
 }
 
 /// Transactions (`lithify-txn`): optimistic ([`OptimisticDb`](txn::OptimisticDb),
@@ -259,6 +262,30 @@ pub enum Error {
         /// The cleaner's error.
         source: lithify_compaction_logclean::Error,
     },
+    /// An output path lies among stored data ([`check_output_path`]).
+    #[snafu(display(
+        "{} is in {}, which holds {what}: an output there could overwrite its files or be taken for one; write it elsewhere",
+        output.display(),
+        dir.display()
+    ))]
+    OutputInStoredData {
+        /// The output path, as given.
+        output: std::path::PathBuf,
+        /// The directory holding stored data.
+        dir: std::path::PathBuf,
+        /// What it holds.
+        what: String,
+    },
+    /// A file-system operation failed.
+    #[snafu(display("{op} {} failed: {source}", path.display()))]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The path.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
 /// `Result` with lithify's [`Error`].
@@ -277,6 +304,8 @@ impl Classify for Error {
             Error::Log { source } => source.kind(),
             #[cfg(feature = "log")]
             Error::Cleaner { source } => source.kind(),
+            Error::OutputInStoredData { .. } => ErrorKind::InvalidArgument,
+            Error::Io { source, .. } => lithify_base::error::io_error_kind(source),
         }
     }
 }

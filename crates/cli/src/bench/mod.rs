@@ -191,6 +191,9 @@ impl DbDir {
 
 /// Runs `bench`.
 pub(crate) fn run(a: BenchArgs) -> Result<()> {
+    if let Some(html) = &a.html {
+        crate::output::check(html)?;
+    }
     if a.workload.is_some() || a.strategies_report {
         return run_strategies(&a);
     }
@@ -284,7 +287,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             .unwrap_or_default();
         let names: Vec<&str> = a.benchmarks.iter().map(|b| b.name()).collect();
         let page = timeline::page(&format!("lithify bench: {}", names.join(", ")), &samples);
-        crate::lsm::write_file(&lithify_vfs::OsFs, path, page.as_bytes())?;
+        crate::output::write(path, page.as_bytes())?;
         if !a.json {
             say(format_args!(
                 "wrote {} ({} samples)\n",
@@ -425,7 +428,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     }
     if let Some(path) = &a.html {
         let page = strategies_html::page(&all);
-        crate::lsm::write_file(&lithify_vfs::OsFs, path, page.as_bytes())?;
+        crate::output::write(path, page.as_bytes())?;
         if !a.json {
             say(format_args!("wrote {}\n", path.display()))?;
         }
@@ -460,6 +463,14 @@ fn locate(a: &BenchArgs) -> Result<DbDir> {
                 }
                 .fail();
             }
+            // Never inside another database, a log or a backup directory
+            // (the database itself, with --use-existing-db, is the run's).
+            let outside = if has_db {
+                lithify_vfs::parent_dir(dir).to_path_buf()
+            } else {
+                dir.clone()
+            };
+            crate::output::check(&outside)?;
             Ok(DbDir::Given(dir.clone()))
         }
         None => {

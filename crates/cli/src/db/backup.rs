@@ -99,6 +99,11 @@ fn read_only_engine(d: &DirArgs) -> Result<BackupEngine> {
 pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
     match cmd {
         BackupCommand::Create(a) => {
+            // A new backup directory never goes inside stored data; an
+            // existing one is a backup directory itself.
+            if !lithify::backup::holds_backups(&OsFs, &a.dir.backup_dir) {
+                crate::output::check(&a.dir.backup_dir)?;
+            }
             let backups = engine(&a.dir)?;
             let db = a.db.open(false)?;
             let made = backups.create_backup_opt(&db, &Default::default());
@@ -138,6 +143,7 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
             );
         }
         BackupCommand::Restore(a) => {
+            crate::output::check(&a.dest)?;
             let info = read_only_engine(&a.dir)?
                 .restore(a.id, &a.dest)
                 .context(BackupSnafu)?;

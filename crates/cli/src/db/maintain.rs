@@ -117,6 +117,7 @@ pub(crate) struct CheckpointArgs {
 /// `Checkpoint::CreateCheckpoint`): tables hard-linked, the MANIFEST and
 /// the WALs copied.
 pub(crate) fn checkpoint(a: CheckpointArgs) -> Result<()> {
+    crate::output::check(&a.dest)?;
     let db = a.db.open(false)?;
     let options = lithify::CheckpointOptions {
         log_size_for_flush: a.log_size_for_flush,

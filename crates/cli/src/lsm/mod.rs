@@ -18,11 +18,11 @@ use clap::Args;
 use lithify_version::TableId;
 use lithify_version::filename::manifest_file_name;
 use lithify_version::{DEFAULT_TABLE, DEFAULT_TABLE_NAME, VersionEdit};
-use lithify_vfs::{FileSystem, OsFs};
+use lithify_vfs::OsFs;
 use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, close};
-use crate::error::{IoSnafu, Result, VersionSnafu};
+use crate::error::{Result, VersionSnafu};
 
 /// Arguments of `lsm`.
 #[derive(Debug, Args)]
@@ -108,6 +108,7 @@ pub(crate) struct CurrentTable {
 
 /// Writes the picture of the database.
 pub(crate) fn run(a: LsmArgs) -> Result<()> {
+    crate::output::check(&a.html)?;
     let db = a.db.open_read_only()?;
     let stats = db.stats();
     let live = db.live_files();
@@ -157,7 +158,7 @@ pub(crate) fn run(a: LsmArgs) -> Result<()> {
         skipped_steps: shown,
         encoding: a.db.encoding(),
     });
-    write_file(&fs, &a.html, page.as_bytes())?;
+    crate::output::write(&a.html, page.as_bytes())?;
     let files: usize = current.tables.iter().map(|t| t.files.len()).sum();
     println!(
         "wrote {}: {} table(s), {files} live file(s); {} step(s) of history from {}{}",
@@ -172,17 +173,6 @@ pub(crate) fn run(a: LsmArgs) -> Result<()> {
         }
     );
     Ok(())
-}
-
-/// Writes `bytes` to `path` (created or truncated) and syncs it.
-pub(crate) fn write_file(fs: &dyn FileSystem, path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    let io = |action: &'static str| IoSnafu {
-        action,
-        path: path.to_path_buf(),
-    };
-    let mut f = fs.create(path).context(io("creating"))?;
-    f.append(bytes).context(io("writing"))?;
-    f.sync_all().context(io("syncing"))
 }
 
 /// Replays the MANIFEST's records into the steps that changed files.

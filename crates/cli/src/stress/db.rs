@@ -188,6 +188,9 @@ pub(crate) fn run(a: DbStressArgs) -> Result<()> {
         .expected_state
         .clone()
         .unwrap_or_else(|| default_expected_path(&a.db));
+    // The expected state never goes among stored data (the database
+    // under test included).
+    crate::output::check(&expected_path)?;
     let seed = a.seed;
     let state = if fs.exists(&expected_path) {
         let state = DbExpected::load(fs.clone(), &expected_path)?;

@@ -163,6 +163,7 @@ pub(crate) fn run(a: LogStressArgs) -> Result<()> {
         .expected_state
         .clone()
         .unwrap_or_else(|| default_expected_path(&a.data_dir));
+    crate::output::check(&expected_path)?;
     let seed = a.seed;
     let mut state = if fs.exists(&expected_path) {
         let state = LogExpected::load(fs.clone(), &expected_path)?;
