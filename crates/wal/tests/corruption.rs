@@ -221,6 +221,38 @@ fn zero_filled_tail() {
     assert!(strict.error.unwrap().is_corruption());
 }
 
+/// A last record whose header is whole but whose bytes end in zeros (as
+/// a crash that exposed unwritten space inside it leaves it) fails its
+/// checksum: the reader ends at it with `ChecksumMismatch`, which is not a
+/// torn write, so the MANIFEST's replay refuses it (`docs/FORMATS.md`), as
+/// RocksDB refuses a checksum mismatch: a record cut by zeros cannot be
+/// told from changed bytes, since a record may end in zeros.
+#[test]
+fn a_last_record_ending_in_zeros_is_a_checksum_mismatch() {
+    let records = [pattern(100, 1), pattern(200, 2)];
+    let (mut data, written) = write_log(21, &records);
+    let last = written.last().unwrap();
+    let len = data.len();
+    for b in &mut data[last.offset as usize + FRAGMENT_HEADER_LEN + 10..] {
+        *b = 0;
+    }
+    let data = Arc::new(data);
+    let tol = read_all(
+        slice_file(&data, len),
+        21,
+        RecoveryMode::TolerateCorruptedTailRecords,
+    );
+    assert_eq!(tol.records.len(), 1);
+    let Some(LogEnd::TornTail { offset, reason }) = tol.end else {
+        panic!("{:?}", tol.end);
+    };
+    assert_eq!(
+        (offset, reason),
+        (last.offset, DropReason::ChecksumMismatch)
+    );
+    assert!(!reason.is_torn_write());
+}
+
 #[test]
 fn stale_bytes_of_a_reused_file_are_not_records() {
     // Log 21 fully written; log 22 then reuses the file with records of the
