@@ -7,10 +7,41 @@ use std::sync::Arc as StdArc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use lithify_base::MergeOperator;
 use lithify_base::key::escape;
+use lithify_base::{MergeFailureScope, MergeOperator};
 
 use crate::error::{MergeFailedSnafu, NoMergeOperatorSnafu, Result};
+
+/// `op` with its failures contained to their keys
+/// ([`MergeFailureScope::MustMerge`]) whatever its own scope: what the
+/// flushes of a recovery use, so that an operator that fails never keeps a
+/// database from opening.
+pub(crate) fn contained_failures(op: StdArc<dyn MergeOperator>) -> StdArc<dyn MergeOperator> {
+    struct Contained(StdArc<dyn MergeOperator>);
+    impl MergeOperator for Contained {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn full_merge(
+            &self,
+            key: &[u8],
+            existing: Option<&[u8]>,
+            operands: &[&[u8]],
+        ) -> Option<Vec<u8>> {
+            self.0.full_merge(key, existing, operands)
+        }
+        fn failure_scope(&self) -> MergeFailureScope {
+            MergeFailureScope::MustMerge
+        }
+        fn partial_merge(&self, key: &[u8], older: &[u8], newer: &[u8]) -> Option<Vec<u8>> {
+            self.0.partial_merge(key, older, newer)
+        }
+        fn partial_merge_multi(&self, key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
+            self.0.partial_merge_multi(key, operands)
+        }
+    }
+    StdArc::new(Contained(op))
+}
 
 /// What a table resolves merge operands with.
 pub(crate) struct TableMerge {

@@ -20,6 +20,12 @@
 //! read-only open of every damaged image comes first: it must reach the
 //! same verdict (refused or not) and leave every byte of the directory as
 //! it was.
+//!
+//! Beside the files: a merge operand the operator cannot merge, in the
+//! memtable and in L0, under both failure scopes (it stays with its key).
+//! Output paths that collide with a database are refused before any work:
+//! `crates/lithify/tests/outputs.rs` and the CLI's
+//! `no_output_lands_in_a_database_a_log_or_a_backup_directory`.
 
 mod common;
 
@@ -549,4 +555,105 @@ fn a_read_only_open_changes_nothing_and_takes_no_writes() {
     let err = Db::open_read_only(&empty, place.options()).unwrap_err();
     assert!(err.to_string().contains("no database"), "{err}");
     assert!(!place.fs.exists(&empty));
+}
+
+// ----- merge failures: one bad operand, contained to its key -----
+
+/// Appends `+operand`, and cannot merge the operand `bad`.
+struct Strict(lithify_engine::MergeFailureScope);
+
+impl lithify_engine::MergeOperator for Strict {
+    fn name(&self) -> &str {
+        "strict"
+    }
+    fn full_merge(&self, _: &[u8], base: Option<&[u8]>, ops: &[&[u8]]) -> Option<Vec<u8>> {
+        let mut v = base.unwrap_or_default().to_vec();
+        for op in ops {
+            if *op == b"bad" {
+                return None;
+            }
+            v.push(b'+');
+            v.extend_from_slice(op);
+        }
+        Some(v)
+    }
+    fn failure_scope(&self) -> lithify_engine::MergeFailureScope {
+        self.0
+    }
+}
+
+/// Where the bad operand is when the flush and compaction come.
+#[derive(Debug, Clone, Copy)]
+enum Layer {
+    /// With its put, in the memtable: the flush meets the full merge.
+    Memtable,
+    /// In L0, over a put at the bottom: the compaction meets it.
+    Level0,
+}
+
+/// Every cell: one key's operand cannot be merged. Reads of that key fail
+/// naming it; every other key reads; with the default scope
+/// (`MustMerge`) the flush and the compaction go on, the database keeps
+/// taking writes, the failure outlives a reopen and `verify_merges` names
+/// exactly that key; with `TryMerge` (RocksDB's default) the job that
+/// meets it fails and the database turns read-only — but nothing written
+/// before is lost.
+#[test]
+fn a_bad_merge_operand_stays_with_its_key() {
+    use lithify_engine::MergeFailureScope::{MustMerge, TryMerge};
+    for make in [Place::mem as fn() -> Place, Place::os] {
+        for scope in [MustMerge, TryMerge] {
+            for layer in [Layer::Memtable, Layer::Level0] {
+                let what = format!("{scope:?} {layer:?}");
+                let place = make();
+                let dir = place.root.join("merge");
+                let options = Options {
+                    merge_operator: Some(Arc::new(Strict(scope))),
+                    disable_auto_compactions: true,
+                    ..place.options()
+                };
+                let db = Db::open(&dir, options.clone()).unwrap();
+                for i in 0..200 {
+                    db.put(key(i), value(i)).unwrap();
+                }
+                if let Layer::Level0 = layer {
+                    db.flush().unwrap();
+                    db.compact_range(None, None).unwrap();
+                }
+                db.merge(key(7), b"bad").unwrap();
+                if let Layer::Level0 = layer {
+                    db.flush().unwrap();
+                }
+                let err = db.get(key(7)).unwrap_err();
+                assert!(err.is_corruption(), "{what}: {err}");
+                assert!(err.to_string().contains("key key"), "{what}: {err}");
+                assert_eq!(db.get(key(8)).unwrap().unwrap(), value(8), "{what}");
+                let jobs = db.flush().and_then(|()| db.compact_range(None, None));
+                match scope {
+                    MustMerge => {
+                        jobs.unwrap();
+                        db.put(b"after", b"ok").unwrap();
+                        let failed: Vec<_> = db
+                            .verify_merges()
+                            .unwrap()
+                            .into_iter()
+                            .map(|f| f.key)
+                            .collect();
+                        assert_eq!(failed, [key(7)], "{what}");
+                    }
+                    _ => {
+                        jobs.unwrap_err();
+                        assert!(db.background_error().is_some(), "{what}");
+                        assert!(db.put(b"after", b"x").is_err(), "{what}");
+                    }
+                }
+                drop(db);
+                let db = Db::open(&dir, options).unwrap();
+                assert!(db.get(key(7)).is_err(), "{what}");
+                for i in (0..200).filter(|&i| i != 7) {
+                    assert_eq!(db.get(key(i)).unwrap().unwrap(), value(i), "{what}");
+                }
+            }
+        }
+    }
 }

@@ -488,12 +488,17 @@ pub(super) fn flush_replayed(
     versions: &VersionSet,
     r: &mut Replay,
 ) -> Result<()> {
+    // A merge that fails here must not keep the database from opening,
+    // whatever the operator's scope: its operands are written out as they
+    // are, and only reads of that key fail.
+    let mut options = (*r.state.options).clone();
+    options.merge_operator = options.merge_operator.map(crate::merge::contained_failures);
     let flushed = flush_memtables(
         fs,
         dir,
         versions,
         &opener.options,
-        &r.state.options,
+        &options,
         std::slice::from_ref(&r.mem),
         &[],
     )?;
