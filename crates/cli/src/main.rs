@@ -25,6 +25,7 @@ mod dump;
 mod error;
 mod log;
 mod lsm;
+mod numbers;
 mod output;
 mod rng;
 mod stress;
@@ -32,7 +33,7 @@ mod text;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// The lithify storage toolbox.
 #[derive(Debug, Parser)]
@@ -171,6 +172,36 @@ fn install_subscriber(verbose: u8) {
         .try_init();
 }
 
+/// Parses the command line as clap does, with two differences: a negative
+/// number is a value (`--batch-size -1` reaches the option's parser, which
+/// names its range, instead of reading as an unknown flag `-1`), and a
+/// value its parser refuses (see [`numbers`]) is reported as one line —
+/// the option, the value and its range — with clap's usage exit code 2.
+fn parse_args() -> Cli {
+    fn negatives_are_values(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            if a.get_action().takes_values() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(negatives_are_values)
+    }
+    let parsed = negatives_are_values(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    match parsed {
+        Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+            let text = e.to_string();
+            eprintln!("{}", text.lines().next().unwrap_or("error: invalid value"));
+            std::process::exit(e.exit_code());
+        }
+        Err(e) => e.exit(),
+    }
+}
+
 fn main() -> ExitCode {
     pin_malloc_thresholds();
     // A bug must still read as one sentence, not a backtrace.
@@ -188,7 +219,7 @@ fn main() -> ExitCode {
         }
         eprintln!("lithify: internal error (a bug): {what}");
     }));
-    let cli = Cli::parse();
+    let cli = parse_args();
     install_subscriber(cli.verbose);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -40,7 +40,14 @@ use lithify_vfs::{FileSystem as _, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DbSnafu, IoSnafu, Result, UsageSnafu};
+use crate::numbers;
 use options::EngineArgs;
+
+/// The largest `--key-size`: 1 MiB.
+const MAX_KEY_SIZE: usize = 1 << 20;
+
+/// The largest `--value-size`: 64 MiB.
+const MAX_VALUE_SIZE: usize = 64 << 20;
 use workload::{Benchmark, Settings};
 
 /// Arguments of `bench` (db_bench's names, with `-` or `_`).
@@ -59,8 +66,9 @@ pub(crate) struct BenchArgs {
     )]
     pub benchmarks: Vec<Benchmark>,
     /// Keys in the key space; operations of each write benchmark
-    /// (default 1000000; with --strategies-report 250000).
-    #[arg(long)]
+    /// (default 1000000; with --strategies-report 250000)
+    /// [range: 1..=1000000000000].
+    #[arg(long, value_parser = numbers::int::<u64>(1, numbers::MAX_OPS))]
     pub num: Option<u64>,
     /// The compaction strategy of the database: leveled (default),
     /// major-only, two-tier, two-tier:write-only, two-tier:write-mostly,
@@ -83,50 +91,57 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub strategies_report: bool,
     /// Operations of --workload / --strategies-report after the load
-    /// (default: twice the keys).
-    #[arg(long)]
+    /// (default: twice the keys) [range: 0..=1000000000000].
+    #[arg(long, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops: Option<u64>,
     /// Runs of each --workload / --strategies-report cell, each on a fresh
     /// database; the fastest is reported (on a shared machine the others
-    /// mostly measure interference).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    /// mostly measure interference) [range: 1..=1000].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(1, 1000))]
     pub repeat: u64,
     /// Operations of each read benchmark, and transactions of
-    /// randomtransaction (default: --num).
-    #[arg(long)]
+    /// randomtransaction (default: --num) [range: 0..=1000000000000].
+    #[arg(long, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub reads: Option<u64>,
-    /// Bytes per key.
-    #[arg(long, alias = "key_size", default_value_t = 16)]
+    /// Bytes per key [range: 1..=1048576].
+    #[arg(long, alias = "key_size", default_value_t = 16,
+          value_parser = numbers::int::<usize>(1, MAX_KEY_SIZE))]
     pub key_size: usize,
-    /// Bytes per value.
-    #[arg(long, alias = "value_size", default_value_t = 100)]
+    /// Bytes per value [range: 0..=67108864].
+    #[arg(long, alias = "value_size", default_value_t = 100,
+          value_parser = numbers::int::<usize>(0, MAX_VALUE_SIZE))]
     pub value_size: usize,
     /// Share of each value that is random; the rest repeats it, so values
-    /// compress to about this ratio.
-    #[arg(long, alias = "compression_ratio", default_value_t = 0.5)]
+    /// compress to about this ratio [range: 0..=1].
+    #[arg(long, alias = "compression_ratio", default_value_t = 0.5,
+          value_parser = numbers::float(0.0, 1.0))]
     pub compression_ratio: f64,
     /// Threads per benchmark; the operations are split between them
-    /// (readwhilewriting adds one writer thread).
-    #[arg(long, default_value_t = 1)]
+    /// (readwhilewriting adds one writer thread) [range: 1..=256].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
-    /// Seed of the key and value generators.
-    #[arg(long, default_value_t = 301)]
+    /// Seed of the key and value generators [range: any u64].
+    #[arg(long, default_value_t = 301, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
-    /// Nexts after each seek of seekrandom.
-    #[arg(long, alias = "seek_nexts", default_value_t = 10)]
+    /// Nexts after each seek of seekrandom [range: 0..=1000000].
+    #[arg(long, alias = "seek_nexts", default_value_t = 10,
+          value_parser = numbers::int::<usize>(0, 1_000_000))]
     pub seek_nexts: usize,
-    /// Writes per write batch.
-    #[arg(long, alias = "batch_size", default_value_t = 1)]
+    /// Writes per write batch; a batch of --batch-size x (--key-size +
+    /// --value-size) bytes must stay within 1 GiB [range: 1..=1000000].
+    #[arg(long, alias = "batch_size", default_value_t = 1,
+          value_parser = numbers::int::<usize>(1, 1_000_000))]
     pub batch_size: usize,
     /// Percent of readrandom lookups aimed at keys never written (on top of
-    /// the keys fillrandom left out: about 37 % of the key space).
+    /// the keys fillrandom left out: about 37 % of the key space)
+    /// [range: 0..=100].
     #[arg(long, alias = "read_miss_percent", default_value_t = 0,
-          value_parser = clap::value_parser!(u8).range(0..=100))]
+          value_parser = numbers::int::<u8>(0, 100))]
     pub read_miss_percent: u8,
     /// Percent of readrandommergerandom operations that merge (the rest
-    /// read).
+    /// read) [range: 0..=100].
     #[arg(long, alias = "merge_percent", default_value_t = 70,
-          value_parser = clap::value_parser!(u8).range(0..=100))]
+          value_parser = numbers::int::<u8>(0, 100))]
     pub merge_percent: u8,
     /// Make every write durable (fsync the WAL) before it returns.
     #[arg(long)]
@@ -143,13 +158,14 @@ pub(crate) struct BenchArgs {
     #[arg(long, alias = "transaction_db")]
     pub transaction_db: bool,
     /// Sets of keys each randomtransaction transaction adds to one key of
-    /// (at most 9999).
+    /// [range: 1..=9999].
     #[arg(long, alias = "transaction_sets", default_value_t = 2,
-          value_parser = clap::value_parser!(u16).range(1..=i64::from(transaction::MAX_SETS)))]
+          value_parser = numbers::int::<u16>(1, transaction::MAX_SETS))]
     pub transaction_sets: u16,
     /// Milliseconds a --transaction-db transaction waits for a key's lock
-    /// before it fails.
-    #[arg(long, alias = "transaction_lock_timeout", default_value_t = 100)]
+    /// before it fails [range: 0..=86400000, a day].
+    #[arg(long, alias = "transaction_lock_timeout", default_value_t = 100,
+          value_parser = numbers::int::<u64>(0, 86_400_000))]
     pub transaction_lock_timeout: u64,
     /// The database directory (default: a fresh temporary directory).
     #[arg(long)]

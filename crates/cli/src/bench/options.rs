@@ -13,93 +13,132 @@ use lithify::{
 };
 
 use crate::error::{Result, UsageSnafu};
+use crate::numbers;
 
 /// The engine options `bench` accepts.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Engine options (RocksDB names)")]
 pub(crate) struct EngineArgs {
     /// Bytes of a memtable before it is flushed (engine default 64 MiB).
-    #[arg(long, alias = "write_buffer_size")]
+    /// [range: 65536..=68719476736]
+    #[arg(long, alias = "write_buffer_size",
+          value_parser = numbers::rocksdb::<usize>("write_buffer_size", 65536, 64 << 30))]
     pub write_buffer_size: Option<usize>,
     /// Memtables (mutable + immutable) before writes stop (default 2).
-    #[arg(long, alias = "max_write_buffer_number")]
+    /// [range: 1..=256]
+    #[arg(long, alias = "max_write_buffer_number",
+          value_parser = numbers::rocksdb::<usize>("max_write_buffer_number", 1, 256))]
     pub max_write_buffer_number: Option<usize>,
-    /// Immutable memtables merged into one flush (default 1).
-    #[arg(long, alias = "min_write_buffer_number_to_merge")]
+    /// Immutable memtables merged into one flush (default 1). [range: 1..=256]
+    #[arg(long, alias = "min_write_buffer_number_to_merge",
+          value_parser = numbers::rocksdb::<usize>("min_write_buffer_number_to_merge", 1, 256))]
     pub min_write_buffer_number_to_merge: Option<usize>,
     /// Block cache capacity in bytes (engine default 32 MiB; 0 disables it).
-    #[arg(long, alias = "cache_size")]
+    /// [range: 0..=1099511627776]
+    #[arg(long, alias = "cache_size",
+          value_parser = numbers::rocksdb::<usize>("cache_size", 0, 1 << 40))]
     pub cache_size: Option<usize>,
-    /// Uncompressed data-block size (default 4096).
-    #[arg(long, alias = "block_size")]
+    /// Uncompressed data-block size (default 4096). [range: 1..=268435456]
+    #[arg(long, alias = "block_size",
+          value_parser = numbers::rocksdb::<usize>("block_size", 1, 256 << 20))]
     pub block_size: Option<usize>,
     /// Entries between restart points in data blocks (default 16).
-    #[arg(long, alias = "block_restart_interval")]
+    /// [range: 1..=65536]
+    #[arg(long, alias = "block_restart_interval",
+          value_parser = numbers::rocksdb::<usize>("block_restart_interval", 1, 65536))]
     pub block_restart_interval: Option<usize>,
-    /// Bloom filter bits per key, 0 for none (default 10).
-    #[arg(long, alias = "bloom_bits")]
+    /// Bloom filter bits per key, 0 for none (default 10) [range: 0..=100].
+    #[arg(long, alias = "bloom_bits", value_parser = numbers::float(0.0, 100.0))]
     pub bloom_bits: Option<f64>,
     /// Data-block compression: none or zstd (default none).
     #[arg(long, alias = "compression_type", value_parser = ["none", "zstd"])]
     pub compression_type: Option<String>,
     /// zstd level when --compression-type zstd (default 3).
-    #[arg(long, alias = "compression_level", allow_negative_numbers = true)]
+    /// [range: -131072..=22]
+    #[arg(long, alias = "compression_level",
+          value_parser = numbers::rocksdb::<i32>("compression_level", -131072, 22))]
     pub compression_level: Option<i32>,
-    /// Number of levels (default 7).
-    #[arg(long, alias = "num_levels")]
+    /// Number of levels (default 7). [range: 2..=64]
+    #[arg(long, alias = "num_levels",
+          value_parser = numbers::rocksdb::<usize>("num_levels", 2, 64))]
     pub num_levels: Option<usize>,
-    /// L0 files that trigger a compaction (default 4).
-    #[arg(long, alias = "level0_file_num_compaction_trigger")]
+    /// L0 files that trigger a compaction (default 4). [range: 1..=1073741824]
+    #[arg(long, alias = "level0_file_num_compaction_trigger",
+          value_parser = numbers::rocksdb::<usize>("level0_file_num_compaction_trigger", 1, 1 << 30))]
     pub level0_file_num_compaction_trigger: Option<usize>,
-    /// L0 files at which writes slow down (default 20).
-    #[arg(long, alias = "level0_slowdown_writes_trigger")]
+    /// L0 files at which writes slow down (default 20). [range: 1..=1073741824]
+    #[arg(long, alias = "level0_slowdown_writes_trigger",
+          value_parser = numbers::rocksdb::<usize>("level0_slowdown_writes_trigger", 1, 1 << 30))]
     pub level0_slowdown_writes_trigger: Option<usize>,
-    /// L0 files at which writes stop (default 36).
-    #[arg(long, alias = "level0_stop_writes_trigger")]
+    /// L0 files at which writes stop (default 36). [range: 1..=1073741824]
+    #[arg(long, alias = "level0_stop_writes_trigger",
+          value_parser = numbers::rocksdb::<usize>("level0_stop_writes_trigger", 1, 1 << 30))]
     pub level0_stop_writes_trigger: Option<usize>,
     /// Target size of the base level in bytes (default 256 MiB).
-    #[arg(long, alias = "max_bytes_for_level_base")]
+    /// [range: 1..=1125899906842624]
+    #[arg(long, alias = "max_bytes_for_level_base",
+          value_parser = numbers::rocksdb::<u64>("max_bytes_for_level_base", 1, 1 << 50))]
     pub max_bytes_for_level_base: Option<u64>,
-    /// Size ratio between adjacent levels (default 10).
-    #[arg(long, alias = "max_bytes_for_level_multiplier")]
+    /// Size ratio between adjacent levels (default 10) [range: above 0,
+    /// at most 1000].
+    #[arg(long, alias = "max_bytes_for_level_multiplier",
+          value_parser = numbers::positive("max_bytes_for_level_multiplier", 1000.0))]
     pub max_bytes_for_level_multiplier: Option<f64>,
     /// Level targets computed from the last level's size (default true).
     #[arg(long, alias = "level_compaction_dynamic_level_bytes")]
     pub level_compaction_dynamic_level_bytes: Option<bool>,
     /// Target size of compaction output files in bytes (default 64 MiB).
-    #[arg(long, alias = "target_file_size_base")]
+    /// [range: 1..=1099511627776]
+    #[arg(long, alias = "target_file_size_base",
+          value_parser = numbers::rocksdb::<u64>("target_file_size_base", 1, 1 << 40))]
     pub target_file_size_base: Option<u64>,
-    /// Growth of the target file size per level (default 1).
-    #[arg(long, alias = "target_file_size_multiplier")]
+    /// Growth of the target file size per level (default 1). [range: 1..=1000]
+    #[arg(long, alias = "target_file_size_multiplier",
+          value_parser = numbers::rocksdb::<u32>("target_file_size_multiplier", 1, 1000))]
     pub target_file_size_multiplier: Option<u32>,
     /// Upper bound of a compaction's input bytes (default 25 target files).
-    #[arg(long, alias = "max_compaction_bytes")]
+    /// [range: 0..=1125899906842624; 0: the default]
+    #[arg(long, alias = "max_compaction_bytes",
+          value_parser = numbers::rocksdb::<u64>("max_compaction_bytes", 0, 1 << 50))]
     pub max_compaction_bytes: Option<u64>,
     /// Background threads for flushes and compactions (default 2).
-    #[arg(long, alias = "max_background_jobs")]
+    /// [range: 1..=256]
+    #[arg(long, alias = "max_background_jobs",
+          value_parser = numbers::rocksdb::<usize>("max_background_jobs", 1, 256))]
     pub max_background_jobs: Option<usize>,
     /// Pieces a compaction is split into and run in parallel (default 1).
-    #[arg(long, alias = "subcompactions", alias = "max_subcompactions")]
+    /// [range: 1..=256]
+    #[arg(long, alias = "subcompactions", alias = "max_subcompactions",
+          value_parser = numbers::rocksdb::<usize>("max_subcompactions", 1, 256))]
     pub max_subcompactions: Option<usize>,
     /// No automatic compactions (default false).
     #[arg(long, alias = "disable_auto_compactions")]
     pub disable_auto_compactions: Option<bool>,
     /// Order files of a level are compacted in, as RocksDB numbers it:
     /// 0 by compensated size, 1 oldest largest seqno, 2 oldest smallest
-    /// seqno, 3 min overlapping ratio (default), 4 round robin.
-    #[arg(long, alias = "compaction_pri", value_parser = clap::value_parser!(u8).range(0..=4))]
+    /// seqno, 3 min overlapping ratio (default), 4 round robin. [range: 0..=4]
+    #[arg(long, alias = "compaction_pri", value_parser = clap::value_parser!(u8).range(0..=4),
+          value_parser = numbers::rocksdb::<u8>("compaction_pri", 0, 4))]
     pub compaction_pri: Option<u8>,
     /// Bytes per second writes are slowed to during a slowdown (default 16 MiB).
-    #[arg(long, alias = "delayed_write_rate")]
+    /// [range: 0..=1099511627776]
+    #[arg(long, alias = "delayed_write_rate",
+          value_parser = numbers::rocksdb::<u64>("delayed_write_rate", 0, 1 << 40))]
     pub delayed_write_rate: Option<u64>,
     /// Pending compaction bytes that slow writes (default 64 GiB; 0 off).
-    #[arg(long, alias = "soft_pending_compaction_bytes_limit")]
+    /// [range: 0..=1125899906842624]
+    #[arg(long, alias = "soft_pending_compaction_bytes_limit",
+          value_parser = numbers::rocksdb::<u64>("soft_pending_compaction_bytes_limit", 0, 1 << 50))]
     pub soft_pending_compaction_bytes_limit: Option<u64>,
     /// Pending compaction bytes that stop writes (default 256 GiB; 0 off).
-    #[arg(long, alias = "hard_pending_compaction_bytes_limit")]
+    /// [range: 0..=1125899906842624]
+    #[arg(long, alias = "hard_pending_compaction_bytes_limit",
+          value_parser = numbers::rocksdb::<u64>("hard_pending_compaction_bytes_limit", 0, 1 << 50))]
     pub hard_pending_compaction_bytes_limit: Option<u64>,
     /// Bytes one write group commits at most (default 1 MiB).
-    #[arg(long, alias = "max_write_batch_group_size_bytes")]
+    /// [range: 1..=1073741824]
+    #[arg(long, alias = "max_write_batch_group_size_bytes",
+          value_parser = numbers::rocksdb::<u64>("max_write_batch_group_size_bytes", 1, 1 << 30))]
     pub max_write_batch_group_size_bytes: Option<u64>,
     /// Buffer WAL records until 64 KiB, a sync or close (default false).
     #[arg(long, alias = "manual_wal_flush")]
@@ -135,16 +174,19 @@ pub(crate) struct EngineArgs {
     #[arg(long, value_parser = ["cpu", "write-amp", "space-amp"])]
     pub adaptive_objective: Option<String>,
     /// Most space amplification (table bytes per live byte) `Adaptive`
-    /// chooses when a shape keeps it, as its cost model predicts it.
-    #[arg(long, value_name = "F")]
+    /// chooses when a shape keeps it, as its cost model predicts it
+    /// [range: above 0, at most 1000].
+    #[arg(long, value_name = "F", value_parser = numbers::positive("limits", 1000.0))]
     pub adaptive_max_space_amp: Option<f64>,
     /// Most write amplification `Adaptive` chooses when a shape keeps it:
-    /// flush and compaction bytes per user byte, the WAL not counted.
-    #[arg(long, value_name = "F")]
+    /// flush and compaction bytes per user byte, the WAL not counted
+    /// [range: above 0, at most 1000].
+    #[arg(long, value_name = "F", value_parser = numbers::positive("limits", 1000.0))]
     pub adaptive_max_write_amp: Option<f64>,
     /// Most read amplification `Adaptive` chooses when a shape keeps it:
-    /// tables a point lookup consults, before their filters.
-    #[arg(long, value_name = "F")]
+    /// tables a point lookup consults, before their filters [range: above
+    /// 0, at most 1000].
+    #[arg(long, value_name = "F", value_parser = numbers::positive("limits", 1000.0))]
     pub adaptive_max_read_amp: Option<f64>,
 }
 
@@ -228,12 +270,6 @@ impl EngineArgs {
             release_memory_after_jobs,
         );
         if let Some(bits) = self.bloom_bits {
-            if !(0.0..=100.0).contains(&bits) {
-                return UsageSnafu {
-                    message: format!("--bloom-bits must be between 0 and 100, not {bits}"),
-                }
-                .fail();
-            }
             o.bloom_bits_per_key = bits;
         }
         if let Some(v) = self.verify_checksum {

@@ -294,9 +294,9 @@ pub(crate) fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome
 /// Splits `total` operations between `threads`: thread `t` gets the range
 /// of operation numbers it does.
 pub(super) fn share(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
-    let threads = threads as u64;
-    let t = t as u64;
-    (total * t / threads)..(total * (t + 1) / threads)
+    // In u128: `total * t` overflows a u64 for a large total.
+    let cut = |t: usize| (u128::from(total) * t as u128 / threads.max(1) as u128) as u64;
+    cut(t)..cut(t + 1)
 }
 
 /// Runs `work(thread, tally)` in `threads` threads and sums the tallies.
@@ -597,7 +597,7 @@ fn bulk_load(db: &Db, s: &Settings) -> Result<Outcome> {
         tally.done(0, 0);
         Ok(())
     })?;
-    outcome.bytes = s.num * entry_bytes;
+    outcome.bytes = s.num.saturating_mul(entry_bytes);
     outcome.found = None;
     Ok(outcome)
 }
@@ -649,6 +649,21 @@ pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()>
             }
         ));
     }
+    // What each thread allocates: a batch of --batch-size entries, and a
+    // value buffer of at least --value-size bytes.
+    let entry = settings.key_size as u64 + settings.value_size as u64 + 8;
+    crate::numbers::check_product(
+        ("--batch-size", settings.batch_size as u64),
+        ("entry bytes (--key-size + --value-size + 8)", entry),
+        crate::numbers::MAX_BATCH_BYTES,
+        "bytes in one write batch",
+    )?;
+    crate::numbers::check_product(
+        ("--threads", settings.threads as u64),
+        ("--value-size", settings.value_size as u64),
+        crate::numbers::MAX_BATCH_BYTES,
+        "bytes of value buffers (one per thread)",
+    )?;
     if benchmarks.is_empty() {
         return usage("--benchmarks names no benchmark".to_string());
     }

@@ -53,7 +53,8 @@ pub(crate) struct CreateArgs {
 pub(crate) struct IdArgs {
     #[command(flatten)]
     pub dir: DirArgs,
-    /// The backup id.
+    /// The backup id [range: 1..=4294967295].
+    #[arg(value_parser = crate::numbers::int::<u32>(1, u32::MAX))]
     pub id: u32,
 }
 
@@ -62,8 +63,8 @@ pub(crate) struct IdArgs {
 pub(crate) struct RestoreArgs {
     #[command(flatten)]
     pub dir: DirArgs,
-    /// The backup id (default: the newest).
-    #[arg(long)]
+    /// The backup id (default: the newest) [range: 1..=4294967295].
+    #[arg(long, value_parser = crate::numbers::int::<u32>(1, u32::MAX))]
     pub id: Option<u32>,
     /// The new database directory (must not exist, or be empty).
     pub dest: PathBuf,
@@ -74,8 +75,8 @@ pub(crate) struct RestoreArgs {
 pub(crate) struct PurgeArgs {
     #[command(flatten)]
     pub dir: DirArgs,
-    /// How many of the newest backups to keep.
-    #[arg(long)]
+    /// How many of the newest backups to keep [range: 0..=4294967295].
+    #[arg(long, value_parser = crate::numbers::int::<usize>(0, u32::MAX as usize))]
     pub keep: usize,
 }
 

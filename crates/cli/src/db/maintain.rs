@@ -108,8 +108,8 @@ pub(crate) struct CheckpointArgs {
     pub dest: std::path::PathBuf,
     /// Flush the memtables first only when the WALs hold at least this
     /// many bytes (default 0: always flush, as RocksDB); otherwise the
-    /// checkpoint copies the WALs.
-    #[arg(long, default_value_t = 0)]
+    /// checkpoint copies the WALs [range: any u64].
+    #[arg(long, default_value_t = 0, value_parser = crate::numbers::int::<u64>(0, u64::MAX))]
     pub log_size_for_flush: u64,
 }
 

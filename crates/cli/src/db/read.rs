@@ -48,8 +48,8 @@ pub(crate) struct ScanArgs {
     /// Last key (exclusive; default: past the largest).
     #[arg(long)]
     pub to: Option<String>,
-    /// Print at most this many entries.
-    #[arg(long)]
+    /// Print at most this many entries [range: any u64].
+    #[arg(long, value_parser = crate::numbers::int::<u64>(0, u64::MAX))]
     pub limit: Option<u64>,
     /// Print only the keys.
     #[arg(long)]

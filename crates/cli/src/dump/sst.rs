@@ -38,8 +38,8 @@ pub(crate) struct DumpSstArgs {
     /// Print every entry (`key => value`; internal keys as `key#seq,KIND`).
     #[arg(long)]
     pub entries: bool,
-    /// Print at most this many entries.
-    #[arg(long)]
+    /// Print at most this many entries [range: any u64].
+    #[arg(long, value_parser = crate::numbers::int::<u64>(0, u64::MAX))]
     pub limit: Option<u64>,
     /// Keys and values in hexadecimal.
     #[arg(long)]

@@ -30,7 +30,8 @@ use snafu::ResultExt as _;
 
 use crate::error::{CleanerSnafu, FailuresSnafu, IoSnafu, JsonSnafu, LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
-use crate::log::workload::{Rng, Workload};
+use crate::log::workload::{MAX_BATCH_RECORDS, MAX_VALUE_SIZE, Rng, Workload, check_batch_bytes};
+use crate::numbers;
 
 /// Bytes read and written at a time by the copy.
 const COPY_CHUNK: usize = 256 << 10;
@@ -44,23 +45,24 @@ const ROUNDS_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Arguments of `log bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
-    /// Records in the log.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Records in the log [range: 1..=1000000000000].
+    #[arg(long, default_value_t = 1_000_000, value_parser = numbers::int::<u64>(1, numbers::MAX_OPS))]
     pub records: u64,
-    /// Distinct keys.
-    #[arg(long, default_value_t = 100_000)]
+    /// Distinct keys [range: 1..=1000000000000].
+    #[arg(long, default_value_t = 100_000, value_parser = numbers::int::<u64>(1, numbers::MAX_OPS))]
     pub keys: u64,
-    /// Bytes per value.
-    #[arg(long, default_value_t = 100)]
+    /// Bytes per value; a batch of --batch-size x --value-size bytes must
+    /// stay within 1 GiB [range: 0..=16777216].
+    #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(0, MAX_VALUE_SIZE))]
     pub value_size: usize,
-    /// Records per batch.
-    #[arg(long, default_value_t = 100)]
+    /// Records per batch [range: 1..=1000000].
+    #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(1, MAX_BATCH_RECORDS))]
     pub batch_size: usize,
-    /// Percent of records that are tombstones.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    /// Percent of records that are tombstones [range: 0..=100].
+    #[arg(long, default_value_t = 0, value_parser = numbers::int::<u8>(0, 100))]
     pub tombstone_percent: u8,
-    /// Seed of the workload.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the workload [range: any u64].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Where to write the log (default: a temporary directory, removed
     /// afterwards). Must not exist yet.
@@ -71,12 +73,12 @@ pub(crate) struct BenchArgs {
     #[arg(long = "config", value_name = "NAME=VALUE")]
     pub config: Vec<String>,
     /// Logs to write and clean (`bench-0`, `bench-1`, ...), each with the
-    /// whole workload.
-    #[arg(long, default_value_t = 1)]
+    /// whole workload [range: 1..=1024].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<u32>(1, 1024))]
     pub partitions: u32,
     /// Cleaner threads (`log.cleaner.threads`; the map memory is divided
-    /// among them). Default: the `--config` value, else 1.
-    #[arg(long)]
+    /// among them). Default: the `--config` value, else 1 [range: 1..=256].
+    #[arg(long, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: Option<usize>,
     /// Print the results as one JSON object instead of text.
     #[arg(long)]
@@ -85,13 +87,7 @@ pub(crate) struct BenchArgs {
 
 /// Runs `log bench`.
 pub(crate) fn run(a: BenchArgs) -> Result<()> {
-    if a.batch_size == 0 || a.keys == 0 || a.records == 0 || a.partitions == 0 {
-        return UsageSnafu {
-            message: "--records, --keys, --batch-size and --partitions must be at least 1"
-                .to_string(),
-        }
-        .fail();
-    }
+    check_batch_bytes(a.batch_size, a.value_size)?;
     let mut log_config = default_log_config();
     let mut cleaner_config = CleanerConfig::default();
     for s in &a.config {
@@ -149,7 +145,10 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             tombstone_percent: a.tombstone_percent,
         };
         let mut rng = Rng::new(a.seed.wrapping_add(u64::from(p)));
-        let mut batch = Vec::with_capacity(a.batch_size);
+        let mut batch = Vec::with_capacity(
+            a.batch_size
+                .min(usize::try_from(a.records).unwrap_or(usize::MAX)),
+        );
         for i in 0..a.records {
             batch.push(workload.record(&mut rng, NOW - 3_600_000 + i as i64));
             if batch.len() == a.batch_size || i + 1 == a.records {

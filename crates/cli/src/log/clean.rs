@@ -29,6 +29,7 @@ use snafu::ResultExt as _;
 use crate::error::{CleanerSnafu, FailuresSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, read_properties, split};
 use crate::log::warn_recovery;
+use crate::numbers;
 
 /// Arguments of `log clean`.
 #[derive(Debug, Args)]
@@ -36,8 +37,9 @@ pub(crate) struct CleanArgs {
     /// The data directory holding `<topic>-<partition>` log directories and
     /// `cleaner-offset-checkpoint`.
     pub data_dir: PathBuf,
-    /// The current time in ms since the epoch (default: the system clock).
-    #[arg(long)]
+    /// The current time in ms since the epoch (default: the system clock)
+    /// [range: 0..=253402300799999, the end of year 9999].
+    #[arg(long, value_parser = numbers::int::<i64>(0, numbers::MAX_EPOCH_MS))]
     pub now: Option<i64>,
     /// A log or cleaner setting by its Kafka name, for every log
     /// (repeatable), e.g. `--config delete.retention.ms=0`.
@@ -47,11 +49,14 @@ pub(crate) struct CleanArgs {
     /// `--log-config orders-0:min.cleanable.dirty.ratio=0.1`.
     #[arg(long = "log-config", value_name = "TOPIC-PARTITION:NAME=VALUE")]
     pub log_config: Vec<String>,
-    /// Offset map memory (`log.cleaner.dedupe.buffer.size`), in bytes.
-    #[arg(long)]
+    /// Offset map memory (`log.cleaner.dedupe.buffer.size`), in bytes; each
+    /// cleaner thread's map gets its share, at most 2 GiB as in Kafka
+    /// [range: 1..=1099511627776].
+    #[arg(long, value_parser = numbers::int::<u64>(1, 1 << 40))]
     pub map_memory: Option<u64>,
-    /// Offset map load factor (`log.cleaner.io.buffer.load.factor`).
-    #[arg(long)]
+    /// Offset map load factor (`log.cleaner.io.buffer.load.factor`)
+    /// [range: above 0, at most 1].
+    #[arg(long, value_parser = numbers::positive("the load factor", 1.0))]
     pub load_factor: Option<f64>,
 }
 

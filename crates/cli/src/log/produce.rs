@@ -20,36 +20,41 @@ use snafu::ResultExt as _;
 use crate::error::{LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
 use crate::log::warn_recovery;
-use crate::log::workload::{Rng, Workload};
+use crate::log::workload::{MAX_BATCH_RECORDS, MAX_VALUE_SIZE, Rng, Workload, check_batch_bytes};
+use crate::numbers;
 
 /// Arguments of `log produce`.
 #[derive(Debug, Args)]
 pub(crate) struct ProduceArgs {
     /// The log directory, named `<topic>-<partition>` (created if missing).
     pub log_dir: PathBuf,
-    /// Records to append.
-    #[arg(long, default_value_t = 10_000)]
+    /// Records to append [range: 0..=1000000000000].
+    #[arg(long, default_value_t = 10_000, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub records: u64,
-    /// Distinct keys (uniformly chosen, so keys are overwritten).
-    #[arg(long, default_value_t = 1_000)]
+    /// Distinct keys (uniformly chosen, so keys are overwritten)
+    /// [range: 1..=1000000000000].
+    #[arg(long, default_value_t = 1_000, value_parser = numbers::int::<u64>(1, numbers::MAX_OPS))]
     pub keys: u64,
-    /// Bytes per value.
-    #[arg(long, default_value_t = 100)]
+    /// Bytes per value; a batch of --batch-size x --value-size bytes must
+    /// stay within 1 GiB [range: 0..=16777216].
+    #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(0, MAX_VALUE_SIZE))]
     pub value_size: usize,
-    /// Percent of records that are tombstones.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=100))]
+    /// Percent of records that are tombstones [range: 0..=100].
+    #[arg(long, default_value_t = 5, value_parser = numbers::int::<u8>(0, 100))]
     pub tombstone_percent: u8,
-    /// Records per batch.
-    #[arg(long, default_value_t = 100)]
+    /// Records per batch [range: 1..=1000000].
+    #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(1, MAX_BATCH_RECORDS))]
     pub batch_size: usize,
-    /// Seed of the workload.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the workload [range: any u64].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
-    /// Timestamp of the first record, in ms since the epoch (default: now).
-    #[arg(long)]
+    /// Timestamp of the first record, in ms since the epoch (default: now)
+    /// [range: 0..=253402300799999, the end of year 9999].
+    #[arg(long, value_parser = numbers::int::<i64>(0, numbers::MAX_EPOCH_MS))]
     pub now: Option<i64>,
-    /// Milliseconds between two records' timestamps.
-    #[arg(long, default_value_t = 1)]
+    /// Milliseconds between two records' timestamps [range: 0..=86400000,
+    /// a day].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<i64>(0, 86_400_000))]
     pub time_step_ms: i64,
     /// Roll the active segment at the end, so every record is cleanable.
     #[arg(long)]
@@ -58,15 +63,17 @@ pub(crate) struct ProduceArgs {
     /// producers, some aborted.
     #[arg(long)]
     pub transactional: bool,
-    /// With `--transactional`: the share of transactions aborted (0 to 1).
-    #[arg(long, default_value_t = 0.2)]
+    /// With `--transactional`: the share of transactions aborted
+    /// [range: 0..=1].
+    #[arg(long, default_value_t = 0.2, value_parser = numbers::float(0.0, 1.0))]
     pub abort_ratio: f64,
-    /// With `--transactional`: the producers (ids 1 to N).
-    #[arg(long, default_value_t = 3)]
+    /// With `--transactional`: the producers (ids 1 to N)
+    /// [range: 1..=10000].
+    #[arg(long, default_value_t = 3, value_parser = numbers::int::<u32>(1, 10_000))]
     pub producers: u32,
     /// With `--transactional`: batches per transaction at most (each has 1
-    /// to N).
-    #[arg(long, default_value_t = 4)]
+    /// to N) [range: 1..=1000000].
+    #[arg(long, default_value_t = 4, value_parser = numbers::int::<u32>(1, 1_000_000))]
     pub txn_batches: u32,
     /// A log setting by its Kafka name, e.g. `segment.bytes=1048576`
     /// (repeatable).
@@ -76,20 +83,7 @@ pub(crate) struct ProduceArgs {
 
 /// Runs `log produce`.
 pub(crate) fn run(a: ProduceArgs) -> Result<()> {
-    if a.batch_size == 0 || a.keys == 0 {
-        return UsageSnafu {
-            message: "--batch-size and --keys must be at least 1".to_string(),
-        }
-        .fail();
-    }
-    if !(0.0..=1.0).contains(&a.abort_ratio) || a.producers == 0 || a.txn_batches == 0 {
-        return UsageSnafu {
-            message:
-                "--abort-ratio must be between 0 and 1, --producers and --txn-batches at least 1"
-                    .to_string(),
-        }
-        .fail();
-    }
+    check_batch_bytes(a.batch_size, a.value_size)?;
     let named = a
         .log_dir
         .file_name()
@@ -124,7 +118,10 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
         tombstone_percent: a.tombstone_percent,
     };
     let mut rng = Rng::new(a.seed);
-    let mut batch = Vec::with_capacity(a.batch_size);
+    let mut batch = Vec::with_capacity(
+        a.batch_size
+            .min(usize::try_from(a.records).unwrap_or(usize::MAX)),
+    );
     let mut tombstones = 0u64;
     let mut ts = start;
     let mut txns = a

@@ -6,6 +6,24 @@ use lithify_kafka_log::record::SimpleRecord;
 
 pub(crate) use crate::rng::Rng;
 
+/// The largest `--value-size`: 16 MiB (Kafka's default largest batch,
+/// `max.message.bytes`, is 1 MiB).
+pub(crate) const MAX_VALUE_SIZE: usize = 16 << 20;
+
+/// The largest `--batch-size`, in records.
+pub(crate) const MAX_BATCH_RECORDS: usize = 1_000_000;
+
+/// Fails when a batch of `batch_size` records of `value_size` bytes would
+/// pass 1 GiB: the batch is built in memory before it is appended.
+pub(crate) fn check_batch_bytes(batch_size: usize, value_size: usize) -> crate::error::Result<()> {
+    crate::numbers::check_product(
+        ("--batch-size", batch_size as u64),
+        ("--value-size", value_size as u64),
+        crate::numbers::MAX_BATCH_BYTES,
+        "bytes in one batch",
+    )
+}
+
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Workload {

@@ -33,8 +33,8 @@ pub(crate) struct LsmArgs {
     /// network).
     #[arg(long, value_name = "OUT.html")]
     pub html: PathBuf,
-    /// Steps of history to draw (the newest ones).
-    #[arg(long, default_value_t = 200)]
+    /// Steps of history to draw (the newest ones) [range: 0..=1000000].
+    #[arg(long, default_value_t = 200, value_parser = crate::numbers::int::<usize>(0, 1_000_000))]
     pub max_steps: usize,
 }
 

@@ -35,7 +35,14 @@ use snafu::ResultExt as _;
 
 use crate::bench::options::EngineArgs;
 use crate::error::{DbSnafu, Result, StressFailedSnafu, TxnSnafu, UsageSnafu};
+use crate::numbers;
 use crate::rng::Rng;
+
+/// `--accounts` when not given.
+const DEFAULT_ACCOUNTS: u64 = 100;
+
+/// `--initial` when not given.
+const DEFAULT_INITIAL: u64 = 1000;
 
 /// The key of the marker written with the accounts: 16 bytes, the number
 /// of accounts and the initial balance, each 8 bytes little-endian.
@@ -72,29 +79,32 @@ impl Kind {
 pub(crate) struct BankStressArgs {
     /// The database directory (created if missing).
     pub db: PathBuf,
-    /// Accounts of the bank, at least 2 (default 100; fixed when the bank
-    /// is created).
-    #[arg(long)]
+    /// Accounts of the bank (default 100; fixed when the bank is created,
+    /// all in one write batch) [range: 2..=1000000].
+    #[arg(long, value_parser = numbers::int::<u64>(2, 1_000_000))]
     pub accounts: Option<u64>,
     /// The balance each account starts with (default 1000; fixed when the
-    /// bank is created).
-    #[arg(long)]
+    /// bank is created); --accounts x --initial must fit in a u64
+    /// [range: any u64].
+    #[arg(long, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub initial: Option<u64>,
-    /// Transfer threads (a checker thread runs beside them).
-    #[arg(long, default_value_t = 4)]
+    /// Transfer threads (a checker thread runs beside them)
+    /// [range: 1..=256].
+    #[arg(long, default_value_t = 4, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
-    /// Transfers per thread.
-    #[arg(long, alias = "ops_per_thread", default_value_t = 10_000)]
+    /// Transfers per thread [range: 0..=1000000000000].
+    #[arg(long, alias = "ops_per_thread", default_value_t = 10_000,
+          value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops_per_thread: u64,
     /// The transactions: optimistic or pessimistic.
     #[arg(long, value_enum, default_value_t = Kind::Optimistic)]
     pub kind: Kind,
-    /// Percent of commits made with `sync`.
+    /// Percent of commits made with `sync` [range: 0..=100].
     #[arg(long, alias = "sync_percent", default_value_t = 10,
-          value_parser = clap::value_parser!(u8).range(0..=100))]
+          value_parser = numbers::int::<u8>(0, 100))]
     pub sync_percent: u8,
-    /// Seed of the transfers (each thread derives its own).
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the transfers (each thread derives its own) [range: any u64].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Only open the database and check the sum, then exit.
     #[arg(long)]
@@ -154,12 +164,14 @@ fn usage<T>(message: String) -> Result<T> {
 
 /// Runs `stress bank`.
 pub(crate) fn run(a: BankStressArgs) -> Result<()> {
-    if a.threads == 0 {
-        return usage("--threads must be at least 1".to_string());
-    }
-    if a.accounts.is_some_and(|n| n < 2) {
-        return usage("--accounts must be at least 2".to_string());
-    }
+    // No account can then hold more than a u64: a transfer's sum never
+    // overflows (it would read as money appearing from nowhere).
+    crate::numbers::check_product(
+        ("--accounts", a.accounts.unwrap_or(DEFAULT_ACCOUNTS)),
+        ("--initial", a.initial.unwrap_or(DEFAULT_INITIAL)),
+        u64::MAX,
+        "money in the bank",
+    )?;
     let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
     if fs.exists(&a.db) && !fs.is_dir(&a.db) {
         return usage(format!("{} is not a directory", a.db.display()));
@@ -273,8 +285,8 @@ fn open_and_check(a: &BankStressArgs, opts: &Options, when: &str) -> Result<(Db,
                 return usage(format!("there is no bank in {}", dir.display()));
             }
             let bank = Bank {
-                accounts: a.accounts.unwrap_or(100),
-                initial: a.initial.unwrap_or(1000),
+                accounts: a.accounts.unwrap_or(DEFAULT_ACCOUNTS),
+                initial: a.initial.unwrap_or(DEFAULT_INITIAL),
             };
             let mut batch = WriteBatch::new();
             for n in 0..bank.accounts {

@@ -29,12 +29,14 @@ use lithify::{Bytes, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOption
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
+use super::MAX_STRESS_KEYS;
 use super::db_expected::{DbExpected, StateWriter};
 use super::db_verify::{self, Verdict};
 use super::key_state::Observed;
-use super::values::{Values, key, parse_key};
+use super::values::{MAX_VALUE_SIZE, MIN_VALUE_SIZE, Values, key, parse_key};
 use crate::bench::options::EngineArgs;
 use crate::error::{DbSnafu, Result, StressFailedSnafu, UsageSnafu};
+use crate::numbers;
 use crate::rng::Rng;
 
 /// Arguments of `stress db` (db_stress's names where it has them).
@@ -48,59 +50,70 @@ pub(crate) struct DbStressArgs {
     #[arg(long)]
     pub expected_state: Option<PathBuf>,
     /// Keys in the key space (default 10000; fixed when the expected state
-    /// is created).
-    #[arg(long, alias = "max_key")]
+    /// is created) [range: 1..=16777216].
+    #[arg(long, alias = "max_key", value_parser = numbers::int::<u64>(1, MAX_STRESS_KEYS))]
     pub keys: Option<u64>,
-    /// Largest value in bytes, at least 16 (default 256; fixed when the
-    /// expected state is created).
-    #[arg(long)]
+    /// Largest value in bytes (default 256; fixed when the expected state
+    /// is created) [range: 16..=1048576].
+    #[arg(long, value_parser = numbers::int::<u32>(MIN_VALUE_SIZE as u32, MAX_VALUE_SIZE))]
     pub max_value_size: Option<u32>,
-    /// Worker threads.
-    #[arg(long, default_value_t = 4)]
+    /// Worker threads [range: 1..=256].
+    #[arg(long, default_value_t = 4, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
-    /// Operations per thread.
-    #[arg(long, alias = "ops_per_thread", default_value_t = 100_000)]
+    /// Operations per thread [range: 0..=1000000000000].
+    #[arg(long, alias = "ops_per_thread", default_value_t = 100_000,
+          value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops_per_thread: u64,
-    /// Stop after this many seconds even if operations remain.
-    #[arg(long)]
+    /// Stop after this many seconds even if operations remain
+    /// [range: 0..=31536000, a year].
+    #[arg(long, value_parser = numbers::float(0.0, numbers::MAX_DURATION_SECS))]
     pub duration: Option<f64>,
-    /// Seed of the workload (each thread derives its own).
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the workload (each thread derives its own) [range: any u64].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
-    /// Percent of writes made with `sync`.
+    /// Percent of writes made with `sync` [range: 0..=100].
     #[arg(long, alias = "sync_percent", default_value_t = 10,
-          value_parser = clap::value_parser!(u8).range(0..=100))]
+          value_parser = numbers::int::<u8>(0, 100))]
     pub sync_percent: u8,
-    /// Percent of operations that are point reads.
-    #[arg(long, default_value_t = 25)]
+    /// Percent of operations that are point reads; the six percents add up
+    /// to 100 [range: 0..=100].
+    #[arg(long, default_value_t = 25, value_parser = numbers::int::<u8>(0, 100))]
     pub readpercent: u8,
-    /// Percent of operations that are puts.
-    #[arg(long, default_value_t = 35)]
+    /// Percent of operations that are puts [range: 0..=100].
+    #[arg(long, default_value_t = 35, value_parser = numbers::int::<u8>(0, 100))]
     pub writepercent: u8,
-    /// Percent of operations that are deletes.
-    #[arg(long, default_value_t = 10)]
+    /// Percent of operations that are deletes [range: 0..=100].
+    #[arg(long, default_value_t = 10, value_parser = numbers::int::<u8>(0, 100))]
     pub delpercent: u8,
-    /// Percent of operations that are range deletions.
-    #[arg(long, default_value_t = 5)]
+    /// Percent of operations that are range deletions [range: 0..=100].
+    #[arg(long, default_value_t = 5, value_parser = numbers::int::<u8>(0, 100))]
     pub delrangepercent: u8,
-    /// Percent of operations that are write batches of several keys.
-    #[arg(long, default_value_t = 10)]
+    /// Percent of operations that are write batches of several keys
+    /// [range: 0..=100].
+    #[arg(long, default_value_t = 10, value_parser = numbers::int::<u8>(0, 100))]
     pub batchpercent: u8,
-    /// Percent of operations that are iterator checks.
-    #[arg(long, default_value_t = 15)]
+    /// Percent of operations that are iterator checks [range: 0..=100].
+    #[arg(long, default_value_t = 15, value_parser = numbers::int::<u8>(0, 100))]
     pub iterpercent: u8,
-    /// Keys a range deletion or an iterator check covers at most.
-    #[arg(long, alias = "range_deletion_width", default_value_t = 10)]
+    /// Keys a range deletion or an iterator check covers at most
+    /// [range: 1..=1000000].
+    #[arg(long, alias = "range_deletion_width", default_value_t = 10,
+          value_parser = numbers::int::<u64>(1, 1_000_000))]
     pub range_width: u64,
-    /// One operation in N (per thread) also flushes the memtable; 0 never.
-    #[arg(long, alias = "flush_one_in", default_value_t = 2_000)]
+    /// One operation in N (per thread) also flushes the memtable; 0 never
+    /// [range: any u64].
+    #[arg(long, alias = "flush_one_in", default_value_t = 2_000,
+          value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub flush_one_in: u64,
     /// One operation in N (per thread) also compacts a random key range; 0
-    /// never.
-    #[arg(long, alias = "compact_range_one_in", default_value_t = 5_000)]
+    /// never [range: any u64].
+    #[arg(long, alias = "compact_range_one_in", default_value_t = 5_000,
+          value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub compact_range_one_in: u64,
-    /// Operations a thread holds a snapshot before checking it.
-    #[arg(long, alias = "snapshot_hold_ops", default_value_t = 100)]
+    /// Operations a thread holds a snapshot before checking it
+    /// [range: 1..=1000000000].
+    #[arg(long, alias = "snapshot_hold_ops", default_value_t = 100,
+          value_parser = numbers::int::<u64>(1, 1_000_000_000))]
     pub snapshot_hold_ops: u64,
     /// Only verify the database against the expected state, then exit.
     #[arg(long)]
@@ -169,12 +182,6 @@ pub(crate) fn run(a: DbStressArgs) -> Result<()> {
         }
         .fail();
     }
-    if a.threads == 0 {
-        return UsageSnafu {
-            message: "--threads must be at least 1".to_string(),
-        }
-        .fail();
-    }
     let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
     if fs.exists(&a.db) && !fs.is_dir(&a.db) {
         // Checked before the expected-state file is created beside it.
@@ -229,15 +236,6 @@ pub(crate) fn run(a: DbStressArgs) -> Result<()> {
             .fail();
         }
         let max_value_size = a.max_value_size.unwrap_or(256);
-        if max_value_size < super::values::MIN_VALUE_SIZE as u32 {
-            return UsageSnafu {
-                message: format!(
-                    "--max-value-size must be at least {}",
-                    super::values::MIN_VALUE_SIZE
-                ),
-            }
-            .fail();
-        }
         DbExpected::create(
             fs.clone(),
             &expected_path,

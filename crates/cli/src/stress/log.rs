@@ -40,13 +40,16 @@ use lithify_kafka_log::{Clock, Log, LogConfig, OpenOptions, Producer as TxnProdu
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
+use super::MAX_STRESS_KEYS;
 use super::db::default_expected_path;
 use super::log_expected::{
     LogExpected, PartitionState, check_partition, latest_records, log_key, log_value,
     resolve_partition,
 };
+use super::values::{MAX_VALUE_SIZE, MIN_VALUE_SIZE};
 use crate::error::{CleanerSnafu, IoSnafu, LogSnafu, Result, StressFailedSnafu, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
+use crate::numbers;
 use crate::rng::Rng;
 use lithify_kafka_log::txn_check;
 
@@ -59,45 +62,51 @@ pub(crate) struct LogStressArgs {
     #[arg(long)]
     pub expected_state: Option<PathBuf>,
     /// Partitions (logs), one producer each (default 3; fixed when the
-    /// expected state is created).
-    #[arg(long)]
+    /// expected state is created); --partitions x --keys is at most
+    /// 16777216 [range: 1..=256].
+    #[arg(long, value_parser = numbers::int::<usize>(1, 256))]
     pub partitions: Option<usize>,
     /// Keys per partition (default 500; fixed when the expected state is
-    /// created).
-    #[arg(long)]
+    /// created) [range: 1..=16777216].
+    #[arg(long, value_parser = numbers::int::<u64>(1, MAX_STRESS_KEYS))]
     pub keys: Option<u64>,
-    /// Largest value in bytes, at least 16 (default 200; fixed when the
-    /// expected state is created).
-    #[arg(long)]
+    /// Largest value in bytes (default 200; fixed when the expected state
+    /// is created) [range: 16..=1048576].
+    #[arg(long, value_parser = numbers::int::<u32>(MIN_VALUE_SIZE as u32, MAX_VALUE_SIZE))]
     pub max_value_size: Option<u32>,
-    /// Records each producer appends at most.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Records each producer appends at most [range: 0..=1000000000000].
+    #[arg(long, default_value_t = 1_000_000, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub records: u64,
-    /// Stop after this many seconds even if records remain.
-    #[arg(long)]
+    /// Stop after this many seconds even if records remain
+    /// [range: 0..=31536000, a year].
+    #[arg(long, value_parser = numbers::float(0.0, numbers::MAX_DURATION_SECS))]
     pub duration: Option<f64>,
     /// Records per second each producer appends at most (0: no limit), so
-    /// that the cleaner keeps up and the logs stay small.
-    #[arg(long, default_value_t = 5_000)]
+    /// that the cleaner keeps up and the logs stay small
+    /// [range: 0..=1000000000].
+    #[arg(long, default_value_t = 5_000, value_parser = numbers::int::<u64>(0, 1_000_000_000))]
     pub rate: u64,
     /// Segments a partition may hold before its producer waits for the
     /// cleaner (0: never waits). The cleaner swaps a round's output in
     /// only when the round completes, so under frequent kills a backlog
     /// that takes longer to clean than a run lasts would never shrink and
-    /// the logs would grow without bound (and run out of file handles).
-    #[arg(long, default_value_t = 256)]
+    /// the logs would grow without bound (and run out of file handles)
+    /// [range: 0..=1000000].
+    #[arg(long, default_value_t = 256, value_parser = numbers::int::<usize>(0, 1_000_000))]
     pub max_segments: usize,
-    /// Records per batch at most (each batch has 1 to N).
-    #[arg(long, default_value_t = 20)]
+    /// Records per batch at most (each batch has 1 to N)
+    /// [range: 1..=100000].
+    #[arg(long, default_value_t = 20, value_parser = numbers::int::<u64>(1, 100_000))]
     pub batch_size: u64,
-    /// Percent of records that are tombstones.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=100))]
+    /// Percent of records that are tombstones [range: 0..=100].
+    #[arg(long, default_value_t = 10, value_parser = numbers::int::<u8>(0, 100))]
     pub tombstone_percent: u8,
-    /// One batch in N is followed by a flush (fsync); 0 never.
-    #[arg(long, default_value_t = 50)]
+    /// One batch in N is followed by a flush (fsync); 0 never
+    /// [range: any u64].
+    #[arg(long, default_value_t = 50, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub flush_one_in: u64,
-    /// Seed of the producers.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the producers [range: any u64].
+    #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// A log or cleaner setting by its Kafka name (repeatable), over the
     /// stress defaults: segment.bytes=16384, segment.index.bytes=4096,
@@ -113,12 +122,13 @@ pub(crate) struct LogStressArgs {
     /// `read_committed` consumer reads.
     #[arg(long)]
     pub transactional: bool,
-    /// With `--transactional`: percent of transactions aborted.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u8).range(0..=100))]
+    /// With `--transactional`: percent of transactions aborted
+    /// [range: 0..=100].
+    #[arg(long, default_value_t = 20, value_parser = numbers::int::<u8>(0, 100))]
     pub abort_percent: u8,
     /// With `--transactional`: batches per transaction at most (each has 1
-    /// to N).
-    #[arg(long, default_value_t = 4)]
+    /// to N) [range: 1..=1000000].
+    #[arg(long, default_value_t = 4, value_parser = numbers::int::<u64>(1, 1_000_000))]
     pub txn_batches: u64,
 }
 
@@ -202,18 +212,19 @@ pub(crate) fn run(a: LogStressArgs) -> Result<()> {
             }
             .fail();
         }
+        let (partitions, keys) = (a.partitions.unwrap_or(3), a.keys.unwrap_or(500));
+        crate::numbers::check_product(
+            ("--partitions", partitions as u64),
+            ("--keys", keys),
+            MAX_STRESS_KEYS,
+            "keys in the expected state",
+        )?;
         fs.create_dir_all(&a.data_dir).context(IoSnafu {
             action: "create",
             path: &a.data_dir,
         })?;
-        let max_value_size = a.max_value_size.unwrap_or(200).max(16);
-        LogExpected::create(
-            fs.clone(),
-            &expected_path,
-            a.partitions.unwrap_or(3),
-            a.keys.unwrap_or(500),
-            max_value_size,
-        )?
+        let max_value_size = a.max_value_size.unwrap_or(200);
+        LogExpected::create(fs.clone(), &expected_path, partitions, keys, max_value_size)?
     };
 
     let logs = open_and_verify(

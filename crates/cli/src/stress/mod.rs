@@ -38,6 +38,12 @@ use clap::Subcommand;
 
 use crate::error::Result;
 
+/// The most keys a run creates its expected state for (`stress db
+/// --keys`, `stress log --partitions` x `--keys`): 2^24, a 512 MiB file,
+/// created in seconds. (A file may declare more, up to
+/// [`state_file::MAX_SLOTS`].)
+pub(crate) const MAX_STRESS_KEYS: u64 = 1 << 24;
+
 /// The `stress` commands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum StressCommand {

@@ -15,6 +15,9 @@ use crate::rng::Rng;
 /// values of different keys differ.
 pub(crate) const MIN_VALUE_SIZE: usize = 16;
 
+/// The largest `--max-value-size`: 1 MiB.
+pub(crate) const MAX_VALUE_SIZE: u32 = 1 << 20;
+
 /// Bytes of the base and its separator at the start of a value.
 const HEAD: usize = 9;
 
