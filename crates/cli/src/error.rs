@@ -94,7 +94,8 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Output {
         /// The facade's refusal.
-        source: lithify::Error,
+        #[snafu(source(from(lithify::Error, Box::new)))]
+        source: Box<lithify::Error>,
         #[snafu(implicit)]
         location: Location,
     },
