@@ -1150,17 +1150,11 @@ fn check_and_dump_refuse_offsets_that_go_backwards() {
     assert!(stderr.contains("byte offset"), "{stderr}");
 }
 
-/// Issue 34: a live segment renamed `*.deleted` was deleted by the next
-/// clean with no message. Now `log check` warns of it and `log clean`
-/// keeps it in `lost/`, saying so; a real leftover is deleted with a
-/// warning naming its offsets.
-#[test]
-fn a_live_segment_renamed_deleted_is_kept_and_a_leftover_is_deleted_with_a_warning() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path();
-    let log = data.join("t-0");
+/// Produces 60 records in batches of 10 into segments of about 1000 bytes;
+/// returns the segments' `.log` files.
+fn produce_small_segments(log: &Path) -> Vec<std::path::PathBuf> {
     produce(
-        &log,
+        log,
         &[
             "--records",
             "60",
@@ -1172,7 +1166,19 @@ fn a_live_segment_renamed_deleted_is_kept_and_a_leftover_is_deleted_with_a_warni
             "segment.bytes=1000",
         ],
     );
-    let segs = segment_logs(&log);
+    segment_logs(log)
+}
+
+/// Issue 34: a live segment renamed `*.deleted` was deleted by the next
+/// clean with no message. Now `log check` warns of it and `log clean`
+/// keeps it in `lost/`, saying so; a real leftover is deleted with a
+/// warning naming its offsets.
+#[test]
+fn a_live_segment_renamed_deleted_is_kept_and_a_leftover_is_deleted_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path();
+    let log = data.join("t-0");
+    let segs = produce_small_segments(&log);
     assert!(segs.len() >= 3, "{segs:?}");
     let middle = &segs[1];
     let renamed = std::path::PathBuf::from(format!("{}.deleted", middle.display()));
@@ -1209,20 +1215,7 @@ fn a_live_segment_renamed_deleted_is_kept_and_a_leftover_is_deleted_with_a_warni
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path();
     let log = data.join("t-0");
-    produce(
-        &log,
-        &[
-            "--records",
-            "60",
-            "--keys",
-            "5",
-            "--batch-size",
-            "10",
-            "--config",
-            "segment.bytes=1000",
-        ],
-    );
-    let segs = segment_logs(&log);
+    let segs = produce_small_segments(&log);
     let leftover = std::path::PathBuf::from(format!("{}.deleted", segs[0].display()));
     write(&leftover, lithify_vfs::read_file(&OsFs, &segs[0]).unwrap());
     let out = lithify(&["log", "check", s(data)]);

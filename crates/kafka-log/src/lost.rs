@@ -43,10 +43,8 @@ pub const LOST_DIR: &str = "lost";
 /// Bytes copied at a time.
 const COPY_CHUNK: u64 = 1 << 20;
 
-/// Moves the file `name` of the partition directory `dir` into
-/// `<dir>/lost/` (as `<name>`, or `<name>-<n>` if that is taken), syncing
-/// both directories; returns where it went.
-pub(crate) fn keep_file(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<PathBuf> {
+/// `<dir>/lost/`, created (and made durable in `dir`) if missing.
+fn lost_dir(fs: &dyn FileSystem, dir: &Path) -> Result<PathBuf> {
     let lost = dir.join(LOST_DIR);
     if !fs.is_dir(&lost) {
         fs.create_dir_all(&lost).context(IoSnafu {
@@ -58,6 +56,14 @@ pub(crate) fn keep_file(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<P
             path: dir,
         })?;
     }
+    Ok(lost)
+}
+
+/// Moves the file `name` of the partition directory `dir` into
+/// `<dir>/lost/` (as `<name>`, or `<name>-<n>` if that is taken), syncing
+/// both directories; returns where it went.
+pub(crate) fn keep_file(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<PathBuf> {
+    let lost = lost_dir(fs, dir)?;
     let mut attempt = 0u32;
     let target = loop {
         let candidate = if attempt == 0 {
@@ -95,17 +101,7 @@ pub(crate) fn keep_range(
     from: u64,
     to: u64,
 ) -> Result<PathBuf> {
-    let lost = dir.join(LOST_DIR);
-    if !fs.is_dir(&lost) {
-        fs.create_dir_all(&lost).context(IoSnafu {
-            action: "create",
-            path: &lost,
-        })?;
-        fs.sync_dir(dir).context(IoSnafu {
-            action: "sync",
-            path: dir,
-        })?;
-    }
+    let lost = lost_dir(fs, dir)?;
     let name = src
         .file_name()
         .map_or_else(|| "segment".into(), |n| n.to_string_lossy().into_owned());
