@@ -223,11 +223,6 @@ impl BackupEngine {
         Self::open(fs, dir)
     }
 
-    /// `path` absolute and resolved as far as it exists.
-    fn resolve(&self, path: &Path) -> Result<PathBuf> {
-        lithify_vfs::resolve(&*self.fs, path).context(io("resolving", path))
-    }
-
     fn check_writable(&self) -> Result<()> {
         if self._lock.is_none() {
             return InvalidArgumentSnafu {
@@ -257,9 +252,8 @@ impl BackupEngine {
     ) -> Result<(BackupInfo, CreateStats)> {
         self.check_writable()?;
         // (Paths that cannot be resolved here are on another file system.)
-        if let (Ok(backups), Ok(database)) = (self.resolve(&self.dir), self.resolve(db.path()))
-            && (backups.starts_with(&database) || database.starts_with(&backups))
-        {
+        let within = |a: &Path, b: &Path| lithify_vfs::is_within(&*self.fs, a, b).unwrap_or(false);
+        if within(&self.dir, db.path()) || within(db.path(), &self.dir) {
             return InvalidArgumentSnafu {
                 message: format!(
                     "the backup directory {} and the database {} must not lie inside one another",
@@ -271,7 +265,12 @@ impl BackupEngine {
         }
         let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         // Ids are never reused, a damaged backup's included.
-        let id = self.meta_ids()?.last().copied().unwrap_or(0) + 1;
+        let Some(id) = self.meta_ids()?.last().copied().unwrap_or(0).checked_add(1) else {
+            return InvalidArgumentSnafu {
+                message: format!("{} has used every backup id", self.dir.display()),
+            }
+            .fail();
+        };
         let set = db.live_file_set(options).context(EngineSnafu)?;
         let src = &**set.file_system();
         let mut stats = CreateStats::default();
@@ -413,7 +412,7 @@ impl BackupEngine {
                 .build()
             })?,
         };
-        if self.resolve(dest)?.starts_with(self.resolve(&self.dir)?) {
+        if lithify_vfs::is_within(&*self.fs, dest, &self.dir).context(io("resolving", dest))? {
             return InvalidArgumentSnafu {
                 message: format!(
                     "restore target {} is inside the backup directory {}",
@@ -481,6 +480,7 @@ impl BackupEngine {
             .context(io("syncing directory", dest))?;
         let current = dest.join("CURRENT");
         written.push(current.clone());
+        written.push(dest.join("CURRENT.tmp"));
         lithify_vfs::write_file_atomic(
             &*self.fs,
             &current,
@@ -598,6 +598,13 @@ impl BackupEngine {
         for id in self.meta_ids()? {
             match self.read_meta(id) {
                 Ok(m) => good.push(m),
+                // A read that failed (not a file that reads wrong) is
+                // not damage: it is the caller's to see.
+                Err(e)
+                    if lithify_base::Classify::kind(&e) != lithify_base::ErrorKind::Corruption =>
+                {
+                    return Err(e);
+                }
                 Err(e) => {
                     let path = self.dir.join(META).join(id.to_string());
                     tracing::warn!(target: "lithify::backup", id, path = %path.display(), "backup {id} is damaged and left out: {e}");

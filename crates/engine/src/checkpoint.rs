@@ -54,13 +54,11 @@ impl DbInner {
             }
             .fail();
         }
-        let resolve = |p: &Path| {
-            lithify_vfs::resolve(&*self.fs, p).context(IoSnafu {
-                op: "resolving",
-                path: p.to_path_buf(),
-            })
-        };
-        if resolve(dest)?.starts_with(resolve(&self.dir)?) {
+        let inside = lithify_vfs::is_within(&*self.fs, dest, &self.dir).context(IoSnafu {
+            op: "resolving",
+            path: dest.to_path_buf(),
+        })?;
+        if inside {
             return InvalidArgumentSnafu {
                 message: format!(
                     "checkpoint directory {} is inside the database directory {}: make it elsewhere",

@@ -698,10 +698,11 @@ impl DbInner {
     }
 }
 
-/// What lithify database files directory `dir` holds (`CURRENT`, the
-/// MANIFESTs, table files, WALs), described in a few words; `None` when it
-/// holds none. Tools use it to refuse writing their outputs into a
-/// database.
+/// What lithify database files directory `dir` holds, described in a few
+/// words; `None` when it holds none. A database is a `CURRENT` naming a
+/// MANIFEST that exists, a MANIFEST, or table files (WAL names alone are
+/// too common to count: a Kafka segment's `.log` reads as one). Tools use
+/// it to refuse writing their outputs into a database.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
@@ -713,12 +714,31 @@ impl DbInner {
 /// assert!(holds_database(&OsFs, dir.path()).unwrap().contains("CURRENT"));
 /// ```
 pub fn holds_database(fs: &dyn lithify_vfs::FileSystem, dir: &Path) -> Option<String> {
-    let current = fs.exists(&dir.join(lithify_version::filename::CURRENT));
-    match (current, crate::open::database_files(fs, dir)) {
-        (true, Some(files)) => Some(format!("CURRENT, {files}")),
-        (true, None) => Some("CURRENT".to_owned()),
-        (false, files) => files,
+    use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name};
+    let names = fs.list_dir(dir).ok()?;
+    let current = lithify_version::manifest::read_current(fs, dir)
+        .ok()
+        .filter(|&n| fs.exists(&dir.join(manifest_file_name(n))));
+    let (mut manifests, mut tables, mut wals) = (0, 0, 0);
+    for name in &names {
+        match parse_file_name(name) {
+            Some(FileKind::Manifest(_)) => manifests += 1,
+            Some(FileKind::Table(_)) => tables += 1,
+            Some(FileKind::Log(_)) => wals += 1,
+            _ => {}
+        }
     }
+    if current.is_none() && manifests == 0 && tables == 0 {
+        return None;
+    }
+    let mut found = Vec::new();
+    if let Some(n) = current {
+        found.push(format!("CURRENT naming {}", manifest_file_name(n)));
+    }
+    found.push(format!(
+        "{manifests} MANIFEST(s), {tables} table file(s), {wals} WAL(s)"
+    ));
+    Some(found.join(", "))
 }
 
 #[cfg(test)]

@@ -188,8 +188,9 @@ impl DbInner {
             if options.move_files {
                 for f in &job.files {
                     // Checked at step 1; checked again, since removing a
-                    // live table is never undone.
-                    if self.own_table_file(&f.path)?.is_none() {
+                    // live table is never undone (and the ingestion is
+                    // done: a failed check keeps the file, it fails nothing).
+                    if matches!(self.own_table_file(&f.path), Ok(None)) {
                         let _ = self.fs.remove_file(&f.path);
                     }
                 }
@@ -429,18 +430,24 @@ impl DbInner {
             }
             let mut target = 0;
             let mut overlap = false;
+            // The target moves down while levels allow; every level is
+            // still looked at for keys, which decide the sequence number.
+            let mut placing = leveled;
             for level in 0..version.num_levels() {
                 if self.level_holds_key_of(&version, level, f)? {
                     overlap = true;
                     break;
                 }
-                if !leveled || level == 0 {
+                if !placing || level == 0 {
                     continue;
                 }
                 if t.compactions
                     .output_range_conflicts(&icmp, level, &f.smallest, &f.largest)
                 {
-                    break;
+                    // A running compaction writes the range here: nothing
+                    // deeper either.
+                    placing = false;
+                    continue;
                 }
                 let (lo, hi) = (Some(&f.smallest[..]), Some(&f.largest[..]));
                 if version.overlapping_files(level, lo, hi).is_empty() {

@@ -31,6 +31,9 @@ pub struct MergeFailure {
     pub key: Bytes,
     /// Why: the read's error, as a sentence.
     pub message: String,
+    /// The database was opened without the merge operator the table
+    /// records (the operands may be fine): not a failure of the operator.
+    pub operator_missing: bool,
 }
 
 impl Table {
@@ -100,6 +103,7 @@ impl Table {
                             table: self.state.name.clone(),
                             key,
                             message: e.to_string(),
+                            operator_missing: matches!(e, Error::NoMergeOperator { .. }),
                         }),
                         Err(e) => return Err(e),
                     }

@@ -71,8 +71,19 @@ pub(crate) fn keep_file(fs: &dyn FileSystem, dir: &Path, name: &str) -> Result<P
         } else {
             lost.join(format!("{name}-{attempt}"))
         };
-        if !fs.exists(&candidate) || attempt >= 10_000 {
+        if !fs.exists(&candidate) {
             break candidate;
+        }
+        if attempt >= 10_000 {
+            // Never over what lost/ keeps.
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "10000 files of this name are kept already",
+            ))
+            .context(IoSnafu {
+                action: "keep in",
+                path: &lost,
+            });
         }
         attempt += 1;
     };

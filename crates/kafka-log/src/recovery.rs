@@ -399,9 +399,18 @@ pub(crate) fn deleted_leftovers(
             });
             continue;
         }
-        let next = next_offset_of(fs, &dir.join(name), base)?;
-        let covered_by = if next <= base {
+        let path = dir.join(name);
+        let next = next_offset_of(fs, &path, base)?;
+        // No readable batch in a file that holds bytes: damage, whose
+        // offsets cannot be told; kept like an uncovered one.
+        let empty = fs.file_size(&path).context(IoSnafu {
+            action: "stat",
+            path: &path,
+        })? == 0;
+        let covered_by = if next <= base && empty {
             Some("no batches".to_string())
+        } else if next <= base {
+            None
         } else if let Some((_, n)) = holders.iter().find(|(b, _)| *b == base) {
             Some(format!("replaced by {n}"))
         } else if let Some((s, n)) = holders.iter().rev().find(|(b, _)| *b < base)

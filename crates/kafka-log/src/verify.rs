@@ -10,9 +10,8 @@
 //!   backwards or repeat within a segment; segments whose offsets overlap
 //!   (a batch at or past the next segment's base offset); a `.log`
 //!   whose indexes describe bytes it no longer holds (cut short); index
-//!   files whose `.log` is missing from the middle of the log; a
-//!   `.log.deleted` holding offsets no live segment covers (a live segment
-//!   renamed by mistake); a recovery point beyond the log end (flushed
+//!   files whose `.log` is missing from the middle of the log; a recovery
+//!   point beyond the log end (flushed
 //!   records missing); a `cleaner-offset-checkpoint` the cleaner cannot
 //!   read; an ABORT marker after transactional data that no `.txnindex`
 //!   entry lists (the cleaner refuses it);
@@ -20,7 +19,8 @@
 //!   and offsets: damage above the recovery point (open truncates it,
 //!   keeping the bytes in `lost/`), indexes open rebuilds, the leftovers of
 //!   an interrupted cleaning (`.cleaned`, `.swap`, and the `.deleted` files
-//!   open deletes, with the offsets they held), an offset gap between two
+//!   open deletes, with the offsets they held — or keeps in `lost/`, when
+//!   no live segment holds them), an offset gap between two
 //!   segments, unreadable producer snapshots (open removes them and
 //!   replays), an unreadable `recovery-point-offset-checkpoint`.
 //!

@@ -341,3 +341,28 @@ fn verify_warns_of_a_torn_tail_open_would_truncate_and_refuses_an_unreadable_cle
         );
     });
 }
+
+/// A `.log.deleted` holding bytes but no readable batch (damaged from its
+/// first byte): its offsets cannot be told, so open keeps it in `lost/`
+/// rather than deleting it as one that holds nothing.
+#[test]
+fn an_unreadable_deleted_segment_is_kept_not_deleted() {
+    each_fs(|fs, root| {
+        let dir = root.join("t-0");
+        let bases = build(&fs, &dir);
+        let garbage = seg(&dir, bases[1] + 1, FileKind::Log, Suffix::Deleted);
+        lithify_vfs::write_file_atomic(&*fs, &garbage, &[0xee; 300]).unwrap();
+        let empty = seg(&dir, bases[1] + 2, FileKind::Log, Suffix::Deleted);
+        lithify_vfs::write_file_atomic(&*fs, &empty, &[]).unwrap();
+        let log = Log::open(fs.clone(), &dir, config()).unwrap();
+        let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_owned();
+        let reported = &log.recovery_report().deleted_leftovers;
+        let kept = reported.iter().find(|d| d.file == name(&garbage)).unwrap();
+        assert!(kept.kept.is_some(), "{kept:?}");
+        assert!(fs.exists(kept.kept.as_ref().unwrap()));
+        let removed = reported.iter().find(|d| d.file == name(&empty)).unwrap();
+        assert_eq!(removed.kept, None, "an empty one holds nothing: deleted");
+        assert!(!fs.exists(&empty));
+        assert_eq!(record_count(&log), 40);
+    });
+}

@@ -22,31 +22,21 @@ pub struct StoredData {
     pub what: String,
 }
 
-/// What stored data `dir` holds itself, if any. A database's `CURRENT`
-/// decides first: a Kafka segment's `.log` name would also read as a WAL's.
+/// What stored data `dir` holds itself, if any: a database (its `CURRENT`
+/// decides first), a Kafka log or data directory, a backup directory.
 fn stored_data_in(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
     #[cfg(feature = "db")]
-    let database = || {
-        lithify_engine::holds_database(fs, dir).map(|files| format!("a lithify database: {files}"))
-    };
-    #[cfg(feature = "db")]
-    if fs.exists(&dir.join("CURRENT"))
-        && let Some(found) = database()
     {
-        return Some(found);
+        if lithify_backup::holds_backups(fs, dir) {
+            return Some("a backup directory".to_owned());
+        }
+        if let Some(files) = lithify_engine::holds_database(fs, dir) {
+            return Some(format!("a lithify database: {files}"));
+        }
     }
     #[cfg(feature = "log")]
     if let Some(files) = lithify_kafka_log::naming::holds_log_data(fs, dir) {
         return Some(format!("Kafka log data: {files}"));
-    }
-    #[cfg(feature = "db")]
-    {
-        if let Some(found) = database() {
-            return Some(found);
-        }
-        if lithify_backup::holds_backups(fs, dir) {
-            return Some("a backup directory".to_owned());
-        }
     }
     let _ = (fs, dir);
     None

@@ -319,6 +319,22 @@ pub fn resolve(fs: &dyn FileSystem, path: &Path) -> io::Result<PathBuf> {
     Ok(out)
 }
 
+/// Whether `inner` is `outer` or lies inside it, both made absolute and
+/// canonical as far as they exist ([`resolve`]).
+///
+/// ```
+/// use std::path::Path;
+/// use lithify_vfs::{FileSystem, MemFs, is_within};
+///
+/// let fs = MemFs::new();
+/// fs.create_dir_all(Path::new("/db")).unwrap();
+/// assert!(is_within(&fs, Path::new("/db/./copy"), Path::new("/db")).unwrap());
+/// assert!(!is_within(&fs, Path::new("/db-copy"), Path::new("/db")).unwrap());
+/// ```
+pub fn is_within(fs: &dyn FileSystem, inner: &Path, outer: &Path) -> io::Result<bool> {
+    Ok(resolve(fs, inner)?.starts_with(resolve(fs, outer)?))
+}
+
 /// Reads the whole file `path`.
 pub fn read_file(fs: &dyn FileSystem, path: &Path) -> io::Result<Vec<u8>> {
     let file = fs.open(path)?;
@@ -403,5 +419,11 @@ impl<F: FileSystem + ?Sized> FileSystem for Arc<F> {
     }
     fn lock_shared(&self, path: &Path) -> io::Result<FileLock> {
         (**self).lock_shared(path)
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        (**self).canonicalize(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        (**self).hard_link(from, to)
     }
 }

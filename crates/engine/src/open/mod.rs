@@ -369,7 +369,7 @@ fn lock_dir(
 /// WALs — if there are any beyond what an interrupted creation leaves
 /// (`MANIFEST-000001` written, `CURRENT` not yet: the open that creates a
 /// database makes its first WAL only after `CURRENT`).
-pub(crate) fn database_files(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
+fn database_files(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
     let names = fs.list_dir(dir).ok()?;
     let (mut manifests, mut tables, mut logs) = (Vec::new(), 0, 0);
     for name in &names {
