@@ -63,6 +63,20 @@ fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     names.into_iter().map(|n| dir.join(n)).collect()
 }
 
+/// The (first) MANIFEST of the database in `dir`.
+fn manifest_in(dir: &Path) -> PathBuf {
+    files_ending(dir, "")
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("MANIFEST-")
+        })
+        .unwrap()
+}
+
 fn flip_byte(path: &Path, offset: usize) {
     let mut data = lithify_vfs::read_file(&OsFs, path).unwrap();
     data[offset] ^= 0x40;
@@ -722,17 +736,7 @@ fn dump_manifest_shows_edits_and_the_lsm_shape() {
         out.contains("table 0 \"default\" comparator=lithify.BytewiseComparator"),
         "{out}"
     );
-    let manifests = files_ending(tmp.path(), "");
-    let manifest = manifests
-        .iter()
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("MANIFEST-")
-        })
-        .unwrap();
+    let manifest = &manifest_in(tmp.path());
     // The file itself gives the same dump.
     assert_eq!(ok(&["dump-manifest", s(manifest)]), out);
     // A damaged record in the middle fails, naming the file.
@@ -1453,16 +1457,7 @@ fn no_output_lands_in_a_database_a_log_or_a_backup_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     make_database(&db);
-    let manifest = files_ending(&db, "")
-        .into_iter()
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("MANIFEST-")
-        })
-        .unwrap();
+    let manifest = manifest_in(&db);
     let log = tmp.path().join("data/t-0");
     ok(&[
         "log",
