@@ -10,7 +10,7 @@
 //! file header (offset 0, 24 bytes)
 //! +----------------+---------------+-----------------+---------------+
 //! | magic (8 B)    | version u32   | log number u64  | checksum u32  |
-//! | "LTHFYLOG"     | = 1 or 2      |                 | of bytes 0..20|
+//! | "LTHFYLOG"     | = 1, 2 or 3   |                 | of bytes 0..20|
 //! +----------------+---------------+-----------------+---------------+
 //!
 //! fragment (11-byte header, then the payload)
@@ -45,6 +45,15 @@
 //! reader accepts compressed records in either version (a damaged header
 //! must not cost the records after it).
 //!
+//! **Owned logs** (version 3). The file header is followed, at offset 24,
+//! by one `Identity` fragment (type `0x81`) whose 16-byte payload is the
+//! **owner**: the identity of the database the log belongs to (a WAL's
+//! or a MANIFEST's). Version 3 logs may hold compressed records as
+//! version 2 ones do. The owner lets a reader tell a log copied in from
+//! another database from its own, whatever its name and number; the
+//! fragment is checksummed like any other, and its type has bit 7 set, so
+//! a reader that did not know it would skip it.
+//!
 //! Fragment types with bit 7 set are **safe to ignore**: a reader that does
 //! not know one skips it (after checking its checksum). Type 0 is never
 //! written: an all-zero header marks zero-filled space (preallocated, or
@@ -66,6 +75,13 @@ pub const FORMAT_VERSION: u32 = 1;
 
 /// The format version of logs that may hold LZ4-compressed records.
 pub const FORMAT_VERSION_COMPRESSED: u32 = 2;
+
+/// The format version of logs whose header is followed by an `Identity`
+/// fragment naming their owner (they may hold compressed records too).
+pub const FORMAT_VERSION_OWNED: u32 = 3;
+
+/// Length of an owner identity (the `Identity` fragment's payload).
+pub const OWNER_LEN: usize = 16;
 
 /// Length of the file header at offset 0.
 pub const FILE_HEADER_LEN: usize = 24;
@@ -97,6 +113,9 @@ pub enum FragmentType {
     Lz4Full = 5,
     /// The first fragment of an LZ4-compressed record (version 2).
     Lz4First = 6,
+    /// The log's owner, right after the file header (version 3): a
+    /// 16-byte identity, not a record. Safe to ignore (bit 7).
+    Identity = 0x81,
 }
 
 impl FragmentType {
@@ -109,6 +128,7 @@ impl FragmentType {
             4 => Some(FragmentType::Last),
             5 => Some(FragmentType::Lz4Full),
             6 => Some(FragmentType::Lz4First),
+            0x81 => Some(FragmentType::Identity),
             _ => None,
         }
     }
@@ -264,6 +284,15 @@ impl FileHeader {
         }
     }
 
+    /// The header of log `log_number` in format version 3: an `Identity`
+    /// fragment follows it (records may be compressed).
+    pub fn owned(log_number: u64) -> Self {
+        FileHeader {
+            version: FORMAT_VERSION_OWNED,
+            log_number,
+        }
+    }
+
     /// The 24 encoded bytes.
     pub fn encode(&self) -> [u8; FILE_HEADER_LEN] {
         let mut out = [0u8; FILE_HEADER_LEN];
@@ -288,7 +317,10 @@ impl FileHeader {
             return Err(FileHeaderError::BadMagic);
         }
         let version = u32::from_le_bytes([b[8], b[9], b[10], b[11]]);
-        if version != FORMAT_VERSION && version != FORMAT_VERSION_COMPRESSED {
+        if !matches!(
+            version,
+            FORMAT_VERSION | FORMAT_VERSION_COMPRESSED | FORMAT_VERSION_OWNED
+        ) {
             return Err(FileHeaderError::UnsupportedVersion(version));
         }
         let mut n = [0u8; 8];

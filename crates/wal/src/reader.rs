@@ -10,9 +10,9 @@ use snafu::ResultExt;
 
 use crate::error::{CorruptionSnafu, Error, NotALogSnafu, ReadSnafu, Result};
 use crate::format::{
-    BLOCK_SIZE, DecompressError, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FileHeaderError,
-    FragmentHeader, FragmentType, SAFE_TO_IGNORE, decompress_record, fragment_checksum,
-    log_number_tag,
+    BLOCK_SIZE, DecompressError, FILE_HEADER_LEN, FORMAT_VERSION_OWNED, FRAGMENT_HEADER_LEN,
+    FileHeader, FileHeaderError, FragmentHeader, FragmentType, OWNER_LEN, SAFE_TO_IGNORE,
+    decompress_record, fragment_checksum, log_number_tag,
 };
 
 /// What the reader does with damaged records (RocksDB's `WALRecoveryMode`).
@@ -348,6 +348,9 @@ pub struct Reader {
     stats: ReadStats,
     /// Buffer of the tail scan.
     scan_buf: Vec<u8>,
+    /// The owner an `Identity` fragment right after the header names
+    /// (format version 3).
+    owner: Option<[u8; OWNER_LEN]>,
 }
 
 impl fmt::Debug for Reader {
@@ -399,6 +402,7 @@ impl Reader {
             failed: false,
             stats: ReadStats::default(),
             scan_buf: Vec::new(),
+            owner: None,
         })
     }
 
@@ -438,6 +442,21 @@ impl Reader {
     /// before that or after an error.
     pub fn end(&self) -> Option<LogEnd> {
         self.end
+    }
+
+    /// The log's owner: the identity in the `Identity` fragment right
+    /// after a version 3 header; `None` for versions 1 and 2, or when that
+    /// fragment is damaged (then reading reports it like any damage). Reads
+    /// the file header if no record was read yet.
+    pub fn owner(&mut self) -> Result<Option<[u8; OWNER_LEN]>> {
+        if !self.started && self.end.is_none() && !self.failed {
+            self.started = true;
+            if let Err(e) = self.check_file_header() {
+                self.failed = true;
+                return Err(e);
+            }
+        }
+        Ok(self.owner)
     }
 
     /// What was returned and dropped so far.
@@ -573,6 +592,8 @@ impl Reader {
                     self.record_start = None;
                     (record, Payload::Scratch, self.record_compressed)
                 }
+                // Not a record: its owner was taken with the header.
+                Some(FragmentType::Identity) => continue,
                 None if ty & SAFE_TO_IGNORE != 0 => continue,
                 None => {
                     let start = self.record_start.unwrap_or(offset);
@@ -647,6 +668,9 @@ impl Reader {
         match FileHeader::decode(&bytes) {
             Ok(header) if header.log_number == self.log_number => {
                 self.pos = FILE_HEADER_LEN;
+                if header.version == FORMAT_VERSION_OWNED {
+                    self.read_owner();
+                }
                 Ok(true)
             }
             Ok(header) => self.problem(
@@ -672,9 +696,35 @@ impl Reader {
             .fail(),
             Err(FileHeaderError::UnsupportedVersion(v)) => NotALogSnafu {
                 path: self.path.clone(),
-                message: format!("format version {v} is not supported (this reader knows 1 and 2)"),
+                message: format!(
+                    "format version {v} is not supported (this reader knows 1, 2 and 3)"
+                ),
             }
             .fail(),
+        }
+    }
+
+    /// Takes the `Identity` fragment right after a version 3 header, if it
+    /// is intact; otherwise leaves it to the fragment loop, which reports
+    /// whatever is wrong there.
+    fn read_owner(&mut self) {
+        let start = self.pos;
+        let end = start + FRAGMENT_HEADER_LEN + OWNER_LEN;
+        let Some(bytes) = self.block.get(start..end) else {
+            return;
+        };
+        let mut raw = [0u8; FRAGMENT_HEADER_LEN];
+        raw.copy_from_slice(&bytes[..FRAGMENT_HEADER_LEN]);
+        let header = FragmentHeader::decode(&raw);
+        if header.ty == FragmentType::Identity as u8
+            && usize::from(header.length) == OWNER_LEN
+            && header.log_tag == self.log_tag
+            && fragment_checksum(&bytes[4..]) == header.checksum
+        {
+            let mut owner = [0u8; OWNER_LEN];
+            owner.copy_from_slice(&bytes[FRAGMENT_HEADER_LEN..]);
+            self.owner = Some(owner);
+            self.pos = end;
         }
     }
 

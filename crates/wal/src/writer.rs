@@ -8,7 +8,7 @@ use snafu::ResultExt;
 
 use crate::error::{InvalidArgumentSnafu, PoisonedSnafu, Result, SyncSnafu, WriteSnafu};
 use crate::format::{
-    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, compress_record,
+    BLOCK_SIZE, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, OWNER_LEN, compress_record,
     log_number_tag, put_fragment,
 };
 
@@ -46,6 +46,10 @@ pub struct WriterOptions {
     pub bytes_per_sync: u64,
     /// Whether records are compressed. Default none.
     pub compression: RecordCompression,
+    /// The identity of the log's owner (the database), written in an
+    /// `Identity` fragment after the header (format version 3), so a log
+    /// copied in from another database is told apart. Default none.
+    pub owner: Option<[u8; OWNER_LEN]>,
 }
 
 impl Default for WriterOptions {
@@ -54,6 +58,7 @@ impl Default for WriterOptions {
             buffer_size: 64 * 1024,
             bytes_per_sync: 0,
             compression: RecordCompression::None,
+            owner: None,
         }
     }
 }
@@ -162,11 +167,21 @@ impl Writer {
             .fail();
         }
         let mut buf = Vec::with_capacity(options.buffer_size.clamp(4096, 1 << 20));
-        let header = match options.compression {
-            RecordCompression::None => FileHeader::new(log_number),
-            RecordCompression::Lz4 => FileHeader::compressed(log_number),
+        let header = match (options.owner, options.compression) {
+            (Some(_), _) => FileHeader::owned(log_number),
+            (None, RecordCompression::None) => FileHeader::new(log_number),
+            (None, RecordCompression::Lz4) => FileHeader::compressed(log_number),
         };
         buf.extend_from_slice(&header.encode());
+        if let Some(owner) = options.owner {
+            put_fragment(
+                &mut buf,
+                FragmentType::Identity,
+                log_number_tag(log_number),
+                &owner,
+            );
+        }
+        let block_pos = buf.len();
         Ok(Writer {
             file,
             path,
@@ -176,7 +191,7 @@ impl Writer {
             buf,
             flushed: 0,
             synced: 0,
-            block_pos: FILE_HEADER_LEN,
+            block_pos,
             poisoned: None,
             compressed: Vec::new(),
             record_bytes: 0,

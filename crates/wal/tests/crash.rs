@@ -151,6 +151,7 @@ fn memfs_power_loss_keeps_synced_records() {
                 } else {
                     RecordCompression::None
                 },
+                owner: None,
             },
         )
         .unwrap();
@@ -200,6 +201,7 @@ fn workload(fs: &dyn FileSystem) -> (Vec<Vec<u8>>, usize, bool) {
             buffer_size: 8192,
             bytes_per_sync: 0,
             compression: RecordCompression::None,
+            owner: None,
         },
     ) else {
         return (Vec::new(), 0, true);
@@ -287,6 +289,7 @@ fn bytes_per_sync_syncs_as_it_goes() {
             buffer_size: 1000,
             bytes_per_sync: 10_000,
             compression: RecordCompression::None,
+            owner: None,
         },
     )
     .unwrap();

@@ -66,6 +66,7 @@ pub(crate) fn write_log_with(
             buffer_size: 4096,
             bytes_per_sync: 0,
             compression,
+            owner: None,
         },
     )
     .unwrap();
