@@ -17,6 +17,7 @@
 //!   append, max);
 //! * [`keyspan`]: range tombstones and their fragmentation into
 //!   non-overlapping spans, shared by the memtable, compaction and reads;
+//! * [`id`]: 128-bit identities of databases, opens and table files;
 //! * [`sync`]: the one switch point between std/parking_lot and loom.
 //!
 //! ```
@@ -35,6 +36,7 @@ pub mod coding;
 pub mod comparator;
 pub mod error;
 pub mod hint;
+pub mod id;
 pub mod iter;
 pub mod key;
 pub mod keyspan;
@@ -45,6 +47,7 @@ pub use checksum::{mask_checksum, masked_xxh3_64, unmask_checksum, xxh3_64};
 pub use coding::{DecodeError, Decoder};
 pub use comparator::{BytewiseComparator, Comparator, InternalKeyComparator};
 pub use error::{Classify, Error, ErrorKind, Result};
+pub use id::Id;
 pub use iter::{InternalIterator, MergingIterator, VecIterator};
 pub use key::{InternalKey, MAX_SEQNO, ParsedInternalKey, SeqNo, ValueKind};
 pub use merge::{MergeFailureScope, MergeOperator};

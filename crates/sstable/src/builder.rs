@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use lithify_base::{BytewiseComparator, Comparator, ValueKind};
+use lithify_base::{BytewiseComparator, Comparator, Id, ValueKind};
 use lithify_vfs::WritableFile;
 use snafu::{IntoError as _, ResultExt as _};
 
@@ -35,6 +35,9 @@ pub struct BuiltSst {
     pub properties: Properties,
     /// Size of the finished file in bytes.
     pub file_size: u64,
+    /// The xxh3-64 of the whole file, computed as it was written (what the
+    /// MANIFEST records as the file's checksum).
+    pub file_checksum: u64,
 }
 
 /// Range tombstones, buffered until `finish` sorts and writes them.
@@ -112,6 +115,8 @@ pub struct SstBuilder<C: Comparator = BytewiseComparator> {
     min_seqno: u64,
     max_seqno: u64,
     poisoned: Option<String>,
+    /// The xxh3-64 of every byte handed to the file.
+    checksum: xxhash_rust::xxh3::Xxh3,
 }
 
 impl<C: Comparator> std::fmt::Debug for SstBuilder<C> {
@@ -177,11 +182,21 @@ impl<C: Comparator + Clone> SstBuilder<C> {
             min_seqno: u64::MAX,
             max_seqno: 0,
             poisoned: None,
+            checksum: xxhash_rust::xxh3::Xxh3::new(),
         })
     }
 }
 
 impl<C: Comparator> SstBuilder<C> {
+    /// Records who writes the table: the database's identity, the open's
+    /// (session) identity and the file number it is written under (see
+    /// [`Properties::unique_id`]).
+    pub fn set_identity(&mut self, db_id: Id, session_id: Id, file_number: u64) {
+        self.props.db_id = Some(db_id);
+        self.props.db_session_id = Some(session_id);
+        self.props.orig_file_number = file_number;
+    }
+
     /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path
@@ -351,6 +366,7 @@ impl<C: Comparator> SstBuilder<C> {
             .into_error(e));
         }
         self.written += self.out.len() as u64;
+        self.checksum.update(&self.out);
         self.out.clear();
         Ok(())
     }
@@ -437,6 +453,7 @@ impl<C: Comparator> SstBuilder<C> {
         Ok(BuiltSst {
             properties: self.props,
             file_size,
+            file_checksum: self.checksum.digest(),
         })
     }
 }

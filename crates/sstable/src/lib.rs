@@ -75,7 +75,7 @@ pub use error::{Error, Result};
 pub use iter::SstIter;
 pub use options::{MAX_BLOCK_SIZE, SstOptions};
 pub use properties::Properties;
-pub use reader::{RangeDelEntry, SstReader};
+pub use reader::{RangeDelEntry, SstReader, read_properties};
 pub use schema::{InternalKeys, KeySchema, PlainKeys};
 pub use stats::ReadStats;
 pub use verify::{FileCheck, verify_file};

@@ -3,9 +3,12 @@
 //! Stored as a block (restart interval 1) of `name -> value` entries sorted
 //! by name. Numbers are varint64s; names and keys are raw bytes. Readers
 //! ignore names they do not know, so properties can be added without a new
-//! format version.
+//! format version. The identity properties (`lithify.db_id`,
+//! `lithify.db_session_id`, `lithify.orig_file_number`) are optional: a
+//! table used alone, or written before they existed, has none.
 
 use bytes::Bytes;
+use lithify_base::Id;
 use lithify_base::coding::{decode_varint64, put_varint64};
 
 use crate::block::{Block, BlockBuilder, BlockIter};
@@ -52,9 +55,22 @@ pub struct Properties {
     pub max_seqno: u64,
     /// When the table was built, in seconds since the Unix epoch.
     pub creation_time: u64,
+    /// The identity of the database that wrote the table (RocksDB's
+    /// `db_id` property), if it was given one.
+    pub db_id: Option<Id>,
+    /// The identity of the open of that database that wrote it (RocksDB's
+    /// `db_session_id`).
+    pub db_session_id: Option<Id>,
+    /// The file number the table was written under (RocksDB's
+    /// `orig_file_number`; 0 when unknown). It stays when the file is
+    /// linked or copied under another name.
+    pub orig_file_number: u64,
 }
 
 const COMPARATOR: &[u8] = b"lithify.comparator";
+const DB_ID: &[u8] = b"lithify.db_id";
+const DB_SESSION_ID: &[u8] = b"lithify.db_session_id";
+const ORIG_FILE_NUMBER: &[u8] = b"lithify.orig_file_number";
 const COMPRESSION: &[u8] = b"lithify.compression";
 const CREATION_TIME: &[u8] = b"lithify.creation_time";
 const DATA_SIZE: &[u8] = b"lithify.data_size";
@@ -96,17 +112,55 @@ const ALL: [&[u8]; 18] = [
 ];
 
 impl Properties {
+    /// The table's unique id (RocksDB's unique SST id): derived from the
+    /// database, session and original file number that wrote it, so it
+    /// follows the file through links and copies, and no other table has
+    /// it. `None` for a table written without an identity.
+    ///
+    /// ```
+    /// use lithify_base::Id;
+    /// use lithify_sstable::Properties;
+    ///
+    /// let mut p = Properties::default();
+    /// assert_eq!(p.unique_id(), None);
+    /// p.db_id = Some(Id::from_bytes([1; 16]));
+    /// p.db_session_id = Some(Id::from_bytes([2; 16]));
+    /// p.orig_file_number = 7;
+    /// let id = p.unique_id().unwrap();
+    /// p.orig_file_number = 8;
+    /// assert_ne!(p.unique_id(), Some(id));
+    /// ```
+    pub fn unique_id(&self) -> Option<Id> {
+        let (db, session) = (self.db_id?, self.db_session_id?);
+        Some(Id::derive(&[
+            db.as_bytes(),
+            session.as_bytes(),
+            &self.orig_file_number.to_le_bytes(),
+        ]))
+    }
+
     /// Writes the properties block into `block` (reset first).
     pub(crate) fn encode_into(&self, block: &mut BlockBuilder) {
         block.reset();
         let mut num = Vec::with_capacity(10);
-        for name in ALL {
+        // The identity first (its names sort before the rest), when given.
+        let mut names: Vec<&[u8]> = ALL.to_vec();
+        if self.db_id.is_some() {
+            names.extend([DB_ID, DB_SESSION_ID, ORIG_FILE_NUMBER]);
+            names.sort_unstable();
+        }
+        for name in names {
             let text: &[u8] = match name {
                 COMPARATOR => self.comparator.as_bytes(),
                 COMPRESSION => self.compression.as_bytes(),
                 KEY_SCHEMA => self.key_schema.as_bytes(),
                 LARGEST_KEY => &self.largest_key,
                 SMALLEST_KEY => &self.smallest_key,
+                DB_ID => self.db_id.as_ref().map_or(&[][..], |i| i.as_bytes()),
+                DB_SESSION_ID => self
+                    .db_session_id
+                    .as_ref()
+                    .map_or(&[][..], |i| i.as_bytes()),
                 _ => {
                     num.clear();
                     put_varint64(&mut num, self.number(name));
@@ -132,6 +186,7 @@ impl Properties {
             NUM_RANGE_DELETIONS => self.num_range_deletions,
             RAW_KEY_BYTES => self.raw_key_bytes,
             RAW_VALUE_BYTES => self.raw_value_bytes,
+            ORIG_FILE_NUMBER => self.orig_file_number,
             _ => 0,
         }
     }
@@ -146,6 +201,24 @@ impl Properties {
         while it.valid() {
             let name = it.key();
             let value = it.value();
+            let id = || -> Result<Id, String> {
+                let bytes: [u8; 16] = value.try_into().map_err(|_| {
+                    format!(
+                        "property {} is not a 16-byte identity",
+                        String::from_utf8_lossy(name)
+                    )
+                })?;
+                Ok(Id::from_bytes(bytes))
+            };
+            match name {
+                DB_ID => p.db_id = Some(id()?),
+                DB_SESSION_ID => p.db_session_id = Some(id()?),
+                ORIG_FILE_NUMBER => match decode_varint64(value) {
+                    Ok((v, n)) if n == value.len() => p.orig_file_number = v,
+                    _ => return Err("property lithify.orig_file_number is not a varint".into()),
+                },
+                _ => {}
+            }
             if let Some(i) = ALL.iter().position(|n| *n == name) {
                 if seen[i] {
                     return Err(format!(
@@ -199,6 +272,11 @@ impl Properties {
                 String::from_utf8_lossy(ALL[i])
             ));
         }
+        if p.db_id.is_some() != p.db_session_id.is_some() {
+            return Err(
+                "one of the properties lithify.db_id and lithify.db_session_id is missing".into(),
+            );
+        }
         Ok(p)
     }
 }
@@ -229,11 +307,32 @@ mod tests {
                 data_size: n[6], index_size: n[7], filter_size: n[8],
                 smallest_key: small, largest_key: large,
                 min_seqno: n[9], max_seqno: n[10], creation_time: n[11],
+                ..Properties::default()
             };
             let mut b = BlockBuilder::new(1);
             p.encode_into(&mut b);
             let data = Bytes::copy_from_slice(b.finish());
             prop_assert_eq!(Properties::decode(data.clone()).unwrap(), p);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn identity_round_trips(db: [u8; 16], session: [u8; 16], number: u64) {
+            let p = Properties {
+                comparator: "c".into(),
+                key_schema: "k".into(),
+                compression: "none".into(),
+                db_id: Some(Id::from_bytes(db)),
+                db_session_id: Some(Id::from_bytes(session)),
+                orig_file_number: number,
+                ..Properties::default()
+            };
+            let mut b = BlockBuilder::new(1);
+            p.encode_into(&mut b);
+            let back = Properties::decode(Bytes::copy_from_slice(b.finish())).unwrap();
+            prop_assert_eq!(back.unique_id(), p.unique_id());
+            prop_assert_eq!(back, p);
         }
     }
 

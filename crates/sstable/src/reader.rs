@@ -116,25 +116,23 @@ pub(crate) struct Layout {
     pub(crate) properties: Properties,
 }
 
-impl Layout {
-    /// Reads the layout of the table in `file` of `file_size` bytes
-    /// (`path` names it in errors), verifying block checksums when
-    /// `verify`.
-    pub(crate) fn read(
-        file: &dyn RandomAccessFile,
-        path: &Path,
-        file_size: u64,
-        verify: bool,
-    ) -> Result<Layout> {
-        let mut reader = MetaReader {
-            file,
-            path,
-            verify,
-            limit: 0,
-        };
+/// The footer and what the metaindex names: where every meta block is.
+struct MetaHandles {
+    footer: Footer,
+    footer_at: u64,
+    filter: Option<BlockHandle>,
+    properties: BlockHandle,
+    range_del: Option<BlockHandle>,
+}
+
+impl MetaHandles {
+    /// Reads the footer and the metaindex of the table in `file` of
+    /// `file_size` bytes, checking the size first.
+    fn read(reader: &mut MetaReader<'_>, file_size: u64) -> Result<MetaHandles> {
+        let path = reader.path;
         // The size the caller expects (the MANIFEST's, for the engine)
         // against the file's: a table cut short is not "not a table".
-        if let Ok(actual) = file.size()
+        if let Ok(actual) = reader.file.size()
             && actual != file_size
         {
             let message = if actual < file_size {
@@ -202,18 +200,82 @@ impl Layout {
                     .map_err(|e| reader.block_corrupt(footer.metaindex, e))?;
             }
         }
-
-        let props_h = props_h.ok_or_else(|| {
+        let properties = props_h.ok_or_else(|| {
             reader.corrupt(
                 footer.metaindex.offset,
                 "the metaindex names no properties block",
             )
         })?;
-        let properties = Properties::decode(reader.read_block(props_h)?)
-            .map_err(|m| reader.corrupt(props_h.offset, m))?;
-        if properties.data_size > footer_at {
-            return Err(reader.corrupt(props_h.offset, "data size property exceeds the file"));
+        Ok(MetaHandles {
+            footer,
+            footer_at,
+            filter: filter_h,
+            properties,
+            range_del: range_h,
+        })
+    }
+
+    /// Reads and decodes the properties block.
+    fn properties(&self, reader: &MetaReader<'_>) -> Result<Properties> {
+        let h = self.properties;
+        let properties =
+            Properties::decode(reader.read_block(h)?).map_err(|m| reader.corrupt(h.offset, m))?;
+        if properties.data_size > self.footer_at {
+            return Err(reader.corrupt(h.offset, "data size property exceeds the file"));
         }
+        Ok(properties)
+    }
+}
+
+/// Reads only the properties of the table in `file` of `size` bytes
+/// (`path` names it in errors): the footer, the metaindex and the
+/// properties block, each checksum verified. What checking a table's
+/// identity against the MANIFEST needs, without opening it.
+///
+/// ```
+/// use std::path::Path;
+/// use lithify_sstable::{SstBuilder, SstOptions, read_properties};
+/// use lithify_vfs::{FileSystem, MemFs};
+///
+/// let fs = MemFs::new();
+/// let path = Path::new("/t.sst");
+/// let mut b = SstBuilder::new(fs.create(path).unwrap(), path, &SstOptions::default()).unwrap();
+/// b.add(b"k", b"v").unwrap();
+/// let size = b.finish().unwrap().file_size;
+/// let props = read_properties(&*fs.open(path).unwrap(), path, size).unwrap();
+/// assert_eq!(props.num_entries, 1);
+/// ```
+pub fn read_properties(file: &dyn RandomAccessFile, path: &Path, size: u64) -> Result<Properties> {
+    let mut reader = MetaReader {
+        file,
+        path,
+        verify: true,
+        limit: 0,
+    };
+    let handles = MetaHandles::read(&mut reader, size)?;
+    handles.properties(&reader)
+}
+
+impl Layout {
+    /// Reads the layout of the table in `file` of `file_size` bytes
+    /// (`path` names it in errors), verifying block checksums when
+    /// `verify`.
+    pub(crate) fn read(
+        file: &dyn RandomAccessFile,
+        path: &Path,
+        file_size: u64,
+        verify: bool,
+    ) -> Result<Layout> {
+        let mut reader = MetaReader {
+            file,
+            path,
+            verify,
+            limit: 0,
+        };
+        let handles = MetaHandles::read(&mut reader, file_size)?;
+        let properties = handles.properties(&reader)?;
+        let (footer, footer_at) = (handles.footer, handles.footer_at);
+        let (filter_h, range_h) = (handles.filter, handles.range_del);
 
         let index = Block::new(reader.read_block(footer.index)?)
             .map_err(|e| reader.block_corrupt(footer.index, e))?;
