@@ -41,7 +41,7 @@
 use std::fmt;
 
 use lithify_base::coding::{Decoder, put_fixed64, put_length_prefixed, put_varint32, put_varint64};
-use lithify_base::{DecodeError, InternalKey, SeqNo};
+use lithify_base::{DecodeError, Id, InternalKey, SeqNo};
 
 use crate::error::{BadEditSnafu, Result};
 use crate::file_metadata::FileMetadata;
@@ -101,6 +101,10 @@ pub mod tag {
     /// number, varint64 synced size. Safe to ignore: a reader that does not
     /// know it only verifies less.
     pub const WAL_ADDITION: u32 = SAFE_TO_IGNORE | 1;
+    /// The database's identity (16 bytes; RocksDB's `kDbId`), in the
+    /// snapshot that starts every MANIFEST once the database has one. Safe
+    /// to ignore: a reader that does not know it only checks less.
+    pub const DB_ID: u32 = SAFE_TO_IGNORE | 2;
     /// Unknown tags with this bit set may be skipped.
     pub const SAFE_TO_IGNORE: u32 = 1 << 13;
 }
@@ -132,6 +136,10 @@ pub mod file_tag {
     pub const OLDEST_ANCESTOR_TIME: u32 = 11;
     /// xxh3-64 of the whole file (fixed64).
     pub const FILE_CHECKSUM: u32 = 12;
+    /// The table's unique id (16 bytes, RocksDB's `kUniqueId`): what the
+    /// table's own properties must derive, checked when the database
+    /// opens. Safe to ignore (bit 13 of the tag).
+    pub const UNIQUE_ID: u32 = super::tag::SAFE_TO_IGNORE | 1;
 }
 
 /// One change to the metadata of a table, plus global counters.
@@ -174,6 +182,9 @@ pub struct VersionEdit {
     pub new_files: Vec<(usize, FileMetadata)>,
     /// WALs known durable through a size (global, not per table).
     pub wal_additions: Vec<WalAddition>,
+    /// The database's identity (global; in the snapshot that starts a
+    /// MANIFEST).
+    pub db_id: Option<Id>,
 }
 
 /// A WAL that was synced through `synced_size` bytes (RocksDB's
@@ -232,6 +243,9 @@ impl VersionEdit {
         };
         if let Some(v) = self.manifest_format {
             field(dst, tag::MANIFEST_FORMAT, &|b| put_varint32(b, v));
+        }
+        if let Some(id) = &self.db_id {
+            field(dst, tag::DB_ID, &|b| b.extend_from_slice(id.as_bytes()));
         }
         if self.table != DEFAULT_TABLE {
             field(dst, tag::TABLE, &|b| put_varint32(b, self.table));
@@ -319,6 +333,7 @@ impl VersionEdit {
                         | tag::NEXT_FILE_NUMBER
                         | tag::LAST_SEQUENCE
                         | tag::MAX_TABLE_ID
+                        | tag::DB_ID
                 );
             if !known {
                 if tag & tag::SAFE_TO_IGNORE != 0 {
@@ -362,6 +377,10 @@ impl VersionEdit {
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(b.varint64().map_err(shift)?),
                 tag::LAST_SEQUENCE => edit.last_sequence = Some(b.varint64().map_err(shift)?),
                 tag::MAX_TABLE_ID => edit.max_table_id = Some(b.varint32().map_err(shift)?),
+                tag::DB_ID => {
+                    edit.db_id = Some(id_of(body, base, "database identity")?);
+                    b = Decoder::new(&[]);
+                }
                 tag::COMPACT_CURSOR => {
                     let level = level(&mut b, base)?;
                     let key = internal_key(b.remaining(), base + b.position())?;
@@ -410,6 +429,17 @@ fn bad(e: DecodeError) -> crate::Error {
         message: e.to_string(),
     }
     .build()
+}
+
+fn id_of(bytes: &[u8], at: usize, what: &str) -> Result<Id> {
+    match <[u8; 16]>::try_from(bytes) {
+        Ok(b) => Ok(Id::from_bytes(b)),
+        Err(_) => BadEditSnafu {
+            position: at,
+            message: format!("the {what} has {} bytes, not 16", bytes.len()),
+        }
+        .fail(),
+    }
 }
 
 fn utf8(bytes: &[u8], at: usize, what: &str) -> Result<String> {
@@ -473,6 +503,9 @@ fn encode_file(b: &mut Vec<u8>, f: &FileMetadata) {
         put_fixed64(&mut fixed, sum);
         sub(file_tag::FILE_CHECKSUM, &fixed);
     }
+    if let Some(id) = &f.unique_id {
+        sub(file_tag::UNIQUE_ID, id.as_bytes());
+    }
 }
 
 fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
@@ -484,6 +517,7 @@ fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
     let mut largest_seqno = None;
     let mut counts = [0u64; 5];
     let mut checksum = None;
+    let mut unique_id = None;
     let mut seen: Vec<u32> = Vec::new();
     let mut d = Decoder::new(bytes);
     while !d.is_empty() {
@@ -491,6 +525,17 @@ fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
         let tag = d.varint32().map_err(|e| bad(e.shifted(base)))?;
         let body = d.length_prefixed().map_err(|e| bad(e.shifted(base)))?;
         let at = base + d.position() - body.len();
+        if tag == file_tag::UNIQUE_ID {
+            if unique_id.is_some() {
+                return BadEditSnafu {
+                    position: start,
+                    message: "the file's unique id appears twice".to_owned(),
+                }
+                .fail();
+            }
+            unique_id = Some(id_of(body, at, "file's unique id")?);
+            continue;
+        }
         if tag > file_tag::FILE_CHECKSUM || tag == 0 {
             if tag & tag::SAFE_TO_IGNORE != 0 {
                 continue;
@@ -565,6 +610,7 @@ fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
         file.oldest_ancestor_time,
     ] = counts;
     file.file_checksum = checksum;
+    file.unique_id = unique_id;
     Ok(file)
 }
 
@@ -616,6 +662,9 @@ impl fmt::Display for VersionEdit {
         write!(f, "edit table={}", self.table)?;
         if let Some(v) = self.manifest_format {
             write!(f, " format={v}")?;
+        }
+        if let Some(id) = &self.db_id {
+            write!(f, " db_id={id}")?;
         }
         if let Some(name) = &self.table_add {
             write!(f, " add={name:?}")?;

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use lithify_base::{InternalKey, InternalKeyComparator, SeqNo};
+use lithify_base::{Id, InternalKey, InternalKeyComparator, SeqNo};
 
 /// The metadata of one sstable file, as recorded in the MANIFEST.
 ///
@@ -43,6 +43,10 @@ pub struct FileMetadata {
     pub oldest_ancestor_time: u64,
     /// The xxh3-64 of the whole file, if it was computed when writing.
     pub file_checksum: Option<u64>,
+    /// The table's unique id, derived from its properties when it was
+    /// added (`None` for files added before ids existed): the file found
+    /// under this number must carry it.
+    pub unique_id: Option<Id>,
 }
 
 impl FileMetadata {
@@ -63,6 +67,7 @@ impl FileMetadata {
             creation_time: 0,
             oldest_ancestor_time: 0,
             file_checksum: None,
+            unique_id: None,
         }
     }
 

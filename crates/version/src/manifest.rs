@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator, SeqNo};
+use lithify_base::{BytewiseComparator, Comparator, Id, InternalKeyComparator, SeqNo};
 use lithify_vfs::FileSystem;
 use lithify_wal::{DroppedRange, LogEnd, Reader, RecoveryMode};
 use snafu::ResultExt;
@@ -98,6 +98,8 @@ pub(crate) struct Replayed {
     /// The bytes of the MANIFEST the state was replayed from (every whole
     /// record; a torn tail is past it).
     pub(crate) size: u64,
+    /// The database identity the MANIFEST records, if any.
+    pub(crate) db_id: Option<Id>,
 }
 
 struct TableReplay {
@@ -120,6 +122,7 @@ pub(crate) struct Replayer<'a> {
     max_file_number: u64,
     wals: BTreeMap<u64, u64>,
     records: u64,
+    db_id: Option<Id>,
 }
 
 impl<'a> Replayer<'a> {
@@ -137,6 +140,7 @@ impl<'a> Replayer<'a> {
             max_file_number: 0,
             wals: BTreeMap::new(),
             records: 0,
+            db_id: None,
         }
     }
 
@@ -168,6 +172,16 @@ impl<'a> Replayer<'a> {
     }
 
     fn apply_edit(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
+        if let Some(id) = edit.db_id {
+            match self.db_id {
+                Some(known) if known != id => {
+                    return Err(format!(
+                        "the MANIFEST names two database identities, {known} and {id}"
+                    ));
+                }
+                _ => self.db_id = Some(id),
+            }
+        }
         if let Some(n) = edit.next_file_number {
             self.next_file_number = self.next_file_number.max(n);
         }
@@ -281,6 +295,7 @@ impl<'a> Replayer<'a> {
             wals,
             torn_tail: None,
             size: 0,
+            db_id: self.db_id,
         })
     }
 }
@@ -302,7 +317,7 @@ fn read_records(
     path: &Path,
     number: u64,
     on_record: &mut dyn FnMut(u64, Vec<VersionEdit>) -> std::result::Result<(), String>,
-) -> Result<(Option<DroppedRange>, u64)> {
+) -> Result<(Option<DroppedRange>, u64, Option<[u8; 16]>)> {
     let file = fs.open(path).context(IoSnafu {
         op: "opening",
         path: path.to_path_buf(),
@@ -316,6 +331,7 @@ fn read_records(
                 v.push(*r);
             }
         });
+    let owner = reader.owner()?;
     while let Some(record) = reader.read_record()? {
         let offset = record.offset;
         let corrupt = |message: String| {
@@ -364,7 +380,7 @@ fn read_records(
         Some(LogEnd::Clean) | None => None,
     };
     let size = torn.map_or(reader.file_len(), |t| t.offset);
-    Ok((torn, size))
+    Ok((torn, size, owner))
 }
 
 /// The error for a MANIFEST whose records do not make a state: at the torn
@@ -404,12 +420,27 @@ pub(crate) fn replay(
 ) -> Result<Replayed> {
     let path = dir.join(manifest_file_name(number));
     let mut replayer = Replayer::new(num_levels, resolve);
-    let (torn, size) = read_records(fs, &path, number, &mut |_, edits| {
+    let (torn, size, owner) = read_records(fs, &path, number, &mut |_, edits| {
         replayer.apply_group(&edits)
     })?;
     let mut replayed = replayer
         .finish(number)
         .map_err(|message| unfinished(fs, &path, torn, message))?;
+    // A MANIFEST names its database twice: in its header (the log's
+    // owner) and in its first record. Both must agree.
+    if let (Some(owner), Some(id)) = (owner, replayed.db_id)
+        && owner != *id.as_bytes()
+    {
+        return CorruptionSnafu {
+            path,
+            offset: 0u64,
+            message: format!(
+                "its header names database {}, its records database {id}",
+                Id::from_bytes(owner)
+            ),
+        }
+        .fail();
+    }
     replayed.torn_tail = torn;
     replayed.size = size;
     Ok(replayed)
@@ -451,7 +482,7 @@ pub fn read_edit_groups(fs: &dyn FileSystem, path: &Path) -> Result<Vec<(u64, Ve
 /// let mut out = String::new();
 /// let path = Path::new("/db").join(lithify_version::filename::manifest_file_name(number));
 /// manifest::dump(&*fs, &path, &mut out).unwrap();
-/// assert!(out.starts_with("MANIFEST-000001\nrecord 1 at offset 24:\n  edit table=0 format=1"));
+/// assert!(out.starts_with("MANIFEST-000001\nrecord 1 at offset 51:\n  edit table=0 format=1 db_id="));
 /// assert!(out.contains("table 0 \"default\" comparator=lithify.BytewiseComparator log=0"));
 /// ```
 pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
@@ -472,7 +503,7 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
         replayer.apply_group(&edits)
     });
     let torn = match read {
-        Ok((torn, _)) => torn,
+        Ok((torn, _, _)) => torn,
         Err(e) => {
             let _ = writeln!(out, "error: {e}");
             return Err(e);

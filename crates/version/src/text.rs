@@ -25,7 +25,7 @@
 //!     seqnos;
 //!   * `entries=`, `deletions=`, `rangedels=`, `created=`, `ancestor=`
 //!     (file counts and times; default 0), `checksum=0x<hex>` (default
-//!     none).
+//!     none), `id=<unique id>` (default none).
 //! * Files may be listed in any order: L0 is sorted newest first, L1+ by
 //!   smallest key; the version's invariants are then checked (L1+ files must
 //!   not overlap).
@@ -70,6 +70,9 @@ pub(crate) fn write_file(f: &mut fmt::Formatter<'_>, m: &FileMetadata) -> fmt::R
     }
     if let Some(sum) = m.file_checksum {
         write!(f, " checksum={sum:#018x}")?;
+    }
+    if let Some(id) = &m.unique_id {
+        write!(f, " id={id}")?;
     }
     Ok(())
 }
@@ -190,6 +193,12 @@ pub fn parse_file(line: &str) -> std::result::Result<FileMetadata, String> {
                 file.file_checksum = Some(
                     u64::from_str_radix(hex, 16)
                         .map_err(|_| format!("`{value}` is not a hex checksum"))?,
+                );
+            }
+            "id" => {
+                file.unique_id = Some(
+                    lithify_base::Id::parse(value)
+                        .ok_or_else(|| format!("`{value}` is not a unique id"))?,
                 );
             }
             _ => return Err(format!("unknown attribute `{name}`")),

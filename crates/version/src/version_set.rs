@@ -49,9 +49,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
-use lithify_base::sync::atomic::{AtomicU64, Ordering};
+use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lithify_base::sync::{Mutex, RwLock};
-use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator, SeqNo};
+use lithify_base::{BytewiseComparator, Comparator, Id, InternalKeyComparator, SeqNo};
 use lithify_vfs::FileSystem;
 use lithify_wal::{Writer, WriterOptions};
 use snafu::ResultExt;
@@ -212,6 +212,8 @@ struct Initial {
     next_file_number: u64,
     last_sequence: SeqNo,
     manifest_number: u64,
+    /// The recorded identity, if any (a new one is made otherwise).
+    db_id: Option<Id>,
 }
 
 /// The state a group produces, before it is durable.
@@ -269,6 +271,11 @@ pub struct VersionSet {
     last_sequence: AtomicU64,
     current: RwLock<BTreeMap<TableId, Arc<Version>>>,
     inner: Mutex<Inner>,
+    /// The database's identity: recorded in the MANIFEST (made at creation,
+    /// or at the first write after recovering a database that had none).
+    db_id: Id,
+    /// Whether a MANIFEST this set reads or wrote records `db_id`.
+    db_id_recorded: AtomicBool,
 }
 
 impl fmt::Debug for VersionSet {
@@ -278,6 +285,7 @@ impl fmt::Debug for VersionSet {
             .field("next_file_number", &self.next_file_number())
             .field("last_sequence", &self.last_sequence())
             .field("manifest_number", &self.manifest_number())
+            .field("db_id", &self.db_id)
             .finish()
     }
 }
@@ -333,6 +341,7 @@ impl VersionSet {
                 next_file_number: 1,
                 last_sequence: 0,
                 manifest_number: 0,
+                db_id: None,
             },
         );
         set.roll_manifest()?;
@@ -392,6 +401,7 @@ impl VersionSet {
                 next_file_number: replayed.next_file_number,
                 last_sequence: replayed.last_sequence,
                 manifest_number: number,
+                db_id: replayed.db_id,
             },
         );
         {
@@ -417,6 +427,8 @@ impl VersionSet {
         initial: Initial,
     ) -> VersionSet {
         VersionSet {
+            db_id: initial.db_id.unwrap_or_else(Id::random),
+            db_id_recorded: AtomicBool::new(initial.db_id.is_some()),
             fs,
             dir: dir.to_path_buf(),
             options,
@@ -444,6 +456,20 @@ impl VersionSet {
     /// The database directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The database's identity. A database whose MANIFEST records none
+    /// (written before identities existed) gets a new one, recorded by the
+    /// next MANIFEST write; [`db_id_recorded`](Self::db_id_recorded) says
+    /// whether that happened.
+    pub fn db_id(&self) -> Id {
+        self.db_id
+    }
+
+    /// Whether the MANIFEST records [`db_id`](Self::db_id): files of the
+    /// database are checked against it only then.
+    pub fn db_id_recorded(&self) -> bool {
+        self.db_id_recorded.load(Ordering::Acquire)
     }
 
     /// The current version of `table`, if the table exists.
@@ -832,12 +858,13 @@ impl VersionSet {
     }
 
     /// The edits that recreate `plan`'s state from nothing.
-    fn snapshot(plan: &Plan) -> Vec<VersionEdit> {
+    fn snapshot(plan: &Plan, db_id: Id) -> Vec<VersionEdit> {
         let mut edits = Vec::with_capacity(plan.tables.len());
         for (id, table) in &plan.tables {
             let mut edit = VersionEdit::new(*id);
             if edits.is_empty() {
                 edit.manifest_format = Some(MANIFEST_FORMAT_VERSION);
+                edit.db_id = Some(db_id);
                 edit.next_file_number = Some(plan.next_file_number);
                 edit.last_sequence = Some(plan.last_sequence);
                 edit.max_table_id = Some(plan.max_table_id);
@@ -888,10 +915,11 @@ impl VersionSet {
                 number,
                 WriterOptions {
                     buffer_size: 1 << 20,
+                    owner: Some(*self.db_id.as_bytes()),
                     ..WriterOptions::default()
                 },
             )?;
-            writer.add_record(&encode_group(&Self::snapshot(plan)))?;
+            writer.add_record(&encode_group(&Self::snapshot(plan, self.db_id)))?;
             writer.sync()?;
             self.fs.sync_dir(&self.dir).context(IoSnafu {
                 op: "syncing directory",
@@ -902,6 +930,7 @@ impl VersionSet {
         })();
         match result {
             Ok(writer) => {
+                self.db_id_recorded.store(true, Ordering::Release);
                 let old = inner.manifest_number;
                 inner.manifest = Some(writer);
                 inner.manifest_number = number;

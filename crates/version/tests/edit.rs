@@ -172,8 +172,9 @@ fn arb_file() -> impl Strategy<Value = FileMetadata> {
         arb_key(),
         any::<(u64, u64, u64, u64, u64, u64, u64)>(),
         proptest::option::of(any::<u64>()),
+        proptest::option::of(any::<[u8; 16]>()),
     )
-        .prop_map(|(number, size, a, b, (s1, s2, e, d, r, c, o), sum)| {
+        .prop_map(|(number, size, a, b, (s1, s2, e, d, r, c, o), sum, id)| {
             let mut f = FileMetadata::new(number, size, a, b);
             f.smallest_seqno = s1;
             f.largest_seqno = s2;
@@ -183,6 +184,7 @@ fn arb_file() -> impl Strategy<Value = FileMetadata> {
             f.creation_time = c;
             f.oldest_ancestor_time = o;
             f.file_checksum = sum;
+            f.unique_id = id.map(lithify_base::Id::from_bytes);
             f
         })
 }
@@ -203,6 +205,7 @@ prop_compose! {
         deleted in proptest::collection::vec((0usize..64, any::<u64>()), 0..4),
         added in proptest::collection::vec((0usize..64, arb_file()), 0..4),
         wals in proptest::collection::vec(any::<(u64, u64)>(), 0..3),
+        db_id in proptest::option::of(any::<[u8; 16]>()),
     ) -> VersionEdit {
         VersionEdit {
             table,
@@ -222,6 +225,7 @@ prop_compose! {
                 .into_iter()
                 .map(|(number, synced_size)| WalAddition { number, synced_size })
                 .collect(),
+            db_id: db_id.map(lithify_base::Id::from_bytes),
         }
     }
 }
