@@ -130,6 +130,7 @@ impl Env {
             dir: Path::new(DIR),
             numbers,
             sst_options: sst_options(),
+            identity: None,
         }
     }
 }

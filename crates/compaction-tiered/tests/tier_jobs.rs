@@ -139,6 +139,7 @@ impl Lsm {
             dir: Path::new(DIR),
             numbers: &self.set,
             sst_options: sst_options(),
+            identity: None,
         }
     }
 

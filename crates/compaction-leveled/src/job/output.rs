@@ -5,7 +5,7 @@ use lithify_base::Comparator as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lithify_base::{InternalKey, InternalKeyComparator};
+use lithify_base::{Id, InternalKey, InternalKeyComparator};
 use lithify_sstable::{SstBuilder, SstOptions};
 use lithify_version::filename::table_file_name;
 use lithify_version::{FileMetadata, VersionSet};
@@ -48,6 +48,10 @@ pub struct OutputFactory<'a> {
     pub numbers: &'a dyn FileNumbers,
     /// Block size, filter, restart interval; `comparator` orders the keys.
     pub sst_options: SstOptions<InternalKeyComparator>,
+    /// Who writes the outputs: the database's identity and the open's
+    /// (session) identity, recorded in each output's properties with its
+    /// file number (its unique id). `None` records none.
+    pub identity: Option<(Id, Id)>,
 }
 
 impl OutputFactory<'_> {
@@ -234,7 +238,10 @@ impl<'a> OutputWriter<'a> {
             path: path.clone(),
         })?;
         self.created.push(path.clone());
-        let builder = SstBuilder::new(file, &path, &self.options).context(SstSnafu)?;
+        let mut builder = SstBuilder::new(file, &path, &self.options).context(SstSnafu)?;
+        if let Some((db, session)) = self.factory.identity {
+            builder.set_identity(db, session, number);
+        }
         self.current = Some(OpenOutput {
             builder,
             number,
@@ -295,6 +302,7 @@ impl<'a> OutputWriter<'a> {
             &built.properties,
         );
         meta.oldest_ancestor_time = self.oldest_ancestor_time;
+        meta.file_checksum = Some(built.file_checksum);
         self.bytes_written += built.file_size;
         if let Some(limiter) = self.limiter {
             limiter.request(built.file_size.saturating_sub(self.charged));
@@ -355,5 +363,6 @@ pub fn file_metadata(
     meta.num_range_deletions = props.num_range_deletions;
     meta.creation_time = props.creation_time;
     meta.oldest_ancestor_time = props.creation_time;
+    meta.unique_id = props.unique_id();
     meta
 }
