@@ -179,6 +179,7 @@ fn compaction_job(c: &mut Criterion) {
                     dir: Path::new("/db"),
                     numbers: &numbers,
                     sst_options: sst_options(),
+                    identity: Some((lithify_base::Id::random(), lithify_base::Id::random())),
                 };
                 let result = run_compaction(
                     &compaction,

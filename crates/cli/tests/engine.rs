@@ -731,7 +731,9 @@ fn dump_manifest_shows_edits_and_the_lsm_shape() {
     make_database(tmp.path());
     let out = ok(&["dump-manifest", s(tmp.path())]);
     assert!(out.starts_with("MANIFEST-"), "{out}");
-    assert!(out.contains("record 1 at offset 24:"), "{out}");
+    // The first record follows the 24-byte header and the 27-byte
+    // fragment naming the database.
+    assert!(out.contains("record 1 at offset 51:"), "{out}");
     assert!(
         out.contains("table 0 \"default\" comparator=lithify.BytewiseComparator"),
         "{out}"
@@ -741,7 +743,7 @@ fn dump_manifest_shows_edits_and_the_lsm_shape() {
     assert_eq!(ok(&["dump-manifest", s(manifest)]), out);
     // A damaged record in the middle fails, naming the file.
     let len = OsFs.file_size(manifest).unwrap() as usize;
-    flip_byte(manifest, 24 + 11 + 2);
+    flip_byte(manifest, 51 + 11 + 2);
     assert!(len > 60);
     let (err, out) = fails(&["dump-manifest", s(tmp.path())]);
     assert!(err.contains(s(manifest)), "{err}");
@@ -937,6 +939,54 @@ fn check_reports_each_problem_with_file_and_offset() {
     assert!(about(&tables[1]).contains(&format!("ends at offset {}", len - 100)));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("2 problem(s) found"), "{stderr}");
+}
+
+/// A file copied in from another database that did the same work (same
+/// name, same size, same records) is not served as this one's: every open
+/// refuses it naming the file, and `check` says which.
+#[test]
+fn a_file_from_another_database_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    make_database(&a);
+    make_database(&b);
+    let d = s(&a);
+    let swap = |name: &std::ffi::OsStr| {
+        let (ours, theirs) = (a.join(name), b.join(name));
+        let mine = lithify_vfs::read_file(&OsFs, &ours).unwrap();
+        let other = lithify_vfs::read_file(&OsFs, &theirs).unwrap();
+        assert_eq!(mine.len(), other.len(), "{name:?}: the same size");
+        assert_ne!(mine, other, "{name:?}: another database's bytes");
+        lithify_vfs::write_file_atomic(&OsFs, &ours, &other).unwrap();
+        (ours, mine)
+    };
+    for (ending, says) in [(".sst", "unique id"), (".log", "another database")] {
+        let name = files_ending(&a, ending).pop().unwrap();
+        let (path, mine) = swap(name.file_name().unwrap());
+        for args in [
+            &["get", "--db", d, "late"][..],
+            &["put", "--db", d, "x", "y"],
+        ] {
+            let (err, _) = fails(args);
+            assert!(
+                err.contains(s(&path)) && err.contains(says),
+                "{args:?}: {err}"
+            );
+        }
+        let out = lithify(&["check", "--db", d]);
+        assert!(!out.status.success());
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("problem: ") && l.contains(s(&path)) && l.contains(says)),
+            "{stdout}"
+        );
+        // Its own file back: it opens and checks clean.
+        lithify_vfs::write_file_atomic(&OsFs, &path, &mine).unwrap();
+        assert_eq!(ok(&["get", "--db", d, "late"]), "write\n");
+        ok(&["check", "--db", d]);
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc as StdArc;
 
 use crate::resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 use lithify_compaction_leveled::iter::Snapshots;
-use lithify_compaction_leveled::job::{JobOptions, OutputFactory};
+use lithify_compaction_leveled::job::JobOptions;
 use lithify_compaction_leveled::{
     CompactRangeOptions, Compaction, CompactionPicker, LeveledOptions, ManualCompaction,
     ManualStep, PickContext, run_compaction,
@@ -240,12 +240,7 @@ impl DbInner {
             let opener = InputOpener {
                 opener: &self.opener,
             };
-            let factory = OutputFactory {
-                fs: &*self.fs,
-                dir: &self.dir,
-                numbers: &self.versions,
-                sst_options: self.opener.options.clone(),
-            };
+            let factory = self.output_factory();
             let table = self.table(p.table);
             let topts = table.as_ref().map_or_else(
                 || StdArc::clone(&self.default_table.options),

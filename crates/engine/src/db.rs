@@ -112,6 +112,29 @@ impl Db {
         &self.inner.recovery
     }
 
+    /// The database's identity (RocksDB's `GetDbIdentity`): recorded in
+    /// its MANIFEST, in every WAL and table file it writes, and kept by
+    /// its checkpoints and restored backups, which are copies of it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = lithify_engine::Db::open(dir.path(), lithify_engine::Options::default()).unwrap();
+    /// let id = db.db_id();
+    /// drop(db);
+    /// let db = lithify_engine::Db::open(dir.path(), lithify_engine::Options::default()).unwrap();
+    /// assert_eq!(db.db_id(), id);
+    /// assert_ne!(db.session_id(), id);
+    /// ```
+    pub fn db_id(&self) -> lithify_base::Id {
+        self.inner.versions.db_id()
+    }
+
+    /// This open's identity (RocksDB's `GetDbSessionId`): new at every
+    /// open, recorded in the table files the open writes.
+    pub fn session_id(&self) -> lithify_base::Id {
+        self.inner.session_id
+    }
+
     /// Whether the database was opened with
     /// [`open_read_only`](Db::open_read_only).
     pub fn is_read_only(&self) -> bool {

@@ -17,9 +17,9 @@ use std::sync::Arc as StdArc;
 use std::time::Instant;
 
 use crate::mem::Mem;
-use lithify_base::SeqNo;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use lithify_base::sync::{Arc, Condvar, Mutex, MutexGuard};
+use lithify_base::{Id, SeqNo};
 use lithify_sstable::BlockCache;
 use lithify_version::{TableId, VersionSet};
 use lithify_vfs::{FileLock, FileSystem};
@@ -106,11 +106,32 @@ pub(crate) struct DbInner {
     /// A read-only open: each WAL its replay read and the file's size then
     /// (what a checkpoint of it copies).
     pub(crate) replayed_wal_sizes: Vec<(u64, u64)>,
+    /// This open's identity (RocksDB's `db_session_id`), recorded with the
+    /// database's in every table file the open writes.
+    pub(crate) session_id: Id,
     /// The `LOCK` (none for a read-only open).
     pub(crate) _lock: Option<FileLock>,
 }
 
 impl DbInner {
+    /// Who writes this open's table files: the database and the session
+    /// (with each file's number, the file's unique id).
+    pub(crate) fn writer_identity(&self) -> (Id, Id) {
+        (self.versions.db_id(), self.session_id)
+    }
+
+    /// Where flushes and compactions write their tables: this directory,
+    /// numbers from the version set, this open's identity.
+    pub(crate) fn output_factory(&self) -> lithify_compaction_leveled::OutputFactory<'_> {
+        lithify_compaction_leveled::OutputFactory {
+            fs: &*self.fs,
+            dir: &self.dir,
+            numbers: &self.versions,
+            sst_options: self.opener.options.clone(),
+            identity: Some(self.writer_identity()),
+        }
+    }
+
     /// The current sequence number for reads.
     #[inline]
     pub(crate) fn visible(&self) -> SeqNo {

@@ -6,12 +6,11 @@ use lithify_base::sync::Arc;
 use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, SeqNo};
 use lithify_compaction_leveled::iter::{IterStats, Snapshots};
 use lithify_compaction_leveled::job::{
-    FileNumbers, FlushResult, JobOptions, MemtableInput, OutputFactory, flush_to_level0, run_flush,
+    FlushResult, JobOptions, MemtableInput, OutputFactory, flush_to_level0, run_flush,
 };
 use lithify_memtable::MemTableIter;
 
 use crate::mem::Mem;
-use lithify_sstable::SstOptions;
 use lithify_version::{TableId, VersionEdit};
 use lithify_vfs::FileSystem;
 use snafu::IntoError as _;
@@ -48,27 +47,18 @@ pub(crate) fn job_options(table_options: &Options) -> JobOptions {
 /// lives deeper), with all their range tombstones. The file and its
 /// directory are synced; `file` is `None` when nothing is left.
 pub(crate) fn flush_memtables(
-    fs: &dyn FileSystem,
-    dir: &std::path::Path,
-    numbers: &dyn FileNumbers,
-    options: &SstOptions<InternalKeyComparator>,
+    factory: &OutputFactory<'_>,
     table_options: &Options,
     mems: &[Arc<Mem>],
     snapshots: &[SeqNo],
 ) -> Result<FlushResult> {
-    let icmp = options.comparator.clone();
+    let icmp = factory.sst_options.comparator.clone();
     let children: Vec<MemTableIter> = mems
         .iter()
         .map(|m| MemTableIter::new(Arc::clone(m.table())))
         .collect();
     let merged = MergingIterator::new(icmp, children);
     let tombstones = range_tombstones_of(mems);
-    let factory = OutputFactory {
-        fs,
-        dir,
-        numbers,
-        sst_options: options.clone(),
-    };
     let now = table_options.clock.now_secs();
     let opts = JobOptions {
         now: Some(now),
@@ -78,7 +68,7 @@ pub(crate) fn flush_memtables(
         merged,
         tombstones,
         &Snapshots::new(snapshots.to_vec()),
-        &factory,
+        factory,
         &opts,
         now,
     )
@@ -339,15 +329,7 @@ impl DbInner {
                 .table(table)
                 .map(|t| std::sync::Arc::clone(&t.options))
                 .unwrap_or_else(|| std::sync::Arc::clone(&self.default_table.options));
-            let flushed = flush_memtables(
-                &*self.fs,
-                &self.dir,
-                &self.versions,
-                &self.opener.options,
-                &topts,
-                mems,
-                snapshots,
-            )?;
+            let flushed = flush_memtables(&self.output_factory(), &topts, mems, snapshots)?;
             let mut edit = VersionEdit::new(table);
             let mut outputs = Vec::new();
             if let Some(f) = flushed.file {
@@ -411,12 +393,7 @@ impl DbInner {
             num_entries,
             flush_time: now,
         };
-        let factory = OutputFactory {
-            fs: &*self.fs,
-            dir: &self.dir,
-            numbers: &self.versions,
-            sst_options: self.opener.options.clone(),
-        };
+        let factory = self.output_factory();
         let topts = self
             .table(table)
             .map(|t| std::sync::Arc::clone(&t.options))

@@ -487,8 +487,11 @@ impl DbInner {
                     let number = self.versions.new_file_number();
                     let dest = self.dir.join(table_file_name(number));
                     written.push(dest.clone());
+                    let mut checksum = None;
                     if sequence > 0 {
-                        self.rewrite_with_sequence(&f.path, f.size, &dest, sequence)?;
+                        checksum = Some(
+                            self.rewrite_with_sequence(&f.path, f.size, &dest, number, sequence)?,
+                        );
                     } else if job.options.move_files && self.fs.hard_link(&f.path, &dest).is_ok() {
                         // A file another tool wrote may not be durable yet.
                         let mut linked = self.fs.open_append(&dest).context(IoSnafu {
@@ -502,7 +505,7 @@ impl DbInner {
                     } else {
                         copy_file_prefix(&*self.fs, &f.path, &*self.fs, &dest, f.size, |_| {})?;
                     }
-                    let meta = self.metadata_of(&dest, number)?;
+                    let meta = self.metadata_of(&dest, number, checksum)?;
                     placed.push(IngestedFile {
                         external: f.path.clone(),
                         number,
@@ -542,15 +545,18 @@ impl DbInner {
         })
     }
 
-    /// Copies the external table at `from` to `to`, every entry and range
-    /// deletion given sequence number `sequence`.
+    /// Copies the external table at `from` to `to` (table file `number`),
+    /// every entry and range deletion given sequence number `sequence`.
+    /// The copy is this database's file, with its identity. Returns the
+    /// copy's whole-file checksum.
     fn rewrite_with_sequence(
         &self,
         from: &Path,
         size: u64,
         to: &Path,
+        number: u64,
         sequence: SeqNo,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let file = self.fs.open(from).context(IoSnafu {
             op: "opening",
             path: from.to_path_buf(),
@@ -562,6 +568,8 @@ impl DbInner {
             path: to.to_path_buf(),
         })?;
         let mut b = SstBuilder::new(out, to, opts).context(SstSnafu)?;
+        let (db_id, session_id) = self.writer_identity();
+        b.set_identity(db_id, session_id, number);
         let mut key = Vec::new();
         let mut it = reader.iter();
         it.first().context(ReadSnafu)?;
@@ -582,14 +590,14 @@ impl DbInner {
             );
             b.add_range_tombstone(&key, &t.end).context(SstSnafu)?;
         }
-        b.finish().context(SstSnafu)?;
-        Ok(())
+        Ok(b.finish().context(SstSnafu)?.file_checksum)
     }
 
     /// The MANIFEST metadata of the table at `path`: its smallest and
     /// largest internal keys (a range deletion's end as its sentinel), its
-    /// sequence numbers and counts.
-    fn metadata_of(&self, path: &Path, number: u64) -> Result<FileMetadata> {
+    /// sequence numbers and counts, its unique id (from its properties) and
+    /// its whole-file `checksum` (computed here when not given).
+    fn metadata_of(&self, path: &Path, number: u64, checksum: Option<u64>) -> Result<FileMetadata> {
         let size = self.fs.file_size(path).context(IoSnafu {
             op: "reading the size of",
             path: path.to_path_buf(),
@@ -600,7 +608,8 @@ impl DbInner {
         })?;
         let icmp = self.opener.options.comparator.clone();
         let reader = StdArc::new(
-            SstReader::open(file, path, size, &self.opener.options, None).context(SstSnafu)?,
+            SstReader::open(StdArc::clone(&file), path, size, &self.opener.options, None)
+                .context(SstSnafu)?,
         );
         let mut smallest: Option<InternalKey> = None;
         let mut largest: Option<InternalKey> = None;
@@ -641,13 +650,18 @@ impl DbInner {
         let (Some(smallest), Some(largest)) = (smallest, largest) else {
             return Err(corrupt(path)("the table is empty".to_owned()));
         };
-        Ok(lithify_compaction_leveled::file_metadata(
+        let mut meta = lithify_compaction_leveled::file_metadata(
             number,
             size,
             smallest,
             largest,
             reader.properties(),
-        ))
+        );
+        meta.file_checksum = Some(match checksum {
+            Some(sum) => sum,
+            None => lithify_sstable::file_checksum(&*file, path, size).context(SstSnafu)?,
+        });
+        Ok(meta)
     }
 }
 

@@ -77,6 +77,13 @@ pub struct LiveFileMetaData {
     pub num_entries: u64,
     /// Its point deletions.
     pub num_deletions: u64,
+    /// Its unique id as the MANIFEST records it (`None` for files added
+    /// before ids were recorded); see [`check_sst_identity`](crate::check_sst_identity).
+    pub unique_id: Option<lithify_base::Id>,
+    /// The xxh3-64 of the whole file as the MANIFEST records it (`None` for
+    /// files added before checksums were recorded); see
+    /// [`check_sst_checksum`](crate::check_sst_checksum).
+    pub file_checksum: Option<u64>,
 }
 
 /// What a file of a [`LiveFileSet`] is.
@@ -184,6 +191,8 @@ impl DbInner {
                         largest_seqno: f.largest_seqno,
                         num_entries: f.num_entries,
                         num_deletions: f.num_deletions,
+                        unique_id: f.unique_id,
+                        file_checksum: f.file_checksum,
                     });
                 }
             }

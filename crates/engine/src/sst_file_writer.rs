@@ -86,7 +86,15 @@ impl SstFileWriter {
             op: "creating",
             path: path.clone(),
         })?;
-        let builder = SstBuilder::new(file, &path, &sst).context(SstSnafu)?;
+        let mut builder = SstBuilder::new(file, &path, &sst).context(SstSnafu)?;
+        // As RocksDB's writer does: a fixed database identity that says no
+        // database wrote the file, and a fresh session, so the file's
+        // unique id is its own; a database that ingests it records that id.
+        builder.set_identity(
+            lithify_base::Id::derive(&[b"lithify SstFileWriter"]),
+            lithify_base::Id::random(),
+            1,
+        );
         Ok(SstFileWriter {
             builder,
             icmp: sst.comparator.clone(),

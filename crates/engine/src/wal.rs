@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
-use lithify_base::SeqNo;
+use lithify_base::{Id, SeqNo};
 use lithify_version::filename::log_file_name;
 use lithify_vfs::FileSystem;
 use lithify_wal::{RecordCompression, Writer, WriterOptions};
@@ -47,14 +47,16 @@ pub(crate) struct LogWriter {
 }
 
 impl LogWriter {
-    /// Creates WAL `number` in `dir`, starting with the predecessor note if
-    /// there is one; its records are stored as `compression` says.
+    /// Creates WAL `number` in `dir`, owned by database `owner`, starting
+    /// with the predecessor note if there is one; its records are stored
+    /// as `compression` says.
     pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
         predecessor: Option<Predecessor>,
         compression: RecordCompression,
+        owner: Id,
     ) -> Result<LogWriter> {
         let path = log_path(dir, number);
         let file = fs.create(&path).context(IoSnafu {
@@ -63,6 +65,7 @@ impl LogWriter {
         })?;
         let options = WriterOptions {
             compression,
+            owner: Some(owner),
             ..WriterOptions::default()
         };
         let mut writer = Writer::with_options(file, &path, number, options)?;

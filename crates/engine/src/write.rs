@@ -402,8 +402,9 @@ impl DbInner {
             last_sequence: l.last_seq,
         });
         let compression = self.options.wal_compression;
-        let result =
-            LogWriter::create(&*self.fs, &self.dir, number, old, compression).and_then(|new| {
+        let owner = self.versions.db_id();
+        let result = LogWriter::create(&*self.fs, &self.dir, number, old, compression, owner)
+            .and_then(|new| {
                 if let Some(mut prev) = leader.log.take() {
                     // Hand the old log's buffer to the OS; keep it for a later
                     // sync unless it is durable already.

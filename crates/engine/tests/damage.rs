@@ -1,6 +1,7 @@
 //! The damage matrix: every database file kind (WAL, MANIFEST, CURRENT,
 //! table) × every damage (missing, empty, cut at five points, a flipped
-//! bit in three places, random bytes), on `MemFs` and on real files, on the
+//! bit in three places, random bytes, the same-named file of another
+//! database written by the same work), on `MemFs` and on real files, on the
 //! image a clean close leaves and on the image a crash leaves.
 //!
 //! Each cell asserts one outcome, the one `docs/ARCHITECTURE.md` ("What
@@ -63,9 +64,12 @@ enum Damage {
     Cut(Point),
     Flip(Point),
     Random,
+    /// Replaced by the file of the same name in another database that did
+    /// the same work: same name, same size, same records, another owner.
+    Foreign,
 }
 
-const DAMAGES: [Damage; 11] = [
+const DAMAGES: [Damage; 12] = [
     Damage::Missing,
     Damage::Empty,
     Damage::Cut(Point::Header),
@@ -77,6 +81,7 @@ const DAMAGES: [Damage; 11] = [
     Damage::Flip(Point::Middle),
     Damage::Flip(Point::Footer),
     Damage::Random,
+    Damage::Foreign,
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,8 +107,16 @@ enum Image {
 fn expected(kind: Kind, damage: Damage, image: Image) -> &'static [Outcome] {
     use Outcome::*;
     match (kind, damage) {
-        (Kind::Table, Damage::Flip(_) | Damage::Random) => &[RefusedAtRead],
+        // The open reads each table's footer, metaindex and properties (to
+        // check its identity): damage there is refused at open, damage in
+        // a data block at its first read.
+        (Kind::Table, Damage::Flip(Point::Header | Point::Middle)) => &[RefusedAtRead],
         (Kind::Table, _) => &[Refused],
+        // Another database's MANIFEST records other tables' identities (the
+        // open names the first table that does not match) and another
+        // database's identity (which the WALs do not carry); another's WAL
+        // names its owner in its header.
+        (_, Damage::Foreign) => &[Refused],
         (Kind::Current, _) => &[Refused],
         (Kind::Manifest, Damage::Cut(Point::Middle | Point::Footer | Point::LastByte)) => {
             &[Refused, Reported]
@@ -176,8 +189,8 @@ fn value(i: u32) -> Vec<u8> {
 /// Builds a database in `place.root/src`: tables on two levels, several
 /// MANIFEST records, and synced writes still only in the WAL. Returns the
 /// model and the directory of the image.
-fn build(place: &Place, image: Image) -> (Model, PathBuf) {
-    let src = place.root.join("src");
+fn build(place: &Place, image: Image, name: &str) -> (Model, PathBuf) {
+    let src = place.root.join(name);
     let db = Db::open(&src, place.options()).unwrap();
     let mut model = Model::new();
     let sync = WriteOptions {
@@ -204,7 +217,7 @@ fn build(place: &Place, image: Image) -> (Model, PathBuf) {
         Image::Crashed => {
             // Nothing runs in the background (no automatic compactions, no
             // flush pending): a copy now is what a crash leaves.
-            let dst = place.root.join("crashed");
+            let dst = place.root.join(format!("{name}-crashed"));
             copy_dir(&*place.fs, &src, &dst);
             drop(db);
             (model, dst)
@@ -305,8 +318,16 @@ fn offset(kind: Kind, point: Point, len: u64) -> u64 {
     at.min(len.saturating_sub(1))
 }
 
-/// Damages `name` in `dir`; returns the offset of the damage, if it has one.
-fn damage(fs: &dyn FileSystem, dir: &Path, name: &str, kind: Kind, d: Damage) -> Option<u64> {
+/// Damages `name` in `dir` (`other` is another database that did the same
+/// work); returns the offset of the damage, if it has one.
+fn damage(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    name: &str,
+    kind: Kind,
+    d: Damage,
+    other: &Path,
+) -> Option<u64> {
     let path = dir.join(name);
     let bytes = lithify_vfs::read_file(fs, &path).unwrap();
     let len = bytes.len() as u64;
@@ -349,6 +370,14 @@ fn damage(fs: &dyn FileSystem, dir: &Path, name: &str, kind: Kind, d: Damage) ->
                 .collect();
             rewrite(&b);
             Some(0)
+        }
+        Damage::Foreign => {
+            let theirs = lithify_vfs::read_file(fs, &other.join(name))
+                .unwrap_or_else(|e| panic!("the other database has no {name}: {e}"));
+            assert_eq!(theirs.len(), bytes.len(), "{name}: not the same size");
+            assert_ne!(theirs, bytes, "{name}: the same bytes");
+            rewrite(&theirs);
+            None
         }
     }
 }
@@ -473,17 +502,23 @@ fn verdict(cell: &Cell<'_>, read_only: bool) -> Outcome {
 fn run_matrix(make: fn() -> Place) {
     for image in [Image::Closed, Image::Crashed] {
         let place = make();
-        let (model, src) = build(&place, image);
+        let (model, src) = build(&place, image, "src");
+        let (_, other) = build(&place, image, "other");
         let opts = place.options();
         for kind in [Kind::Wal, Kind::Manifest, Kind::Current, Kind::Table] {
             for d in DAMAGES {
+                if kind == Kind::Current && d == Damage::Foreign {
+                    // CURRENT holds only a MANIFEST's name: another
+                    // database's names the same file.
+                    continue;
+                }
                 let what = format!("{kind:?} {d:?} on the {image:?} image");
                 let dir = place
                     .root
                     .join(format!("{kind:?}-{d:?}-{image:?}").replace(['(', ')'], "_"));
                 copy_dir(&*place.fs, &src, &dir);
                 let name = file_of(&place.fs, &dir, kind);
-                let at = damage(&*place.fs, &dir, &name, kind, d);
+                let at = damage(&*place.fs, &dir, &name, kind, d, &other);
                 let before = snapshot(&*place.fs, &dir);
                 let cell = Cell {
                     fs: &place.fs,
@@ -529,7 +564,7 @@ fn every_damage_is_refused_or_reported_on_real_files() {
 #[test]
 fn a_read_only_open_changes_nothing_and_takes_no_writes() {
     let place = Place::mem();
-    let (model, dir) = build(&place, Image::Crashed);
+    let (model, dir) = build(&place, Image::Crashed, "src");
     let before = snapshot(&*place.fs, &dir);
     let db = Db::open_read_only(&dir, place.options()).unwrap();
     assert_eq!(try_scan(&db).unwrap(), model_pairs(&model));

@@ -110,6 +110,9 @@ use snafu::Snafu;
 mod output;
 
 pub use bytes::Bytes;
+/// The identity of a database, of an open (session), or of a file.
+#[cfg(feature = "db")]
+pub use lithify_base::Id;
 pub use lithify_base::{Classify, ErrorKind};
 #[cfg(feature = "db")]
 pub use lithify_engine::{
@@ -123,7 +126,7 @@ pub use lithify_engine::{
     ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot, SstFileWriter, StallCause,
     StallCondition, StallStats, StrategySwitchInfo, StringAppend, SystemClock, Table, TableOptions,
     TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
-    WriteStallInfo,
+    WriteStallInfo, check_sst_checksum, check_sst_identity,
 };
 pub use output::{StoredData, check_output_path, stored_data_at_or_above};
 

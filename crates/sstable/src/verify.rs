@@ -7,7 +7,9 @@ use std::path::Path;
 use lithify_vfs::RandomAccessFile;
 
 use crate::block::{Block, BlockIter};
-use crate::error::{CorruptionSnafu, Result};
+use snafu::ResultExt;
+
+use crate::error::{CorruptionSnafu, IoSnafu, Result};
 use crate::format::BlockHandle;
 use crate::reader::{Layout, read_block};
 
@@ -73,4 +75,39 @@ pub fn verify_file(file: &dyn RandomAccessFile, path: &Path, size: u64) -> Resul
         it.next().map_err(|e| corrupt(index_at, e.to_string()))?;
     }
     Ok(check)
+}
+
+/// The whole-file checksum of the first `size` bytes of `file` (`path`
+/// names it in errors): the xxh3-64 of its bytes, what
+/// [`BuiltSst::file_checksum`](crate::BuiltSst::file_checksum) records as
+/// a builder writes and a MANIFEST keeps for each file it names.
+///
+/// ```
+/// use std::path::Path;
+/// use lithify_sstable::{SstBuilder, SstOptions, file_checksum};
+/// use lithify_vfs::{FileSystem, MemFs};
+///
+/// let fs = MemFs::new();
+/// let path = Path::new("/t.sst");
+/// let mut b = SstBuilder::new(fs.create(path).unwrap(), path, &SstOptions::default()).unwrap();
+/// b.add(b"k", b"v").unwrap();
+/// let built = b.finish().unwrap();
+/// let sum = file_checksum(&*fs.open(path).unwrap(), path, built.file_size).unwrap();
+/// assert_eq!(sum, built.file_checksum);
+/// ```
+pub fn file_checksum(file: &dyn RandomAccessFile, path: &Path, size: u64) -> Result<u64> {
+    const CHUNK: u64 = 1 << 20;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; CHUNK.min(size) as usize];
+    let mut offset = 0;
+    while offset < size {
+        let n = (size - offset).min(CHUNK) as usize;
+        file.read_exact_at(offset, &mut buf[..n]).context(IoSnafu {
+            path: path.to_path_buf(),
+            offset,
+        })?;
+        hasher.update(&buf[..n]);
+        offset += n as u64;
+    }
+    Ok(hasher.digest())
 }

@@ -317,7 +317,7 @@ fn read_records(
     path: &Path,
     number: u64,
     on_record: &mut dyn FnMut(u64, Vec<VersionEdit>) -> std::result::Result<(), String>,
-) -> Result<(Option<DroppedRange>, u64, Option<[u8; 16]>)> {
+) -> Result<(Option<DroppedRange>, u64, Option<Id>)> {
     let file = fs.open(path).context(IoSnafu {
         op: "opening",
         path: path.to_path_buf(),
@@ -429,15 +429,12 @@ pub(crate) fn replay(
     // A MANIFEST names its database twice: in its header (the log's
     // owner) and in its first record. Both must agree.
     if let (Some(owner), Some(id)) = (owner, replayed.db_id)
-        && owner != *id.as_bytes()
+        && owner != id
     {
         return CorruptionSnafu {
             path,
             offset: 0u64,
-            message: format!(
-                "its header names database {}, its records database {id}",
-                Id::from_bytes(owner)
-            ),
+            message: format!("its header names database {owner}, its records database {id}"),
         }
         .fail();
     }

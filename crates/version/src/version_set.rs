@@ -915,7 +915,7 @@ impl VersionSet {
                 number,
                 WriterOptions {
                     buffer_size: 1 << 20,
-                    owner: Some(*self.db_id.as_bytes()),
+                    owner: Some(self.db_id),
                     ..WriterOptions::default()
                 },
             )?;

@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use lithify_base::Id;
 use lithify_vfs::RandomAccessFile;
 use snafu::ResultExt;
 
@@ -350,7 +351,7 @@ pub struct Reader {
     scan_buf: Vec<u8>,
     /// The owner an `Identity` fragment right after the header names
     /// (format version 3).
-    owner: Option<[u8; OWNER_LEN]>,
+    owner: Option<Id>,
 }
 
 impl fmt::Debug for Reader {
@@ -448,7 +449,7 @@ impl Reader {
     /// after a version 3 header; `None` for versions 1 and 2, or when that
     /// fragment is damaged (then reading reports it like any damage). Reads
     /// the file header if no record was read yet.
-    pub fn owner(&mut self) -> Result<Option<[u8; OWNER_LEN]>> {
+    pub fn owner(&mut self) -> Result<Option<Id>> {
         if !self.started && self.end.is_none() && !self.failed {
             self.started = true;
             if let Err(e) = self.check_file_header() {
@@ -723,7 +724,7 @@ impl Reader {
         {
             let mut owner = [0u8; OWNER_LEN];
             owner.copy_from_slice(&bytes[FRAGMENT_HEADER_LEN..]);
-            self.owner = Some(owner);
+            self.owner = Some(Id::from_bytes(owner));
             self.pos = end;
         }
     }

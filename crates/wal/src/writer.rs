@@ -3,13 +3,14 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use lithify_base::Id;
 use lithify_vfs::WritableFile;
 use snafu::ResultExt;
 
 use crate::error::{InvalidArgumentSnafu, PoisonedSnafu, Result, SyncSnafu, WriteSnafu};
 use crate::format::{
-    BLOCK_SIZE, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, OWNER_LEN, compress_record,
-    log_number_tag, put_fragment,
+    BLOCK_SIZE, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, compress_record, log_number_tag,
+    put_fragment,
 };
 
 /// How a [`Writer`] stores records.
@@ -49,7 +50,7 @@ pub struct WriterOptions {
     /// The identity of the log's owner (the database), written in an
     /// `Identity` fragment after the header (format version 3), so a log
     /// copied in from another database is told apart. Default none.
-    pub owner: Option<[u8; OWNER_LEN]>,
+    pub owner: Option<Id>,
 }
 
 impl Default for WriterOptions {
@@ -178,7 +179,7 @@ impl Writer {
                 &mut buf,
                 FragmentType::Identity,
                 log_number_tag(log_number),
-                &owner,
+                owner.as_bytes(),
             );
         }
         let block_pos = buf.len();

@@ -237,7 +237,7 @@ fn compressed_records_are_smaller_and_read_back() {
 #[test]
 fn an_owned_log_names_its_owner() {
     let fs = MemFs::new();
-    let owner = *b"0123456789abcdef";
+    let owner = lithify_base::Id::from_bytes(*b"0123456789abcdef");
     for compression in [RecordCompression::None, RecordCompression::Lz4] {
         let path = Path::new("/000011.log");
         let options = WriterOptions {
@@ -284,7 +284,7 @@ fn a_damaged_owner_is_reported_not_trusted() {
     let fs = MemFs::new();
     let path = Path::new("/000012.log");
     let options = WriterOptions {
-        owner: Some([7; 16]),
+        owner: Some(lithify_base::Id::from_bytes([7; 16])),
         ..WriterOptions::default()
     };
     let mut w = Writer::with_options(fs.create(path).unwrap(), path, 12, options).unwrap();

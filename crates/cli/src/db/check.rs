@@ -5,7 +5,9 @@
 //! 1. `CURRENT` and the MANIFEST it names replay into a state (a torn last
 //!    record is reported: an open would drop it);
 //! 2. every table file that state lists exists with its recorded size,
-//!    opens, and every data block reads back with a matching checksum,
+//!    carries the unique id and has the whole-file checksum the MANIFEST
+//!    records (files written before they were recorded have none), opens,
+//!    and every data block reads back with a matching checksum,
 //!    decodes, and holds keys in order, with the counts its properties
 //!    record (what `dump-sst` checks);
 //! 3. the WALs replay read-only in the chosen recovery mode: whatever the
@@ -104,11 +106,22 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
             }
             match crate::dump::sst::verify(&path, f.size) {
                 Err(e) => problems.add(&path, e),
+                Ok(c) if !c.damage.is_empty() => {
+                    for (offset, message) in c.damage {
+                        problems.add(&path, format!("at offset {offset}: {message}"));
+                    }
+                }
                 Ok(c) => {
                     blocks += c.blocks;
                     entries += c.entries;
-                    for (offset, message) in c.damage {
-                        problems.add(&path, format!("at offset {offset}: {message}"));
+                    // Intact: is it the file the MANIFEST recorded, byte
+                    // for byte?
+                    if let Err(e) = lithify::check_sst_identity(&*fs, &path, f.size, f.unique_id)
+                        .and_then(|()| {
+                            lithify::check_sst_checksum(&*fs, &path, f.size, f.file_checksum)
+                        })
+                    {
+                        problems.add(&path, e);
                     }
                 }
             }

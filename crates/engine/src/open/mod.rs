@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use lithify_base::sync::{Arc, Condvar, Mutex};
-use lithify_base::{InternalKeyComparator, SeqNo};
+use lithify_base::{Id, InternalKeyComparator, SeqNo};
 use lithify_compaction_leveled::{CompactionStatsTable, CompactionsInProgress};
 use lithify_sstable::{BlockCache, SstOptions};
 use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name};
@@ -139,6 +139,20 @@ pub(crate) fn open(
     );
     let (versions, names) = recover_versions(&fs, dir, &opts, exists)?;
     check_merge_operators(&versions, &opts)?;
+    let session_id = Id::random();
+    events.emit(
+        Level::Info,
+        "open",
+        format_args!(
+            "database identity {}{}, session {session_id}",
+            versions.db_id(),
+            if versions.db_id_recorded() {
+                ""
+            } else {
+                " (new: the MANIFEST records none yet)"
+            }
+        ),
+    );
     let mut logs = Vec::new();
     for name in &names {
         match parse_file_name(name) {
@@ -207,6 +221,7 @@ pub(crate) fn open(
         versions: &versions,
         read_only,
         manifest: manifest.clone(),
+        identity: (versions.db_id(), session_id),
     }
     .run(&replay_logs, min_log, &mut tables)?;
     let last_seq = versions.last_sequence().max(replayed.last_seq);
@@ -250,6 +265,7 @@ pub(crate) fn open(
             last_seq,
             &mut report,
             opts.wal_compression,
+            session_id,
         )?)
     };
     let inner = assemble(AssembleParts {
@@ -266,6 +282,7 @@ pub(crate) fn open(
         events,
         report,
         replayed_wal_sizes,
+        session_id,
         lock,
     })?;
     inner.events.recovery_completed(&inner.recovery);
@@ -444,14 +461,16 @@ fn finish_recovery(
     last_seq: SeqNo,
     report: &mut RecoveryReport,
     wal_compression: lithify_wal::RecordCompression,
+    session_id: Id,
 ) -> Result<LogWriter> {
+    let identity = (versions.db_id(), session_id);
     for r in tables.values_mut() {
         if !r.mem.is_empty() {
-            flush_replayed(fs, dir, opener, versions, r)?;
+            flush_replayed(fs, dir, opener, versions, identity, r)?;
         }
     }
     let new_log = versions.new_file_number();
-    let log = LogWriter::create(fs, dir, new_log, None, wal_compression)?;
+    let log = LogWriter::create(fs, dir, new_log, None, wal_compression, versions.db_id())?;
     let mut edits = Vec::new();
     for (id, r) in tables.iter_mut() {
         let mut edit = VersionEdit::new(*id);
@@ -544,6 +563,8 @@ struct AssembleParts<'a> {
     report: RecoveryReport,
     /// Read-only: each WAL replayed and its size then.
     replayed_wal_sizes: Vec<(u64, u64)>,
+    /// This open's identity.
+    session_id: Id,
     lock: Option<FileLock>,
 }
 
@@ -672,6 +693,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
         events: p.events,
         recovery: p.report,
         replayed_wal_sizes: p.replayed_wal_sizes,
+        session_id: p.session_id,
         _lock: p.lock,
     });
     {

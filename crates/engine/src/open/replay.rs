@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::Arc as StdArc;
 
 use lithify_base::sync::Arc;
-use lithify_base::{MAX_SEQNO, SeqNo, ValueKind};
+use lithify_base::{Id, MAX_SEQNO, SeqNo, ValueKind};
 use lithify_compaction_leveled::CompactionStatsTable;
 use lithify_version::{FileMetadata, TableId, VersionSet};
 use lithify_vfs::FileSystem;
@@ -47,6 +47,7 @@ use crate::recovery::DroppedBytes;
 use crate::sst_opener::SstOpener;
 use crate::table_state::{TableState, new_memtable};
 use crate::wal::log_path;
+use lithify_compaction_leveled::OutputFactory;
 
 /// A table being recovered.
 pub(super) struct Replay {
@@ -85,6 +86,9 @@ pub(super) struct WalReplay<'a> {
     pub(super) read_only: bool,
     /// The MANIFEST's name, for messages.
     pub(super) manifest: String,
+    /// The database's and this open's identity, for the tables recovery
+    /// flushes write.
+    pub(super) identity: (Id, Id),
 }
 
 /// Why the replay stopped reading WALs: everything after is dropped.
@@ -236,6 +240,21 @@ impl WalReplay<'_> {
         .build()
     }
 
+    /// Why a WAL whose header names `owner` is not this database's: its
+    /// owner is another database than the one the MANIFEST records. A
+    /// WAL without an owner (written before format 3) and a database whose
+    /// MANIFEST records no identity yet cannot be told apart: `None`.
+    fn foreign_owner(&self, owner: Option<Id>) -> Option<String> {
+        let owner = owner?;
+        let db = self.versions.db_id();
+        (self.versions.db_id_recorded() && owner != db).then(|| {
+            format!(
+                "the WAL belongs to another database: its header names database {owner}, {} records this one as {db} (a file copied in from elsewhere?)",
+                self.manifest
+            )
+        })
+    }
+
     /// Replays WAL `number`; damage it drops goes to `out.dropped`.
     #[allow(clippy::too_many_arguments)]
     fn replay_one(
@@ -258,6 +277,23 @@ impl WalReplay<'_> {
         let mut reader = Reader::new(file, path, number)?
             .with_mode(mode)
             .with_reporter(move |r: &DroppedRange| sink.lock().push(*r));
+        if let Some(why) = self.foreign_owner(reader.owner()?) {
+            if mode != RecoveryMode::SkipAnyCorruptedRecords {
+                return Err(self.corrupt(path, 0, why));
+            }
+            out.dropped.push(DroppedBytes {
+                file: path.to_path_buf(),
+                offset: 0,
+                len: file_len,
+                reason: format!("not replayed: {why}"),
+                kept: None,
+            });
+            return Ok(OneLog {
+                last_seq: out.last_seq,
+                last_in_log: 0,
+                stop: None,
+            });
+        }
         let mut first = true;
         let mut last_in_log: SeqNo = 0;
         let mut max_seq = out.last_seq;
@@ -433,7 +469,14 @@ impl WalReplay<'_> {
                     );
                     t.imm.push(full);
                 } else {
-                    flush_replayed(self.fs, self.dir, self.opener, self.versions, t)?;
+                    flush_replayed(
+                        self.fs,
+                        self.dir,
+                        self.opener,
+                        self.versions,
+                        self.identity,
+                        t,
+                    )?;
                 }
             }
         }
@@ -486,6 +529,7 @@ pub(super) fn flush_replayed(
     dir: &Path,
     opener: &SstOpener,
     versions: &VersionSet,
+    identity: (Id, Id),
     r: &mut Replay,
 ) -> Result<()> {
     // A merge that fails here must not keep the database from opening,
@@ -493,15 +537,14 @@ pub(super) fn flush_replayed(
     // are, and only reads of that key fail.
     let mut options = (*r.state.options).clone();
     options.merge_operator = options.merge_operator.map(crate::merge::contained_failures);
-    let flushed = flush_memtables(
+    let factory = OutputFactory {
         fs,
         dir,
-        versions,
-        &opener.options,
-        &options,
-        std::slice::from_ref(&r.mem),
-        &[],
-    )?;
+        numbers: versions,
+        sst_options: opener.options.clone(),
+        identity: Some(identity),
+    };
+    let flushed = flush_memtables(&factory, &options, std::slice::from_ref(&r.mem), &[])?;
     r.stats.record_flush(&flushed.stats);
     if let Some(f) = flushed.file {
         r.files.push(f);

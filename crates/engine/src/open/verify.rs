@@ -1,12 +1,16 @@
 //! The verified open (RocksDB's `paranoid_checks`): every table file the
-//! MANIFEST lists exists with the size it records.
+//! MANIFEST lists exists with the size it records, and carries the unique
+//! id it records (RocksDB's `verify_sst_unique_id_in_manifest`; see
+//! [`check_sst_identity`](crate::check_sst_identity)).
 //!
 //! RocksDB refuses to open a database whose live files are missing; so do
 //! we, before anything is written, so a database with a lost or cut table
 //! is never opened into a state that silently lacks its data. Blocks and
 //! checksums are not read here (that is `lithify check` and the reads that
 //! touch them): a file of the right size with a flipped bit inside a block
-//! is found at the first read of that block.
+//! is found at the first read of that block. The identity check reads each
+//! file's footer, metaindex and properties: a file copied in from another
+//! database under a live name is refused here, before any read serves it.
 
 use std::path::Path;
 
@@ -40,7 +44,15 @@ pub(super) fn live_files(fs: &dyn FileSystem, dir: &Path, versions: &VersionSet)
                     "the table file has {actual} bytes, {manifest} records {} (bytes were added at offset {})",
                     f.size, f.size
                 )),
-                Ok(_) => None,
+                Ok(_) => crate::check_sst_identity(fs, &path, f.size, f.unique_id)
+                    .err()
+                    .map(|e| match e {
+                        crate::Error::Corruption { message, .. } => format!(
+                            "{message} ({manifest} lists it in table {:?} at L{level})",
+                            info.name
+                        ),
+                        other => other.to_string(),
+                    }),
             };
             if let Some(mut message) = problem {
                 if let Some(t) = versions.recovered_torn_tail() {

@@ -1,0 +1,107 @@
+//! File identity: every file a database adds is recorded with its unique
+//! id and whole-file checksum, its WALs name it, and copies of it
+//! (checkpoints, ingested files) keep opening.
+
+use std::path::Path;
+
+use lithify_engine::{Db, IngestOptions, Options, SstFileWriter};
+use lithify_version::filename::{FileKind, parse_file_name};
+use lithify_vfs::{FileSystem, OsFs};
+
+fn options() -> Options {
+    Options {
+        disable_auto_compactions: true,
+        ..Options::default()
+    }
+}
+
+/// Every live file records a unique id and a checksum, and both hold.
+fn assert_recorded(db: &Db) {
+    let live = db.live_files();
+    assert!(!live.is_empty());
+    for f in live {
+        assert!(f.unique_id.is_some(), "{:?}: no unique id", f.path);
+        assert!(f.file_checksum.is_some(), "{:?}: no checksum", f.path);
+        lithify_engine::check_sst_identity(&OsFs, &f.path, f.size, f.unique_id).unwrap();
+        lithify_engine::check_sst_checksum(&OsFs, &f.path, f.size, f.file_checksum).unwrap();
+    }
+}
+
+fn external(path: &Path, keys: std::ops::Range<u32>, tag: &str) {
+    let mut w = SstFileWriter::create(path, &options()).unwrap();
+    for i in keys {
+        w.put(format!("k{i:04}"), format!("{tag}{i}")).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+#[test]
+fn flush_compaction_and_ingestion_record_unique_ids_and_checksums() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::open(&dir, options()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:04}"), format!("v{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    assert_recorded(&db);
+    db.compact_range(None, None).unwrap();
+    assert_recorded(&db);
+    // Ingested as it is (below everything: sequence 0, copied) and
+    // rewritten with a sequence number (it overlaps what is there).
+    let below = tmp.path().join("below.sst");
+    external(&below, 200..300, "e");
+    let over = tmp.path().join("over.sst");
+    external(&over, 50..60, "o");
+    let placed = db
+        .ingest_external_file(&[&below, &over], &IngestOptions::default())
+        .unwrap();
+    assert_eq!(placed.len(), 2);
+    assert_recorded(&db);
+    // A file ingested as it is keeps the writer's identity; one rewritten
+    // is this database's.
+    let ids: Vec<_> = db.live_files().iter().map(|f| f.unique_id).collect();
+    let unique: std::collections::BTreeSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "unique ids repeat: {ids:?}");
+    drop(db);
+    let db = Db::open(&dir, options()).unwrap();
+    assert_eq!(db.get("k0055").unwrap().as_deref(), Some(&b"o55"[..]));
+    assert_eq!(db.get("k0250").unwrap().as_deref(), Some(&b"e250"[..]));
+}
+
+#[test]
+fn wals_name_their_database_and_copies_share_its_identity() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::open(&dir, options()).unwrap();
+    let id = db.db_id();
+    db.put("a", "1").unwrap();
+    db.flush().unwrap();
+    db.put("b", "2").unwrap();
+    db.flush_wal(true).unwrap();
+    let mut wals = 0;
+    for name in OsFs.list_dir(&dir).unwrap() {
+        if let Some(FileKind::Log(n)) = parse_file_name(&name) {
+            let path = dir.join(&name);
+            let mut r = lithify_wal::Reader::new(OsFs.open(&path).unwrap(), &path, n).unwrap();
+            assert_eq!(r.owner().unwrap(), Some(id), "{name}");
+            wals += 1;
+        }
+    }
+    assert!(wals >= 1);
+    // A checkpoint (hard-linked tables, a copied WAL) is a copy of the
+    // database: same identity, every file checks against its own record.
+    let cp = tmp.path().join("cp");
+    db.create_checkpoint(&cp).unwrap();
+    let session = db.session_id();
+    drop(db);
+    let copy = Db::open(&cp, options()).unwrap();
+    assert_eq!(copy.db_id(), id);
+    assert_ne!(copy.session_id(), session);
+    assert_eq!(copy.get("b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_recorded(&copy);
+    // Its new files carry the new session.
+    copy.put("c", "3").unwrap();
+    copy.flush().unwrap();
+    assert_recorded(&copy);
+}
