@@ -643,6 +643,7 @@ fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
         out.starts_with(&format!("log {} (log number ", s(log))),
         "{out}"
     );
+    assert!(out.contains("\nowner: database "), "{out}");
     assert!(out.contains(": predecessor log "), "{out}");
     assert!(
         out.contains(
@@ -662,7 +663,8 @@ fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
     );
     let headers_only = ok(&["dump-wal", s(log)]);
     assert!(!headers_only.contains("PUT"), "{headers_only}");
-    assert_eq!(headers_only.lines().count(), 2 + 152);
+    // The log line, the owner line, one line per record, the end line.
+    assert_eq!(headers_only.lines().count(), 3 + 152);
 
     // A flipped byte in the first batch: point-in-time recovery (the
     // default) stops there, and the command fails naming the file and the

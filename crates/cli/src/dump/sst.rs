@@ -430,6 +430,11 @@ fn print_properties(opened: &Opened, size: u64, keys: &KeyPrinter) {
     println!("  largest key:         {}", keys.show(&p.largest_key));
     println!("  sequence numbers:    {}..={}", p.min_seqno, p.max_seqno);
     println!("  creation time:       {} (Unix seconds)", p.creation_time);
+    if let (Some(db), Some(session), Some(unique)) = (p.db_id, p.db_session_id, p.unique_id()) {
+        println!("  written by:          database {db}, session {session}");
+        println!("  original number:     {}", p.orig_file_number);
+        println!("  unique id:           {unique}");
+    }
     if !t.range_tombstones().is_empty() {
         println!("range tombstones:");
         for r in t.range_tombstones() {

@@ -96,6 +96,11 @@ pub(crate) fn run(a: DumpWalArgs) -> Result<()> {
                 v.push(*d);
             }
         });
+    if damage.is_empty()
+        && let Some(owner) = reader.owner().context(WalSnafu)?
+    {
+        println!("owner: database {owner}");
+    }
     let mut records = 0u64;
     let mut writes = 0u64;
     let mut sequences: Option<(u64, u64)> = None;
