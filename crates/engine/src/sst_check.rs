@@ -58,10 +58,7 @@ pub fn check_sst_identity(
     let Some(recorded) = recorded else {
         return Ok(());
     };
-    let file = fs.open(path).context(IoSnafu {
-        op: "opening",
-        path: path.to_path_buf(),
-    })?;
+    let file = open(fs, path)?;
     let props = lithify_sstable::read_properties(&*file, path, size).context(SstSnafu)?;
     let carried = props.unique_id();
     if carried == Some(recorded) {
@@ -107,10 +104,7 @@ pub fn check_sst_checksum(
     let Some(recorded) = recorded else {
         return Ok(());
     };
-    let file = fs.open(path).context(IoSnafu {
-        op: "opening",
-        path: path.to_path_buf(),
-    })?;
+    let file = open(fs, path)?;
     let actual = lithify_sstable::file_checksum(&*file, path, size).context(SstSnafu)?;
     if actual == recorded {
         return Ok(());
@@ -122,4 +116,14 @@ pub fn check_sst_checksum(
         ),
     }
     .fail()
+}
+
+fn open(
+    fs: &dyn FileSystem,
+    path: &Path,
+) -> Result<std::sync::Arc<dyn lithify_vfs::RandomAccessFile>> {
+    fs.open(path).context(IoSnafu {
+        op: "opening",
+        path: path.to_path_buf(),
+    })
 }
