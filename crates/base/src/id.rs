@@ -69,7 +69,7 @@ impl Id {
     /// Parses the text form (32 hex digits, dashes anywhere ignored).
     pub fn parse(text: &str) -> Option<Id> {
         let digits: Vec<u8> = text.bytes().filter(|&b| b != b'-').collect();
-        if digits.len() != 32 {
+        if digits.len() != 32 || !digits.iter().all(u8::is_ascii_hexdigit) {
             return None;
         }
         let mut out = [0u8; 16];
@@ -113,5 +113,11 @@ mod tests {
         // Lengths are part of the input: moving a byte between parts changes it.
         assert_ne!(Id::derive(&[b"ab", b"c"]), Id::derive(&[b"a", b"bc"]));
         assert_eq!(Id::parse("not an id"), None);
+        // Signs are not hex digits, whatever `from_str_radix` accepts.
+        assert_eq!(Id::parse(&"+f".repeat(16)), None);
+        assert_eq!(
+            Id::parse(&"0f".repeat(16)),
+            Some(Id::from_bytes([0x0f; 16]))
+        );
     }
 }

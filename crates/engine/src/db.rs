@@ -114,7 +114,10 @@ impl Db {
 
     /// The database's identity (RocksDB's `GetDbIdentity`): recorded in
     /// its MANIFEST, in every WAL and table file it writes, and kept by
-    /// its checkpoints and restored backups, which are copies of it.
+    /// its checkpoints and restored backups, which are copies of it. A
+    /// database written before identities gets one at its next
+    /// read-write open; until then (a read-only open) this is a new one
+    /// at every open.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();

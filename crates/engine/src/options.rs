@@ -99,8 +99,11 @@ pub struct Options {
     /// Upper bound of the bytes one write group commits (default 1 MiB).
     pub max_write_batch_group_size_bytes: u64,
     /// Check at open that every table file the MANIFEST lists exists with
-    /// the size it records, and refuse to open otherwise (RocksDB's
-    /// `paranoid_checks`; default true).
+    /// the size it records and, where the MANIFEST records its unique id,
+    /// carries that id (reading its footer, metaindex and properties;
+    /// RocksDB's `verify_sst_unique_id_in_manifest`), and refuse to open
+    /// otherwise, naming the file (RocksDB's `paranoid_checks`; default
+    /// true).
     pub paranoid_checks: bool,
     /// Write a human-readable `LOG` file of the database's events in its
     /// directory (RocksDB's info LOG). Default false in the library (the

@@ -44,10 +44,24 @@ fn batch(seq: u64, keys: &[&str]) -> Vec<u8> {
     rep
 }
 
-fn write_log(fs: &MemFs, number: u64, records: &[Vec<u8>]) {
+/// Writes WAL `number` of the database in `/db` (naming it as its owner,
+/// as the database's own WALs do) holding `records`.
+fn write_log(fs: &Arc<MemFs>, number: u64, records: &[Vec<u8>]) {
     let path = format!("/db/{number:06}.log");
     let _ = fs.remove_file(Path::new(&path));
-    let mut w = Writer::new(fs.create(Path::new(&path)).unwrap(), &path, number).unwrap();
+    let owner = lithify_version::VersionSet::recover(
+        fs.clone(),
+        Path::new("/db"),
+        lithify_version::VersionSetOptions::default(),
+    )
+    .unwrap()
+    .db_id();
+    let options = lithify_wal::WriterOptions {
+        owner: Some(owner),
+        ..lithify_wal::WriterOptions::default()
+    };
+    let mut w =
+        Writer::with_options(fs.create(Path::new(&path)).unwrap(), &path, number, options).unwrap();
     for r in records {
         w.add_record(r).unwrap();
     }

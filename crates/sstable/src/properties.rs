@@ -114,8 +114,9 @@ const ALL: [&[u8]; 18] = [
 impl Properties {
     /// The table's unique id (RocksDB's unique SST id): derived from the
     /// database, session and original file number that wrote it, so it
-    /// follows the file through links and copies, and no other table has
-    /// it. `None` for a table written without an identity.
+    /// follows the file through links and copies, and no table written
+    /// elsewhere has it (copies of one file share it). `None` for a table
+    /// written without an identity.
     ///
     /// ```
     /// use lithify_base::Id;

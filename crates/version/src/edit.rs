@@ -103,7 +103,9 @@ pub mod tag {
     pub const WAL_ADDITION: u32 = SAFE_TO_IGNORE | 1;
     /// The database's identity (16 bytes; RocksDB's `kDbId`), in the
     /// snapshot that starts every MANIFEST once the database has one. Safe
-    /// to ignore: a reader that does not know it only checks less.
+    /// to ignore within an edit (such a reader only checks less), though a
+    /// MANIFEST that records it is a version 3 log, which readers from
+    /// before identities refuse by its header.
     pub const DB_ID: u32 = SAFE_TO_IGNORE | 2;
     /// Unknown tags with this bit set may be skipped.
     pub const SAFE_TO_IGNORE: u32 = 1 << 13;
@@ -138,7 +140,7 @@ pub mod file_tag {
     pub const FILE_CHECKSUM: u32 = 12;
     /// The table's unique id (16 bytes, RocksDB's `kUniqueId`): what the
     /// table's own properties must derive, checked when the database
-    /// opens. Safe to ignore (bit 13 of the tag).
+    /// opens. Safe to ignore within an edit (bit 13 of the tag).
     pub const UNIQUE_ID: u32 = super::tag::SAFE_TO_IGNORE | 1;
 }
 

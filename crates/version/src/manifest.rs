@@ -426,21 +426,24 @@ pub(crate) fn replay(
     let mut replayed = replayer
         .finish(number)
         .map_err(|message| unfinished(fs, &path, torn, message))?;
-    // A MANIFEST names its database twice: in its header (the log's
-    // owner) and in its first record. Both must agree.
-    if let (Some(owner), Some(id)) = (owner, replayed.db_id)
-        && owner != id
-    {
-        return CorruptionSnafu {
-            path,
-            offset: 0u64,
-            message: format!("its header names database {owner}, its records database {id}"),
-        }
-        .fail();
-    }
+    check_owner(&path, owner, replayed.db_id)?;
     replayed.torn_tail = torn;
     replayed.size = size;
     Ok(replayed)
+}
+
+/// A MANIFEST names its database twice: in its header (the log's owner)
+/// and in its first record. Both must agree.
+fn check_owner(path: &Path, owner: Option<Id>, recorded: Option<Id>) -> Result<()> {
+    match (owner, recorded) {
+        (Some(owner), Some(id)) if owner != id => CorruptionSnafu {
+            path: path.to_path_buf(),
+            offset: 0u64,
+            message: format!("its header names database {owner}, its records database {id}"),
+        }
+        .fail(),
+        _ => Ok(()),
+    }
 }
 
 /// Every record of the MANIFEST at `path`, in order: its byte offset and
@@ -499,8 +502,8 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
         }
         replayer.apply_group(&edits)
     });
-    let torn = match read {
-        Ok((torn, _, _)) => torn,
+    let (torn, owner) = match read {
+        Ok((torn, _, owner)) => (torn, owner),
         Err(e) => {
             let _ = writeln!(out, "error: {e}");
             return Err(e);
@@ -514,10 +517,16 @@ pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {
         ),
     };
     let _ = writeln!(out, "end: {end}, {index} records");
-    let state = match replayer.finish(number) {
+    if let Some(owner) = owner {
+        let _ = writeln!(out, "owner: database {owner}");
+    }
+    let state = match replayer
+        .finish(number)
+        .map_err(|m| unfinished(fs, path, torn, m))
+        .and_then(|s| check_owner(path, owner, s.db_id).map(|()| s))
+    {
         Ok(s) => s,
-        Err(m) => {
-            let e = unfinished(fs, path, torn, m);
+        Err(e) => {
             let _ = writeln!(out, "error: {e}");
             return Err(e);
         }

@@ -686,6 +686,7 @@ record 4 at offset 278:
   edit table=1
     add L1 000003:[000003a#2,SET-000003z#2,DEL] size=1003 entries=3 created=30
 end: clean, 4 records
+owner: database <db_id>
 state: next_file=4 last_seq=5 max_table=1
 table 0 \"default\" comparator=lithify.BytewiseComparator log=3
   L1:
@@ -694,6 +695,47 @@ table 1 \"users\" comparator=lithify.BytewiseComparator log=3
   L1:
     000003:[000003a#2,SET-000003z#2,DEL] size=1003 entries=3 created=30
 "
+    );
+}
+
+/// A MANIFEST whose header names another database than its first record
+/// does is refused at offset 0, by recovery and by `dump`.
+#[test]
+fn a_manifest_naming_two_databases_is_refused() {
+    let fs = Arc::new(MemFs::new());
+    let set = VersionSet::create(fs.clone(), Path::new(DIR), options(1 << 20)).unwrap();
+    let path = Path::new(DIR).join(manifest_file_name(set.manifest_number()));
+    let number = set.manifest_number();
+    drop(set);
+    // The same records under a header naming another owner.
+    let mut reader = lithify_wal::Reader::new(fs.open(&path).unwrap(), &path, number).unwrap();
+    let mut records = Vec::new();
+    while let Some(r) = reader.read_record().unwrap() {
+        records.push(r.payload.to_vec());
+    }
+    let other = lithify_base::Id::random();
+    let owned = lithify_wal::WriterOptions {
+        owner: Some(other),
+        ..lithify_wal::WriterOptions::default()
+    };
+    let mut w =
+        lithify_wal::Writer::with_options(fs.create(&path).unwrap(), &path, number, owned).unwrap();
+    for r in &records {
+        w.add_record(r).unwrap();
+    }
+    w.close().unwrap();
+    let err = VersionSet::recover(fs.clone(), Path::new(DIR), options(1 << 20)).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("its header names database {other}")) && text.contains("offset 0"),
+        "{text}"
+    );
+    let mut out = String::new();
+    let err = manifest::dump(&*fs, &path, &mut out).unwrap_err();
+    assert_eq!(err.to_string(), text);
+    assert!(
+        out.contains(&format!("owner: database {other}\nerror: ")),
+        "{out}"
     );
 }
 

@@ -51,8 +51,10 @@
 //! or a MANIFEST's). Version 3 logs may hold compressed records as
 //! version 2 ones do. The owner lets a reader tell a log copied in from
 //! another database from its own, whatever its name and number; the
-//! fragment is checksummed like any other, and its type has bit 7 set, so
-//! a reader that did not know it would skip it.
+//! fragment is checksummed like any other, and its type has bit 7 set.
+//! Readers that know only versions 1 and 2 refuse a version 3 log by its
+//! header: a database whose logs name their owner cannot be opened by
+//! them, which is what protects the identity checks from a downgrade.
 //!
 //! Fragment types with bit 7 set are **safe to ignore**: a reader that does
 //! not know one skips it (after checking its checksum). Type 0 is never

@@ -352,6 +352,8 @@ pub struct Reader {
     /// The owner an `Identity` fragment right after the header names
     /// (format version 3).
     owner: Option<Id>,
+    /// The format version of an intact file header.
+    version: Option<u32>,
 }
 
 impl fmt::Debug for Reader {
@@ -404,6 +406,7 @@ impl Reader {
             stats: ReadStats::default(),
             scan_buf: Vec::new(),
             owner: None,
+            version: None,
         })
     }
 
@@ -450,6 +453,21 @@ impl Reader {
     /// fragment is damaged (then reading reports it like any damage). Reads
     /// the file header if no record was read yet.
     pub fn owner(&mut self) -> Result<Option<Id>> {
+        self.start()?;
+        Ok(self.owner)
+    }
+
+    /// The format version of the log's file header (1, 2 or 3); `None`
+    /// when the header is damaged, missing or another log's (reading
+    /// reports that like any damage). Reads the file header if no record
+    /// was read yet.
+    pub fn format_version(&mut self) -> Result<Option<u32>> {
+        self.start()?;
+        Ok(self.version)
+    }
+
+    /// Reads the file header, once, before the first record.
+    fn start(&mut self) -> Result<()> {
         if !self.started && self.end.is_none() && !self.failed {
             self.started = true;
             if let Err(e) = self.check_file_header() {
@@ -457,7 +475,7 @@ impl Reader {
                 return Err(e);
             }
         }
-        Ok(self.owner)
+        Ok(())
     }
 
     /// What was returned and dropped so far.
@@ -669,6 +687,7 @@ impl Reader {
         match FileHeader::decode(&bytes) {
             Ok(header) if header.log_number == self.log_number => {
                 self.pos = FILE_HEADER_LEN;
+                self.version = Some(header.version);
                 if header.version == FORMAT_VERSION_OWNED {
                     self.read_owner();
                 }

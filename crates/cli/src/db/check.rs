@@ -107,6 +107,8 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
             match crate::dump::sst::verify(&path, f.size) {
                 Err(e) => problems.add(&path, e),
                 Ok(c) if !c.damage.is_empty() => {
+                    blocks += c.blocks;
+                    entries += c.entries;
                     for (offset, message) in c.damage {
                         problems.add(&path, format!("at offset {offset}: {message}"));
                     }

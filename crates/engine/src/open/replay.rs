@@ -240,19 +240,30 @@ impl WalReplay<'_> {
         .build()
     }
 
-    /// Why a WAL whose header names `owner` is not this database's: its
-    /// owner is another database than the one the MANIFEST records. A
-    /// WAL without an owner (written before format 3) and a database whose
-    /// MANIFEST records no identity yet cannot be told apart: `None`.
-    fn foreign_owner(&self, owner: Option<Id>) -> Option<String> {
-        let owner = owner?;
+    /// Why a WAL whose intact header has format `version` and names
+    /// `owner` is not this database's, when its MANIFEST records the
+    /// database's identity: the owner is another database, or there is
+    /// none in a header that predates owners (every WAL this database
+    /// still needs was written after it recorded its identity, so it names
+    /// it). A database whose MANIFEST records no identity yet cannot tell:
+    /// `None`. So is a damaged header or `Identity` fragment: reading
+    /// reports that as damage.
+    fn foreign_owner(&self, version: Option<u32>, owner: Option<Id>) -> Option<String> {
+        if !self.versions.db_id_recorded() {
+            return None;
+        }
         let db = self.versions.db_id();
-        (self.versions.db_id_recorded() && owner != db).then(|| {
-            format!(
+        match (owner, version) {
+            (Some(owner), _) if owner != db => Some(format!(
                 "the WAL belongs to another database: its header names database {owner}, {} records this one as {db} (a file copied in from elsewhere?)",
                 self.manifest
-            )
-        })
+            )),
+            (None, Some(v)) if v < lithify_wal::format::FORMAT_VERSION_OWNED => Some(format!(
+                "the WAL is not this database's: its header (format {v}) names no database, but {} records this one as {db} and every WAL it wrote since names it (a file copied in from elsewhere?)",
+                self.manifest
+            )),
+            _ => None,
+        }
     }
 
     /// Replays WAL `number`; damage it drops goes to `out.dropped`.
@@ -277,7 +288,8 @@ impl WalReplay<'_> {
         let mut reader = Reader::new(file, path, number)?
             .with_mode(mode)
             .with_reporter(move |r: &DroppedRange| sink.lock().push(*r));
-        if let Some(why) = self.foreign_owner(reader.owner()?) {
+        let version = reader.format_version()?;
+        if let Some(why) = self.foreign_owner(version, reader.owner()?) {
             if mode != RecoveryMode::SkipAnyCorruptedRecords {
                 return Err(self.corrupt(path, 0, why));
             }

@@ -44,15 +44,16 @@ pub(super) fn live_files(fs: &dyn FileSystem, dir: &Path, versions: &VersionSet)
                     "the table file has {actual} bytes, {manifest} records {} (bytes were added at offset {})",
                     f.size, f.size
                 )),
-                Ok(_) => crate::check_sst_identity(fs, &path, f.size, f.unique_id)
-                    .err()
-                    .map(|e| match e {
-                        crate::Error::Corruption { message, .. } => format!(
-                            "{message} ({manifest} lists it in table {:?} at L{level})",
-                            info.name
-                        ),
-                        other => other.to_string(),
-                    }),
+                // The file cannot be read, or its footer, metaindex or
+                // properties are damaged: that error names file and offset.
+                Ok(_) => match crate::check_sst_identity(fs, &path, f.size, f.unique_id) {
+                    Ok(()) => None,
+                    Err(crate::Error::Corruption { message, .. }) => Some(format!(
+                        "{message} ({manifest} lists it in table {:?} at L{level})",
+                        info.name
+                    )),
+                    Err(other) => return Err(other),
+                },
             };
             if let Some(mut message) = problem {
                 if let Some(t) = versions.recovered_torn_tail() {
