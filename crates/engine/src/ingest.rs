@@ -503,7 +503,12 @@ impl DbInner {
                             path: dest.clone(),
                         })?;
                     } else {
-                        copy_file_prefix(&*self.fs, &f.path, &*self.fs, &dest, f.size, |_| {})?;
+                        // The checksum as the bytes go by: no second read.
+                        let mut sum = lithify_sstable::FileChecksum::new();
+                        copy_file_prefix(&*self.fs, &f.path, &*self.fs, &dest, f.size, |b| {
+                            sum.update(b)
+                        })?;
+                        checksum = Some(sum.digest());
                     }
                     let meta = self.metadata_of(&dest, number, checksum)?;
                     placed.push(IngestedFile {

@@ -116,7 +116,7 @@ pub struct SstBuilder<C: Comparator = BytewiseComparator> {
     max_seqno: u64,
     poisoned: Option<String>,
     /// The xxh3-64 of every byte handed to the file.
-    checksum: xxhash_rust::xxh3::Xxh3,
+    checksum: crate::FileChecksum,
 }
 
 impl<C: Comparator> std::fmt::Debug for SstBuilder<C> {
@@ -182,7 +182,7 @@ impl<C: Comparator + Clone> SstBuilder<C> {
             min_seqno: u64::MAX,
             max_seqno: 0,
             poisoned: None,
-            checksum: xxhash_rust::xxh3::Xxh3::new(),
+            checksum: crate::FileChecksum::new(),
         })
     }
 }

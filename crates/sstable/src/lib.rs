@@ -78,7 +78,7 @@ pub use properties::Properties;
 pub use reader::{RangeDelEntry, SstReader, read_properties};
 pub use schema::{InternalKeys, KeySchema, PlainKeys};
 pub use stats::ReadStats;
-pub use verify::{FileCheck, file_checksum, verify_file};
+pub use verify::{FileCheck, FileChecksum, file_checksum, verify_file};
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -97,7 +97,7 @@ pub fn verify_file(file: &dyn RandomAccessFile, path: &Path, size: u64) -> Resul
 /// ```
 pub fn file_checksum(file: &dyn RandomAccessFile, path: &Path, size: u64) -> Result<u64> {
     const CHUNK: u64 = 1 << 20;
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut hasher = FileChecksum::new();
     let mut buf = vec![0u8; CHUNK.min(size) as usize];
     let mut offset = 0;
     while offset < size {
@@ -110,4 +110,44 @@ pub fn file_checksum(file: &dyn RandomAccessFile, path: &Path, size: u64) -> Res
         offset += n as u64;
     }
     Ok(hasher.digest())
+}
+
+/// The whole-file checksum computed as the bytes go by (what a builder
+/// does as it writes, and a copy as it copies): feed every byte of the
+/// file in order, then [`digest`](Self::digest).
+///
+/// ```
+/// use lithify_sstable::FileChecksum;
+///
+/// let mut whole = FileChecksum::new();
+/// whole.update(b"one two");
+/// let mut parts = FileChecksum::new();
+/// parts.update(b"one ");
+/// parts.update(b"two");
+/// assert_eq!(whole.digest(), parts.digest());
+/// ```
+#[derive(Clone, Default)]
+pub struct FileChecksum(xxhash_rust::xxh3::Xxh3);
+
+impl FileChecksum {
+    /// A checksum of no bytes yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the next bytes of the file.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The checksum of every byte added.
+    pub fn digest(&self) -> u64 {
+        self.0.digest()
+    }
+}
+
+impl std::fmt::Debug for FileChecksum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("FileChecksum").field(&self.digest()).finish()
+    }
 }
