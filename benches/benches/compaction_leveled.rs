@@ -14,15 +14,15 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use lithify_base::{InternalKey, InternalKeyComparator, ValueKind, VecIterator};
-use lithify_compaction_leveled::iter::{CompactionIterOptions, CompactionIterator, Snapshots};
-use lithify_compaction_leveled::{
-    CompactFilesOptions, CompactionPicker, CompactionsInProgress, JobOptions, LeveledOptions,
-    LeveledPicker, OutputFactory, PickContext, SstOpener, run_compaction,
+use lithify_compaction::iter::{CompactionIterOptions, CompactionIterator, Snapshots};
+use lithify_compaction::{
+    CompactFilesOptions, CompactionPicker, CompactionsInProgress, JobOptions, OutputFactory,
+    PickContext, SstOpener, run_compaction,
 };
+use lithify_compaction_leveled::{LeveledOptions, LeveledPicker};
 use lithify_compaction_sim::{SimConfig, WorkloadKind, simulate};
-use lithify_compaction_tiered::{
-    CompactionStrategy, MajorOnlyOptions, MajorOnlyPicker, TwoTierOptions, TwoTierPicker,
-};
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_tiered::{MajorOnlyOptions, MajorOnlyPicker, TwoTierOptions, TwoTierPicker};
 use lithify_sstable::{SstBuilder, SstOptions, SstReader};
 use lithify_version::filename::table_file_name;
 use lithify_version::{

@@ -20,8 +20,8 @@ use lithify_base::{
     VecIterator,
 };
 use lithify_base::keyspan::RangeTombstone;
-use lithify_compaction_leveled::DeeperLevels;
-use lithify_compaction_leveled::iter::{
+use lithify_compaction::DeeperLevels;
+use lithify_compaction::iter::{
     CompactionIterOptions, CompactionIterator, RangeDelAggregator, Snapshots,
 };
 use lithify_version::FileMetadata;

@@ -16,8 +16,10 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use lithify_base::{InternalKey, ValueKind};
-use lithify_compaction_leveled::{Compaction, CompactionsInProgress, LeveledOptions, PickContext};
-use lithify_compaction_tiered::{CompactionStrategy, MajorOnlyOptions, MinorPolicy, TwoTierOptions};
+use lithify_compaction::{Compaction, CompactionsInProgress, PickContext};
+use lithify_compaction_leveled::LeveledOptions;
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_tiered::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 use lithify_version::{DEFAULT_TABLE, FileMetadata, Version, VersionEdit, VersionSet, VersionSetOptions};
 use lithify_vfs::MemFs;
 

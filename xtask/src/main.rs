@@ -62,7 +62,7 @@ const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare
                                 transaction database (fjall: optimistic only), sums verified
   calibrate [--check]           simulates every fixed strategy on every steady workload at the full
                                 grid's four sizes (about a minute) and writes the cost model's
-                                calibration table, crates/compaction-tiered/testdata/
+                                calibration table, crates/compaction-strategy/testdata/
                                 cost_model_calibration.tsv, then runs the model's tests against
                                 it; --check fails instead when the table differs
   crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
@@ -105,7 +105,7 @@ fn main() -> ExitCode {
 }
 
 /// Where the cost model's calibration table lives.
-const CALIBRATION_TABLE: &str = "crates/compaction-tiered/testdata/cost_model_calibration.tsv";
+const CALIBRATION_TABLE: &str = "crates/compaction-strategy/testdata/cost_model_calibration.tsv";
 
 /// `cargo xtask calibrate`: the full grid from the simulator into the
 /// calibration table (or, with `check`, compared with it), then the
@@ -156,7 +156,7 @@ fn calibrate(check: bool) -> Result {
     run(cargo().args([
         "test",
         "-p",
-        "lithify-compaction-tiered",
+        "lithify-compaction-strategy",
         "--test",
         "cost_model_calibration",
     ]))?;

@@ -2,51 +2,7 @@
 
 use lithify_sstable::Compression;
 
-use crate::error::{InvalidArgumentSnafu, Result};
-
-/// The order in which the files of a level are considered for compaction
-/// (RocksDB's `compaction_pri`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum CompactionPri {
-    /// Largest compensated size first (deletion-heavy files weigh more).
-    ByCompensatedSize,
-    /// Files whose newest data is oldest first (`largest_seqno` ascending).
-    OldestLargestSeqFirst,
-    /// Files whose oldest data is oldest first (`smallest_seqno` ascending).
-    OldestSmallestSeqFirst,
-    /// Smallest ratio of overlapping bytes in the next level to the file's
-    /// compensated size first: the cheapest compaction per byte moved down.
-    #[default]
-    MinOverlappingRatio,
-    /// Round robin from a per-level cursor kept in the MANIFEST.
-    RoundRobin,
-}
-
-impl CompactionPri {
-    /// The name in RocksDB's spelling, e.g. `kMinOverlappingRatio`.
-    pub fn name(self) -> &'static str {
-        match self {
-            CompactionPri::ByCompensatedSize => "kByCompensatedSize",
-            CompactionPri::OldestLargestSeqFirst => "kOldestLargestSeqFirst",
-            CompactionPri::OldestSmallestSeqFirst => "kOldestSmallestSeqFirst",
-            CompactionPri::MinOverlappingRatio => "kMinOverlappingRatio",
-            CompactionPri::RoundRobin => "kRoundRobin",
-        }
-    }
-
-    /// Parses a name, with or without RocksDB's `k` prefix.
-    pub fn from_name(name: &str) -> Option<CompactionPri> {
-        let name = name.strip_prefix('k').unwrap_or(name);
-        Some(match name {
-            "ByCompensatedSize" => CompactionPri::ByCompensatedSize,
-            "OldestLargestSeqFirst" => CompactionPri::OldestLargestSeqFirst,
-            "OldestSmallestSeqFirst" => CompactionPri::OldestSmallestSeqFirst,
-            "MinOverlappingRatio" => CompactionPri::MinOverlappingRatio,
-            "RoundRobin" => CompactionPri::RoundRobin,
-            _ => return None,
-        })
-    }
-}
+use lithify_compaction::{CompactionPri, Error, Result};
 
 /// 30 days, RocksDB's sanitized default `ttl` for block-based tables.
 pub const DEFAULT_TTL_SECONDS: u64 = 30 * 24 * 60 * 60;
@@ -148,14 +104,11 @@ impl LeveledOptions {
             self.num_levels = 2;
         }
         if self.num_levels > lithify_version::edit::MAX_LEVELS {
-            return InvalidArgumentSnafu {
-                message: format!(
-                    "num_levels {} exceeds the {} levels a MANIFEST can hold",
-                    self.num_levels,
-                    lithify_version::edit::MAX_LEVELS
-                ),
-            }
-            .fail();
+            return Err(Error::invalid_argument(format!(
+                "num_levels {} exceeds the {} levels a MANIFEST can hold",
+                self.num_levels,
+                lithify_version::edit::MAX_LEVELS
+            )));
         }
         if self.level0_file_num_compaction_trigger == 0 {
             self.level0_file_num_compaction_trigger = 1;
@@ -165,22 +118,19 @@ impl LeveledOptions {
             self.max_bytes_for_level_multiplier = 1.0;
         }
         if self.target_file_size_base == 0 {
-            return InvalidArgumentSnafu {
-                message: "target_file_size_base must be positive".to_owned(),
-            }
-            .fail();
+            return Err(Error::invalid_argument(
+                "target_file_size_base must be positive".to_owned(),
+            ));
         }
         if self.target_file_size_multiplier == 0 {
-            return InvalidArgumentSnafu {
-                message: "target_file_size_multiplier must be positive".to_owned(),
-            }
-            .fail();
+            return Err(Error::invalid_argument(
+                "target_file_size_multiplier must be positive".to_owned(),
+            ));
         }
         if self.max_bytes_for_level_base == 0 {
-            return InvalidArgumentSnafu {
-                message: "max_bytes_for_level_base must be positive".to_owned(),
-            }
-            .fail();
+            return Err(Error::invalid_argument(
+                "max_bytes_for_level_base must be positive".to_owned(),
+            ));
         }
         if self.max_compaction_bytes == 0 {
             self.max_compaction_bytes = self.target_file_size_base.saturating_mul(25);

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use lithify_version::{FileMetadata, Version};
 
-use crate::compaction::CompactionsInProgress;
 use crate::options::LeveledOptions;
 use crate::targets::LevelTargets;
+use lithify_compaction::{CompactionsInProgress, LevelScore};
 
 /// RocksDB's `kScoreScale`: scores above 1 in dynamic mode are multiplied
 /// by it, so that "must compact" levels sort well above the rest.
@@ -70,15 +70,6 @@ fn compensated_size(f: &FileMetadata, average_value_size: u64) -> u64 {
         );
     }
     size
-}
-
-/// One level's compaction score.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LevelScore {
-    /// The level.
-    pub level: usize,
-    /// Its score: a level with score >= 1 needs compaction.
-    pub score: f64,
 }
 
 /// The scores of levels 0..num_levels-2, in RocksDB's order (highest

@@ -15,14 +15,14 @@ use lithify_base::{
     Comparator as _, InternalIterator, InternalKey, InternalKeyComparator, SeqNo, ValueKind,
     VecIterator,
 };
-use lithify_compaction_leveled::iter::{
+use lithify_compaction::iter::{
     CompactionIterOptions, CompactionIterator, RangeDelAggregator, Snapshots,
 };
-use lithify_compaction_leveled::{
+use lithify_compaction::{
     CompactFilesOptions, Compaction, CompactionPicker, CompactionsInProgress, FileNumbers,
-    JobOptions, LeveledOptions, LeveledPicker, OutputFactory, PickContext, SstOpener,
-    flush_to_level0, run_compaction,
+    JobOptions, OutputFactory, PickContext, SstOpener, flush_to_level0, run_compaction,
 };
+use lithify_compaction_leveled::{LeveledOptions, LeveledPicker};
 use lithify_sstable::{SstBuilder, SstOptions, SstReader};
 use lithify_version::filename::table_file_name;
 use lithify_version::{DEFAULT_TABLE, FileMetadata, VersionEdit, VersionSet, VersionSetOptions};
@@ -99,7 +99,7 @@ impl Env {
             {
                 smallest = Some(s);
             }
-            let e = lithify_compaction_leveled::bounds::sentinel(&t.end);
+            let e = lithify_compaction::bounds::sentinel(&t.end);
             if largest
                 .as_ref()
                 .is_none_or(|x| cmp.compare(e.encoded(), x.encoded()).is_gt())
@@ -298,7 +298,7 @@ fn check_outputs(env: &Env, c: &Compaction, outputs: &[FileMetadata]) {
             );
             assert!(
                 prev.largest_user_key() < f.smallest_user_key()
-                    || lithify_compaction_leveled::bounds::is_sentinel(&prev.largest),
+                    || lithify_compaction::bounds::is_sentinel(&prev.largest),
                 "{prev:?} / {f:?}"
             );
         }

@@ -28,6 +28,9 @@
 //! file-mult=N max-compaction=SIZE pri=NAME ttl=S periodic=S levels=N
 //! subcompactions=N per-level-compression=bool dynamic-file-size=bool`.
 
+// The data-driven harness of `lithify-compaction`'s tests, shared rather
+// than copied.
+#[path = "../../compaction/tests/common/mod.rs"]
 mod common;
 
 use std::collections::HashSet;
@@ -36,11 +39,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_base::{InternalKey, InternalKeyComparator};
-use lithify_compaction_leveled::{
+use lithify_compaction::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, Compaction,
-    CompactionPicker, CompactionPri, CompactionsInProgress, LeveledOptions, LeveledPicker,
-    ManualCompaction, ManualStep, MarkedFiles, PickContext, estimated_compaction_needed_bytes,
-    human_bytes,
+    CompactionPicker, CompactionPri, CompactionsInProgress, ManualCompaction, ManualStep,
+    PickContext, human_bytes,
+};
+use lithify_compaction_leveled::{
+    LeveledOptions, LeveledPicker, MarkedFiles, estimated_compaction_needed_bytes,
 };
 use lithify_sstable::Compression;
 use lithify_version::{

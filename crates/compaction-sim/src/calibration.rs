@@ -3,13 +3,13 @@
 //! the inputs the model takes (the observed mix, the mean table size and
 //! the flush size) and the amplification the simulator measured.
 //!
-//! `Adaptive`'s cost model ([`lithify_compaction_tiered::cost_model`])
+//! `Adaptive`'s cost model ([`lithify_compaction_strategy::cost_model`])
 //! must not depend on this crate, so the table is written to its crate's
 //! `testdata` (`cargo xtask calibrate` regenerates it) and its tests
 //! compare predictions against the lines there. This crate's test checks
 //! that the small grid's lines are still what the simulator produces.
 
-use lithify_compaction_tiered::CompactionStrategy;
+use lithify_compaction_strategy::CompactionStrategy;
 
 use crate::{Result, SimConfig, SimReport, WorkloadKind, simulate, sized_strategy};
 
@@ -154,7 +154,8 @@ mod tests {
     use super::*;
 
     /// The calibration table in the cost model's crate.
-    const TABLE: &str = include_str!("../../compaction-tiered/testdata/cost_model_calibration.tsv");
+    const TABLE: &str =
+        include_str!("../../compaction-strategy/testdata/cost_model_calibration.tsv");
 
     #[test]
     fn the_small_grid_lines_are_what_the_simulator_gives() {

@@ -34,7 +34,7 @@ pub enum Error {
     #[snafu(display("{source}"))]
     Strategy {
         /// The compaction crates' error.
-        source: lithify_compaction_leveled::Error,
+        source: lithify_compaction::Error,
         /// Where the error was raised.
         #[snafu(implicit)]
         location: Location,
@@ -78,9 +78,9 @@ impl Classify for Error {
     }
 }
 
-impl From<lithify_compaction_leveled::Error> for Error {
+impl From<lithify_compaction::Error> for Error {
     #[track_caller]
-    fn from(source: lithify_compaction_leveled::Error) -> Self {
+    fn from(source: lithify_compaction::Error) -> Self {
         snafu::IntoError::into_error(StrategySnafu, source)
     }
 }

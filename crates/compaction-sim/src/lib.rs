@@ -4,12 +4,12 @@
 //!
 //! Keys are integers. A flush turns the memtable's newest operation per
 //! key (a put or a delete) into an L0 file — or, when the strategy's
-//! [`pick_flush`](lithify_compaction_leveled::CompactionPicker::pick_flush) plans one, merges it
+//! [`pick_flush`](lithify_compaction::CompactionPicker::pick_flush) plans one, merges it
 //! straight into existing files (major flushes of `MajorOnly`, flushes
 //! cut by stripe or merged with the previous L0 table of `TwoTier`). Each
 //! level L1+ keeps bitmaps of its keys and tombstones, so a compaction is
 //! a merge of bitmap ranges and L0 key lists, newest first, walked in key
-//! order through the same [`OutputCutter`](lithify_compaction_leveled::job::OutputCutter) the
+//! order through the same [`OutputCutter`](lithify_compaction::job::OutputCutter) the
 //! job uses; incremental majors leave files without new keys in place.
 //! File sizes come from a [`SizeModel`] measured on real tables. Metadata
 //! goes through a real `VersionSet` on an in-memory file system, so
@@ -52,15 +52,17 @@ pub use workload::{KeyDistribution, KeyGenerator, SplitMix64};
 
 use crate::error::InvalidArgumentSnafu;
 use bitmap::{Bitmap, MemKeys};
-use lithify_compaction_leveled::{
-    CompactionPicker, CompactionStatsTable, CompactionsInProgress, LevelShape, LeveledOptions,
-    PickContext, human_size,
+use lithify_compaction::{
+    CompactionPicker, CompactionStatsTable, CompactionsInProgress, LevelShape, PickContext,
+    human_size,
 };
-use lithify_compaction_tiered::adaptive::{
+use lithify_compaction_leveled::LeveledOptions;
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_strategy::adaptive::{
     AdaptiveState, DayPart, WorkloadRecorder, WorkloadStats,
 };
-use lithify_compaction_tiered::cost_model::TableSize;
-use lithify_compaction_tiered::{CompactionStrategy, stripe_boundaries};
+use lithify_compaction_strategy::cost_model::TableSize;
+use lithify_compaction_tiered::stripe_boundaries;
 use lsm::{SimLsm, user_key_of};
 
 /// What to simulate.
@@ -806,7 +808,7 @@ pub fn strategies_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lithify_compaction_tiered::adaptive::{AdaptiveOptions, choose_strategy};
+    use lithify_compaction_strategy::adaptive::{AdaptiveOptions, choose_strategy};
     use lithify_compaction_tiered::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 
     fn base(ops: u64) -> SimConfig {
@@ -1006,7 +1008,7 @@ mod tests {
                 rec.record_write(&user_key_of(k as u32), Some(true));
             }
         }
-        let size = lithify_compaction_tiered::cost_model::TableSize::new(2 << 20, 200 << 10, 120);
+        let size = lithify_compaction_strategy::cost_model::TableSize::new(2 << 20, 200 << 10, 120);
         let c = choose_strategy(
             &rec.take_window(),
             &size,

@@ -23,8 +23,8 @@ use super::SimCounts;
 use super::bitmap::{Bitmap, LevelBits, MemKeys, TOMB};
 use super::size_model::SizeModel;
 use crate::error::{InvalidArgumentSnafu, Result, VersionSnafu};
-use lithify_compaction_leveled::job::{CutLimits, Grandparent, OutputCutter};
-use lithify_compaction_leveled::{
+use lithify_compaction::job::{CutLimits, Grandparent, OutputCutter};
+use lithify_compaction::{
     Compaction, CompactionPicker, CompactionStats, CompactionStatsTable, CompactionsInProgress,
     PickContext,
 };

@@ -9,7 +9,7 @@ use crate::options::MajorOnlyOptions;
 use crate::tiers::{
     self, TierOutput, TierPick, base_files, delta_closure, delta_files, group_inputs, major_level,
 };
-use lithify_compaction_leveled::{
+use lithify_compaction::{
     Compaction, CompactionPicker, CompactionReason, Error, LevelScore, ManualPick, ManualRequest,
     PickContext, Result,
 };
@@ -30,7 +30,7 @@ use lithify_compaction_leveled::{
 ///   is the reshaping compaction of a strategy switch.
 ///
 /// ```
-/// use lithify_compaction_leveled::{CompactionPicker, CompactionsInProgress, PickContext};
+/// use lithify_compaction::{CompactionPicker, CompactionsInProgress, PickContext};
 /// use lithify_compaction_tiered::{MajorOnlyOptions, MajorOnlyPicker};
 /// use lithify_version::Version;
 ///

@@ -10,7 +10,7 @@
 
 use lithify_sstable::Compression;
 
-use lithify_compaction_leveled::{Error, Result};
+use lithify_compaction::{Error, Result};
 
 /// Options of [`MajorOnlyPicker`](crate::MajorOnlyPicker): no L0 in the
 /// steady state; a flush is a major compaction of the frozen memtables
@@ -74,7 +74,7 @@ pub enum MinorPolicy {
     /// Each flush is merged with the previous L0 table, so L0 stays one
     /// table (read-mostly, few updates: flushes are rare, reads see at most
     /// two sorted runs). The merge happens in the flush itself when the
-    /// engine uses [`pick_flush`](lithify_compaction_leveled::CompactionPicker::pick_flush),
+    /// engine uses [`pick_flush`](lithify_compaction::CompactionPicker::pick_flush),
     /// else as a minor compaction right after it.
     MergeWithPrevious,
     /// Size-tiered merges (RocksDB's universal rule): starting from the

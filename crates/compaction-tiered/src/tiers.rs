@@ -15,7 +15,7 @@ use lithify_base::InternalKeyComparator;
 use lithify_sstable::Compression;
 use lithify_version::{FileMetadata, Version};
 
-use lithify_compaction_leveled::{
+use lithify_compaction::{
     BottommostLevelCompaction, Compaction, CompactionInputs, CompactionReason, Error, ManualPick,
     ManualRequest, PickContext, Result,
 };

@@ -9,7 +9,7 @@ use lithify_version::{FileMetadata, Version, VersionEdit};
 
 use crate::options::{MinorPolicy, TwoTierOptions};
 use crate::tiers::{self, TierOutput, TierPick, file_in_stripe, major_level, stripe_boundaries};
-use lithify_compaction_leveled::{
+use lithify_compaction::{
     Compaction, CompactionInputs, CompactionPicker, CompactionReason, Error, LevelScore,
     ManualPick, ManualRequest, PickContext, Result,
 };
@@ -37,7 +37,7 @@ use lithify_compaction_leveled::{
 /// L0 tables they meet.
 ///
 /// ```
-/// use lithify_compaction_leveled::{CompactionPicker, CompactionReason, CompactionsInProgress, PickContext};
+/// use lithify_compaction::{CompactionPicker, CompactionReason, CompactionsInProgress, PickContext};
 /// use lithify_compaction_tiered::{TwoTierOptions, TwoTierPicker};
 /// use lithify_version::Version;
 ///

@@ -6,14 +6,16 @@ use std::collections::HashSet;
 use std::sync::Arc as StdArc;
 
 use crate::resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
-use lithify_compaction_leveled::iter::Snapshots;
-use lithify_compaction_leveled::job::JobOptions;
-use lithify_compaction_leveled::{
-    CompactRangeOptions, Compaction, CompactionPicker, LeveledOptions, ManualCompaction,
-    ManualStep, PickContext, run_compaction,
+use lithify_compaction::iter::Snapshots;
+use lithify_compaction::job::JobOptions;
+use lithify_compaction::{
+    CompactRangeOptions, Compaction, CompactionPicker, ManualCompaction, ManualStep, PickContext,
+    run_compaction,
 };
-use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveState};
-use lithify_compaction_tiered::{CompactionStrategy, MajorOnlyOptions, TwoTierOptions};
+use lithify_compaction_leveled::LeveledOptions;
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_strategy::adaptive::{AdaptiveOptions, AdaptiveState};
+use lithify_compaction_tiered::{MajorOnlyOptions, TwoTierOptions};
 use lithify_version::TableId;
 
 use crate::db_impl::{DbInner, DbState};
@@ -252,7 +254,7 @@ impl DbInner {
                 rate_limiter: self
                     .rate_limiter
                     .clone()
-                    .map(|r| r as StdArc<dyn lithify_compaction_leveled::WriteRateLimiter>),
+                    .map(|r| r as StdArc<dyn lithify_compaction::WriteRateLimiter>),
                 ..crate::flush::job_options(&topts)
             };
             run_compaction(
@@ -376,7 +378,7 @@ impl DbInner {
             None,
             CompactRangeOptions {
                 bottommost_level_compaction:
-                    lithify_compaction_leveled::BottommostLevelCompaction::ForceOptimized,
+                    lithify_compaction::BottommostLevelCompaction::ForceOptimized,
                 ..CompactRangeOptions::default()
             },
             self.versions.next_file_number(),

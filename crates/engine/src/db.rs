@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use bytes::Bytes;
 use lithify_base::SeqNo;
 use lithify_base::sync::Mutex;
-use lithify_compaction_leveled::CompactRangeOptions;
+use lithify_compaction::CompactRangeOptions;
 use lithify_version::DEFAULT_TABLE;
 
 use crate::batch::WriteBatch;

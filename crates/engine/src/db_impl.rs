@@ -122,8 +122,8 @@ impl DbInner {
 
     /// Where flushes and compactions write their tables: this directory,
     /// numbers from the version set, this open's identity.
-    pub(crate) fn output_factory(&self) -> lithify_compaction_leveled::OutputFactory<'_> {
-        lithify_compaction_leveled::OutputFactory {
+    pub(crate) fn output_factory(&self) -> lithify_compaction::OutputFactory<'_> {
+        lithify_compaction::OutputFactory {
             fs: &*self.fs,
             dir: &self.dir,
             numbers: &self.versions,

@@ -65,7 +65,7 @@ pub enum Error {
     #[snafu(display("{source}"))]
     Compaction {
         /// The compaction crate's error.
-        source: lithify_compaction_leveled::Error,
+        source: lithify_compaction::Error,
         /// Where the error was raised.
         #[snafu(implicit)]
         location: Location,

@@ -4,8 +4,8 @@
 use lithify_base::keyspan::RangeTombstone;
 use lithify_base::sync::Arc;
 use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, SeqNo};
-use lithify_compaction_leveled::iter::{IterStats, Snapshots};
-use lithify_compaction_leveled::job::{
+use lithify_compaction::iter::{IterStats, Snapshots};
+use lithify_compaction::job::{
     FlushResult, JobOptions, MemtableInput, OutputFactory, flush_to_level0, run_flush,
 };
 use lithify_memtable::MemTableIter;
@@ -118,7 +118,7 @@ pub(crate) fn memtable_range(
 /// What a flush writes: one L0 table, or the outputs of a flush plan.
 struct Flushed {
     edit: VersionEdit,
-    stats: lithify_compaction_leveled::CompactionStats,
+    stats: lithify_compaction::CompactionStats,
     /// What the compaction iterator merged and cancelled.
     iter_stats: IterStats,
     /// The plan's output level, when the flush ran a plan.
@@ -367,10 +367,10 @@ impl DbInner {
     fn run_flush_plan(
         &self,
         table: TableId,
-        c: &lithify_compaction_leveled::Compaction,
+        c: &lithify_compaction::Compaction,
         mems: &[Arc<Mem>],
         snapshots: &[SeqNo],
-    ) -> Result<lithify_compaction_leveled::CompactionResult> {
+    ) -> Result<lithify_compaction::CompactionResult> {
         let icmp = self.opener.options.comparator.clone();
         let tables: Vec<Arc<lithify_memtable::MemTable>> =
             mems.iter().map(|m| Arc::clone(m.table())).collect();

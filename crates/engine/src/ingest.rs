@@ -655,13 +655,8 @@ impl DbInner {
         let (Some(smallest), Some(largest)) = (smallest, largest) else {
             return Err(corrupt(path)("the table is empty".to_owned()));
         };
-        let mut meta = lithify_compaction_leveled::file_metadata(
-            number,
-            size,
-            smallest,
-            largest,
-            reader.properties(),
-        );
+        let mut meta =
+            lithify_compaction::file_metadata(number, size, smallest, largest, reader.properties());
         meta.file_checksum = Some(match checksum {
             Some(sum) => sum,
             None => lithify_sstable::file_checksum(&*file, path, size).context(SstSnafu)?,

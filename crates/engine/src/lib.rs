@@ -98,17 +98,14 @@ pub use ingest::{IngestOptions, IngestedFile};
 pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
 pub use lithify_base::merge::{Max, MergeFailureScope, MergeOperator, StringAppend, UInt64Add};
-pub use lithify_compaction_leveled::iter::{CompactionFilter, FilterDecision};
-pub use lithify_compaction_leveled::{
-    BottommostLevelCompaction, CompactRangeOptions, CompactionPri,
-};
-pub use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveThresholds};
-pub use lithify_compaction_tiered::cost_model::{
+pub use lithify_compaction::iter::{CompactionFilter, FilterDecision};
+pub use lithify_compaction::{BottommostLevelCompaction, CompactRangeOptions, CompactionPri};
+pub use lithify_compaction_strategy::CompactionStrategy;
+pub use lithify_compaction_strategy::adaptive::{AdaptiveOptions, AdaptiveThresholds};
+pub use lithify_compaction_strategy::cost_model::{
     CpuCosts, Limits as AdaptiveLimits, Objective as AdaptiveObjective, Prediction,
 };
-pub use lithify_compaction_tiered::{
-    CompactionStrategy, MajorOnlyOptions, MinorPolicy, TwoTierOptions,
-};
+pub use lithify_compaction_tiered::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 pub use lithify_sstable::{BlockCache, Compression};
 pub use lithify_wal::{RecordCompression as WalCompression, RecoveryMode};
 pub use live_set::{

@@ -1,7 +1,7 @@
 //! Merge operands on the read path: one table's operator, applied to the
 //! operands a lookup or a cursor collected, and the errors when it is
 //! missing or fails. Compactions merge through the compaction iterator
-//! (`lithify_compaction_leveled::iter`); both apply the same operator.
+//! (`lithify_compaction::iter`); both apply the same operator.
 
 use std::sync::Arc as StdArc;
 use std::sync::atomic::{AtomicU64, Ordering};

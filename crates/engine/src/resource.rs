@@ -13,7 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use lithify_compaction_leveled::job::WriteRateLimiter;
+use lithify_compaction::job::WriteRateLimiter;
 use parking_lot::Mutex;
 
 use crate::clock::{Clock, SystemClock};

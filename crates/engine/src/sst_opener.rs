@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc as StdArc;
 
 use lithify_base::InternalKeyComparator;
-use lithify_compaction_leveled::job::SstOpener as JobOpener;
+use lithify_compaction::job::SstOpener as JobOpener;
 use lithify_sstable::{BlockCache, SstOptions, SstReader};
 use lithify_version::FileMetadata;
 use lithify_version::filename::table_file_name;

@@ -8,9 +8,9 @@ use std::time::Duration;
 use crate::recovery::RecoveryReport;
 use lithify_base::sync::atomic::{AtomicU64, Ordering};
 use lithify_base::{InternalKeyComparator, key::user_key};
-use lithify_compaction_leveled::iter::IterStats;
-use lithify_compaction_leveled::{CompactionStats, CompactionStatsTable};
-use lithify_compaction_tiered::cost_model::Prediction;
+use lithify_compaction::iter::IterStats;
+use lithify_compaction::{CompactionStats, CompactionStatsTable};
+use lithify_compaction_strategy::cost_model::Prediction;
 use lithify_sstable::CacheStats;
 use lithify_version::Version;
 

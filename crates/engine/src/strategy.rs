@@ -13,9 +13,10 @@ use std::sync::Arc as StdArc;
 use std::sync::atomic::Ordering;
 
 use lithify_base::ValueKind;
-use lithify_compaction_tiered::adaptive::DayPart;
-use lithify_compaction_tiered::cost_model::TableSize;
-use lithify_compaction_tiered::{CompactionStrategy, stripe_boundaries};
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_strategy::adaptive::DayPart;
+use lithify_compaction_strategy::cost_model::TableSize;
+use lithify_compaction_tiered::stripe_boundaries;
 use lithify_version::TableId;
 
 use crate::batch::WriteBatch;

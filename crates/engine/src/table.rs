@@ -9,10 +9,8 @@ use std::sync::{Arc as StdArc, Weak};
 
 use bytes::Bytes;
 use lithify_base::sync::Arc;
-use lithify_compaction_leveled::{
-    CompactRangeOptions, CompactionStatsTable, CompactionsInProgress,
-};
-use lithify_compaction_tiered::CompactionStrategy;
+use lithify_compaction::{CompactRangeOptions, CompactionStatsTable, CompactionsInProgress};
+use lithify_compaction_strategy::CompactionStrategy;
 use lithify_version::TableId;
 
 use crate::batch::WriteBatch;

@@ -11,9 +11,9 @@ use crate::merge::TableMerge;
 use lithify_base::InternalKeyComparator;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lithify_base::sync::{Arc, Mutex};
-use lithify_compaction_leveled::{CompactionPicker, CompactionStatsTable, CompactionsInProgress};
-use lithify_compaction_tiered::CompactionStrategy;
-use lithify_compaction_tiered::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
+use lithify_compaction::{CompactionPicker, CompactionStatsTable, CompactionsInProgress};
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_strategy::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
 use lithify_version::{TableId, Version};
 
 use crate::options::Options;
@@ -291,11 +291,7 @@ pub(crate) struct FlushShape {
 impl FlushShape {
     /// Adds a flush of `memtables` memtables; past 64 memtables the
     /// sums are halved, so recent flushes weigh most.
-    pub(crate) fn record(
-        &mut self,
-        stats: &lithify_compaction_leveled::CompactionStats,
-        memtables: usize,
-    ) {
+    pub(crate) fn record(&mut self, stats: &lithify_compaction::CompactionStats, memtables: usize) {
         if self.memtables >= 64 {
             self.memtables /= 2;
             self.records_in /= 2;

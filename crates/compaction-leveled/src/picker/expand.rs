@@ -7,8 +7,8 @@ use std::sync::Arc;
 use lithify_base::InternalKey;
 use lithify_version::{FileMetadata, Version};
 
-use crate::bounds::{clean_files_within, key_range, overlapping_files, union_range};
-use crate::compaction::CompactionsInProgress;
+use lithify_compaction::CompactionsInProgress;
+use lithify_compaction::bounds::{clean_files_within, key_range, overlapping_files, union_range};
 
 pub(crate) type Files = Vec<Arc<FileMetadata>>;
 

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 
 use lithify_version::{FileMetadata, Version};
 
-use crate::options::CompactionPri;
 use crate::score::CompensatedSizes;
+use lithify_compaction::CompactionPri;
 
 /// The TTL boost of `kMinOverlappingRatio` (RocksDB's `FileTtlBooster`):
 /// files of a middle level older than a level-dependent age get their

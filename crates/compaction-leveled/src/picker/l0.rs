@@ -7,9 +7,9 @@ use lithify_base::Comparator as _;
 use lithify_version::Version;
 
 use super::expand::Files;
-use crate::bounds::overlapping_files;
-use crate::compaction::CompactionsInProgress;
 use crate::score::CompensatedSizes;
+use lithify_compaction::CompactionsInProgress;
+use lithify_compaction::bounds::overlapping_files;
 
 /// RocksDB's `kMinFilesForIntraL0Compaction`.
 pub(crate) const MIN_FILES_FOR_INTRA_L0: usize = 4;

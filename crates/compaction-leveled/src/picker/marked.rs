@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use lithify_version::{FileMetadata, Version};
 
-use super::PickContext;
 use crate::options::LeveledOptions;
+use lithify_compaction::PickContext;
 
 /// The files, per reason, that need compaction regardless of level sizes,
 /// each as `(level, file)` in level order. Files being compacted are left

@@ -12,12 +12,12 @@
 
 use std::process::ExitCode;
 
-use lithify_compaction_leveled::CompactionPri;
+use lithify_compaction::CompactionPri;
 use lithify_compaction_sim::{
     KeyDistribution, SimConfig, WorkloadKind, calibration, report_strategies, simulate,
     sized_strategy, strategies_table,
 };
-use lithify_compaction_tiered::CompactionStrategy;
+use lithify_compaction_strategy::CompactionStrategy;
 
 const USAGE: &str = "usage: compaction-sim [options]
   --writes N                 number of writes (default 10000000)

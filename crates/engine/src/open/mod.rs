@@ -29,7 +29,7 @@ use std::time::Instant;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use lithify_base::sync::{Arc, Condvar, Mutex};
 use lithify_base::{Id, InternalKeyComparator, SeqNo};
-use lithify_compaction_leveled::{CompactionStatsTable, CompactionsInProgress};
+use lithify_compaction::{CompactionStatsTable, CompactionsInProgress};
 use lithify_sstable::{BlockCache, SstOptions};
 use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name};
 use lithify_version::{TableId, VersionEdit, VersionSet, VersionSetOptions};

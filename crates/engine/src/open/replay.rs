@@ -31,7 +31,7 @@ use std::sync::Arc as StdArc;
 
 use lithify_base::sync::Arc;
 use lithify_base::{Id, MAX_SEQNO, SeqNo, ValueKind};
-use lithify_compaction_leveled::CompactionStatsTable;
+use lithify_compaction::CompactionStatsTable;
 use lithify_version::{FileMetadata, TableId, VersionSet};
 use lithify_vfs::FileSystem;
 use lithify_wal::{DroppedRange, LogEnd, Reader, RecoveryMode};
@@ -47,7 +47,7 @@ use crate::recovery::DroppedBytes;
 use crate::sst_opener::SstOpener;
 use crate::table_state::{TableState, new_memtable};
 use crate::wal::log_path;
-use lithify_compaction_leveled::OutputFactory;
+use lithify_compaction::OutputFactory;
 
 /// A table being recovered.
 pub(super) struct Replay {

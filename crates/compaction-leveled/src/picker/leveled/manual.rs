@@ -2,23 +2,21 @@
 //! `CompactionPicker::CompactRange` for one level of a `compact_range`,
 //! `DBImpl::ReFitLevel` for `change_level`, and `CompactFiles`. The
 //! driver that steps through a `compact_range` for any strategy is
-//! [`ManualCompaction`](crate::ManualCompaction).
+//! [`ManualCompaction`](lithify_compaction::ManualCompaction).
 
 use lithify_base::{InternalKey, ValueKind};
 use lithify_version::{Version, VersionEdit};
 
 use super::{LeveledPicker, two_levels};
-use crate::bounds::overlapping_files;
-use crate::compaction::{Compaction, CompactionReason};
-use crate::error::{ConflictSnafu, InvalidArgumentSnafu, Result};
-use crate::picker::PickContext;
 use crate::picker::expand::{
     Files, conflicts_with_running, expand_to_clean_cut, grandparents, setup_other_inputs,
     total_size,
 };
-use crate::picker::manual::{
-    BottommostLevelCompaction, CompactFilesOptions, ManualOutput, ManualPick, ManualRequest,
-    sanitize_compact_files,
+use lithify_compaction::bounds::overlapping_files;
+use lithify_compaction::picker::sanitize_compact_files;
+use lithify_compaction::{
+    BottommostLevelCompaction, CompactFilesOptions, Compaction, CompactionReason, Error,
+    ManualOutput, ManualPick, ManualRequest, PickContext, Result,
 };
 
 fn end_key(user_key: &[u8]) -> InternalKey {
@@ -34,10 +32,9 @@ pub(crate) fn pick_compact_range(
 ) -> Result<Option<ManualPick>> {
     let input_level = request.input_level;
     if input_level >= version.num_levels() {
-        return InvalidArgumentSnafu {
-            message: format!("level {input_level} does not exist"),
-        }
-        .fail();
+        return Err(Error::invalid_argument(format!(
+            "level {input_level} does not exist"
+        )));
     }
     let targets = picker.targets(version);
     let output_level = match request.output {
@@ -45,10 +42,9 @@ pub(crate) fn pick_compact_range(
         ManualOutput::BaseLevel => targets.base_level(),
     };
     if output_level >= version.num_levels() || output_level < input_level {
-        return InvalidArgumentSnafu {
-            message: format!("cannot compact L{input_level} into L{output_level}"),
-        }
-        .fail();
+        return Err(Error::invalid_argument(format!(
+            "cannot compact L{input_level} into L{output_level}"
+        )));
     }
     let end = request.end.as_deref().map(end_key);
     let mut inputs = overlapping_files(version, input_level, request.begin.as_ref(), end.as_ref());
@@ -56,10 +52,9 @@ pub(crate) fn pick_compact_range(
         return Ok(None);
     }
     if input_level == 0 && ctx.in_progress.level0_in_progress() {
-        return ConflictSnafu {
-            message: "only one compaction out of L0 may run at a time".to_owned(),
-        }
-        .fail();
+        return Err(Error::conflict(
+            "only one compaction out of L0 may run at a time".to_owned(),
+        ));
     }
     let mut covering_whole_range = true;
     let limit = picker.options().max_compaction_bytes();
@@ -117,10 +112,9 @@ pub(crate) fn pick_compact_range(
         inputs = shrunk;
     }
     if !expand_to_clean_cut(version, ctx.in_progress, input_level, &mut inputs) {
-        return ConflictSnafu {
-            message: format!("a file of L{input_level} in the range is being compacted"),
-        }
-        .fail();
+        return Err(Error::conflict(format!(
+            "a file of L{input_level} in the range is being compacted"
+        )));
     }
     let next_begin = if covering_whole_range || input_level == 0 {
         None
@@ -146,10 +140,9 @@ pub(crate) fn pick_compact_range(
         ) {
             Some(out) => out,
             None => {
-                return ConflictSnafu {
-                    message: format!("a file of L{output_level} in the range is being compacted"),
-                }
-                .fail();
+                return Err(Error::conflict(format!(
+                    "a file of L{output_level} in the range is being compacted"
+                )));
             }
         };
     }
@@ -159,10 +152,9 @@ pub(crate) fn pick_compact_range(
         &[(input_level, &inputs), (output_level, &out)],
         output_level,
     ) {
-        return ConflictSnafu {
-            message: format!("a running compaction writes the same key range of L{output_level}"),
-        }
-        .fail();
+        return Err(Error::conflict(format!(
+            "a running compaction writes the same key range of L{output_level}"
+        )));
     }
     let gp = grandparents(version, input_level, &inputs, output_level, &out);
     let mut compaction = picker.build_compaction(
@@ -222,10 +214,9 @@ pub fn refit_level(
         }
     };
     if to >= version.num_levels() {
-        return InvalidArgumentSnafu {
-            message: format!("target level {to} does not exist"),
-        }
-        .fail();
+        return Err(Error::invalid_argument(format!(
+            "target level {to} does not exist"
+        )));
     }
     if to == level {
         return Ok(edit);
@@ -235,37 +226,29 @@ pub fn refit_level(
     let hi = files[files.len() - 1].largest.user_key().to_vec();
     let crossed: Vec<usize> = if to > level {
         if level == 0 {
-            return InvalidArgumentSnafu {
-                message: "cannot change from level 0 to other levels".to_owned(),
-            }
-            .fail();
+            return Err(Error::invalid_argument(
+                "cannot change from level 0 to other levels".to_owned(),
+            ));
         }
         (level + 1..=to).collect()
     } else {
         if to == 0 && files.len() > 1 {
-            return InvalidArgumentSnafu {
-                message:
-                    "moving more than one file from L1+ to L0 brings no benefit and is not allowed"
-                        .to_owned(),
-            }
-            .fail();
+            return Err(Error::invalid_argument(
+                "moving more than one file from L1+ to L0 brings no benefit and is not allowed",
+            ));
         }
         (to..level).collect()
     };
     for l in crossed {
         if version.num_files(l) > 0 {
-            return InvalidArgumentSnafu {
-                message: format!("levels between L{level} and L{to} are not empty for a move"),
-            }
-            .fail();
+            return Err(Error::invalid_argument(format!(
+                "levels between L{level} and L{to} are not empty for a move"
+            )));
         }
         if ctx.in_progress.output_range_conflicts(cmp, l, &lo, &hi) {
-            return ConflictSnafu {
-                message: format!(
-                    "a running compaction writes into L{l}, between L{level} and L{to}"
-                ),
-            }
-            .fail();
+            return Err(Error::conflict(format!(
+                "a running compaction writes into L{l}, between L{level} and L{to}"
+            )));
         }
     }
     for f in files {

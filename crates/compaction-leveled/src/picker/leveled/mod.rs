@@ -16,15 +16,15 @@ use super::expand::{
 };
 use super::file_order::files_by_compaction_pri;
 use super::l0::{cost_based_intra_l0, l0_trivial_move, size_based_intra_l0};
-use super::manual::{ManualPick, ManualRequest};
 use super::marked::MarkedFiles;
-use super::{CompactionPicker, PickContext};
-use crate::bounds::{key_range, overlapping_files};
-use crate::compaction::{Compaction, CompactionInputs, CompactionReason};
-use crate::error::Result;
-use crate::options::{CompactionPri, LeveledOptions};
-use crate::score::{CompensatedSizes, LevelScore, Scores, estimated_compaction_needed_bytes};
+use crate::options::LeveledOptions;
+use crate::score::{CompensatedSizes, Scores, estimated_compaction_needed_bytes};
 use crate::targets::LevelTargets;
+use lithify_compaction::bounds::{key_range, overlapping_files};
+use lithify_compaction::{
+    Compaction, CompactionInputs, CompactionPicker, CompactionPri, CompactionReason, LevelScore,
+    ManualPick, ManualRequest, PickContext, Result,
+};
 
 /// RocksDB's `kMaxMultiTrivialMove`.
 const MAX_MULTI_TRIVIAL_MOVE: usize = 4;

@@ -24,9 +24,9 @@
 //! Strategy names are `CompactionStrategy::parse`'s; options:
 //! `ratio=F stripes=N minor=POLICY max-l0=N target-file=SIZE levels=N`.
 
-// The data-driven harness the leveled picker tests use, shared rather
+// The data-driven harness of `lithify-compaction`'s tests, shared rather
 // than copied.
-#[path = "../../compaction-leveled/tests/common/mod.rs"]
+#[path = "../../compaction/tests/common/mod.rs"]
 mod common;
 
 use std::fmt::Write as _;
@@ -34,11 +34,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_base::{Comparator as _, InternalKey, InternalKeyComparator};
-use lithify_compaction_leveled::{
+use lithify_compaction::{
     BottommostLevelCompaction, CompactRangeOptions, Compaction, CompactionPicker,
     CompactionsInProgress, ManualCompaction, ManualStep, PickContext, human_bytes,
 };
-use lithify_compaction_tiered::{CompactionStrategy, MinorPolicy, TwoTierPicker};
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_tiered::{MinorPolicy, TwoTierPicker};
 use lithify_version::{
     DEFAULT_TABLE, FileMetadata, Version, VersionEdit, VersionSet, VersionSetOptions, text,
 };

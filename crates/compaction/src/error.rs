@@ -1,4 +1,4 @@
-//! The error of `lithify-compaction-leveled`.
+//! The error of `lithify-compaction` (and of the pickers built on it).
 
 use std::io;
 use std::path::PathBuf;

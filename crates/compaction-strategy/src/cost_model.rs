@@ -38,8 +38,9 @@
 //! report (engine README).
 //!
 //! ```
-//! use lithify_compaction_tiered::cost_model::{Mix, TableSize, predict};
-//! use lithify_compaction_tiered::{CompactionStrategy, TwoTierOptions};
+//! use lithify_compaction_strategy::cost_model::{Mix, TableSize, predict};
+//! use lithify_compaction_strategy::CompactionStrategy;
+//! use lithify_compaction_tiered::TwoTierOptions;
 //!
 //! let mix = Mix { write_share: 1.0, update_share: 0.8, ..Mix::default() };
 //! let size = TableSize::new(100 << 20, 1 << 20, 125);
@@ -54,8 +55,8 @@ use std::fmt;
 use lithify_compaction_leveled::LeveledOptions;
 
 use crate::adaptive::{WorkloadStats, ratio};
-use crate::options::{MinorPolicy, TwoTierOptions};
 use crate::strategy::CompactionStrategy;
+use lithify_compaction_tiered::{MinorPolicy, TwoTierOptions};
 
 /// `β`: the share of a deeper level's fan-out a byte is merged with on
 /// its way down (textbook leveled is 0.5; updates that meet their older
@@ -677,7 +678,7 @@ pub fn rank(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::MajorOnlyOptions;
+    use lithify_compaction_tiered::MajorOnlyOptions;
 
     fn random_writes(update: f64) -> Mix {
         Mix {

@@ -106,7 +106,7 @@ impl LevelShape {
 /// RocksDB's "Compaction Stats" table.
 ///
 /// ```
-/// use lithify_compaction_leveled::{CompactionStats, CompactionStatsTable, LevelShape};
+/// use lithify_compaction::{CompactionStats, CompactionStatsTable, LevelShape};
 ///
 /// let mut table = CompactionStatsTable::new(7);
 /// table.record_flush(&CompactionStats { bytes_written: 100 << 20, num_output_files: 1, count: 1, ..Default::default() });

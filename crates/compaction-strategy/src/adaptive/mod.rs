@@ -22,8 +22,8 @@ use std::fmt;
 use lithify_compaction_leveled::LeveledOptions;
 
 use crate::cost_model::{CpuCosts, Limits, Mix, Objective, Prediction, Scored, TableSize, rank};
-use crate::options::{MajorOnlyOptions, TwoTierOptions};
 use crate::strategy::{CompactionStrategy, two_tier_label};
+use lithify_compaction_tiered::{MajorOnlyOptions, TwoTierOptions};
 
 mod recorder;
 mod state;
@@ -370,8 +370,8 @@ pub(crate) fn score_of(
 /// fewer than `min_window_ops` operations.
 ///
 /// ```
-/// use lithify_compaction_tiered::adaptive::{AdaptiveOptions, WorkloadClass, WorkloadStats, choose_strategy};
-/// use lithify_compaction_tiered::cost_model::TableSize;
+/// use lithify_compaction_strategy::adaptive::{AdaptiveOptions, WorkloadClass, WorkloadStats, choose_strategy};
+/// use lithify_compaction_strategy::cost_model::TableSize;
 ///
 /// // Half reads, half inserts of increasing keys, on a table of 64
 /// // flushes: leveled moves each flush down without merging.
@@ -445,7 +445,7 @@ pub fn choose_strategy(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::MinorPolicy;
+    use lithify_compaction_tiered::MinorPolicy;
 
     fn opts() -> AdaptiveOptions {
         AdaptiveOptions {

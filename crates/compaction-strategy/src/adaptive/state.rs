@@ -56,8 +56,8 @@ pub const MIN_GAIN: f64 = 0.03;
 /// [`FORGET_AFTER_WINDOWS`] windows after the switch whatever they chose.
 ///
 /// ```
-/// use lithify_compaction_tiered::adaptive::{AdaptiveOptions, AdaptiveState, WorkloadStats};
-/// use lithify_compaction_tiered::cost_model::TableSize;
+/// use lithify_compaction_strategy::adaptive::{AdaptiveOptions, AdaptiveState, WorkloadStats};
+/// use lithify_compaction_strategy::cost_model::TableSize;
 ///
 /// let mut state = AdaptiveState::new(AdaptiveOptions::default());
 /// assert_eq!(state.current().to_string(), "two-tier(minor=none,stripes=1,ratio=1)");
@@ -423,7 +423,9 @@ mod tests {
     fn opts() -> AdaptiveOptions {
         AdaptiveOptions {
             min_window_ops: 1_000,
-            initial: Box::new(CompactionStrategy::TwoTier(crate::TwoTierOptions::default())),
+            initial: Box::new(CompactionStrategy::TwoTier(
+                lithify_compaction_tiered::TwoTierOptions::default(),
+            )),
             ..AdaptiveOptions::default()
         }
     }
@@ -613,7 +615,7 @@ mod tests {
         let size = TableSize::new(4 << 30, 256 << 20, 128);
         let mut s = AdaptiveState::new(AdaptiveOptions {
             initial: Box::new(CompactionStrategy::TwoTier(
-                crate::TwoTierOptions::write_only(),
+                lithify_compaction_tiered::TwoTierOptions::write_only(),
             )),
             ..o
         });
@@ -723,7 +725,7 @@ mod tests {
                 ..Default::default()
             },
             initial: Box::new(CompactionStrategy::TwoTier(
-                crate::TwoTierOptions::write_only(),
+                lithify_compaction_tiered::TwoTierOptions::write_only(),
             )),
             ..opts()
         });

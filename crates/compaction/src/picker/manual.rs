@@ -143,7 +143,8 @@ enum Stage {
 /// compaction is an error after which `next` may simply be called again.
 ///
 /// ```
-/// use lithify_compaction_leveled::{CompactRangeOptions, CompactionsInProgress, LeveledOptions, LeveledPicker, ManualCompaction, ManualStep, PickContext};
+/// use lithify_compaction::{CompactRangeOptions, CompactionsInProgress, ManualCompaction, ManualStep, PickContext};
+/// use lithify_compaction_leveled::{LeveledOptions, LeveledPicker};
 /// use lithify_version::Version;
 ///
 /// let picker = LeveledPicker::new(LeveledOptions::default()).unwrap();

@@ -11,7 +11,7 @@ use lithify_base::{MAX_SEQNO, SeqNo};
 /// (A) for dropping versions.
 ///
 /// ```
-/// use lithify_compaction_leveled::iter::Snapshots;
+/// use lithify_compaction::iter::Snapshots;
 ///
 /// let s = Snapshots::new(vec![20, 10]);
 /// assert_eq!(s.earliest(), 10);

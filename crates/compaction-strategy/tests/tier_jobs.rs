@@ -17,15 +17,14 @@ use lithify_base::{
     Comparator as _, InternalIterator, InternalKey, InternalKeyComparator, ParsedInternalKey,
     SeqNo, ValueKind, VecIterator,
 };
-use lithify_compaction_leveled::iter::Snapshots;
-use lithify_compaction_leveled::{
-    CompactionPicker, CompactionsInProgress, JobOptions, LeveledOptions, MemtableInput,
-    OutputFactory, PickContext, SstOpener, WriteRateLimiter, flush_to_level0, run_compaction,
-    run_flush,
+use lithify_compaction::iter::Snapshots;
+use lithify_compaction::{
+    CompactionPicker, CompactionsInProgress, JobOptions, MemtableInput, OutputFactory, PickContext,
+    SstOpener, WriteRateLimiter, flush_to_level0, run_compaction, run_flush,
 };
-use lithify_compaction_tiered::{
-    CompactionStrategy, MajorOnlyOptions, MinorPolicy, TwoTierOptions,
-};
+use lithify_compaction_leveled::LeveledOptions;
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_tiered::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 use lithify_sstable::{SstOptions, SstReader};
 use lithify_version::filename::table_file_name;
 use lithify_version::{DEFAULT_TABLE, FileMetadata, Version, VersionSet, VersionSetOptions};
@@ -203,7 +202,7 @@ impl Lsm {
         picker: &dyn CompactionPicker,
         entries: Vec<(Vec<u8>, Vec<u8>)>,
         tombstones: Vec<RangeTombstone>,
-    ) -> lithify_compaction_leveled::Result<()> {
+    ) -> lithify_compaction::Result<()> {
         let edit = self.flush_job(picker, entries, tombstones)?;
         self.set.log_and_apply(vec![edit]).expect("apply flush");
         Ok(())
@@ -215,7 +214,7 @@ impl Lsm {
         picker: &dyn CompactionPicker,
         entries: Vec<(Vec<u8>, Vec<u8>)>,
         tombstones: Vec<RangeTombstone>,
-    ) -> lithify_compaction_leveled::Result<lithify_version::VersionEdit> {
+    ) -> lithify_compaction::Result<lithify_version::VersionEdit> {
         let cmp = InternalKeyComparator::bytewise();
         let mut lo: Option<Vec<u8>> = None;
         let mut hi: Option<Vec<u8>> = None;
@@ -283,8 +282,8 @@ impl Lsm {
 
     fn account(
         &mut self,
-        c: &lithify_compaction_leveled::Compaction,
-        stats: &lithify_compaction_leveled::CompactionStats,
+        c: &lithify_compaction::Compaction,
+        stats: &lithify_compaction::CompactionStats,
     ) {
         self.reused_bytes += stats.bytes_reused;
         if c.output_level == self.version().num_levels() - 1 {

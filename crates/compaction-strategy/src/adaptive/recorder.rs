@@ -11,14 +11,14 @@ const BUCKETS: usize = 16;
 /// Gathers [`WorkloadStats`] from the operations of one table: every read,
 /// scan and write is counted, the previous write's key gives the ordered share,
 /// writes are bucketed by key range (boundaries supplied by the caller,
-/// e.g. [`stripe_boundaries`](crate::stripe_boundaries) of the
+/// e.g. [`stripe_boundaries`](lithify_compaction_tiered::stripe_boundaries) of the
 /// current version with 16 stripes) for the hot-range share, and the
 /// caller reports, for the writes [`should_sample`](Self::should_sample)
 /// picks, whether the key existed.
 ///
 /// ```
 /// use lithify_base::InternalKeyComparator;
-/// use lithify_compaction_tiered::adaptive::WorkloadRecorder;
+/// use lithify_compaction_strategy::adaptive::WorkloadRecorder;
 ///
 /// let mut rec = WorkloadRecorder::new(InternalKeyComparator::bytewise(), 1);
 /// for k in [b"a", b"b", b"c", b"b"] {

@@ -193,7 +193,7 @@ impl<'a> CompactionIterOptions<'a> {
 ///
 /// ```
 /// use lithify_base::{InternalIterator, InternalKey, InternalKeyComparator, ValueKind, VecIterator};
-/// use lithify_compaction_leveled::iter::{CompactionIterOptions, CompactionIterator, Snapshots};
+/// use lithify_compaction::iter::{CompactionIterOptions, CompactionIterator, Snapshots};
 ///
 /// let cmp = InternalKeyComparator::bytewise();
 /// let entries = vec![

@@ -7,8 +7,8 @@ use lithify_base::{InternalKeyComparator, key::user_key};
 use lithify_sstable::SstReader;
 
 use crate::compaction::Compaction;
+use crate::compaction_pri::CompactionPri;
 use crate::error::{Result, SstSnafu};
-use crate::options::CompactionPri;
 use snafu::ResultExt as _;
 
 /// Anchors taken from each input table (RocksDB's 128).

@@ -4,10 +4,11 @@
 //! its lines are still what the simulator gives).
 
 use lithify_compaction_leveled::LeveledOptions;
-use lithify_compaction_tiered::cost_model::{
+use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_strategy::cost_model::{
     CpuCosts, Limits, Mix, Objective, Prediction, TOLERANCE, TableSize, predict, rank,
 };
-use lithify_compaction_tiered::{CompactionStrategy, MinorPolicy};
+use lithify_compaction_tiered::MinorPolicy;
 
 const TABLE: &str = include_str!("../testdata/cost_model_calibration.tsv");
 

@@ -24,12 +24,12 @@ pub use subcompaction::{
 
 use crate::bounds::is_sentinel;
 use crate::compaction::Compaction;
+use crate::compaction_pri::CompactionPri;
 use crate::error::{CorruptKeySnafu, InputSnafu, IoSnafu, RecordCountSnafu, Result};
 use crate::iter::{
     CompactionFilter, CompactionIterOptions, CompactionIterator, IterStats, RangeDelAggregator,
     Snapshots,
 };
-use crate::options::CompactionPri;
 use crate::stats::CompactionStats;
 use lithify_base::keyspan::RangeTombstone;
 use output::OutputWriter;

@@ -4,9 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::adaptive::AdaptiveOptions;
-use crate::options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
-use crate::{MajorOnlyPicker, TwoTierPicker};
-use lithify_compaction_leveled::{CompactionPicker, LeveledOptions, LeveledPicker, Result};
+use lithify_compaction::{CompactionPicker, Result};
+use lithify_compaction_leveled::{LeveledOptions, LeveledPicker};
+use lithify_compaction_tiered::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
+use lithify_compaction_tiered::{MajorOnlyPicker, TwoTierPicker};
 
 /// How one table (column family) is compacted. Every variant's picker
 /// accepts every shape, so a table can switch on the fly: the new picker's
@@ -14,7 +15,7 @@ use lithify_compaction_leveled::{CompactionPicker, LeveledOptions, LeveledPicker
 /// "Switching strategy").
 ///
 /// ```
-/// use lithify_compaction_tiered::CompactionStrategy;
+/// use lithify_compaction_strategy::CompactionStrategy;
 ///
 /// let s = CompactionStrategy::parse("two-tier:write-mostly").unwrap();
 /// assert_eq!(s.to_string(), "two-tier(minor=size-tiered:8,stripes=8,ratio=1)");

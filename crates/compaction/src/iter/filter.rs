@@ -25,7 +25,7 @@ pub enum FilterDecision {
 /// subcompaction), hence `Send + Sync`.
 ///
 /// ```
-/// use lithify_compaction_leveled::iter::{CompactionFilter, FilterDecision};
+/// use lithify_compaction::iter::{CompactionFilter, FilterDecision};
 ///
 /// struct DropExpired;
 /// impl CompactionFilter for DropExpired {

@@ -14,8 +14,8 @@ use lithify_base::{
     InternalKey, InternalKeyComparator, MergeFailureScope, MergeOperator, SeqNo, ValueKind,
     VecIterator,
 };
-use lithify_compaction_leveled::DeeperLevels;
-use lithify_compaction_leveled::iter::{
+use lithify_compaction::DeeperLevels;
+use lithify_compaction::iter::{
     CompactionFilter, CompactionIterOptions, CompactionIterator, FilterDecision,
     RangeDelAggregator, Snapshots,
 };

@@ -27,7 +27,7 @@ struct Fragment {
 /// ```
 /// use lithify_base::InternalKeyComparator;
 /// use lithify_base::keyspan::RangeTombstone;
-/// use lithify_compaction_leveled::iter::{RangeDelAggregator, Snapshots};
+/// use lithify_compaction::iter::{RangeDelAggregator, Snapshots};
 ///
 /// let agg = RangeDelAggregator::new(
 ///     InternalKeyComparator::bytewise(),
