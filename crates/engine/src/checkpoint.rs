@@ -19,9 +19,9 @@ use std::path::Path;
 use lithify_base::SeqNo;
 use snafu::ResultExt;
 
-use crate::db_impl::DbInner;
 use crate::error::{InvalidArgumentSnafu, IoSnafu, Result};
 use crate::live_set::{CheckpointOptions, LiveFileKind, copy_file_prefix};
+use crate::state::DbInner;
 
 /// What a checkpoint did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,89 +41,84 @@ pub struct CheckpointInfo {
     pub bytes_copied: u64,
 }
 
-impl DbInner {
-    /// See the [module documentation](self).
-    pub(crate) fn create_checkpoint(
-        &self,
-        dest: &Path,
-        options: &CheckpointOptions,
-    ) -> Result<CheckpointInfo> {
-        if self.fs.exists(dest) {
-            return InvalidArgumentSnafu {
-                message: format!("checkpoint directory {} already exists", dest.display()),
-            }
-            .fail();
+/// See the [module documentation](db).
+pub(crate) fn create_checkpoint(
+    db: &DbInner,
+    dest: &Path,
+    options: &CheckpointOptions,
+) -> Result<CheckpointInfo> {
+    if db.fs.exists(dest) {
+        return InvalidArgumentSnafu {
+            message: format!("checkpoint directory {} already exists", dest.display()),
         }
-        let inside = lithify_vfs::is_within(&*self.fs, dest, &self.dir).context(IoSnafu {
-            op: "resolving",
-            path: dest.to_path_buf(),
-        })?;
-        if inside {
-            return InvalidArgumentSnafu {
-                message: format!(
-                    "checkpoint directory {} is inside the database directory {}: make it elsewhere",
-                    dest.display(),
-                    self.dir.display()
-                ),
-            }
-            .fail();
-        }
-        let set = self.live_file_set(options)?;
-        let fs = &*self.fs;
-        let mut info = CheckpointInfo {
-            sequence: set.sequence(),
-            flushed: set.flushed(),
-            ..CheckpointInfo::default()
-        };
-        let io = |op: &'static str, path: &Path| IoSnafu {
-            op,
-            path: path.to_path_buf(),
-        };
-        lithify_vfs::create_dir_durable(fs, dest).context(io("creating", dest))?;
-        for f in set.files() {
-            let to = dest.join(&f.name);
-            if f.kind == LiveFileKind::Table {
-                match fs.hard_link(&f.path, &to) {
-                    Ok(()) => {
-                        info.tables_linked += 1;
-                        continue;
-                    }
-                    // No links here, or not across these devices: copy
-                    // (RocksDB falls back the same way).
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            ErrorKind::Unsupported | ErrorKind::CrossesDevices
-                        ) =>
-                    {
-                        info.tables_copied += 1;
-                    }
-                    Err(source) => {
-                        return Err(source).context(IoSnafu {
-                            op: "linking",
-                            path: to,
-                        });
-                    }
-                }
-            } else if f.kind == LiveFileKind::Wal {
-                info.wals_copied += 1;
-            }
-            info.bytes_copied += copy_file_prefix(fs, &f.path, fs, &to, f.size, |_| {})?;
-        }
-        fs.sync_dir(dest).context(io("syncing directory", dest))?;
-        let current = dest.join(lithify_version::filename::CURRENT);
-        lithify_vfs::write_file_atomic(fs, &current, set.current())
-            .context(io("replacing", &current))?;
-        tracing::info!(
-            target: "lithify::checkpoint",
-            dest = %dest.display(),
-            sequence = info.sequence,
-            tables_linked = info.tables_linked,
-            tables_copied = info.tables_copied,
-            wals_copied = info.wals_copied,
-            bytes_copied = info.bytes_copied,
-            "checkpoint created"
-        );
-        Ok(info)
+        .fail();
     }
+    let inside = lithify_vfs::is_within(&*db.fs, dest, &db.dir).context(IoSnafu {
+        op: "resolving",
+        path: dest.to_path_buf(),
+    })?;
+    if inside {
+        return InvalidArgumentSnafu {
+            message: format!(
+                "checkpoint directory {} is inside the database directory {}: make it elsewhere",
+                dest.display(),
+                db.dir.display()
+            ),
+        }
+        .fail();
+    }
+    let set = crate::live_set::live_file_set(db, options)?;
+    let fs = &*db.fs;
+    let mut info = CheckpointInfo {
+        sequence: set.sequence(),
+        flushed: set.flushed(),
+        ..CheckpointInfo::default()
+    };
+    let io = |op: &'static str, path: &Path| IoSnafu {
+        op,
+        path: path.to_path_buf(),
+    };
+    lithify_vfs::create_dir_durable(fs, dest).context(io("creating", dest))?;
+    for f in set.files() {
+        let to = dest.join(&f.name);
+        if f.kind == LiveFileKind::Table {
+            match fs.hard_link(&f.path, &to) {
+                Ok(()) => {
+                    info.tables_linked += 1;
+                    continue;
+                }
+                // No links here, or not across these devices: copy
+                // (RocksDB falls back the same way).
+                Err(e)
+                    if matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::CrossesDevices) =>
+                {
+                    info.tables_copied += 1;
+                }
+                Err(source) => {
+                    return Err(source).context(IoSnafu {
+                        op: "linking",
+                        path: to,
+                    });
+                }
+            }
+        } else if f.kind == LiveFileKind::Wal {
+            info.wals_copied += 1;
+        }
+        info.bytes_copied += copy_file_prefix(fs, &f.path, fs, &to, f.size, |_| {})?;
+    }
+    fs.sync_dir(dest).context(io("syncing directory", dest))?;
+    let current = dest.join(lithify_version::filename::CURRENT);
+    lithify_vfs::write_file_atomic(fs, &current, set.current())
+        .context(io("replacing", &current))?;
+    tracing::info!(
+        target: "lithify::checkpoint",
+        dest = %dest.display(),
+        sequence = info.sequence,
+        tables_linked = info.tables_linked,
+        tables_copied = info.tables_copied,
+        wals_copied = info.wals_copied,
+        bytes_copied = info.bytes_copied,
+        "checkpoint created"
+    );
+    Ok(info)
 }

@@ -27,11 +27,11 @@ use lithify_memtable::{Lookup, MemTableIter};
 use lithify_version::TableId;
 
 use crate::batch::BatchEntry;
-use crate::db_impl::DbInner;
 use crate::error::{Error, InvalidArgumentSnafu, Result};
 use crate::range_del::covering_seq;
+use crate::state::DbInner;
+use crate::state::table::TableState;
 use crate::super_version::SuperVersion;
-use crate::table_state::TableState;
 use crate::write::Writer;
 
 /// What a commit check run by
@@ -127,7 +127,7 @@ impl CommitView<'_> {
     /// covered by a range deletion — after sequence number `since`.
     pub fn key_changed_since(&self, table: TableId, key: &[u8], since: SeqNo) -> Result<bool> {
         let t = self.table(table)?;
-        Ok(self.written_ahead(table, key, &t.icmp) || self.inner.key_changed_in(&t, key, since)?)
+        Ok(self.written_ahead(table, key, &t.icmp) || key_changed_in(self.inner, &t, key, since)?)
     }
 
     /// Whether any key of table `table` between `start` and `end` was
@@ -149,7 +149,7 @@ impl CommitView<'_> {
                 in_bounds(icmp, e.key, start, end)
             }
         });
-        Ok(in_group || self.inner.range_changed_in(&t, start, end, since)?)
+        Ok(in_group || range_changed_in(self.inner, &t, start, end, since)?)
     }
 
     /// The table `id`, looked up once per check (a table other than the
@@ -215,89 +215,120 @@ fn span_overlaps(
     starts_before_end && ends_after_start
 }
 
-impl DbInner {
-    /// See [`CommitView::key_changed_since`]; without the group's earlier
-    /// members.
-    pub(crate) fn key_changed_since(
-        &self,
-        table: TableId,
-        key: &[u8],
-        since: SeqNo,
-    ) -> Result<bool> {
-        let t = self.table(table).ok_or_else(|| no_table(table))?;
-        self.key_changed_in(&t, key, since)
-    }
+/// See [`CommitView::key_changed_since`]; without the group's earlier
+/// members.
+pub(crate) fn key_changed_since(
+    db: &DbInner,
+    table: TableId,
+    key: &[u8],
+    since: SeqNo,
+) -> Result<bool> {
+    let t = db.table(table).ok_or_else(|| no_table(table))?;
+    key_changed_in(db, &t, key, since)
+}
 
-    /// [`key_changed_since`](Self::key_changed_since) in table `t`.
-    fn key_changed_in(&self, t: &TableState, key: &[u8], since: SeqNo) -> Result<bool> {
-        let sv = t.sv.get();
-        // The newest layer that decides the key holds its newest version.
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            if mem.last_seqno().is_none_or(|last| last <= since) {
-                // Nothing here is newer than `since`, nor in the older
-                // memtables (the common, uncontended case: no lookup).
-                if mem.last_seqno().is_some() {
-                    break;
-                }
-                continue;
+/// [`key_changed_since`](Self::key_changed_since) in table `t`.
+fn key_changed_in(db: &DbInner, t: &TableState, key: &[u8], since: SeqNo) -> Result<bool> {
+    let sv = t.sv.get();
+    // The newest layer that decides the key holds its newest version.
+    for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        if mem.last_seqno().is_none_or(|last| last <= since) {
+            // Nothing here is newer than `since`, nor in the older
+            // memtables (the common, uncontended case: no lookup).
+            if mem.last_seqno().is_some() {
+                break;
             }
-            match mem.get(key, MAX_SEQNO) {
-                Lookup::NotFound => {}
-                Lookup::Found { seqno, .. }
-                | Lookup::Deleted { seqno, .. }
-                | Lookup::Merge { seqno, .. } => return Ok(seqno > since),
-            }
+            continue;
         }
-        if sv.max_file_seqno <= since {
-            return Ok(false);
+        match mem.get(key, MAX_SEQNO) {
+            Lookup::NotFound => {}
+            Lookup::Found { seqno, .. }
+            | Lookup::Deleted { seqno, .. }
+            | Lookup::Merge { seqno, .. } => return Ok(seqno > since),
         }
-        newest_in_files_after(&sv, self, &t.icmp, key, since)
     }
-
-    /// See [`CommitView::range_changed_since`]; without the group's earlier
-    /// members.
-    pub(crate) fn range_changed_since(
-        &self,
-        table: TableId,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-        since: SeqNo,
-    ) -> Result<bool> {
-        let t = self.table(table).ok_or_else(|| no_table(table))?;
-        self.range_changed_in(&t, start, end, since)
+    if sv.max_file_seqno <= since {
+        return Ok(false);
     }
+    newest_in_files_after(&sv, db, &t.icmp, key, since)
+}
 
-    /// [`range_changed_since`](Self::range_changed_since) in table `t`.
-    fn range_changed_in(
-        &self,
-        t: &TableState,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-        since: SeqNo,
-    ) -> Result<bool> {
-        let icmp = &t.icmp;
-        let sv = t.sv.get();
-        let mut seek = Vec::new();
-        let seek_from = match start {
-            Bound::Included(s) | Bound::Excluded(s) => s,
-            Bound::Unbounded => &[][..],
-        };
-        append_internal_key(&mut seek, seek_from, MAX_SEQNO, KIND_FOR_SEEK);
-        let before_end = |user_key: &[u8]| below_end(icmp, user_key, end);
-        let in_range = |user_key: &[u8]| in_bounds(icmp, user_key, start, end);
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            if mem.last_seqno().is_none_or(|s| s <= since) {
-                continue;
-            }
-            if mem.num_range_deletes() > 0
-                && mem
-                    .range_tombstones()
-                    .iter()
-                    .any(|t| t.seqno > since && span_overlaps(icmp, &t.start, &t.end, start, end))
+/// See [`CommitView::range_changed_since`]; without the group's earlier
+/// members.
+pub(crate) fn range_changed_since(
+    db: &DbInner,
+    table: TableId,
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+    since: SeqNo,
+) -> Result<bool> {
+    let t = db.table(table).ok_or_else(|| no_table(table))?;
+    range_changed_in(db, &t, start, end, since)
+}
+
+/// [`range_changed_since`](Self::range_changed_since) in table `t`.
+fn range_changed_in(
+    db: &DbInner,
+    t: &TableState,
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+    since: SeqNo,
+) -> Result<bool> {
+    let icmp = &t.icmp;
+    let sv = t.sv.get();
+    let mut seek = Vec::new();
+    let seek_from = match start {
+        Bound::Included(s) | Bound::Excluded(s) => s,
+        Bound::Unbounded => &[][..],
+    };
+    append_internal_key(&mut seek, seek_from, MAX_SEQNO, KIND_FOR_SEEK);
+    let before_end = |user_key: &[u8]| below_end(icmp, user_key, end);
+    let in_range = |user_key: &[u8]| in_bounds(icmp, user_key, start, end);
+    for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        if mem.last_seqno().is_none_or(|s| s <= since) {
+            continue;
+        }
+        if mem.num_range_deletes() > 0
+            && mem
+                .range_tombstones()
+                .iter()
+                .any(|t| t.seqno > since && span_overlaps(icmp, &t.start, &t.end, start, end))
+        {
+            return Ok(true);
+        }
+        let mut it = MemTableIter::new(lithify_base::sync::Arc::clone(mem.table()));
+        it.seek_ge(&seek)?;
+        while it.valid() && before_end(lithify_base::key::user_key(it.key())) {
+            if unpack_trailer(trailer(it.key())).0 > since
+                && in_range(lithify_base::key::user_key(it.key()))
             {
                 return Ok(true);
             }
-            let mut it = MemTableIter::new(lithify_base::sync::Arc::clone(mem.table()));
+            it.next()?;
+        }
+    }
+    let (lo, hi) = (bound_key(start), bound_key(end));
+    for files in &sv.levels {
+        for h in files {
+            if h.meta.largest_seqno <= since || !h.meta.overlaps_user_range(icmp, lo, hi) {
+                continue;
+            }
+            let table = h.sst(&db.opener)?;
+            if h.meta.num_range_deletions > 0
+                && table.range_tombstones().iter().any(|t| {
+                    unpack_trailer(trailer(&t.start)).0 > since
+                        && span_overlaps(
+                            icmp,
+                            lithify_base::key::user_key(&t.start),
+                            &t.end,
+                            start,
+                            end,
+                        )
+                })
+            {
+                return Ok(true);
+            }
+            let mut it = table.iter();
             it.seek_ge(&seek)?;
             while it.valid() && before_end(lithify_base::key::user_key(it.key())) {
                 if unpack_trailer(trailer(it.key())).0 > since
@@ -308,41 +339,8 @@ impl DbInner {
                 it.next()?;
             }
         }
-        let (lo, hi) = (bound_key(start), bound_key(end));
-        for files in &sv.levels {
-            for h in files {
-                if h.meta.largest_seqno <= since || !h.meta.overlaps_user_range(icmp, lo, hi) {
-                    continue;
-                }
-                let table = h.sst(&self.opener)?;
-                if h.meta.num_range_deletions > 0
-                    && table.range_tombstones().iter().any(|t| {
-                        unpack_trailer(trailer(&t.start)).0 > since
-                            && span_overlaps(
-                                icmp,
-                                lithify_base::key::user_key(&t.start),
-                                &t.end,
-                                start,
-                                end,
-                            )
-                    })
-                {
-                    return Ok(true);
-                }
-                let mut it = table.iter();
-                it.seek_ge(&seek)?;
-                while it.valid() && before_end(lithify_base::key::user_key(it.key())) {
-                    if unpack_trailer(trailer(it.key())).0 > since
-                        && in_range(lithify_base::key::user_key(it.key()))
-                    {
-                        return Ok(true);
-                    }
-                    it.next()?;
-                }
-            }
-        }
-        Ok(false)
     }
+    Ok(false)
 }
 
 /// Whether the files of `sv` hold a version of `key`, or a range deletion
@@ -432,40 +430,38 @@ where
     R: Send,
     F: FnOnce(&CommitView<'_>) -> Result<std::result::Result<(), R>> + Send,
 {
-    fn run(&self, view: &CommitView<'_>) -> bool {
+    fn run(&self, db: &DbInner, earlier: &[Writer]) -> bool {
         let Some(check) = self.check.lock().take() else {
             return false;
         };
-        let r = check(view);
+        let r = check(&CommitView::new(db, earlier));
         let commit = matches!(r, Ok(Ok(())));
         *self.verdict.lock() = Some(r.map_err(Box::new));
         commit
     }
 }
 
-impl DbInner {
-    /// See [`Db::write_checked`](crate::Db::write_checked).
-    pub(crate) fn write_checked<R, F>(
-        &self,
-        batch: crate::WriteBatch,
-        options: &crate::WriteOptions,
-        check: F,
-    ) -> Result<std::result::Result<(), R>>
-    where
-        R: Send + 'static,
-        F: FnOnce(&CommitView<'_>) -> Result<std::result::Result<(), R>> + Send + 'static,
-    {
-        let checked = StdArc::new(Checked {
-            check: lithify_base::sync::Mutex::new(Some(check)),
-            verdict: lithify_base::sync::Mutex::new(None),
-        });
-        let run: crate::write::CommitCheck = StdArc::clone(&checked) as _;
-        self.write_batch_checked(batch, options, None, Some(run))?;
-        let verdict = checked.verdict.lock().take();
-        verdict
-            .expect("a group that committed ran its members' checks")
-            .map_err(|e| *e)
-    }
+/// See [`Db::write_checked`](crate::Db::write_checked).
+pub(crate) fn write_checked<R, F>(
+    db: &DbInner,
+    batch: crate::WriteBatch,
+    options: &crate::WriteOptions,
+    check: F,
+) -> Result<std::result::Result<(), R>>
+where
+    R: Send + 'static,
+    F: FnOnce(&CommitView<'_>) -> Result<std::result::Result<(), R>> + Send + 'static,
+{
+    let checked = StdArc::new(Checked {
+        check: lithify_base::sync::Mutex::new(Some(check)),
+        verdict: lithify_base::sync::Mutex::new(None),
+    });
+    let run: crate::write::CommitCheck = StdArc::clone(&checked) as _;
+    crate::write::write_batch_checked(db, batch, options, None, Some(run))?;
+    let verdict = checked.verdict.lock().take();
+    verdict
+        .expect("a group that committed ran its members' checks")
+        .map_err(|e| *e)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -478,8 +474,11 @@ mod tests {
     struct FnCheck<F>(lithify_base::sync::Mutex<Option<F>>);
 
     impl<F: FnOnce(&CommitView<'_>) -> bool + Send> crate::write::RunCheck for FnCheck<F> {
-        fn run(&self, view: &CommitView<'_>) -> bool {
-            self.0.lock().take().is_some_and(|f| f(view))
+        fn run(&self, db: &DbInner, earlier: &[Writer]) -> bool {
+            self.0
+                .lock()
+                .take()
+                .is_some_and(|f| f(&CommitView::new(db, earlier)))
         }
     }
 
@@ -494,7 +493,7 @@ mod tests {
             batch,
             options: WriteOptions::default(),
             switch_table: None,
-            ingest: None,
+            solo: None,
             check,
         }
     }

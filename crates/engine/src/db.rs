@@ -13,12 +13,12 @@ use lithify_compaction::CompactRangeOptions;
 use lithify_version::DEFAULT_TABLE;
 
 use crate::batch::WriteBatch;
-use crate::db_impl::DbInner;
-use crate::error::{Error, ReadOnlySnafu, Result, ShuttingDownSnafu};
+use crate::error::{Error, ReadOnlySnafu, Result};
 use crate::iter::{DbIterator, RawIterator};
 use crate::iter_source::cursor_source;
 use crate::options::{Options, ReadOptions, TableOptions, WriteOptions};
 use crate::snapshot::Snapshot;
+use crate::state::DbInner;
 use crate::stats::DbStats;
 use crate::table::Table;
 
@@ -268,7 +268,7 @@ impl Db {
         if batch.is_empty() {
             return Ok(());
         }
-        self.inner.write_batch(batch, options, None)
+        crate::write::write_batch(&self.inner, batch, options, None)
     }
 
     /// Applies `batch` atomically if `check` allows it when the batch
@@ -309,7 +309,7 @@ impl Db {
         R: Send + 'static,
         F: FnOnce(&crate::CommitView<'_>) -> Result<std::result::Result<(), R>> + Send + 'static,
     {
-        self.inner.write_checked(batch, options, check)
+        crate::commit_check::write_checked(&self.inner, batch, options, check)
     }
 
     /// Whether `key` of table `table` (a [`Table::id`](crate::Table::id))
@@ -319,7 +319,7 @@ impl Db {
     /// no snapshot needs); a pessimistic transaction asks it under the
     /// key's lock.
     pub fn key_changed_since(&self, table: u32, key: &[u8], since: SeqNo) -> Result<bool> {
-        self.inner.key_changed_since(table, key, since)
+        crate::commit_check::key_changed_since(&self.inner, table, key, since)
     }
 
     /// Whether any key of table `table` between `start` and `end` was
@@ -333,7 +333,7 @@ impl Db {
         end: std::ops::Bound<&[u8]>,
         since: SeqNo,
     ) -> Result<bool> {
-        self.inner.range_changed_since(table, start, end, since)
+        crate::commit_check::range_changed_since(&self.inner, table, start, end, since)
     }
 
     /// The shared state, for the crate's own tests.
@@ -344,15 +344,13 @@ impl Db {
 
     /// The value of `key`, if any.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
-        self.inner
-            .get_in(&self.inner.default_table, key.as_ref(), None)
+        crate::get::get_in(&self.inner, &self.inner.default_table, key.as_ref(), None)
     }
 
     /// The value of `key` with explicit read options (a snapshot).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, options: &ReadOptions) -> Result<Option<Bytes>> {
         let snap = options.snapshot.as_ref().map(Snapshot::sequence_number);
-        self.inner
-            .get_in(&self.inner.default_table, key.as_ref(), snap)
+        crate::get::get_in(&self.inner, &self.inner.default_table, key.as_ref(), snap)
     }
 
     /// The values of `keys`, all read at the same snapshot.
@@ -376,7 +374,7 @@ impl Db {
             .as_ref()
             .map_or_else(|| self.inner.visible(), Snapshot::sequence_number);
         keys.into_iter()
-            .map(|k| self.inner.get_at(table, &sv, k.as_ref(), snap))
+            .map(|k| crate::get::get_at(&self.inner, table, &sv, k.as_ref(), snap))
             .collect()
     }
 
@@ -436,7 +434,7 @@ impl Db {
     /// Switches the memtable (if it holds anything) and waits until every
     /// immutable memtable is flushed to L0.
     pub fn flush(&self) -> Result<()> {
-        self.inner.flush_table(DEFAULT_TABLE)
+        crate::flush::flush_table(&self.inner, DEFAULT_TABLE)
     }
 
     /// Compacts the keys in `[begin, end]` (`None`: unbounded) down to the
@@ -455,7 +453,7 @@ impl Db {
         end: Option<&[u8]>,
         options: &CompactRangeOptions,
     ) -> Result<()> {
-        self.inner.compact_range(DEFAULT_TABLE, begin, end, options)
+        crate::compaction::compact_range(&self.inner, DEFAULT_TABLE, begin, end, options)
     }
 
     /// Creates table `name` (a column family) with the database's options
@@ -464,7 +462,7 @@ impl Db {
     /// returns; `Options::table_options` gives its options when the
     /// database is opened again.
     pub fn create_table(&self, name: &str, options: TableOptions) -> Result<Table> {
-        let state = self.inner.create_table(name, &options)?;
+        let state = crate::table::create_table(&self.inner, name, &options)?;
         Ok(Table {
             inner: StdArc::downgrade(&self.inner),
             state,
@@ -475,12 +473,12 @@ impl Db {
     /// are discarded, its files deleted once no reader holds them, and
     /// every handle to it fails from now on.
     pub fn drop_table(&self, name: &str) -> Result<()> {
-        self.inner.drop_table(name)
+        crate::table::drop_table(&self.inner, name)
     }
 
     /// A handle to table `name`, if it exists.
     pub fn table(&self, name: &str) -> Option<Table> {
-        self.inner.table_named(name).map(|state| Table {
+        crate::table::table_named(&self.inner, name).map(|state| Table {
             inner: StdArc::downgrade(&self.inner),
             state,
         })
@@ -496,16 +494,16 @@ impl Db {
 
     /// The names of the tables, the default table first.
     pub fn table_names(&self) -> Vec<String> {
-        self.inner.table_names()
+        crate::table::table_names(&self.inner)
     }
 
     /// Hands buffered WAL records to the OS; with `sync`, makes every WAL
     /// record durable.
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
         if sync {
-            self.inner.sync_wal()
+            crate::write::sync_wal(&self.inner)
         } else {
-            self.inner.flush_wal()
+            crate::write::flush_wal(&self.inner)
         }
     }
 
@@ -513,21 +511,21 @@ impl Db {
     /// sequence-number range (RocksDB's `GetLiveFilesMetaData`). With file
     /// deletions disabled, an external tool can copy exactly these files.
     pub fn live_files(&self) -> Vec<crate::LiveFileMetaData> {
-        self.inner.live_files()
+        crate::live_set::live_files(&self.inner)
     }
 
     /// Stops deleting obsolete files (tables, MANIFESTs, WALs) until a
     /// matching [`enable_file_deletions`](Db::enable_file_deletions): calls
     /// nest, as RocksDB's do.
     pub fn disable_file_deletions(&self) {
-        self.inner.disable_file_deletions();
+        crate::purge::disable_file_deletions(&self.inner);
     }
 
     /// Undoes one [`disable_file_deletions`](Db::disable_file_deletions);
     /// when none remains, deletes what became obsolete meanwhile. Returns
     /// how many disables remain.
     pub fn enable_file_deletions(&self) -> usize {
-        self.inner.enable_file_deletions()
+        crate::purge::enable_file_deletions(&self.inner)
     }
 
     /// Ingests table files written by [`SstFileWriter`](crate::SstFileWriter)
@@ -540,8 +538,7 @@ impl Db {
     ) -> Result<Vec<crate::IngestedFile>> {
         let paths: Vec<std::path::PathBuf> =
             paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
-        self.inner
-            .ingest_external_files(DEFAULT_TABLE, &paths, options)
+        crate::ingest::ingest_external_files(&self.inner, DEFAULT_TABLE, &paths, options)
     }
 
     /// A consistent set of files to copy (RocksDB's
@@ -553,7 +550,7 @@ impl Db {
         &self,
         options: &crate::CheckpointOptions,
     ) -> Result<crate::LiveFileSet<'_>> {
-        self.inner.live_file_set(options)
+        crate::live_set::live_file_set(&self.inner, options)
     }
 
     /// Writes an openable copy of the database into the new directory
@@ -594,7 +591,7 @@ impl Db {
         dest: impl AsRef<Path>,
         options: &crate::CheckpointOptions,
     ) -> Result<crate::CheckpointInfo> {
-        self.inner.create_checkpoint(dest.as_ref(), options)
+        crate::checkpoint::create_checkpoint(&self.inner, dest.as_ref(), options)
     }
 
     /// A named property, as RocksDB's `GetProperty` (see
@@ -610,12 +607,12 @@ impl Db {
 
     /// The statistics, machine-readable.
     pub fn stats(&self) -> DbStats {
-        self.inner.collect_stats()
+        crate::properties::collect_stats(&self.inner)
     }
 
     /// The background error that made the database read-only, if any.
     pub fn background_error(&self) -> Option<Error> {
-        self.inner.lock_state().bg_error.as_ref().map(|cause| {
+        self.inner.lock_state().bg_error().map(|cause| {
             ReadOnlySnafu {
                 cause: cause.clone(),
             }
@@ -641,12 +638,8 @@ impl Db {
         {
             let _ = self.flush();
         }
-        {
-            let mut st = self.inner.lock_state();
-            if st.shutting_down {
-                return Ok(());
-            }
-            st.shutting_down = true;
+        if !self.inner.lock_state().begin_shutdown() {
+            return Ok(());
         }
         self.inner.bg_cv.notify_all();
         self.inner.done_cv.notify_all();
@@ -661,11 +654,11 @@ impl Db {
         // `avoid_sync_during_shutdown`); the MANIFEST records how far, so
         // the next open refuses a WAL damaged below that.
         let closed = if self.background_error().is_none() {
-            self.inner.close_wals()
+            crate::write::close_wals(&self.inner)
         } else {
-            self.inner.flush_wal()
+            crate::write::flush_wal(&self.inner)
         };
-        self.inner.purge_obsolete_files();
+        crate::purge::purge_obsolete_files(&self.inner);
         self.inner.events.deliver();
         self.inner.events.emit(
             crate::events::Level::Info,
@@ -682,45 +675,6 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
-    }
-}
-
-impl DbInner {
-    /// Switches the memtable of `table` (if it holds anything) through the
-    /// write group and waits until it is flushed.
-    pub(crate) fn flush_table(&self, table: lithify_version::TableId) -> Result<()> {
-        self.write_batch(WriteBatch::new(), &WriteOptions::default(), Some(table))?;
-        self.wait_for_flush(table)
-    }
-
-    /// Waits until the newest immutable memtable of `table` (as of now) is
-    /// flushed.
-    pub(crate) fn wait_for_flush(&self, table: lithify_version::TableId) -> Result<()> {
-        let mut st = self.lock_state();
-        let target = match st.tables.get(&table).and_then(|t| t.imm.back()) {
-            Some(imm) => lithify_base::sync::Arc::as_ptr(&imm.mem),
-            None => return Ok(()),
-        };
-        loop {
-            if let Some(cause) = &st.bg_error {
-                return ReadOnlySnafu {
-                    cause: cause.clone(),
-                }
-                .fail();
-            }
-            let pending = st.tables.get(&table).is_some_and(|t| {
-                t.imm
-                    .iter()
-                    .any(|i| std::ptr::eq(lithify_base::sync::Arc::as_ptr(&i.mem), target))
-            });
-            if !pending {
-                return Ok(());
-            }
-            if st.shutting_down {
-                return ShuttingDownSnafu.fail();
-            }
-            st = self.done_cv.wait(st);
-        }
     }
 }
 

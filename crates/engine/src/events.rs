@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 
 use crate::error::Error;
 use crate::recovery::RecoveryReport;
-use crate::write_controller::{StallCause, StallCondition};
+use crate::stall::{StallCause, StallCondition};
 
 /// A flush, as [`EventListener::on_flush_begin`] and
 /// [`EventListener::on_flush_completed`] see it (RocksDB's `FlushJobInfo`).

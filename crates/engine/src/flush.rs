@@ -15,10 +15,13 @@ use lithify_version::{TableId, VersionEdit};
 use lithify_vfs::FileSystem;
 use snafu::IntoError as _;
 
-use crate::db_impl::DbInner;
-use crate::error::{CompactionSnafu, Result};
+use crate::batch::WriteBatch;
+use crate::error::{CompactionSnafu, IoSnafu, ReadOnlySnafu, Result, ShuttingDownSnafu};
 use crate::events::FlushJobInfo;
-use crate::options::Options;
+use crate::options::translate::job_options;
+use crate::options::{Options, WriteOptions};
+use crate::state::jobs::FlushInput;
+use crate::state::{DbInner, DbState};
 use crate::stats::Counters;
 
 /// Every range tombstone of the memtables.
@@ -27,18 +30,6 @@ fn range_tombstones_of(mems: &[Arc<Mem>]) -> Vec<RangeTombstone> {
         .filter(|m| m.num_range_deletes() > 0)
         .flat_map(|m| m.range_tombstones())
         .collect()
-}
-
-/// The job options of a table's flushes and compactions: its merge
-/// operator and single-delete rule, and the time by its clock (the
-/// outputs' creation time).
-pub(crate) fn job_options(table_options: &Options) -> JobOptions {
-    JobOptions {
-        now: Some(table_options.clock.now_secs()),
-        merge_operator: table_options.merge_operator.clone(),
-        enforce_single_delete_contracts: table_options.enforce_single_delete_contracts,
-        ..JobOptions::default()
-    }
 }
 
 /// Writes the memtables (newest first) into one L0 table through the
@@ -132,319 +123,288 @@ struct Flushed {
     plan_id: Option<u64>,
 }
 
-impl DbInner {
-    /// Runs one flush of `table`: picks its immutable memtables, writes
-    /// them — to an L0 table, or by the strategy's flush plan (a major
-    /// flush into the major level, a flush cut by stripe or merged with the
-    /// previous L0 table) — and installs the edit. Returns whether it did
-    /// anything.
-    pub(crate) fn run_flush(&self, table: TableId) -> Result<bool> {
-        let (mems, next_log, count) = {
-            let mut st = self.lock_state();
-            let Some(t) = st.tables.get_mut(&table) else {
-                return Ok(false);
-            };
-            t.flush_queued = false;
-            if t.state.is_dropped() {
-                return Ok(false);
-            }
-            if t.flush_running || t.imm.is_empty() {
-                return Ok(false);
-            }
-            t.flush_running = true;
-            let mut mems = Vec::new();
-            let mut next_log = 0;
-            for imm in t.imm.iter_mut() {
-                imm.flushing = true;
-                mems.push(Arc::clone(&imm.mem));
-                next_log = next_log.max(imm.next_log);
-            }
-            mems.reverse(); // newest first
-            let count = mems.len();
-            (mems, next_log, count)
-        };
-        let started = std::time::Instant::now();
-        let mut info = self.flush_info(table, &mems);
-        self.events.flush_begin(&info);
-        let snapshots = self.snapshots.sequences();
-        let flushed = self.write_flush(table, &mems, &snapshots);
-        // Closed WALs that sync writes made durable: this edit records
-        // their sizes (the leader lock comes before the state lock).
-        let wal_additions = self.leader.lock().take_synced_closed();
-        let mut st = self.lock_state();
-        let undo = |st: &mut crate::db_impl::DbState| {
-            if let Some(t) = st.tables.get_mut(&table) {
-                t.flush_running = false;
-                for imm in t.imm.iter_mut() {
-                    imm.flushing = false;
-                }
-            }
-        };
-        let mut flushed = match flushed {
-            Ok(f) => f,
-            Err(e) => {
-                undo(&mut st);
-                let shared = self.set_bg_error(&mut st, e);
-                return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
-            }
-        };
-        // The edit names WAL `next_log` as the table's log number: its
-        // directory entry must be durable first (an open refuses a log
-        // number whose WAL is missing). A flush that wrote a file synced
-        // the directory after the WAL was created; one that wrote nothing
-        // did not.
-        if flushed.outputs.is_empty()
-            && let Err(e) = self.fs.sync_dir(&self.dir)
-        {
-            undo(&mut st);
-            let e = crate::error::IoSnafu {
-                op: "syncing directory",
-                path: self.dir.clone(),
-            }
-            .into_error(e);
-            let shared = self.set_bg_error(&mut st, e);
-            return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
+/// Runs one flush of `table`: takes its immutable memtables, writes them
+/// — to an L0 table, or by the strategy's flush plan (a major flush into
+/// the major level, a flush cut by stripe or merged with the previous L0
+/// table) — and installs the edit. Returns whether it did anything.
+pub(crate) fn run(db: &DbInner, table: TableId) -> Result<bool> {
+    let Some(FlushInput { mems, next_log }) = db.lock_state().begin_flush(table) else {
+        return Ok(false);
+    };
+    let count = mems.len();
+    let started = std::time::Instant::now();
+    let mut info = flush_info(db, table, &mems);
+    db.events.flush_begin(&info);
+    let snapshots = db.snapshots.sequences();
+    let flushed = write_flush(db, table, &mems, &snapshots);
+    // Closed WALs that sync writes made durable: this edit records their
+    // sizes (the leader lock comes before the state lock).
+    let wal_additions = db.leader.lock().take_synced_closed();
+    let mut st = db.lock_state();
+    let mut flushed = match flushed {
+        Ok(f) => f,
+        Err(e) => {
+            st.abort_flush(table);
+            return Err(db.stop_writes(&mut st, e));
         }
-        flushed.edit.log_number = Some(next_log);
-        flushed.edit.wal_additions = wal_additions;
-        let mut edits = vec![flushed.edit.clone()];
-        // Tables with nothing unflushed move their log number along, so an
-        // idle table never pins the WALs this flush frees.
-        edits.extend(self.idle_log_edits(&st, table, next_log));
-        self.versions.set_last_sequence(self.visible());
-        let applied = self.versions.log_and_apply(edits);
-        // Installed (or failed) under the same lock as the release, so no
-        // compaction sees the plan's inputs free before they are gone.
-        if let Some(id) = flushed.plan_id
-            && let Some(t) = st.tables.get_mut(&table)
-        {
-            t.compactions.unregister(id);
+    };
+    // The edit names WAL `next_log` as the table's log number: its
+    // directory entry must be durable first (an open refuses a log number
+    // whose WAL is missing). A flush that wrote a file synced the
+    // directory after the WAL was created; one that wrote nothing did not.
+    if flushed.outputs.is_empty()
+        && let Err(e) = db.fs.sync_dir(&db.dir)
+    {
+        st.abort_flush(table);
+        let e = IoSnafu {
+            op: "syncing directory",
+            path: db.dir.clone(),
         }
-        if let Err(e) = applied {
-            undo(&mut st);
-            // The outputs stay: the failed record may be durable and name
-            // them (a write whose sync failed), so the version set keeps
-            // them quarantined until a new MANIFEST no longer can.
-            let shared = self.set_bg_error(&mut st, e.into());
-            return Err(crate::error::ReadOnlySnafu { cause: shared }.build());
-        }
-        if let Some(t) = st.tables.get_mut(&table) {
-            for _ in 0..count {
-                t.imm.pop_front();
-            }
-            t.flush_running = false;
-            match flushed.plan_level {
-                None => {
-                    t.stats.record_flush(&flushed.stats);
-                    t.flush_shape.record(&flushed.stats, count);
-                }
-                Some(level) => t.stats.record_compaction(level, &flushed.stats),
-            }
-            if !t.imm.is_empty() && !t.flush_queued {
-                t.flush_queued = true;
-                st.flush_queue.push_back(table);
-            }
-        }
-        self.install(&mut st, table);
-        drop(st);
-        Counters::add(&self.counters.flush_bytes, flushed.stats.bytes_written);
-        self.counters.record_iter_stats(&flushed.iter_stats);
-        if flushed.plan_level.is_some()
-            && let Some(t) = self.table(table)
-        {
-            Counters::add(&t.counters.flush_plan_bytes, flushed.stats.bytes_written);
-        }
-        // Listeners hear of the flush before its waiters wake.
-        info.output_level = flushed.plan_level.unwrap_or(0);
-        info.output_files = flushed.outputs;
-        info.bytes_written = flushed.stats.bytes_written;
-        info.micros = started.elapsed().as_micros() as u64;
-        self.events.flush_completed(&info);
-        self.notify_installed();
-        Ok(true)
+        .into_error(e);
+        return Err(db.stop_writes(&mut st, e));
     }
+    flushed.edit.log_number = Some(next_log);
+    flushed.edit.wal_additions = wal_additions;
+    let mut edits = vec![flushed.edit.clone()];
+    // Tables with nothing unflushed move their log number along, so an
+    // idle table never pins the WALs this flush frees.
+    edits.extend(idle_log_edits(db, &st, table, next_log));
+    db.versions.set_last_sequence(db.visible());
+    // The plan's registration ends under the same lock as its install (or
+    // failure), so no compaction sees its inputs free before they are
+    // gone.
+    if let Some(id) = flushed.plan_id {
+        st.finish_compaction(table, id);
+    }
+    let finish =
+        |st: &mut DbState| st.finish_flush(table, count, flushed.plan_level, &flushed.stats);
+    if let Err(e) = db.apply_and_install(&mut st, table, edits, finish) {
+        // The outputs stay: the failed record may be durable and name them
+        // (a write whose sync failed), so the version set keeps them
+        // quarantined until a new MANIFEST no longer can.
+        st.abort_flush(table);
+        return Err(e);
+    }
+    drop(st);
+    Counters::add(&db.counters.flush_bytes, flushed.stats.bytes_written);
+    db.counters.record_iter_stats(&flushed.iter_stats);
+    if flushed.plan_level.is_some()
+        && let Some(t) = db.table(table)
+    {
+        Counters::add(&t.counters.flush_plan_bytes, flushed.stats.bytes_written);
+    }
+    // Listeners hear of the flush before its waiters wake.
+    info.output_level = flushed.plan_level.unwrap_or(0);
+    info.output_files = flushed.outputs;
+    info.bytes_written = flushed.stats.bytes_written;
+    info.micros = started.elapsed().as_micros() as u64;
+    db.events.flush_completed(&info);
+    db.notify_installed();
+    Ok(true)
+}
 
-    /// What a flush of `mems` is, before it runs.
-    fn flush_info(&self, table: TableId, mems: &[Arc<Mem>]) -> FlushJobInfo {
-        let (mut lo, mut hi) = (SeqNo::MAX, 0);
-        for m in mems {
-            if let (Some(a), Some(b)) = (m.first_seqno(), m.last_seqno()) {
-                lo = lo.min(a);
-                hi = hi.max(b);
+/// Switches the memtable of `table` (if it holds anything) through the
+/// write group and waits until it is flushed.
+pub(crate) fn flush_table(db: &DbInner, table: TableId) -> Result<()> {
+    crate::write::write_batch(db, WriteBatch::new(), &WriteOptions::default(), Some(table))?;
+    wait_for_flush(db, table)
+}
+
+/// Waits until the newest immutable memtable of `table` (as of now) is
+/// flushed.
+pub(crate) fn wait_for_flush(db: &DbInner, table: TableId) -> Result<()> {
+    let mut st = db.lock_state();
+    let target = match st.table(table).and_then(|t| t.imm().back()) {
+        Some(imm) => Arc::as_ptr(imm.mem()),
+        None => return Ok(()),
+    };
+    loop {
+        if let Some(cause) = st.bg_error() {
+            return ReadOnlySnafu {
+                cause: cause.clone(),
             }
+            .fail();
         }
-        FlushJobInfo {
-            table: self
-                .table(table)
-                .map(|t| t.name.clone())
-                .unwrap_or_default(),
-            table_id: table,
-            memtables: mems.len(),
-            smallest_seqno: if lo == SeqNo::MAX { 0 } else { lo },
-            largest_seqno: hi,
-            output_level: 0,
-            output_files: Vec::new(),
-            bytes_written: 0,
-            micros: 0,
+        let pending = st.table(table).is_some_and(|t| {
+            t.imm()
+                .iter()
+                .any(|i| std::ptr::eq(Arc::as_ptr(i.mem()), target))
+        });
+        if !pending {
+            return Ok(());
         }
+        if st.is_shutting_down() {
+            return ShuttingDownSnafu.fail();
+        }
+        st = db.done_cv.wait(st);
     }
 }
 
-impl DbInner {
-    /// Writes the memtables of `table` by its strategy's flush plan, or to
-    /// one L0 table.
-    fn write_flush(
-        &self,
-        table: TableId,
-        mems: &[Arc<Mem>],
-        snapshots: &[SeqNo],
-    ) -> Result<Flushed> {
-        let icmp = self.opener.options.comparator.clone();
-        let plan = match memtable_range(&icmp, mems)? {
-            None => None,
-            Some((lo, hi)) => {
-                let mut st = self.lock_state();
-                let Some(t) = st.tables.get_mut(&table) else {
-                    return Ok(Flushed {
-                        edit: VersionEdit::new(table),
-                        stats: Default::default(),
-                        iter_stats: IterStats::default(),
-                        plan_level: None,
-                        outputs: Vec::new(),
-                        plan_id: None,
-                    });
-                };
-                let c = {
-                    let ctx = self.pick_context(t);
-                    t.picker.pick_flush(&t.version, &ctx, &lo, &hi)
-                };
-                c.map(|c| {
-                    let id = t.compactions.register(&c, &t.state.icmp);
-                    (c, id)
-                })
-            }
-        };
-        let Some((c, id)) = plan else {
-            let topts = self
-                .table(table)
-                .map(|t| std::sync::Arc::clone(&t.options))
-                .unwrap_or_else(|| std::sync::Arc::clone(&self.default_table.options));
-            let flushed = flush_memtables(&self.output_factory(), &topts, mems, snapshots)?;
-            let mut edit = VersionEdit::new(table);
-            let mut outputs = Vec::new();
-            if let Some(f) = flushed.file {
-                outputs.push(f.number);
-                edit.add_file(0, f);
-            }
-            return Ok(Flushed {
-                edit,
-                stats: flushed.stats,
-                iter_stats: flushed.iter_stats,
-                plan_level: None,
-                outputs,
-                plan_id: None,
-            });
-        };
-        let r = match self.run_flush_plan(table, &c, mems, snapshots) {
-            Ok(r) => r,
-            Err(e) => {
-                if let Some(t) = self.lock_state().tables.get_mut(&table) {
-                    t.compactions.unregister(id);
-                }
-                return Err(e);
-            }
-        };
-        Ok(Flushed {
-            outputs: r.outputs.iter().map(|f| f.number).collect(),
-            edit: r.edit,
-            stats: r.stats,
-            iter_stats: r.iter_stats,
-            plan_level: Some(c.output_level),
-            plan_id: Some(id),
-        })
+/// What a flush of `mems` is, before it runs.
+fn flush_info(db: &DbInner, table: TableId, mems: &[Arc<Mem>]) -> FlushJobInfo {
+    let (mut lo, mut hi) = (SeqNo::MAX, 0);
+    for m in mems {
+        if let (Some(a), Some(b)) = (m.first_seqno(), m.last_seqno()) {
+            lo = lo.min(a);
+            hi = hi.max(b);
+        }
     }
+    FlushJobInfo {
+        table: db.table(table).map(|t| t.name.clone()).unwrap_or_default(),
+        table_id: table,
+        memtables: mems.len(),
+        smallest_seqno: if lo == SeqNo::MAX { 0 } else { lo },
+        largest_seqno: hi,
+        output_level: 0,
+        output_files: Vec::new(),
+        bytes_written: 0,
+        micros: 0,
+    }
+}
 
-    fn run_flush_plan(
-        &self,
-        table: TableId,
-        c: &lithify_compaction::Compaction,
-        mems: &[Arc<Mem>],
-        snapshots: &[SeqNo],
-    ) -> Result<lithify_compaction::CompactionResult> {
-        let icmp = self.opener.options.comparator.clone();
-        let tables: Vec<Arc<lithify_memtable::MemTable>> =
-            mems.iter().map(|m| Arc::clone(m.table())).collect();
-        let open = || -> Box<dyn InternalIterator + Send> {
-            let children: Vec<MemTableIter> = tables
-                .iter()
-                .map(|m| MemTableIter::new(Arc::clone(m)))
-                .collect();
-            Box::new(MergingIterator::new(icmp.clone(), children))
-        };
-        let tombstones = range_tombstones_of(mems);
-        let num_entries = mems
-            .iter()
-            .map(|m| (m.len() - m.num_range_deletes()) as u64)
-            .sum();
-        let now = self.options.clock.now_secs();
-        let mem = MemtableInput {
-            open: &open,
-            range_tombstones: tombstones,
-            num_entries,
-            flush_time: now,
-        };
-        let factory = self.output_factory();
-        let topts = self
+/// Writes the memtables of `table` by its strategy's flush plan, or to
+/// one L0 table.
+fn write_flush(
+    db: &DbInner,
+    table: TableId,
+    mems: &[Arc<Mem>],
+    snapshots: &[SeqNo],
+) -> Result<Flushed> {
+    let icmp = db.opener.options.comparator.clone();
+    let plan = match memtable_range(&icmp, mems)? {
+        None => None,
+        Some((lo, hi)) => {
+            let mut st = db.lock_state();
+            let Some(t) = st.table(table) else {
+                return Ok(Flushed {
+                    edit: VersionEdit::new(table),
+                    stats: Default::default(),
+                    iter_stats: IterStats::default(),
+                    plan_level: None,
+                    outputs: Vec::new(),
+                    plan_id: None,
+                });
+            };
+            let c = {
+                let ctx = db.pick_context(t);
+                t.picker().pick_flush(t.version(), &ctx, &lo, &hi)
+            };
+            c.and_then(|c| st.register_compaction(table, &c).map(|id| (c, id)))
+        }
+    };
+    let Some((c, id)) = plan else {
+        let topts = db
             .table(table)
             .map(|t| std::sync::Arc::clone(&t.options))
-            .unwrap_or_else(|| std::sync::Arc::clone(&self.default_table.options));
-        let filter = topts.compaction_filter.clone();
-        let opts = JobOptions {
-            now: Some(now),
-            ..job_options(&topts)
-        };
-        run_flush(
-            c,
-            &mem,
-            &crate::sst_opener::InputOpener {
-                opener: &self.opener,
-            },
-            &Snapshots::new(snapshots.to_vec()),
-            filter.as_deref(),
-            &factory,
-            &opts,
-        )
-        .map_err(|e| CompactionSnafu.into_error(e))
-    }
+            .unwrap_or_else(|| std::sync::Arc::clone(&db.default_table.options));
+        let flushed = flush_memtables(&db.output_factory(), &topts, mems, snapshots)?;
+        let mut edit = VersionEdit::new(table);
+        let mut outputs = Vec::new();
+        if let Some(f) = flushed.file {
+            outputs.push(f.number);
+            edit.add_file(0, f);
+        }
+        return Ok(Flushed {
+            edit,
+            stats: flushed.stats,
+            iter_stats: flushed.iter_stats,
+            plan_level: None,
+            outputs,
+            plan_id: None,
+        });
+    };
+    let r = match run_flush_plan(db, table, &c, mems, snapshots) {
+        Ok(r) => r,
+        Err(e) => {
+            db.lock_state().finish_compaction(table, id);
+            return Err(e);
+        }
+    };
+    Ok(Flushed {
+        outputs: r.outputs.iter().map(|f| f.number).collect(),
+        edit: r.edit,
+        stats: r.stats,
+        iter_stats: r.iter_stats,
+        plan_level: Some(c.output_level),
+        plan_id: Some(id),
+    })
 }
 
-impl DbInner {
-    /// Edits moving the log number of every table other than `flushed`
-    /// that holds nothing unflushed up to `next_log`: its data is all in
-    /// tables, and anything written to it from now on goes to WALs at or
-    /// above `next_log`, so no older WAL is needed for it.
-    pub(crate) fn idle_log_edits(
-        &self,
-        st: &crate::db_impl::DbState,
-        flushed: TableId,
-        next_log: u64,
-    ) -> Vec<VersionEdit> {
-        st.tables
+fn run_flush_plan(
+    db: &DbInner,
+    table: TableId,
+    c: &lithify_compaction::Compaction,
+    mems: &[Arc<Mem>],
+    snapshots: &[SeqNo],
+) -> Result<lithify_compaction::CompactionResult> {
+    let icmp = db.opener.options.comparator.clone();
+    let tables: Vec<Arc<lithify_memtable::MemTable>> =
+        mems.iter().map(|m| Arc::clone(m.table())).collect();
+    let open = || -> Box<dyn InternalIterator + Send> {
+        let children: Vec<MemTableIter> = tables
             .iter()
-            .filter(|(id, t)| {
-                **id != flushed
-                    && t.mem.is_empty()
-                    && t.imm.is_empty()
-                    && self
-                        .versions
-                        .table(**id)
-                        .is_some_and(|info| info.log_number < next_log)
-            })
-            .map(|(id, _)| {
-                let mut e = VersionEdit::new(*id);
-                e.log_number = Some(next_log);
-                e
-            })
-            .collect()
-    }
+            .map(|m| MemTableIter::new(Arc::clone(m)))
+            .collect();
+        Box::new(MergingIterator::new(icmp.clone(), children))
+    };
+    let tombstones = range_tombstones_of(mems);
+    let num_entries = mems
+        .iter()
+        .map(|m| (m.len() - m.num_range_deletes()) as u64)
+        .sum();
+    let now = db.options.clock.now_secs();
+    let mem = MemtableInput {
+        open: &open,
+        range_tombstones: tombstones,
+        num_entries,
+        flush_time: now,
+    };
+    let factory = db.output_factory();
+    let topts = db
+        .table(table)
+        .map(|t| std::sync::Arc::clone(&t.options))
+        .unwrap_or_else(|| std::sync::Arc::clone(&db.default_table.options));
+    let filter = topts.compaction_filter.clone();
+    let opts = JobOptions {
+        now: Some(now),
+        ..job_options(&topts)
+    };
+    run_flush(
+        c,
+        &mem,
+        &crate::sst_files::InputOpener { opener: &db.opener },
+        &Snapshots::new(snapshots.to_vec()),
+        filter.as_deref(),
+        &factory,
+        &opts,
+    )
+    .map_err(|e| CompactionSnafu.into_error(e))
+}
+
+/// Edits moving the log number of every table other than `flushed`
+/// that holds nothing unflushed up to `next_log`: its data is all in
+/// tables, and anything written to it from now on goes to WALs at or
+/// above `next_log`, so no older WAL is needed for it.
+fn idle_log_edits(
+    db: &DbInner,
+    st: &crate::state::DbState,
+    flushed: TableId,
+    next_log: u64,
+) -> Vec<VersionEdit> {
+    st.tables()
+        .filter(|(id, t)| {
+            *id != flushed
+                && t.mem().is_empty()
+                && t.imm().is_empty()
+                && db
+                    .versions
+                    .table(*id)
+                    .is_some_and(|info| info.log_number < next_log)
+        })
+        .map(|(id, _)| {
+            let mut e = VersionEdit::new(id);
+            e.log_number = Some(next_log);
+            e
+        })
+        .collect()
 }

@@ -15,13 +15,13 @@ use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, SeqNo, V
 use lithify_memtable::Lookup;
 use lithify_sstable::ReadStats;
 
-use crate::db_impl::DbInner;
 use crate::error::Result;
 use crate::range_del::covering_seq;
-use crate::sst_opener::SstOpener;
+use crate::sst_files::SstFiles;
+use crate::state::DbInner;
+use crate::state::table::TableState;
 use crate::stats::Counters;
 use crate::super_version::{FileHandle, SuperVersion};
-use crate::table_state::TableState;
 
 thread_local! {
     /// The seek key and the found-key buffer, reused by every lookup of a
@@ -53,169 +53,116 @@ struct GetCost {
     reads: ReadStats,
 }
 
-impl DbInner {
-    /// Looks `key` up in `table` at `snapshot` (`None`: the latest state).
-    pub(crate) fn get_in(
-        &self,
-        table: &TableState,
-        key: &[u8],
-        snapshot: Option<SeqNo>,
-    ) -> Result<Option<Bytes>> {
-        // Pin first, then read the sequence number: everything at or below
-        // it is in the pinned parts or was written concurrently.
-        let sv = table.sv.get();
-        let snap = snapshot.unwrap_or_else(|| self.visible());
-        self.observe_read(table);
-        self.get_at(table, &sv, key, snap)
-    }
+/// Looks `key` up in `table` at `snapshot` (`None`: the latest state).
+pub(crate) fn get_in(
+    db: &DbInner,
+    table: &TableState,
+    key: &[u8],
+    snapshot: Option<SeqNo>,
+) -> Result<Option<Bytes>> {
+    // Pin first, then read the sequence number: everything at or below
+    // it is in the pinned parts or was written concurrently.
+    let sv = table.sv.get();
+    let snap = snapshot.unwrap_or_else(|| db.visible());
+    crate::strategy::observe_read(db, table);
+    get_at(db, table, &sv, key, snap)
+}
 
-    /// Whether `key` may exist in `table` now, judged without reading a
-    /// data block and without counting a read (the `Adaptive` strategy's
-    /// update/insert sampling). The memtables answer exactly; below them
-    /// the key counts as present when a table whose range holds it has no
-    /// filter or a filter that does not rule it out (a tombstone in a table
-    /// counts as present). A filter's false positives (about 1 % per table
-    /// probed at 10 bits per key) count a few inserts as updates.
-    ///
-    /// A full lookup here read data blocks for one write in 64: on a
-    /// write-only workload the blocks churned through the block cache and
-    /// the allocator, costing 17 % more CPU per write and a p99 a third
-    /// higher than the same fixed strategy.
-    pub(crate) fn may_exist_uncounted(&self, table: &TableState, key: &[u8]) -> bool {
-        let sv = table.sv.get();
-        let snap = self.visible();
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            match mem.get(key, snap) {
-                Lookup::Found { .. } | Lookup::Merge { .. } => return true,
-                Lookup::Deleted { .. } => return false,
-                Lookup::NotFound => {}
-            }
-        }
-        let icmp = &table.icmp;
-        BUFFERS.with(|b| {
-            let (seek, _) = &mut *b.borrow_mut();
-            seek.clear();
-            append_internal_key(seek, key, snap, KIND_FOR_SEEK);
-            let filter_says = |h: &FileHandle| match h.sst(&self.opener) {
-                Ok(t) => t.may_contain(t.key_schema().filter_key(seek)),
-                // An estimate: a table that cannot be opened here counts as
-                // holding the key (the read path reports the error).
-                Err(_) => true,
-            };
-            sv.levels.iter().enumerate().any(|(level, files)| {
-                if level == 0 {
-                    files
-                        .iter()
-                        .filter(|h| h.meta.contains_user_key(icmp, key))
-                        .any(|h| filter_says(h))
-                } else {
-                    let i = files
-                        .partition_point(|h| icmp.compare(h.meta.largest.encoded(), seek).is_lt());
-                    files
-                        .get(i)
-                        .filter(|h| icmp.compare_user(h.meta.smallest_user_key(), key).is_le())
-                        .is_some_and(|h| filter_says(h))
-                }
-            })
-        })
+/// Looks `key` up in the pinned `sv` of `table` at `snap`.
+pub(crate) fn get_at(
+    db: &DbInner,
+    table: &TableState,
+    sv: &SuperVersion,
+    key: &[u8],
+    snap: SeqNo,
+) -> Result<Option<Bytes>> {
+    for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        let answer = match mem.get(key, snap) {
+            Lookup::NotFound => continue,
+            Lookup::Found { value, .. } => Ok(Some(Bytes::copy_from_slice(value))),
+            Lookup::Deleted { .. } => Ok(None),
+            Lookup::Merge { .. } => get_merged(db, table, sv, key, snap),
+        };
+        Counters::add(&db.counters.gets, 1);
+        Counters::add(&table.counters.gets, 1);
+        return answer;
     }
+    let mut cost = GetCost::default();
+    let r = BUFFERS.with(|b| {
+        let (seek, found) = &mut *b.borrow_mut();
+        lookup_files(
+            sv,
+            &db.opener,
+            &table.icmp,
+            key,
+            snap,
+            seek,
+            found,
+            &mut cost,
+        )
+    });
+    let c = &db.counters;
+    Counters::add(&c.gets, 1);
+    Counters::add(&c.get_tables_probed, cost.probed);
+    Counters::add(&c.get_blocks, cost.reads.blocks_read());
+    Counters::add(&c.get_blocks_from_file, cost.reads.blocks_from_file);
+    Counters::add(&c.get_filter_negatives, cost.reads.filter_negatives);
+    let t = &table.counters;
+    Counters::add(&t.gets, 1);
+    Counters::add(&t.get_tables_probed, cost.probed);
+    Counters::add(&t.get_blocks, cost.reads.blocks_read());
+    match r? {
+        FileAnswer::Value(v) => Ok(Some(v)),
+        FileAnswer::Absent => Ok(None),
+        FileAnswer::Merge => get_merged(db, table, sv, key, snap),
+    }
+}
 
-    /// Looks `key` up in the pinned `sv` of `table` at `snap`.
-    pub(crate) fn get_at(
-        &self,
-        table: &TableState,
-        sv: &SuperVersion,
-        key: &[u8],
-        snap: SeqNo,
-    ) -> Result<Option<Bytes>> {
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            let answer = match mem.get(key, snap) {
-                Lookup::NotFound => continue,
-                Lookup::Found { value, .. } => Ok(Some(Bytes::copy_from_slice(value))),
-                Lookup::Deleted { .. } => Ok(None),
-                Lookup::Merge { .. } => self.get_merged(table, sv, key, snap),
-            };
-            Counters::add(&self.counters.gets, 1);
-            Counters::add(&table.counters.gets, 1);
-            return answer;
+/// Collects the merge operands of `key` visible at `snap`, newest
+/// first, down to the version they apply to, and merges them.
+fn get_merged(
+    db: &DbInner,
+    table: &TableState,
+    sv: &SuperVersion,
+    key: &[u8],
+    snap: SeqNo,
+) -> Result<Option<Bytes>> {
+    let mut operands: Vec<Bytes> = Vec::new();
+    let mut base: Option<Bytes> = None;
+    let mut decided = false;
+    for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        let mut found = Vec::new();
+        let end = mem.collect_operands(key, snap, &mut found);
+        operands.extend(found.into_iter().map(Bytes::copy_from_slice));
+        match end {
+            Lookup::Found { value, .. } => {
+                base = Some(Bytes::copy_from_slice(value));
+                decided = true;
+            }
+            Lookup::Deleted { .. } => decided = true,
+            Lookup::NotFound | Lookup::Merge { .. } => {}
         }
-        let mut cost = GetCost::default();
-        let r = BUFFERS.with(|b| {
-            let (seek, found) = &mut *b.borrow_mut();
-            lookup_files(
-                sv,
-                &self.opener,
-                &table.icmp,
-                key,
-                snap,
-                seek,
-                found,
-                &mut cost,
-            )
-        });
-        let c = &self.counters;
-        Counters::add(&c.gets, 1);
-        Counters::add(&c.get_tables_probed, cost.probed);
-        Counters::add(&c.get_blocks, cost.reads.blocks_read());
-        Counters::add(&c.get_blocks_from_file, cost.reads.blocks_from_file);
-        Counters::add(&c.get_filter_negatives, cost.reads.filter_negatives);
-        let t = &table.counters;
-        Counters::add(&t.gets, 1);
-        Counters::add(&t.get_tables_probed, cost.probed);
-        Counters::add(&t.get_blocks, cost.reads.blocks_read());
-        match r? {
-            FileAnswer::Value(v) => Ok(Some(v)),
-            FileAnswer::Absent => Ok(None),
-            FileAnswer::Merge => self.get_merged(table, sv, key, snap),
+        if decided {
+            break;
         }
     }
-
-    /// Collects the merge operands of `key` visible at `snap`, newest
-    /// first, down to the version they apply to, and merges them.
-    fn get_merged(
-        &self,
-        table: &TableState,
-        sv: &SuperVersion,
-        key: &[u8],
-        snap: SeqNo,
-    ) -> Result<Option<Bytes>> {
-        let mut operands: Vec<Bytes> = Vec::new();
-        let mut base: Option<Bytes> = None;
-        let mut decided = false;
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            let mut found = Vec::new();
-            let end = mem.collect_operands(key, snap, &mut found);
-            operands.extend(found.into_iter().map(Bytes::copy_from_slice));
-            match end {
-                Lookup::Found { value, .. } => {
-                    base = Some(Bytes::copy_from_slice(value));
-                    decided = true;
-                }
-                Lookup::Deleted { .. } => decided = true,
-                Lookup::NotFound | Lookup::Merge { .. } => {}
-            }
-            if decided {
-                break;
-            }
-        }
-        if !decided {
-            base = collect_file_operands(sv, &self.opener, &table.icmp, key, snap, &mut operands)?;
-        }
-        if operands.is_empty() {
-            return Ok(base);
-        }
-        table
-            .merge
-            .full_merge(key, base.as_deref(), &operands)
-            .map(Some)
+    if !decided {
+        base = collect_file_operands(sv, &db.opener, &table.icmp, key, snap, &mut operands)?;
     }
+    if operands.is_empty() {
+        return Ok(base);
+    }
+    table
+        .merge
+        .full_merge(key, base.as_deref(), &operands)
+        .map(Some)
 }
 
 /// The files' part of the merge path: appends the operands of `key` the
 /// files hold (newest first) and returns the value below them, if any.
 fn collect_file_operands(
     sv: &SuperVersion,
-    opener: &SstOpener,
+    opener: &SstFiles,
     icmp: &InternalKeyComparator,
     key: &[u8],
     snap: SeqNo,
@@ -269,7 +216,7 @@ fn collect_file_operands(
 #[allow(clippy::too_many_arguments)]
 fn lookup_files(
     sv: &SuperVersion,
-    opener: &SstOpener,
+    opener: &SstFiles,
     icmp: &InternalKeyComparator,
     key: &[u8],
     snap: SeqNo,
@@ -317,7 +264,7 @@ fn lookup_files(
 #[inline]
 fn probe(
     h: &FileHandle,
-    opener: &SstOpener,
+    opener: &SstFiles,
     icmp: &InternalKeyComparator,
     key: &[u8],
     snap: SeqNo,

@@ -1,10 +1,10 @@
 //! Pinning the state an iterator reads.
 
-use crate::db_impl::DbInner;
 use crate::iter::CursorSource;
 use crate::options::ReadOptions;
 use crate::snapshot::Snapshot;
-use crate::table_state::TableState;
+use crate::state::DbInner;
+use crate::state::table::TableState;
 
 /// Pins `table`'s super version, then takes the snapshot to read at (the
 /// options' snapshot, else the latest sequence number).
@@ -14,7 +14,7 @@ pub(crate) fn cursor_source(
     options: &ReadOptions,
 ) -> CursorSource {
     // A scan to `Adaptive` (one per iterator, however far it goes).
-    inner.observe_scan(table);
+    crate::strategy::observe_scan(inner, table);
     let sv = table.sv.get();
     let snapshot = options
         .snapshot

@@ -13,7 +13,7 @@ use lithify_vfs::FileSystem;
 
 use crate::error::Result;
 use crate::mem::Mem;
-use crate::table_state::TableState;
+use crate::state::table::TableState;
 use crate::wal::LogWriter;
 
 /// The memtables writes go to, one per table; the default table first.

@@ -46,7 +46,6 @@ mod clock;
 mod commit_check;
 mod compaction;
 mod db;
-mod db_impl;
 mod error;
 mod events;
 mod flush;
@@ -69,12 +68,14 @@ mod resource;
 mod snapshot;
 mod sst_check;
 mod sst_file_writer;
-mod sst_opener;
+mod sst_files;
+mod stall;
+mod state;
 mod stats;
 mod strategy;
 mod super_version;
 mod table;
-mod table_state;
+
 mod verify;
 mod wal;
 mod write;
@@ -117,10 +118,10 @@ pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 pub use snapshot::Snapshot;
 pub use sst_check::{check_sst_checksum, check_sst_identity};
 pub use sst_file_writer::{ExternalSstInfo, SstFileWriter};
+pub use stall::{StallCause, StallCondition};
 pub use stats::{DbStats, LevelStats, MergeStats, StallStats, TableStats};
 pub use table::Table;
 pub use verify::MergeFailure;
-pub use write_controller::{StallCause, StallCondition};
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

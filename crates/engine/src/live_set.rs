@@ -38,8 +38,8 @@ use lithify_version::filename::{manifest_file_name, table_file_name};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt;
 
-use crate::db_impl::DbInner;
 use crate::error::{InvalidArgumentSnafu, IoSnafu, Result, VersionSnafu};
+use crate::state::DbInner;
 use crate::wal::log_path;
 
 /// How [`Db::live_file_set`](crate::Db::live_file_set) (and checkpoints)
@@ -161,205 +161,178 @@ impl LiveFileSet<'_> {
 
 impl Drop for LiveFileSet<'_> {
     fn drop(&mut self) {
-        self.inner.enable_file_deletions();
+        crate::purge::enable_file_deletions(self.inner);
     }
 }
 
-impl DbInner {
-    /// Every live table file of every table, by table, level and key.
-    pub(crate) fn live_files(&self) -> Vec<LiveFileMetaData> {
-        let names: std::collections::BTreeMap<TableId, String> = self
-            .versions
-            .tables()
-            .into_iter()
-            .map(|t| (t.id, t.name))
-            .collect();
-        let mut out = Vec::new();
-        for (id, version) in self.versions.current_all() {
-            let table = names.get(&id).cloned().unwrap_or_default();
-            for level in 0..version.num_levels() {
-                for f in version.files(level) {
-                    out.push(LiveFileMetaData {
-                        table: table.clone(),
-                        number: f.number,
-                        path: self.dir.join(table_file_name(f.number)),
-                        size: f.size,
-                        level,
-                        smallest_key: f.smallest_user_key().to_vec(),
-                        largest_key: f.largest_user_key().to_vec(),
-                        smallest_seqno: f.smallest_seqno,
-                        largest_seqno: f.largest_seqno,
-                        num_entries: f.num_entries,
-                        num_deletions: f.num_deletions,
-                        unique_id: f.unique_id,
-                        file_checksum: f.file_checksum,
-                    });
-                }
+/// Every live table file of every table, by table, level and key.
+pub(crate) fn live_files(db: &DbInner) -> Vec<LiveFileMetaData> {
+    let names: std::collections::BTreeMap<TableId, String> = db
+        .versions
+        .tables()
+        .into_iter()
+        .map(|t| (t.id, t.name))
+        .collect();
+    let mut out = Vec::new();
+    for (id, version) in db.versions.current_all() {
+        let table = names.get(&id).cloned().unwrap_or_default();
+        for level in 0..version.num_levels() {
+            for f in version.files(level) {
+                out.push(LiveFileMetaData {
+                    table: table.clone(),
+                    number: f.number,
+                    path: db.dir.join(table_file_name(f.number)),
+                    size: f.size,
+                    level,
+                    smallest_key: f.smallest_user_key().to_vec(),
+                    largest_key: f.largest_user_key().to_vec(),
+                    smallest_seqno: f.smallest_seqno,
+                    largest_seqno: f.largest_seqno,
+                    num_entries: f.num_entries,
+                    num_deletions: f.num_deletions,
+                    unique_id: f.unique_id,
+                    file_checksum: f.file_checksum,
+                });
             }
         }
-        out
     }
+    out
+}
 
-    /// One more reason not to delete obsolete files; returns once no
-    /// purge that started before it is still deleting.
-    pub(crate) fn disable_file_deletions(&self) {
-        self.deletions_disabled.fetch_add(1, Ordering::AcqRel);
-        drop(self.purge_lock.lock());
+/// See the [module documentation](db).
+pub(crate) fn live_file_set<'a>(
+    db: &'a DbInner,
+    options: &CheckpointOptions,
+) -> Result<LiveFileSet<'a>> {
+    if !db.opened_read_only {
+        db.check_writable()?;
     }
-
-    /// One reason less; at none, the files that became obsolete meanwhile
-    /// are deleted. Returns how many reasons remain.
-    pub(crate) fn enable_file_deletions(&self) -> usize {
-        let previous = self
-            .deletions_disabled
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                Some(n.saturating_sub(1))
-            })
-            .unwrap_or(0);
-        let now = previous.saturating_sub(1);
-        if now == 0 && previous > 0 {
-            self.purge_obsolete_files();
+    crate::purge::disable_file_deletions(db);
+    // From here on, dropping the set enables deletions again.
+    let mut set = LiveFileSet {
+        files: Vec::new(),
+        current: Vec::new(),
+        sequence: 0,
+        flushed: false,
+        inner: db,
+    };
+    let (cut, wals, sequence) = if db.opened_read_only {
+        read_only_cuts(db)?
+    } else {
+        let wal_bytes = db.leader.lock().wal_size().0;
+        if wal_bytes >= options.log_size_for_flush || db.unpersisted.load(Ordering::Acquire) {
+            flush_all_tables(db)?;
+            set.flushed = true;
         }
-        now
-    }
-
-    /// Whether file deletions are disabled.
-    pub(crate) fn file_deletions_disabled(&self) -> bool {
-        self.deletions_disabled.load(Ordering::Acquire) > 0
-    }
-
-    /// See the [module documentation](self).
-    pub(crate) fn live_file_set(&self, options: &CheckpointOptions) -> Result<LiveFileSet<'_>> {
-        if !self.opened_read_only {
-            self.check_writable()?;
-        }
-        self.disable_file_deletions();
-        // From here on, dropping the set enables deletions again.
-        let mut set = LiveFileSet {
-            files: Vec::new(),
-            current: Vec::new(),
-            sequence: 0,
-            flushed: false,
-            inner: self,
-        };
-        let (cut, wals, sequence) = if self.opened_read_only {
-            self.read_only_cuts()?
-        } else {
-            let wal_bytes = self.leader.lock().wal_size().0;
-            if wal_bytes >= options.log_size_for_flush || self.unpersisted.load(Ordering::Acquire) {
-                self.flush_all_tables()?;
-                set.flushed = true;
-            }
-            self.cuts()?
-        };
-        set.sequence = sequence;
-        for version in cut.versions.values() {
-            for level in 0..version.num_levels() {
-                for f in version.files(level) {
-                    let name = table_file_name(f.number);
-                    set.files.push(LiveFile {
-                        path: self.dir.join(&name),
-                        name,
-                        size: f.size,
-                        kind: LiveFileKind::Table,
-                    });
-                }
+        cuts(db)?
+    };
+    set.sequence = sequence;
+    for version in cut.versions.values() {
+        for level in 0..version.num_levels() {
+            for f in version.files(level) {
+                let name = table_file_name(f.number);
+                set.files.push(LiveFile {
+                    path: db.dir.join(&name),
+                    name,
+                    size: f.size,
+                    kind: LiveFileKind::Table,
+                });
             }
         }
-        let manifest = manifest_file_name(cut.manifest_number);
+    }
+    let manifest = manifest_file_name(cut.manifest_number);
+    set.files.push(LiveFile {
+        path: db.dir.join(&manifest),
+        name: manifest.clone(),
+        size: cut.manifest_size,
+        kind: LiveFileKind::Manifest,
+    });
+    set.current = format!("{manifest}\n").into_bytes();
+    for (number, size) in wals {
+        let path = log_path(&db.dir, number);
+        let name = path
+            .file_name()
+            .expect("a WAL path names a file")
+            .to_string_lossy()
+            .into_owned();
         set.files.push(LiveFile {
-            path: self.dir.join(&manifest),
-            name: manifest.clone(),
-            size: cut.manifest_size,
-            kind: LiveFileKind::Manifest,
+            name,
+            path,
+            size,
+            kind: LiveFileKind::Wal,
         });
-        set.current = format!("{manifest}\n").into_bytes();
-        for (number, size) in wals {
-            let path = log_path(&self.dir, number);
-            let name = path
-                .file_name()
-                .expect("a WAL path names a file")
-                .to_string_lossy()
-                .into_owned();
-            set.files.push(LiveFile {
-                name,
-                path,
-                size,
-                kind: LiveFileKind::Wal,
-            });
-        }
-        Ok(set)
     }
+    Ok(set)
+}
 
-    /// The cuts of a read-only open (RocksDB makes checkpoints of those
-    /// too): nothing is flushed or written, so the set is what the open
-    /// read — the MANIFEST's replayed records, and every WAL the replay
-    /// read, whole as it was then. A copy replays them as this open did.
-    fn read_only_cuts(&self) -> Result<Cuts> {
-        let cut = self.versions.recovered_cut().ok_or_else(|| {
-            InvalidArgumentSnafu {
-                message: "the MANIFEST this read-only open read is not known".to_owned(),
-            }
-            .build()
+/// The cuts of a read-only open (RocksDB makes checkpoints of those
+/// too): nothing is flushed or written, so the set is what the open
+/// read — the MANIFEST's replayed records, and every WAL the replay
+/// read, whole as it was then. A copy replays them as this open did.
+fn read_only_cuts(db: &DbInner) -> Result<Cuts> {
+    let cut = db.versions.recovered_cut().ok_or_else(|| {
+        InvalidArgumentSnafu {
+            message: "the MANIFEST this read-only open read is not known".to_owned(),
+        }
+        .build()
+    })?;
+    let wals = db
+        .replayed_wal_sizes
+        .iter()
+        .copied()
+        .filter(|&(n, _)| n >= cut.min_log_number)
+        .collect();
+    Ok((cut, wals, db.visible()))
+}
+
+/// Flushes every table's memtable and waits for the flushes.
+fn flush_all_tables(db: &DbInner) -> Result<()> {
+    let ids: Vec<TableId> = db.lock_state().table_ids();
+    for id in ids {
+        crate::flush::flush_table(db, id)?;
+    }
+    Ok(())
+}
+
+/// The MANIFEST cut and the WAL cut, both under the write leader's lock
+/// (no group, and no ingestion, changes either meanwhile): the
+/// MANIFEST's state, the (number, size) of every WAL at or above its
+/// smallest log number, and the last sequence number those hold.
+fn cuts(db: &DbInner) -> Result<Cuts> {
+    let mut leader = db.leader.lock();
+    leader.flush()?;
+    let cut = match db.versions.manifest_cut() {
+        Some(cut) => cut,
+        None => {
+            // No MANIFEST open for writing yet: start one.
+            db.versions.roll_manifest().context(VersionSnafu)?;
+            db.versions.manifest_cut().ok_or_else(|| {
+                InvalidArgumentSnafu {
+                    message: "the MANIFEST is not writable".to_owned(),
+                }
+                .build()
+            })?
+        }
+    };
+    let sequence = leader.last_allocated;
+    let numbers: Vec<u64> = db
+        .lock_state()
+        .live_logs()
+        .range(cut.min_log_number..)
+        .copied()
+        .collect();
+    let mut wals = Vec::with_capacity(numbers.len());
+    for number in numbers {
+        let path = log_path(&db.dir, number);
+        // Deletions are disabled and no purge is running: a live WAL
+        // that is missing is damage, not a race.
+        let size = db.fs.file_size(&path).context(IoSnafu {
+            op: "reading the size of",
+            path,
         })?;
-        let wals = self
-            .replayed_wal_sizes
-            .iter()
-            .copied()
-            .filter(|&(n, _)| n >= cut.min_log_number)
-            .collect();
-        Ok((cut, wals, self.visible()))
+        wals.push((number, size));
     }
-
-    /// Flushes every table's memtable and waits for the flushes.
-    fn flush_all_tables(&self) -> Result<()> {
-        let ids: Vec<TableId> = self.lock_state().tables.keys().copied().collect();
-        for id in ids {
-            self.flush_table(id)?;
-        }
-        Ok(())
-    }
-
-    /// The MANIFEST cut and the WAL cut, both under the write leader's lock
-    /// (no group, and no ingestion, changes either meanwhile): the
-    /// MANIFEST's state, the (number, size) of every WAL at or above its
-    /// smallest log number, and the last sequence number those hold.
-    fn cuts(&self) -> Result<Cuts> {
-        let mut leader = self.leader.lock();
-        leader.flush()?;
-        let cut = match self.versions.manifest_cut() {
-            Some(cut) => cut,
-            None => {
-                // No MANIFEST open for writing yet: start one.
-                self.versions.roll_manifest().context(VersionSnafu)?;
-                self.versions.manifest_cut().ok_or_else(|| {
-                    InvalidArgumentSnafu {
-                        message: "the MANIFEST is not writable".to_owned(),
-                    }
-                    .build()
-                })?
-            }
-        };
-        let sequence = leader.last_allocated;
-        let numbers: Vec<u64> = self
-            .lock_state()
-            .live_logs
-            .range(cut.min_log_number..)
-            .copied()
-            .collect();
-        let mut wals = Vec::with_capacity(numbers.len());
-        for number in numbers {
-            let path = log_path(&self.dir, number);
-            // Deletions are disabled and no purge is running: a live WAL
-            // that is missing is damage, not a race.
-            let size = self.fs.file_size(&path).context(IoSnafu {
-                op: "reading the size of",
-                path,
-            })?;
-            wals.push((number, size));
-        }
-        Ok((cut, wals, sequence))
-    }
+    Ok((cut, wals, sequence))
 }
 
 /// The MANIFEST cut, the WALs to copy (number, size) and the last

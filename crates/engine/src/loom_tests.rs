@@ -95,6 +95,7 @@ impl Toy {
 }
 
 impl GroupCommit for Toy {
+    type Target = Self;
     type Batch = ToyBatch;
     type Ctx = Arc<ToyMem>;
     type Error = ();
@@ -108,19 +109,19 @@ impl GroupCommit for Toy {
     fn batch_disables_wal(_b: &ToyBatch) -> bool {
         false
     }
-    fn max_group_bytes(&self) -> usize {
-        self.max_group
+    fn max_group_bytes(this: &Self) -> usize {
+        this.max_group
     }
 
-    fn prepare(&self, group: &mut [ToyBatch]) -> Result<(Arc<ToyMem>, u64), ()> {
-        let mut seq = self.next_seq.load(Ordering::Relaxed);
-        if self.switch_at != 0 && seq >= self.switch_at && !self.switched.load(Ordering::Relaxed) {
+    fn prepare(this: &Self, group: &mut [ToyBatch]) -> Result<(Arc<ToyMem>, u64), ()> {
+        let mut seq = this.next_seq.load(Ordering::Relaxed);
+        if this.switch_at != 0 && seq >= this.switch_at && !this.switched.load(Ordering::Relaxed) {
             // The engine's switch: mark the old memtable immutable (no
             // group is inserting), then install the new super version.
-            self.switched.store(true, Ordering::Relaxed);
-            let old = self.sv.get();
+            this.switched.store(true, Ordering::Relaxed);
+            let old = this.sv.get();
             old.mem.immutable.store(true, Ordering::Release);
-            self.sv.install(ToySv {
+            this.sv.install(ToySv {
                 mem: Arc::new(ToyMem::new()),
                 imm: Some(Arc::clone(&old.mem)),
             });
@@ -129,11 +130,11 @@ impl GroupCommit for Toy {
             b.seq = seq;
             seq += b.records;
         }
-        self.next_seq.store(seq, Ordering::Relaxed);
-        Ok((Arc::clone(&self.sv.get().mem), seq - 1))
+        this.next_seq.store(seq, Ordering::Relaxed);
+        Ok((Arc::clone(&this.sv.get().mem), seq - 1))
     }
 
-    fn insert(&self, mem: &Arc<ToyMem>, b: &ToyBatch) -> Result<(), ()> {
+    fn insert(this: &Self, mem: &Arc<ToyMem>, b: &ToyBatch) -> Result<(), ()> {
         assert!(
             !mem.immutable.load(Ordering::Acquire),
             "an insert reached an immutable memtable"
@@ -141,15 +142,15 @@ impl GroupCommit for Toy {
         for s in b.seq..b.seq + b.records {
             mem.present[s as usize].store(true, Ordering::Release);
         }
-        self.inserts.fetch_add(1, Ordering::Relaxed);
+        this.inserts.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    fn publish(&self, _mem: &Arc<ToyMem>, last_seq: u64) {
-        self.visible.store(last_seq, Ordering::Release);
+    fn publish(this: &Self, _mem: &Arc<ToyMem>, last_seq: u64) {
+        this.visible.store(last_seq, Ordering::Release);
     }
 
-    fn insert_failed(&self, _err: &()) {
+    fn insert_failed(_this: &Self, _err: &()) {
         unreachable!("toy inserts do not fail")
     }
 }
@@ -313,6 +314,7 @@ impl ToyCounter {
 }
 
 impl GroupCommit for ToyCounter {
+    type Target = Self;
     type Batch = CheckedWrite;
     type Ctx = ();
     type Error = ();
@@ -326,16 +328,16 @@ impl GroupCommit for ToyCounter {
     fn batch_disables_wal(_b: &CheckedWrite) -> bool {
         false
     }
-    fn max_group_bytes(&self) -> usize {
+    fn max_group_bytes(_this: &Self) -> usize {
         16
     }
 
-    fn prepare(&self, group: &mut [CheckedWrite]) -> Result<((), u64), ()> {
-        let mut seq = self.next_seq.load(Ordering::Relaxed);
+    fn prepare(this: &Self, group: &mut [CheckedWrite]) -> Result<((), u64), ()> {
+        let mut seq = this.next_seq.load(Ordering::Relaxed);
         let mut written_ahead = false;
         for b in group.iter_mut() {
             let changed =
-                (b.since + 1..seq).any(|s| self.versions[s as usize].load(Ordering::Acquire) != 0);
+                (b.since + 1..seq).any(|s| this.versions[s as usize].load(Ordering::Acquire) != 0);
             if changed || written_ahead {
                 continue;
             }
@@ -344,22 +346,22 @@ impl GroupCommit for ToyCounter {
             b.committed.store(true, Ordering::Relaxed);
             seq += 1;
         }
-        self.next_seq.store(seq, Ordering::Relaxed);
+        this.next_seq.store(seq, Ordering::Relaxed);
         Ok(((), seq - 1))
     }
 
-    fn insert(&self, _ctx: &(), b: &CheckedWrite) -> Result<(), ()> {
+    fn insert(this: &Self, _ctx: &(), b: &CheckedWrite) -> Result<(), ()> {
         if b.committed.load(Ordering::Relaxed) {
-            self.versions[b.seq as usize].store(b.value + 1, Ordering::Release);
+            this.versions[b.seq as usize].store(b.value + 1, Ordering::Release);
         }
         Ok(())
     }
 
-    fn publish(&self, _ctx: &(), last_seq: u64) {
-        self.visible.fetch_max(last_seq, Ordering::Release);
+    fn publish(this: &Self, _ctx: &(), last_seq: u64) {
+        this.visible.fetch_max(last_seq, Ordering::Release);
     }
 
-    fn insert_failed(&self, _err: &()) {
+    fn insert_failed(_this: &Self, _err: &()) {
         unreachable!("toy inserts do not fail")
     }
 }

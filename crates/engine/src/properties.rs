@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use lithify_base::sync::atomic::Ordering;
 
-use crate::db_impl::DbInner;
+use crate::state::DbInner;
 use crate::stats::{
     Counters, DbStats, MergeStats, StallStats, TableStats, estimate_live_bytes, table_rows,
 };
@@ -35,7 +35,7 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         let v = inner.default_table.sv.get().version.clone();
         return (level < v.num_levels()).then(|| v.num_files(level).to_string());
     }
-    let stats = || inner.collect_stats();
+    let stats = || collect_stats(inner);
     let default = || {
         stats()
             .tables
@@ -72,19 +72,19 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         "num-snapshots" => inner.snapshots.count().to_string(),
         "is-write-stopped" => {
             let st = inner.lock_state();
-            u8::from(st.controller.condition() == crate::StallCondition::Stopped).to_string()
+            u8::from(st.controller().condition() == crate::StallCondition::Stopped).to_string()
         }
         "actual-delayed-write-rate" => {
             let st = inner.lock_state();
-            if st.controller.condition() == crate::StallCondition::Delayed {
-                st.controller.delayed_rate().to_string()
+            if st.controller().condition() == crate::StallCondition::Delayed {
+                st.controller().delayed_rate().to_string()
             } else {
                 "0".to_owned()
             }
         }
         "background-errors" => u8::from(inner.read_only.load(Ordering::Acquire)).to_string(),
-        "num-running-flushes" => inner.lock_state().running_flushes.to_string(),
-        "num-running-compactions" => inner.lock_state().running_compactions.to_string(),
+        "num-running-flushes" => inner.lock_state().running_flushes().to_string(),
+        "num-running-compactions" => inner.lock_state().running_compactions().to_string(),
         _ => return None,
     })
 }
@@ -93,114 +93,112 @@ fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
-impl DbInner {
-    /// Gathers every statistic into one struct.
-    pub(crate) fn collect_stats(&self) -> DbStats {
-        let c = &self.counters;
-        let g = Counters::get;
-        let mut tables = Vec::new();
-        let mut reads_merged = 0;
-        let (wal_file_bytes, read_only) = {
-            let st = self.lock_state();
-            for t in st.tables.values() {
-                reads_merged += t.state.merge.reads_merged();
-                let version = &t.version;
-                let (scores, being) = self.level_scores(t);
-                let (levels, sum) = table_rows(version, &t.stats, &scores, &being);
-                // Plain flushes (and recovery) are recorded at L0; flush
-                // plans at their output level.
-                let flush_bytes = t.stats.bytes_flushed() + g(&t.state.counters.flush_plan_bytes);
-                let predicted = t.strategy.adaptive.as_ref().and_then(|a| a.prediction());
-                tables.push(TableStats {
-                    name: t.state.name.clone(),
-                    levels,
-                    sum,
-                    flush_bytes,
-                    pending_compaction_bytes: crate::compaction::pending_compaction_bytes(t),
-                    sst_bytes: version.total_bytes(),
-                    live_bytes: estimate_live_bytes(version),
-                    immutable_memtables: t.imm.len(),
-                    memtable_bytes: std::iter::once(&t.mem)
-                        .chain(t.imm.iter().map(|i| &i.mem))
-                        .map(|m| m.approximate_memory_usage() + m.filter_size())
-                        .sum(),
-                    strategy: crate::compaction::strategy_in_force(&t.strategy).to_string(),
-                    strategy_reason: t.strategy.reason.clone(),
-                    strategy_switches: t.strategy.switches,
-                    predicted: predicted.map(|s| s.prediction),
-                    predicted_cpu_us: predicted.map(|s| s.cpu_us),
-                    keys_written: g(&t.state.counters.keys_written),
-                    user_bytes: g(&t.state.counters.user_bytes),
-                    compaction_write_bytes: g(&t.state.counters.compaction_write_bytes),
-                    gets: g(&t.state.counters.gets),
-                    read_amp_tables: ratio(
-                        g(&t.state.counters.get_tables_probed),
-                        g(&t.state.counters.gets),
-                    ),
-                    read_amp_blocks: ratio(
-                        g(&t.state.counters.get_blocks),
-                        g(&t.state.counters.gets),
-                    ),
-                    ..TableStats::default()
-                });
-            }
-            let wal_bytes: u64 = st
-                .live_logs
-                .iter()
-                .filter_map(|&n| self.fs.file_size(&crate::wal::log_path(&self.dir, n)).ok())
-                .sum();
-            (wal_bytes, st.bg_error.is_some())
-        };
-        let mut s = DbStats {
-            uptime_secs: self.opened_at.elapsed().as_secs_f64(),
-            write_batches: g(&c.write_batches),
-            write_groups: g(&c.write_groups),
-            keys_written: g(&c.keys_written),
-            user_bytes: g(&c.user_bytes),
-            wal_bytes: g(&c.wal_bytes),
-            wal_syncs: g(&c.wal_syncs),
-            flush_bytes: g(&c.flush_bytes),
-            compaction_write_bytes: g(&c.compaction_write_bytes),
-            compaction_read_bytes: g(&c.compaction_read_bytes),
-            gets: g(&c.gets),
-            get_tables_probed: g(&c.get_tables_probed),
-            get_blocks_read: g(&c.get_blocks),
-            get_blocks_from_file: g(&c.get_blocks_from_file),
-            get_filter_negatives: g(&c.get_filter_negatives),
-            merges: MergeStats {
-                reads_merged,
-                full_merges: g(&c.full_merges),
-                partial_merges: g(&c.partial_merges),
-                merge_failures_kept: g(&c.merge_failures_kept),
-                single_deletes_cancelled: g(&c.single_deletes_cancelled),
-                single_delete_mismatches: g(&c.single_delete_mismatches),
-            },
-            wal_file_bytes,
-            stalls: StallStats {
-                delayed_writes: g(&c.stall_delayed_writes),
-                delayed_time: Duration::from_micros(g(&c.stall_delayed_micros)),
-                stopped_writes: g(&c.stall_stopped_writes),
-                stopped_time: Duration::from_micros(g(&c.stall_stopped_micros)),
-                memtable_limit: g(&c.stall_memtable_limit),
-                l0_file_count: g(&c.stall_l0_files),
-                pending_compaction_bytes: g(&c.stall_pending_bytes),
-            },
-            block_cache: self.cache.as_ref().map(|c| c.stats()),
-            rate_limited_bytes: self.rate_limiter.as_ref().map_or(0, |r| r.total_bytes()),
-            rate_limit_wait: Duration::from_micros(
-                self.rate_limiter
-                    .as_ref()
-                    .map_or(0, |r| r.total_wait_micros()),
-            ),
-            tables,
-            snapshots: self.snapshots.count(),
-            read_only: read_only || self.opened_read_only,
-            opened_read_only: self.opened_read_only,
-            recovery: self.recovery.clone(),
-            lost_files: crate::recovery::lost_files(&*self.fs, &self.dir),
-            ..DbStats::default()
-        };
-        s.finish();
-        s
-    }
+/// Gathers every statistic into one struct.
+pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
+    let c = &db.counters;
+    let g = Counters::get;
+    let mut tables = Vec::new();
+    let mut reads_merged = 0;
+    let (wal_file_bytes, read_only) = {
+        let st = db.lock_state();
+        for (_, t) in st.tables() {
+            reads_merged += t.state().merge.reads_merged();
+            let version = t.version();
+            let (scores, being) = crate::compaction::level_scores(db, t);
+            let (levels, sum) = table_rows(version, t.stats(), &scores, &being);
+            // Plain flushes (and recovery) are recorded at L0; flush
+            // plans at their output level.
+            let flush_bytes = t.stats().bytes_flushed() + g(&t.state().counters.flush_plan_bytes);
+            let predicted = t.strategy().adaptive().and_then(|a| a.prediction());
+            tables.push(TableStats {
+                name: t.state().name.clone(),
+                levels,
+                sum,
+                flush_bytes,
+                pending_compaction_bytes: t.pending_compaction_bytes(),
+                sst_bytes: version.total_bytes(),
+                live_bytes: estimate_live_bytes(version),
+                immutable_memtables: t.imm().len(),
+                memtable_bytes: std::iter::once(t.mem())
+                    .chain(t.imm().iter().map(|i| i.mem()))
+                    .map(|m| m.approximate_memory_usage() + m.filter_size())
+                    .sum(),
+                strategy: t.strategy().in_force().to_string(),
+                strategy_reason: t.strategy().reason().to_owned(),
+                strategy_switches: t.strategy().switches(),
+                predicted: predicted.map(|s| s.prediction),
+                predicted_cpu_us: predicted.map(|s| s.cpu_us),
+                keys_written: g(&t.state().counters.keys_written),
+                user_bytes: g(&t.state().counters.user_bytes),
+                compaction_write_bytes: g(&t.state().counters.compaction_write_bytes),
+                gets: g(&t.state().counters.gets),
+                read_amp_tables: ratio(
+                    g(&t.state().counters.get_tables_probed),
+                    g(&t.state().counters.gets),
+                ),
+                read_amp_blocks: ratio(
+                    g(&t.state().counters.get_blocks),
+                    g(&t.state().counters.gets),
+                ),
+                ..TableStats::default()
+            });
+        }
+        let wal_bytes: u64 = st
+            .live_logs()
+            .iter()
+            .filter_map(|&n| db.fs.file_size(&crate::wal::log_path(&db.dir, n)).ok())
+            .sum();
+        (wal_bytes, st.bg_error().is_some())
+    };
+    let mut s = DbStats {
+        uptime_secs: db.opened_at.elapsed().as_secs_f64(),
+        write_batches: g(&c.write_batches),
+        write_groups: g(&c.write_groups),
+        keys_written: g(&c.keys_written),
+        user_bytes: g(&c.user_bytes),
+        wal_bytes: g(&c.wal_bytes),
+        wal_syncs: g(&c.wal_syncs),
+        flush_bytes: g(&c.flush_bytes),
+        compaction_write_bytes: g(&c.compaction_write_bytes),
+        compaction_read_bytes: g(&c.compaction_read_bytes),
+        gets: g(&c.gets),
+        get_tables_probed: g(&c.get_tables_probed),
+        get_blocks_read: g(&c.get_blocks),
+        get_blocks_from_file: g(&c.get_blocks_from_file),
+        get_filter_negatives: g(&c.get_filter_negatives),
+        merges: MergeStats {
+            reads_merged,
+            full_merges: g(&c.full_merges),
+            partial_merges: g(&c.partial_merges),
+            merge_failures_kept: g(&c.merge_failures_kept),
+            single_deletes_cancelled: g(&c.single_deletes_cancelled),
+            single_delete_mismatches: g(&c.single_delete_mismatches),
+        },
+        wal_file_bytes,
+        stalls: StallStats {
+            delayed_writes: g(&c.stall_delayed_writes),
+            delayed_time: Duration::from_micros(g(&c.stall_delayed_micros)),
+            stopped_writes: g(&c.stall_stopped_writes),
+            stopped_time: Duration::from_micros(g(&c.stall_stopped_micros)),
+            memtable_limit: g(&c.stall_memtable_limit),
+            l0_file_count: g(&c.stall_l0_files),
+            pending_compaction_bytes: g(&c.stall_pending_bytes),
+        },
+        block_cache: db.cache.as_ref().map(|c| c.stats()),
+        rate_limited_bytes: db.rate_limiter.as_ref().map_or(0, |r| r.total_bytes()),
+        rate_limit_wait: Duration::from_micros(
+            db.rate_limiter
+                .as_ref()
+                .map_or(0, |r| r.total_wait_micros()),
+        ),
+        tables,
+        snapshots: db.snapshots.count(),
+        read_only: read_only || db.opened_read_only,
+        opened_read_only: db.opened_read_only,
+        recovery: db.recovery.clone(),
+        lost_files: crate::recovery::lost_files(&*db.fs, &db.dir),
+        ..DbStats::default()
+    };
+    s.finish();
+    s
 }

@@ -7,9 +7,10 @@
 
 use std::collections::BTreeSet;
 
+use lithify_base::sync::atomic::Ordering;
 use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name, table_file_name};
 
-use crate::db_impl::DbInner;
+use crate::state::DbInner;
 use crate::wal::log_path;
 
 /// Why obsolete table files outlived a purge.
@@ -35,66 +36,85 @@ impl HeldBy {
     }
 }
 
-impl DbInner {
-    /// Deletes obsolete tables, MANIFESTs and WALs. Failures to delete are
-    /// ignored, with a warning: the file is an orphan the next open
-    /// removes. Returns the table files that stay obsolete but undeleted,
-    /// and why.
-    pub(crate) fn purge_obsolete_files(&self) -> Option<(Vec<u64>, HeldBy)> {
-        // Held to the end: a disable that comes meanwhile waits for this
-        // purge, so nothing is deleted after it returns.
-        let _purging = self.purge_lock.lock();
-        if self.opened_read_only {
-            return None;
-        }
-        if self.file_deletions_disabled() {
-            // Disabled: the files stay candidates (the version set keeps
-            // them) until deletions are enabled again.
-            let held = self.versions.pending_obsolete();
-            return (!held.is_empty()).then_some((held, HeldBy::DeletionsDisabled));
-        }
-        let obsolete = self.versions.obsolete_files();
-        for number in obsolete.tables {
-            self.remove_obsolete(&self.dir.join(table_file_name(number)));
-        }
-        for number in obsolete.manifests {
-            self.remove_obsolete(&self.dir.join(manifest_file_name(number)));
-        }
-        let held = self.versions.pending_obsolete();
-        let held = (!held.is_empty()).then_some((held, HeldBy::Readers));
-        let min_log = self.versions.min_log_number_to_keep();
-        let dead: Vec<u64> = {
-            let mut st = self.lock_state();
-            let dead: Vec<u64> = st.live_logs.range(..min_log).copied().collect();
-            for n in &dead {
-                st.live_logs.remove(n);
-            }
-            dead
-        };
-        if !dead.is_empty() {
-            self.leader.lock().drop_logs_below(min_log);
-            for n in dead {
-                self.remove_obsolete(&log_path(&self.dir, n));
-            }
-        }
-        held
-    }
+/// One more reason not to delete obsolete files; returns once no
+/// purge that started before it is still deleting.
+pub(crate) fn disable_file_deletions(db: &DbInner) {
+    db.deletions_disabled.fetch_add(1, Ordering::AcqRel);
+    drop(db.purge_lock.lock());
+}
 
-    /// Removes an obsolete file; a failure is reported (an event and a
-    /// `LOG` line naming it) and left to the next open's orphan sweep.
-    fn remove_obsolete(&self, path: &std::path::Path) {
-        match self.fs.remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => self.events.emit(
-                crate::events::Level::Warn,
-                "delete_failed",
-                format_args!(
-                    "cannot delete obsolete file {}: {e}; the next open removes it",
-                    path.display()
-                ),
-            ),
+/// One reason less; at none, the files that became obsolete meanwhile
+/// are deleted. Returns how many reasons remain.
+pub(crate) fn enable_file_deletions(db: &DbInner) -> usize {
+    let previous = db
+        .deletions_disabled
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            Some(n.saturating_sub(1))
+        })
+        .unwrap_or(0);
+    let now = previous.saturating_sub(1);
+    if now == 0 && previous > 0 {
+        purge_obsolete_files(db);
+    }
+    now
+}
+
+/// Whether file deletions are disabled.
+pub(crate) fn file_deletions_disabled(db: &DbInner) -> bool {
+    db.deletions_disabled.load(Ordering::Acquire) > 0
+}
+
+/// Deletes obsolete tables, MANIFESTs and WALs. Failures to delete are
+/// ignored, with a warning: the file is an orphan the next open
+/// removes. Returns the table files that stay obsolete but undeleted,
+/// and why.
+pub(crate) fn purge_obsolete_files(db: &DbInner) -> Option<(Vec<u64>, HeldBy)> {
+    // Held to the end: a disable that comes meanwhile waits for this
+    // purge, so nothing is deleted after it returns.
+    let _purging = db.purge_lock.lock();
+    if db.opened_read_only {
+        return None;
+    }
+    if file_deletions_disabled(db) {
+        // Disabled: the files stay candidates (the version set keeps
+        // them) until deletions are enabled again.
+        let held = db.versions.pending_obsolete();
+        return (!held.is_empty()).then_some((held, HeldBy::DeletionsDisabled));
+    }
+    let obsolete = db.versions.obsolete_files();
+    for number in obsolete.tables {
+        remove_obsolete(db, &db.dir.join(table_file_name(number)));
+    }
+    for number in obsolete.manifests {
+        remove_obsolete(db, &db.dir.join(manifest_file_name(number)));
+    }
+    let held = db.versions.pending_obsolete();
+    let held = (!held.is_empty()).then_some((held, HeldBy::Readers));
+    let min_log = db.versions.min_log_number_to_keep();
+    let dead = db.lock_state().take_logs_below(min_log);
+    if !dead.is_empty() {
+        db.leader.lock().drop_logs_below(min_log);
+        for n in dead {
+            remove_obsolete(db, &log_path(&db.dir, n));
         }
+    }
+    held
+}
+
+/// Removes an obsolete file; a failure is reported (an event and a
+/// `LOG` line naming it) and left to the next open's orphan sweep.
+fn remove_obsolete(db: &DbInner, path: &std::path::Path) {
+    match db.fs.remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => db.events.emit(
+            crate::events::Level::Warn,
+            "delete_failed",
+            format_args!(
+                "cannot delete obsolete file {}: {e}; the next open removes it",
+                path.display()
+            ),
+        ),
     }
 }
 

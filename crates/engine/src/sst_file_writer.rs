@@ -80,7 +80,7 @@ impl SstFileWriter {
     /// `options`' table settings.
     pub fn create(path: impl AsRef<Path>, options: &Options) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let mut sst = crate::open::sst_options(options);
+        let mut sst = crate::options::translate::sst_options(options);
         sst.creation_time = Some(options.clock.now_secs());
         let file = options.fs.create_new(&path).context(IoSnafu {
             op: "creating",

@@ -17,7 +17,7 @@ use lithify_base::sync::{Arc, Mutex};
 use lithify_version::{FileMetadata, Version};
 
 use crate::error::Result;
-use crate::sst_opener::{SharedSst, SstOpener};
+use crate::sst_files::{SharedSst, SstFiles};
 
 /// One file of a version and its SST reader, opened on first use.
 pub(crate) struct FileHandle {
@@ -36,7 +36,7 @@ impl FileHandle {
     }
 
     /// The open SST (opening it on first use).
-    pub(crate) fn sst(&self, opener: &SstOpener) -> Result<&SharedSst> {
+    pub(crate) fn sst(&self, opener: &SstFiles) -> Result<&SharedSst> {
         if let Some(t) = self.sst.get() {
             return Ok(t);
         }
@@ -118,15 +118,6 @@ impl SuperVersion {
             levels,
             max_file_seqno,
         }
-    }
-
-    /// The largest sequence number in the memtables, if any.
-    #[allow(dead_code)]
-    pub(crate) fn max_memtable_seqno(&self) -> Option<SeqNo> {
-        std::iter::once(&self.mem)
-            .chain(self.imm.iter())
-            .filter_map(|m| m.last_seqno())
-            .max()
     }
 }
 

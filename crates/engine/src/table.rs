@@ -9,21 +9,21 @@ use std::sync::{Arc as StdArc, Weak};
 
 use bytes::Bytes;
 use lithify_base::sync::Arc;
-use lithify_compaction::{CompactRangeOptions, CompactionStatsTable, CompactionsInProgress};
+use lithify_compaction::{CompactRangeOptions, CompactionStatsTable};
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_version::TableId;
 
 use crate::batch::WriteBatch;
-use crate::db_impl::DbInner;
 use crate::error::{ClosedSnafu, InvalidArgumentSnafu, Result};
 use crate::iter::{DbIterator, RawIterator};
 use crate::iter_source::cursor_source;
 use crate::leader::MemSet;
 use crate::options::{ReadOptions, TableOptions, WriteOptions};
 use crate::snapshot::Snapshot;
+use crate::state::DbInner;
+use crate::state::table::{TableMut, TableState};
 use crate::stats::TableStats;
 use crate::super_version::SuperVersion;
-use crate::table_state::{TableMut, TableState};
 
 /// A handle to one table of an open database (a column family).
 ///
@@ -181,18 +181,18 @@ impl Table {
     }
 
     fn write_opt(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
-        self.db()?.write_batch(batch, options, None)
+        crate::write::write_batch(&*self.db()?, batch, options, None)
     }
 
     /// The value of `key`, if any.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
-        self.db()?.get_in(&self.state, key.as_ref(), None)
+        crate::get::get_in(&*self.db()?, &self.state, key.as_ref(), None)
     }
 
     /// The value of `key` at the read options' snapshot.
     pub fn get_opt(&self, key: impl AsRef<[u8]>, options: &ReadOptions) -> Result<Option<Bytes>> {
         let snap = options.snapshot.as_ref().map(Snapshot::sequence_number);
-        self.db()?.get_in(&self.state, key.as_ref(), snap)
+        crate::get::get_in(&*self.db()?, &self.state, key.as_ref(), snap)
     }
 
     /// Every key of the table in order (an iterator pins what it reads
@@ -238,15 +238,20 @@ impl Table {
     /// Switches the table's memtable (if it holds anything) and waits until
     /// it is flushed.
     pub fn flush(&self) -> Result<()> {
-        self.db()?.flush_table(self.state.id)
+        crate::flush::flush_table(&*self.db()?, self.state.id)
     }
 
     /// Compacts `[begin, end]` as [`Db::compact_range`](crate::Db::compact_range)
     /// does, with the table's strategy (a major compaction of the range for
     /// the two-tier strategies).
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.db()?
-            .compact_range(self.state.id, begin, end, &CompactRangeOptions::default())
+        crate::compaction::compact_range(
+            &*self.db()?,
+            self.state.id,
+            begin,
+            end,
+            &CompactRangeOptions::default(),
+        )
     }
 
     /// Ingests table files written by [`SstFileWriter`](crate::SstFileWriter)
@@ -258,15 +263,14 @@ impl Table {
     ) -> Result<Vec<crate::IngestedFile>> {
         let paths: Vec<std::path::PathBuf> =
             paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
-        self.db()?
-            .ingest_external_files(self.state.id, &paths, options)
+        crate::ingest::ingest_external_files(&*self.db()?, self.state.id, &paths, options)
     }
 
     /// Runs the table's major compaction now (what its scheduled major
     /// compaction runs): the whole table merged down and the bottom level
     /// rewritten. Returns when done; memtables are not flushed first.
     pub fn major_compact(&self) -> Result<()> {
-        self.db()?.major_compact(self.state.id)
+        crate::compaction::major_compact(&*self.db()?, self.state.id)
     }
 
     /// Sets the table's compaction strategy on the live table. The new
@@ -275,19 +279,19 @@ impl Table {
     /// The choice lasts until the database closes; set
     /// [`TableOptions::compaction_strategy`] to keep it across opens.
     pub fn set_compaction_strategy(&self, strategy: CompactionStrategy) -> Result<()> {
-        self.db()?.set_strategy(self.state.id, strategy)
+        crate::strategy::set_strategy(&*self.db()?, self.state.id, strategy)
     }
 
     /// The strategy in force and why (for `Adaptive`: its latest choice and
     /// the workload figures behind it).
     pub fn compaction_strategy(&self) -> Result<(CompactionStrategy, String)> {
-        Ok(self.db()?.strategy_of(self.state.id))
+        Ok(crate::strategy::strategy_of(&*self.db()?, self.state.id))
     }
 
     /// The table's statistics (levels, amplification, strategy).
     pub fn stats(&self) -> Result<TableStats> {
         let db = self.db()?;
-        let stats = db.collect_stats();
+        let stats = crate::properties::collect_stats(&db);
         match stats.tables.into_iter().find(|t| t.name == self.state.name) {
             Some(t) => Ok(t),
             None => InvalidArgumentSnafu {
@@ -340,183 +344,156 @@ pub(crate) fn prefix_in(inner: &DbInner, table: &TableState, prefix: &[u8]) -> D
     )
 }
 
-impl DbInner {
-    /// Creates table `name` with the database's options and `overrides`.
-    pub(crate) fn create_table(
-        &self,
-        name: &str,
-        overrides: &TableOptions,
-    ) -> Result<StdArc<TableState>> {
-        self.check_writable()?;
-        if name.is_empty() {
-            return InvalidArgumentSnafu {
-                message: "a table needs a name".to_owned(),
-            }
-            .fail();
+/// Creates table `name` with the database's options and `overrides`.
+pub(crate) fn create_table(
+    db: &DbInner,
+    name: &str,
+    overrides: &TableOptions,
+) -> Result<StdArc<TableState>> {
+    db.check_writable()?;
+    if name.is_empty() {
+        return InvalidArgumentSnafu {
+            message: "a table needs a name".to_owned(),
         }
-        let base = crate::open::table_effective_options(&self.options, name);
-        let topts = StdArc::new(overrides.apply(&base).sanitized()?);
-        let (picker, strategy) = crate::compaction::strategy_state(&topts)?;
-        // The leader lock keeps writes out while the table appears: its log
-        // number is the live WAL, which every write to it will follow.
-        let mut leader = self.leader.lock();
-        if self.versions.table_by_name(name).is_some() {
-            return InvalidArgumentSnafu {
-                message: format!("table {name} exists"),
-            }
-            .fail();
-        }
-        let log_number = leader.log.as_ref().map_or(0, |l| l.number);
-        // The MANIFEST will name this WAL as the table's log number: its
-        // directory entry must be durable first (an open refuses a log
-        // number whose WAL is missing).
-        if let Some(log) = leader.log.as_mut()
-            && !log.dir_synced
-        {
-            snafu::ResultExt::context(
-                self.fs.sync_dir(&self.dir),
-                crate::error::IoSnafu {
-                    op: "syncing directory",
-                    path: self.dir.clone(),
-                },
-            )?;
-            log.dir_synced = true;
-        }
-        let id = self.versions.create_table(name, None, log_number)?;
-        let merge_operator = topts.merge_operator.as_ref().map(|m| m.name().to_owned());
-        if let Some(m) = &merge_operator {
-            let mut e = lithify_version::VersionEdit::new(id);
-            e.merge_operator = Some(m.clone());
-            self.versions.log_and_apply(vec![e])?;
-        }
-        let version = self
-            .versions
-            .current(id)
-            .expect("a created table has a version");
-        let mem = Arc::new(crate::table_state::new_memtable(
-            &self.default_table.icmp,
-            &topts,
-        ));
-        let state = StdArc::new(TableState::new(
-            id,
-            name.to_owned(),
-            StdArc::clone(&topts),
-            self.default_table.icmp.clone(),
-            SuperVersion::new(Arc::clone(&mem), Vec::new(), StdArc::clone(&version), None),
-            merge_operator.clone(),
-        ));
-        state
-            .mem_first_log
-            .store(log_number, std::sync::atomic::Ordering::Relaxed);
-        state.workload.configure(&strategy);
-        if state.workload.is_enabled() {
-            self.adaptive_seen
-                .store(true, std::sync::atomic::Ordering::Release);
-        }
-        {
-            let mut st = self.lock_state();
-            st.tables.insert(
-                id,
-                TableMut {
-                    state: StdArc::clone(&state),
-                    mem: Arc::clone(&mem),
-                    imm: VecDeque::new(),
-                    version,
-                    flush_running: false,
-                    flush_queued: false,
-                    picker,
-                    compactions: CompactionsInProgress::new(),
-                    stats: CompactionStatsTable::new(topts.num_levels),
-                    strategy,
-                    next_scheduled_major: crate::compaction::next_scheduled_major(&topts),
-                    scheduled_major_running: false,
-                    flush_shape: crate::table_state::FlushShape::default(),
-                },
-            );
-            self.install(&mut st, id);
-        }
-        let mut entries: Vec<_> = leader
-            .mems
-            .entries
-            .iter()
-            .map(|(i, s, m)| (*i, StdArc::clone(s), Arc::clone(m)))
-            .collect();
-        entries.push((id, StdArc::clone(&state), mem));
-        leader.mems = Arc::new(MemSet { entries });
-        Ok(state)
+        .fail();
     }
+    let base = crate::options::translate::table_effective_options(&db.options, name);
+    let topts = StdArc::new(overrides.apply(&base).sanitized()?);
+    let (picker, strategy) = crate::state::table::StrategyState::from_options(&topts)?;
+    // The leader lock keeps writes out while the table appears: its log
+    // number is the live WAL, which every write to it will follow.
+    let mut leader = db.leader.lock();
+    if db.versions.table_by_name(name).is_some() {
+        return InvalidArgumentSnafu {
+            message: format!("table {name} exists"),
+        }
+        .fail();
+    }
+    let log_number = leader.log.as_ref().map_or(0, |l| l.number);
+    // The MANIFEST will name this WAL as the table's log number: its
+    // directory entry must be durable first (an open refuses a log
+    // number whose WAL is missing).
+    if let Some(log) = leader.log.as_mut()
+        && !log.dir_synced
+    {
+        snafu::ResultExt::context(
+            db.fs.sync_dir(&db.dir),
+            crate::error::IoSnafu {
+                op: "syncing directory",
+                path: db.dir.clone(),
+            },
+        )?;
+        log.dir_synced = true;
+    }
+    let merge_operator = topts.merge_operator.as_ref().map(|m| m.name().to_owned());
+    let id = db.record_table_created(name, log_number, merge_operator.as_deref())?;
+    let version = db
+        .versions
+        .current(id)
+        .expect("a created table has a version");
+    let mem = Arc::new(crate::state::table::new_memtable(
+        &db.default_table.icmp,
+        &topts,
+    ));
+    let state = StdArc::new(TableState::new(
+        id,
+        name.to_owned(),
+        StdArc::clone(&topts),
+        db.default_table.icmp.clone(),
+        SuperVersion::new(Arc::clone(&mem), Vec::new(), StdArc::clone(&version), None),
+        merge_operator.clone(),
+    ));
+    state
+        .mem_first_log
+        .store(log_number, std::sync::atomic::Ordering::Relaxed);
+    state.workload.configure(&strategy);
+    if state.workload.is_enabled() {
+        db.adaptive_seen
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+    let table = TableMut::new(
+        StdArc::clone(&state),
+        Arc::clone(&mem),
+        VecDeque::new(),
+        version,
+        CompactionStatsTable::new(topts.num_levels),
+        picker,
+        strategy,
+    );
+    db.add_table(&mut db.lock_state(), table);
+    let mut entries: Vec<_> = leader
+        .mems
+        .entries
+        .iter()
+        .map(|(i, s, m)| (*i, StdArc::clone(s), Arc::clone(m)))
+        .collect();
+    entries.push((id, StdArc::clone(&state), mem));
+    leader.mems = Arc::new(MemSet { entries });
+    Ok(state)
+}
 
-    /// Drops table `name`: waits for its running flush and compactions,
-    /// forgets its memtables (unflushed writes to it are discarded) and
-    /// records the drop; its files are deleted once nothing reads them.
-    pub(crate) fn drop_table(&self, name: &str) -> Result<()> {
-        self.check_writable()?;
-        let Some(info) = self.versions.table_by_name(name) else {
-            return InvalidArgumentSnafu {
-                message: format!("no table {name}"),
-            }
-            .fail();
-        };
-        if info.id == lithify_version::DEFAULT_TABLE {
-            return InvalidArgumentSnafu {
-                message: "the default table cannot be dropped".to_owned(),
-            }
-            .fail();
+/// Drops table `name`: waits for its running flush and compactions,
+/// forgets its memtables (unflushed writes to it are discarded) and
+/// records the drop; its files are deleted once nothing reads them.
+pub(crate) fn drop_table(db: &DbInner, name: &str) -> Result<()> {
+    db.check_writable()?;
+    let Some(info) = db.versions.table_by_name(name) else {
+        return InvalidArgumentSnafu {
+            message: format!("no table {name}"),
         }
-        let id: TableId = info.id;
-        {
-            // No new job starts on a dropped table; running ones finish.
-            let mut st = self.lock_state();
-            let Some(t) = st.tables.get(&id) else {
-                return Ok(());
-            };
-            t.state.mark_dropped();
-            loop {
-                let busy = st
-                    .tables
-                    .get(&id)
-                    .is_some_and(|t| t.flush_running || !t.compactions.is_empty());
-                if !busy || st.bg_error.is_some() || st.shutting_down {
-                    break;
-                }
-                st = self.done_cv.wait(st);
-            }
+        .fail();
+    };
+    if info.id == lithify_version::DEFAULT_TABLE {
+        return InvalidArgumentSnafu {
+            message: "the default table cannot be dropped".to_owned(),
         }
-        let mut leader = self.leader.lock();
-        let mut st = self.lock_state();
-        if !st.tables.contains_key(&id) {
+        .fail();
+    }
+    let id: TableId = info.id;
+    {
+        // No new job starts on a dropped table; running ones finish.
+        let mut st = db.lock_state();
+        let Some(t) = st.table(id) else {
             return Ok(());
+        };
+        t.state().mark_dropped();
+        while st.table(id).is_some_and(TableMut::has_running_jobs)
+            && st.bg_error().is_none()
+            && !st.is_shutting_down()
+        {
+            st = db.done_cv.wait(st);
         }
-        self.versions.drop_table(id)?;
-        st.tables.remove(&id);
-        st.flush_queue.retain(|t| *t != id);
-        self.recompute_stall(&mut st);
-        drop(st);
-        let entries = leader
-            .mems
-            .entries
-            .iter()
-            .filter(|(i, _, _)| *i != id)
-            .map(|(i, s, m)| (*i, StdArc::clone(s), Arc::clone(m)))
-            .collect();
-        leader.mems = Arc::new(MemSet { entries });
-        drop(leader);
-        self.purge_obsolete_files();
-        Ok(())
     }
+    let mut leader = db.leader.lock();
+    let mut st = db.lock_state();
+    if st.table(id).is_none() {
+        return Ok(());
+    }
+    db.remove_table(&mut st, id)?;
+    drop(st);
+    let entries = leader
+        .mems
+        .entries
+        .iter()
+        .filter(|(i, _, _)| *i != id)
+        .map(|(i, s, m)| (*i, StdArc::clone(s), Arc::clone(m)))
+        .collect();
+    leader.mems = Arc::new(MemSet { entries });
+    drop(leader);
+    crate::purge::purge_obsolete_files(db);
+    Ok(())
+}
 
-    /// The shared state of table `name`.
-    pub(crate) fn table_named(&self, name: &str) -> Option<StdArc<TableState>> {
-        let st = self.lock_state();
-        st.tables
-            .values()
-            .find(|t| t.state.name == name)
-            .map(|t| StdArc::clone(&t.state))
-    }
+/// The shared state of table `name`.
+pub(crate) fn table_named(db: &DbInner, name: &str) -> Option<StdArc<TableState>> {
+    let st = db.lock_state();
+    st.tables()
+        .find(|(_, t)| t.state().name == name)
+        .map(|(_, t)| StdArc::clone(t.state()))
+}
 
-    /// The table names, default table first.
-    pub(crate) fn table_names(&self) -> Vec<String> {
-        let st = self.lock_state();
-        st.tables.values().map(|t| t.state.name.clone()).collect()
-    }
+/// The table names, default table first.
+pub(crate) fn table_names(db: &DbInner) -> Vec<String> {
+    let st = db.lock_state();
+    st.tables().map(|(_, t)| t.state().name.clone()).collect()
 }

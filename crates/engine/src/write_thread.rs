@@ -56,6 +56,8 @@ use lithify_base::sync::{Arc, Condvar, Mutex};
 
 /// What the write group needs from the database.
 pub(crate) trait GroupCommit {
+    /// What the group commits into (the database).
+    type Target;
     /// One writer's unit of work.
     type Batch: Send + Sync;
     /// What the inserts of a group share (the memtables, the sequences).
@@ -79,21 +81,28 @@ pub(crate) trait GroupCommit {
         false
     }
     /// The upper bound of a group's bytes.
-    fn max_group_bytes(&self) -> usize;
+    fn max_group_bytes(target: &Self::Target) -> usize;
 
     /// Leader only, groups never overlap: everything before the memtable
     /// inserts. Returns the shared insert context and the group's last
     /// sequence number.
-    fn prepare(&self, group: &mut [Self::Batch]) -> Result<(Self::Ctx, u64), Self::Error>;
+    fn prepare(
+        target: &Self::Target,
+        group: &mut [Self::Batch],
+    ) -> Result<(Self::Ctx, u64), Self::Error>;
     /// Inserts one batch (any thread, concurrently with other batches of
     /// the group).
-    fn insert(&self, ctx: &Self::Ctx, batch: &Self::Batch) -> Result<(), Self::Error>;
+    fn insert(
+        target: &Self::Target,
+        ctx: &Self::Ctx,
+        batch: &Self::Batch,
+    ) -> Result<(), Self::Error>;
     /// Leader only, after every insert of the group returned `Ok`: makes
     /// `last_seq` visible to readers.
-    fn publish(&self, ctx: &Self::Ctx, last_seq: u64);
+    fn publish(target: &Self::Target, ctx: &Self::Ctx, last_seq: u64);
     /// Leader only, after an insert failed: the database must stop
     /// accepting writes (the WAL holds what the memtable lacks).
-    fn insert_failed(&self, err: &Self::Error);
+    fn insert_failed(target: &Self::Target, err: &Self::Error);
 }
 
 /// A group whose batches several threads insert.
@@ -215,7 +224,7 @@ impl<C: GroupCommit> WriteThread<C> {
 
     /// Commits `batch` as part of a group; returns when its group is
     /// complete.
-    pub(crate) fn write(&self, c: &C, batch: C::Batch) -> Result<(), C::Error> {
+    pub(crate) fn write(&self, c: &C::Target, batch: C::Batch) -> Result<(), C::Error> {
         let sync = C::batch_sync(&batch);
         let mut st = self.state.lock();
         let ticket = st.next_ticket;
@@ -363,7 +372,7 @@ impl<C: GroupCommit> WriteThread<C> {
     /// Moves the queue's front batch and the compatible ones behind it
     /// into `group`; returns the last ticket taken.
     fn take_group(
-        c: &C,
+        c: &C::Target,
         pending: &mut VecDeque<(u64, C::Batch)>,
         group: &mut Vec<C::Batch>,
     ) -> u64 {
@@ -371,7 +380,7 @@ impl<C: GroupCommit> WriteThread<C> {
         let sync = C::batch_sync(&leader);
         let no_wal = C::batch_disables_wal(&leader);
         let leader_bytes = C::batch_bytes(&leader);
-        let mut max = c.max_group_bytes();
+        let mut max = C::max_group_bytes(c);
         if leader_bytes <= max / 8 {
             max = leader_bytes + max / 8;
         }
@@ -398,14 +407,14 @@ impl<C: GroupCommit> WriteThread<C> {
         last
     }
 
-    fn help(c: &C, g: &ParallelInsert<C::Batch, C::Ctx, C::Error>) -> bool {
+    fn help(c: &C::Target, g: &ParallelInsert<C::Batch, C::Ctx, C::Error>) -> bool {
         let mut did_last = false;
         loop {
             let i = g.next.fetch_add(1, Ordering::Relaxed);
             let Some(batch) = g.batches.get(i) else {
                 return did_last;
             };
-            if let Err(e) = c.insert(&g.ctx, batch) {
+            if let Err(e) = C::insert(c, &g.ctx, batch) {
                 g.error.lock().get_or_insert(e);
             }
             // AcqRel: the leader's acquire of 0 sees every insert.
@@ -420,7 +429,7 @@ impl<C: GroupCommit> WriteThread<C> {
     /// directly, the other members collect theirs).
     fn lead(
         &self,
-        c: &C,
+        c: &C::Target,
         first: u64,
         last: u64,
         mut group: Vec<C::Batch>,
@@ -429,10 +438,10 @@ impl<C: GroupCommit> WriteThread<C> {
         let sync = group.first().is_some_and(C::batch_sync);
         #[cfg(not(loom))]
         let started = sync.then(std::time::Instant::now);
-        let result = match c.prepare(&mut group) {
+        let result = match C::prepare(c, &mut group) {
             Err(e) => Err(e),
             Ok((ctx, last_seq)) if group.len() < PARALLEL_INSERT_MIN => {
-                let inserted = group.iter().try_for_each(|b| c.insert(&ctx, b));
+                let inserted = group.iter().try_for_each(|b| C::insert(c, &ctx, b));
                 Self::finish_inserts(c, &ctx, last_seq, inserted)
             }
             Ok((ctx, last_seq)) => {
@@ -513,18 +522,18 @@ impl<C: GroupCommit> WriteThread<C> {
     }
 
     fn finish_inserts(
-        c: &C,
+        c: &C::Target,
         ctx: &C::Ctx,
         last_seq: u64,
         inserted: Result<(), C::Error>,
     ) -> Result<(), C::Error> {
         match inserted {
             Ok(()) => {
-                c.publish(ctx, last_seq);
+                C::publish(c, ctx, last_seq);
                 Ok(())
             }
             Err(e) => {
-                c.insert_failed(&e);
+                C::insert_failed(c, &e);
                 Err(e)
             }
         }
@@ -532,7 +541,7 @@ impl<C: GroupCommit> WriteThread<C> {
 
     /// `help` as called from a waiting writer: wakes the leader (if it
     /// sleeps) when this writer inserted the group's last batch.
-    fn help_and_notify(&self, c: &C, g: &ParallelInsert<C::Batch, C::Ctx, C::Error>) {
+    fn help_and_notify(&self, c: &C::Target, g: &ParallelInsert<C::Batch, C::Ctx, C::Error>) {
         if Self::help(c, g) {
             let _st = self.state.lock();
             self.cv.notify_all();

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, Result};
 use lithify_sstable::SstIter;
 
-use crate::sst_opener::SstOpener;
+use crate::sst_files::SstFiles;
 use crate::super_version::FileHandle;
 
 /// A cursor over the files of one level, in key order. Files are disjoint
 /// and sorted, so at most one table iterator is open at a time.
 pub(crate) struct LevelIter {
     icmp: InternalKeyComparator,
-    opener: Arc<SstOpener>,
+    opener: Arc<SstFiles>,
     files: Vec<Arc<FileHandle>>,
     /// Index of the file `current` iterates.
     index: usize,
@@ -23,7 +23,7 @@ pub(crate) struct LevelIter {
 impl LevelIter {
     pub(crate) fn new(
         icmp: InternalKeyComparator,
-        opener: Arc<SstOpener>,
+        opener: Arc<SstFiles>,
         files: Vec<Arc<FileHandle>>,
     ) -> Self {
         LevelIter {

@@ -17,7 +17,7 @@ use lithify_memtable::MemTableIter;
 use lithify_sstable::SstIter;
 
 use crate::range_del::Fragments;
-use crate::sst_opener::SstOpener;
+use crate::sst_files::SstFiles;
 use crate::super_version::SuperVersion;
 use level::LevelIter;
 use lithify_base::keyspan::RangeTombstone;
@@ -86,7 +86,7 @@ pub(crate) type Merged = MergingIterator<ChildIter, InternalKeyComparator>;
 /// the range tombstones visible at `snapshot` within `[lower, upper)`.
 pub(crate) fn build_merged(
     sv: &SuperVersion,
-    opener: &Arc<SstOpener>,
+    opener: &Arc<SstFiles>,
     icmp: &InternalKeyComparator,
     snapshot: SeqNo,
     lower: Option<&[u8]>,

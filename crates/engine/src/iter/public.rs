@@ -14,14 +14,14 @@ use super::{DbCursor, build_merged};
 use crate::error::Result;
 use crate::merge::TableMerge;
 use crate::snapshot::Snapshot;
-use crate::sst_opener::SstOpener;
+use crate::sst_files::SstFiles;
 use crate::super_version::SuperVersion;
 
 /// Everything needed to build cursors over one pinned state.
 #[derive(Clone)]
 pub(crate) struct CursorSource {
     pub(crate) sv: SyncArc<SuperVersion>,
-    pub(crate) opener: Arc<SstOpener>,
+    pub(crate) opener: Arc<SstFiles>,
     pub(crate) icmp: InternalKeyComparator,
     pub(crate) snapshot: SeqNo,
     pub(crate) lower: Option<Bytes>,

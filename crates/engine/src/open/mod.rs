@@ -29,28 +29,27 @@ use std::time::Instant;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use lithify_base::sync::{Arc, Condvar, Mutex};
 use lithify_base::{Id, InternalKeyComparator, SeqNo};
-use lithify_compaction::{CompactionStatsTable, CompactionsInProgress};
-use lithify_sstable::{BlockCache, SstOptions};
+use lithify_sstable::BlockCache;
 use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name};
-use lithify_version::{TableId, VersionEdit, VersionSet, VersionSetOptions};
+use lithify_version::{TableId, VersionEdit, VersionSet};
 use lithify_vfs::{FileLock, FileSystem};
 use snafu::ResultExt;
 
 use crate::background::spawn_workers;
-use crate::db_impl::{DbInner, DbState};
 use crate::error::{CorruptionSnafu, InvalidArgumentSnafu, IoSnafu, LockedSnafu, Result};
 use crate::events::{Events, Level};
 use crate::leader::{LeaderState, MemSet};
 use crate::options::Options;
+use crate::options::translate::{sst_options, table_effective_options, version_set_options};
 use crate::purge::orphans;
 use crate::recovery::{DroppedBytes, RecoveryReport, keep_in_lost};
 use crate::snapshot::SnapshotList;
-use crate::sst_opener::SstOpener;
+use crate::sst_files::SstFiles;
+use crate::state::table::{Imm, StrategyState, TableMut, TableState, new_memtable};
+use crate::state::{DbInner, DbState};
 use crate::stats::Counters;
 use crate::super_version::SuperVersion;
-use crate::table_state::{FlushShape, Imm, TableMut, TableState, new_memtable};
 use crate::wal::LogWriter;
-use crate::write_controller::WriteController;
 use crate::write_thread::WriteThread;
 use replay::{Replay, WalReplay, flush_replayed};
 
@@ -62,26 +61,6 @@ pub(crate) enum OpenMode {
     /// RocksDB's `OpenForReadOnly`: the WALs are replayed into memory only;
     /// nothing is written, no lock is taken, no background work runs.
     ReadOnly,
-}
-
-/// The SST options of `o`.
-pub(crate) fn sst_options(o: &Options) -> SstOptions<InternalKeyComparator> {
-    let mut t = SstOptions::for_internal_keys(InternalKeyComparator::new(o.comparator.clone()));
-    t.block_size = o.block_size;
-    t.block_restart_interval = o.block_restart_interval;
-    t.bloom_bits_per_key = o.bloom_bits_per_key;
-    t.compression = o.compression;
-    t.verify_checksums = o.verify_checksums;
-    t
-}
-
-/// The effective options of table `name`: the database's, with the
-/// table's overrides from `table_options`.
-pub(crate) fn table_effective_options(db: &Options, name: &str) -> Options {
-    match db.table_options.get(name) {
-        Some(t) => t.apply(db),
-        None => db.clone(),
-    }
 }
 
 /// Refuses tables recorded with a merge operator other than the one
@@ -174,7 +153,7 @@ pub(crate) fn open(
         }
         None => None,
     };
-    let opener = StdArc::new(SstOpener {
+    let opener = StdArc::new(SstFiles {
         fs: StdArc::clone(&fs),
         dir: dir.to_path_buf(),
         options: sst_options(&opts),
@@ -205,7 +184,7 @@ pub(crate) fn open(
                 mem,
                 imm: Vec::new(),
                 files: Vec::new(),
-                stats: CompactionStatsTable::new(opts.num_levels),
+                stats: lithify_compaction::CompactionStatsTable::new(opts.num_levels),
             },
         );
     }
@@ -289,7 +268,7 @@ pub(crate) fn open(
     if read_only {
         return Ok((inner, Vec::new()));
     }
-    inner.purge_obsolete_files();
+    crate::purge::purge_obsolete_files(&inner);
     let workers = spawn_workers(&inner).context(IoSnafu {
         op: "starting background threads for",
         path: dir.to_path_buf(),
@@ -424,11 +403,7 @@ fn recover_versions(
     opts: &Options,
     exists: bool,
 ) -> Result<(VersionSet, Vec<String>)> {
-    let vs_opts = VersionSetOptions {
-        num_levels: opts.num_levels,
-        max_manifest_file_size: opts.max_manifest_file_size,
-        comparators: vec![opts.comparator.clone()],
-    };
+    let vs_opts = version_set_options(opts);
     let names = fs.list_dir(dir).context(IoSnafu {
         op: "listing",
         path: dir.to_path_buf(),
@@ -453,7 +428,7 @@ fn recover_versions(
 fn finish_recovery(
     fs: &dyn FileSystem,
     dir: &Path,
-    opener: &SstOpener,
+    opener: &SstFiles,
     versions: &VersionSet,
     tables: &mut BTreeMap<TableId, Replay>,
     names: &[String],
@@ -552,7 +527,7 @@ struct AssembleParts<'a> {
     fs: StdArc<dyn FileSystem>,
     opts: StdArc<Options>,
     versions: VersionSet,
-    opener: StdArc<SstOpener>,
+    opener: StdArc<SstFiles>,
     cache: Option<StdArc<BlockCache>>,
     icmp: InternalKeyComparator,
     tables: BTreeMap<TableId, Replay>,
@@ -584,15 +559,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
         // Read-write: a fresh memtable (the replayed ones are in L0).
         // Read-only: the replayed memtables are the data.
         let (mem, imm) = if read_only {
-            let imm: VecDeque<Imm> = r
-                .imm
-                .into_iter()
-                .map(|mem| Imm {
-                    mem,
-                    next_log: 0,
-                    flushing: false,
-                })
-                .collect();
+            let imm: VecDeque<Imm> = r.imm.into_iter().map(|mem| Imm::new(mem, 0)).collect();
             (r.mem, imm)
         } else {
             (Arc::new(new_memtable(&p.icmp, &topts)), VecDeque::new())
@@ -603,30 +570,16 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
                 .store(n, std::sync::atomic::Ordering::Relaxed);
         }
         mem_entries.push((id, StdArc::clone(&r.state), Arc::clone(&mem)));
-        let (picker, strategy) = crate::compaction::strategy_state(&topts)?;
+        let (picker, strategy) = StrategyState::from_options(&topts)?;
         r.state.workload.configure(&strategy);
         tables.insert(
             id,
-            TableMut {
-                state: r.state,
-                mem,
-                imm,
-                version,
-                flush_running: false,
-                flush_queued: false,
-                picker,
-                compactions: CompactionsInProgress::new(),
-                stats: r.stats,
-                strategy,
-                next_scheduled_major: crate::compaction::next_scheduled_major(&topts),
-                scheduled_major_running: false,
-                flush_shape: FlushShape::default(),
-            },
+            TableMut::new(r.state, mem, imm, version, r.stats, picker, strategy),
         );
     }
     let default_table = tables
         .get(&lithify_version::DEFAULT_TABLE)
-        .map(|t| StdArc::clone(&t.state))
+        .map(|t| StdArc::clone(t.state()))
         .ok_or_else(|| {
             CorruptionSnafu {
                 path: p.dir.join(lithify_version::filename::CURRENT),
@@ -634,25 +587,15 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
             }
             .build()
         })?;
-    let any_adaptive = tables.values().any(|t| t.state.workload.is_enabled());
+    let any_adaptive = tables.values().any(|t| t.state().workload.is_enabled());
     // The default table first: the write path finds it without a search.
     mem_entries.sort_by_key(|e| e.0 != lithify_version::DEFAULT_TABLE);
-    let state = DbState {
-        tables,
-        bg_error: None,
-        shutting_down: false,
-        flush_queue: VecDeque::new(),
-        running_flushes: 0,
-        running_compactions: 0,
-        exclusive_manual: 0,
-        running_manual: 0,
-        controller: WriteController::new(p.opts.delayed_write_rate),
-        // Read-only: the WALs read are the live ones (for the statistics).
-        live_logs: match new_log {
-            Some(n) => BTreeSet::from([n]),
-            None => p.report.wals_replayed.iter().copied().collect(),
-        },
+    // Read-only: the WALs read are the live ones (for the statistics).
+    let live_logs = match new_log {
+        Some(n) => BTreeSet::from([n]),
+        None => p.report.wals_replayed.iter().copied().collect(),
     };
+    let state = DbState::new(tables, p.opts.delayed_write_rate, live_logs);
     let inner = StdArc::new(DbInner {
         dir: p.dir.to_path_buf(),
         fs: p.fs,
@@ -687,7 +630,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
         adaptive_seen: AtomicBool::new(any_adaptive),
         deletions_disabled: AtomicUsize::new(0),
         purge_lock: Mutex::new(()),
-        rate_limiter: crate::compaction::rate_limiter(&p.opts),
+        rate_limiter: crate::options::translate::rate_limiter(&p.opts),
         counters: Counters::default(),
         opened_at: Instant::now(),
         events: p.events,
@@ -698,8 +641,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
     });
     {
         let mut st = inner.lock_state();
-        let ids: Vec<TableId> = st.tables.keys().copied().collect();
-        for id in ids {
+        for id in st.table_ids() {
             inner.install(&mut st, id);
         }
     }

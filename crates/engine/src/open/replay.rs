@@ -44,8 +44,8 @@ use crate::flush::flush_memtables;
 use crate::mem::Mem;
 use crate::options::Options;
 use crate::recovery::DroppedBytes;
-use crate::sst_opener::SstOpener;
-use crate::table_state::{TableState, new_memtable};
+use crate::sst_files::SstFiles;
+use crate::state::table::{TableState, new_memtable};
 use crate::wal::log_path;
 use lithify_compaction::OutputFactory;
 
@@ -80,7 +80,7 @@ pub(super) struct WalReplay<'a> {
     pub(super) fs: &'a dyn FileSystem,
     pub(super) dir: &'a Path,
     pub(super) options: &'a Options,
-    pub(super) opener: &'a SstOpener,
+    pub(super) opener: &'a SstFiles,
     pub(super) versions: &'a VersionSet,
     /// Memtables that fill stay in memory instead of going to L0.
     pub(super) read_only: bool,
@@ -539,7 +539,7 @@ fn check_batch<'a>(
 pub(super) fn flush_replayed(
     fs: &dyn FileSystem,
     dir: &Path,
-    opener: &SstOpener,
+    opener: &SstFiles,
     versions: &VersionSet,
     identity: (Id, Id),
     r: &mut Replay,

@@ -10,15 +10,24 @@
 //!    versions, background job bookkeeping, stall state. Held for short
 //!    sections and for MANIFEST writes.
 //! 3. a table's super-version cell — held only to clone or swap an `Arc`.
+//!
+//! The modules below own the state's changes: [`install`] applies edits
+//! to the MANIFEST and installs them (the one door), [`jobs`] keeps the
+//! background and manual jobs' bookkeeping, [`strategy`] switches a
+//! table's compaction strategy, and [`table`] holds a table's parts.
+
+pub(crate) mod install;
+pub(crate) mod jobs;
+pub(crate) mod strategy;
+pub(crate) mod table;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc as StdArc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::mem::Mem;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use lithify_base::sync::{Arc, Condvar, Mutex, MutexGuard};
+use lithify_base::sync::{Condvar, Mutex, MutexGuard};
 use lithify_base::{Id, SeqNo};
 use lithify_sstable::BlockCache;
 use lithify_version::{TableId, VersionSet};
@@ -30,32 +39,133 @@ use crate::leader::LeaderState;
 use crate::options::Options;
 use crate::recovery::RecoveryReport;
 use crate::snapshot::SnapshotList;
-use crate::sst_opener::SstOpener;
+use crate::sst_files::SstFiles;
+use crate::state::table::{TableMut, TableState};
 use crate::stats::Counters;
-use crate::table_state::{TableMut, TableState};
-use crate::write_controller::{
-    StallCause, StallCondition, StallInputs, WriteController, stall_condition,
-};
+use crate::write_controller::WriteController;
 use crate::write_thread::WriteThread;
 
-/// The state guarded by the database mutex.
+/// The state guarded by the database mutex. Its fields are private: the
+/// modules below this one change it through named transitions ([`jobs`]:
+/// queue, begin and finish flushes and compactions; [`install`]: apply an
+/// edit and install it; [`strategy`]: switch a table's strategy), and
+/// everyone else reads it through accessors.
 pub(crate) struct DbState {
-    pub(crate) tables: BTreeMap<TableId, TableMut>,
-    pub(crate) bg_error: Option<StdArc<Error>>,
-    pub(crate) shutting_down: bool,
+    tables: BTreeMap<TableId, TableMut>,
+    bg_error: Option<StdArc<Error>>,
+    shutting_down: bool,
     /// Tables with a flush to run, in request order.
-    pub(crate) flush_queue: VecDeque<TableId>,
-    pub(crate) running_flushes: usize,
-    pub(crate) running_compactions: usize,
+    flush_queue: VecDeque<TableId>,
+    running_flushes: usize,
+    running_compactions: usize,
     /// Exclusive manual compactions waiting or running: automatic ones
     /// are not picked meanwhile.
-    pub(crate) exclusive_manual: usize,
+    exclusive_manual: usize,
     /// Manual compaction jobs running on callers' threads.
-    pub(crate) running_manual: usize,
-    pub(crate) controller: WriteController,
+    running_manual: usize,
+    controller: WriteController,
     /// WAL files that exist (or may), by number.
-    pub(crate) live_logs: BTreeSet<u64>,
+    live_logs: BTreeSet<u64>,
 }
+
+impl DbState {
+    /// The state of a database just opened with `tables`, stalling at
+    /// `delayed_write_rate`, with WALs `live_logs`.
+    pub(crate) fn new(
+        tables: BTreeMap<TableId, TableMut>,
+        delayed_write_rate: u64,
+        live_logs: BTreeSet<u64>,
+    ) -> DbState {
+        DbState {
+            tables,
+            bg_error: None,
+            shutting_down: false,
+            flush_queue: VecDeque::new(),
+            running_flushes: 0,
+            running_compactions: 0,
+            exclusive_manual: 0,
+            running_manual: 0,
+            controller: WriteController::new(delayed_write_rate),
+            live_logs,
+        }
+    }
+
+    /// Table `id`'s mutable part.
+    pub(crate) fn table(&self, id: TableId) -> Option<&TableMut> {
+        self.tables.get(&id)
+    }
+
+    /// Every table, by id (the default table first).
+    pub(crate) fn tables(&self) -> impl Iterator<Item = (TableId, &TableMut)> {
+        self.tables.iter().map(|(id, t)| (*id, t))
+    }
+
+    /// The ids of the tables.
+    pub(crate) fn table_ids(&self) -> Vec<TableId> {
+        self.tables.keys().copied().collect()
+    }
+
+    /// The error that made the database read-only, if any.
+    pub(crate) fn bg_error(&self) -> Option<&StdArc<Error>> {
+        self.bg_error.as_ref()
+    }
+
+    /// `close` began: background threads stop and waiters give up.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+
+    /// Begins the shutdown; false when it had begun already.
+    pub(crate) fn begin_shutdown(&mut self) -> bool {
+        !std::mem::replace(&mut self.shutting_down, true)
+    }
+
+    /// Flush jobs running on the background threads.
+    pub(crate) fn running_flushes(&self) -> usize {
+        self.running_flushes
+    }
+
+    /// Compaction jobs running on the background threads.
+    pub(crate) fn running_compactions(&self) -> usize {
+        self.running_compactions
+    }
+
+    /// The write controller (stall condition, cause, delayed rate).
+    pub(crate) fn controller(&self) -> &WriteController {
+        &self.controller
+    }
+
+    /// How long a delayed write of `bytes` waits (the controller's token
+    /// bucket).
+    pub(crate) fn stall_delay(&mut self, bytes: u64, now: Instant) -> Duration {
+        self.controller.delay(bytes, now)
+    }
+
+    /// The WALs that exist (or may).
+    pub(crate) fn live_logs(&self) -> &BTreeSet<u64> {
+        &self.live_logs
+    }
+
+    /// Records WAL `number` as created (before its creation is tried: a
+    /// failed creation may leave the file).
+    pub(crate) fn add_live_log(&mut self, number: u64) {
+        self.live_logs.insert(number);
+    }
+
+    /// Forgets the WALs below `min_log` (about to be deleted) and returns
+    /// them.
+    pub(crate) fn take_logs_below(&mut self, min_log: u64) -> Vec<u64> {
+        let dead: Vec<u64> = self.live_logs.range(..min_log).copied().collect();
+        for n in &dead {
+            self.live_logs.remove(n);
+        }
+        dead
+    }
+}
+
+/// The database's write group: what its
+/// [`WriteThread`] commits groups of writes with (`write` implements it).
+pub(crate) struct WriteGroup;
 
 /// What the database shares between threads.
 pub(crate) struct DbInner {
@@ -63,10 +173,10 @@ pub(crate) struct DbInner {
     pub(crate) fs: StdArc<dyn FileSystem>,
     pub(crate) options: StdArc<Options>,
     pub(crate) versions: VersionSet,
-    pub(crate) opener: StdArc<SstOpener>,
+    pub(crate) opener: StdArc<SstFiles>,
     pub(crate) cache: Option<StdArc<BlockCache>>,
     pub(crate) default_table: StdArc<TableState>,
-    pub(crate) write_thread: WriteThread<DbInner>,
+    pub(crate) write_thread: WriteThread<WriteGroup>,
     pub(crate) leader: Mutex<LeaderState>,
     /// The last sequence number readers may see.
     pub(crate) visible_seq: AtomicU64,
@@ -189,82 +299,16 @@ impl DbInner {
         e
     }
 
-    /// Makes a change to `table`'s parts visible — a new version after
-    /// an installed edit (flush, compaction, refit), a memtable switch, a
-    /// new table — the one way RocksDB's `InstallSuperVersionAndScheduleWork`
-    /// does: take the table's current version from the `VersionSet`,
-    /// install a new super version for readers, and recompute the write
-    /// stall over all tables. The caller wakes
-    /// waiters and background threads with [`notify_installed`] once it
-    /// has released the database mutex.
-    ///
-    /// [`notify_installed`]: DbInner::notify_installed
-    pub(crate) fn install(&self, st: &mut DbState, table: TableId) {
-        if let Some(t) = st.tables.get_mut(&table) {
-            if let Some(v) = self.versions.current(table) {
-                t.version = v;
-            }
-            let sv = t.super_version();
-            t.state.sv.install(sv);
-        }
-        // A read-only database takes no writes: nothing to stall.
-        if !self.opened_read_only {
-            self.recompute_stall(st);
-        }
-    }
-
-    /// Wakes whoever waits for installed changes (flush and compaction
-    /// callers, stopped writers, `close`) and the background threads
-    /// (the change may have made work).
-    pub(crate) fn notify_installed(&self) {
-        self.done_cv.notify_all();
-        self.wake_background();
-    }
-
-    /// Recomputes the write-stall condition over all tables (the worst
-    /// wins, as RocksDB's DB-wide write controller).
-    pub(crate) fn recompute_stall(&self, st: &mut DbState) {
-        let mut worst = (StallCondition::Normal, None::<StallCause>);
-        let mut worst_inputs = StallInputs::default();
-        for t in st.tables.values() {
-            let inputs = StallInputs {
-                unflushed_imm: t.unflushed(),
-                l0_files: if t.picker.l0_count_stalls_writes() {
-                    t.version.num_files(0)
-                } else {
-                    0
-                },
-                pending_bytes: crate::compaction::pending_compaction_bytes(t),
-            };
-            let d = stall_condition(&t.state.options, &inputs);
-            if d.0 > worst.0 {
-                worst = d;
-                worst_inputs = inputs;
-            }
-        }
-        let was = st.controller.condition();
-        let was_cause = st.controller.cause();
-        st.controller.update(&self.options, worst, &worst_inputs);
-        self.stalled
-            .store(worst.0 != StallCondition::Normal, Ordering::Release);
-        if worst.0 != was || (worst.0 != StallCondition::Normal && worst.1 != was_cause) {
-            self.events.stall_changed(crate::events::WriteStallInfo {
-                condition: worst.0,
-                previous: was,
-                cause: worst.1,
-            });
-        }
-        if worst.0 < was {
-            self.done_cv.notify_all();
-        }
+    /// Records `err` as the background error (the first one stays) and
+    /// returns what the operation that met it reports: the database is
+    /// read-only now, because of it.
+    pub(crate) fn stop_writes(&self, st: &mut DbState, err: Error) -> Error {
+        let cause = self.set_bg_error(st, err);
+        ReadOnlySnafu { cause }.build()
     }
 
     /// Wakes the background threads.
     pub(crate) fn wake_background(&self) {
         self.bg_cv.notify_all();
-    }
-
-    pub(crate) fn new_memtable_for(&self, t: &TableState) -> Arc<Mem> {
-        Arc::new(t.new_memtable())
     }
 }

@@ -165,16 +165,42 @@ impl WorkloadTracker {
 /// `Adaptive`.
 pub(crate) struct StrategyState {
     /// The strategy the user set.
-    pub(crate) configured: CompactionStrategy,
+    pub(super) configured: CompactionStrategy,
     /// `Adaptive`'s choice and window history.
-    pub(crate) adaptive: Option<AdaptiveState>,
+    pub(super) adaptive: Option<AdaptiveState>,
     /// Why the strategy in force is in force (shown in the stats).
-    pub(crate) reason: String,
+    pub(super) reason: String,
     /// Switches so far.
-    pub(crate) switches: u64,
+    pub(super) switches: u64,
     /// When `Adaptive`'s last window closed, by the engine's clock
     /// (seconds; where the next window began).
-    pub(crate) window_closed_at: Option<u64>,
+    pub(super) window_closed_at: Option<u64>,
+}
+
+impl StrategyState {
+    /// Why the strategy in force is in force.
+    pub(crate) fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// Switches so far.
+    pub(crate) fn switches(&self) -> u64 {
+        self.switches
+    }
+
+    /// `Adaptive`'s state, when the table is `Adaptive`.
+    pub(crate) fn adaptive(&self) -> Option<&AdaptiveState> {
+        self.adaptive.as_ref()
+    }
+
+    /// The strategy in force: `Adaptive`'s current choice, or the one
+    /// configured.
+    pub(crate) fn in_force(&self) -> &CompactionStrategy {
+        match &self.adaptive {
+            Some(a) => a.current(),
+            None => &self.configured,
+        }
+    }
 }
 
 impl TableState {
@@ -239,39 +265,58 @@ pub(crate) fn new_memtable(icmp: &InternalKeyComparator, options: &Options) -> M
 
 /// An immutable memtable waiting for (or in) its flush.
 pub(crate) struct Imm {
-    pub(crate) mem: Arc<Mem>,
+    pub(super) mem: Arc<Mem>,
     /// The WAL created when this memtable was switched out: once it is
     /// flushed, the table needs no older WAL.
-    pub(crate) next_log: u64,
-    pub(crate) flushing: bool,
+    pub(super) next_log: u64,
+    pub(super) flushing: bool,
+}
+
+impl Imm {
+    /// A memtable switched out when WAL `next_log` was created (0 when no
+    /// WAL was: a read-only open).
+    pub(crate) fn new(mem: Arc<Mem>, next_log: u64) -> Imm {
+        Imm {
+            mem,
+            next_log,
+            flushing: false,
+        }
+    }
+
+    /// The memtable.
+    pub(crate) fn mem(&self) -> &Arc<Mem> {
+        &self.mem
+    }
 }
 
 /// The mutable part of a table, guarded by the database state mutex.
+/// Read through its accessors; changed only by the transitions of
+/// [`crate::state`]'s modules.
 pub(crate) struct TableMut {
-    pub(crate) state: StdArc<TableState>,
-    pub(crate) mem: Arc<Mem>,
+    pub(super) state: StdArc<TableState>,
+    pub(super) mem: Arc<Mem>,
     /// Immutable memtables, oldest first.
-    pub(crate) imm: VecDeque<Imm>,
-    pub(crate) version: StdArc<Version>,
+    pub(super) imm: VecDeque<Imm>,
+    pub(super) version: StdArc<Version>,
     /// A flush of this table is running.
-    pub(crate) flush_running: bool,
+    pub(super) flush_running: bool,
     /// A flush was asked for and not yet picked.
-    pub(crate) flush_queued: bool,
+    pub(super) flush_queued: bool,
     /// The table's compaction strategy.
-    pub(crate) picker: StdArc<dyn CompactionPicker>,
+    pub(super) picker: StdArc<dyn CompactionPicker>,
     /// Its compactions running now.
-    pub(crate) compactions: CompactionsInProgress,
+    pub(super) compactions: CompactionsInProgress,
     /// Cumulative flush and compaction statistics per level.
-    pub(crate) stats: CompactionStatsTable,
+    pub(super) stats: CompactionStatsTable,
     /// The strategy and, for `Adaptive`, its state.
-    pub(crate) strategy: StrategyState,
+    pub(super) strategy: StrategyState,
     /// The next scheduled major compaction (seconds since the Unix
     /// epoch), if the table has one.
-    pub(crate) next_scheduled_major: Option<u64>,
+    pub(super) next_scheduled_major: Option<u64>,
     /// A scheduled major compaction is running.
-    pub(crate) scheduled_major_running: bool,
+    pub(super) scheduled_major_running: bool,
     /// What plain flushes wrote (the cost model's flush size).
-    pub(crate) flush_shape: FlushShape,
+    pub(super) flush_shape: FlushShape,
 }
 
 /// What a table's plain flushes (not flush plans) wrote, summed: the
@@ -306,6 +351,90 @@ impl FlushShape {
 }
 
 impl TableMut {
+    /// A table's mutable part as an open or `create_table` builds it: no
+    /// job running, none queued.
+    pub(crate) fn new(
+        state: StdArc<TableState>,
+        mem: Arc<Mem>,
+        imm: VecDeque<Imm>,
+        version: StdArc<Version>,
+        stats: CompactionStatsTable,
+        picker: StdArc<dyn CompactionPicker>,
+        strategy: StrategyState,
+    ) -> TableMut {
+        let next_scheduled_major = crate::options::translate::next_scheduled_major(&state.options);
+        TableMut {
+            state,
+            mem,
+            imm,
+            version,
+            flush_running: false,
+            flush_queued: false,
+            picker,
+            compactions: CompactionsInProgress::new(),
+            stats,
+            strategy,
+            next_scheduled_major,
+            scheduled_major_running: false,
+            flush_shape: FlushShape::default(),
+        }
+    }
+
+    /// The table's shared part.
+    pub(crate) fn state(&self) -> &StdArc<TableState> {
+        &self.state
+    }
+
+    /// The mutable memtable.
+    pub(crate) fn mem(&self) -> &Arc<Mem> {
+        &self.mem
+    }
+
+    /// The immutable memtables, oldest first.
+    pub(crate) fn imm(&self) -> &VecDeque<Imm> {
+        &self.imm
+    }
+
+    /// The current version.
+    pub(crate) fn version(&self) -> &StdArc<Version> {
+        &self.version
+    }
+
+    /// The picker of the strategy in force.
+    pub(crate) fn picker(&self) -> &dyn CompactionPicker {
+        &*self.picker
+    }
+
+    /// The table's compactions running now.
+    pub(crate) fn compactions(&self) -> &CompactionsInProgress {
+        &self.compactions
+    }
+
+    /// The flush and compaction statistics per level.
+    pub(crate) fn stats(&self) -> &CompactionStatsTable {
+        &self.stats
+    }
+
+    /// The strategy and, for `Adaptive`, its state.
+    pub(crate) fn strategy(&self) -> &StrategyState {
+        &self.strategy
+    }
+
+    /// What plain flushes wrote.
+    pub(crate) fn flush_shape(&self) -> &FlushShape {
+        &self.flush_shape
+    }
+
+    /// A flush or compaction of the table is running.
+    pub(crate) fn has_running_jobs(&self) -> bool {
+        self.flush_running || !self.compactions.is_empty()
+    }
+
+    /// RocksDB's estimate of the bytes compaction still has to rewrite.
+    pub(crate) fn pending_compaction_bytes(&self) -> u64 {
+        self.picker.estimated_compaction_needed_bytes(&self.version)
+    }
+
     /// Builds the super version of the current parts.
     pub(crate) fn super_version(&self) -> SuperVersion {
         let prev = self.state.sv.get();

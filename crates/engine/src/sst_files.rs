@@ -1,12 +1,13 @@
-//! Opening SSTs: [`SstOpener`] opens a version's files for reads, through
-//! the block cache, with the SST options of the database; [`InputOpener`]
-//! opens a compaction's inputs for one pass around the cache.
+//! The database's SSTs: [`SstFiles`] says where they are and opens a
+//! version's files for reads, through the block cache, with the SST
+//! options of the database; [`InputOpener`] is the compaction core's
+//! [`SstOpener`], opening a job's inputs for one pass around the cache.
 
 use std::path::PathBuf;
 use std::sync::Arc as StdArc;
 
 use lithify_base::InternalKeyComparator;
-use lithify_compaction::job::SstOpener as JobOpener;
+use lithify_compaction::job::SstOpener;
 use lithify_sstable::{BlockCache, SstOptions, SstReader};
 use lithify_version::FileMetadata;
 use lithify_version::filename::table_file_name;
@@ -18,15 +19,16 @@ use crate::error::{IoSnafu, Result};
 /// An open SST, shared by every super version that holds it.
 pub(crate) type SharedSst = StdArc<SstReader<InternalKeyComparator>>;
 
-/// What opening an SST needs.
-pub(crate) struct SstOpener {
+/// Where the database's SSTs are and how they are read: what opening one
+/// needs.
+pub(crate) struct SstFiles {
     pub(crate) fs: StdArc<dyn FileSystem>,
     pub(crate) dir: PathBuf,
     pub(crate) options: SstOptions<InternalKeyComparator>,
     pub(crate) cache: Option<StdArc<BlockCache>>,
 }
 
-impl SstOpener {
+impl SstFiles {
     /// Opens SST `number` of `size` bytes (the size its metadata records),
     /// reading through the block cache.
     pub(crate) fn open(&self, number: u64, size: u64) -> Result<SharedSst> {
@@ -60,10 +62,10 @@ impl SstOpener {
 /// a compaction must not evict the blocks readers use, nor hold a cache's
 /// worth of memory while a memtable fills.
 pub(crate) struct InputOpener<'a> {
-    pub(crate) opener: &'a SstOpener,
+    pub(crate) opener: &'a SstFiles,
 }
 
-impl JobOpener for InputOpener<'_> {
+impl SstOpener for InputOpener<'_> {
     fn open_sst(
         &self,
         file: &FileMetadata,

@@ -1,6 +1,8 @@
 //! Options of the database, of reads and of writes, with RocksDB's names
 //! and defaults.
 
+pub(crate) mod translate;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
