@@ -46,13 +46,16 @@ fn worker(inner: &DbInner) {
                 };
             }
         };
-        // Errors are recorded as the background error.
-        let _ = match &job {
-            Job::Flush(table) => crate::flush::run(inner, *table).map(|_| ()),
-            Job::Compaction(c) => crate::compaction::run(inner, c),
-            Job::ScheduledMajor(table) => crate::compaction::major_compact(inner, *table),
+        // The job is consumed, so a compaction's inputs are no longer held
+        // when the purge below looks for obsolete files. Errors are
+        // recorded as the background error.
+        let done = job.kind();
+        let _ = match job {
+            Job::Flush(table) => crate::flush::run(inner, table).map(|_| ()),
+            Job::Compaction(c) => crate::compaction::run(inner, *c),
+            Job::ScheduledMajor(table) => crate::compaction::major_compact(inner, table),
         };
-        inner.lock_state().finish_job(&job);
+        inner.lock_state().finish_job(done);
         // Delete what the job made obsolete (the WALs a flush freed)
         // before waking stalled writers, as RocksDB's background jobs do:
         // a writer woken first could fill a new memtable, and so start a

@@ -22,8 +22,9 @@ use crate::state::{DbInner, DbState};
 use crate::stats::Counters;
 
 /// Runs a picked compaction and installs it (or records the failure as
-/// the background error). Its registration ends either way.
-pub(crate) fn run(db: &DbInner, p: &PickedCompaction) -> Result<()> {
+/// the background error). Its registration ends either way, and its
+/// inputs are no longer held when it returns.
+pub(crate) fn run(db: &DbInner, p: PickedCompaction) -> Result<()> {
     let started = std::time::Instant::now();
     let c = &p.compaction;
     let mut info = CompactionJobInfo {
@@ -74,15 +75,18 @@ pub(crate) fn run(db: &DbInner, p: &PickedCompaction) -> Result<()> {
         Ok(r) => r,
     };
     db.apply_and_install(&mut st, p.table, vec![r.edit.clone()], |st| {
-        st.record_compaction(p.table, c.output_level, &r.stats)
+        st.record_compaction(p.table, c.output_level, &r.stats);
+        Counters::add(&db.counters.compaction_write_bytes, r.stats.bytes_written);
+        db.counters.record_iter_stats(&r.iter_stats);
+        if let Some(t) = st.table(p.table) {
+            Counters::add(
+                &t.state().counters.compaction_write_bytes,
+                r.stats.bytes_written,
+            );
+        }
+        Counters::add(&db.counters.compaction_read_bytes, r.stats.bytes_read());
     })?;
     drop(st);
-    Counters::add(&db.counters.compaction_write_bytes, r.stats.bytes_written);
-    db.counters.record_iter_stats(&r.iter_stats);
-    if let Some(t) = db.table(p.table) {
-        Counters::add(&t.counters.compaction_write_bytes, r.stats.bytes_written);
-    }
-    Counters::add(&db.counters.compaction_read_bytes, r.stats.bytes_read());
     info.output_files = r.edit.new_files.iter().map(|(_, f)| f.number).collect();
     info.bytes_read = r.stats.bytes_read();
     info.bytes_written = r.stats.bytes_written;
@@ -211,7 +215,7 @@ fn manual_loop<'a>(
                 drop(st);
                 let r = run(
                     db,
-                    &PickedCompaction {
+                    PickedCompaction {
                         table,
                         compaction: c,
                         id,

@@ -33,6 +33,25 @@ pub(crate) enum Job {
     ScheduledMajor(TableId),
 }
 
+/// What a finished [`Job`] was, for [`DbState::finish_job`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum JobKind {
+    Flush,
+    Compaction,
+    ScheduledMajor(TableId),
+}
+
+impl Job {
+    /// What the job is, without what it holds.
+    pub(crate) fn kind(&self) -> JobKind {
+        match self {
+            Job::Flush(_) => JobKind::Flush,
+            Job::Compaction(_) => JobKind::Compaction,
+            Job::ScheduledMajor(table) => JobKind::ScheduledMajor(*table),
+        }
+    }
+}
+
 /// The memtables a flush takes, newest first, and the WAL created when the
 /// newest of them was switched out (the table's log number once they are
 /// flushed).
@@ -175,15 +194,15 @@ impl DbState {
             .min()
     }
 
-    /// A background job ended: `job`'s count goes down; a scheduled major
-    /// compaction is scheduled again, at its next time after `now`.
-    pub(crate) fn finish_job(&mut self, job: &Job) {
+    /// A background job ended: its count goes down; a scheduled major
+    /// compaction is scheduled again, at its next time.
+    pub(crate) fn finish_job(&mut self, job: JobKind) {
         match job {
-            Job::Flush(_) => self.running_flushes -= 1,
-            Job::Compaction(_) => self.running_compactions -= 1,
-            Job::ScheduledMajor(table) => {
+            JobKind::Flush => self.running_flushes -= 1,
+            JobKind::Compaction => self.running_compactions -= 1,
+            JobKind::ScheduledMajor(table) => {
                 self.running_compactions -= 1;
-                if let Some(t) = self.tables.get_mut(table) {
+                if let Some(t) = self.tables.get_mut(&table) {
                     t.scheduled_major_running = false;
                     t.next_scheduled_major =
                         crate::options::translate::next_scheduled_major(&t.state.options);
