@@ -2,7 +2,9 @@
 //! table's picker. A switch changes nothing else; the new picker's next
 //! compaction reshapes what the old one left, and the write stall is
 //! recomputed at once (a picker decides whether L0 files stall writes and
-//! how many bytes are pending).
+//! how many bytes are pending). `Adaptive`'s decision is given the table
+//! as its cost model sees it ([`table_size`]) and the part of the day its
+//! window fell in ([`day_part`]).
 
 use std::sync::Arc as StdArc;
 use std::sync::atomic::Ordering;
@@ -16,12 +18,13 @@ use lithify_compaction_strategy::cost_model::TableSize;
 use lithify_compaction_tiered::stripe_boundaries;
 use lithify_version::TableId;
 
-use super::table::StrategyState;
+use super::table::{StrategyState, TableMut};
 use super::{DbInner, DbState};
 use crate::error::{InvalidArgumentSnafu, Result};
 use crate::events::StrategySwitchInfo;
 use crate::options::Options;
 use crate::options::translate::{leveled_options, picker_for};
+use crate::resource::OffpeakWindow;
 
 /// Key ranges the `Adaptive` recorder buckets writes into (for the
 /// hot-range share).
@@ -102,23 +105,21 @@ impl DbInner {
         Ok(info)
     }
 
-    /// Hands `table`'s closed observation window to its `Adaptive` state
-    /// (the table seen as `size`, the window in day part `part`, closed at
-    /// `now`); a new choice replaces the picker. Returns the switch, if
-    /// one happened, for the caller to announce once the mutex is
-    /// released.
+    /// Hands `table`'s observation window, closed at `now`, to its
+    /// `Adaptive` state, with the table's size and the part of the day
+    /// the window fell in; a new choice replaces the picker. Returns the
+    /// switch, if one happened, for the caller to announce once the mutex
+    /// is released.
     pub(crate) fn observe_window(
         &self,
         st: &mut DbState,
         table: TableId,
         stats: &WorkloadStats,
-        size: impl FnOnce(&super::table::TableMut) -> TableSize,
-        part: impl FnOnce(Option<u64>) -> DayPart,
         now: u64,
     ) -> Option<StrategySwitchInfo> {
         let t = st.tables.get_mut(&table)?;
-        let size = size(t);
-        let part = part(t.strategy.window_closed_at);
+        let size = table_size(t, stats.update_share());
+        let part = day_part(&t.state.options, t.strategy.window_closed_at, now);
         let adaptive = t.strategy.adaptive.as_mut()?;
         adaptive.set_table_size(size);
         t.strategy.window_closed_at = Some(now);
@@ -148,5 +149,87 @@ impl DbInner {
                 None
             }
         }
+    }
+}
+
+/// Where a window of a table with options `o`, from `opened` (when the
+/// previous one closed) to `now`, fell in its day: off-peak if it
+/// overlapped the off-peak window (a quiet night may not fill a window
+/// of its own), peak if not, unknown without a window.
+fn day_part(o: &crate::Options, opened: Option<u64>, now: u64) -> DayPart {
+    if o.daily_offpeak_time_utc.is_empty() {
+        return DayPart::Unknown;
+    }
+    let Ok(w) = OffpeakWindow::parse(&o.daily_offpeak_time_utc) else {
+        return DayPart::Unknown;
+    };
+    let opened = opened.unwrap_or(now).min(now);
+    if w.contains(now) || w.seconds_until_start(opened) <= now - opened {
+        DayPart::OffPeak
+    } else {
+        DayPart::Peak
+    }
+}
+
+/// The table as `Adaptive`'s cost model sees it: its live data (the
+/// last level, and the part of the levels above that is not updates of
+/// it, at the window's `update_share`), and what its plain flushes wrote
+/// per memtable (before any flush, a full memtable of the writes so far,
+/// at 0.8 table bytes per memtable byte).
+fn table_size(t: &TableMut, update_share: f64) -> TableSize {
+    let c = &t.state().counters;
+    let keys = c.keys_written.load(Ordering::Relaxed).max(1);
+    let user_per_write = (c.user_bytes.load(Ordering::Relaxed) as f64 / keys as f64).max(1.0);
+    let f = t.flush_shape();
+    let write_buffer = t.state().options.write_buffer_size as f64;
+    let (entry_bytes, distinct, per_memtable) = if f.records_out > 0 && f.memtables > 0 {
+        (
+            f.bytes as f64 / f.records_out as f64,
+            (f.records_out as f64 / f.records_in.max(1) as f64).min(1.0),
+            f.bytes as f64 / f.memtables as f64,
+        )
+    } else {
+        let entry = user_per_write + 16.0;
+        (entry, 1.0, 0.8 * write_buffer)
+    };
+    let distinct = distinct.max(1e-3);
+    let v = t.version();
+    let last = v.num_levels().saturating_sub(1);
+    let upper = v.total_bytes() - v.level_bytes(last);
+    let fresh = 1.0 - update_share.clamp(0.0, 1.0);
+    TableSize {
+        live_bytes: v.level_bytes(last) + (upper as f64 * fresh) as u64,
+        upper_bytes: upper,
+        flush_bytes: (per_memtable / distinct).max(1.0) as u64,
+        entry_bytes: entry_bytes.round().max(1.0) as u64,
+        table_bytes_per_user_byte: entry_bytes / user_per_write,
+        flush_distinct_share: distinct,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_off_peak_when_it_overlapped_the_off_peak_window() {
+        let o = crate::Options {
+            daily_offpeak_time_utc: "22:00-23:59".to_owned(),
+            ..crate::Options::default()
+        };
+        let day = 20_454 * 86_400;
+        let at = |h: u64| day + h * 3_600;
+        // Inside the window, whenever the window opened.
+        assert_eq!(day_part(&o, None, at(23)), DayPart::OffPeak);
+        assert_eq!(day_part(&o, Some(at(12)), at(23)), DayPart::OffPeak);
+        // A quiet night: the window opened at 21:00 and closed the next
+        // morning, so it spanned the night.
+        assert_eq!(day_part(&o, Some(at(21)), at(24 + 9)), DayPart::OffPeak);
+        // Daytime from start to end.
+        assert_eq!(day_part(&o, Some(at(9)), at(21)), DayPart::Peak);
+        assert_eq!(day_part(&o, None, at(12)), DayPart::Peak);
+        // No window: unknown.
+        let none = crate::Options::default();
+        assert_eq!(day_part(&none, Some(at(9)), at(23)), DayPart::Unknown);
     }
 }
