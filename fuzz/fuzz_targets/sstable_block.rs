@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
 use lithify_base::BytewiseComparator;
-use lithify_sstable::block::BlockIter;
+use lithify_sstable::testing::BlockIter;
 use lithify_sstable::testing::{decode_block, encode_block};
 
 const MAX_STEPS: usize = 20_000;

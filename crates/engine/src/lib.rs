@@ -116,7 +116,9 @@ pub use options::{Options, ReadOptions, TableOptions, WriteOptions};
 pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
 pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 pub use snapshot::Snapshot;
-pub use sst_check::{check_sst_checksum, check_sst_identity};
+pub use sst_check::{
+    FileProblem, SstFilesCheck, check_sst_checksum, check_sst_identity, verify_sst_files,
+};
 pub use sst_file_writer::{ExternalSstInfo, SstFileWriter};
 pub use stall::{StallCause, StallCondition};
 pub use stats::{DbStats, LevelStats, MergeStats, StallStats, TableStats};

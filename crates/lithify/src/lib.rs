@@ -128,6 +128,8 @@ pub use lithify_engine::{
     TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
     WriteStallInfo, check_sst_checksum, check_sst_identity,
 };
+#[cfg(feature = "db")]
+pub use lithify_engine::{FileProblem, SstFilesCheck, verify_sst_files};
 pub use output::{StoredData, check_output_path, stored_data_at_or_above};
 
 /// The short ids of the built-in merge operators (`uint64add`,

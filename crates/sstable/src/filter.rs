@@ -23,27 +23,27 @@
 use bytes::Bytes;
 
 /// Bytes per filter line (one cache line).
-pub const LINE_BYTES: usize = 64;
+pub(crate) const LINE_BYTES: usize = 64;
 /// Length of the metadata after the lines.
-pub const FILTER_META_LEN: usize = 8;
+pub(crate) const FILTER_META_LEN: usize = 8;
 /// Hash scheme 1: xxh3-64 of the filter key, low half picks the line, high
 /// half drives the probes. Frozen.
-pub const HASH_XXH3_SPLIT: u8 = 1;
+pub(crate) const HASH_XXH3_SPLIT: u8 = 1;
 /// Most probes a filter may ask for.
-pub const MAX_PROBES: u8 = 30;
+pub(crate) const MAX_PROBES: u8 = 30;
 
 /// Multiplier between successive probes (2^32 / golden ratio).
 const PROBE_MULTIPLIER: u32 = 0x9e37_79b9;
 
 /// The hash a filter stores for `filter_key`.
 #[inline]
-pub fn filter_hash(filter_key: &[u8]) -> u64 {
+pub(crate) fn filter_hash(filter_key: &[u8]) -> u64 {
     lithify_base::xxh3_64(filter_key)
 }
 
 /// Probes per key for `millibits` thousandths of a bit per key: the most
 /// accurate choice for a 512-bit line (RocksDB's measured optimum).
-pub fn probes_for(millibits_per_key: u32) -> u8 {
+pub(crate) fn probes_for(millibits_per_key: u32) -> u8 {
     match millibits_per_key {
         0..=2080 => 1,
         2081..=3580 => 2,
@@ -78,14 +78,14 @@ const HASH_CHUNK: usize = 8192;
 /// would reserve up to twice their 4 MiB (12 MiB at the last doubling,
 /// old and new buffer together) and copy them each time it doubles.
 #[derive(Debug, Default)]
-pub struct BloomBuilder {
+pub(crate) struct BloomBuilder {
     chunks: Vec<Vec<u64>>,
     millibits_per_key: u32,
 }
 
 impl BloomBuilder {
     /// A builder for `millibits_per_key` thousandths of a bit per key.
-    pub fn new(millibits_per_key: u32) -> Self {
+    pub(crate) fn new(millibits_per_key: u32) -> Self {
         BloomBuilder {
             chunks: Vec::new(),
             millibits_per_key,
@@ -95,7 +95,7 @@ impl BloomBuilder {
     /// Adds a key's hash. Consecutive duplicates (versions of one user key)
     /// are stored once.
     #[inline]
-    pub fn add_hash(&mut self, hash: u64) {
+    pub(crate) fn add_hash(&mut self, hash: u64) {
         match self.chunks.last_mut() {
             Some(chunk) if chunk.last() == Some(&hash) => {}
             Some(chunk) if chunk.len() < HASH_CHUNK => chunk.push(hash),
@@ -108,19 +108,14 @@ impl BloomBuilder {
     }
 
     /// Number of hashes collected.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.chunks
             .last()
             .map_or(0, |last| (self.chunks.len() - 1) * HASH_CHUNK + last.len())
     }
 
-    /// Whether no hash was collected.
-    pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
-    }
-
     /// Bytes the filter would take now.
-    pub fn estimated_size(&self) -> usize {
+    pub(crate) fn estimated_size(&self) -> usize {
         self.num_lines() as usize * LINE_BYTES + FILTER_META_LEN
     }
 
@@ -131,7 +126,7 @@ impl BloomBuilder {
     }
 
     /// Writes the filter block into `out` (cleared first).
-    pub fn finish_into(&self, out: &mut Vec<u8>) {
+    pub(crate) fn finish_into(&self, out: &mut Vec<u8>) {
         let num_lines = self.num_lines();
         let probes = probes_for(self.millibits_per_key).min(MAX_PROBES);
         out.clear();
@@ -157,7 +152,7 @@ impl BloomBuilder {
 
 /// A decoded filter, answering "may the table hold this key?".
 #[derive(Debug, Clone)]
-pub struct BloomFilter {
+pub(crate) struct BloomFilter {
     data: Bytes,
     num_lines: u32,
     probes: u8,
@@ -165,7 +160,7 @@ pub struct BloomFilter {
 
 impl BloomFilter {
     /// Decodes a filter block; the error is a phrase.
-    pub fn decode(data: Bytes) -> Result<BloomFilter, &'static str> {
+    pub(crate) fn decode(data: Bytes) -> Result<BloomFilter, &'static str> {
         let Some(meta_at) = data.len().checked_sub(FILTER_META_LEN) else {
             return Err("filter block shorter than its metadata");
         };
@@ -193,7 +188,7 @@ impl BloomFilter {
 
     /// Whether a key with this filter hash may have been added.
     #[inline]
-    pub fn may_contain_hash(&self, hash: u64) -> bool {
+    pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
         if self.num_lines == 0 {
             return false;
         }
@@ -212,17 +207,18 @@ impl BloomFilter {
 
     /// Whether `filter_key` may have been added.
     #[inline]
-    pub fn may_contain(&self, filter_key: &[u8]) -> bool {
+    pub(crate) fn may_contain(&self, filter_key: &[u8]) -> bool {
         self.may_contain_hash(filter_hash(filter_key))
     }
 
     /// Size of the stored filter.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.data.len()
     }
 
     /// Probes per key.
-    pub fn probes(&self) -> u8 {
+    #[cfg(test)]
+    pub(crate) fn probes(&self) -> u8 {
         self.probes
     }
 }

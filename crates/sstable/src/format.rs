@@ -53,6 +53,7 @@ pub const FOOTER_LEN: usize = 56;
 pub const BLOCK_TRAILER_LEN: usize = 9;
 
 /// Longest encoding of a block handle (two varint64s).
+#[cfg(test)]
 pub const MAX_HANDLE_LEN: usize = 20;
 
 /// Block type 0: the block is stored as is.
@@ -101,6 +102,7 @@ impl BlockHandle {
 }
 
 /// Computes the trailer of a block whose stored bytes are `contents`.
+#[cfg(any(test, feature = "testing"))]
 pub fn block_trailer(contents: &[u8], block_type: u8) -> [u8; BLOCK_TRAILER_LEN] {
     let checksum = masked_xxh3_64(&[contents, &[block_type]]);
     let mut trailer = [0u8; BLOCK_TRAILER_LEN];
@@ -110,6 +112,7 @@ pub fn block_trailer(contents: &[u8], block_type: u8) -> [u8; BLOCK_TRAILER_LEN]
 }
 
 /// Checks a trailer against the stored block bytes; returns the block type.
+#[cfg(any(test, feature = "testing"))]
 pub fn verify_trailer(contents: &[u8], trailer: &[u8; BLOCK_TRAILER_LEN]) -> Result<u8, String> {
     let block_type = trailer[0];
     let mut stored = [0u8; 8];
@@ -127,7 +130,7 @@ pub fn verify_trailer(contents: &[u8], trailer: &[u8; BLOCK_TRAILER_LEN]) -> Res
 
 /// Checks the trailer of a block read in one piece: `stored` is the stored
 /// block bytes followed by their trailer. Returns the block type. The same
-/// check as [`verify_trailer`], but the stored bytes and the type byte are
+/// check as `verify_trailer`, but the stored bytes and the type byte are
 /// adjacent here, so they are hashed in one pass.
 pub fn verify_stored_block(stored: &[u8]) -> Result<u8, String> {
     let Some(contents_len) = stored.len().checked_sub(BLOCK_TRAILER_LEN) else {

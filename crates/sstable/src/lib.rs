@@ -49,14 +49,19 @@
 //! ```
 
 mod anchors;
-pub mod block;
+// The block and footer formats are internal; `testing` shows the parts the
+// fuzz targets and golden tests drive.
+#[allow(unreachable_pub)]
+mod block;
 mod builder;
 mod cache;
 mod compression;
 mod error;
-pub mod filter;
-pub mod format;
+mod filter;
+#[allow(unreachable_pub)]
+mod format;
 mod index_words;
+mod inspect;
 mod iter;
 mod options;
 mod properties;
@@ -72,6 +77,7 @@ pub use builder::{BuiltSst, MAX_ENTRY_LEN, SstBuilder};
 pub use cache::{BlockCache, CacheStats, ENTRY_OVERHEAD};
 pub use compression::{Compression, MAX_COMPRESSED_BLOCK_LEN};
 pub use error::{Error, Result};
+pub use inspect::{Damage, DataBlockInfo, RecordedSst, SstCheck, SstVisitor, open_recorded};
 pub use iter::SstIter;
 pub use options::{MAX_BLOCK_SIZE, SstOptions};
 pub use properties::Properties;

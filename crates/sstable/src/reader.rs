@@ -419,7 +419,7 @@ impl MetaReader<'_> {
     }
 
     fn read_block(&self, handle: BlockHandle) -> Result<Bytes> {
-        read_block(self.file, self.path, self.limit, self.verify, handle).map(|(b, _)| b)
+        read_block(self.file, self.path, self.limit, self.verify, handle).map(|(b, _, _)| b)
     }
 }
 
@@ -443,15 +443,15 @@ fn io_error(path: &Path, offset: u64, len: usize, e: io::Error) -> Error {
 }
 
 /// Reads the block at `handle` (which must end by `limit`), verifies its
-/// trailer when `verify`, and decompresses it. Returns the block and the
-/// bytes read from the file.
+/// trailer when `verify`, and decompresses it. Returns the block, the
+/// bytes read from the file and the stored block type.
 pub(crate) fn read_block(
     file: &dyn RandomAccessFile,
     path: &Path,
     limit: u64,
     verify: bool,
     handle: BlockHandle,
-) -> Result<(Bytes, u64)> {
+) -> Result<(Bytes, u64, u8)> {
     let corrupt = |message: String| {
         CorruptionSnafu {
             path: path.to_path_buf(),
@@ -489,10 +489,25 @@ pub(crate) fn read_block(
         BLOCK_TYPE_ZSTD => Bytes::from(decompress_zstd(&buf[..contents_len]).map_err(corrupt)?),
         other => return Err(corrupt(format!("unknown block type {other}"))),
     };
-    Ok((block, len as u64))
+    Ok((block, len as u64, block_type))
 }
 
 impl<C: Comparator> SstReader<C> {
+    /// The file the table is read from.
+    pub(crate) fn file(&self) -> &Arc<dyn RandomAccessFile> {
+        &self.file
+    }
+
+    /// The footer.
+    pub(crate) fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// Where the footer starts: every block ends at or before it.
+    pub(crate) fn footer_at(&self) -> u64 {
+        self.file_size - FOOTER_LEN as u64
+    }
+
     /// The file's name, as given to [`open`](Self::open).
     pub fn path(&self) -> &Path {
         &self.path
@@ -609,8 +624,8 @@ impl<C: Comparator> SstReader<C> {
             stats.blocks_from_cache += 1;
             return Ok(block);
         }
-        let limit = self.file_size - FOOTER_LEN as u64;
-        let (bytes, read) = read_block(
+        let limit = self.footer_at();
+        let (bytes, read, _) = read_block(
             &*self.file,
             &self.path,
             limit,

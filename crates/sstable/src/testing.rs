@@ -3,7 +3,10 @@
 
 use bytes::Bytes;
 
-use crate::block::{Block, BlockBuilder};
+pub use crate::block::{Block, BlockIter};
+pub use crate::format::{FOOTER_LEN, Footer};
+
+use crate::block::BlockBuilder;
 use crate::compression::{BlockCompressor, decompress_zstd};
 use crate::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD, block_trailer, verify_trailer,

@@ -69,7 +69,7 @@ pub fn verify_file(file: &dyn RandomAccessFile, path: &Path, size: u64) -> Resul
     while it.valid() {
         let handle = BlockHandle::decode_exact(it.value())
             .ok_or_else(|| corrupt(index_at, "bad block handle in the index".to_owned()))?;
-        let (contents, _) = read_block(file, path, layout.footer_at, true, handle)?;
+        let (contents, _, _) = read_block(file, path, layout.footer_at, true, handle)?;
         Block::new(contents).map_err(|e| corrupt(handle.offset, e.to_string()))?;
         check.data_blocks += 1;
         it.next().map_err(|e| corrupt(index_at, e.to_string()))?;

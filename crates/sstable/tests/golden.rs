@@ -5,7 +5,7 @@ mod common;
 
 use lithify_base::xxh3_64;
 use lithify_sstable::SstOptions;
-use lithify_sstable::format::{FOOTER_LEN, Footer};
+use lithify_sstable::testing::{FOOTER_LEN, Footer};
 use lithify_vfs::{MemFs, read_file};
 
 use common::{build, open};

@@ -9,7 +9,7 @@
 //!    records (files written before they were recorded have none), opens,
 //!    and every data block reads back with a matching checksum,
 //!    decodes, and holds keys in order, with the counts its properties
-//!    record (what `dump-sst` checks);
+//!    record (steps 1 and 2 are `lithify::verify_sst_files`);
 //! 3. the WALs replay read-only in the chosen recovery mode: whatever the
 //!    recovery would refuse or drop is a problem;
 //! 4. every key whose merge operands do not merge is a problem
@@ -24,8 +24,6 @@ use std::sync::Arc;
 
 use clap::Args;
 use lithify::{Db, Options};
-use lithify_version::filename::{manifest_file_name, table_file_name};
-use lithify_version::{VersionSet, VersionSetOptions};
 use lithify_vfs::{FileSystem, OsFs};
 
 use crate::db::DbArgs;
@@ -57,78 +55,15 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
     let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
     let mut problems = Problems::default();
 
-    // 1. CURRENT and the MANIFEST.
-    let versions = match VersionSet::recover(Arc::clone(&fs), dir, VersionSetOptions::default()) {
-        Ok(v) => v,
-        Err(e) => {
-            problems.add(&dir.join(lithify_version::filename::CURRENT), &e);
-            return finish(&problems, "the MANIFEST could not be replayed");
-        }
+    // 1 and 2: CURRENT, the MANIFEST and every live SST.
+    let ssts = lithify::verify_sst_files(Arc::clone(&fs), dir);
+    for p in &ssts.problems {
+        problems.add(&p.path, &p.message);
+    }
+    let Some(manifest) = ssts.manifest else {
+        return finish(&problems, "the MANIFEST could not be replayed");
     };
-    let manifest = dir.join(manifest_file_name(versions.manifest_number()));
-    if let Some(t) = versions.recovered_torn_tail() {
-        problems.add(
-            &manifest,
-            format!(
-                "the last record, at offset {} ({} bytes), is cut short ({}); an open drops it",
-                t.offset, t.len, t.reason
-            ),
-        );
-    }
-
-    // 2. Every live table file.
-    let (mut files, mut blocks, mut entries) = (0u64, 0u64, 0u64);
-    for info in versions.tables() {
-        let Some(version) = versions.current(info.id) else {
-            continue;
-        };
-        for (level, f) in version.all_files() {
-            files += 1;
-            let path = dir.join(table_file_name(f.number));
-            match fs.file_size(&path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    problems.add(
-                        &path,
-                        format!(
-                            "missing; {} lists it in table {:?} at L{level} with {} bytes",
-                            manifest.display(),
-                            info.name,
-                            f.size
-                        ),
-                    );
-                    continue;
-                }
-                Err(e) => {
-                    problems.add(&path, format!("cannot read its size: {e}"));
-                    continue;
-                }
-                Ok(_) => {}
-            }
-            match crate::dump::sst::verify(&path, f.size) {
-                Err(e) => problems.add(&path, e),
-                Ok(c) if !c.damage.is_empty() => {
-                    blocks += c.blocks;
-                    entries += c.entries;
-                    for (offset, message) in c.damage {
-                        problems.add(&path, format!("at offset {offset}: {message}"));
-                    }
-                }
-                Ok(c) => {
-                    blocks += c.blocks;
-                    entries += c.entries;
-                    // Intact: is it the file the MANIFEST recorded, byte
-                    // for byte?
-                    if let Err(e) = lithify::check_sst_identity(&*fs, &path, f.size, f.unique_id)
-                        .and_then(|()| {
-                            lithify::check_sst_checksum(&*fs, &path, f.size, f.file_checksum)
-                        })
-                    {
-                        problems.add(&path, e);
-                    }
-                }
-            }
-        }
-    }
+    let (files, blocks, entries) = (ssts.files, ssts.data_blocks, ssts.entries);
 
     // 3. The WALs, as a read-only open would replay them; then every key
     //    whose merge operands do not merge.

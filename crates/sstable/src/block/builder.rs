@@ -64,16 +64,6 @@ impl BlockBuilder {
         self.entries == 0
     }
 
-    /// Number of entries added since the last reset.
-    pub fn len(&self) -> usize {
-        self.entries
-    }
-
-    /// The last key added.
-    pub fn last_key(&self) -> &[u8] {
-        &self.last_key
-    }
-
     /// Appends the restart array and returns the finished block.
     pub fn finish(&mut self) -> &[u8] {
         if !self.finished {
