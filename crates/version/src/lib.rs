@@ -45,6 +45,7 @@ pub mod edit;
 mod error;
 mod file_metadata;
 pub mod filename;
+pub mod history;
 pub mod manifest;
 pub mod text;
 mod version;

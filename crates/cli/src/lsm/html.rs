@@ -344,7 +344,8 @@ fn chart(out: &mut String, steps: &[Step]) {
         let color = match s.kind {
             super::StepKind::Flush => "#3b7dd8",
             super::StepKind::Compaction => "#e0662d",
-            super::StepKind::TrivialMove => "#999999",
+            // A trivial move, or a kind this page does not know.
+            _ => "#999999",
         };
         let _ = write!(
             out,
