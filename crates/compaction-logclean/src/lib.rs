@@ -39,7 +39,8 @@
 //! use std::sync::Arc;
 //! use lithify_vfs::MemFs;
 //! use lithify_kafka_log::{Log, LogConfig, ManualClock, SimpleRecord};
-//! use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+//! use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
+//! use lithify_kafka_log::shared_log;
 //!
 //! let fs = Arc::new(MemFs::new());
 //! let config = LogConfig::from_properties([("cleanup.policy", "compact"), ("segment.bytes", "300")]).unwrap();
@@ -76,7 +77,7 @@ struct ReadmeDoctests;
 
 pub use config::CleanerConfig;
 pub use error::{Error, Result};
-pub use manager::{Grab, LogCleanerManager, SharedLog, shared_log};
+pub use manager::{Grab, LogCleanerManager};
 pub use round::{Cleaner, RoundOutcome};
 pub use service::{CleanerEvent, LogCleaner};
 pub use states::CleaningState;

@@ -60,15 +60,9 @@ use crate::states::{CleaningState, StateBoard};
 use crate::to_clean::{LogToClean, cleanable_offsets, max_compaction_delay};
 use lithify_kafka_log::Clock;
 use lithify_kafka_log::TopicPartition;
-use lithify_kafka_log::{Log, LogSnapshot, SegmentSnapshot};
+use lithify_kafka_log::{LogSnapshot, SegmentSnapshot};
 
-/// A log shared between its owner (who appends) and the cleaner.
-pub type SharedLog = Arc<Mutex<Log>>;
-
-/// Wraps `log` for sharing with the cleaner.
-pub fn shared_log(log: Log) -> SharedLog {
-    Arc::new(Mutex::new(log))
-}
+use lithify_kafka_log::SharedLog;
 
 #[derive(Debug)]
 struct ManagedLog {

@@ -31,12 +31,13 @@ use snafu::ResultExt as _;
 
 use crate::config::CleanerConfig;
 use crate::error::{CleaningAbortedSnafu, Error, Result, SpawnSnafu};
-use crate::manager::{LogCleanerManager, SharedLog};
+use crate::manager::LogCleanerManager;
 use crate::round::Cleaner;
 use crate::stats::RoundReport;
 use crate::throttler::{SystemPacer, Throttler};
 use crate::to_clean::LogToClean;
 use lithify_kafka_log::Clock;
+use lithify_kafka_log::SharedLog;
 use lithify_kafka_log::TopicPartition;
 
 /// Events kept for a reader of [`LogCleaner::events`]; more are dropped.

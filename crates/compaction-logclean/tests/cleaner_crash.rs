@@ -15,9 +15,10 @@ use std::sync::Arc;
 
 use common::*;
 use lithify_compaction_logclean::checkpoint;
-use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::record::{SimpleRecord, TransactionResult};
+use lithify_kafka_log::shared_log;
 use lithify_kafka_log::txn_index::AbortedTxn;
 use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions, Producer};
 use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};

@@ -12,12 +12,12 @@ use common::*;
 use lithify_compaction_logclean::CleaningState;
 use lithify_compaction_logclean::checkpoint;
 use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, CleaningReason, LogCleaner, LogToClean, SharedLog, shared_log,
+    CleanerConfig, CleanerEvent, CleaningReason, LogCleaner, LogToClean,
 };
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
 use lithify_kafka_log::record::{SimpleRecord, TransactionResult};
-use lithify_kafka_log::{LogConfig, ManualClock};
+use lithify_kafka_log::{LogConfig, ManualClock, SharedLog, shared_log};
 use lithify_vfs::{FileSystem, MemFs, read_file, write_file_atomic};
 
 fn tp(t: &str, p: i32) -> TopicPartition {

@@ -17,9 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
 use lithify_kafka_log::codec::Compression;
 use lithify_kafka_log::record::SimpleRecord;
+use lithify_kafka_log::shared_log;
 use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
 use lithify_vfs::MemFs;
 use proptest::prelude::*;

@@ -49,10 +49,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_compaction_logclean::checkpoint;
-use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
 use lithify_kafka_log::record::{BatchPrefix, SimpleRecord, TransactionResult};
+use lithify_kafka_log::shared_log;
 use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions, Producer, ProducerStateEntry};
 use lithify_vfs::{FileSystem, MemFs, OsFs, read_file, write_file_atomic};
 
@@ -989,7 +990,7 @@ fn concurrent_on(fs: &Arc<dyn FileSystem>, root: &Path, first: First, second: Se
 fn concurrent_on_log_only(
     fs: &Arc<dyn FileSystem>,
     dir: &Path,
-    shared: lithify_compaction_logclean::SharedLog,
+    shared: lithify_kafka_log::SharedLog,
     before: Records,
     what: &str,
 ) {

@@ -19,13 +19,12 @@ use std::sync::Arc;
 use common::*;
 use lithify_base::sync::Mutex;
 use lithify_compaction_logclean::checkpoint;
-use lithify_compaction_logclean::{
-    CleanerConfig, CleanerEvent, LogCleaner, LogToClean, shared_log,
-};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, LogToClean};
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::checkpoint as recovery_points;
 use lithify_kafka_log::naming::{FileKind, Suffix, file_name};
 use lithify_kafka_log::record::{BatchPrefix, SimpleRecord};
+use lithify_kafka_log::shared_log;
 use lithify_kafka_log::{Error, Log, LogConfig, ManualClock, OpenOptions, RecoveryPointSource};
 use lithify_vfs::{FileSystem, MemFs, OsFs, read_file, write_file_atomic};
 

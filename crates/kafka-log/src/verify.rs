@@ -205,14 +205,7 @@ pub fn verify(fs: &Arc<dyn FileSystem>, path: &Path) -> Result<VerifyReport> {
     }
     let recovery_points = read_recovery_points(&**fs, path, &mut report)?;
     let mut found = false;
-    for name in &names {
-        let sub = path.join(name);
-        if name.ends_with("-delete") || !fs.is_dir(&sub) {
-            continue;
-        }
-        if naming::parse_partition_dir(name).is_none() {
-            continue;
-        }
+    for (_, sub) in crate::log_dir::partition_dirs(&**fs, path)? {
         found = true;
         verify_log(fs, &sub, &recovery_points, &mut report)?;
     }

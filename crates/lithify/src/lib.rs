@@ -146,15 +146,16 @@ pub use lithify_base::merge::built_in as merge_operator_by_name;
 #[cfg(feature = "log")]
 pub mod log {
     pub use lithify_compaction_logclean::{
-        CleanerConfig, CleanerEvent, CleanerStats, LogCleaner, LogCleanerManager, shared_log,
+        CleanerConfig, CleanerEvent, CleanerStats, LogCleaner, LogCleanerManager,
     };
     pub use lithify_kafka_log::record::TransactionResult;
     pub use lithify_kafka_log::txn_index::AbortedTxn;
     pub use lithify_kafka_log::{
         AppendInfo, CleanupPolicy, Clock, CommittedRecords, CompressionType, DeletedLeftover,
-        Finding, LOCK_FILE_NAME, Log, LogConfig, ManualClock, OpenOptions, Producer,
-        ProducerStateEntry, RecoveryPointSource, RecoveryReport, SegmentInfo, SimpleRecord,
-        SystemClock, TopicPartition, Truncation, VerifyReport, lock_data_dir, verify,
+        Finding, LOCK_FILE_NAME, Log, LogConfig, LogDir, ManualClock, OpenFailure, OpenOptions,
+        Producer, ProducerStateEntry, RecoveryPointSource, RecoveryReport, SegmentInfo, SharedLog,
+        SimpleRecord, SystemClock, TopicPartition, Truncation, VerifyReport, lock_data_dir,
+        partition_dirs, shared_log, verify,
     };
 }
 

@@ -23,7 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, shared_log};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
+use lithify_kafka_log::shared_log;
 use lithify_kafka_log::{Log, ManualClock, OpenOptions};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;

@@ -20,13 +20,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, SharedLog, shared_log};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
 use lithify_kafka_log::TopicPartition;
-use lithify_kafka_log::{Clock, Log, LogConfig, ManualClock, OpenOptions, SystemClock};
+use lithify_kafka_log::{Clock, LogConfig, LogDir, ManualClock, OpenOptions, SystemClock};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
-use crate::error::{CleanerSnafu, FailuresSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
+use crate::error::{CleanerSnafu, FailuresSnafu, LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, read_properties, split};
 use crate::log::warn_recovery;
 use crate::numbers;
@@ -113,46 +113,26 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
     svc.manager()
         .lock_data_dir(&a.data_dir)
         .context(CleanerSnafu)?;
-    let mut names = fs.list_dir(&a.data_dir).context(IoSnafu {
-        action: "list",
-        path: &a.data_dir,
-    })?;
-    names.sort();
-    let mut open_failures = 0usize;
-    let mut opened: Vec<(TopicPartition, SharedLog)> = Vec::new();
-    for name in names {
-        let dir = a.data_dir.join(&name);
-        if !fs.is_dir(&dir) || name.ends_with("-delete") {
-            continue;
-        }
-        let Some(tp) = TopicPartition::from_dir_name(&name) else {
-            continue;
-        };
-        let config = match log_config(&*fs, &a.data_dir, &tp, &base, &per_log) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                open_failures += 1;
-                continue;
-            }
-        };
-        let options = OpenOptions {
-            recovery_point: None,
-            clock: clock.clone(),
-        };
-        match Log::open_with(fs.clone(), &dir, config, options) {
-            Ok(log) => {
-                warn_recovery(&log);
-                let log = shared_log(log);
-                svc.add_log(log.clone()).context(CleanerSnafu)?;
-                opened.push((tp, log));
-            }
-            Err(e) => {
-                eprintln!("error: log {tp} could not be opened: {e}");
-                open_failures += 1;
-            }
-        }
+    let options = OpenOptions {
+        recovery_point: None,
+        clock: clock.clone(),
+    };
+    let logs = LogDir::open(
+        fs.clone(),
+        &a.data_dir,
+        |tp| log_config(&*fs, &a.data_dir, tp, &base, &per_log),
+        options,
+    )
+    .context(LogSnafu)?;
+    for f in logs.failures() {
+        eprintln!("error: {f}");
     }
+    let open_failures = logs.failures().len();
+    for (_, log) in logs.logs() {
+        warn_recovery(&log.lock());
+        svc.add_log(log.clone()).context(CleanerSnafu)?;
+    }
+    let opened = logs.logs();
     if opened.is_empty() && open_failures == 0 {
         return UsageSnafu {
             message: format!(
@@ -177,7 +157,7 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
     let uncleanable = svc.manager().uncleanable_partitions();
     let offline = svc.manager().offline_dirs();
     let (mut cleaned, mut failed, mut not_eligible) = (0, open_failures, 0);
-    for (tp, _) in &opened {
+    for (tp, _) in opened {
         let is = |f: &dyn Fn(&CleanerEvent) -> bool| events.iter().any(f);
         if is(&|e| matches!(e, CleanerEvent::Cleaned(r) if &r.topic_partition == tp)) {
             cleaned += 1;
@@ -199,15 +179,9 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
     // Close every log as Kafka does at a clean shutdown: synced, the
     // recovery point checkpointed, the active segment's indexes trimmed.
     drop(svc);
-    for (tp, log) in opened {
-        let closed = match Arc::try_unwrap(log) {
-            Ok(log) => log.into_inner().close(),
-            Err(shared) => shared.lock().flush(),
-        };
-        if let Err(e) = closed {
-            eprintln!("error: log {tp} could not be closed: {e}");
-            failed += 1;
-        }
+    for (tp, e) in logs.close() {
+        eprintln!("error: log {tp} could not be closed: {e}");
+        failed += 1;
     }
     if failed > 0 {
         return FailuresSnafu {

@@ -33,10 +33,11 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use lithify_compaction_logclean::checkpoint;
-use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner, SharedLog, shared_log};
+use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::record::{SimpleRecord, TransactionResult};
 use lithify_kafka_log::{Clock, Log, LogConfig, OpenOptions, Producer as TxnProducer, SystemClock};
+use lithify_kafka_log::{SharedLog, shared_log};
 use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
