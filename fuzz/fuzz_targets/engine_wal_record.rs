@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use lithify_engine::batch::WalRecord;
+use lithify_engine::WalRecord;
 use lithify_engine::{Db, Options, RecoveryMode};
 use lithify_vfs::{FileSystem, MemFs};
 use lithify_wal::Writer;

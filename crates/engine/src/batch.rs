@@ -40,13 +40,13 @@ use lithify_memtable::MAX_ENTRY_PART_LEN;
 use lithify_version::{DEFAULT_TABLE, TableId};
 
 /// The first byte of an encoded batch: record type and format version.
-pub const BATCH_RECORD: u8 = 0x01;
+pub(crate) const BATCH_RECORD: u8 = 0x01;
 
 /// The first byte of the record every WAL after the first starts with.
-pub const PREDECESSOR_RECORD: u8 = 0x81;
+pub(crate) const PREDECESSOR_RECORD: u8 = 0x81;
 
 /// Bytes before the first record: type, sequence, count.
-pub const HEADER_LEN: usize = 13;
+pub(crate) const HEADER_LEN: usize = 13;
 
 /// Set in a record tag when a table id follows.
 const TABLE_FLAG: u8 = 0x80;

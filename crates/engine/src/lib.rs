@@ -40,7 +40,7 @@
 //! ```
 
 mod background;
-pub mod batch;
+mod batch;
 mod checkpoint;
 mod clock;
 mod commit_check;
@@ -85,7 +85,7 @@ mod write_thread;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use batch::WriteBatch;
+pub use batch::{BatchEntry, BatchIter, DecodedBatch, Predecessor, WalRecord, WriteBatch};
 pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use commit_check::CommitView;

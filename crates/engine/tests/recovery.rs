@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use lithify_engine::batch::Predecessor;
+use lithify_engine::Predecessor;
 use lithify_engine::{Db, Options, RecoveryMode, WriteBatch};
 use lithify_vfs::{FileSystem, MemFs};
 use lithify_wal::Writer;

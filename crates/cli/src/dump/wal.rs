@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use clap::{Args, ValueEnum};
 use lithify_base::ValueKind;
-use lithify_engine::batch::WalRecord;
+use lithify_engine::WalRecord;
 use lithify_version::DEFAULT_TABLE;
 use lithify_version::filename::{FileKind, parse_file_name};
 use lithify_vfs::{FileSystem as _, OsFs};

@@ -17,10 +17,7 @@ use snafu::ResultExt as _;
 
 pub use cutter::{CutLimits, Grandparent, OutputCutter};
 pub use output::{FileNumbers, OutputFactory, file_metadata};
-pub use subcompaction::{
-    ANCHORS_PER_FILE, Anchor, boundaries_from_anchors, subcompaction_boundaries,
-    wants_subcompactions,
-};
+use subcompaction::subcompaction_boundaries;
 
 use crate::bounds::is_sentinel;
 use crate::compaction::Compaction;

@@ -12,11 +12,11 @@ use crate::error::{Result, SstSnafu};
 use snafu::ResultExt as _;
 
 /// Anchors taken from each input table (RocksDB's 128).
-pub const ANCHORS_PER_FILE: usize = 128;
+pub(crate) const ANCHORS_PER_FILE: usize = 128;
 
 /// A user key with the approximate input bytes up to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Anchor {
+pub(crate) struct Anchor {
     /// The user key.
     pub user_key: Vec<u8>,
     /// Input bytes from the previous anchor of the same file up to it.
@@ -25,7 +25,7 @@ pub struct Anchor {
 
 /// Whether a compaction is split at all: `max_subcompactions > 1`, output
 /// above L0, and either out of L0, manual, or round robin.
-pub fn wants_subcompactions(c: &Compaction, pri: CompactionPri) -> bool {
+pub(crate) fn wants_subcompactions(c: &Compaction, pri: CompactionPri) -> bool {
     c.max_subcompactions > 1
         && c.output_level > 0
         && (c.start_level() == 0 || c.manual || pri == CompactionPri::RoundRobin)
@@ -36,7 +36,7 @@ pub fn wants_subcompactions(c: &Compaction, pri: CompactionPri) -> bool {
 /// walking the sorted, deduplicated anchors, a boundary is placed at each
 /// anchor where the running size passes the next multiple of the piece
 /// size. No boundaries when one piece would hold everything.
-pub fn boundaries_from_anchors(
+pub(crate) fn boundaries_from_anchors(
     cmp: &InternalKeyComparator,
     mut anchors: Vec<Anchor>,
     total_bytes: u64,
@@ -72,7 +72,7 @@ pub fn boundaries_from_anchors(
 }
 
 /// The subcompaction boundaries of `c` over its opened input `tables`.
-pub fn subcompaction_boundaries(
+pub(crate) fn subcompaction_boundaries(
     c: &Compaction,
     pri: CompactionPri,
     tables: &[Arc<SstReader<InternalKeyComparator>>],
