@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, SystemPacer, Throttler};
+use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, Throttler};
 use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions, SimpleRecord};
 use lithify_vfs::{FileSystem, MemFs};
 
@@ -46,7 +46,7 @@ fn config() -> LogConfig {
 fn options() -> OpenOptions {
     OpenOptions {
         recovery_point: None,
-        clock: Arc::new(ManualClock::new(NOW)),
+        clock: Arc::new(ManualClock::at_ms(NOW)),
     }
 }
 
@@ -85,7 +85,10 @@ fn build() -> (MemFs, u64) {
 
 fn cleaner(settings: &[(&str, &str)]) -> Cleaner {
     let config = CleanerConfig::from_properties(settings.iter().copied()).unwrap();
-    let throttler = Arc::new(Throttler::new(f64::MAX, Arc::new(SystemPacer::default())));
+    let throttler = Arc::new(Throttler::new(
+        f64::MAX,
+        Arc::new(lithify_kafka_log::SystemClock),
+    ));
     Cleaner::new(0, &config, throttler).unwrap()
 }
 

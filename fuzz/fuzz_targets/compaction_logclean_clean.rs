@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, SystemPacer, Throttler};
+use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, Throttler};
 use lithify_kafka_log::record::{BatchBuilder, RecordBatch};
 use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
 use lithify_vfs::{FileSystem, MemFs, write_file_atomic};
@@ -50,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
     .unwrap();
     let options = || OpenOptions {
         recovery_point: None,
-        clock: Arc::new(ManualClock::new(0)),
+        clock: Arc::new(ManualClock::at_ms(0)),
     };
     let Ok(log) = Log::open_with(Arc::new(fs.clone()), dir, config.clone(), options()) else {
         return;
@@ -65,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
         ("log.cleaner.io.buffer.size", "256"),
     ])
     .unwrap();
-    let throttler = Arc::new(Throttler::new(f64::MAX, Arc::new(SystemPacer::default())));
+    let throttler = Arc::new(Throttler::new(f64::MAX, Arc::new(lithify_kafka_log::SystemClock)));
     let mut cleaner = Cleaner::new(0, &cleaner_config, throttler).unwrap();
     let now = i64::from(knobs >> 6) * 1_000_000;
     let Ok(ltc) = LogToClean::from_log(&log, None, now) else {

@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
     write_file_atomic(&fs, &dir.join("00000000000000000007.log"), log).unwrap();
     let options = OpenOptions {
         recovery_point: Some(0),
-        clock: Arc::new(ManualClock::new(0)),
+        clock: Arc::new(ManualClock::at_ms(0)),
     };
     let config = LogConfig::from_properties([
         ("index.interval.bytes", "64"),

@@ -32,6 +32,7 @@
 //! ```
 
 pub mod checksum;
+pub mod clock;
 pub mod coding;
 pub mod comparator;
 pub mod error;
@@ -44,6 +45,7 @@ pub mod merge;
 pub mod sync;
 
 pub use checksum::{mask_checksum, masked_xxh3_64, unmask_checksum, xxh3_64};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use coding::{DecodeError, Decoder};
 pub use comparator::{BytewiseComparator, Comparator, InternalKeyComparator};
 pub use error::{Classify, Error, ErrorKind, Result};

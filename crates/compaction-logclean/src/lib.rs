@@ -48,7 +48,7 @@
 //! for i in 0..30 {
 //!     log.append(&[SimpleRecord::new(i, format!("user-{}", i % 3), format!("v{i}"))]).unwrap();
 //! }
-//! let cleaner = LogCleaner::new(CleanerConfig::default(), fs.clone(), Arc::new(ManualClock::new(1_000)));
+//! let cleaner = LogCleaner::new(CleanerConfig::default(), fs.clone(), Arc::new(ManualClock::at_ms(1_000)));
 //! cleaner.add_log(shared_log(log)).unwrap();
 //! let events = cleaner.clean_eligible_once().unwrap();
 //! let CleanerEvent::Cleaned(report) = &events[0] else { panic!("{events:?}") };
@@ -82,5 +82,5 @@ pub use round::{Cleaner, RoundOutcome};
 pub use service::{CleanerEvent, LogCleaner};
 pub use states::CleaningState;
 pub use stats::{CleanerStats, RoundReport};
-pub use throttler::{Pacer, SystemPacer, Throttler};
+pub use throttler::Throttler;
 pub use to_clean::{CleaningReason, LogToClean};

@@ -137,10 +137,10 @@ impl LogCleanerManager {
     ///
     /// let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     /// fs.create_dir_all(Path::new("/data")).unwrap();
-    /// let first = LogCleanerManager::new(fs.clone(), Arc::new(ManualClock::new(0)));
+    /// let first = LogCleanerManager::new(fs.clone(), Arc::new(ManualClock::at_ms(0)));
     /// first.lock_data_dir(Path::new("/data")).unwrap();
     /// first.lock_data_dir(Path::new("/data")).unwrap(); // held already
-    /// let second = LogCleanerManager::new(fs.clone(), Arc::new(ManualClock::new(0)));
+    /// let second = LogCleanerManager::new(fs.clone(), Arc::new(ManualClock::at_ms(0)));
     /// let err = second.lock_data_dir(Path::new("/data")).unwrap_err();
     /// assert!(err.to_string().contains("is in use by another process"), "{err}");
     /// ```

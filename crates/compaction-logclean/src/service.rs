@@ -34,7 +34,7 @@ use crate::error::{CleaningAbortedSnafu, Error, Result, SpawnSnafu};
 use crate::manager::LogCleanerManager;
 use crate::round::Cleaner;
 use crate::stats::RoundReport;
-use crate::throttler::{SystemPacer, Throttler};
+use crate::throttler::Throttler;
 use crate::to_clean::LogToClean;
 use lithify_kafka_log::Clock;
 use lithify_kafka_log::SharedLog;
@@ -134,7 +134,7 @@ impl Shutdown {
 /// for i in 0..30 {
 ///     log.append(&[SimpleRecord::new(i, format!("user-{}", i % 3), format!("v{i}"))]).unwrap();
 /// }
-/// let cleaner = LogCleaner::new(CleanerConfig::default(), fs.clone(), Arc::new(ManualClock::new(1_000)));
+/// let cleaner = LogCleaner::new(CleanerConfig::default(), fs.clone(), Arc::new(ManualClock::at_ms(1_000)));
 /// cleaner.add_log(Arc::new(Mutex::new(log))).unwrap();
 /// let events = cleaner.clean_eligible_once().unwrap();
 /// let CleanerEvent::Cleaned(report) = &events[0] else { panic!("{events:?}") };
@@ -155,7 +155,7 @@ impl LogCleaner {
     pub fn new(config: CleanerConfig, fs: Arc<dyn FileSystem>, clock: Arc<dyn Clock>) -> Self {
         let throttler = Arc::new(Throttler::new(
             config.max_io_bytes_per_second,
-            Arc::new(SystemPacer::default()),
+            Arc::new(lithify_kafka_log::SystemClock),
         ));
         Self::with_throttler(config, fs, clock, throttler)
     }

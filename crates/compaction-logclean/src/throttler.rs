@@ -10,48 +10,15 @@
 //! starts. As in Kafka, the sleep happens under the throttler's lock, so
 //! all threads together stay under the rate.
 //!
-//! Time comes from a [`Pacer`], so tests drive the throttler with a fake
-//! clock and check the exact sleeps instead of measuring wall-clock time.
+//! Time comes from a [`Clock`] (its monotonic time, and its sleep), so
+//! tests drive the throttler with a `ManualClock` and check the exact sleeps
+//! instead of measuring wall-clock time.
 
-use std::fmt::Debug;
-use std::time::{Duration, Instant};
-
+use lithify_base::clock::Clock;
 use lithify_base::sync::Mutex;
 
 /// Kafka's check interval for the cleaner's throttler.
 pub(crate) const CHECK_INTERVAL_MS: u64 = 300;
-
-/// Where a [`Throttler`] reads the time and how it sleeps.
-pub trait Pacer: Send + Sync + Debug {
-    /// A monotonic time in nanoseconds.
-    fn now_ns(&self) -> u64;
-    /// Sleeps `ms` milliseconds.
-    fn sleep_ms(&self, ms: u64);
-}
-
-/// The real monotonic clock and `thread::sleep`.
-#[derive(Debug)]
-pub struct SystemPacer {
-    start: Instant,
-}
-
-impl Default for SystemPacer {
-    fn default() -> Self {
-        SystemPacer {
-            start: Instant::now(),
-        }
-    }
-}
-
-impl Pacer for SystemPacer {
-    fn now_ns(&self) -> u64 {
-        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    fn sleep_ms(&self, ms: u64) {
-        std::thread::sleep(Duration::from_millis(ms));
-    }
-}
 
 #[derive(Debug)]
 struct Period {
@@ -64,36 +31,37 @@ struct Period {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use lithify_compaction_logclean::{SystemPacer, Throttler};
+/// use lithify_base::SystemClock;
+/// use lithify_compaction_logclean::Throttler;
 ///
-/// let unlimited = Throttler::new(f64::MAX, Arc::new(SystemPacer::default()));
+/// let unlimited = Throttler::new(f64::MAX, Arc::new(SystemClock));
 /// assert_eq!(unlimited.maybe_throttle(1e9), 0); // never sleeps
 /// ```
 #[derive(Debug)]
 pub struct Throttler {
     desired_per_sec: f64,
     check_interval_ns: u64,
-    pacer: std::sync::Arc<dyn Pacer>,
+    clock: std::sync::Arc<dyn Clock>,
     period: Mutex<Period>,
 }
 
 impl Throttler {
     /// A throttler at `desired_per_sec` with Kafka's 300 ms check interval.
-    pub fn new(desired_per_sec: f64, pacer: std::sync::Arc<dyn Pacer>) -> Self {
-        Self::with_interval(desired_per_sec, CHECK_INTERVAL_MS, pacer)
+    pub fn new(desired_per_sec: f64, clock: std::sync::Arc<dyn Clock>) -> Self {
+        Self::with_interval(desired_per_sec, CHECK_INTERVAL_MS, clock)
     }
 
     /// A throttler with a chosen check interval.
     pub fn with_interval(
         desired_per_sec: f64,
         check_interval_ms: u64,
-        pacer: std::sync::Arc<dyn Pacer>,
+        clock: std::sync::Arc<dyn Clock>,
     ) -> Self {
-        let start_ns = pacer.now_ns();
+        let start_ns = clock.monotonic_nanos();
         Throttler {
             desired_per_sec,
             check_interval_ns: check_interval_ms.saturating_mul(1_000_000),
-            pacer,
+            clock,
             period: Mutex::new(Period {
                 start_ns,
                 observed: 0.0,
@@ -112,7 +80,7 @@ impl Throttler {
     pub fn maybe_throttle(&self, observed: f64) -> u64 {
         let mut p = self.period.lock();
         p.observed += observed;
-        let now = self.pacer.now_ns();
+        let now = self.clock.monotonic_nanos();
         let elapsed_ns = now.saturating_sub(p.start_ns);
         let mut slept = 0;
         if elapsed_ns > self.check_interval_ns && p.observed > 0.0 {
@@ -123,11 +91,11 @@ impl Throttler {
                 let sleep = (p.observed / desired_per_ms - elapsed_ms as f64).round();
                 if sleep > 0.0 {
                     slept = sleep as u64;
-                    self.pacer.sleep_ms(slept);
+                    self.clock.sleep_micros(slept.saturating_mul(1_000));
                     p.slept_ms += slept;
                 }
             }
-            p.start_ns = self.pacer.now_ns();
+            p.start_ns = self.clock.monotonic_nanos();
             p.observed = 0.0;
         }
         slept
@@ -142,63 +110,42 @@ impl Throttler {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::*;
 
-    #[derive(Debug, Default)]
-    struct FakePacer {
-        now_ns: AtomicU64,
-    }
-
-    impl FakePacer {
-        fn advance_ms(&self, ms: u64) {
-            self.now_ns.fetch_add(ms * 1_000_000, Ordering::SeqCst);
-        }
-    }
-
-    impl Pacer for FakePacer {
-        fn now_ns(&self) -> u64 {
-            self.now_ns.load(Ordering::SeqCst)
-        }
-        fn sleep_ms(&self, ms: u64) {
-            self.advance_ms(ms);
-        }
-    }
-
     #[test]
     fn sleeps_exactly_enough_to_bring_the_period_to_the_rate() {
-        let pacer = Arc::new(FakePacer::default());
-        let t = Throttler::new(1000.0, pacer.clone()); // 1000 bytes/s
+        let clock = Arc::new(lithify_base::ManualClock::default());
+        let t = Throttler::new(1000.0, clock.clone()); // 1000 bytes/s
         // Within the check interval nothing happens, whatever the rate.
-        pacer.advance_ms(100);
+        clock.advance_ms(100);
         assert_eq!(t.maybe_throttle(5000.0), 0);
         // 400 ms in, 6000 bytes observed: 6000 bytes need 6000 ms at 1 B/ms,
         // 400 ms have passed, so sleep 5600 ms.
-        pacer.advance_ms(300);
+        clock.advance_ms(300);
         assert_eq!(t.maybe_throttle(1000.0), 5600);
         assert_eq!(t.total_slept_ms(), 5600);
         // A new period started after the sleep: a slow period never sleeps.
-        pacer.advance_ms(1000);
+        clock.advance_ms(1000);
         assert_eq!(t.maybe_throttle(500.0), 0);
         // An unlimited throttler never sleeps.
-        let free = Throttler::new(f64::MAX, pacer.clone());
-        pacer.advance_ms(1000);
+        let free = Throttler::new(f64::MAX, clock.clone());
+        clock.advance_ms(1000);
         assert_eq!(free.maybe_throttle(1e12), 0);
     }
 
     #[test]
     fn an_idle_period_does_not_sleep() {
-        let pacer = Arc::new(FakePacer::default());
-        let t = Throttler::new(1.0, pacer.clone());
-        pacer.advance_ms(10_000);
+        let clock = Arc::new(lithify_base::ManualClock::default());
+        let t = Throttler::new(1.0, clock.clone());
+        clock.advance_ms(10_000);
         // Nothing observed: the period goes on.
         assert_eq!(t.maybe_throttle(0.0), 0);
         // 1 byte in 10.4 s is under 1 B/s: no sleep, a new period starts.
-        pacer.advance_ms(400);
+        clock.advance_ms(400);
         assert_eq!(t.maybe_throttle(1.0), 0);
         // 1 byte in 400 ms is 2.5 B/s: sleep until it took 1000 ms.
-        pacer.advance_ms(400);
+        clock.advance_ms(400);
         assert_eq!(t.maybe_throttle(1.0), 600);
     }
 }

@@ -54,7 +54,7 @@ fn config() -> LogConfig {
 fn options() -> OpenOptions {
     OpenOptions {
         recovery_point: None,
-        clock: Arc::new(ManualClock::new(NOW)),
+        clock: Arc::new(ManualClock::at_ms(NOW)),
     }
 }
 
@@ -135,7 +135,7 @@ fn reopen(fs: &MemFs) -> Log {
 fn cleaner_on(fs: Arc<dyn FileSystem>) -> LogCleaner {
     let config =
         CleanerConfig::from_properties([("log.cleaner.dedupe.buffer.size", "65536")]).unwrap();
-    LogCleaner::new(config, fs, Arc::new(ManualClock::new(NOW)))
+    LogCleaner::new(config, fs, Arc::new(ManualClock::at_ms(NOW)))
 }
 
 /// Runs one round on `fs` (the log opened on it too); true if it succeeded.

@@ -25,7 +25,7 @@ fn tp(t: &str, p: i32) -> TopicPartition {
 }
 
 fn service(fs: &MemFs, now: i64) -> (LogCleaner, Arc<ManualClock>) {
-    let clock = Arc::new(ManualClock::new(now));
+    let clock = Arc::new(ManualClock::at_ms(now));
     let config =
         CleanerConfig::from_properties([("log.cleaner.dedupe.buffer.size", "65536")]).unwrap();
     (
@@ -370,12 +370,12 @@ fn max_compaction_lag_forces_a_round_below_the_dirty_ratio() {
         l.append(&[rec(20_000, "k0", "new")]).unwrap();
         l.roll().unwrap();
     }
-    clock.set(20_000 + 5_000);
+    clock.set_ms(20_000 + 5_000);
     assert!(
         svc.clean_eligible_once().unwrap().is_empty(),
         "not late yet"
     );
-    clock.set(20_000 + 5_001);
+    clock.set_ms(20_000 + 5_001);
     let events = svc.clean_eligible_once().unwrap();
     let CleanerEvent::Cleaned(r) = &events[0] else {
         panic!("{events:?}")
@@ -412,9 +412,9 @@ fn a_quiet_log_loses_its_expired_tombstones() {
     };
     assert_eq!(r.stats.delete_horizons_set, 1);
     assert!(keys(&log.lock()).contains(&"k3".to_string()));
-    clock.set(10_999);
+    clock.set_ms(10_999);
     assert!(svc.clean_eligible_once().unwrap().is_empty());
-    clock.set(11_000);
+    clock.set_ms(11_000);
     let events = svc.clean_eligible_once().unwrap();
     let CleanerEvent::Cleaned(r) = &events[0] else {
         panic!("{events:?}")
@@ -427,14 +427,14 @@ fn a_quiet_log_loses_its_expired_tombstones() {
     assert_eq!(keys(&log.lock()).len(), 10, "the tombstone and k3 are gone");
     assert!(!keys(&log.lock()).contains(&"k3".to_string()));
     // Nothing left to do: not picked again.
-    clock.set(1_000_000);
+    clock.set_ms(1_000_000);
     assert!(svc.clean_eligible_once().unwrap().is_empty());
 }
 
 #[test]
 fn threads_clean_in_the_background_and_stop_cleanly() {
     let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(10_000));
+    let clock = Arc::new(ManualClock::at_ms(10_000));
     let config = CleanerConfig::from_properties([
         ("log.cleaner.threads", "2"),
         ("log.cleaner.dedupe.buffer.size", "65536"),

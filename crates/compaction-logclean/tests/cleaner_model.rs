@@ -112,7 +112,7 @@ fn check(log: &Log, appended: &BTreeMap<i64, Rec>) -> Result<(), TestCaseError> 
 
 fn run(ops: Vec<Op>, retention: u16) -> Result<(), TestCaseError> {
     let mem = MemFs::new();
-    let clock = Arc::new(ManualClock::new(1_000));
+    let clock = Arc::new(ManualClock::at_ms(1_000));
     let mut log = Some(open_log(&mem, retention, &clock));
     let mut appended: BTreeMap<i64, Rec> = BTreeMap::new();
     let mut ts = 0i64;
@@ -163,7 +163,7 @@ fn run(ops: Vec<Op>, retention: u16) -> Result<(), TestCaseError> {
                 map_bytes,
                 advance_ms,
             } => {
-                clock.advance(i64::from(advance_ms));
+                clock.advance_ms(i64::from(advance_ms));
                 let config = CleanerConfig::from_properties([
                     (
                         "log.cleaner.dedupe.buffer.size",

@@ -130,7 +130,7 @@ fn config() -> LogConfig {
 fn open(fs: &Arc<dyn FileSystem>, dir: &Path) -> lithify_kafka_log::Result<Log> {
     let options = OpenOptions {
         recovery_point: None,
-        clock: Arc::new(ManualClock::new(TS)),
+        clock: Arc::new(ManualClock::at_ms(TS)),
     };
     Log::open_with(fs.clone(), dir, config(), options)
 }
@@ -183,7 +183,7 @@ fn build_log(fs: &Arc<dyn FileSystem>, root: &Path, name: &str) -> (Records, Vec
 fn cleaner(fs: &Arc<dyn FileSystem>, now: i64) -> LogCleaner {
     let config =
         CleanerConfig::from_properties([("log.cleaner.dedupe.buffer.size", "65536")]).unwrap();
-    LogCleaner::new(config, fs.clone(), Arc::new(ManualClock::new(now)))
+    LogCleaner::new(config, fs.clone(), Arc::new(ManualClock::at_ms(now)))
 }
 
 /// The checkpoint fixture: `t-0` and `u-0` built, cleaned once, then

@@ -25,8 +25,8 @@ use expected::{ENV, batch_json};
 /// (tombstones removed). Returns the expected.json of the result.
 fn write_cleaned_log(dir: &Path, codec: Compression, rounds: u32) -> String {
     use lithify_base::sync::Mutex;
+    use lithify_compaction_logclean::Throttler;
     use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean};
-    use lithify_compaction_logclean::{SystemPacer, Throttler};
 
     let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
     let config = LogConfig::from_properties([
@@ -96,7 +96,10 @@ fn write_cleaned_log(dir: &Path, codec: Compression, rounds: u32) -> String {
     };
     append(&mut log, 14, "a");
     let config = CleanerConfig::default();
-    let throttler = Arc::new(Throttler::new(f64::MAX, Arc::new(SystemPacer::default())));
+    let throttler = Arc::new(Throttler::new(
+        f64::MAX,
+        Arc::new(lithify_kafka_log::SystemClock),
+    ));
     let mut cleaner = Cleaner::new(0, &config, throttler).unwrap();
     let log = Mutex::new(log);
     let mut first_dirty = None;
@@ -178,8 +181,8 @@ fn cleaner_output_in_every_codec() {
 #[ignore = "needs the batches of `check.py generate-txn`; run by `cargo xtask kafka-compat`"]
 fn cleans_transactions_written_by_kafka_python() {
     use lithify_base::sync::Mutex;
+    use lithify_compaction_logclean::Throttler;
     use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean};
-    use lithify_compaction_logclean::{SystemPacer, Throttler};
     use lithify_kafka_log::record::BatchPrefix;
 
     let root = PathBuf::from(std::env::var_os(ENV).expect("LITHIFY_KAFKA_COMPAT_DIR is set"));
@@ -227,7 +230,10 @@ fn cleans_transactions_written_by_kafka_python() {
         let config =
             CleanerConfig::from_properties([("producer.id.expiration.ms", "9223372036854775807")])
                 .unwrap();
-        let throttler = Arc::new(Throttler::new(f64::MAX, Arc::new(SystemPacer::default())));
+        let throttler = Arc::new(Throttler::new(
+            f64::MAX,
+            Arc::new(lithify_kafka_log::SystemClock),
+        ));
         let mut cleaner = Cleaner::new(0, &config, throttler).unwrap();
         let mut first_dirty = None;
         for &at in rounds {

@@ -74,7 +74,7 @@ fn write_in_place(fs: &dyn FileSystem, path: &Path, bytes: &[u8]) {
 fn open(fs: &Arc<dyn FileSystem>, dir: &Path, config: &LogConfig) -> Result<Log, Error> {
     let options = OpenOptions {
         recovery_point: None,
-        clock: Arc::new(ManualClock::new(1_000_000)),
+        clock: Arc::new(ManualClock::at_ms(1_000_000)),
     };
     Log::open_with(fs.clone(), dir, config.clone(), options)
 }
@@ -352,7 +352,7 @@ fn damage_found_while_cleaning_refuses_the_round_and_spares_the_other_logs() {
         ("offset", 2, 0x10),
     ] {
         let fs = MemFs::new();
-        let clock = Arc::new(ManualClock::new(10_000));
+        let clock = Arc::new(ManualClock::at_ms(10_000));
         let cleaner_config =
             CleanerConfig::from_properties([("log.cleaner.dedupe.buffer.size", "65536")]).unwrap();
         let svc = LogCleaner::new(cleaner_config, Arc::new(fs.clone()), clock);

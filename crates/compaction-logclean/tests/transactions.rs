@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use common::*;
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, SystemPacer, Throttler};
+use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, Throttler};
 use lithify_kafka_log::record::TransactionResult;
 use lithify_kafka_log::txn_index::AbortedTxn;
 use lithify_kafka_log::{Log, Producer};
@@ -43,7 +43,10 @@ fn txn_cleaner(slots: usize) -> Cleaner {
         ("producer.id.expiration.ms", "9223372036854775807"),
     ])
     .unwrap();
-    let throttler = Arc::new(Throttler::new(f64::MAX, Arc::new(SystemPacer::default())));
+    let throttler = Arc::new(Throttler::new(
+        f64::MAX,
+        Arc::new(lithify_kafka_log::SystemClock),
+    ));
     Cleaner::new(0, &config, throttler).unwrap()
 }
 

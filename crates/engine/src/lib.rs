@@ -42,7 +42,6 @@
 mod background;
 mod batch;
 mod checkpoint;
-mod clock;
 mod commit_check;
 mod compaction;
 mod db;
@@ -87,7 +86,6 @@ mod loom_tests;
 
 pub use batch::{BatchEntry, BatchIter, DecodedBatch, Predecessor, WalRecord, WriteBatch};
 pub use checkpoint::CheckpointInfo;
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use commit_check::CommitView;
 pub use db::{Db, holds_database};
 pub use error::{Error, Result};
@@ -98,6 +96,7 @@ pub use events::{
 pub use ingest::{IngestOptions, IngestedFile};
 pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
+pub use lithify_base::clock::{Clock, ManualClock, SystemClock};
 pub use lithify_base::merge::{Max, MergeFailureScope, MergeOperator, StringAppend, UInt64Add};
 pub use lithify_compaction::iter::{CompactionFilter, FilterDecision};
 pub use lithify_compaction::{BottommostLevelCompaction, CompactRangeOptions, CompactionPri};

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use lithify_compaction::job::WriteRateLimiter;
 use parking_lot::Mutex;
 
-use crate::clock::{Clock, SystemClock};
 use crate::error::{InvalidArgumentSnafu, Result};
+use lithify_base::clock::{Clock, SystemClock};
 
 const SECONDS_PER_DAY: u64 = 86_400;
 
@@ -179,7 +179,7 @@ struct Bucket {
 /// use std::sync::Arc;
 /// use lithify_engine::{Clock, ManualClock, RateLimiter, RateLimiterOptions};
 ///
-/// let clock = Arc::new(ManualClock::new(0));
+/// let clock = Arc::new(ManualClock::at_micros(0));
 /// let limiter = RateLimiter::new(RateLimiterOptions { bytes_per_sec: 1 << 20, offpeak_bytes_per_sec: 0, offpeak: None }, clock.clone());
 /// limiter.request(4 << 20);
 /// // 4 MiB at 1 MiB/s: the clock slept about four seconds (less the
@@ -305,7 +305,7 @@ impl WriteRateLimiter for RateLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use lithify_base::clock::ManualClock;
 
     fn limiter(
         rate: u64,
@@ -313,7 +313,7 @@ mod tests {
         window: Option<&str>,
         start: u64,
     ) -> (RateLimiter, Arc<ManualClock>) {
-        let clock = Arc::new(ManualClock::new(start));
+        let clock = Arc::new(ManualClock::at_micros(start));
         let l = RateLimiter::new(
             RateLimiterOptions {
                 bytes_per_sec: rate,
@@ -336,7 +336,7 @@ mod tests {
         assert_eq!(l.total_bytes(), 10_000_000);
         assert_eq!(l.total_wait_micros(), 9_900_000);
         // Idle time refills at most 100 ms worth.
-        clock.advance(60_000_000);
+        clock.advance_micros(60_000_000);
         l.request(100_000);
         assert_eq!(clock.now_micros(), 69_900_000);
         l.request(100_000);

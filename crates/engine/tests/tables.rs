@@ -359,7 +359,7 @@ fn adaptive_switches_wait_for_the_offpeak_window() {
     // The engine's clock at noon of a simulated day; the off-peak window
     // is the evening.
     let noon = (20_454 * 86_400 + 12 * 3_600) * 1_000_000;
-    let clock = Arc::new(ManualClock::new(noon));
+    let clock = Arc::new(ManualClock::at_micros(noon));
     let fs = Arc::new(MemFs::new());
     let db = Db::open(
         "/db",
@@ -396,7 +396,7 @@ fn adaptive_switches_wait_for_the_offpeak_window() {
     assert_eq!(s.kind_name(), "leveled", "{why}");
     assert_eq!(t.stats().unwrap().strategy_switches, 0);
     // In the window, on the day's mix, once its windows agree.
-    clock.advance(10 * 3_600 * 1_000_000);
+    clock.advance_micros(10 * 3_600 * 1_000_000);
     assert_eq!(clock.now_secs() % 86_400, 22 * 3_600);
     write(12_000);
     let (s, why) = t.compaction_strategy().unwrap();
@@ -497,7 +497,7 @@ fn range_markers_work_under_every_strategy() {
 #[test]
 fn scheduled_majors_follow_the_engine_clock() {
     let noon = (20_454 * 86_400 + 12 * 3_600) * 1_000_000;
-    let clock = Arc::new(ManualClock::new(noon));
+    let clock = Arc::new(ManualClock::at_micros(noon));
     let fs = Arc::new(MemFs::new());
     let db = Db::open(
         "/db",
@@ -538,7 +538,7 @@ fn scheduled_majors_follow_the_engine_clock() {
     wait_idle(&db);
     // Noon by the engine's clock, whatever the wall clock says: no major.
     assert_eq!(l0_files(&db), 3, "{}", db.stats());
-    clock.advance(3_600 * 1_000_000);
+    clock.advance_micros(3_600 * 1_000_000);
     // 13:00: the next background pass (woken by a flush) runs the day's
     // major compaction, which merges the two L0 tables, and the new one
     // unless it comes after.

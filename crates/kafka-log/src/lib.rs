@@ -34,7 +34,7 @@
 //!   point (bytes that were flushed, as `recovery-point-offset-checkpoint`
 //!   records) is refused with the file and byte offset; only bytes above
 //!   it are truncated, and those are kept under the partition's `lost/`
-//!   ([`LOST_DIR`]) and listed in the [`RecoveryReport`];
+//!   ([`LOST_DIR`]) and listed in the [`LogRecoveryReport`];
 //! * [`Log::close`] leaves the directory as Kafka leaves one after a clean
 //!   shutdown: indexes trimmed to their entries, everything synced;
 //! * settings use Kafka's names and defaults ([`LogConfig`]);
@@ -76,7 +76,6 @@
 //! ```
 
 pub mod checkpoint;
-mod clock;
 pub mod codec;
 mod coding;
 mod config;
@@ -106,11 +105,11 @@ mod verify;
 struct ReadmeDoctests;
 
 pub use checkpoint::TopicPartition;
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use coding::DecodeError;
 pub use config::{CleanupPolicy, CompressionType, LogConfig};
 pub use error::{Error, IN_MEMORY, Result};
 pub use file_batches::{BatchHeader, FileBatchHeaders, FileBatches, OffsetOrder};
+pub use lithify_base::clock::{Clock, ManualClock, SystemClock};
 pub use lock::{LOCK_FILE_NAME, lock_data_dir, lock_shared};
 pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, Producer, SegmentInfo};
 pub use log_dir::{LogDir, OpenFailure, SharedLog, partition_dirs, shared_log};
@@ -118,7 +117,7 @@ pub use lost::LOST_DIR;
 pub use producer_state::{BatchMetadata, ProducerStateEntry};
 pub use read_committed::CommittedRecords;
 pub use record::SimpleRecord;
-pub use recovery::{DeletedLeftover, RecoveryPointSource, RecoveryReport, Truncation};
+pub use recovery::{DeletedLeftover, LogRecoveryReport, RecoveryPointSource, Truncation};
 pub use segment::{AppendedBatch, LogSegment, SegmentRecovery};
 pub use snapshot::{LogSnapshot, SegmentSnapshot};
 pub use verify::{Finding, VerifyReport, verify};

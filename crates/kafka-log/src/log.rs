@@ -9,7 +9,6 @@ use lithify_vfs::{FileLock, FileSystem, parent_dir};
 use snafu::ResultExt as _;
 
 use crate::checkpoint::{self, TopicPartition};
-use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
 use crate::error::{
     BatchTooLargeSnafu, CorruptSnafu, DamagedBelowRecoveryPointSnafu, Error, InvalidArgumentSnafu,
@@ -28,10 +27,11 @@ use crate::record::{
     BatchBuilder, EndTransactionMarker, Record, RecordBatch, SimpleRecord, TimestampType,
     TransactionResult,
 };
-use crate::recovery::{self, RecoveryPointSource, RecoveryReport, Truncation};
+use crate::recovery::{self, LogRecoveryReport, RecoveryPointSource, Truncation};
 use crate::segment::{LogSegment, RollParams, SegmentProblem};
 use crate::snapshot::{LogSnapshot, SegmentSnapshot};
 use crate::txn_index::AbortedTxn;
+use lithify_base::clock::{Clock, SystemClock};
 
 /// How [`Log::open_with`] opens a log.
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ pub struct Log {
     pub(crate) segments: BTreeMap<i64, LogSegment>,
     next_offset: i64,
     poisoned: Option<String>,
-    report: RecoveryReport,
+    report: LogRecoveryReport,
     /// Every batch below this offset is durable.
     recovery_point: i64,
     /// The value of this log's line in `recovery-point-offset-checkpoint`,
@@ -200,7 +200,7 @@ impl Log {
     ///    the segment is truncated there and every later segment removed,
     ///    as in Kafka, after the dropped bytes were copied to the
     ///    partition's `lost/` directory ([`LOST_DIR`](crate::LOST_DIR)); each such
-    ///    truncation is in [`RecoveryReport::truncations`] and a `tracing`
+    ///    truncation is in [`LogRecoveryReport::truncations`] and a `tracing`
     ///    warning;
     /// 6. a log that ends below its recovery point is refused
     ///    ([`Error::MissingFlushedRecords`]);
@@ -230,7 +230,7 @@ impl Log {
             }
         }
         let lock = crate::lock::lock_exclusive(&*fs, dir, "log directory")?;
-        let mut report = RecoveryReport::default();
+        let mut report = LogRecoveryReport::default();
         recovery::complete_or_roll_back_swaps(&*fs, dir, &mut report)?;
         let now = options.clock.now_ms();
 
@@ -1264,7 +1264,7 @@ impl Log {
     }
 
     /// What opening the log found and did.
-    pub fn recovery_report(&self) -> &RecoveryReport {
+    pub fn recovery_report(&self) -> &LogRecoveryReport {
         &self.report
     }
 
@@ -1323,7 +1323,7 @@ fn recovery_point_path(dir: &Path) -> PathBuf {
 fn read_recovery_point(
     fs: &dyn FileSystem,
     dir: &Path,
-    report: &mut RecoveryReport,
+    report: &mut LogRecoveryReport,
 ) -> Option<i64> {
     let (topic, partition) = naming::parse_partition_dir(dir.file_name()?.to_str()?)?;
     let path = recovery_point_path(dir);

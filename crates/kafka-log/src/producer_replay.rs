@@ -33,7 +33,7 @@ use lithify_vfs::FileSystem;
 
 use crate::error::{CorruptSnafu, Result};
 use crate::producer_state::{self, ProducerBatch, ProducerStateManager};
-use crate::recovery::RecoveryReport;
+use crate::recovery::LogRecoveryReport;
 use crate::segment::LogSegment;
 
 /// The producer state at the log end, and the snapshots on disk.
@@ -53,7 +53,7 @@ pub(crate) fn load(
     segments: &mut BTreeMap<i64, LogSegment>,
     log_end: i64,
     rebuild: &BTreeSet<i64>,
-    report: &mut RecoveryReport,
+    report: &mut LogRecoveryReport,
 ) -> Result<Loaded> {
     let log_start = segments.keys().next().copied().unwrap_or(0);
     let last_base = segments.keys().next_back().copied().unwrap_or(0);

@@ -3,7 +3,7 @@
 //! (the cleaner's `.cleaned` -> `.swap` -> `.deleted` protocol).
 //!
 //! 1. Every `*.deleted` file is removed, with a warning naming it and
-//!    the offsets it held ([`RecoveryReport::deleted_leftovers`]) — except
+//!    the offsets it held ([`LogRecoveryReport::deleted_leftovers`]) — except
 //!    a `.log.deleted` holding batches whose offsets no live segment holds
 //!    any more ([`deleted_leftovers`] says how that is told): it may be a
 //!    live segment renamed by mistake, or the last file of a crashed
@@ -134,7 +134,7 @@ impl fmt::Display for DeletedLeftover {
 
 /// What opening a log found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RecoveryReport {
+pub struct LogRecoveryReport {
     /// The `.deleted` files removed (each also in `deleted_files`) or kept
     /// in `lost/` (`kept`), with
     /// the offsets they held; each is a `tracing` warning.
@@ -173,14 +173,19 @@ pub struct RecoveryReport {
     pub producer_state_replayed_from: i64,
 }
 
-impl RecoveryReport {
+impl LogRecoveryReport {
     /// Total bytes truncated from segments (removed segments included).
     pub fn truncated_bytes(&self) -> u64 {
         self.truncations.iter().map(|t| t.bytes).sum()
     }
 }
 
-fn remove(fs: &dyn FileSystem, dir: &Path, name: &str, report: &mut RecoveryReport) -> Result<()> {
+fn remove(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    name: &str,
+    report: &mut LogRecoveryReport,
+) -> Result<()> {
     let path = dir.join(name);
     match fs.remove_file(&path) {
         Ok(()) => {}
@@ -233,7 +238,7 @@ fn next_offset_of(fs: &dyn FileSystem, path: &Path, base_offset: i64) -> Result<
 pub(crate) fn complete_or_roll_back_swaps(
     fs: &dyn FileSystem,
     dir: &Path,
-    report: &mut RecoveryReport,
+    report: &mut LogRecoveryReport,
 ) -> Result<()> {
     let mut swaps = Vec::new();
     let mut cleaned = Vec::new();

@@ -23,7 +23,7 @@ fn config() -> LogConfig {
 fn options() -> OpenOptions {
     OpenOptions {
         recovery_point: None,
-        clock: Arc::new(ManualClock::new(0)),
+        clock: Arc::new(ManualClock::at_ms(0)),
     }
 }
 

@@ -225,7 +225,7 @@ fn every_codec_is_written_and_read_back_after_reopen() {
 #[test]
 fn log_append_time_stamps_batches_with_the_clock() {
     let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(77_000));
+    let clock = Arc::new(ManualClock::at_ms(77_000));
     let c = config(&[("message.timestamp.type", "LogAppendTime")]);
     let options = OpenOptions {
         recovery_point: None,
@@ -235,7 +235,7 @@ fn log_append_time_stamps_batches_with_the_clock() {
     log.append(&[rec(0), rec(1)]).unwrap();
     let mut b = BatchBuilder::new(0).compression(Compression::Lz4);
     b.append(0, 5, Some(b"x"), Some(b"y"), &[]).unwrap();
-    clock.advance(1);
+    clock.advance_ms(1);
     log.append_batch(RecordBatch::parse(b.build()).unwrap())
         .unwrap();
     let batches = log.read(0, usize::MAX).unwrap();

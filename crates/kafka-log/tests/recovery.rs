@@ -29,7 +29,7 @@ fn open(fs: &MemFs, c: &LogConfig) -> Log {
 fn open_recovering_all(fs: &MemFs, c: &LogConfig) -> Result<Log, Error> {
     let options = OpenOptions {
         recovery_point: Some(0),
-        clock: Arc::new(ManualClock::new(0)),
+        clock: Arc::new(ManualClock::at_ms(0)),
     };
     Log::open_with(Arc::new(fs.clone()), dir(), c.clone(), options)
 }

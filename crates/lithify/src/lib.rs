@@ -113,20 +113,22 @@ pub use bytes::Bytes;
 /// The identity of a database, of an open (session), or of a file.
 #[cfg(feature = "db")]
 pub use lithify_base::Id;
+/// Time as the database, the logs and the cleaner go by.
+pub use lithify_base::clock::{Clock, ManualClock, SystemClock};
 pub use lithify_base::{Classify, ErrorKind};
 #[cfg(feature = "db")]
 pub use lithify_engine::{
     AdaptiveLimits, AdaptiveObjective, AdaptiveOptions, AdaptiveThresholds, BlockCache,
-    BottommostLevelCompaction, CheckpointInfo, CheckpointOptions, Clock, CompactRangeOptions,
+    BottommostLevelCompaction, CheckpointInfo, CheckpointOptions, CompactRangeOptions,
     CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy, Compression, CpuCosts,
     Db, DbIterator, DbStats, DroppedBytes, EventListener, ExternalSstInfo, FilterDecision,
     FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LOST_DIR, LevelStats,
-    LiveFileMetaData, MajorOnlyOptions, ManualClock, Max, MergeFailure, MergeFailureScope,
-    MergeOperator, MergeStats, MinorPolicy, OffpeakWindow, Options, Prediction, RawIterator,
-    ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot, SstFileWriter, StallCause,
-    StallCondition, StallStats, StrategySwitchInfo, StringAppend, SystemClock, Table, TableOptions,
-    TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
-    WriteStallInfo, check_sst_checksum, check_sst_identity,
+    LiveFileMetaData, MajorOnlyOptions, Max, MergeFailure, MergeFailureScope, MergeOperator,
+    MergeStats, MinorPolicy, OffpeakWindow, Options, Prediction, RawIterator, ReadOptions,
+    RecoveryMode, RecoveryReport, SeqNo, Snapshot, SstFileWriter, StallCause, StallCondition,
+    StallStats, StrategySwitchInfo, StringAppend, Table, TableOptions, TableStats, TwoTierOptions,
+    UInt64Add, WalCompression, WriteBatch, WriteOptions, WriteStallInfo, check_sst_checksum,
+    check_sst_identity,
 };
 #[cfg(feature = "db")]
 pub use lithify_engine::{FileProblem, SstFilesCheck, verify_sst_files};
@@ -151,11 +153,11 @@ pub mod log {
     pub use lithify_kafka_log::record::TransactionResult;
     pub use lithify_kafka_log::txn_index::AbortedTxn;
     pub use lithify_kafka_log::{
-        AppendInfo, CleanupPolicy, Clock, CommittedRecords, CompressionType, DeletedLeftover,
-        Finding, LOCK_FILE_NAME, Log, LogConfig, LogDir, ManualClock, OpenFailure, OpenOptions,
-        Producer, ProducerStateEntry, RecoveryPointSource, RecoveryReport, SegmentInfo, SharedLog,
-        SimpleRecord, SystemClock, TopicPartition, Truncation, VerifyReport, lock_data_dir,
-        partition_dirs, shared_log, verify,
+        AppendInfo, CleanupPolicy, CommittedRecords, CompressionType, DeletedLeftover, Finding,
+        LOCK_FILE_NAME, Log, LogConfig, LogDir, LogRecoveryReport, OpenFailure, OpenOptions,
+        Producer, ProducerStateEntry, RecoveryPointSource, SegmentInfo, SharedLog, SimpleRecord,
+        TopicPartition, Truncation, VerifyReport, lock_data_dir, partition_dirs, shared_log,
+        verify,
     };
 }
 
@@ -391,7 +393,7 @@ mod log_tests {
         };
         let mut l = log::Log::open(fs.clone(), Path::new("/kafka/t-0"), config)?;
         l.append(&[log::SimpleRecord::new(1, "k", "v")])?;
-        let clock = Arc::new(log::ManualClock::new(0));
+        let clock = Arc::new(ManualClock::at_ms(0));
         let cleaner = log::LogCleaner::new(log::CleanerConfig::default(), fs, clock);
         cleaner.add_log(log::shared_log(l))?;
         Ok(cleaner.clean_eligible_once()?.len())

@@ -24,13 +24,13 @@ use std::sync::Arc;
 
 use lithify::backup::BackupEngine;
 use lithify::log::{
-    CleanerConfig, Log, LogCleaner, LogConfig, ManualClock, OpenOptions, Producer, SimpleRecord,
+    CleanerConfig, Log, LogCleaner, LogConfig, OpenOptions, Producer, SimpleRecord,
     TransactionResult, shared_log,
 };
 use lithify::vfs::OsFs;
 use lithify::{
-    CompactionStrategy, Compression, Db, Options, StringAppend, TableOptions, WalCompression,
-    WriteBatch,
+    CompactionStrategy, Compression, Db, ManualClock, Options, StringAppend, TableOptions,
+    WalCompression, WriteBatch,
 };
 
 fn golden_dir() -> PathBuf {
@@ -397,7 +397,7 @@ fn open_log(dir: &Path, compression: &str) -> Log {
         log_config(compression),
         OpenOptions {
             recovery_point: None,
-            clock: Arc::new(ManualClock::new(10_000)),
+            clock: Arc::new(ManualClock::at_ms(10_000)),
         },
     )
     .unwrap()
@@ -499,7 +499,7 @@ fn golden_kafka_logs_open_and_read_committed() {
 #[test]
 fn golden_kafka_logs_clean() {
     let (_tmp, dir) = copy_of("kafka");
-    let clock = Arc::new(ManualClock::new(10_000_000));
+    let clock = Arc::new(ManualClock::at_ms(10_000_000));
     let cleaner = LogCleaner::new(CleanerConfig::default(), Arc::new(OsFs), clock);
     let mut logs = Vec::new();
     for (partition, compression) in [(PARTITION, "uncompressed"), (COMPRESSED_PARTITION, "lz4")] {
@@ -559,7 +559,7 @@ fn write_golden() {
         let mut log = open_log(&dir, compression);
         write_log(&mut log);
         log.close().unwrap();
-        let clock = Arc::new(ManualClock::new(10_000_000));
+        let clock = Arc::new(ManualClock::at_ms(10_000_000));
         let cleaner = LogCleaner::new(CleanerConfig::default(), Arc::new(OsFs), clock);
         let log = shared_log(open_log(&dir, compression));
         cleaner.add_log(Arc::clone(&log)).unwrap();

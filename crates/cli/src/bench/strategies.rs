@@ -267,7 +267,7 @@ impl SimulatedDay {
         if workload != WorkloadKind::Diurnal {
             return None;
         }
-        let clock = Arc::new(ManualClock::new(Self::START_SECS * 1_000_000));
+        let clock = Arc::new(ManualClock::at_micros(Self::START_SECS * 1_000_000));
         options.clock = clock.clone();
         if options.daily_offpeak_time_utc.is_empty() {
             options.daily_offpeak_time_utc = DIURNAL_OFFPEAK_UTC.to_owned();
@@ -281,7 +281,7 @@ impl SimulatedDay {
         let day = OpGenerator::diurnal_day_ops(self.ops);
         let secs =
             Self::START_SECS + (i / day) * 86_400 + OpGenerator::diurnal_second_of_day(i, self.ops);
-        self.clock.advance_to(secs * 1_000_000);
+        self.clock.advance_to_micros(secs * 1_000_000);
     }
 }
 

@@ -136,7 +136,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         let log_dir = data_dir.join(format!("bench-{p}"));
         let options = OpenOptions {
             recovery_point: None,
-            clock: Arc::new(ManualClock::new(NOW)),
+            clock: Arc::new(ManualClock::at_ms(NOW)),
         };
         let mut log =
             Log::open_with(fs.clone(), &log_dir, log_config.clone(), options).context(LogSnafu)?;
@@ -205,7 +205,11 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     let copy_rate = mb(copied) / copy_secs.max(1e-9);
 
     // 3. One cleaning round of each log, on the service's threads.
-    let svc = LogCleaner::new(cleaner_config, fs.clone(), Arc::new(ManualClock::new(NOW)));
+    let svc = LogCleaner::new(
+        cleaner_config,
+        fs.clone(),
+        Arc::new(ManualClock::at_ms(NOW)),
+    );
     for log in logs {
         svc.add_log(shared_log(log)).context(CleanerSnafu)?;
     }

@@ -103,7 +103,7 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
     }
 
     let clock: Arc<dyn Clock> = match a.now {
-        Some(now) => Arc::new(ManualClock::new(now)),
+        Some(now) => Arc::new(ManualClock::at_ms(now)),
         None => Arc::new(SystemClock),
     };
     let svc = LogCleaner::new(cleaner_config, fs.clone(), clock.clone());

@@ -104,7 +104,7 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
         apply(name, value, &mut config, None)?;
     }
     let start = a.now.unwrap_or_else(|| SystemClock.now_ms());
-    let clock = Arc::new(ManualClock::new(start));
+    let clock = Arc::new(ManualClock::at_ms(start));
     let options = OpenOptions {
         recovery_point: None,
         clock: clock.clone(),
@@ -134,7 +134,7 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
         batch.push(r);
         ts = ts.saturating_add(a.time_step_ms);
         if batch.len() == a.batch_size || i + 1 == a.records {
-            clock.set(ts);
+            clock.set_ms(ts);
             match &mut txns {
                 None => {
                     log.append(&batch).context(LogSnafu)?;

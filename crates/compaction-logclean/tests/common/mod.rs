@@ -5,9 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_base::sync::Mutex;
-use lithify_compaction_logclean::{
-    Cleaner, CleanerConfig, LogToClean, RoundOutcome, SystemPacer, Throttler,
-};
+use lithify_compaction_logclean::{Cleaner, CleanerConfig, LogToClean, RoundOutcome, Throttler};
 use lithify_kafka_log::record::{RecordBatch, SimpleRecord};
 use lithify_kafka_log::{Log, LogConfig, ManualClock, OpenOptions};
 use lithify_vfs::FileSystem;
@@ -31,7 +29,7 @@ pub(crate) fn compact(props: &[(&str, &str)]) -> LogConfig {
 pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &str, config: LogConfig, now: i64) -> Log {
     let options = OpenOptions {
         recovery_point: None,
-        clock: Arc::new(ManualClock::new(now)),
+        clock: Arc::new(ManualClock::at_ms(now)),
     };
     Log::open_with(fs, Path::new(dir), config, options).unwrap()
 }
@@ -87,7 +85,10 @@ pub(crate) fn cleaner(memory: usize, lf: &str) -> Cleaner {
     Cleaner::new(
         0,
         &config,
-        Arc::new(Throttler::new(f64::MAX, Arc::new(SystemPacer::default()))),
+        Arc::new(Throttler::new(
+            f64::MAX,
+            Arc::new(lithify_kafka_log::SystemClock),
+        )),
     )
     .unwrap()
 }

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::clock::{Clock, SystemClock};
 use crate::resource::{DailyTime, OffpeakWindow};
 use bytes::Bytes;
+use lithify_base::clock::{Clock, SystemClock};
 use lithify_base::{BytewiseComparator, Comparator, MergeOperator};
 use lithify_compaction::CompactionPri;
 use lithify_compaction::iter::CompactionFilter;
