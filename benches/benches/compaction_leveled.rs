@@ -24,7 +24,7 @@ use lithify_compaction_sim::{SimConfig, WorkloadKind, simulate};
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_tiered::{MajorOnlyOptions, MajorOnlyPicker, TwoTierOptions, TwoTierPicker};
 use lithify_sstable::{SstBuilder, SstOptions, SstReader};
-use lithify_version::filename::table_file_name;
+use lithify_version::filename::sst_file_name;
 use lithify_version::{
     DEFAULT_TABLE, FileMetadata, Version, VersionEdit, VersionSet, VersionSetOptions,
 };
@@ -99,7 +99,7 @@ impl SstOpener for Opener {
         &self,
         f: &FileMetadata,
     ) -> lithify_base::Result<Arc<SstReader<InternalKeyComparator>>> {
-        let path = Path::new("/db").join(table_file_name(f.number));
+        let path = Path::new("/db").join(sst_file_name(f.number));
         let file = self
             .fs
             .open(&path)
@@ -121,7 +121,7 @@ fn write_table(
     seq: u64,
 ) -> FileMetadata {
     let number = set.new_file_number();
-    let path = Path::new("/db").join(table_file_name(number));
+    let path = Path::new("/db").join(sst_file_name(number));
     let mut b = SstBuilder::new(fs.create(&path).unwrap(), &path, &sst_options()).unwrap();
     let mut first = None;
     let mut last = None;

@@ -44,7 +44,7 @@ pub enum Error {
     /// A table of the database is damaged: it is not backed up.
     #[snafu(display("not backed up: table {} of the database is damaged: {source}", path.display()))]
     DamagedSource {
-        /// The database's table file.
+        /// The database's SST file.
         path: PathBuf,
         /// What is damaged (file and offset).
         source: lithify_sstable::Error,

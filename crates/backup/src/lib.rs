@@ -5,14 +5,14 @@
 //!
 //! ```text
 //! LOCK                                   one BackupEngine at a time
-//! shared/<number>_<xxh3>_<size>.sst      table files, shared between backups
+//! shared/<number>_<xxh3>_<size>.sst      SST files, shared between backups
 //! private/<id>/MANIFEST-…, <n>.log       each backup's MANIFEST prefix and WALs
 //! meta/<id>                              each backup's metadata (see `meta`)
 //! ```
 //!
 //! * **Create** takes a consistent set of files from the database
 //!   ([`Db::live_file_set`]: deletions pinned, memtables flushed unless the
-//!   WALs are small, the MANIFEST and WAL cuts). Each table file is hashed
+//!   WALs are small, the MANIFEST and WAL cuts). Each SST file is hashed
 //!   (xxh3-64) and copied into `shared/` only if no earlier backup holds
 //!   the same name, checksum and size — an unchanged table costs one read;
 //!   the MANIFEST and the WALs are copied into `private/<id>/`. Every file
@@ -101,9 +101,9 @@ pub struct BackupInfo {
 /// What [`BackupEngine::create_backup_opt`] did beyond the backup itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CreateStats {
-    /// Table files copied into `shared/`.
+    /// SST files copied into `shared/`.
     pub tables_copied: usize,
-    /// Table files an earlier backup already held.
+    /// SST files an earlier backup already held.
     pub tables_shared: usize,
     /// Bytes written into the backup directory.
     pub bytes_copied: u64,
@@ -278,7 +278,7 @@ impl BackupEngine {
         lithify_vfs::create_dir_durable(&*self.fs, &private).context(io("creating", &private))?;
         let mut files = Vec::with_capacity(set.files().len());
         for f in set.files() {
-            let (stored, checksum) = if f.kind == LiveFileKind::Table {
+            let (stored, checksum) = if f.kind == LiveFileKind::Sst {
                 let checksum = checksum_of(src, &f.path, f.size)?;
                 let stem = f.name.trim_end_matches(".sst");
                 let stored = format!("{SHARED}/{stem}_{checksum:016x}_{}.sst", f.size);
@@ -382,7 +382,7 @@ impl BackupEngine {
                 }
                 .fail();
             }
-            if f.kind == LiveFileKind::Table {
+            if f.kind == LiveFileKind::Sst {
                 self.verify_table(&path, f.size)?;
             }
         }

@@ -59,7 +59,7 @@ pub struct Meta {
 
 fn kind_name(kind: LiveFileKind) -> &'static str {
     match kind {
-        LiveFileKind::Table => "table",
+        LiveFileKind::Sst => "table",
         LiveFileKind::Manifest => "manifest",
         LiveFileKind::Wal => "wal",
     }
@@ -139,7 +139,7 @@ impl Meta {
                 return Err(bad(format!("not a file line: {line:?}")));
             };
             let kind = match kind {
-                "table" => LiveFileKind::Table,
+                "table" => LiveFileKind::Sst,
                 "manifest" => LiveFileKind::Manifest,
                 "wal" => LiveFileKind::Wal,
                 other => return Err(bad(format!("unknown file kind {other:?}"))),
@@ -178,7 +178,7 @@ mod tests {
             current: "MANIFEST-000042".to_owned(),
             files: vec![
                 BackupFile {
-                    kind: LiveFileKind::Table,
+                    kind: LiveFileKind::Sst,
                     name: "000031.sst".to_owned(),
                     size: 4096,
                     checksum: 0x8c1f_0e4d_2a9b_7c55,

@@ -143,7 +143,7 @@ fn damage_in_a_backup_is_named_by_verify_and_refused_by_restore() {
     let info = backups.create_backup(&db).unwrap();
     let shared = fs.list_dir(Path::new("/backups/shared")).unwrap();
     let victim = Path::new("/backups/shared").join(&shared[0]);
-    // Flip one byte in the middle of a shared table file.
+    // Flip one byte in the middle of a shared SST file.
     let bytes = lithify_vfs::read_file(&*fs, &victim).unwrap();
     let mut f = fs.open_append(&victim).unwrap();
     let at = bytes.len() as u64 / 2;

@@ -1,5 +1,5 @@
 //! 128-bit identities: of a database, of one open of it (a session), of a
-//! table file — what lets a file copied in from elsewhere be told from the
+//! SST file — what lets a file copied in from elsewhere be told from the
 //! database's own (RocksDB's `db_id`, `db_session_id` and unique SST ids).
 
 use std::collections::hash_map::RandomState;

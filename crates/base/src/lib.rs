@@ -17,7 +17,7 @@
 //!   append, max);
 //! * [`keyspan`]: range tombstones and their fragmentation into
 //!   non-overlapping spans, shared by the memtable, compaction and reads;
-//! * [`id`]: 128-bit identities of databases, opens and table files;
+//! * [`id`]: 128-bit identities of databases, opens and SST files;
 //! * [`sync`]: the one switch point between std/parking_lot and loom.
 //!
 //! ```

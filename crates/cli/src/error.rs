@@ -60,7 +60,7 @@ pub(crate) enum Error {
         location: Location,
     },
 
-    /// A table file could not be read (the message names the file and
+    /// An SST file could not be read (the message names the file and
     /// byte offset).
     #[snafu(display("{source}"))]
     Table {

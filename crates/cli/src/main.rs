@@ -72,11 +72,11 @@ enum Command {
     /// Compact a key range (everything by default) and wait.
     Compact(db::CompactArgs),
     /// Write an openable copy of a database into a new directory (RocksDB's
-    /// checkpoint): table files hard-linked, the MANIFEST and WALs copied.
+    /// checkpoint): SST files hard-linked, the MANIFEST and WALs copied.
     Checkpoint(db::CheckpointArgs),
-    /// List the live table files: table, level, size, key range, seqnos.
+    /// List the live SST files: table, level, size, key range, seqnos.
     LiveFiles(db::LiveFilesArgs),
-    /// Ingest table files written by an SstFileWriter (RocksDB's
+    /// Ingest SST files written by an SstFileWriter (RocksDB's
     /// IngestExternalFile): placed at the lowest level they fit.
     Ingest(db::IngestArgs),
     /// Draw the LSM tree (now, and every flush and compaction the MANIFEST
@@ -85,12 +85,12 @@ enum Command {
     /// Incremental backups: create, list, verify, restore, purge.
     #[command(subcommand)]
     Backup(db::backup::BackupCommand),
-    /// Verify a database: the MANIFEST, every live table file (size,
+    /// Verify a database: the MANIFEST, every live SST file (size,
     /// footer, every block's checksum, key order) and the WALs, as
     /// RocksDB's `ldb checkconsistency` and `sst_dump --command=verify`;
     /// one line per problem, exit status 1 if any.
     Check(db::CheckArgs),
-    /// Print a table file: properties, blocks, entries; verify every
+    /// Print an SST file: properties, blocks, entries; verify every
     /// checksum.
     DumpSst(dump::sst::DumpSstArgs),
     /// Print the records and writes of a write-ahead log.

@@ -510,7 +510,7 @@ fn dump_sst_prints_properties_blocks_entries_and_verifies_checksums() {
 
     let first = ok(&["dump-sst", s(&tables[0]), "--blocks", "--entries"]);
     assert!(
-        first.starts_with(&format!("table {} (", s(&tables[0]))),
+        first.starts_with(&format!("SST {} (", s(&tables[0]))),
         "{first}"
     );
     for line in [
@@ -622,7 +622,7 @@ fn dump_sst_prints_properties_blocks_entries_and_verifies_checksums() {
     lithify_vfs::write_file_atomic(&OsFs, &text, &[b'x'; 100]).unwrap();
     let (err, _) = fails(&["dump-sst", s(&text)]);
     assert!(
-        err.contains(s(&text)) && err.contains("not a lithify table"),
+        err.contains(s(&text)) && err.contains("not a lithify SST"),
         "{err}"
     );
     let missing = tmp.path().join("missing.sst");
@@ -820,7 +820,7 @@ fn a_closed_pipe_ends_a_dump_quietly() {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
-    assert!(first.starts_with("table "), "{first}");
+    assert!(first.starts_with("SST "), "{first}");
     // The read end is closed here; megabytes of entries remain unwritten.
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(141));
@@ -913,7 +913,7 @@ fn check_reports_each_problem_with_file_and_offset() {
     let d = s(&db);
     let out = ok(&["check", "--db", d]);
     assert!(
-        out.starts_with("ok: checked ") && out.contains("2 table files"),
+        out.starts_with("ok: checked ") && out.contains("2 SST files"),
         "{out}"
     );
     // A flipped bit inside a data block of one table and another table cut

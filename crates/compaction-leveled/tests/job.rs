@@ -24,7 +24,7 @@ use lithify_compaction::{
 };
 use lithify_compaction_leveled::{LeveledOptions, LeveledPicker};
 use lithify_sstable::{SstBuilder, SstOptions, SstReader};
-use lithify_version::filename::table_file_name;
+use lithify_version::filename::sst_file_name;
 use lithify_version::{DEFAULT_TABLE, FileMetadata, VersionEdit, VersionSet, VersionSetOptions};
 use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
 use proptest::prelude::*;
@@ -64,7 +64,7 @@ impl Env {
     }
 
     fn path(number: u64) -> PathBuf {
-        Path::new(DIR).join(table_file_name(number))
+        Path::new(DIR).join(sst_file_name(number))
     }
 
     /// Writes a table of `entries` (internal key, value) and `tombstones`

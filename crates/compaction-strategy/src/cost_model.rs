@@ -175,7 +175,7 @@ impl Mix {
 pub struct TableSize {
     /// Bytes of the live data in one sorted run.
     pub live_bytes: u64,
-    /// Bytes of the table file one full memtable flushes to.
+    /// Bytes of the SST file one full memtable flushes to.
     pub flush_bytes: u64,
     /// Table bytes per entry.
     pub entry_bytes: u64,
@@ -252,7 +252,7 @@ pub struct Prediction {
     /// Sorted runs a scan merges (every L0 table of its range, and each
     /// level below).
     pub sorted_runs: f64,
-    /// Table files written per memtable flushed (the flush's own, one per
+    /// SST files written per memtable flushed (the flush's own, one per
     /// stripe when flushes are cut at stripes, and the compactions'
     /// output at the target file size).
     pub files_per_flush: f64,
@@ -459,7 +459,7 @@ pub struct CpuCosts {
     pub scan_us: f64,
     /// Each sorted run a scan seeks and merges.
     pub run_us: f64,
-    /// Each table file flushes and compactions write, beyond its bytes
+    /// Each SST file flushes and compactions write, beyond its bytes
     /// (creating, syncing and recording it, opening it for reads).
     pub file_us: f64,
 }

@@ -26,7 +26,7 @@ use lithify_compaction_leveled::LeveledOptions;
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_tiered::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 use lithify_sstable::{SstOptions, SstReader};
-use lithify_version::filename::table_file_name;
+use lithify_version::filename::sst_file_name;
 use lithify_version::{DEFAULT_TABLE, FileMetadata, Version, VersionSet, VersionSetOptions};
 use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
 use proptest::prelude::*;
@@ -42,7 +42,7 @@ fn sst_options() -> SstOptions<InternalKeyComparator> {
 }
 
 fn path(number: u64) -> PathBuf {
-    Path::new(DIR).join(table_file_name(number))
+    Path::new(DIR).join(sst_file_name(number))
 }
 
 struct Opener {

@@ -79,7 +79,7 @@ pub enum Error {
     CorruptKey {
         /// The key, escaped.
         key: String,
-        /// Which input it came from (a table file, or "flush input").
+        /// Which input it came from (an SST file, or "flush input").
         origin: String,
         /// Where the error was raised.
         #[snafu(implicit)]

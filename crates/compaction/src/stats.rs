@@ -18,7 +18,7 @@ pub struct CompactionStats {
     pub bytes_read_non_output_levels: u64,
     /// Bytes read from the output level (`Rnp1`).
     pub bytes_read_output_level: u64,
-    /// Bytes of table files written (`Write`).
+    /// Bytes of SST files written (`Write`).
     pub bytes_written: u64,
     /// Bytes moved by trivial moves (`Moved`).
     pub bytes_moved: u64,

@@ -1,6 +1,6 @@
 //! Checkpoints (RocksDB's `Checkpoint::CreateCheckpoint`): an openable copy
 //! of the database in a new directory, made from a
-//! [`LiveFileSet`](crate::LiveFileSet): table files hard-linked (copied
+//! [`LiveFileSet`](crate::LiveFileSet): SST files hard-linked (copied
 //! when the file system has no links or the copy is on another device; any
 //! other link error fails the checkpoint), the MANIFEST and the WALs
 //! copied up to their cut sizes and synced, the directory synced, and
@@ -31,9 +31,9 @@ pub struct CheckpointInfo {
     pub sequence: SeqNo,
     /// Whether the memtables were flushed first.
     pub flushed: bool,
-    /// Table files hard-linked.
+    /// SST files hard-linked.
     pub tables_linked: usize,
-    /// Table files copied (the file system could not link them).
+    /// SST files copied (the file system could not link them).
     pub tables_copied: usize,
     /// WAL files copied.
     pub wals_copied: usize,
@@ -81,7 +81,7 @@ pub(crate) fn create_checkpoint(
     lithify_vfs::create_dir_durable(fs, dest).context(io("creating", dest))?;
     for f in set.files() {
         let to = dest.join(&f.name);
-        if f.kind == LiveFileKind::Table {
+        if f.kind == LiveFileKind::Sst {
             match fs.hard_link(&f.path, &to) {
                 Ok(()) => {
                     info.tables_linked += 1;

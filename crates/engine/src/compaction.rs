@@ -133,7 +133,7 @@ pub(crate) fn compact_range(
         let bytes: u64 = held
             .iter()
             .filter_map(|&n| {
-                let path = db.dir.join(lithify_version::filename::table_file_name(n));
+                let path = db.dir.join(lithify_version::filename::sst_file_name(n));
                 db.fs.file_size(&path).ok()
             })
             .sum();
@@ -141,7 +141,7 @@ pub(crate) fn compact_range(
             crate::events::Level::Info,
             "obsolete_files_held",
             format_args!(
-                "compact_range returned with {} obsolete table file(s), {bytes} bytes, not deleted yet: {}",
+                "compact_range returned with {} obsolete SST file(s), {bytes} bytes, not deleted yet: {}",
                 held.len(),
                 by.describe()
             ),

@@ -113,7 +113,7 @@ impl Db {
     }
 
     /// The database's identity (RocksDB's `GetDbIdentity`): recorded in
-    /// its MANIFEST, in every WAL and table file it writes, and kept by
+    /// its MANIFEST, in every WAL and SST file it writes, and kept by
     /// its checkpoints and restored backups, which are copies of it. A
     /// database written before identities gets one at its next
     /// read-write open; until then (a read-only open) this is a new one
@@ -133,7 +133,7 @@ impl Db {
     }
 
     /// This open's identity (RocksDB's `GetDbSessionId`): new at every
-    /// open, recorded in the table files the open writes.
+    /// open, recorded in the SST files the open writes.
     pub fn session_id(&self) -> lithify_base::Id {
         self.inner.session_id
     }
@@ -507,7 +507,7 @@ impl Db {
         }
     }
 
-    /// Every live table file of every table: name, size, level, key and
+    /// Every live SST file of every table: name, size, level, key and
     /// sequence-number range (RocksDB's `GetLiveFilesMetaData`). With file
     /// deletions disabled, an external tool can copy exactly these files.
     pub fn live_files(&self) -> Vec<crate::LiveFileMetaData> {
@@ -528,7 +528,7 @@ impl Db {
         crate::purge::enable_file_deletions(&self.inner)
     }
 
-    /// Ingests table files written by [`SstFileWriter`](crate::SstFileWriter)
+    /// Ingests SST files written by [`SstFileWriter`](crate::SstFileWriter)
     /// into the default table (RocksDB's `IngestExternalFile`), copying or
     /// moving them as [`IngestOptions`](crate::IngestOptions) says.
     pub fn ingest_external_file(
@@ -554,7 +554,7 @@ impl Db {
     }
 
     /// Writes an openable copy of the database into the new directory
-    /// `dest` (RocksDB's `Checkpoint::CreateCheckpoint`): table files
+    /// `dest` (RocksDB's `Checkpoint::CreateCheckpoint`): SST files
     /// hard-linked where the file system can, the MANIFEST and the WALs
     /// copied, after flushing the memtables. See
     /// [`create_checkpoint_opt`](Db::create_checkpoint_opt).
@@ -680,7 +680,7 @@ impl Drop for Db {
 
 /// What lithify database files directory `dir` holds, described in a few
 /// words; `None` when it holds none. A database is a `CURRENT` naming a
-/// MANIFEST that exists, a MANIFEST, or table files (WAL names alone are
+/// MANIFEST that exists, a MANIFEST, or SST files (WAL names alone are
 /// too common to count: a Kafka segment's `.log` reads as one). Tools use
 /// it to refuse writing their outputs into a database.
 ///
@@ -703,7 +703,7 @@ pub fn holds_database(fs: &dyn lithify_vfs::FileSystem, dir: &Path) -> Option<St
     for name in &names {
         match parse_file_name(name) {
             Some(FileKind::Manifest(_)) => manifests += 1,
-            Some(FileKind::Table(_)) => tables += 1,
+            Some(FileKind::Sst(_)) => tables += 1,
             Some(FileKind::Log(_)) => wals += 1,
             _ => {}
         }
@@ -716,7 +716,7 @@ pub fn holds_database(fs: &dyn lithify_vfs::FileSystem, dir: &Path) -> Option<St
         found.push(format!("CURRENT naming {}", manifest_file_name(n)));
     }
     found.push(format!(
-        "{manifests} MANIFEST(s), {tables} table file(s), {wals} WAL(s)"
+        "{manifests} MANIFEST(s), {tables} SST file(s), {wals} WAL(s)"
     ));
     Some(found.join(", "))
 }

@@ -1,4 +1,4 @@
-//! Ingesting external table files (RocksDB's `IngestExternalFile`).
+//! Ingesting external SST files (RocksDB's `IngestExternalFile`).
 //!
 //! 1. **Check** every file before anything changes: it opens as a table
 //!    of this table's comparator, every block's checksum holds, every
@@ -48,7 +48,7 @@ use lithify_base::keyspan::RangeTombstone;
 use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
 use lithify_memtable::MemTableIter;
 use lithify_sstable::{SstBuilder, SstReader};
-use lithify_version::filename::table_file_name;
+use lithify_version::filename::sst_file_name;
 use lithify_version::{FileMetadata, TableId, VersionEdit};
 use snafu::ResultExt;
 
@@ -213,7 +213,7 @@ pub(crate) fn ingest_external_files(
 
 /// Step 1: the file opens as a table of this database, every block is
 /// intact, every entry has sequence number 0; with `move_files`, it is
-/// not one of this database's own table files.
+/// not one of this database's own SST files.
 fn check_external(db: &DbInner, path: &Path, move_files: bool) -> Result<External> {
     let io = |op: &'static str| IoSnafu {
         op,
@@ -222,7 +222,7 @@ fn check_external(db: &DbInner, path: &Path, move_files: bool) -> Result<Externa
     if move_files && let Some(number) = own_table_file(db, path)? {
         return InvalidArgumentSnafu {
             message: format!(
-                "{} is table file {number} of this database: moving it in would delete it (copy it out first, or ingest without moving)",
+                "{} is SST file {number} of this database: moving it in would delete it (copy it out first, or ingest without moving)",
                 path.display()
             ),
         }
@@ -290,7 +290,7 @@ fn check_external(db: &DbInner, path: &Path, move_files: bool) -> Result<Externa
     })
 }
 
-/// The number of the table file `path` names when it is a file of this
+/// The number of the SST file `path` names when it is a file of this
 /// database's directory (a live table, or one an old version or a
 /// reader still holds), by canonical path.
 fn own_table_file(db: &DbInner, path: &Path) -> Result<Option<u64>> {
@@ -298,7 +298,7 @@ fn own_table_file(db: &DbInner, path: &Path) -> Result<Option<u64>> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    let Some(lithify_version::filename::FileKind::Table(number)) =
+    let Some(lithify_version::filename::FileKind::Sst(number)) =
         lithify_version::filename::parse_file_name(name)
     else {
         return Ok(None);
@@ -354,7 +354,7 @@ fn memtables_overlap(db: &DbInner, table: TableId, files: &[External]) -> Result
     Ok(false)
 }
 
-/// Whether a table file of `level` holds a key, or a range deletion
+/// Whether an SST file of `level` holds a key, or a range deletion
 /// reaching, inside `f`'s range (RocksDB's `OverlapWithLevelIterator`:
 /// keys, not file ranges).
 fn level_holds_key_of(
@@ -492,7 +492,7 @@ fn place_files(
         let files = (|| -> Result<()> {
             for ((f, &(level, _)), &sequence) in job.files.iter().zip(&plan).zip(&sequences) {
                 let number = db.versions.new_file_number();
-                let dest = db.dir.join(table_file_name(number));
+                let dest = db.dir.join(sst_file_name(number));
                 written.push(dest.clone());
                 let mut checksum = None;
                 if sequence > 0 {
@@ -550,7 +550,7 @@ fn place_files(
     })
 }
 
-/// Copies the external table at `from` to `to` (table file `number`),
+/// Copies the external table at `from` to `to` (SST file `number`),
 /// every entry and range deletion given sequence number `sequence`.
 /// The copy is this database's file, with its identity. Returns the
 /// copy's whole-file checksum.

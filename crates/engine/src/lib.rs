@@ -17,7 +17,7 @@
 //! * **Statistics**: [`Db::property`]`("lithify.stats")` prints RocksDB's
 //!   "Compaction Stats" table and the write, read and space amplification;
 //!   [`Db::stats`] returns them as a [`DbStats`].
-//! * **Damage is never silent**: the open verifies every live table file,
+//! * **Damage is never silent**: the open verifies every live SST file,
 //!   refuses WALs damaged below their synced size, and reports whatever a
 //!   recovery mode drops ([`RecoveryReport`]), keeping the damaged file in
 //!   `lost/`. [`Db::open_read_only`] reads without writing anything.

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use lithify_base::SeqNo;
 use lithify_base::sync::atomic::Ordering;
 use lithify_version::TableId;
-use lithify_version::filename::{manifest_file_name, table_file_name};
+use lithify_version::filename::{manifest_file_name, sst_file_name};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt;
 
@@ -52,7 +52,7 @@ pub struct CheckpointOptions {
     pub log_size_for_flush: u64,
 }
 
-/// One live table file (RocksDB's `LiveFileMetaData`).
+/// One live SST file (RocksDB's `LiveFileMetaData`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveFileMetaData {
     /// The table (column family) it belongs to.
@@ -89,8 +89,8 @@ pub struct LiveFileMetaData {
 /// What a file of a [`LiveFileSet`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LiveFileKind {
-    /// A table file: immutable, may be hard-linked or shared.
-    Table,
+    /// An SST: immutable, may be hard-linked or shared.
+    Sst,
     /// The MANIFEST: copy its first `size` bytes.
     Manifest,
     /// A write-ahead log: copy its first `size` bytes.
@@ -165,7 +165,7 @@ impl Drop for LiveFileSet<'_> {
     }
 }
 
-/// Every live table file of every table, by table, level and key.
+/// Every live SST file of every table, by table, level and key.
 pub(crate) fn live_files(db: &DbInner) -> Vec<LiveFileMetaData> {
     let names: std::collections::BTreeMap<TableId, String> = db
         .versions
@@ -181,7 +181,7 @@ pub(crate) fn live_files(db: &DbInner) -> Vec<LiveFileMetaData> {
                 out.push(LiveFileMetaData {
                     table: table.clone(),
                     number: f.number,
-                    path: db.dir.join(table_file_name(f.number)),
+                    path: db.dir.join(sst_file_name(f.number)),
                     size: f.size,
                     level,
                     smallest_key: f.smallest_user_key().to_vec(),
@@ -230,12 +230,12 @@ pub(crate) fn live_file_set<'a>(
     for version in cut.versions.values() {
         for level in 0..version.num_levels() {
             for f in version.files(level) {
-                let name = table_file_name(f.number);
+                let name = sst_file_name(f.number);
                 set.files.push(LiveFile {
                     path: db.dir.join(&name),
                     name,
                     size: f.size,
-                    kind: LiveFileKind::Table,
+                    kind: LiveFileKind::Sst,
                 });
             }
         }

@@ -8,12 +8,12 @@
 use std::collections::BTreeSet;
 
 use lithify_base::sync::atomic::Ordering;
-use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name, table_file_name};
+use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name, sst_file_name};
 
 use crate::state::DbInner;
 use crate::wal::log_path;
 
-/// Why obsolete table files outlived a purge.
+/// Why obsolete SST files outlived a purge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HeldBy {
     /// `disable_file_deletions`, or a checkpoint or backup in progress.
@@ -66,7 +66,7 @@ pub(crate) fn file_deletions_disabled(db: &DbInner) -> bool {
 
 /// Deletes obsolete tables, MANIFESTs and WALs. Failures to delete are
 /// ignored, with a warning: the file is an orphan the next open
-/// removes. Returns the table files that stay obsolete but undeleted,
+/// removes. Returns the SST files that stay obsolete but undeleted,
 /// and why.
 pub(crate) fn purge_obsolete_files(db: &DbInner) -> Option<(Vec<u64>, HeldBy)> {
     // Held to the end: a disable that comes meanwhile waits for this
@@ -83,7 +83,7 @@ pub(crate) fn purge_obsolete_files(db: &DbInner) -> Option<(Vec<u64>, HeldBy)> {
     }
     let obsolete = db.versions.obsolete_files();
     for number in obsolete.tables {
-        remove_obsolete(db, &db.dir.join(table_file_name(number)));
+        remove_obsolete(db, &db.dir.join(sst_file_name(number)));
     }
     for number in obsolete.manifests {
         remove_obsolete(db, &db.dir.join(manifest_file_name(number)));
@@ -130,7 +130,7 @@ pub(crate) fn orphans(
     names
         .iter()
         .filter(|name| match parse_file_name(name) {
-            Some(FileKind::Table(n)) => !live_tables.contains(&n),
+            Some(FileKind::Sst(n)) => !live_tables.contains(&n),
             Some(FileKind::Log(n)) => n < min_log,
             Some(FileKind::Manifest(n)) => n != manifest,
             Some(FileKind::CurrentTmp) => true,

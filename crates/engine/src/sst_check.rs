@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lithify_base::Id;
-use lithify_version::filename::{CURRENT, manifest_file_name, table_file_name};
+use lithify_version::filename::{CURRENT, manifest_file_name, sst_file_name};
 use lithify_version::{VersionSet, VersionSetOptions};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt;
@@ -218,7 +218,7 @@ pub fn verify_sst_files(fs: Arc<dyn FileSystem>, dir: &Path) -> SstFilesCheck {
         };
         for (level, f) in version.all_files() {
             files += 1;
-            let path = dir.join(table_file_name(f.number));
+            let path = dir.join(sst_file_name(f.number));
             match fs.file_size(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     problem(

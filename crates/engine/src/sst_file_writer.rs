@@ -1,4 +1,4 @@
-//! RocksDB's `SstFileWriter`: a table file written outside the database,
+//! RocksDB's `SstFileWriter`: an SST file written outside the database,
 //! in key order, for [`Db::ingest_external_file`](crate::Db::ingest_external_file).
 //!
 //! Entries carry sequence number 0 (ingestion assigns the real one); keys
@@ -33,7 +33,7 @@ pub struct ExternalSstInfo {
     pub file_size: u64,
 }
 
-/// Writes one external table file, for
+/// Writes one external SST file, for
 /// [`Db::ingest_external_file`](crate::Db::ingest_external_file).
 ///
 /// ```

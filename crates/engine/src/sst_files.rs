@@ -10,7 +10,7 @@ use lithify_base::InternalKeyComparator;
 use lithify_compaction::job::SstOpener;
 use lithify_sstable::{BlockCache, SstOptions, SstReader};
 use lithify_version::FileMetadata;
-use lithify_version::filename::table_file_name;
+use lithify_version::filename::sst_file_name;
 use lithify_vfs::FileSystem;
 use snafu::ResultExt;
 
@@ -47,7 +47,7 @@ impl SstFiles {
         size: u64,
         cache: Option<StdArc<BlockCache>>,
     ) -> Result<SharedSst> {
-        let path = self.dir.join(table_file_name(number));
+        let path = self.dir.join(sst_file_name(number));
         let file = self.fs.open(&path).context(IoSnafu {
             op: "opening SST",
             path: path.clone(),

@@ -141,7 +141,7 @@ pub struct TableStats {
     pub flush_bytes: u64,
     /// RocksDB's estimate of the bytes compaction still has to rewrite.
     pub pending_compaction_bytes: u64,
-    /// Bytes of all table files.
+    /// Bytes of all SST files.
     pub sst_bytes: u64,
     /// Estimated live data: non-overlapping files from the bottom up
     /// (RocksDB's `EstimateLiveDataSize`).
@@ -228,7 +228,7 @@ pub struct DbStats {
     pub write_amp: f64,
     /// Point lookups served.
     pub gets: u64,
-    /// Table files probed by those lookups (filter checks included).
+    /// SST files probed by those lookups (filter checks included).
     pub get_tables_probed: u64,
     /// Data blocks read by those lookups (cache or file).
     pub get_blocks_read: u64,
@@ -242,7 +242,7 @@ pub struct DbStats {
     pub read_amp_tables: f64,
     /// Data blocks read per lookup.
     pub read_amp_blocks: f64,
-    /// Bytes of table files.
+    /// Bytes of SST files.
     pub sst_bytes: u64,
     /// Bytes of WAL files alive.
     pub wal_file_bytes: u64,
@@ -464,7 +464,7 @@ impl fmt::Display for DbStats {
             )?;
             writeln!(
                 out,
-                "Estimated pending compaction bytes: {}; table files {} ({}), estimated live data {}",
+                "Estimated pending compaction bytes: {}; SST files {} ({}), estimated live data {}",
                 t.pending_compaction_bytes,
                 human(t.sst_bytes),
                 t.sst_bytes,

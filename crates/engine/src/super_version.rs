@@ -1,6 +1,6 @@
 //! The `SuperVersion`: what a reader pins — the mutable memtable, the
 //! immutable memtables and the current `Version` of one table — and the
-//! lazily opened table files of that version.
+//! lazily opened SST files of that version.
 //!
 //! A super version is immutable. Whenever one of its parts changes (a
 //! memtable switch, a flush or compaction installed) the engine builds a

@@ -254,7 +254,7 @@ impl Table {
         )
     }
 
-    /// Ingests table files written by [`SstFileWriter`](crate::SstFileWriter)
+    /// Ingests SST files written by [`SstFileWriter`](crate::SstFileWriter)
     /// into this table (see [`Db::ingest_external_file`](crate::Db::ingest_external_file)).
     pub fn ingest_external_file(
         &self,

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use common::{Model, model_pairs};
 use lithify_engine::{Db, Options, ReadOptions, WalCompression, WriteOptions};
-use lithify_version::filename::{FileKind, parse_file_name, table_file_name};
+use lithify_version::filename::{FileKind, parse_file_name, sst_file_name};
 use lithify_version::{VersionSet, VersionSetOptions};
 use lithify_vfs::{FileSystem, MemFs, OsFs};
 
@@ -263,7 +263,7 @@ fn snapshot(fs: &dyn FileSystem, dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// The file of `kind` in `dir`: the live WAL, the MANIFEST CURRENT names,
-/// CURRENT, the newest table file.
+/// CURRENT, the newest SST file.
 fn file_of(fs: &Arc<dyn FileSystem>, dir: &Path, kind: Kind) -> String {
     let names = fs.list_dir(dir).unwrap();
     match kind {
@@ -295,7 +295,7 @@ fn file_of(fs: &Arc<dyn FileSystem>, dir: &Path, kind: Kind) -> String {
                 .map(|(_, f)| f.number)
                 .max()
                 .unwrap();
-            table_file_name(newest)
+            sst_file_name(newest)
         }
     }
 }

@@ -94,7 +94,7 @@ fn periodic_compaction_passes_old_files_through_the_filter() {
     assert_eq!(db.get("later").unwrap().as_deref(), Some(&b"1"[..]));
 }
 
-/// A file system whose table files cannot be created while the gate is
+/// A file system whose SST files cannot be created while the gate is
 /// closed: flushes block, so memtables pile up.
 #[derive(Debug)]
 struct Gate {

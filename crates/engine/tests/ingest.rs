@@ -1,4 +1,4 @@
-//! External table files: written with `SstFileWriter`, ingested with
+//! External SST files: written with `SstFileWriter`, ingested with
 //! RocksDB's rules (level, global sequence number, flush first), checked
 //! against a `BTreeMap` oracle, with snapshots, racing writers, damaged
 //! files and power loss.

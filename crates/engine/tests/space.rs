@@ -80,7 +80,7 @@ fn what_holds_obsolete_files_is_said_in_the_log() {
     )
     .unwrap();
     assert!(
-        log.contains("obsolete table file(s)") && log.contains("an iterator"),
+        log.contains("obsolete SST file(s)") && log.contains("an iterator"),
         "{log}"
     );
     assert!(log.contains("file deletions are disabled"), "{log}");

@@ -438,7 +438,7 @@ fn adaptive_tells_updates_from_inserts_by_memtables_and_filters() {
         t.put(scrambled(i), b"v").unwrap();
     }
     t.flush().unwrap();
-    // Overwrites of keys that are only in table files: the filters say
+    // Overwrites of keys that are only in SST files: the filters say
     // they may be there.
     for i in 0..8_000 {
         t.put(scrambled(i), b"w").unwrap();

@@ -1,6 +1,6 @@
 //! The error of `lithify-sstable`.
 //!
-//! Everything read from a table file that is not what a builder could have
+//! Everything read from an SST file that is not what a builder could have
 //! written is [`Error::Corruption`], naming the file and the byte offset of
 //! the damaged block (or footer). Corruption is always an error value: no
 //! decoder in this crate panics on bad bytes.
@@ -16,10 +16,10 @@ use snafu::{Location, Snafu};
 #[snafu(visibility(pub(crate)), context(suffix(Snafu)))]
 #[non_exhaustive]
 pub enum Error {
-    /// An I/O operation on the table file failed.
-    #[snafu(display("I/O error on table {} at offset {offset}: {source}", path.display()))]
+    /// An I/O operation on the SST file failed.
+    #[snafu(display("I/O error on SST {} at offset {offset}: {source}", path.display()))]
     Io {
-        /// The table file.
+        /// The SST file.
         path: PathBuf,
         /// Byte offset of the read or write.
         offset: u64,
@@ -29,10 +29,10 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
-    /// The table file holds bytes a builder could not have written.
-    #[snafu(display("corruption in table {} at offset {offset}: {message}", path.display()))]
+    /// The SST file holds bytes a builder could not have written.
+    #[snafu(display("corruption in SST {} at offset {offset}: {message}", path.display()))]
     Corruption {
-        /// The damaged table file.
+        /// The damaged SST file.
         path: PathBuf,
         /// Byte offset of the damaged block or footer within the file.
         offset: u64,
@@ -44,7 +44,7 @@ pub enum Error {
     },
     /// A key was added that does not sort after the previous one.
     #[snafu(display(
-        "keys must be added to table {} in strictly increasing order: {key:?} does not sort after {previous:?}",
+        "keys must be added to SST {} in strictly increasing order: {key:?} does not sort after {previous:?}",
         path.display()
     ))]
     OutOfOrder {
@@ -60,7 +60,7 @@ pub enum Error {
     },
     /// A key or value is too large for the format.
     #[snafu(display(
-        "entry of {key_len}-byte key and {value_len}-byte value is too large for table {} (at most {max} bytes together)",
+        "entry of {key_len}-byte key and {value_len}-byte value is too large for SST {} (at most {max} bytes together)",
         path.display()
     ))]
     EntryTooLarge {
@@ -79,11 +79,11 @@ pub enum Error {
     /// The table was written under another key order or key schema than the
     /// options it is opened with.
     #[snafu(display(
-        "table {} was written with {what} {found:?} but is opened with {expected:?}",
+        "SST {} was written with {what} {found:?} but is opened with {expected:?}",
         path.display()
     ))]
     Incompatible {
-        /// The table file.
+        /// The SST file.
         path: PathBuf,
         /// What differs ("comparator", "key schema").
         what: &'static str,
@@ -96,7 +96,7 @@ pub enum Error {
         location: Location,
     },
     /// An option is out of its valid range.
-    #[snafu(display("invalid table option: {message}"))]
+    #[snafu(display("invalid SST option: {message}"))]
     InvalidOption {
         /// What is wrong.
         message: String,
@@ -106,7 +106,7 @@ pub enum Error {
     },
     /// The builder failed earlier (an I/O error) and refuses further work.
     #[snafu(display(
-        "table builder for {} failed earlier ({cause}) and refuses further work",
+        "SST builder for {} failed earlier ({cause}) and refuses further work",
         path.display()
     ))]
     Poisoned {
@@ -124,7 +124,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// Whether the table file is damaged.
+    /// Whether the SST file is damaged.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
     }
@@ -137,7 +137,7 @@ impl Error {
         }
     }
 
-    /// The table file the error is about, where there is one.
+    /// The SST file the error is about, where there is one.
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {
             Error::Io { path, .. }
@@ -185,7 +185,7 @@ mod tests {
         .build();
         assert_eq!(
             err.to_string(),
-            "corruption in table 000007.sst at offset 4096: block checksum mismatch"
+            "corruption in SST 000007.sst at offset 4096: block checksum mismatch"
         );
         assert_eq!(err.offset(), Some(4096));
         let shared: lithify_base::Error = err.into();

@@ -1,4 +1,4 @@
-//! The table file layout: frozen constants, block handles, block trailers
+//! The SST file layout: frozen constants, block handles, block trailers
 //! and the footer.
 //!
 //! ```text
@@ -192,7 +192,7 @@ impl Footer {
     pub fn decode(src: &[u8; FOOTER_LEN]) -> Result<Footer, String> {
         if src[48..56] != MAGIC {
             return Err(format!(
-                "bad magic number {:02x?}: not a lithify table, or a table cut short (its footer is not at the end of the file)",
+                "bad magic number {:02x?}: not a lithify SST, or an SST cut short (its footer is not at the end of the file)",
                 &src[48..56]
             ));
         }
@@ -213,7 +213,7 @@ impl Footer {
         let format_version = u32::from_le_bytes(v);
         if format_version != FORMAT_VERSION {
             return Err(format!(
-                "unsupported table format version {format_version} (this build reads {FORMAT_VERSION})"
+                "unsupported SST format version {format_version} (this build reads {FORMAT_VERSION})"
             ));
         }
         if src[36..40] != [0; 4] {

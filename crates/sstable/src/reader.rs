@@ -137,11 +137,11 @@ impl MetaHandles {
         {
             let message = if actual < file_size {
                 format!(
-                    "the table is truncated: it should have {file_size} bytes but the file ends at offset {actual}"
+                    "the SST is truncated: it should have {file_size} bytes but the file ends at offset {actual}"
                 )
             } else {
                 format!(
-                    "the table should have {file_size} bytes but the file has {actual} (bytes were added at offset {file_size})"
+                    "the SST should have {file_size} bytes but the file has {actual} (bytes were added at offset {file_size})"
                 )
             };
             return CorruptionSnafu {
@@ -158,7 +158,7 @@ impl MetaHandles {
                     path,
                     offset: 0u64,
                     message: format!(
-                        "file of {file_size} bytes is too short to be a table (footer is {FOOTER_LEN} bytes)"
+                        "file of {file_size} bytes is too short to be an SST (footer is {FOOTER_LEN} bytes)"
                     ),
                 }
                 .fail();
@@ -464,7 +464,7 @@ pub(crate) fn read_block(
         Some(end) if end <= limit => {}
         _ => {
             return Err(corrupt(format!(
-                "block handle (offset {}, size {}) points past the table's blocks, which end at {limit}",
+                "block handle (offset {}, size {}) points past the SST's blocks, which end at {limit}",
                 handle.offset, handle.size
             )));
         }

@@ -1,4 +1,4 @@
-//! Checking every block of a table file without its comparator: what a
+//! Checking every block of an SST file without its comparator: what a
 //! backup or a copy checks before it trusts a file (RocksDB's
 //! `VerifyChecksum`).
 

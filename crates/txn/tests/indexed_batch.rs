@@ -1,5 +1,5 @@
 //! `WriteBatchWithIndex` against a `BTreeMap` oracle: random database
-//! contents (some flushed to a table file), a random batch of puts,
+//! contents (some flushed to an SST file), a random batch of puts,
 //! deletes, single deletes, range deletions and merges on top, then every
 //! key read through `get_from_batch_and_db` and random cursor walks in both
 //! directions, within random bounds, compared with the oracle.

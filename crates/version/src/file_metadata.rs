@@ -1,4 +1,4 @@
-//! What the LSM knows about one table file.
+//! What the LSM knows about one SST file.
 
 use std::cmp::Ordering;
 use std::fmt;

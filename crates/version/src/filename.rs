@@ -13,9 +13,9 @@
 //! so a number names one file for the life of the database.
 //!
 //! ```
-//! use lithify_version::filename::{FileKind, parse_file_name, table_file_name};
+//! use lithify_version::filename::{FileKind, parse_file_name, sst_file_name};
 //!
-//! assert_eq!(table_file_name(12), "000012.sst");
+//! assert_eq!(sst_file_name(12), "000012.sst");
 //! assert_eq!(parse_file_name("MANIFEST-000003"), Some(FileKind::Manifest(3)));
 //! assert_eq!(parse_file_name("1234567.log"), Some(FileKind::Log(1234567)));
 //! assert_eq!(parse_file_name("notes.txt"), None);
@@ -30,8 +30,8 @@ pub const CURRENT_TMP: &str = "CURRENT.tmp";
 /// What a file in the database directory is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileKind {
-    /// An sstable.
-    Table(u64),
+    /// An SST (sorted string table).
+    Sst(u64),
     /// A write-ahead log.
     Log(u64),
     /// A MANIFEST.
@@ -43,7 +43,7 @@ pub enum FileKind {
 }
 
 /// `NNNNNN.sst`.
-pub fn table_file_name(number: u64) -> String {
+pub fn sst_file_name(number: u64) -> String {
     format!("{number:06}.sst")
 }
 
@@ -74,7 +74,7 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
         return number(n).map(FileKind::Manifest);
     }
     if let Some(n) = name.strip_suffix(".sst") {
-        return number(n).map(FileKind::Table);
+        return number(n).map(FileKind::Sst);
     }
     if let Some(n) = name.strip_suffix(".log") {
         return number(n).map(FileKind::Log);

@@ -133,7 +133,7 @@ pub struct TableInfo {
 /// [`VersionSet::obsolete_files`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ObsoleteFiles {
-    /// Table files (`NNNNNN.sst`) to delete, ascending.
+    /// SST files (`NNNNNN.sst`) to delete, ascending.
     pub tables: Vec<u64>,
     /// MANIFESTs to delete, ascending.
     pub manifests: Vec<u64>,
@@ -972,7 +972,7 @@ impl VersionSet {
         *self.current.write() = inner.versions.clone();
     }
 
-    /// Table files and MANIFESTs that nothing references any more; each is
+    /// SST files and MANIFESTs that nothing references any more; each is
     /// returned once. See the [module documentation](crate::version_set).
     pub fn obsolete_files(&self) -> ObsoleteFiles {
         let mut inner = self.inner.lock();
@@ -1006,7 +1006,7 @@ impl VersionSet {
         }
     }
 
-    /// Table files that left every current version but are not deleted
+    /// SST files that left every current version but are not deleted
     /// yet, ascending: something still holds a version naming them (a
     /// reader, a running job), or [`obsolete_files`](Self::obsolete_files)
     /// has not been asked since they left.
@@ -1014,8 +1014,8 @@ impl VersionSet {
         self.inner.lock().candidates.iter().copied().collect()
     }
 
-    /// Every table file number something may still read: files of live
-    /// versions (current or pinned) and quarantined files. A table file in
+    /// Every SST file number something may still read: files of live
+    /// versions (current or pinned) and quarantined files. An SST file in
     /// the directory that is neither here nor being written by the engine is
     /// an orphan.
     pub fn live_files(&self) -> BTreeSet<u64> {

@@ -56,7 +56,7 @@ pub(crate) struct BenchArgs {
     /// Benchmarks to run in order, comma-separated: fillseq, fillrandom,
     /// overwrite, readrandom, readseq, seekrandom, readwhilewriting,
     /// deleterandom, mergerandom, readrandommergerandom (the last two with
-    /// --merge-operator), bulkload (external table files ingested), flush,
+    /// --merge-operator), bulkload (external SST files ingested), flush,
     /// compact, randomtransaction (with --optimistic-transaction-db or
     /// --transaction-db).
     #[arg(

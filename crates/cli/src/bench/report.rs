@@ -65,7 +65,7 @@ pub(crate) struct EngineJson {
     pub compaction_read_bytes: u64,
     /// Bytes of tables written by compactions.
     pub compaction_write_bytes: u64,
-    /// Bytes of table files now.
+    /// Bytes of SST files now.
     pub sst_bytes: u64,
     /// Estimated live bytes.
     pub live_bytes: u64,

@@ -10,7 +10,7 @@
 //! operations' share (WAL, flush and compaction bytes written per user
 //! byte, counted from before the operations until background work has
 //! settled after them), read amplification the tables probed per lookup,
-//! space amplification the table files over the live data at the end.
+//! space amplification the SST files over the live data at the end.
 //! CPU per operation is the process's CPU time (every thread, background
 //! flushes and compactions included) from the first operation until
 //! background work has settled, over the operations: unlike ops/s it

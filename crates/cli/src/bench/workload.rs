@@ -45,7 +45,7 @@ pub(crate) enum Benchmark {
     /// Random keys, each either read or merged into (`--merge-percent`
     /// merges).
     ReadRandomMergeRandom,
-    /// Write `--num` keys in key order into external table files
+    /// Write `--num` keys in key order into external SST files
     /// (`SstFileWriter`, one per `--target-file-size-base` bytes) and
     /// ingest them (RocksDB's bulk load).
     BulkLoad,
@@ -566,7 +566,7 @@ fn seek_random(db: &Db, s: &Settings) -> Result<Outcome> {
 }
 
 /// A benchmark of one call (`flush`, `compact`).
-/// `bulkload`: keys `0..num` in order, written as external table files
+/// `bulkload`: keys `0..num` in order, written as external SST files
 /// of about `target_file_size_base` bytes in the database directory, then
 /// ingested in one call (moved: hard-linked, the originals removed).
 fn bulk_load(db: &Db, s: &Settings) -> Result<Outcome> {

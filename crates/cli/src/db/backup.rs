@@ -111,7 +111,7 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
             close(db)?;
             let (info, stats) = made.context(BackupSnafu)?;
             println!(
-                "backup {} at sequence {}: {} file(s), {} byte(s); {} table file(s) copied, {} shared with earlier backups, {} byte(s) written",
+                "backup {} at sequence {}: {} file(s), {} byte(s); {} SST file(s) copied, {} shared with earlier backups, {} byte(s) written",
                 info.id,
                 info.sequence,
                 info.files,

@@ -4,7 +4,7 @@
 //!
 //! 1. `CURRENT` and the MANIFEST it names replay into a state (a torn last
 //!    record is reported: an open would drop it);
-//! 2. every table file that state lists exists with its recorded size,
+//! 2. every SST file that state lists exists with its recorded size,
 //!    carries the unique id and has the whole-file checksum the MANIFEST
 //!    records (files written before they were recorded have none), opens,
 //!    and every data block reads back with a matching checksum,
@@ -137,7 +137,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
     finish(
         &problems,
         &format!(
-            "{}, {files} table files ({blocks} data blocks, {entries} entries), {wals} WAL(s)",
+            "{}, {files} SST files ({blocks} data blocks, {entries} entries), {wals} WAL(s)",
             manifest.display()
         ),
     )

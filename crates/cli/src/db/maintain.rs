@@ -127,7 +127,7 @@ pub(crate) fn checkpoint(a: CheckpointArgs) -> Result<()> {
         .context(DbSnafu)?;
     close(db)?;
     println!(
-        "checkpoint {} at sequence {}: {} table file(s) linked, {} copied, {} WAL(s) copied, {} byte(s) copied{}",
+        "checkpoint {} at sequence {}: {} SST file(s) linked, {} copied, {} WAL(s) copied, {} byte(s) copied{}",
         a.dest.display(),
         info.sequence,
         info.tables_linked,
@@ -150,7 +150,7 @@ pub(crate) struct LiveFilesArgs {
     pub db: DbArgs,
 }
 
-/// Lists every live table file (RocksDB's `GetLiveFilesMetaData`): table,
+/// Lists every live SST file (RocksDB's `GetLiveFilesMetaData`): table,
 /// level, file, size, key range and sequence numbers.
 pub(crate) fn live_files(a: LiveFilesArgs) -> Result<()> {
     let enc = a.db.encoding();
@@ -183,7 +183,7 @@ pub(crate) fn live_files(a: LiveFilesArgs) -> Result<()> {
 pub(crate) struct IngestArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Table files written by an `SstFileWriter` (sequence numbers 0).
+    /// SST files written by an `SstFileWriter` (sequence numbers 0).
     #[arg(required = true)]
     pub files: Vec<std::path::PathBuf>,
     /// Hard-link the files into the database and delete the originals
@@ -192,7 +192,7 @@ pub(crate) struct IngestArgs {
     pub move_files: bool,
 }
 
-/// Ingests external table files (RocksDB's `IngestExternalFile`) and
+/// Ingests external SST files (RocksDB's `IngestExternalFile`) and
 /// prints where each went.
 pub(crate) fn ingest(a: IngestArgs) -> Result<()> {
     let db = a.db.open(false)?;

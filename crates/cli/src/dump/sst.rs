@@ -23,7 +23,7 @@ use crate::text::Encoding;
 /// Arguments of `dump-sst`.
 #[derive(Debug, Args)]
 pub(crate) struct DumpSstArgs {
-    /// The table file (`NNNNNN.sst`).
+    /// The SST file (`NNNNNN.sst`).
     pub file: PathBuf,
     /// List every data block: offset, size, type, entries, key range.
     #[arg(long)]
@@ -137,7 +137,7 @@ pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
 /// the table sits in a database directory whose MANIFEST lists it.
 fn recorded_size(path: &Path) -> Option<u64> {
     let name = path.file_name()?.to_str()?;
-    let Some(lithify_version::filename::FileKind::Table(number)) =
+    let Some(lithify_version::filename::FileKind::Sst(number)) =
         lithify_version::filename::parse_file_name(name)
     else {
         return None;
@@ -207,7 +207,7 @@ impl KeyPrinter {
 fn print_properties(opened: &RecordedSst, size: u64, keys: &KeyPrinter) {
     let t = &opened.reader;
     let p = t.properties();
-    println!("table {} ({size} bytes)", t.path().display());
+    println!("SST {} ({size} bytes)", t.path().display());
     println!("properties:");
     println!("  format version:      {}", p.format_version);
     println!(

@@ -38,7 +38,7 @@ pub(crate) struct LsmArgs {
     pub max_steps: usize,
 }
 
-/// One table file as drawn.
+/// One SST file as drawn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FileBox {
     pub number: u64,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lithify_base::{Id, InternalKey, InternalKeyComparator};
 use lithify_sstable::{SstBuilder, SstOptions};
-use lithify_version::filename::table_file_name;
+use lithify_version::filename::sst_file_name;
 use lithify_version::{FileMetadata, VersionSet};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
@@ -42,7 +42,7 @@ impl FileNumbers for AtomicU64 {
 pub struct OutputFactory<'a> {
     /// The file system.
     pub fs: &'a dyn FileSystem,
-    /// The directory of the table files.
+    /// The directory of the SST files.
     pub dir: &'a Path,
     /// File numbers.
     pub numbers: &'a dyn FileNumbers,
@@ -57,7 +57,7 @@ pub struct OutputFactory<'a> {
 impl OutputFactory<'_> {
     /// The path of table `number`.
     pub fn path_of(&self, number: u64) -> PathBuf {
-        self.dir.join(table_file_name(number))
+        self.dir.join(sst_file_name(number))
     }
 }
 

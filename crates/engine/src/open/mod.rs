@@ -4,7 +4,7 @@
 //!    `LOCK` file taken — a read-only open creates nothing and takes no
 //!    lock (RocksDB's `OpenForReadOnly`);
 //! 2. **recover** ([`recover_versions`]): the `VersionSet` is created or
-//!    recovered from the MANIFEST, and every live table file is checked to
+//!    recovered from the MANIFEST, and every live SST file is checked to
 //!    exist with its recorded size ([`verify`], RocksDB's
 //!    `paranoid_checks`);
 //! 3. **replay** ([`replay`]): every WAL at or above the minimum log number
@@ -139,7 +139,7 @@ pub(crate) fn open(
                 versions.mark_file_number_used(n);
                 logs.push(n);
             }
-            Some(FileKind::Table(n) | FileKind::Manifest(n)) => versions.mark_file_number_used(n),
+            Some(FileKind::Sst(n) | FileKind::Manifest(n)) => versions.mark_file_number_used(n),
             _ => {}
         }
     }
@@ -371,7 +371,7 @@ fn database_files(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
     for name in &names {
         match parse_file_name(name) {
             Some(FileKind::Manifest(_)) => manifests.push(name.as_str()),
-            Some(FileKind::Table(_)) => tables += 1,
+            Some(FileKind::Sst(_)) => tables += 1,
             Some(FileKind::Log(_)) => logs += 1,
             _ => {}
         }
@@ -386,7 +386,7 @@ fn database_files(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
     }
     manifests.sort_unstable();
     Some(format!(
-        "{}{tables} table file(s), {logs} WAL(s)",
+        "{}{tables} SST file(s), {logs} WAL(s)",
         if manifests.is_empty() {
             String::new()
         } else {
@@ -487,7 +487,7 @@ fn finish_recovery(
         versions.min_log_number_to_keep(),
         versions.manifest_number(),
     ) {
-        if manifest_torn && matches!(parse_file_name(&name), Some(FileKind::Table(_))) {
+        if manifest_torn && matches!(parse_file_name(&name), Some(FileKind::Sst(_))) {
             keep.insert(name.clone());
         }
         if !keep.contains(&name) {
@@ -512,7 +512,7 @@ fn finish_recovery(
                 file: dir.join(&name),
                 offset: 0,
                 len: fs.file_size(&kept).unwrap_or(0),
-                reason: "a table file no version names after the MANIFEST lost its last record"
+                reason: "an SST file no version names after the MANIFEST lost its last record"
                     .to_owned(),
                 kept: Some(kept),
             });

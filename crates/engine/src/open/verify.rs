@@ -1,4 +1,4 @@
-//! The verified open (RocksDB's `paranoid_checks`): every table file the
+//! The verified open (RocksDB's `paranoid_checks`): every SST file the
 //! MANIFEST lists exists with the size it records, and carries the unique
 //! id it records (RocksDB's `verify_sst_unique_id_in_manifest`; see
 //! [`check_sst_identity`](crate::check_sst_identity)).
@@ -15,12 +15,12 @@
 use std::path::Path;
 
 use lithify_version::VersionSet;
-use lithify_version::filename::{manifest_file_name, table_file_name};
+use lithify_version::filename::{manifest_file_name, sst_file_name};
 use lithify_vfs::FileSystem;
 
 use crate::error::{CorruptionSnafu, Result};
 
-/// Checks every live table file of `versions` in `dir`.
+/// Checks every live SST file of `versions` in `dir`.
 pub(super) fn live_files(fs: &dyn FileSystem, dir: &Path, versions: &VersionSet) -> Result<()> {
     let manifest = manifest_file_name(versions.manifest_number());
     for info in versions.tables() {
@@ -28,20 +28,20 @@ pub(super) fn live_files(fs: &dyn FileSystem, dir: &Path, versions: &VersionSet)
             continue;
         };
         for (level, f) in version.all_files() {
-            let path = dir.join(table_file_name(f.number));
+            let path = dir.join(sst_file_name(f.number));
             let problem = match fs.file_size(&path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
-                    "the table file is missing; {manifest} lists it in table {:?} at L{level} with {} bytes",
+                    "the SST file is missing; {manifest} lists it in table {:?} at L{level} with {} bytes",
                     info.name, f.size
                 )),
-                Err(e) => Some(format!("the size of the table file cannot be read: {e}")),
+                Err(e) => Some(format!("the size of the SST file cannot be read: {e}")),
                 Ok(actual) if actual < f.size => Some(format!(
-                    "the table file is truncated: it ends at offset {actual}, {} bytes short of the {} bytes {manifest} records",
+                    "the SST file is truncated: it ends at offset {actual}, {} bytes short of the {} bytes {manifest} records",
                     f.size - actual,
                     f.size
                 )),
                 Ok(actual) if actual > f.size => Some(format!(
-                    "the table file has {actual} bytes, {manifest} records {} (bytes were added at offset {})",
+                    "the SST file has {actual} bytes, {manifest} records {} (bytes were added at offset {})",
                     f.size, f.size
                 )),
                 // The file cannot be read, or its footer, metaindex or

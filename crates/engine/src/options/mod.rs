@@ -101,7 +101,7 @@ pub struct Options {
     pub block_cache_size: usize,
     /// Upper bound of the bytes one write group commits (default 1 MiB).
     pub max_write_batch_group_size_bytes: u64,
-    /// Check at open that every table file the MANIFEST lists exists with
+    /// Check at open that every SST file the MANIFEST lists exists with
     /// the size it records and, where the MANIFEST records its unique id,
     /// carries that id (reading its footer, metaindex and properties;
     /// RocksDB's `verify_sst_unique_id_in_manifest`), and refuse to open
@@ -197,7 +197,7 @@ pub struct Options {
     /// counts it in `DbStats::single_delete_mismatches`.
     pub enforce_single_delete_contracts: bool,
 
-    // ----- table files (per table) -----
+    // ----- SST files (per table) -----
     /// Uncompressed data-block size (default 4 KiB).
     pub block_size: usize,
     /// Entries between restart points in data blocks (default 16).

@@ -217,14 +217,14 @@ pub(crate) struct DbInner {
     /// (what a checkpoint of it copies).
     pub(crate) replayed_wal_sizes: Vec<(u64, u64)>,
     /// This open's identity (RocksDB's `db_session_id`), recorded with the
-    /// database's in every table file the open writes.
+    /// database's in every SST file the open writes.
     pub(crate) session_id: Id,
     /// The `LOCK` (none for a read-only open).
     pub(crate) _lock: Option<FileLock>,
 }
 
 impl DbInner {
-    /// Who writes this open's table files: the database and the session
+    /// Who writes this open's SST files: the database and the session
     /// (with each file's number, the file's unique id).
     pub(crate) fn writer_identity(&self) -> (Id, Id) {
         (self.versions.db_id(), self.session_id)
