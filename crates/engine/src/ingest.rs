@@ -158,8 +158,13 @@ pub(crate) fn ingest_external_files(
         result: StdMutex::new(None),
         raced: std::sync::atomic::AtomicBool::new(false),
     });
+    // The first attempt lets writes go on. If a write lands in the files'
+    // range between the flush and the placement, later attempts hold new
+    // writes back (as RocksDB's ingestion does throughout): only writes
+    // already on their way can race, and there are as many as threads.
     const ATTEMPTS: usize = 5;
-    for _ in 0..ATTEMPTS {
+    for attempt in 0..ATTEMPTS {
+        let _stop = (attempt > 0).then(|| db.stop_writes_for_ingestion());
         if memtables_overlap(db, table, &job.files)? {
             if !options.allow_blocking_flush {
                 return InvalidArgumentSnafu {
@@ -205,7 +210,8 @@ pub(crate) fn ingest_external_files(
     }
     InvalidArgumentSnafu {
         message: format!(
-            "writes kept landing in the ingested range while it was flushed ({ATTEMPTS} attempts)"
+            "writes kept landing in the ingested range while it was flushed ({ATTEMPTS} attempts, the last {} with new writes held back)",
+            ATTEMPTS - 1
         ),
     }
     .fail()

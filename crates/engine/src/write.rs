@@ -153,6 +153,9 @@ pub(crate) fn write_batch_checked(
         check_ranges_and_merges(db, &batch)?;
     }
     db.check_writable()?;
+    if db.ingestions_stopping_writes.load(Ordering::Acquire) > 0 && !batch.is_empty() {
+        db.wait_while_ingesting(options.no_slowdown)?;
+    }
     if db.adaptive_seen.load(Ordering::Relaxed) && !batch.is_empty() {
         crate::strategy::observe_writes(db, &batch);
     }

@@ -628,6 +628,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
         switch_pending: AtomicBool::new(false),
         unpersisted: AtomicBool::new(false),
         adaptive_seen: AtomicBool::new(any_adaptive),
+        ingestions_stopping_writes: AtomicUsize::new(0),
         deletions_disabled: AtomicUsize::new(0),
         purge_lock: Mutex::new(()),
         rate_limiter: crate::options::translate::rate_limiter(&p.opts),

@@ -196,6 +196,9 @@ pub(crate) struct DbInner {
     pub(crate) unpersisted: AtomicBool,
     /// Some table is (or was) `Adaptive`: writes are observed.
     pub(crate) adaptive_seen: AtomicBool,
+    /// Ingestions holding new writes back while they flush and place
+    /// their files ([`DbInner::stop_writes_for_ingestion`]).
+    pub(crate) ingestions_stopping_writes: AtomicUsize,
     /// `disable_file_deletions` calls not yet matched by
     /// `enable_file_deletions`: while above 0, nothing is deleted.
     pub(crate) deletions_disabled: AtomicUsize,
@@ -224,6 +227,38 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
+    /// Holds new writes back until the guard is dropped, as RocksDB's
+    /// ingestion stops writes while it flushes an overlapping memtable and
+    /// places its files: writes already in the write group finish, new
+    /// ones wait in [`wait_while_ingesting`](Self::wait_while_ingesting).
+    pub(crate) fn stop_writes_for_ingestion(&self) -> IngestionStop<'_> {
+        self.ingestions_stopping_writes
+            .fetch_add(1, Ordering::AcqRel);
+        IngestionStop { db: self }
+    }
+
+    /// Waits while an ingestion holds writes back (a write that asked for
+    /// no slowdown fails instead).
+    pub(crate) fn wait_while_ingesting(&self, no_slowdown: bool) -> Result<()> {
+        let mut st = self.lock_state();
+        while self.ingestions_stopping_writes.load(Ordering::Acquire) > 0 {
+            if no_slowdown {
+                return crate::error::InvalidArgumentSnafu {
+                    message: "writes are held back while a file is ingested, and the write asked for no slowdown"
+                        .to_owned(),
+                }
+                .fail();
+            }
+            if st.is_shutting_down() {
+                return crate::error::ShuttingDownSnafu.fail();
+            }
+            // The stop's end notifies `done_cv`; the timeout only guards
+            // against a missed wake-up.
+            st = self.done_cv.wait_timeout(st, Duration::from_millis(100)).0;
+        }
+        Ok(())
+    }
+
     /// Who writes this open's SST files: the database and the session
     /// (with each file's number, the file's unique id).
     pub(crate) fn writer_identity(&self) -> (Id, Id) {
@@ -310,5 +345,21 @@ impl DbInner {
     /// Wakes the background threads.
     pub(crate) fn wake_background(&self) {
         self.bg_cv.notify_all();
+    }
+}
+
+/// New writes are held back while this lives
+/// ([`DbInner::stop_writes_for_ingestion`]).
+pub(crate) struct IngestionStop<'a> {
+    db: &'a DbInner,
+}
+
+impl Drop for IngestionStop<'_> {
+    fn drop(&mut self) {
+        let _st = self.db.lock_state();
+        self.db
+            .ingestions_stopping_writes
+            .fetch_sub(1, Ordering::AcqRel);
+        self.db.done_cv.notify_all();
     }
 }
