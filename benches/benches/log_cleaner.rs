@@ -50,24 +50,15 @@ fn options() -> OpenOptions {
     }
 }
 
-/// splitmix64.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The reference log, durable on a `MemFs`; its bytes.
 fn build() -> (MemFs, u64) {
     let fs = MemFs::new();
     let mut log =
         Log::open_with(Arc::new(fs.clone()), Path::new(DIR), config(), options()).unwrap();
-    let mut state = 7u64;
+    let mut rng = lithify_base::rand::SplitMix64::new(7);
     let mut batch = Vec::with_capacity(100);
     for i in 0..RECORDS {
-        let key = format!("key-{:010}", next(&mut state) % KEYS);
+        let key = format!("key-{:010}", rng.below(KEYS));
         let value: Vec<u8> = (0..VALUE)
             .map(|j| b'a' + ((i as usize + j) % 26) as u8)
             .collect();

@@ -34,27 +34,9 @@ const CI_SIMULATED: u64 = 300;
 /// How long a run may take to reach its workload.
 const START_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// splitmix64, for the loop's own choices (the same generator as the
-/// `lithify` command's workloads).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn pick<'a>(&mut self, choices: &[&'a str]) -> &'a str {
-        choices[self.below(choices.len() as u64) as usize]
-    }
-}
+/// The loop's own choices come from lithify's one seedable generator (the
+/// same as the `lithify` command's workloads).
+type Rng = lithify_base::rand::SplitMix64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
@@ -224,25 +206,37 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
                 args.push(format!("--{name}"));
                 args.push(value.to_string());
             };
-            flag("threads", rng.pick(&["2", "4", "8"]));
-            flag("sync-percent", rng.pick(&["0", "5", "10", "50"]));
+            flag("threads", rng.pick::<&str>(&["2", "4", "8"]));
+            flag("sync-percent", rng.pick::<&str>(&["0", "5", "10", "50"]));
             if rng.below(4) == 0 {
                 flag("manual-wal-flush", "true");
             }
             flag(
                 "write-buffer-size",
-                rng.pick(&["65536", "262144", "524288", "1048576"]),
+                rng.pick::<&str>(&["65536", "262144", "524288", "1048576"]),
             );
-            flag("target-file-size-base", rng.pick(&["65536", "262144"]));
-            flag("max-bytes-for-level-base", rng.pick(&["262144", "1048576"]));
-            flag("level0-file-num-compaction-trigger", rng.pick(&["2", "4"]));
-            flag("block-size", rng.pick(&["256", "4096"]));
-            flag("block-restart-interval", rng.pick(&["1", "4", "16"]));
-            flag("max-background-jobs", rng.pick(&["1", "2", "4"]));
-            flag("subcompactions", rng.pick(&["1", "2"]));
+            flag(
+                "target-file-size-base",
+                rng.pick::<&str>(&["65536", "262144"]),
+            );
+            flag(
+                "max-bytes-for-level-base",
+                rng.pick::<&str>(&["262144", "1048576"]),
+            );
+            flag(
+                "level0-file-num-compaction-trigger",
+                rng.pick::<&str>(&["2", "4"]),
+            );
+            flag("block-size", rng.pick::<&str>(&["256", "4096"]));
+            flag(
+                "block-restart-interval",
+                rng.pick::<&str>(&["1", "4", "16"]),
+            );
+            flag("max-background-jobs", rng.pick::<&str>(&["1", "2", "4"]));
+            flag("subcompactions", rng.pick::<&str>(&["1", "2"]));
             flag(
                 "strategy",
-                rng.pick(&[
+                rng.pick::<&str>(&[
                     "leveled",
                     "leveled",
                     "major-only",
@@ -252,34 +246,43 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
                     "adaptive",
                 ]),
             );
-            flag("compaction-pri", rng.pick(&["0", "1", "2", "3", "4"]));
-            flag("compression-type", rng.pick(&["none", "zstd"]));
-            flag("flush-one-in", rng.pick(&["500", "2000", "20000"]));
-            flag("compact-range-one-in", rng.pick(&["2000", "10000"]));
-            flag("wal-compression", rng.pick(&["none", "lz4"]));
+            flag(
+                "compaction-pri",
+                rng.pick::<&str>(&["0", "1", "2", "3", "4"]),
+            );
+            flag("compression-type", rng.pick::<&str>(&["none", "zstd"]));
+            flag("flush-one-in", rng.pick::<&str>(&["500", "2000", "20000"]));
+            flag("compact-range-one-in", rng.pick::<&str>(&["2000", "10000"]));
+            flag("wal-compression", rng.pick::<&str>(&["none", "lz4"]));
         }
         Target::Bank => {
             let mut flag = |name: &str, value: &str| {
                 args.push(format!("--{name}"));
                 args.push(value.to_string());
             };
-            flag("threads", rng.pick(&["2", "4", "8"]));
-            flag("kind", rng.pick(&["optimistic", "pessimistic"]));
-            flag("sync-percent", rng.pick(&["0", "10", "50"]));
+            flag("threads", rng.pick::<&str>(&["2", "4", "8"]));
+            flag("kind", rng.pick::<&str>(&["optimistic", "pessimistic"]));
+            flag("sync-percent", rng.pick::<&str>(&["0", "10", "50"]));
             flag(
                 "write-buffer-size",
-                rng.pick(&["65536", "262144", "1048576"]),
+                rng.pick::<&str>(&["65536", "262144", "1048576"]),
             );
-            flag("target-file-size-base", rng.pick(&["65536", "262144"]));
+            flag(
+                "target-file-size-base",
+                rng.pick::<&str>(&["65536", "262144"]),
+            );
         }
         Target::Log | Target::TxnLog => {
             if target == Target::TxnLog {
                 args.push("--transactional".into());
                 args.extend([
                     "--abort-percent".into(),
-                    rng.pick(&["10", "30", "60"]).into(),
+                    (*rng.pick(&["10", "30", "60"])).into(),
                 ]);
-                args.extend(["--txn-batches".into(), rng.pick(&["1", "4", "10"]).into()]);
+                args.extend([
+                    "--txn-batches".into(),
+                    (*rng.pick(&["1", "4", "10"])).into(),
+                ]);
             }
             let mut config = |name: &str, value: &str| {
                 args.push("--config".into());
@@ -287,21 +290,27 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
             };
             config(
                 "compression.type",
-                rng.pick(&["none", "gzip", "snappy", "lz4", "zstd"]),
+                rng.pick::<&str>(&["none", "gzip", "snappy", "lz4", "zstd"]),
             );
-            config("segment.bytes", rng.pick(&["4096", "16384", "65536"]));
-            config("log.cleaner.threads", rng.pick(&["1", "2", "3"]));
-            config("delete.retention.ms", rng.pick(&["0", "200", "5000"]));
+            config(
+                "segment.bytes",
+                rng.pick::<&str>(&["4096", "16384", "65536"]),
+            );
+            config("log.cleaner.threads", rng.pick::<&str>(&["1", "2", "3"]));
+            config(
+                "delete.retention.ms",
+                rng.pick::<&str>(&["0", "200", "5000"]),
+            );
             config(
                 "min.cleanable.dirty.ratio",
-                rng.pick(&["0.01", "0.1", "0.5"]),
+                rng.pick::<&str>(&["0.01", "0.1", "0.5"]),
             );
             config(
                 "log.cleaner.dedupe.buffer.size",
-                rng.pick(&["24576", "65536", "1048576"]),
+                rng.pick::<&str>(&["24576", "65536", "1048576"]),
             );
             args.push("--batch-size".into());
-            args.push(rng.pick(&["1", "20", "100"]).into());
+            args.push((*rng.pick(&["1", "20", "100"])).into());
         }
     }
     cmd.args(&args);
@@ -366,13 +375,14 @@ fn kill_loop(bin: &Path, target: Target, kills: u64, seed: u64) -> Result {
     let log_path = dir.join("runs.log");
     let mut log =
         fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let mut rng = Rng(seed
-        ^ match target {
+    let mut rng = Rng::new(
+        seed ^ match target {
             Target::Engine => 0xE,
             Target::Log => 0x1,
             Target::TxnLog => 0x7,
             Target::Bank => 0xB,
-        });
+        },
+    );
     let start = Instant::now();
     let mut early = 0;
     let mut finished = 0;
@@ -382,7 +392,7 @@ fn kill_loop(bin: &Path, target: Target, kills: u64, seed: u64) -> Result {
         dir.display()
     );
     for i in 0..kills {
-        let run_seed = rng.next();
+        let run_seed = rng.next_u64();
         let cmd = stress_command(bin, target, &dir, run_seed, &mut rng);
         let shown = format!("{cmd:?}");
         let mut running = spawn(cmd)?;

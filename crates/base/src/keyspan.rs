@@ -190,9 +190,59 @@ pub fn span_at<'a>(
     spans: &'a [Span],
     user_key: &[u8],
 ) -> Option<&'a Span> {
-    let i = spans.partition_point(|s| cmp.compare_user(&s.start, user_key).is_le());
-    let s = spans.get(i.checked_sub(1)?)?;
-    cmp.compare_user(user_key, &s.end).is_lt().then_some(s)
+    span_at_by(cmp, spans, |s| s, user_key)
+}
+
+/// [`span_at`] over items that each carry a span (`span_of` finds it):
+/// the item whose span holds `user_key`, if any.
+pub fn span_at_by<'a, T>(
+    cmp: &InternalKeyComparator,
+    items: &'a [T],
+    span_of: impl Fn(&T) -> &Span,
+    user_key: &[u8],
+) -> Option<&'a T> {
+    let i = items.partition_point(|t| cmp.compare_user(&span_of(t).start, user_key).is_le());
+    let t = items.get(i.checked_sub(1)?)?;
+    cmp.compare_user(user_key, &span_of(t).end)
+        .is_lt()
+        .then_some(t)
+}
+
+/// The newest sequence number at or below `snapshot` of the tombstones
+/// covering `user_key` (RocksDB's `MaxCoveringTombstoneSeqnum`), over
+/// unfragmented tombstones given as `(start, end, seqno)` in start order
+/// (a memtable's, or a table's range-deletion block): the walk stops at
+/// the first tombstone that starts after `user_key`.
+///
+/// ```
+/// use lithify_base::InternalKeyComparator;
+/// use lithify_base::keyspan::covering_seqno;
+///
+/// let cmp = InternalKeyComparator::bytewise();
+/// let tombstones = [(&b"a"[..], &b"m"[..], 5), (&b"c"[..], &b"e"[..], 9)];
+/// assert_eq!(covering_seqno(&cmp, tombstones, b"d", 100), Some(9));
+/// assert_eq!(covering_seqno(&cmp, tombstones, b"d", 8), Some(5)); // 9 is not visible
+/// assert_eq!(covering_seqno(&cmp, tombstones, b"m", 100), None); // end is exclusive
+/// ```
+pub fn covering_seqno<'a>(
+    cmp: &InternalKeyComparator,
+    tombstones: impl IntoIterator<Item = (&'a [u8], &'a [u8], SeqNo)>,
+    user_key: &[u8],
+    snapshot: SeqNo,
+) -> Option<SeqNo> {
+    let mut best = None;
+    for (start, end, seqno) in tombstones {
+        if cmp.compare_user(start, user_key).is_gt() {
+            break;
+        }
+        if seqno <= snapshot
+            && best.is_none_or(|b| seqno > b)
+            && cmp.compare_user(user_key, end).is_lt()
+        {
+            best = Some(seqno);
+        }
+    }
+    best
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ pub mod iter;
 pub mod key;
 pub mod keyspan;
 pub mod merge;
+pub mod rand;
 pub mod sync;
 
 pub use checksum::{mask_checksum, masked_xxh3_64, unmask_checksum, xxh3_64};

@@ -42,7 +42,7 @@ use lithify_base::{InternalKey, InternalKeyComparator};
 use lithify_compaction::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, Compaction,
     CompactionPicker, CompactionPri, CompactionsInProgress, ManualCompaction, ManualStep,
-    PickContext, human_bytes,
+    PickContext, exact_size,
 };
 use lithify_compaction_leveled::{
     LeveledOptions, LeveledPicker, MarkedFiles, estimated_compaction_needed_bytes,
@@ -258,8 +258,8 @@ fn targets(state: &State) -> String {
         writeln!(
             out,
             "L{level}: target={} file={}",
-            human_bytes(t.target(level)),
-            human_bytes(t.target_file_size(level))
+            exact_size(t.target(level)),
+            exact_size(t.target_file_size(level))
         )
         .unwrap();
     }

@@ -164,7 +164,7 @@ impl OpGenerator {
         let keys = kind.key_ids(key_space, ops);
         let mut rng = SplitMix64::new(seed);
         let hot_len = (keys / 16).max(1);
-        let hot_start = rng.below(keys - hot_len + 1);
+        let hot_start = rng.uniform(keys - hot_len + 1);
         OpGenerator {
             kind,
             keys,
@@ -220,11 +220,11 @@ impl OpGenerator {
     }
 
     fn percent(&mut self) -> u64 {
-        self.rng.below(1000)
+        self.rng.uniform(1000)
     }
 
     fn random(&mut self) -> u64 {
-        self.rng.below(self.keys)
+        self.rng.uniform(self.keys)
     }
 
     fn random_write(&mut self) -> Op {
@@ -239,7 +239,7 @@ impl OpGenerator {
     /// A put to the hot range (80 %) or anywhere.
     fn mostly_hot_put(&mut self) -> Op {
         if self.percent() < 800 {
-            Op::Put(self.hot_start + self.rng.below(self.hot_len))
+            Op::Put(self.hot_start + self.rng.uniform(self.hot_len))
         } else {
             Op::Put(self.random())
         }
@@ -291,13 +291,13 @@ impl OpGenerator {
             WorkloadKind::IncreasingKeys => {
                 if p < 500 && self.cursor > 0 {
                     let recent = (self.cursor / 10).max(1);
-                    let back = self.rng.below(recent);
+                    let back = self.rng.uniform(recent);
                     return Op::Get(self.cursor - 1 - back);
                 }
                 let w = self.percent();
                 if w < 30 && self.cursor > 0 {
                     let recent = self.cursor.min(1_000);
-                    Op::Put(self.cursor - 1 - self.rng.below(recent))
+                    Op::Put(self.cursor - 1 - self.rng.uniform(recent))
                 } else if w < 60 && self.expired + 1 < self.cursor {
                     self.expired += 1;
                     Op::Delete(self.expired - 1)

@@ -44,37 +44,7 @@ impl KeyDistribution {
     }
 }
 
-/// splitmix64: a small, fast, well-mixed generator (the simulator needs
-/// reproducible streams, not cryptographic ones).
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform value in `[0, 1)`.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A uniform value in `[0, n)` (`n > 0`), without modulo bias worth
-    /// mentioning for simulation.
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-}
+pub use lithify_base::rand::SplitMix64;
 
 /// `sum_{i=1..n} i^-theta`, exact for the first million terms and by the
 /// Euler-Maclaurin integral beyond (error far below what matters here).
@@ -138,7 +108,7 @@ impl KeyGenerator {
     /// The next key.
     pub fn next_key(&mut self) -> u64 {
         match self.distribution {
-            KeyDistribution::Uniform => self.rng.below(self.key_space),
+            KeyDistribution::Uniform => self.rng.uniform(self.key_space),
             KeyDistribution::Sequential => {
                 let k = self.next_sequential % self.key_space;
                 self.next_sequential += 1;

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use lithify_base::{Comparator as _, InternalKey, InternalKeyComparator};
 use lithify_compaction::{
     BottommostLevelCompaction, CompactRangeOptions, Compaction, CompactionPicker,
-    CompactionsInProgress, ManualCompaction, ManualStep, PickContext, human_bytes,
+    CompactionsInProgress, ManualCompaction, ManualStep, PickContext, exact_size,
 };
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_tiered::{MinorPolicy, TwoTierPicker};
@@ -259,8 +259,8 @@ fn stripes(state: &State) -> String {
             "stripe {}: L0 [{}] l0={} major={} score={:.2}",
             s.stripe,
             l0.join(" "),
-            human_bytes(s.l0_bytes),
-            human_bytes(s.major_bytes),
+            exact_size(s.l0_bytes),
+            exact_size(s.major_bytes),
             s.score
         )
         .unwrap();

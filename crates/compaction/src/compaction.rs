@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::stats::exact_size;
 use lithify_base::{InternalKey, InternalKeyComparator};
 use lithify_sstable::Compression;
 use lithify_version::{FileMetadata, TableId, VersionEdit};
@@ -289,8 +290,8 @@ impl fmt::Display for Compaction {
         write!(
             f,
             "  target={} max={}",
-            human_bytes(self.target_output_file_size),
-            human_bytes(self.max_output_file_size)
+            exact_size(self.target_output_file_size),
+            exact_size(self.max_output_file_size)
         )?;
         if self.trivial_move {
             write!(f, " trivial-move")?;
@@ -328,20 +329,6 @@ impl fmt::Debug for Compaction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
     }
-}
-
-/// `n` bytes as `12M`, `3K`, `7` (exact multiples of powers of 1024 only;
-/// `inf` for `u64::MAX`).
-pub fn human_bytes(n: u64) -> String {
-    if n == u64::MAX {
-        return "inf".to_owned();
-    }
-    for (shift, suffix) in [(30, "G"), (20, "M"), (10, "K")] {
-        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
-            return format!("{}{suffix}", n >> shift);
-        }
-    }
-    n.to_string()
 }
 
 /// Answers "may `user_key` exist in a level below the output level?"
@@ -545,14 +532,6 @@ impl CompactionsInProgress {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human_bytes_forms() {
-        assert_eq!(human_bytes(64 << 20), "64M");
-        assert_eq!(human_bytes(3 << 10), "3K");
-        assert_eq!(human_bytes(1000), "1000");
-        assert_eq!(human_bytes(u64::MAX), "inf");
-    }
 
     #[test]
     fn in_progress_registry() {

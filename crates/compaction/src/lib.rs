@@ -50,7 +50,7 @@ mod stats;
 
 pub use compaction::{
     Compaction, CompactionInputs, CompactionReason, CompactionsInProgress, DeeperLevels,
-    RunningCompaction, human_bytes,
+    RunningCompaction,
 };
 pub use compaction_pri::CompactionPri;
 pub use error::{Error, Result};
@@ -62,7 +62,9 @@ pub use picker::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, CompactionPicker,
     LevelScore, ManualCompaction, ManualOutput, ManualPick, ManualRequest, ManualStep, PickContext,
 };
-pub use stats::{CompactionStats, CompactionStatsTable, LevelShape, human_count, human_size};
+pub use stats::{
+    CompactionStats, CompactionStatsTable, LevelShape, exact_size, human_count, human_size,
+};
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -306,6 +306,21 @@ pub fn human_size(bytes: u64) -> String {
     }
 }
 
+/// `n` bytes exactly, as `12M`, `3K`, `7` (a unit only for exact
+/// multiples of powers of 1024; `inf` for `u64::MAX`): sizes that are
+/// settings, where [`human_size`] rounds measured ones.
+pub fn exact_size(n: u64) -> String {
+    if n == u64::MAX {
+        return "inf".to_owned();
+    }
+    for (shift, suffix) in [(30, "G"), (20, "M"), (10, "K")] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{}{suffix}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
 /// A count as RocksDB's `NumberToHumanString` prints it (`12K`, `3M`).
 pub fn human_count(n: u64) -> String {
     if n < 10_000 {
@@ -322,6 +337,14 @@ pub fn human_count(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_size_forms() {
+        assert_eq!(exact_size(64 << 20), "64M");
+        assert_eq!(exact_size(3 << 10), "3K");
+        assert_eq!(exact_size(1000), "1000");
+        assert_eq!(exact_size(u64::MAX), "inf");
+    }
 
     #[test]
     fn rows_and_amplification() {

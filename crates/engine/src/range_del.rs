@@ -23,15 +23,14 @@ pub(crate) fn covering_seq(
     key: &[u8],
     snapshot: SeqNo,
 ) -> SeqNo {
-    let n = tombstones.partition_point(|t| icmp.compare_user(user_key(&t.start), key).is_le());
-    let mut best = 0;
-    for t in &tombstones[..n] {
-        let seq = unpack_trailer(trailer(&t.start)).0;
-        if seq <= snapshot && seq > best && icmp.compare_user(key, &t.end).is_lt() {
-            best = seq;
-        }
-    }
-    best
+    let stored = tombstones.iter().map(|t| {
+        (
+            user_key(&t.start),
+            &t.end[..],
+            unpack_trailer(trailer(&t.start)).0,
+        )
+    });
+    keyspan::covering_seqno(icmp, stored, key, snapshot).unwrap_or(0)
 }
 
 /// The range tombstones an iterator sees, fragmented by

@@ -9,7 +9,7 @@ use crate::recovery::RecoveryReport;
 use lithify_base::sync::atomic::{AtomicU64, Ordering};
 use lithify_base::{InternalKeyComparator, key::user_key};
 use lithify_compaction::iter::IterStats;
-use lithify_compaction::{CompactionStats, CompactionStatsTable};
+use lithify_compaction::{CompactionStats, CompactionStatsTable, human_size};
 use lithify_compaction_strategy::cost_model::Prediction;
 use lithify_sstable::CacheStats;
 use lithify_version::Version;
@@ -399,26 +399,13 @@ pub(crate) fn estimate_live_bytes(version: &Version) -> u64 {
 const GB: f64 = (1u64 << 30) as f64;
 const MB: f64 = (1u64 << 20) as f64;
 
-fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= GB {
-        format!("{:.2} GB", b / GB)
-    } else if b >= MB {
-        format!("{:.2} MB", b / MB)
-    } else if b >= 1024.0 {
-        format!("{:.2} KB", b / 1024.0)
-    } else {
-        format!("{bytes} B")
-    }
-}
-
 fn write_row(out: &mut String, name: &str, r: &LevelStats) -> fmt::Result {
     let secs = r.comp_secs.max(1e-6);
     writeln!(
         out,
         "{name:>5} {:>6} {:>10} {:>6.1} {:>8.3} {:>7.3} {:>8.3} {:>9.3} {:>8.3} {:>9.3} {:>6.1} {:>8.1} {:>8.1} {:>9.2} {:>9} {:>8.3} {:>9} {:>8}",
         format!("{}/{}", r.files, r.files_being_compacted),
-        human(r.size_bytes),
+        human_size(r.size_bytes),
         r.score,
         r.read_bytes as f64 / GB,
         r.read_n_bytes as f64 / GB,
@@ -466,9 +453,9 @@ impl fmt::Display for DbStats {
                 out,
                 "Estimated pending compaction bytes: {}; SST files {} ({}), estimated live data {}",
                 t.pending_compaction_bytes,
-                human(t.sst_bytes),
+                human_size(t.sst_bytes),
                 t.sst_bytes,
-                human(t.live_bytes)
+                human_size(t.live_bytes)
             )?;
             writeln!(
                 out,
@@ -479,7 +466,7 @@ impl fmt::Display for DbStats {
                 out,
                 "Amplification: write {:.2} ({} user bytes), read {:.2} tables and {:.2} blocks per get ({} gets), space {:.2}",
                 t.write_amp,
-                human(t.user_bytes),
+                human_size(t.user_bytes),
                 t.read_amp_tables,
                 t.read_amp_blocks,
                 t.gets,
@@ -530,10 +517,10 @@ impl fmt::Display for DbStats {
             out,
             "Write amplification: {:.2} ((WAL {} + flush {} + compaction {}) / user {})",
             self.write_amp,
-            human(self.wal_bytes),
-            human(self.flush_bytes),
-            human(self.compaction_write_bytes),
-            human(self.user_bytes)
+            human_size(self.wal_bytes),
+            human_size(self.flush_bytes),
+            human_size(self.compaction_write_bytes),
+            human_size(self.user_bytes)
         )?;
         writeln!(
             out,
@@ -548,9 +535,9 @@ impl fmt::Display for DbStats {
             out,
             "Space amplification: {:.2} (tables {} + WAL {} on disk / {} live)",
             self.space_amp,
-            human(self.sst_bytes),
-            human(self.wal_file_bytes),
-            human(self.live_bytes)
+            human_size(self.sst_bytes),
+            human_size(self.wal_file_bytes),
+            human_size(self.live_bytes)
         )?;
         let s = &self.stalls;
         writeln!(
@@ -568,7 +555,7 @@ impl fmt::Display for DbStats {
             writeln!(
                 out,
                 "Compaction rate limiter: {} through, {:.3} s waited",
-                human(self.rate_limited_bytes),
+                human_size(self.rate_limited_bytes),
                 self.rate_limit_wait.as_secs_f64()
             )?;
         }
@@ -578,8 +565,8 @@ impl fmt::Display for DbStats {
                 "Block cache: {} hits, {} misses, {} of {} used",
                 c.hits,
                 c.misses,
-                human(c.usage as u64),
-                human(c.capacity as u64)
+                human_size(c.usage as u64),
+                human_size(c.capacity as u64)
             )?;
         }
         writeln!(

@@ -35,23 +35,8 @@ use lithify::{CompactionStrategy, Compression, Db, Options, WriteBatch, WriteOpt
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// splitmix64.
-#[derive(Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+/// The one seedable generator (splitmix64).
+type Rng = lithify_base::rand::SplitMix64;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
@@ -98,7 +83,7 @@ struct Scenario {
 
 impl Scenario {
     fn new(seed: u64) -> Scenario {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let options = Options {
             write_buffer_size: 64 << 10,
             max_write_buffer_number: 3,
@@ -469,8 +454,8 @@ fn power_cuts_keep_a_prefix_with_every_synced_write() {
     let seeds: Box<dyn Iterator<Item = u64>> = match env_u64("LITHIFY_POWER_CUT_SCENARIO") {
         Some(one) => Box::new(std::iter::once(one)),
         None => {
-            let mut master = Rng(env_u64("LITHIFY_POWER_CUT_SEED").unwrap_or(0x11f1));
-            Box::new(std::iter::repeat_with(move || master.next()))
+            let mut master = Rng::new(env_u64("LITHIFY_POWER_CUT_SEED").unwrap_or(0x11f1));
+            Box::new(std::iter::repeat_with(move || master.next_u64()))
         }
     };
     let mut done = 0u64;
@@ -482,7 +467,7 @@ fn power_cuts_keep_a_prefix_with_every_synced_write() {
         }
         scenarios += 1;
         let s = Scenario::new(seed);
-        let mut rng = Rng(seed ^ 0xC0FFEE);
+        let mut rng = Rng::new(seed ^ 0xC0FFEE);
         let budget = (points - done).min(8);
         let (n, mutations) = snapshots(&s, budget, &mut rng);
         done += n;

@@ -15,7 +15,7 @@
 
 use lithify_base::SeqNo;
 use lithify_base::key::unpack_trailer;
-use lithify_base::keyspan::RangeTombstone;
+use lithify_base::keyspan::{self, RangeTombstone};
 
 use crate::memtable::MemTable;
 use crate::skiplist::split_key;
@@ -46,23 +46,10 @@ impl MemTable {
     /// older layer, is deleted at `snapshot`.
     pub fn max_covering_tombstone_seq(&self, user_key: &[u8], snapshot: SeqNo) -> Option<SeqNo> {
         let list = self.range_dels();
-        let cmp = self.comparator();
-        let mut best = None;
-        let mut node = list.first();
-        while let Some(n) = node {
+        let tombstones = std::iter::successors(list.first(), |&n| list.next(n)).map(|n| {
             let (start, trailer) = split_key(list.key(n));
-            if cmp.compare_user(start, user_key).is_gt() {
-                break;
-            }
-            let seqno = unpack_trailer(trailer).0;
-            if seqno <= snapshot
-                && best.is_none_or(|b| seqno > b)
-                && cmp.compare_user(user_key, list.value(n)).is_lt()
-            {
-                best = Some(seqno);
-            }
-            node = list.next(n);
-        }
-        best
+            (start, list.value(n), unpack_trailer(trailer).0)
+        });
+        keyspan::covering_seqno(self.comparator(), tombstones, user_key, snapshot)
     }
 }

@@ -46,6 +46,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use lithify_base::rand::SplitMix64;
 use parking_lot::Mutex;
 
 use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
@@ -75,8 +76,8 @@ struct State {
     /// or any number of shared ones).
     locks: HashMap<PathBuf, Held>,
     next_lock_id: u64,
-    /// Torn-tail random state (splitmix64), when enabled.
-    torn: Option<u64>,
+    /// Torn-tail random state, when enabled.
+    torn: Option<SplitMix64>,
 }
 
 impl Default for State {
@@ -167,29 +168,21 @@ impl Inode {
     }
 
     /// The contents after a crash.
-    fn durable_contents(&self, torn: &mut Option<u64>) -> Vec<u8> {
+    fn durable_contents(&self, torn: &mut Option<SplitMix64>) -> Vec<u8> {
         match &self.synced {
             Synced::Prefix(n) => {
                 let mut keep = *n;
                 let unsynced = self.data.len() - n;
                 if unsynced > 0
-                    && let Some(state) = torn
+                    && let Some(rng) = torn
                 {
-                    keep += (splitmix64(state) % (unsynced as u64 + 1)) as usize;
+                    keep += rng.below(unsynced as u64 + 1) as usize;
                 }
                 self.data[..keep].to_vec()
             }
             Synced::Snapshot(copy) => copy.clone(),
         }
     }
-}
-
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn normalize(path: &Path) -> io::Result<PathBuf> {
@@ -285,7 +278,7 @@ impl State {
 
     /// The state a power loss leaves behind.
     fn after_crash(&mut self) -> State {
-        let mut torn = self.torn;
+        let mut torn = self.torn.clone();
         let mut dirs = HashMap::new();
         let mut copies: HashMap<*const Mutex<Inode>, Arc<Mutex<Inode>>> = HashMap::new();
         let mut stack = vec![PathBuf::new()];
@@ -328,7 +321,7 @@ impl State {
                 },
             );
         }
-        self.torn = torn;
+        self.torn = torn.clone();
         State {
             dirs,
             removed_dirs: HashMap::new(),
@@ -348,7 +341,7 @@ impl MemFs {
     /// Enables torn tails on crash with the given seed (deterministic), or
     /// disables them with `None`.
     pub fn set_torn_tails(&self, seed: Option<u64>) {
-        self.shared.state.lock().torn = seed;
+        self.shared.state.lock().torn = seed.map(SplitMix64::new);
     }
 
     /// Simulates power loss in place: see the module documentation. Handles

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use lithify_base::keyspan::{RangeTombstone, Span, fragment};
+use lithify_base::keyspan::{self, RangeTombstone, Span, fragment};
 use lithify_base::{InternalKeyComparator, SeqNo};
 
 use super::snapshots::Snapshots;
@@ -88,14 +88,7 @@ impl RangeDelAggregator {
 
     /// The fragment holding `user_key`, if any.
     fn fragment_of(&self, user_key: &[u8]) -> Option<&Fragment> {
-        let i = self
-            .fragments
-            .partition_point(|f| self.cmp.compare_user(&f.span.start, user_key).is_le());
-        let f = self.fragments.get(i.checked_sub(1)?)?;
-        self.cmp
-            .compare_user(user_key, &f.span.end)
-            .is_lt()
-            .then_some(f)
+        keyspan::span_at_by(&self.cmp, &self.fragments, |f| &f.span, user_key)
     }
 
     /// Whether the version `user_key@seqno` is deleted by a newer tombstone
