@@ -17,7 +17,7 @@
 
 use std::fmt::Debug;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A source of time: wall-clock time since the Unix epoch, a monotonic
@@ -67,61 +67,69 @@ impl Clock for SystemClock {
 }
 
 /// A clock that only moves when slept on or told to (deterministic tests
-/// and simulations). Its monotonic time is its wall-clock time.
+/// and simulations). Its monotonic time is its wall-clock time. It keeps
+/// signed microseconds: a time before the epoch reads as 0 from
+/// [`now_micros`](Clock::now_micros) and as itself from
+/// [`now_ms`](Clock::now_ms), as Kafka's millisecond clock allows.
 #[derive(Debug, Default)]
 pub struct ManualClock {
-    micros: AtomicU64,
+    micros: AtomicI64,
 }
 
 impl ManualClock {
     /// A clock at `micros` microseconds since the Unix epoch.
     pub fn at_micros(micros: u64) -> Self {
         ManualClock {
-            micros: AtomicU64::new(micros),
+            micros: AtomicI64::new(i64::try_from(micros).unwrap_or(i64::MAX)),
         }
     }
 
-    /// A clock at `ms` milliseconds since the Unix epoch (negative times
-    /// are the epoch).
+    /// A clock at `ms` milliseconds since the Unix epoch.
     pub fn at_ms(ms: i64) -> Self {
-        Self::at_micros(ms_to_micros(ms))
+        ManualClock {
+            micros: AtomicI64::new(ms.saturating_mul(1_000)),
+        }
     }
 
     /// Moves the clock forward by `micros` microseconds.
     pub fn advance_micros(&self, micros: u64) {
-        self.micros.fetch_add(micros, Ordering::SeqCst);
+        self.add(i64::try_from(micros).unwrap_or(i64::MAX));
     }
 
-    /// Moves the clock forward by `ms` milliseconds (a negative amount
-    /// moves it back).
+    /// Moves the clock by `ms` milliseconds (back when negative).
     pub fn advance_ms(&self, ms: i64) {
-        let delta = ms.unsigned_abs().saturating_mul(1_000);
-        if ms >= 0 {
-            self.micros.fetch_add(delta, Ordering::SeqCst);
-        } else {
-            self.micros.fetch_sub(delta, Ordering::SeqCst);
-        }
+        self.add(ms.saturating_mul(1_000));
     }
 
     /// Moves the clock to `micros` unless it is already past it.
     pub fn advance_to_micros(&self, micros: u64) {
-        self.micros.fetch_max(micros, Ordering::SeqCst);
+        self.micros
+            .fetch_max(i64::try_from(micros).unwrap_or(i64::MAX), Ordering::SeqCst);
     }
 
     /// Sets the clock to `ms` milliseconds since the Unix epoch (it may
     /// move back).
     pub fn set_ms(&self, ms: i64) {
-        self.micros.store(ms_to_micros(ms), Ordering::SeqCst);
+        self.micros
+            .store(ms.saturating_mul(1_000), Ordering::SeqCst);
     }
-}
 
-fn ms_to_micros(ms: i64) -> u64 {
-    u64::try_from(ms).unwrap_or(0).saturating_mul(1_000)
+    fn add(&self, delta: i64) {
+        let _ = self
+            .micros
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                Some(v.saturating_add(delta))
+            });
+    }
+
+    fn signed_micros(&self) -> i64 {
+        self.micros.load(Ordering::SeqCst)
+    }
 }
 
 impl Clock for ManualClock {
     fn now_micros(&self) -> u64 {
-        self.micros.load(Ordering::SeqCst)
+        u64::try_from(self.signed_micros()).unwrap_or(0)
     }
 
     fn monotonic_nanos(&self) -> u64 {
@@ -130,6 +138,10 @@ impl Clock for ManualClock {
 
     fn sleep_micros(&self, micros: u64) {
         self.advance_micros(micros);
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.signed_micros().div_euclid(1_000)
     }
 }
 
@@ -150,6 +162,10 @@ mod tests {
         assert_eq!((c.now_ms(), c.now_secs()), (7, 0));
         c.advance_ms(-2);
         assert_eq!(c.now_ms(), 5);
+        // Before the epoch: Kafka's millisecond time goes negative, the
+        // microsecond time stops at 0.
+        c.set_ms(-3);
+        assert_eq!((c.now_ms(), c.now_micros()), (-3, 0));
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use ops::{
     DIURNAL_DAYTIME_TENTHS, DIURNAL_OFFPEAK_UTC, Op, OpGenerator, SCAN_LENGTH, WorkloadKind,
 };
 pub use size_model::{SizeModel, calibrate, db_bench_key};
-pub use workload::{KeyDistribution, KeyGenerator, SplitMix64};
+pub use workload::{KeyDistribution, KeyGenerator};
 
 use crate::error::InvalidArgumentSnafu;
 use bitmap::{Bitmap, MemKeys};

@@ -44,7 +44,7 @@ impl KeyDistribution {
     }
 }
 
-pub use lithify_base::rand::SplitMix64;
+pub(crate) use lithify_base::rand::SplitMix64;
 
 /// `sum_{i=1..n} i^-theta`, exact for the first million terms and by the
 /// Euler-Maclaurin integral beyond (error far below what matters here).

@@ -733,4 +733,44 @@ mod tests {
         assert_eq!(prefix_successor(b"\xff\xff"), None);
         assert_eq!(prefix_successor(b""), None);
     }
+
+    /// While an ingestion holds writes back, a write that may not wait
+    /// fails, a listener's write goes through (its thread may be the one
+    /// the ingestion waits for), and writes flow again once it lets go.
+    #[test]
+    fn an_ingestion_write_stop_holds_writes_but_not_listeners() {
+        let fs = StdArc::new(lithify_vfs::MemFs::new());
+        let db = Db::open(
+            "/db",
+            Options {
+                fs,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let hurried = WriteOptions {
+            no_slowdown: true,
+            ..WriteOptions::default()
+        };
+        let put = |k: &str| {
+            let mut b = WriteBatch::new();
+            b.put(k, "v");
+            db.write_opt(b, &hurried)
+        };
+        let stop = db.inner.stop_writes_for_ingestion();
+        let err = put("a").unwrap_err();
+        assert!(err.to_string().contains("held back"), "{err}");
+        crate::events::as_listener(|| put("b")).unwrap();
+        // Waiting writers are woken when the stop ends.
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| db.put("c", "v"));
+            drop(stop);
+            waiter.join().unwrap().unwrap();
+        });
+        put("d").unwrap();
+        assert_eq!(db.get("a").unwrap(), None);
+        for k in ["b", "c", "d"] {
+            assert!(db.get(k).unwrap().is_some(), "{k}");
+        }
+    }
 }

@@ -278,6 +278,10 @@ impl Events {
     }
 
     fn each(&self, f: impl Fn(&dyn EventListener)) {
+        if self.listeners.is_empty() {
+            return;
+        }
+        let _inside = InListener::enter();
         for l in &self.listeners {
             f(&**l);
         }
@@ -535,5 +539,39 @@ mod tests {
         // 2026-12-01 14:51:08.
         assert_eq!(at(1_796_136_668, 123_456), "2026/12/01-14:51:08.123456");
         assert_eq!(at(1_709_251_199, 0), "2024/02/29-23:59:59.000000");
+    }
+}
+
+thread_local! {
+    /// This thread runs a listener callback now.
+    static IN_LISTENER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is inside a listener callback: callbacks may write
+/// to the database, and such a write must not wait for what the thread
+/// that runs the callback holds (an ingestion's write stop).
+pub(crate) fn in_listener() -> bool {
+    IN_LISTENER.with(std::cell::Cell::get)
+}
+
+/// Runs `f` as a listener callback would run (for tests).
+#[cfg(test)]
+pub(crate) fn as_listener<T>(f: impl FnOnce() -> T) -> T {
+    let _inside = InListener::enter();
+    f()
+}
+
+/// Marks this thread as inside a listener callback while it lives.
+struct InListener(bool);
+
+impl InListener {
+    fn enter() -> InListener {
+        InListener(IN_LISTENER.with(|c| c.replace(true)))
+    }
+}
+
+impl Drop for InListener {
+    fn drop(&mut self) {
+        IN_LISTENER.with(|c| c.set(self.0));
     }
 }

@@ -153,7 +153,12 @@ pub(crate) fn write_batch_checked(
         check_ranges_and_merges(db, &batch)?;
     }
     db.check_writable()?;
-    if db.ingestions_stopping_writes.load(Ordering::Acquire) > 0 && !batch.is_empty() {
+    // A listener's write goes through: the thread running the callback
+    // may be the ingestion itself, or a flush the ingestion waits for.
+    if db.ingestions_stopping_writes.load(Ordering::Acquire) > 0
+        && !batch.is_empty()
+        && !crate::events::in_listener()
+    {
         db.wait_while_ingesting(options.no_slowdown)?;
     }
     if db.adaptive_seen.load(Ordering::Relaxed) && !batch.is_empty() {

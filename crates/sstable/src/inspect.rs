@@ -4,9 +4,10 @@
 //! problem with its offset instead of stopping at the first
 //! ([`SstReader::verify`], [`SstReader::walk`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use lithify_base::key::escape;
 use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator, ParsedInternalKey};
 use lithify_vfs::RandomAccessFile;
 
@@ -243,6 +244,7 @@ impl<C: Comparator> SstReader<C> {
     pub fn walk(&self, check_order: bool, visitor: &mut dyn SstVisitor) -> SstCheck {
         let index_at = self.footer().index.offset;
         let mut walk = Walk {
+            path: self.path(),
             internal: self.key_schema().name() == InternalKeys::NAME,
             order: check_order.then_some(self.comparator() as &dyn Comparator),
             check: SstCheck::default(),
@@ -295,6 +297,7 @@ impl<C: Comparator> SstReader<C> {
 
 /// The state of a walk over the data blocks.
 struct Walk<'a> {
+    path: &'a Path,
     internal: bool,
     order: Option<&'a dyn Comparator>,
     check: SstCheck,
@@ -326,8 +329,7 @@ impl Walk<'_> {
             damage: None,
             unreadable: false,
         };
-        // The path is not needed: problems are reported by offset.
-        let read = read_block(file, std::path::Path::new(""), limit, true, handle)
+        let read = read_block(file, self.path, limit, true, handle)
             .map_err(|e| match e {
                 Error::Corruption { message, .. } => message,
                 other => format!("cannot read the block: {other}"),
@@ -392,12 +394,15 @@ impl Walk<'_> {
     }
 }
 
-/// A key in a problem's message: printable bytes as they are, others
-/// escaped; internal keys as `user_key#seq,KIND`.
+/// A key in a problem's message, in lithify's escaped text form
+/// (`lithify_base::key::escape`); internal keys as `user_key#seq,KIND`,
+/// one that does not parse as `<bad internal key: ...>`.
 fn show_key(internal: bool, key: &[u8]) -> String {
-    let text = |b: &[u8]| b.escape_ascii().to_string();
-    if internal && let Ok(p) = ParsedInternalKey::parse(key) {
-        return format!("{}#{},{}", text(p.user_key), p.seqno, p.kind.name());
+    if !internal {
+        return escape(key);
     }
-    text(key)
+    match ParsedInternalKey::parse(key) {
+        Ok(p) => format!("{}#{},{}", escape(p.user_key), p.seqno, p.kind.name()),
+        Err(e) => format!("<bad internal key: {e}: {}>", escape(key)),
+    }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use lithify_base::{BytewiseComparator, InternalKeyComparator};
+use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator};
 use lithify_vfs::FileSystem;
 
 use crate::builder::VersionBuilder;
@@ -49,8 +49,7 @@ impl StepKind {
 pub struct TableTree {
     /// The table's name.
     pub name: String,
-    /// Its files. Levels are ordered bytewise: the history does not need
-    /// the table's comparator.
+    /// Its files, in the table's order.
     pub version: Arc<Version>,
     /// One more than the deepest level a file was ever added to in this
     /// history (the levels worth drawing).
@@ -107,14 +106,16 @@ pub struct ManifestHistory {
 }
 
 /// Reads the history of the MANIFEST `CURRENT` names in the database
-/// directory `dir`. A torn last record is left out, as recovery leaves it
-/// out; an edit that cannot apply (a file deleted that is not there) is
-/// corruption naming the MANIFEST and the record's offset.
+/// directory `dir`; `comparators` gives the comparator of each name a
+/// table records (files are ordered by it). A torn last record is left
+/// out, as recovery leaves it out; an edit that cannot apply (a file
+/// deleted that is not there) or a comparator `comparators` does not know
+/// is corruption naming the MANIFEST and the record's offset.
 ///
 /// ```
 /// use std::path::Path;
 /// use std::sync::Arc;
-/// use lithify_base::{InternalKey, ValueKind};
+/// use lithify_base::{BytewiseComparator, Comparator, InternalKey, ValueKind};
 /// use lithify_version::history::{StepKind, read_history};
 /// use lithify_version::{DEFAULT_TABLE, FileMetadata, VersionEdit, VersionSet, VersionSetOptions};
 /// use lithify_vfs::MemFs;
@@ -126,16 +127,23 @@ pub struct ManifestHistory {
 /// flush.add_file(0, FileMetadata::new(set.new_file_number(), 100, key("a"), key("k")));
 /// set.log_and_apply(vec![flush]).unwrap();
 ///
-/// let history = read_history(&*fs, Path::new("/db")).unwrap();
+/// let bytewise = |name: &str| -> Option<Arc<dyn Comparator>> {
+///     (name == BytewiseComparator::NAME).then(|| Arc::new(BytewiseComparator) as _)
+/// };
+/// let history = read_history(&*fs, Path::new("/db"), &bytewise).unwrap();
 /// assert_eq!(history.steps.len(), 1);
 /// assert_eq!(history.steps[0].kind, StepKind::Flush);
 /// assert_eq!(history.steps[0].levels(), "memtable -> L0");
 /// ```
-pub fn read_history(fs: &dyn FileSystem, dir: &Path) -> Result<ManifestHistory> {
+pub fn read_history(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    comparators: &dyn Fn(&str) -> Option<Arc<dyn Comparator>>,
+) -> Result<ManifestHistory> {
     let number = crate::manifest::read_current(fs, dir)?;
     let path = dir.join(manifest_file_name(number));
     let groups = crate::manifest::read_edit_groups(fs, &path)?;
-    let steps = replay_steps(&groups).map_err(|(offset, message)| {
+    let steps = replay_steps(&groups, comparators).map_err(|(offset, message)| {
         CorruptionSnafu {
             path: path.clone(),
             offset,
@@ -154,26 +162,44 @@ pub fn read_history(fs: &dyn FileSystem, dir: &Path) -> Result<ManifestHistory> 
 /// that could not apply and why.
 pub(crate) fn replay_steps(
     groups: &[(u64, Vec<VersionEdit>)],
+    comparators: &dyn Fn(&str) -> Option<Arc<dyn Comparator>>,
 ) -> std::result::Result<Vec<HistoryStep>, (u64, String)> {
-    let empty = |id: TableId, name: &str| TableTree {
+    let empty = |id: TableId, name: &str, cmp: Arc<dyn Comparator>| TableTree {
         name: name.to_owned(),
         version: Arc::new(Version::new(
             id,
-            InternalKeyComparator::new(Arc::new(BytewiseComparator)),
+            InternalKeyComparator::new(cmp),
             MAX_LEVELS,
         )),
         levels_used: 0,
     };
     let mut tree: BTreeMap<TableId, TableTree> = BTreeMap::new();
-    tree.insert(DEFAULT_TABLE, empty(DEFAULT_TABLE, DEFAULT_TABLE_NAME));
+    tree.insert(
+        DEFAULT_TABLE,
+        empty(
+            DEFAULT_TABLE,
+            DEFAULT_TABLE_NAME,
+            Arc::new(BytewiseComparator),
+        ),
+    );
     let (mut flushed_total, mut written_total) = (0u64, 0u64);
     let mut steps = Vec::new();
     for (offset, edits) in groups {
         for edit in edits {
             if let Some(name) = &edit.table_add {
-                tree.entry(edit.table)
-                    .or_insert_with(|| empty(edit.table, name))
-                    .name = name.clone();
+                let cmp = match &edit.comparator {
+                    None => Arc::new(BytewiseComparator) as Arc<dyn Comparator>,
+                    Some(c) => comparators(c).ok_or_else(|| {
+                        (
+                            *offset,
+                            format!(
+                                "table {} ({name}) uses comparator {c}, which is not given",
+                                edit.table
+                            ),
+                        )
+                    })?,
+                };
+                tree.insert(edit.table, empty(edit.table, name, cmp));
             }
             if edit.table_drop {
                 tree.remove(&edit.table);
@@ -182,9 +208,12 @@ pub(crate) fn replay_steps(
             if edit.new_files.is_empty() && edit.deleted_files.is_empty() {
                 continue;
             }
-            let t = tree
-                .entry(edit.table)
-                .or_insert_with(|| empty(edit.table, ""));
+            let t = tree.get_mut(&edit.table).ok_or_else(|| {
+                (
+                    *offset,
+                    format!("edit of table {}, which does not exist", edit.table),
+                )
+            })?;
             let mut builder = VersionBuilder::new(Arc::clone(&t.version));
             builder.apply(edit).map_err(|m| (*offset, m))?;
             let (version, _) = builder.build().map_err(|m| (*offset, m))?;
@@ -242,6 +271,10 @@ mod tests {
     use super::*;
     use crate::FileMetadata;
 
+    fn bytewise(name: &str) -> Option<Arc<dyn Comparator>> {
+        (name == BytewiseComparator::NAME).then(|| Arc::new(BytewiseComparator) as _)
+    }
+
     fn file(number: u64, size: u64, lo: &str, hi: &str) -> FileMetadata {
         FileMetadata::new(
             number,
@@ -270,7 +303,7 @@ mod tests {
             (20, vec![compaction]),
             (30, vec![moved]),
         ];
-        let steps = replay_steps(&groups).unwrap();
+        let steps = replay_steps(&groups, &bytewise).unwrap();
         let kinds: Vec<_> = steps.iter().map(|s| s.kind).collect();
         assert_eq!(
             kinds,
@@ -298,7 +331,8 @@ mod tests {
     fn an_edit_that_cannot_apply_names_its_record() {
         let mut bad = VersionEdit::new(DEFAULT_TABLE);
         bad.deleted_files = vec![(0, 9)];
-        let (offset, message) = replay_steps(&[(0, vec![]), (42, vec![bad])]).unwrap_err();
+        let (offset, message) =
+            replay_steps(&[(0, vec![]), (42, vec![bad])], &bytewise).unwrap_err();
         assert_eq!(offset, 42);
         assert!(message.contains("000009"), "{message}");
     }

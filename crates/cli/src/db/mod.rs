@@ -107,7 +107,7 @@ impl DbArgs {
         .fail()
     }
 
-    fn options(&self) -> Options {
+    pub(crate) fn options(&self) -> Options {
         Options {
             wal_recovery_mode: self.wal_recovery_mode,
             merge_operator: self

@@ -126,7 +126,10 @@ pub(crate) fn run(a: LsmArgs) -> Result<()> {
     }
     let current = Current { tables };
     let fs = OsFs;
-    let history = read_history(&fs, &a.db.db).context(VersionSnafu)?;
+    // The tables' order is the one the database was opened with above.
+    let comparator = a.db.options().comparator;
+    let known = |name: &str| (name == comparator.name()).then(|| comparator.clone());
+    let history = read_history(&fs, &a.db.db, &known).context(VersionSnafu)?;
     let number = history.manifest_number;
     let steps: Vec<Step> = history.steps.iter().map(drawn).collect();
     let shown = steps.len().saturating_sub(a.max_steps);

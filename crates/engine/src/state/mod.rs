@@ -230,7 +230,9 @@ impl DbInner {
     /// Holds new writes back until the guard is dropped, as RocksDB's
     /// ingestion stops writes while it flushes an overlapping memtable and
     /// places its files: writes already in the write group finish, new
-    /// ones wait in [`wait_while_ingesting`](Self::wait_while_ingesting).
+    /// ones wait in [`wait_while_ingesting`](Self::wait_while_ingesting),
+    /// except a listener's (the thread running a callback may be the
+    /// ingestion itself, or a flush it waits for).
     pub(crate) fn stop_writes_for_ingestion(&self) -> IngestionStop<'_> {
         self.ingestions_stopping_writes
             .fetch_add(1, Ordering::AcqRel);
