@@ -196,7 +196,7 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
         read_only: read_only || db.opened_read_only,
         opened_read_only: db.opened_read_only,
         recovery: db.recovery.clone(),
-        lost_files: crate::recovery::lost_files(&*db.fs, &db.dir),
+        lost_files: lithify_vfs::lost::kept_files(&*db.fs, &db.dir),
         ..DbStats::default()
     };
     s.finish();

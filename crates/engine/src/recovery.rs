@@ -15,12 +15,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use lithify_base::SeqNo;
-use lithify_vfs::FileSystem;
 use lithify_wal::RecoveryMode;
 
 /// The directory, under the database directory, where recovery keeps the
-/// files it dropped bytes from.
-pub const LOST_DIR: &str = "lost";
+/// files it dropped bytes from (named by [`lithify_vfs::lost`]'s rule).
+pub use lithify_vfs::lost::LOST_DIR;
 
 /// One byte range an open dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,64 +116,9 @@ impl fmt::Display for RecoveryReport {
     }
 }
 
-/// Moves `name` from the database directory `dir` into `dir/lost/` (under
-/// a name no earlier recovery used), syncing both directories, and returns
-/// its new path.
-pub(crate) fn keep_in_lost(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    name: &str,
-) -> std::io::Result<PathBuf> {
-    let lost = dir.join(LOST_DIR);
-    if !fs.is_dir(&lost) {
-        lithify_vfs::create_dir_durable(fs, &lost)?;
-    }
-    let mut target = lost.join(name);
-    let mut n = 1;
-    while fs.exists(&target) {
-        target = lost.join(format!("{name}.{n}"));
-        n += 1;
-    }
-    fs.rename(&dir.join(name), &target)?;
-    fs.sync_dir(&lost)?;
-    fs.sync_dir(dir)?;
-    Ok(target)
-}
-
-/// The files recovery kept in `dir/lost/`, by name.
-pub(crate) fn lost_files(fs: &dyn FileSystem, dir: &Path) -> Vec<String> {
-    let mut names = fs.list_dir(&dir.join(LOST_DIR)).unwrap_or_default();
-    names.sort();
-    names
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lithify_vfs::MemFs;
-
-    #[test]
-    fn kept_files_never_overwrite_earlier_ones() {
-        let fs = MemFs::new();
-        let dir = Path::new("/db");
-        fs.create_dir_all(dir).unwrap();
-        fs.sync_dir(Path::new("/")).unwrap();
-        for i in 0..3u8 {
-            let mut f = fs.create(&dir.join("000007.log")).unwrap();
-            f.append(&[i]).unwrap();
-            f.sync_all().unwrap();
-            let kept = keep_in_lost(&fs, dir, "000007.log").unwrap();
-            assert_eq!(lithify_vfs::read_file(&fs, &kept).unwrap(), [i]);
-        }
-        assert_eq!(
-            lost_files(&fs, dir),
-            ["000007.log", "000007.log.1", "000007.log.2"]
-        );
-        assert!(!fs.exists(&dir.join("000007.log")));
-        // Durable: the moves survive a power cut.
-        fs.crash();
-        assert_eq!(lost_files(&fs, dir).len(), 3);
-    }
 
     #[test]
     fn reports_read_as_sentences() {

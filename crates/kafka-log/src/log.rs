@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lithify_vfs::{FileLock, FileSystem, parent_dir};
+use lithify_vfs::{FileLock, FileSystem, lost, parent_dir};
 use snafu::ResultExt as _;
 
 use crate::checkpoint::{self, TopicPartition};
@@ -437,7 +437,11 @@ impl Log {
                         };
                         let (reader, path) = s.file();
                         let size = s.size();
-                        let kept_at = crate::lost::keep_range(&*fs, dir, &path, &*reader, 0, size)?;
+                        let kept_at = lost::keep_range(&*fs, dir, &path, &*reader, 0, size)
+                            .context(IoSnafu {
+                                action: "keep in lost/",
+                                path: path.as_path(),
+                            })?;
                         s.delete()?;
                         report.removed_after_corruption.push(b);
                         report.truncations.push(Truncation {

@@ -26,13 +26,37 @@
 //! `.swap` exists the old segments stay and the cleaning is lost; once all
 //! new files are `.swap` the replacement completes; a mix of `.swap` and
 //! `.cleaned` is rolled back.
+//!
+//! # Where dropped bytes are kept
+//!
+//! What recovery drops (a `.log.deleted` it cannot place, a segment tail
+//! above the recovery point) is kept in `lost/` inside the partition
+//! directory, named by [`lithify_vfs::lost`]'s rule, before the original
+//! is truncated or forgotten. The place is chosen so that Kafka never
+//! misreads what is kept:
+//!
+//! * Kafka's `LogLoader` lists a partition directory with
+//!   `listFiles(File::isFile)` (its passes over `.deleted`, `.cleaned`,
+//!   `.swap` files and `loadSegmentFiles`), so a **subdirectory** of the
+//!   partition directory is never taken for a segment, an index or a swap
+//!   leftover, whatever its files are named; this module skips
+//!   directories too;
+//! * a directory in the *data* directory would not do: Kafka's
+//!   `LogManager.loadLogs` parses every subdirectory of a data directory as
+//!   a `<topic>-<partition>` log directory, and a broker does not start
+//!   with any other name there ("'lost+found' is not in the form of
+//!   topic-partition");
+//! * `lost` does not start with a digit, so no code that reads an offset
+//!   from the text before the first `.` of a name takes it for a segment;
+//! * when Kafka deletes the partition it deletes the directory with
+//!   everything in it, `lost/` included.
 
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lithify_vfs::FileSystem;
+use lithify_vfs::{FileSystem, lost};
 use snafu::ResultExt as _;
 
 use crate::error::{IoSnafu, Result};
@@ -266,7 +290,10 @@ pub(crate) fn complete_or_roll_back_swaps(
             );
             remove(fs, dir, &leftover.file, report)?;
         } else {
-            let kept = crate::lost::keep_file(fs, dir, &leftover.file)?;
+            let kept = lost::keep_file(fs, dir, &leftover.file).context(IoSnafu {
+                action: "keep in lost/",
+                path: dir.join(&leftover.file),
+            })?;
             tracing::warn!(
                 log = %dir.display(),
                 file = %leftover.file,

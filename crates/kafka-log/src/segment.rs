@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lithify_vfs::{FileSystem, RandomAccessFile, WritableFile};
+use lithify_vfs::{FileSystem, RandomAccessFile, WritableFile, lost};
 use snafu::ResultExt as _;
 
 use crate::config::LogConfig;
@@ -462,7 +462,7 @@ impl LogSegment {
     ///   the byte offset (pass `i64::MAX` to refuse any damage);
     /// * otherwise the bytes from there to the end were never flushed:
     ///   they are copied to the partition's `lost/` directory (see
-    ///   [`crate::lost`]), then the `.log` is truncated after the last valid
+    ///   [`lithify_vfs::lost`]), then the `.log` is truncated after the last valid
     ///   batch, and [`SegmentRecovery`] says what was dropped and where it
     ///   was kept (pass `i64::MIN` to allow any truncation).
     ///
@@ -567,14 +567,20 @@ impl LogSegment {
                 }
                 .fail();
             }
-            kept_at = Some(crate::lost::keep_range(
-                &*self.fs,
-                &self.dir,
-                &self.log_path,
-                &*self.reader,
-                valid,
-                size,
-            )?);
+            kept_at = Some(
+                lost::keep_range(
+                    &*self.fs,
+                    &self.dir,
+                    &self.log_path,
+                    &*self.reader,
+                    valid,
+                    size,
+                )
+                .context(IoSnafu {
+                    action: "keep in lost/",
+                    path: self.log_path.as_path(),
+                })?,
+            );
         }
         let mut writer = self.fs.open_append(&self.log_path).context(IoSnafu {
             action: "open",

@@ -122,13 +122,12 @@ pub use lithify_engine::{
     BottommostLevelCompaction, CheckpointInfo, CheckpointOptions, CompactRangeOptions,
     CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy, Compression, CpuCosts,
     Db, DbIterator, DbStats, DroppedBytes, EventListener, ExternalSstInfo, FilterDecision,
-    FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LOST_DIR, LevelStats,
-    LiveFileMetaData, MajorOnlyOptions, Max, MergeFailure, MergeFailureScope, MergeOperator,
-    MergeStats, MinorPolicy, OffpeakWindow, Options, Prediction, RawIterator, ReadOptions,
-    RecoveryMode, RecoveryReport, SeqNo, Snapshot, SstFileWriter, StallCause, StallCondition,
-    StallStats, StrategySwitchInfo, StringAppend, Table, TableOptions, TableStats, TwoTierOptions,
-    UInt64Add, WalCompression, WriteBatch, WriteOptions, WriteStallInfo, check_sst_checksum,
-    check_sst_identity,
+    FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LevelStats, LiveFileMetaData,
+    MajorOnlyOptions, Max, MergeFailure, MergeFailureScope, MergeOperator, MergeStats, MinorPolicy,
+    OffpeakWindow, Options, Prediction, RawIterator, ReadOptions, RecoveryMode, RecoveryReport,
+    SeqNo, Snapshot, SstFileWriter, StallCause, StallCondition, StallStats, StrategySwitchInfo,
+    StringAppend, Table, TableOptions, TableStats, TwoTierOptions, UInt64Add, WalCompression,
+    WriteBatch, WriteOptions, WriteStallInfo, check_sst_checksum, check_sst_identity,
 };
 #[cfg(feature = "db")]
 pub use lithify_engine::{FileProblem, SstFilesCheck, verify_sst_files};
@@ -222,7 +221,7 @@ pub mod txn {
 
 /// The file systems every lithify file goes through.
 pub mod vfs {
-    pub use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind, OsFs};
+    pub use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind, OsFs, lost};
 }
 
 /// Any error of lithify: the database's, the log's or the log cleaner's.

@@ -37,6 +37,7 @@
 //! ```
 
 mod fault;
+pub mod lost;
 mod mem;
 mod os;
 

@@ -123,14 +123,12 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
             drop(db);
         }
     }
-    let lost = fs
-        .list_dir(&dir.join(lithify::LOST_DIR))
-        .unwrap_or_default();
+    let lost = lithify::vfs::lost::kept_files(&*fs, dir);
     if !lost.is_empty() {
         println!(
             "note: {} file(s) earlier recoveries kept in {}: {}",
             lost.len(),
-            dir.join(lithify::LOST_DIR).display(),
+            dir.join(lithify::vfs::lost::LOST_DIR).display(),
             lost.join(", ")
         );
     }

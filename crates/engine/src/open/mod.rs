@@ -42,7 +42,7 @@ use crate::leader::{LeaderState, MemSet};
 use crate::options::Options;
 use crate::options::translate::{sst_options, table_effective_options, version_set_options};
 use crate::purge::orphans;
-use crate::recovery::{DroppedBytes, RecoveryReport, keep_in_lost};
+use crate::recovery::{DroppedBytes, RecoveryReport};
 use crate::snapshot::SnapshotList;
 use crate::sst_files::SstFiles;
 use crate::state::table::{Imm, StrategyState, TableMut, TableState, new_memtable};
@@ -494,7 +494,7 @@ fn finish_recovery(
             let _ = fs.remove_file(&dir.join(&name));
             continue;
         }
-        let kept = keep_in_lost(fs, dir, &name).context(IoSnafu {
+        let kept = lithify_vfs::lost::keep_file(fs, dir, &name).context(IoSnafu {
             op: "keeping in lost/",
             path: dir.join(&name),
         })?;
