@@ -296,7 +296,7 @@ fn range_changed_in(
         {
             return Ok(true);
         }
-        let mut it = MemTableIter::new(lithify_base::sync::Arc::clone(mem.table()));
+        let mut it = MemTableIter::new(lithify_base::sync::Arc::clone(mem));
         it.seek_ge(&seek)?;
         while it.valid() && before_end(lithify_base::key::user_key(it.key())) {
             if unpack_trailer(trailer(it.key())).0 > since

@@ -10,7 +10,7 @@ use lithify_compaction::job::{
 };
 use lithify_memtable::MemTableIter;
 
-use crate::mem::Mem;
+use lithify_memtable::MemTable;
 use lithify_version::{TableId, VersionEdit};
 use lithify_vfs::FileSystem;
 use snafu::IntoError as _;
@@ -25,7 +25,7 @@ use crate::state::{DbInner, DbState};
 use crate::stats::Counters;
 
 /// Every range tombstone of the memtables.
-fn range_tombstones_of(mems: &[Arc<Mem>]) -> Vec<RangeTombstone> {
+fn range_tombstones_of(mems: &[Arc<MemTable>]) -> Vec<RangeTombstone> {
     mems.iter()
         .filter(|m| m.num_range_deletes() > 0)
         .flat_map(|m| m.range_tombstones())
@@ -40,13 +40,13 @@ fn range_tombstones_of(mems: &[Arc<Mem>]) -> Vec<RangeTombstone> {
 pub(crate) fn flush_memtables(
     factory: &OutputFactory<'_>,
     table_options: &Options,
-    mems: &[Arc<Mem>],
+    mems: &[Arc<MemTable>],
     snapshots: &[SeqNo],
 ) -> Result<FlushResult> {
     let icmp = factory.sst_options.comparator.clone();
     let children: Vec<MemTableIter> = mems
         .iter()
-        .map(|m| MemTableIter::new(Arc::clone(m.table())))
+        .map(|m| MemTableIter::new(Arc::clone(m)))
         .collect();
     let merged = MergingIterator::new(icmp, children);
     let tombstones = range_tombstones_of(mems);
@@ -70,7 +70,7 @@ pub(crate) fn flush_memtables(
 /// tombstone ends), if they hold anything.
 pub(crate) fn memtable_range(
     icmp: &InternalKeyComparator,
-    mems: &[Arc<Mem>],
+    mems: &[Arc<MemTable>],
 ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
     let mut lo: Option<Vec<u8>> = None;
     let mut hi: Option<Vec<u8>> = None;
@@ -89,7 +89,7 @@ pub(crate) fn memtable_range(
         }
     };
     for m in mems {
-        let mut it = MemTableIter::new(Arc::clone(m.table()));
+        let mut it = MemTableIter::new(Arc::clone(m));
         it.first()?;
         if it.valid() {
             widen(lithify_base::key::user_key(it.key()));
@@ -241,7 +241,7 @@ pub(crate) fn wait_for_flush(db: &DbInner, table: TableId) -> Result<()> {
 }
 
 /// What a flush of `mems` is, before it runs.
-fn flush_info(db: &DbInner, table: TableId, mems: &[Arc<Mem>]) -> FlushJobInfo {
+fn flush_info(db: &DbInner, table: TableId, mems: &[Arc<MemTable>]) -> FlushJobInfo {
     let (mut lo, mut hi) = (SeqNo::MAX, 0);
     for m in mems {
         if let (Some(a), Some(b)) = (m.first_seqno(), m.last_seqno()) {
@@ -267,7 +267,7 @@ fn flush_info(db: &DbInner, table: TableId, mems: &[Arc<Mem>]) -> FlushJobInfo {
 fn write_flush(
     db: &DbInner,
     table: TableId,
-    mems: &[Arc<Mem>],
+    mems: &[Arc<MemTable>],
     snapshots: &[SeqNo],
 ) -> Result<Flushed> {
     let icmp = db.opener.options.comparator.clone();
@@ -334,12 +334,12 @@ fn run_flush_plan(
     db: &DbInner,
     table: TableId,
     c: &lithify_compaction::Compaction,
-    mems: &[Arc<Mem>],
+    mems: &[Arc<MemTable>],
     snapshots: &[SeqNo],
 ) -> Result<lithify_compaction::CompactionResult> {
     let icmp = db.opener.options.comparator.clone();
     let tables: Vec<Arc<lithify_memtable::MemTable>> =
-        mems.iter().map(|m| Arc::clone(m.table())).collect();
+        mems.iter().map(|m| Arc::clone(m)).collect();
     let open = || -> Box<dyn InternalIterator + Send> {
         let children: Vec<MemTableIter> = tables
             .iter()

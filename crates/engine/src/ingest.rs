@@ -341,7 +341,7 @@ fn memtables_overlap(db: &DbInner, table: TableId, files: &[External]) -> Result
     };
     let icmp = db.opener.options.comparator.clone();
     for m in &mems {
-        let mut it = MemTableIter::new(lithify_base::sync::Arc::clone(m.table()));
+        let mut it = MemTableIter::new(lithify_base::sync::Arc::clone(m));
         let tombstones = if m.num_range_deletes() > 0 {
             m.range_tombstones()
         } else {

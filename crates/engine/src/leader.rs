@@ -12,19 +12,19 @@ use lithify_version::{TableId, WalAddition};
 use lithify_vfs::FileSystem;
 
 use crate::error::Result;
-use crate::mem::Mem;
+use lithify_memtable::MemTable;
 use crate::state::table::TableState;
 use crate::wal::LogWriter;
 
 /// The memtables writes go to, one per table; the default table first.
 pub(crate) struct MemSet {
-    pub(crate) entries: Vec<(TableId, StdArc<TableState>, Arc<Mem>)>,
+    pub(crate) entries: Vec<(TableId, StdArc<TableState>, Arc<MemTable>)>,
 }
 
 impl MemSet {
     /// The memtable of `table`.
     #[inline]
-    pub(crate) fn get(&self, table: TableId) -> Option<&(TableId, StdArc<TableState>, Arc<Mem>)> {
+    pub(crate) fn get(&self, table: TableId) -> Option<&(TableId, StdArc<TableState>, Arc<MemTable>)> {
         match self.entries.first() {
             Some(e) if e.0 == table => Some(e),
             _ => self.entries.iter().find(|e| e.0 == table),

@@ -55,7 +55,6 @@ mod iter;
 mod iter_source;
 mod leader;
 mod live_set;
-mod mem;
 mod merge;
 mod open;
 mod options;

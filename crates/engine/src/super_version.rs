@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::mem::Mem;
+use lithify_memtable::MemTable;
 use lithify_base::SeqNo;
 use lithify_base::sync::{Arc, Mutex};
 use lithify_version::{FileMetadata, Version};
@@ -57,9 +57,9 @@ impl FileHandle {
 /// The parts of a table a reader needs, pinned together.
 pub(crate) struct SuperVersion {
     /// The memtable receiving writes.
-    pub(crate) mem: Arc<Mem>,
+    pub(crate) mem: Arc<MemTable>,
     /// Immutable memtables, newest first.
-    pub(crate) imm: Vec<Arc<Mem>>,
+    pub(crate) imm: Vec<Arc<MemTable>>,
     /// The files.
     pub(crate) version: std::sync::Arc<Version>,
     /// `levels[l][i]` is the handle of `version.files(l)[i]`.
@@ -73,8 +73,8 @@ impl SuperVersion {
     /// A super version over `version`, reusing the table handles (and open
     /// tables) of `prev` for files both hold.
     pub(crate) fn new(
-        mem: Arc<Mem>,
-        imm: Vec<Arc<Mem>>,
+        mem: Arc<MemTable>,
+        imm: Vec<Arc<MemTable>>,
         version: std::sync::Arc<Version>,
         prev: Option<&SuperVersion>,
     ) -> SuperVersion {

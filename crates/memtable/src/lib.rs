@@ -44,6 +44,7 @@
 
 mod arena;
 mod error;
+mod filter;
 mod iter;
 mod lookup;
 mod memtable;

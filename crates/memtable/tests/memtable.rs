@@ -343,6 +343,7 @@ fn counters_bounds_and_memory() {
         InternalKeyComparator::bytewise(),
         &MemTableOptions {
             arena_block_size: 4096,
+            whole_key_filter_bits: 0,
         },
     );
     assert!(m.is_empty());
@@ -489,4 +490,30 @@ fn empty_keys_and_values_and_large_entries() {
     m.add(2, ValueKind::Put, b"big", &big).unwrap();
     assert_eq!(m.get(b"big", 2).value().map(<[u8]>::len), Some(3 << 20));
     assert!(m.approximate_memory_usage() > 3 << 20);
+}
+
+#[test]
+fn the_whole_key_filter_never_hides_a_key_or_a_range_tombstone() {
+    let mem = MemTable::with_options(
+        InternalKeyComparator::bytewise(),
+        &MemTableOptions {
+            whole_key_filter_bits: 1 << 17,
+            ..MemTableOptions::default()
+        },
+    );
+    assert_eq!(mem.filter_size(), (1 << 17) / 8);
+    mem.add(1, ValueKind::Put, b"a", b"1").unwrap();
+    assert_eq!(
+        mem.get(b"a", 5),
+        Lookup::Found {
+            value: b"1",
+            seqno: 1
+        }
+    );
+    assert_eq!(mem.get(b"zz", 5), Lookup::NotFound);
+    // A refused entry is not in the filter, and does not break it.
+    assert!(mem.add(1, ValueKind::Put, b"a", b"again").is_err());
+    mem.add(2, ValueKind::RangeDelete, b"m", b"p").unwrap();
+    assert!(matches!(mem.get(b"n", 5), Lookup::Deleted { .. }));
+    assert_eq!(MemTable::new(InternalKeyComparator::bytewise()).filter_size(), 0);
 }

@@ -180,10 +180,13 @@ proptest! {
         order_keys in proptest::collection::vec(any::<u32>(), 60),
         seeks in proptest::collection::vec((user_key(), 0u64..70, kind()), 0..20),
         block in prop_oneof![Just(1024usize), Just(1 << 20)],
+        // No filter, one that says "maybe" to nearly everything, and one
+        // that answers most misses itself.
+        filter_bits in prop_oneof![Just(0u64), Just(64), Just(1 << 14)],
     ) {
         let mem = Arc::new(MemTable::with_options(
             InternalKeyComparator::bytewise(),
-            &MemTableOptions { arena_block_size: block },
+            &MemTableOptions { arena_block_size: block, whole_key_filter_bits: filter_bits },
         ));
         let mut oracle = Oracle::default();
         // Seqno i + 1 for op i, inserted in a shuffled order.

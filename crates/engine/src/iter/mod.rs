@@ -96,7 +96,7 @@ pub(crate) fn build_merged(
     let mut children = Vec::with_capacity(2 + sv.imm.len() + sv.levels.len() + 4);
     let mut tombstones = Vec::new();
     for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        children.push(ChildIter::Mem(MemTableIter::new(mem.table().clone())));
+        children.push(ChildIter::Mem(MemTableIter::new(mem.clone())));
         if mem.num_range_deletes() > 0 {
             tombstones.extend(
                 mem.range_tombstones()

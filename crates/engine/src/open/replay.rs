@@ -41,7 +41,7 @@ use snafu::ResultExt;
 use crate::batch::{BatchEntry, DecodedBatch, WalRecord};
 use crate::error::{IoSnafu, MemtableSnafu, Result, WalRecordSnafu};
 use crate::flush::flush_memtables;
-use crate::mem::Mem;
+use lithify_memtable::MemTable;
 use crate::options::Options;
 use crate::recovery::DroppedBytes;
 use crate::sst_files::SstFiles;
@@ -53,10 +53,10 @@ use lithify_compaction::OutputFactory;
 pub(super) struct Replay {
     pub(super) state: StdArc<TableState>,
     pub(super) log_number: u64,
-    pub(super) mem: Arc<Mem>,
+    pub(super) mem: Arc<MemTable>,
     /// Memtables that filled during a read-only replay (they cannot be
     /// written to L0), oldest first.
-    pub(super) imm: Vec<Arc<Mem>>,
+    pub(super) imm: Vec<Arc<MemTable>>,
     /// L0 files written by a read-write replay.
     pub(super) files: Vec<FileMetadata>,
     /// The recovery flushes, recorded at L0.

@@ -14,7 +14,7 @@ use lithify_version::TableId;
 
 use super::table::{Imm, TableMut};
 use super::{DbInner, DbState};
-use crate::mem::Mem;
+use lithify_memtable::MemTable;
 use crate::stall::StallCondition;
 
 /// A compaction chosen for a table and registered as running.
@@ -56,7 +56,7 @@ impl Job {
 /// newest of them was switched out (the table's log number once they are
 /// flushed).
 pub(crate) struct FlushInput {
-    pub(crate) mems: Vec<Arc<Mem>>,
+    pub(crate) mems: Vec<Arc<MemTable>>,
     pub(crate) next_log: u64,
 }
 
@@ -222,7 +222,7 @@ impl DbInner {
         table: TableId,
         next_log: u64,
         first: bool,
-    ) -> Option<Arc<Mem>> {
+    ) -> Option<Arc<MemTable>> {
         let t = st.tables.get_mut(&table)?;
         let old = std::mem::replace(&mut t.mem, Arc::new(t.state.new_memtable()));
         old.mark_immutable();

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc as StdArc;
 
-use crate::mem::Mem;
+use lithify_memtable::{MemTable, MemTableOptions};
 use crate::merge::TableMerge;
 use lithify_base::InternalKeyComparator;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -240,13 +240,13 @@ impl TableState {
         self.dropped.load(Ordering::Acquire)
     }
 
-    pub(crate) fn new_memtable(&self) -> Mem {
-        Mem::new(&self.icmp, &self.options)
+    pub(crate) fn new_memtable(&self) -> MemTable {
+        new_memtable(&self.icmp, &self.options)
     }
 
     /// Whether the memtable passed `write_buffer_size`.
     #[inline]
-    pub(crate) fn is_full(&self, mem: &Mem) -> bool {
+    pub(crate) fn is_full(&self, mem: &MemTable) -> bool {
         mem.approximate_memory_usage() >= self.options.write_buffer_size
     }
 
@@ -259,13 +259,27 @@ impl TableState {
     }
 }
 
-pub(crate) fn new_memtable(icmp: &InternalKeyComparator, options: &Options) -> Mem {
-    Mem::new(icmp, options)
+/// An empty memtable sized by `options`, with the whole-key filter when
+/// `memtable_whole_key_filtering` is on: ten bits per key for keys of 64
+/// bytes of memtable (RocksDB's `memtable_prefix_bloom_size_ratio` of
+/// about 0.02).
+pub(crate) fn new_memtable(icmp: &InternalKeyComparator, options: &Options) -> MemTable {
+    MemTable::with_options(
+        icmp.clone(),
+        &MemTableOptions {
+            arena_block_size: options.arena_block_size.max(1024),
+            whole_key_filter_bits: if options.memtable_whole_key_filtering {
+                options.write_buffer_size as u64 * 10 / 64
+            } else {
+                0
+            },
+        },
+    )
 }
 
 /// An immutable memtable waiting for (or in) its flush.
 pub(crate) struct Imm {
-    pub(super) mem: Arc<Mem>,
+    pub(super) mem: Arc<MemTable>,
     /// The WAL created when this memtable was switched out: once it is
     /// flushed, the table needs no older WAL.
     pub(super) next_log: u64,
@@ -275,7 +289,7 @@ pub(crate) struct Imm {
 impl Imm {
     /// A memtable switched out when WAL `next_log` was created (0 when no
     /// WAL was: a read-only open).
-    pub(crate) fn new(mem: Arc<Mem>, next_log: u64) -> Imm {
+    pub(crate) fn new(mem: Arc<MemTable>, next_log: u64) -> Imm {
         Imm {
             mem,
             next_log,
@@ -284,7 +298,7 @@ impl Imm {
     }
 
     /// The memtable.
-    pub(crate) fn mem(&self) -> &Arc<Mem> {
+    pub(crate) fn mem(&self) -> &Arc<MemTable> {
         &self.mem
     }
 }
@@ -294,7 +308,7 @@ impl Imm {
 /// [`crate::state`]'s modules.
 pub(crate) struct TableMut {
     pub(super) state: StdArc<TableState>,
-    pub(super) mem: Arc<Mem>,
+    pub(super) mem: Arc<MemTable>,
     /// Immutable memtables, oldest first.
     pub(super) imm: VecDeque<Imm>,
     pub(super) version: StdArc<Version>,
@@ -355,7 +369,7 @@ impl TableMut {
     /// job running, none queued.
     pub(crate) fn new(
         state: StdArc<TableState>,
-        mem: Arc<Mem>,
+        mem: Arc<MemTable>,
         imm: VecDeque<Imm>,
         version: StdArc<Version>,
         stats: CompactionStatsTable,
@@ -386,7 +400,7 @@ impl TableMut {
     }
 
     /// The mutable memtable.
-    pub(crate) fn mem(&self) -> &Arc<Mem> {
+    pub(crate) fn mem(&self) -> &Arc<MemTable> {
         &self.mem
     }
 
@@ -449,5 +463,39 @@ impl TableMut {
     /// Immutable memtables not yet flushed.
     pub(crate) fn unflushed(&self) -> usize {
         self.imm.len()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use lithify_base::ValueKind;
+    use lithify_memtable::Lookup;
+
+    #[test]
+    fn memtables_get_the_whole_key_filter_by_default() {
+        let icmp = InternalKeyComparator::bytewise();
+        let opts = Options {
+            write_buffer_size: 1 << 20,
+            ..Options::default()
+        };
+        let m = new_memtable(&icmp, &opts);
+        assert!(m.filter_size() > 0);
+        m.add(1, ValueKind::Put, b"a", b"1").unwrap();
+        assert_eq!(
+            m.get(b"a", 5),
+            Lookup::Found {
+                value: b"1",
+                seqno: 1
+            }
+        );
+        assert_eq!(m.get(b"zz", 5), Lookup::NotFound);
+        m.add(2, ValueKind::RangeDelete, b"m", b"p").unwrap();
+        assert!(matches!(m.get(b"n", 5), Lookup::Deleted { .. }));
+        let off = Options {
+            memtable_whole_key_filtering: false,
+            ..opts
+        };
+        assert_eq!(new_memtable(&icmp, &off).filter_size(), 0);
     }
 }
