@@ -28,14 +28,11 @@
 //! file-mult=N max-compaction=SIZE pri=NAME ttl=S periodic=S levels=N
 //! subcompactions=N per-level-compression=bool dynamic-file-size=bool`.
 
-// The data-driven harness of `lithify-compaction`'s tests, shared rather
-// than copied.
-#[path = "../../compaction/tests/common/mod.rs"]
-mod common;
-
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
+
+use lithify_test_support::datadriven::{self, Case};
 use std::sync::Arc;
 
 use lithify_base::{InternalKey, InternalKeyComparator};
@@ -133,7 +130,7 @@ fn level_arg(s: &str) -> usize {
 /// A running compaction: start level, output level, files, explicit range.
 type Running = (usize, usize, Vec<u64>, Option<(Vec<u8>, Vec<u8>)>);
 
-fn define(state: &mut State, case: &common::Case) -> String {
+fn define(state: &mut State, case: &Case) -> String {
     let mut opts = LeveledOptions {
         // Picker tests use small sizes; keep the TTL off unless asked.
         ttl: 0,
@@ -228,7 +225,7 @@ fn define(state: &mut State, case: &common::Case) -> String {
     v.to_string()
 }
 
-fn ctx_for<'a>(state: &'a State, case: &common::Case) -> PickContext<'a> {
+fn ctx_for<'a>(state: &'a State, case: &Case) -> PickContext<'a> {
     let mut ctx = PickContext::new(&state.running);
     ctx.marked_files = &state.marked;
     if let Some(now) = case.arg("now") {
@@ -266,7 +263,7 @@ fn targets(state: &State) -> String {
     out
 }
 
-fn scores(state: &State, case: &common::Case) -> String {
+fn scores(state: &State, case: &Case) -> String {
     let v = state.version();
     let picker = state.picker();
     let ctx = ctx_for(state, case);
@@ -284,7 +281,7 @@ fn scores(state: &State, case: &common::Case) -> String {
     out
 }
 
-fn pick(state: &mut State, case: &common::Case) -> String {
+fn pick(state: &mut State, case: &Case) -> String {
     let v = state.version();
     let picker = state.picker();
     let picked = {
@@ -305,7 +302,7 @@ fn pick(state: &mut State, case: &common::Case) -> String {
     out
 }
 
-fn file_order(state: &State, case: &common::Case) -> String {
+fn file_order(state: &State, case: &Case) -> String {
     let v = state.version();
     let level = level_arg(case.args()[1]);
     let ctx = ctx_for(state, case);
@@ -326,7 +323,7 @@ fn file_order(state: &State, case: &common::Case) -> String {
     format!("{}\n", nums.join(" "))
 }
 
-fn marked(state: &State, case: &common::Case) -> String {
+fn marked(state: &State, case: &Case) -> String {
     let v = state.version();
     let ctx = ctx_for(state, case);
     let m = MarkedFiles::compute(&v, &state.opts, &ctx);
@@ -397,7 +394,7 @@ fn execute(state: &mut State, c: &Compaction) -> String {
     }
 }
 
-fn manual(state: &mut State, case: &common::Case) -> String {
+fn manual(state: &mut State, case: &Case) -> String {
     let options = CompactRangeOptions {
         bottommost_level_compaction: match case.arg("bottommost") {
             None | Some("filter") => BottommostLevelCompaction::IfHaveCompactionFilter,
@@ -450,7 +447,7 @@ fn manual(state: &mut State, case: &common::Case) -> String {
     out
 }
 
-fn compact_files(state: &State, case: &common::Case) -> String {
+fn compact_files(state: &State, case: &Case) -> String {
     let args = case.args();
     let files: Vec<u64> = args[1]
         .split(',')
@@ -472,7 +469,7 @@ fn compact_files(state: &State, case: &common::Case) -> String {
     }
 }
 
-fn refit(state: &State, case: &common::Case) -> String {
+fn refit(state: &State, case: &Case) -> String {
     let level = level_arg(case.args()[1]);
     let target = case.arg("target").map(|t| t.parse().expect("target"));
     let v = state.version();
@@ -485,7 +482,7 @@ fn refit(state: &State, case: &common::Case) -> String {
     }
 }
 
-fn run(state: &mut State, case: &common::Case) -> String {
+fn run(state: &mut State, case: &Case) -> String {
     match case.args()[0] {
         "define" => define(state, case),
         "options" => {
@@ -507,7 +504,9 @@ fn run(state: &mut State, case: &common::Case) -> String {
 
 fn run_file(name: &str) {
     let mut state = State::new();
-    common::run_file(name, |case| run(&mut state, case));
+    datadriven::run_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join(name), |case| {
+        run(&mut state, case)
+    });
 }
 
 #[test]

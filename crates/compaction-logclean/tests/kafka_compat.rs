@@ -13,10 +13,7 @@ use lithify_kafka_log::record::{BatchBuilder, RecordBatch, SimpleRecord};
 use lithify_kafka_log::{Log, LogConfig};
 use lithify_vfs::{FileSystem, OsFs};
 
-#[path = "../../kafka-log/tests/kafka_compat/expected.rs"]
-mod expected;
-
-use expected::{ENV, batch_json};
+use lithify_test_support::kafka_compat::{ENV, batch_json};
 
 /// Writes a log in `codec` with overwrites, tombstones, headers and an
 /// idempotent producer, cleans it once at time 10_000 (tombstones kept and

@@ -24,13 +24,10 @@
 //! Strategy names are `CompactionStrategy::parse`'s; options:
 //! `ratio=F stripes=N minor=POLICY max-l0=N target-file=SIZE levels=N`.
 
-// The data-driven harness of `lithify-compaction`'s tests, shared rather
-// than copied.
-#[path = "../../compaction/tests/common/mod.rs"]
-mod common;
-
 use std::fmt::Write as _;
 use std::path::Path;
+
+use lithify_test_support::datadriven::{self, Case};
 use std::sync::Arc;
 
 use lithify_base::{Comparator as _, InternalKey, InternalKeyComparator};
@@ -126,7 +123,7 @@ fn strategy_from(args: &[&str]) -> (CompactionStrategy, usize) {
     (s, levels)
 }
 
-fn define(state: &mut State, case: &common::Case) -> String {
+fn define(state: &mut State, case: &Case) -> String {
     let (strategy, num_levels) = strategy_from(&case.args()[1..]);
     state.picker = Some(strategy.picker().expect("valid options"));
     state.strategy = strategy;
@@ -196,7 +193,7 @@ fn define(state: &mut State, case: &common::Case) -> String {
     v.to_string()
 }
 
-fn pick(state: &mut State, case: &common::Case) -> String {
+fn pick(state: &mut State, case: &Case) -> String {
     let v = state.version();
     let (needs, picked) = {
         let ctx = PickContext::new(&state.running);
@@ -218,7 +215,7 @@ fn pick(state: &mut State, case: &common::Case) -> String {
     out
 }
 
-fn flush(state: &mut State, case: &common::Case) -> String {
+fn flush(state: &mut State, case: &Case) -> String {
     let args = case.args();
     let (lo, hi) = (args[1].as_bytes(), args[2].as_bytes());
     let v = state.version();
@@ -356,7 +353,7 @@ fn execute(state: &State, c: &Compaction) -> String {
     }
 }
 
-fn run(state: &mut State, case: &common::Case) -> String {
+fn run(state: &mut State, case: &Case) -> String {
     let max: usize = case.arg("max").map_or(20, |m| m.parse().expect("max"));
     let mut out = String::new();
     for _ in 0..max {
@@ -376,7 +373,7 @@ fn run(state: &mut State, case: &common::Case) -> String {
     out
 }
 
-fn manual(state: &mut State, case: &common::Case) -> String {
+fn manual(state: &mut State, case: &Case) -> String {
     let options = CompactRangeOptions {
         bottommost_level_compaction: match case.arg("bottommost") {
             None | Some("filter") => BottommostLevelCompaction::IfHaveCompactionFilter,
@@ -423,7 +420,7 @@ fn manual(state: &mut State, case: &common::Case) -> String {
     out
 }
 
-fn dispatch(state: &mut State, case: &common::Case) -> String {
+fn dispatch(state: &mut State, case: &Case) -> String {
     match case.args()[0] {
         "define" => define(state, case),
         "strategy" => {
@@ -450,7 +447,9 @@ fn run_file(name: &str) {
         set: None,
         running: CompactionsInProgress::new(),
     };
-    common::run_file(name, |case| dispatch(&mut state, case));
+    datadriven::run_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join(name), |case| {
+        dispatch(&mut state, case)
+    });
 }
 
 #[test]

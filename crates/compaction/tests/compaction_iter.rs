@@ -2,10 +2,9 @@
 //! (`testdata/compaction_iter.txt`), and a proptest comparing what every
 //! snapshot sees before and after against a naive model.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -19,6 +18,7 @@ use lithify_compaction::iter::{
     CompactionFilter, CompactionIterOptions, CompactionIterator, FilterDecision,
     RangeDelAggregator, Snapshots,
 };
+use lithify_test_support::datadriven::{self, Case};
 use lithify_version::FileMetadata;
 use proptest::prelude::*;
 
@@ -215,7 +215,7 @@ fn parse_stream(lines: &[String]) -> (Points, Vec<RangeTombstone>) {
     (points, tombstones)
 }
 
-fn run_iter(case: &common::Case) -> String {
+fn run_iter(case: &Case) -> String {
     let cmp = InternalKeyComparator::bytewise();
     let (points, tombstones) = parse_stream(&case.input);
     let snapshots = Snapshots::new(
@@ -326,12 +326,13 @@ fn run_iter(case: &common::Case) -> String {
 
 #[test]
 fn compaction_iter_datadriven() {
-    common::run_file("testdata/compaction_iter.txt", |case| {
-        match case.args()[0] {
+    datadriven::run_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/compaction_iter.txt"),
+        |case| match case.args()[0] {
             "iter" => run_iter(case),
             other => panic!("unknown command {other}"),
-        }
-    });
+        },
+    );
 }
 
 #[test]

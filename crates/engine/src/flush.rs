@@ -338,10 +338,8 @@ fn run_flush_plan(
     snapshots: &[SeqNo],
 ) -> Result<lithify_compaction::CompactionResult> {
     let icmp = db.opener.options.comparator.clone();
-    let tables: Vec<Arc<lithify_memtable::MemTable>> =
-        mems.iter().map(|m| Arc::clone(m)).collect();
     let open = || -> Box<dyn InternalIterator + Send> {
-        let children: Vec<MemTableIter> = tables
+        let children: Vec<MemTableIter> = mems
             .iter()
             .map(|m| MemTableIter::new(Arc::clone(m)))
             .collect();

@@ -12,9 +12,9 @@ use lithify_version::{TableId, WalAddition};
 use lithify_vfs::FileSystem;
 
 use crate::error::Result;
-use lithify_memtable::MemTable;
 use crate::state::table::TableState;
 use crate::wal::LogWriter;
+use lithify_memtable::MemTable;
 
 /// The memtables writes go to, one per table; the default table first.
 pub(crate) struct MemSet {
@@ -24,7 +24,10 @@ pub(crate) struct MemSet {
 impl MemSet {
     /// The memtable of `table`.
     #[inline]
-    pub(crate) fn get(&self, table: TableId) -> Option<&(TableId, StdArc<TableState>, Arc<MemTable>)> {
+    pub(crate) fn get(
+        &self,
+        table: TableId,
+    ) -> Option<&(TableId, StdArc<TableState>, Arc<MemTable>)> {
         match self.entries.first() {
             Some(e) if e.0 == table => Some(e),
             _ => self.entries.iter().find(|e| e.0 == table),

@@ -11,9 +11,9 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use lithify_memtable::MemTable;
 use lithify_base::SeqNo;
 use lithify_base::sync::{Arc, Mutex};
+use lithify_memtable::MemTable;
 use lithify_version::{FileMetadata, Version};
 
 use crate::error::Result;

@@ -24,10 +24,7 @@ use lithify_kafka_log::record::{
 use lithify_kafka_log::{Log, LogConfig};
 use lithify_vfs::{FileSystem, OsFs, read_file};
 
-#[path = "kafka_compat/expected.rs"]
-mod expected;
-
-use expected::{ENV, batch_json};
+use lithify_test_support::kafka_compat::{ENV, batch_json};
 
 fn value(codec: Compression, i: i64) -> Vec<u8> {
     format!("{codec}-value-{i}-")

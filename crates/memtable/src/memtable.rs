@@ -8,11 +8,11 @@ use lithify_base::{InternalKeyComparator, MAX_SEQNO, ParsedInternalKey, SeqNo, V
 use snafu::ensure;
 
 use crate::arena::DEFAULT_BLOCK_SIZE;
-use crate::filter::{WholeKeyFilter, key_hash};
 use crate::error::{
     DuplicateEntrySnafu, EmptyRangeSnafu, EntryTooLargeSnafu, ImmutableSnafu, Result,
     SeqnoOutOfRangeSnafu,
 };
+use crate::filter::{WholeKeyFilter, key_hash};
 use crate::lookup::{DeletedBy, Lookup};
 use crate::skiplist::{DuplicateKey, MAX_HEIGHT, NodePtr, SearchKey, SkipList, split_key};
 

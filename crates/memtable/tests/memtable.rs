@@ -515,5 +515,8 @@ fn the_whole_key_filter_never_hides_a_key_or_a_range_tombstone() {
     assert!(mem.add(1, ValueKind::Put, b"a", b"again").is_err());
     mem.add(2, ValueKind::RangeDelete, b"m", b"p").unwrap();
     assert!(matches!(mem.get(b"n", 5), Lookup::Deleted { .. }));
-    assert_eq!(MemTable::new(InternalKeyComparator::bytewise()).filter_size(), 0);
+    assert_eq!(
+        MemTable::new(InternalKeyComparator::bytewise()).filter_size(),
+        0
+    );
 }

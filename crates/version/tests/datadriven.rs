@@ -32,55 +32,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify_base::InternalKey;
+use lithify_test_support::datadriven::{self, Case};
 use lithify_version::{
     DEFAULT_TABLE, Version, VersionEdit, VersionSet, VersionSetOptions, text::parse_file,
 };
-use lithify_vfs::{FileSystem, MemFs, OsFs};
-
-struct Case {
-    /// Comment lines before the command (kept when rewriting).
-    comments: Vec<String>,
-    command: String,
-    input: Vec<String>,
-    expected: Vec<String>,
-}
-
-fn parse_cases(text: &str) -> Vec<Case> {
-    let mut cases = Vec::new();
-    let mut comments = Vec::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        if line.starts_with('#') {
-            comments.push(line.to_owned());
-            continue;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let mut input = Vec::new();
-        for l in lines.by_ref() {
-            if l == "----" {
-                break;
-            }
-            input.push(l.to_owned());
-        }
-        let mut expected = Vec::new();
-        while let Some(l) = lines.peek() {
-            if l.is_empty() {
-                break;
-            }
-            expected.push(l.to_string());
-            lines.next();
-        }
-        cases.push(Case {
-            comments: std::mem::take(&mut comments),
-            command: line.to_owned(),
-            input,
-            expected,
-        });
-    }
-    cases
-}
+use lithify_vfs::MemFs;
 
 fn level_arg(s: &str) -> usize {
     s.strip_prefix('L')
@@ -191,46 +147,10 @@ fn run(case: &Case, current: &mut Option<Version>) -> String {
 #[test]
 fn testdata() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
-    let rewrite = std::env::var_os("REWRITE").is_some();
-    let names: Vec<_> = OsFs
-        .list_dir(&dir)
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".txt"))
-        .map(|n| dir.join(n))
-        .collect();
-    assert!(!names.is_empty());
-    for path in names {
-        let text = String::from_utf8(lithify_vfs::read_file(&OsFs, &path).unwrap()).unwrap();
-        let cases = parse_cases(&text);
+    let files = datadriven::files_in(&dir, ".txt");
+    assert!(!files.is_empty());
+    for path in files {
         let mut current = None;
-        let mut rewritten = String::new();
-        for case in &cases {
-            let got = run(case, &mut current);
-            if rewrite {
-                for c in &case.comments {
-                    writeln!(rewritten, "{c}").unwrap();
-                }
-                writeln!(rewritten, "{}", case.command).unwrap();
-                for l in &case.input {
-                    writeln!(rewritten, "{l}").unwrap();
-                }
-                writeln!(rewritten, "----").unwrap();
-                write!(rewritten, "{got}").unwrap();
-                writeln!(rewritten).unwrap();
-            } else {
-                let want = case.expected.join("\n");
-                assert_eq!(
-                    got.trim_end(),
-                    want.trim_end(),
-                    "{}: command `{}`",
-                    path.display(),
-                    case.command
-                );
-            }
-        }
-        if rewrite {
-            lithify_vfs::write_file_atomic(&OsFs, &path, rewritten.as_bytes()).unwrap();
-        }
+        datadriven::run_file(&path, |case| run(case, &mut current));
     }
 }

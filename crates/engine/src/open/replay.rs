@@ -41,13 +41,13 @@ use snafu::ResultExt;
 use crate::batch::{BatchEntry, DecodedBatch, WalRecord};
 use crate::error::{IoSnafu, MemtableSnafu, Result, WalRecordSnafu};
 use crate::flush::flush_memtables;
-use lithify_memtable::MemTable;
 use crate::options::Options;
 use crate::recovery::DroppedBytes;
 use crate::sst_files::SstFiles;
 use crate::state::table::{TableState, new_memtable};
 use crate::wal::log_path;
 use lithify_compaction::OutputFactory;
+use lithify_memtable::MemTable;
 
 /// A table being recovered.
 pub(super) struct Replay {

@@ -14,8 +14,8 @@ use lithify_version::TableId;
 
 use super::table::{Imm, TableMut};
 use super::{DbInner, DbState};
-use lithify_memtable::MemTable;
 use crate::stall::StallCondition;
+use lithify_memtable::MemTable;
 
 /// A compaction chosen for a table and registered as running.
 pub(crate) struct PickedCompaction {

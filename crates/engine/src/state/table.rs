@@ -6,7 +6,6 @@
 use std::collections::VecDeque;
 use std::sync::Arc as StdArc;
 
-use lithify_memtable::{MemTable, MemTableOptions};
 use crate::merge::TableMerge;
 use lithify_base::InternalKeyComparator;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,6 +13,7 @@ use lithify_base::sync::{Arc, Mutex};
 use lithify_compaction::{CompactionPicker, CompactionStatsTable, CompactionsInProgress};
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_strategy::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
+use lithify_memtable::{MemTable, MemTableOptions};
 use lithify_version::{TableId, Version};
 
 use crate::options::Options;

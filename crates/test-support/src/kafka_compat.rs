@@ -1,26 +1,30 @@
-//! What the kafka-python check (`check.py`) compares a batch with: its
-//! fields and records as JSON. Shared by the log's and the cleaner's
-//! `kafka_compat` tests.
+//! What the kafka-python check (`kafka-log/tests/kafka_compat/check.py`)
+//! compares a batch with: its fields and records as JSON. Shared by the
+//! log's and the cleaner's `kafka_compat` tests.
 
 use std::fmt::Write as _;
 
 use lithify_kafka_log::record::RecordBatch;
 
-/// Where `cargo xtask kafka-compat` wants the files.
-pub(crate) const ENV: &str = "LITHIFY_KAFKA_COMPAT_DIR";
+/// The environment variable naming the directory where `cargo xtask
+/// kafka-compat` wants the files.
+pub const ENV: &str = "LITHIFY_KAFKA_COMPAT_DIR";
 
-pub(crate) fn hex(b: &[u8]) -> String {
+/// `b` as lowercase hex.
+pub fn hex(b: &[u8]) -> String {
     b.iter().fold(String::new(), |mut s, x| {
         let _ = write!(s, "{x:02x}");
         s
     })
 }
 
-pub(crate) fn json_bytes(b: Option<&[u8]>) -> String {
+/// `b` as a JSON string of hex, or `null`.
+pub fn json_bytes(b: Option<&[u8]>) -> String {
     b.map_or("null".to_string(), |b| format!("\"{}\"", hex(b)))
 }
 
-pub(crate) fn batch_json(b: &RecordBatch) -> String {
+/// The batch's header fields and records as one JSON object.
+pub fn batch_json(b: &RecordBatch) -> String {
     let records: Vec<String> = b
         .records()
         .unwrap()
