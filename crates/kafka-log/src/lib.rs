@@ -82,6 +82,7 @@ mod config;
 mod error;
 mod file_batches;
 pub mod index;
+mod loader;
 mod lock;
 mod log;
 mod log_dir;

@@ -5,19 +5,18 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lithify_vfs::{FileLock, FileSystem, lost, parent_dir};
+use lithify_vfs::{FileLock, FileSystem};
 use snafu::ResultExt as _;
 
 use crate::checkpoint::{self, TopicPartition};
 use crate::config::LogConfig;
 use crate::error::{
-    BatchTooLargeSnafu, CorruptSnafu, DamagedBelowRecoveryPointSnafu, Error, InvalidArgumentSnafu,
-    IoSnafu, KeylessRecordSnafu, MissingFlushedRecordsSnafu, MissingSegmentSnafu, PoisonedSnafu,
-    ProducerStateSnafu, Result,
+    BatchTooLargeSnafu, CorruptSnafu, Error, InvalidArgumentSnafu, IoSnafu, KeylessRecordSnafu,
+    PoisonedSnafu, ProducerStateSnafu, Result,
 };
 use crate::file_batches::{FileBatches, OffsetOrder};
-use crate::naming::{self, FileKind, Suffix};
-use crate::producer_replay;
+use crate::loader::{self, LogLoader, recovery_point_path};
+use crate::naming::{self, Suffix};
 use crate::producer_state::{self, ProducerBatch, ProducerStateEntry, ProducerStateManager};
 use crate::read_committed::CommittedRecords;
 use crate::record::batch::{
@@ -27,8 +26,8 @@ use crate::record::{
     BatchBuilder, EndTransactionMarker, Record, RecordBatch, SimpleRecord, TimestampType,
     TransactionResult,
 };
-use crate::recovery::{self, LogRecoveryReport, RecoveryPointSource, Truncation};
-use crate::segment::{LogSegment, RollParams, SegmentProblem};
+use crate::recovery::LogRecoveryReport;
+use crate::segment::{LogSegment, RollParams};
 use crate::snapshot::{LogSnapshot, SegmentSnapshot};
 use crate::txn_index::AbortedTxn;
 use lithify_base::clock::{Clock, SystemClock};
@@ -213,328 +212,27 @@ impl Log {
         options: OpenOptions,
     ) -> Result<Log> {
         config.validate()?;
-        let io = |action| IoSnafu { action, path: dir };
-        let created = !fs.is_dir(dir);
-        if created {
-            // Every directory created must be made durable in its parent.
-            let mut created = vec![dir];
-            let mut d = parent_dir(dir);
-            while !fs.is_dir(d) && created.len() < 64 {
-                created.push(d);
-                d = parent_dir(d);
-            }
-            fs.create_dir_all(dir).context(io("create"))?;
-            for new_dir in created.into_iter().rev() {
-                fs.sync_dir(parent_dir(new_dir))
-                    .context(io("sync the parent of"))?;
-            }
-        }
+        let created = loader::create_dir(&*fs, dir)?;
         let lock = crate::lock::lock_exclusive(&*fs, dir, "log directory")?;
-        let mut report = LogRecoveryReport::default();
-        recovery::complete_or_roll_back_swaps(&*fs, dir, &mut report)?;
-        let now = options.clock.now_ms();
-
-        let names = fs.list_dir(dir).context(io("list"))?;
-        let mut bases = Vec::new();
-        let mut orphans = Vec::new();
-        for name in &names {
-            let Some(p) = naming::parse(name) else {
-                continue;
-            };
-            if p.suffix != Suffix::None {
-                continue;
-            }
-            match p.kind {
-                FileKind::Log => bases.push(p.base_offset),
-                kind if kind.is_index() => {
-                    let log = dir.join(naming::file_name(
-                        p.base_offset,
-                        FileKind::Log,
-                        Suffix::None,
-                    ));
-                    if !fs.exists(&log) {
-                        orphans.push((p.base_offset, name.clone(), log));
-                    }
-                }
-                _ => {}
-            }
-        }
-        bases.sort_unstable();
-
-        // A directory just created has no flushed records, whatever an old
-        // checkpoint entry of a removed directory of that name says.
-        let checkpointed = if created {
-            None
-        } else {
-            read_recovery_point(&*fs, dir, &mut report)
-        };
-        let last_base = bases.last().copied();
-        let (recovery_point, source) = match (options.recovery_point, checkpointed) {
-            (Some(p), _) => (p, RecoveryPointSource::Given),
-            (None, Some(p)) => (p, RecoveryPointSource::Checkpoint),
-            (None, None) => (last_base.unwrap_or(0), RecoveryPointSource::LastSegment),
-        };
-        report.recovery_point = recovery_point;
-        report.recovery_point_source = source;
-
-        let mut segments = BTreeMap::new();
-        let mut problems = BTreeMap::new();
-        for &base in &bases {
-            let (seg, problem) =
-                LogSegment::open(fs.clone(), dir, base, Suffix::None, &config, now)?;
-            if let Some(problem) = problem {
-                problems.insert(base, problem);
-            }
-            segments.insert(base, seg);
-        }
-        // Index files without their `.log`. Beyond the log's end they are
-        // what a removal interrupted by a crash leaves (recovery removing
-        // the segments after a truncation), and are removed, as Kafka
-        // does. Below it, a `.log` went missing from the middle of the log:
-        // its records are gone, and that is refused.
-        let mut end_hint = segments
-            .values()
-            .map(LogSegment::next_offset)
-            .max()
-            .unwrap_or(0);
-        if source != RecoveryPointSource::LastSegment {
-            end_hint = end_hint.max(recovery_point);
-        }
-        for (base, name, log) in &orphans {
-            if *base < end_hint {
-                return MissingSegmentSnafu {
-                    path: log,
-                    index: dir.join(name),
-                    log_end_offset: end_hint,
-                }
-                .fail();
-            }
-        }
-        for (_, name, _) in orphans {
-            let path = dir.join(&name);
-            fs.remove_file(&path).context(IoSnafu {
-                action: "remove",
-                path: &path,
-            })?;
-            report.deleted_files.push(name);
-        }
-
-        // The first segment to re-validate: the one holding the recovery
-        // point, and at least the last one (its indexes are preallocated
-        // zeros while active, never "valid").
-        let first_unflushed = last_base.map(|last| {
-            segments
-                .range(..=recovery_point)
-                .next_back()
-                .map_or(i64::MIN, |(b, _)| *b)
-                .min(last)
-        });
-
-        // Flushed segments with a problem: rebuild their indexes, or refuse.
-        for (base, problem) in &problems {
-            if first_unflushed.is_some_and(|f| *base >= f) {
-                continue;
-            }
-            let Some(seg) = segments.get_mut(base) else {
-                continue;
-            };
-            if let SegmentProblem::LogCutShort { size, message } = problem {
-                return DamagedBelowRecoveryPointSnafu {
-                    path: seg.log_path(),
-                    offset: *size,
-                    recovery_point,
-                    next_offset: seg.next_offset(),
-                    reason: format!(
-                        "{message} (if the .log is intact and an index is damaged instead, remove the segment's .index and .timeindex to have them rebuilt)"
-                    ),
-                }
-                .fail();
-            }
-            // Any damage found is below the recovery point: refused, and
-            // reported with the log's recovery point.
-            let rec = seg.recover(false, i64::MAX).map_err(|e| match e {
-                Error::DamagedBelowRecoveryPoint {
-                    path,
-                    offset,
-                    next_offset,
-                    reason,
-                    location,
-                    ..
-                } => Error::DamagedBelowRecoveryPoint {
-                    path,
-                    offset,
-                    recovery_point,
-                    next_offset,
-                    reason,
-                    location,
-                },
-                e => e,
-            })?;
-            tracing::info!(
-                log = %dir.display(),
-                segment = *base,
-                problem = %problem,
-                "rebuilt the indexes of a segment from its .log"
-            );
-            report.rebuilt_indexes.push((*base, problem.to_string()));
-            report.recovered.push(rec);
-        }
-
-        if let Some(from) = first_unflushed {
-            let to_recover: Vec<i64> = segments.range(from..).map(|(b, _)| *b).collect();
-            for base in to_recover {
-                let is_last = Some(&base) == segments.keys().next_back();
-                let Some(seg) = segments.get_mut(&base) else {
-                    continue;
-                };
-                let log_path = seg.log_path().to_path_buf();
-                // The log must reach its recovery point: checked before the
-                // last segment's recovery writes anything.
-                let must_reach = |next_offset: i64, size: u64| {
-                    if !is_last
-                        || source == RecoveryPointSource::LastSegment
-                        || next_offset >= recovery_point
-                    {
-                        return Ok(());
-                    }
-                    MissingFlushedRecordsSnafu {
-                        dir,
-                        segment: log_path.clone(),
-                        size,
-                        checkpoint: match source {
-                            RecoveryPointSource::Given => PathBuf::from("the given OpenOptions"),
-                            _ => recovery_point_path(dir),
-                        },
-                        log_end_offset: next_offset,
-                        recovery_point,
-                    }
-                    .fail()
-                };
-                let rec = seg.recover_checked(is_last, recovery_point, &must_reach)?;
-                if let Some(problem) = problems.get(&base)
-                    && !is_last
-                {
-                    report.rebuilt_indexes.push((base, problem.to_string()));
-                }
-                let truncated = rec.truncated_bytes > 0;
-                if let Some(kept_at) = &rec.kept_at {
-                    report.truncations.push(Truncation {
-                        file: log_path.clone(),
-                        position: rec.valid_bytes,
-                        bytes: rec.truncated_bytes,
-                        first_offset_dropped: rec.next_offset,
-                        reason: rec.reason.clone().unwrap_or_default(),
-                        kept_at: kept_at.clone(),
-                    });
-                }
-                let next_offset = rec.next_offset;
-                report.recovered.push(rec);
-                if truncated && !is_last {
-                    let later: Vec<i64> = segments.range(base + 1..).map(|(b, _)| *b).collect();
-                    for b in later {
-                        let Some(s) = segments.remove(&b) else {
-                            continue;
-                        };
-                        let (reader, path) = s.file();
-                        let size = s.size();
-                        let kept_at = lost::keep_range(&*fs, dir, &path, &*reader, 0, size)
-                            .context(IoSnafu {
-                                action: "keep in lost/",
-                                path: path.as_path(),
-                            })?;
-                        s.delete()?;
-                        report.removed_after_corruption.push(b);
-                        report.truncations.push(Truncation {
-                            file: (*path).clone(),
-                            position: 0,
-                            bytes: size,
-                            first_offset_dropped: next_offset,
-                            reason: format!(
-                                "the segment follows {}, which recovery truncated at byte offset {}",
-                                log_path.display(),
-                                report.recovered.last().map_or(0, |r| r.valid_bytes)
-                            ),
-                            kept_at,
-                        });
-                    }
-                    break;
-                }
-            }
-        }
-        for t in &report.truncations {
-            tracing::warn!(
-                log = %dir.display(),
-                file = %t.file.display(),
-                position = t.position,
-                bytes = t.bytes,
-                first_offset_dropped = t.first_offset_dropped,
-                kept_at = %t.kept_at.display(),
-                reason = %t.reason,
-                "recovery truncated bytes above the recovery point"
-            );
-        }
-
-        // (A last segment was checked against the recovery point before its
-        // recovery wrote anything; a log without segments is checked here.)
-        if segments.is_empty() {
-            if source != RecoveryPointSource::LastSegment && recovery_point > 0 {
-                return MissingFlushedRecordsSnafu {
-                    dir,
-                    segment: dir.join(naming::file_name(0, FileKind::Log, Suffix::None)),
-                    size: 0u64,
-                    checkpoint: match source {
-                        RecoveryPointSource::Given => PathBuf::from("the given OpenOptions"),
-                        _ => recovery_point_path(dir),
-                    },
-                    log_end_offset: 0i64,
-                    recovery_point,
-                }
-                .fail();
-            }
-            let seg = LogSegment::create(fs.clone(), dir, 0, Suffix::None, &config, now)?;
-            segments.insert(0, seg);
-        }
-        // Producer state, and the transaction indexes that a crash may
-        // have left behind their `.log`.
-        let next_offset = segments
-            .values()
-            .next_back()
-            .map_or(0, LogSegment::next_offset);
-        let mut rebuild = BTreeSet::new();
-        for (base, seg) in &segments {
-            if let Some(problem) = seg.txn_index_problem() {
-                tracing::info!(
-                    log = %dir.display(),
-                    segment = *base,
-                    problem,
-                    "rebuilding a malformed transaction index from the log"
-                );
-                report.rebuilt_indexes.push((*base, problem.to_string()));
-                rebuild.insert(*base);
-            } else if seg.next_offset() > recovery_point
-                || report.rebuilt_indexes.iter().any(|(b, _)| b == base)
-            {
-                rebuild.insert(*base);
-            }
-        }
-        let loaded =
-            producer_replay::load(&*fs, dir, &mut segments, next_offset, &rebuild, &mut report)?;
-        report.producer_state_replayed_from = loaded.replayed_from;
-        let mut snapshots = loaded.snapshots;
-        let last_base = segments.keys().next_back().copied().unwrap_or(0);
-        if loaded.replayed_from < last_base && !snapshots.contains(&next_offset) {
-            // The next open replays from here, not from as far back.
-            producer_state::write_snapshot(&*fs, dir, next_offset, &loaded.state)?;
-            snapshots.insert(next_offset);
-        }
-
-        let active = segments
-            .values_mut()
-            .next_back()
-            .expect("a log has at least one segment");
-        active.make_active()?;
-        fs.sync_dir(dir).context(io("sync"))?;
-        let flushed = recovery_point.min(next_offset);
+        let mut load = LogLoader::new(fs.clone(), dir, &config, options.clock.now_ms(), created);
+        load.complete_swaps()?;
+        let scan = load.scan()?;
+        load.choose_recovery_point(options.recovery_point, &scan);
+        load.open_segments(&scan.bases)?;
+        load.remove_orphan_indexes(scan.orphans)?;
+        load.rebuild_flushed_indexes()?;
+        load.recover_unflushed()?;
+        load.ensure_a_segment()?;
+        let (producer_state, snapshots) = load.load_producers()?;
+        load.activate()?;
+        let next_offset = load.next_offset();
+        let flushed = load.recovery_point.min(next_offset);
+        let LogLoader {
+            report,
+            checkpointed,
+            segments,
+            ..
+        } = load;
         Ok(Log {
             fs,
             dir: dir.to_path_buf(),
@@ -547,7 +245,7 @@ impl Log {
             recovery_point: flushed,
             checkpointed: checkpointed.filter(|p| *p == flushed),
             closed: false,
-            producer_state: loaded.state,
+            producer_state,
             snapshots,
             _lock: lock,
         })
@@ -1314,36 +1012,6 @@ impl Drop for Log {
 /// Serialises the read-modify-write of `recovery-point-offset-checkpoint`
 /// files by the logs of this process.
 static RECOVERY_POINT_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The `recovery-point-offset-checkpoint` of the data directory holding
-/// the log directory `dir`.
-fn recovery_point_path(dir: &Path) -> PathBuf {
-    parent_dir(dir).join(checkpoint::RECOVERY_POINT_FILE_NAME)
-}
-
-/// The log's line of its data directory's recovery point checkpoint, if
-/// it has one; a file that cannot be read counts as no line (Kafka reads
-/// it as empty too), with a warning and a note in the report.
-fn read_recovery_point(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    report: &mut LogRecoveryReport,
-) -> Option<i64> {
-    let (topic, partition) = naming::parse_partition_dir(dir.file_name()?.to_str()?)?;
-    let path = recovery_point_path(dir);
-    match checkpoint::read_file(fs, &path) {
-        Ok(entries) => entries.get(&TopicPartition::new(topic, partition)).copied(),
-        Err(e) => {
-            tracing::warn!(
-                log = %dir.display(),
-                error = %e,
-                "the recovery point checkpoint cannot be read; only the last segment is re-validated"
-            );
-            report.recovery_point_unreadable = Some(e.to_string());
-            None
-        }
-    }
-}
 
 /// Batches of a log from an offset; see [`Log::batches_from`].
 #[derive(Debug)]
