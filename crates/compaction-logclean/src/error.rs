@@ -137,6 +137,15 @@ impl Classify for Error {
     }
 }
 
+/// A batch's format error is the log's error of the same name, as if the
+/// log had read the batch.
+impl From<lithify_kafka_format::Error> for Error {
+    #[track_caller]
+    fn from(err: lithify_kafka_format::Error) -> Self {
+        Error::from(lithify_kafka_log::Error::from(err))
+    }
+}
+
 impl From<Error> for lithify_base::Error {
     fn from(err: Error) -> Self {
         lithify_base::Error::external(err)

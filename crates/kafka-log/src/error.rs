@@ -9,9 +9,7 @@ use snafu::{Location, Snafu};
 
 use crate::codec::Compression;
 
-/// The name used in errors for bytes that did not come from a file (a batch
-/// decoded straight from memory).
-pub const IN_MEMORY: &str = "<in-memory batch>";
+pub use lithify_kafka_format::IN_MEMORY;
 
 /// Everything that can go wrong reading or writing a Kafka-format log.
 #[derive(Debug, Snafu)]
@@ -343,5 +341,69 @@ impl Classify for Error {
 impl From<Error> for lithify_base::Error {
     fn from(err: Error) -> Self {
         lithify_base::Error::external(err)
+    }
+}
+
+/// A format error becomes the log's variant of the same name, fields and
+/// message, so callers of the log match one error type.
+impl From<lithify_kafka_format::Error> for Error {
+    fn from(err: lithify_kafka_format::Error) -> Self {
+        use lithify_kafka_format::Error as F;
+        match err {
+            F::Corrupt {
+                path,
+                offset,
+                message,
+                location,
+            } => Error::Corrupt {
+                path,
+                offset,
+                message,
+                location,
+            },
+            F::UnknownCodec {
+                path,
+                offset,
+                id,
+                location,
+            } => Error::UnknownCodec {
+                path,
+                offset,
+                id,
+                location,
+            },
+            F::Decompress {
+                path,
+                offset,
+                codec,
+                message,
+                location,
+            } => Error::Decompress {
+                path,
+                offset,
+                codec,
+                message,
+                location,
+            },
+            F::UnsupportedMagic {
+                path,
+                offset,
+                magic,
+                location,
+            } => Error::UnsupportedMagic {
+                path,
+                offset,
+                magic,
+                location,
+            },
+            F::InvalidArgument { message, location } => {
+                Error::InvalidArgument { message, location }
+            }
+            // A variant added to the format later: kept as its message.
+            other => Error::InvalidArgument {
+                message: other.to_string(),
+                location: snafu::location!(),
+            },
+        }
     }
 }

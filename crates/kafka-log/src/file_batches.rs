@@ -24,12 +24,11 @@ use lithify_vfs::RandomAccessFile;
 use snafu::ResultExt as _;
 
 use crate::error::{CorruptSnafu, IoSnafu, Result};
-use crate::record::RecordBatch;
-use crate::record::batch::{
-    ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, BatchOrigin, BatchPrefix, DELETE_HORIZON_FLAG_MASK,
-    HEADER_SIZE_UP_TO_MAGIC, LAST_OFFSET_DELTA_OFFSET, MAGIC_V2, MAX_TIMESTAMP_OFFSET, MIN_LENGTH,
-    PRODUCER_ID_OFFSET, RECORD_BATCH_OVERHEAD,
+use crate::record::layout::{
+    ATTRIBUTES_OFFSET, BASE_TIMESTAMP_OFFSET, HEADER_SIZE_UP_TO_MAGIC, LAST_OFFSET_DELTA_OFFSET,
+    MAGIC_V2, MAX_TIMESTAMP_OFFSET, MIN_LENGTH, PRODUCER_ID_OFFSET, RECORD_BATCH_OVERHEAD,
 };
+use crate::record::{BatchOrigin, BatchPrefix, DELETE_HORIZON_FLAG_MASK, RecordBatch};
 
 /// Bytes read from the file at a time (more when a batch is larger).
 const CHUNK: usize = 256 * 1024;

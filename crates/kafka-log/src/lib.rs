@@ -76,8 +76,6 @@
 //! ```
 
 pub mod checkpoint;
-pub mod codec;
-mod coding;
 mod config;
 mod error;
 mod file_batches;
@@ -91,7 +89,6 @@ mod producer_replay;
 pub mod producer_snapshot;
 mod producer_state;
 mod read_committed;
-pub mod record;
 mod recovery;
 mod segment;
 mod snapshot;
@@ -105,11 +102,14 @@ mod verify;
 struct ReadmeDoctests;
 
 pub use checkpoint::TopicPartition;
-pub use coding::DecodeError;
 pub use config::{CleanupPolicy, CompressionType, LogConfig};
 pub use error::{Error, IN_MEMORY, Result};
 pub use file_batches::{BatchHeader, FileBatchHeaders, FileBatches, OffsetOrder};
 pub use lithify_base::clock::{Clock, ManualClock, SystemClock};
+use lithify_kafka_format::coding;
+pub use lithify_kafka_format::coding::DecodeError;
+/// Kafka's codecs and record format, from `lithify-kafka-format` (no I/O).
+pub use lithify_kafka_format::{codec, record};
 pub use lithify_vfs::lost::LOST_DIR;
 pub use lock::{LOCK_FILE_NAME, lock_data_dir, lock_shared};
 pub use log::{AppendInfo, Log, LogBatches, LogRecords, OpenOptions, Producer, SegmentInfo};

@@ -19,13 +19,12 @@ use crate::loader::{self, LogLoader, recovery_point_path};
 use crate::naming::{self, Suffix};
 use crate::producer_state::{self, ProducerBatch, ProducerStateEntry, ProducerStateManager};
 use crate::read_committed::CommittedRecords;
-use crate::record::batch::{
-    ATTRIBUTES_OFFSET, CRC_OFFSET, MAX_TIMESTAMP_OFFSET, TIMESTAMP_TYPE_MASK, compute_crc,
-};
+use crate::record::layout::{ATTRIBUTES_OFFSET, CRC_OFFSET, MAX_TIMESTAMP_OFFSET};
 use crate::record::{
     BatchBuilder, EndTransactionMarker, Record, RecordBatch, SimpleRecord, TimestampType,
     TransactionResult,
 };
+use crate::record::{TIMESTAMP_TYPE_MASK, compute_crc};
 use crate::recovery::LogRecoveryReport;
 use crate::segment::{LogSegment, RollParams};
 use crate::snapshot::{LogSnapshot, SegmentSnapshot};
@@ -1086,7 +1085,7 @@ impl Iterator for LogRecords<'_> {
             // a damaged batch is an error naming its file and byte offset,
             // never wrong records.
             if let Err(e) = batch.ensure_valid() {
-                return Some(Err(e));
+                return Some(Err(e.into()));
             }
             match batch.records() {
                 Ok(records) => self.pending.extend(
@@ -1094,7 +1093,7 @@ impl Iterator for LogRecords<'_> {
                         .into_iter()
                         .filter(|r| r.offset >= self.start_offset),
                 ),
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Err(e.into())),
             }
         }
     }

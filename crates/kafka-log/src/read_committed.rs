@@ -23,7 +23,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
 
-use crate::error::{CorruptSnafu, Result};
+use crate::error::{CorruptSnafu, Error, Result};
 use crate::log::LogBatches;
 use crate::record::{ControlRecordType, Record, RecordBatch};
 use crate::txn_index::AbortedTxn;
@@ -144,7 +144,10 @@ impl Iterator for CommittedRecords<'_> {
                 return None;
             }
             // Records only from a batch whose CRC holds (as `records_from`).
-            let kept = batch.ensure_valid().and_then(|()| self.keep(&batch));
+            let kept = batch
+                .ensure_valid()
+                .map_err(Error::from)
+                .and_then(|()| self.keep(&batch));
             match kept {
                 Ok(false) => continue,
                 Ok(true) => {}
@@ -156,7 +159,7 @@ impl Iterator for CommittedRecords<'_> {
                         .into_iter()
                         .filter(|r| r.offset >= self.start_offset && r.offset < self.stable_end),
                 ),
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Err(e.into())),
             }
         }
     }

@@ -26,8 +26,9 @@ use crate::error::{DamagedBelowRecoveryPointSnafu, Error, InvalidArgumentSnafu, 
 use crate::file_batches::FileBatches;
 use crate::index::{OffsetIndex, TimeIndex, TimestampOffset};
 use crate::naming::{FileKind, Suffix, file_name};
+use crate::record::BatchPrefix;
 use crate::record::RecordBatch;
-use crate::record::batch::{BatchPrefix, HEADER_SIZE_UP_TO_MAGIC, MAGIC_V2, NO_TIMESTAMP};
+use crate::record::layout::{HEADER_SIZE_UP_TO_MAGIC, MAGIC_V2, NO_TIMESTAMP};
 use crate::txn_index::{self, AbortedTxn, TransactionIndex, TxnSearch};
 
 /// What recovering one segment found.

@@ -286,21 +286,6 @@ fn foreign_batches_get_the_log_end_offset_and_keep_their_bytes_otherwise() {
 }
 
 #[test]
-fn an_unknown_codec_is_an_error_naming_it() {
-    let mut b = BatchBuilder::new(0);
-    b.append(0, 1, Some(b"k"), Some(b"v"), &[]).unwrap();
-    let mut raw = b.build().to_vec();
-    raw[22] |= 0x06; // codec id 6
-    let crc = lithify_kafka_log::record::compute_crc(&raw);
-    raw[17..21].copy_from_slice(&crc.to_be_bytes());
-    let batch = RecordBatch::parse(raw.into()).unwrap();
-    let err = batch.records().unwrap_err();
-    assert!(matches!(err, Error::UnknownCodec { id: 6, .. }));
-    assert!(err.to_string().contains("codec id 6"), "{err}");
-    assert!(batch.ensure_valid().is_err());
-}
-
-#[test]
 fn errors_in_files_name_the_file_and_byte_offset() {
     let fs = MemFs::new();
     let mut log = open(&fs, &LogConfig::default());

@@ -457,7 +457,11 @@ fn print_records(b: &RecordBatch) -> Result<(), Error> {
         TimestampType::CreateTime => "CreateTime",
         TimestampType::LogAppendTime => "LogAppendTime",
     };
-    for r in b.records().context(LogSnafu)? {
+    for r in b
+        .records()
+        .map_err(lithify_kafka_log::Error::from)
+        .context(LogSnafu)?
+    {
         if b.is_control() {
             let key = r.key.as_deref().unwrap_or_default();
             let value = r.value.as_deref().unwrap_or_default();

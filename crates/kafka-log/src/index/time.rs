@@ -9,7 +9,7 @@
 
 use super::{Index, IndexEntry};
 use crate::error::{InvalidArgumentSnafu, Result};
-use crate::record::batch::NO_TIMESTAMP;
+use crate::record::layout::NO_TIMESTAMP;
 
 /// A timestamp and the offset it was reached at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

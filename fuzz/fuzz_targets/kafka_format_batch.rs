@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lithify_kafka_log::codec::{Compression, decompress};
-use lithify_kafka_log::record::{BatchBuilder, RecordBatch};
+use lithify_kafka_format::codec::{Compression, decompress};
+use lithify_kafka_format::record::{BatchBuilder, RecordBatch};
 
 const LIMIT: usize = 1 << 20;
 
@@ -40,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
         }
         prev = Some(r.offset);
     }
-    if batch.timestamp_type() != lithify_kafka_log::record::TimestampType::CreateTime {
+    if batch.timestamp_type() != lithify_kafka_format::record::TimestampType::CreateTime {
         return;
     }
     let again = RecordBatch::parse(b.build()).expect("our own batch parses");

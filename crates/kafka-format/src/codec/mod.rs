@@ -18,7 +18,7 @@
 //! without bound.
 //!
 //! ```
-//! use lithify_kafka_log::codec::{Compression, compress, decompress};
+//! use lithify_kafka_format::codec::{Compression, compress, decompress};
 //!
 //! let data = b"keyed records, keyed records, keyed records".repeat(10);
 //! for codec in Compression::ALL {

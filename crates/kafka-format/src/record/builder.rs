@@ -6,6 +6,7 @@ use bytes::Bytes;
 use crate::codec::{self, Compression};
 use crate::error::{InvalidArgumentSnafu, Result};
 use crate::record::batch::*;
+use crate::record::layout::*;
 use crate::record::record::{Header, HeaderSection, encode_record};
 use crate::record::view::RecordView;
 
@@ -28,8 +29,8 @@ const MAX_RECORDS_BYTES: usize = i32::MAX as usize - RECORD_BATCH_OVERHEAD;
 ///   given by [`max_timestamp`](BatchBuilder::max_timestamp).
 ///
 /// ```
-/// use lithify_kafka_log::codec::Compression;
-/// use lithify_kafka_log::record::{BatchBuilder, RecordBatch};
+/// use lithify_kafka_format::codec::Compression;
+/// use lithify_kafka_format::record::{BatchBuilder, RecordBatch};
 ///
 /// let mut b = BatchBuilder::new(100).compression(Compression::Zstd);
 /// b.append(100, 5000, Some(b"user-1"), Some(b"alice"), &[]).unwrap();

@@ -24,7 +24,8 @@ use crate::codec::{Compression, MAX_DECOMPRESSED_BYTES};
 use crate::coding::{DecodeError, Reader};
 use crate::error::{CorruptSnafu, Error, IN_MEMORY, Result};
 use crate::record::RecordBatch;
-use crate::record::batch::{RECORD_BATCH_OVERHEAD, RECORDS_COUNT_OFFSET, TimestampType};
+use crate::record::batch::TimestampType;
+use crate::record::layout::{RECORD_BATCH_OVERHEAD, RECORDS_COUNT_OFFSET};
 use crate::record::record::{Header, Record};
 
 /// Smallest encoded record: a 1-byte length and six 1-byte fields.
@@ -117,7 +118,7 @@ fn nullable<'a>(r: &mut Reader<'a>, what: &str) -> Result<Option<&'a [u8]>, Deco
 /// The records of one batch: the decompressed buffer they borrow from.
 ///
 /// ```
-/// use lithify_kafka_log::record::{BatchBuilder, BatchRecords, RecordBatch};
+/// use lithify_kafka_format::record::{BatchBuilder, BatchRecords, RecordBatch};
 ///
 /// let mut b = BatchBuilder::new(10);
 /// b.append(10, 1000, Some(b"k"), Some(b"v"), &[]).unwrap();

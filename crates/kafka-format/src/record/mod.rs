@@ -4,9 +4,10 @@
 //! [`EndTransactionMarker`]), and the one record decoder, zero-copy
 //! ([`BatchRecords`], [`RecordView`]).
 
-pub(crate) mod batch;
+mod batch;
 mod builder;
 mod control;
+pub mod layout;
 #[allow(clippy::module_inception)]
 mod record;
 mod view;

@@ -34,12 +34,12 @@ impl fmt::Display for DecodeError {
 impl std::error::Error for DecodeError {}
 
 /// Appends `v` as a zigzag varint (at most 5 bytes).
-pub(crate) fn put_varint(buf: &mut Vec<u8>, v: i32) {
+pub fn put_varint(buf: &mut Vec<u8>, v: i32) {
     put_unsigned_varint(buf, ((v << 1) ^ (v >> 31)) as u32 as u64);
 }
 
 /// Appends `v` as a zigzag varlong (at most 10 bytes).
-pub(crate) fn put_varlong(buf: &mut Vec<u8>, v: i64) {
+pub fn put_varlong(buf: &mut Vec<u8>, v: i64) {
     put_unsigned_varint(buf, ((v << 1) ^ (v >> 63)) as u64);
 }
 
@@ -52,12 +52,12 @@ fn put_unsigned_varint(buf: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Bytes [`put_varint`] writes for `v`.
-pub(crate) fn varint_len(v: i32) -> usize {
+pub fn varint_len(v: i32) -> usize {
     unsigned_len(((v << 1) ^ (v >> 31)) as u32 as u64)
 }
 
 /// Bytes [`put_varlong`] writes for `v`.
-pub(crate) fn varlong_len(v: i64) -> usize {
+pub fn varlong_len(v: i64) -> usize {
     unsigned_len(((v << 1) ^ (v >> 63)) as u64)
 }
 
@@ -69,34 +69,34 @@ fn unsigned_len(v: u64) -> usize {
 /// A cursor over a byte slice reading Kafka's encodings. Every read checks
 /// the remaining length and reports the position of a bad value.
 #[derive(Debug, Clone)]
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `buf`.
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
+    pub fn new(buf: &'a [u8]) -> Self {
         Reader { buf, pos: 0 }
     }
 
     /// Bytes consumed so far.
-    pub(crate) fn position(&self) -> usize {
+    pub fn position(&self) -> usize {
         self.pos
     }
 
     /// Bytes left.
-    pub(crate) fn remaining(&self) -> usize {
+    pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
     /// Whether every byte was consumed.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.remaining() == 0
     }
 
     /// An error at the current position.
-    pub(crate) fn error(&self, message: impl Into<String>) -> DecodeError {
+    pub fn error(&self, message: impl Into<String>) -> DecodeError {
         DecodeError {
             pos: self.pos,
             message: message.into(),
@@ -104,7 +104,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `n` bytes.
-    pub(crate) fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
+    pub fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
         if n > self.remaining() {
             return Err(self.error(format!(
                 "{what} needs {n} bytes but only {} remain",
@@ -124,27 +124,27 @@ impl<'a> Reader<'a> {
     }
 
     /// A signed byte.
-    pub(crate) fn i8(&mut self) -> Result<i8, DecodeError> {
+    pub fn i8(&mut self) -> Result<i8, DecodeError> {
         Ok(i8::from_be_bytes(self.array("an int8")?))
     }
 
     /// A big-endian i16.
-    pub(crate) fn i16(&mut self) -> Result<i16, DecodeError> {
+    pub fn i16(&mut self) -> Result<i16, DecodeError> {
         Ok(i16::from_be_bytes(self.array("an int16")?))
     }
 
     /// A big-endian i32.
-    pub(crate) fn i32(&mut self) -> Result<i32, DecodeError> {
+    pub fn i32(&mut self) -> Result<i32, DecodeError> {
         Ok(i32::from_be_bytes(self.array("an int32")?))
     }
 
     /// A big-endian u32.
-    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
+    pub fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_be_bytes(self.array("a uint32")?))
     }
 
     /// A big-endian i64.
-    pub(crate) fn i64(&mut self) -> Result<i64, DecodeError> {
+    pub fn i64(&mut self) -> Result<i64, DecodeError> {
         Ok(i64::from_be_bytes(self.array("an int64")?))
     }
 
@@ -167,13 +167,13 @@ impl<'a> Reader<'a> {
     }
 
     /// A zigzag varint (Kafka's `readVarint`).
-    pub(crate) fn varint(&mut self) -> Result<i32, DecodeError> {
+    pub fn varint(&mut self) -> Result<i32, DecodeError> {
         let raw = self.unsigned_varint(5, "varint")? as u32;
         Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32))
     }
 
     /// A zigzag varlong (Kafka's `readVarlong`).
-    pub(crate) fn varlong(&mut self) -> Result<i64, DecodeError> {
+    pub fn varlong(&mut self) -> Result<i64, DecodeError> {
         let raw = self.unsigned_varint(10, "varlong")?;
         Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
     }

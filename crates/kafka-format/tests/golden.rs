@@ -3,8 +3,8 @@
 //! exactly the stated fields and re-encode them byte for byte.
 
 use bytes::Bytes;
-use lithify_kafka_log::codec::Compression;
-use lithify_kafka_log::record::{
+use lithify_kafka_format::codec::Compression;
+use lithify_kafka_format::record::{
     BatchBuilder, ControlRecordType, EndTransactionMarker, Header, RecordBatch, TimestampType,
 };
 

@@ -33,45 +33,9 @@ use crate::error::{
     CorruptSnafu, DecompressSnafu, IN_MEMORY, Result, UnknownCodecSnafu, UnsupportedMagicSnafu,
 };
 use crate::record::control::ControlRecordType;
+use crate::record::layout::*;
 use crate::record::record::Record;
 use crate::record::view::BatchRecords;
-
-/// Byte offset of `baseOffset`.
-pub(crate) const BASE_OFFSET_OFFSET: usize = 0;
-/// Byte offset of `length`.
-pub(crate) const LENGTH_OFFSET: usize = 8;
-/// Byte offset of `partitionLeaderEpoch`.
-pub(crate) const PARTITION_LEADER_EPOCH_OFFSET: usize = 12;
-/// Byte offset of `magic`.
-pub(crate) const MAGIC_OFFSET: usize = 16;
-/// Byte offset of `crc`.
-pub(crate) const CRC_OFFSET: usize = 17;
-/// Byte offset of `attributes`, where the CRC's coverage starts.
-pub(crate) const ATTRIBUTES_OFFSET: usize = 21;
-/// Byte offset of `lastOffsetDelta`.
-pub(crate) const LAST_OFFSET_DELTA_OFFSET: usize = 23;
-/// Byte offset of `baseTimestamp`.
-pub(crate) const BASE_TIMESTAMP_OFFSET: usize = 27;
-/// Byte offset of `maxTimestamp`.
-pub(crate) const MAX_TIMESTAMP_OFFSET: usize = 35;
-/// Byte offset of `producerId`.
-pub(crate) const PRODUCER_ID_OFFSET: usize = 43;
-/// Byte offset of `producerEpoch`.
-pub(crate) const PRODUCER_EPOCH_OFFSET: usize = 51;
-/// Byte offset of `baseSequence`.
-pub(crate) const BASE_SEQUENCE_OFFSET: usize = 53;
-/// Byte offset of `recordsCount`.
-pub(crate) const RECORDS_COUNT_OFFSET: usize = 57;
-/// Size of the batch header; the records start here (`RECORD_BATCH_OVERHEAD`).
-pub(crate) const RECORD_BATCH_OVERHEAD: usize = 61;
-/// `baseOffset` + `length`: the bytes not counted by `length` (`LOG_OVERHEAD`).
-pub(crate) const LOG_OVERHEAD: usize = 12;
-/// Bytes up to and including `magic`: enough to size and classify a batch.
-pub(crate) const HEADER_SIZE_UP_TO_MAGIC: usize = 17;
-/// Smallest `length` Kafka's file reader accepts (`RECORD_OVERHEAD_V0`).
-pub(crate) const MIN_LENGTH: i32 = 14;
-/// The only magic this crate reads and writes.
-pub(crate) const MAGIC_V2: i8 = 2;
 
 /// Attribute bits 0..2: the codec.
 pub const COMPRESSION_CODEC_MASK: i16 = 0x07;
@@ -83,17 +47,6 @@ pub const TRANSACTIONAL_FLAG_MASK: i16 = 0x10;
 pub const CONTROL_FLAG_MASK: i16 = 0x20;
 /// Attribute bit 6: baseTimestamp holds the delete horizon (KIP-534).
 pub const DELETE_HORIZON_FLAG_MASK: i16 = 0x40;
-
-/// `producerId` / `producerEpoch` / `baseSequence` / timestamps meaning "none".
-pub(crate) const NO_PRODUCER_ID: i64 = -1;
-/// No producer epoch.
-pub(crate) const NO_PRODUCER_EPOCH: i16 = -1;
-/// No sequence.
-pub(crate) const NO_SEQUENCE: i32 = -1;
-/// No timestamp.
-pub(crate) const NO_TIMESTAMP: i64 = -1;
-/// No partition leader epoch.
-pub(crate) const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 
 /// Whose clock a batch's timestamps come from (attribute bit 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -171,7 +124,7 @@ impl RecordBatch {
     ///
     /// ```
     /// use bytes::Bytes;
-    /// use lithify_kafka_log::record::{BatchBuilder, RecordBatch};
+    /// use lithify_kafka_format::record::{BatchBuilder, RecordBatch};
     ///
     /// let mut b = BatchBuilder::new(42);
     /// b.append(42, 1000, Some(b"k"), Some(b"v"), &[]).unwrap();
