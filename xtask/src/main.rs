@@ -1,7 +1,8 @@
 //! Developer tasks for lithify, run as `cargo xtask <task>`.
 //!
 //! ```text
-//! cargo xtask ci                       fmt check, clippy, tests, calibration check, fuzz smoke, loom, bench smoke
+//! cargo xtask ci                       fmt check, clippy, tests, the facade's API check, calibration check, fuzz smoke, loom, bench smoke
+//! cargo xtask api                      every type in the facade's signatures nameable from it, none exported twice
 //! cargo xtask fuzz <target> [--seconds N]
 //! cargo xtask fuzz --smoke             every target for a few seconds
 //! cargo xtask fuzz --all [--seconds N] every target for N seconds each
@@ -27,14 +28,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+mod api;
 mod crash;
 
 pub(crate) type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <ci|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash> [args]
+const USAGE: &str = "usage: cargo xtask <ci|api|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash> [args]
 
-  ci                            fmt check, clippy -D warnings, cargo test, calibrate --check, fuzz smoke,
-                                loom, bench smoke
+  ci                            fmt check, clippy -D warnings, cargo test, api, calibrate --check, fuzz
+                                smoke, loom, bench smoke
+  api                           the facade's rustdoc pages (target/doc): every type in a public
+                                signature can be named from the facade, and no item is exported twice
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
   fuzz --smoke                  run every target for a few seconds
   fuzz --all [--seconds N]      run every target for N seconds each
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("api") => api::api(),
         Some("fuzz") => fuzz(&args[1..]),
         Some("loom") => loom(args.get(1).map(String::as_str)),
         Some("bench") => bench(&args[1..]),
@@ -229,6 +234,7 @@ fn ci() -> Result {
     ]))?;
     // The README's test command.
     run(cargo().args(["test"]))?;
+    api::api()?;
     // The whole calibration grid, not only the small one `cargo test`
     // checks, must still be what the simulator gives.
     calibrate(true)?;

@@ -7,7 +7,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lithify::log::{Log, LogConfig, SimpleRecord};
+use lithify::log::record::SimpleRecord;
+use lithify::log::{Log, LogConfig};
 use lithify::vfs::{FileSystem, OsFs};
 use lithify::{Db, Options};
 

@@ -25,7 +25,7 @@
 //!   ([`RoundReport`]).
 //!
 //! A log is shared between its owner (who appends) and the cleaner as a
-//! [`SharedLog`]: the cleaner holds its lock only to take a snapshot of the
+//! [`SharedLog`](lithify_kafka_log::SharedLog): the cleaner holds its lock only to take a snapshot of the
 //! segment list and to swap segments, so appends and reads go on during a
 //! round. Settings use Kafka's broker names ([`CleanerConfig`]); a log's
 //! own settings (`min.cleanable.dirty.ratio`, `delete.retention.ms`, ...)

@@ -113,9 +113,29 @@ pub use bytes::Bytes;
 /// The identity of a database, of an open (session), or of a file.
 #[cfg(feature = "db")]
 pub use lithify_base::Id;
+#[cfg(feature = "db")]
+pub use lithify_base::ValueKind;
 /// Time as the database, the logs and the cleaner go by.
 pub use lithify_base::clock::{Clock, ManualClock, SystemClock};
+/// Types the database's signatures use: the batch iterator, the commit
+/// view transactions validate against, the live file set backups copy, the
+/// block cache's counters, the key order, the leveled strategy's options
+/// and the strategy trait, and the cost model's inputs.
+#[cfg(feature = "db")]
+pub use lithify_base::comparator::Comparator;
 pub use lithify_base::{Classify, ErrorKind};
+/// The compaction crates' error (a strategy's options that do not hold).
+#[cfg(feature = "db")]
+pub use lithify_compaction::Error as CompactionError;
+#[cfg(feature = "db")]
+pub use lithify_compaction_leveled::LeveledOptions;
+#[cfg(feature = "db")]
+pub use lithify_compaction_strategy::adaptive::WorkloadStats;
+#[cfg(feature = "db")]
+pub use lithify_compaction_strategy::cost_model::{Mix, TableSize};
+/// The database's own error (the engine's); [`Error::Db`] wraps it.
+#[cfg(feature = "db")]
+pub use lithify_engine::Error as DbError;
 #[cfg(feature = "db")]
 pub use lithify_engine::{
     AdaptiveLimits, AdaptiveObjective, AdaptiveOptions, AdaptiveThresholds, BlockCache,
@@ -130,7 +150,11 @@ pub use lithify_engine::{
     WriteBatch, WriteOptions, WriteStallInfo, check_sst_checksum, check_sst_identity,
 };
 #[cfg(feature = "db")]
+pub use lithify_engine::{BatchEntry, BatchIter, CommitView, LiveFile, LiveFileKind, LiveFileSet};
+#[cfg(feature = "db")]
 pub use lithify_engine::{FileProblem, SstFilesCheck, verify_sst_files};
+#[cfg(feature = "db")]
+pub use lithify_sstable::CacheStats;
 pub use output::{StoredData, check_output_path, stored_data_at_or_above};
 
 /// The short ids of the built-in merge operators (`uint64add`,
@@ -146,25 +170,38 @@ pub use lithify_base::merge::built_in as merge_operator_by_name;
 /// format, and the cleaner that compacts them by key.
 #[cfg(feature = "log")]
 pub mod log {
+    /// The lock a [`SharedLog`] is behind, and its guard.
+    pub use lithify_base::sync::{Mutex, MutexGuard};
+    /// The cleaner's error; the log's is [`Error`].
+    pub use lithify_compaction_logclean::Error as CleanerError;
     pub use lithify_compaction_logclean::{
-        CleanerConfig, CleanerEvent, CleanerStats, LogCleaner, LogCleanerManager,
+        CleanerConfig, CleanerEvent, CleanerStats, CleaningReason, CleaningState, Grab, LogCleaner,
+        LogCleanerManager, LogToClean, RoundReport, Throttler,
     };
-    pub use lithify_kafka_log::record::TransactionResult;
     pub use lithify_kafka_log::txn_index::AbortedTxn;
     pub use lithify_kafka_log::{
-        AppendInfo, CleanupPolicy, CommittedRecords, CompressionType, DeletedLeftover, Finding,
-        LOCK_FILE_NAME, Log, LogConfig, LogDir, LogRecoveryReport, OpenFailure, OpenOptions,
-        Producer, ProducerStateEntry, RecoveryPointSource, SegmentInfo, SharedLog, SimpleRecord,
+        AppendInfo, AppendedBatch, BatchHeader, BatchMetadata, CleanupPolicy, CommittedRecords,
+        CompressionType, DecodeError, DeletedLeftover, Error, FileBatchHeaders, FileBatches,
+        Finding, LOCK_FILE_NAME, Log, LogBatches, LogConfig, LogDir, LogRecords, LogRecoveryReport,
+        LogSegment, LogSnapshot, OpenFailure, OpenOptions, Producer, ProducerStateEntry,
+        RecoveryPointSource, Result, SegmentInfo, SegmentRecovery, SegmentSnapshot, SharedLog,
         TopicPartition, Truncation, VerifyReport, lock_data_dir, partition_dirs, shared_log,
         verify,
     };
+    /// Kafka's record format and codecs (`lithify-kafka-format`, no I/O).
+    pub use lithify_kafka_log::{codec, record};
+    /// A segment's indexes, and its files' names.
+    pub use lithify_kafka_log::{index, naming};
+    pub use lithify_offsetmap::{DigestKind, LoadFactor};
 }
 
 /// Incremental backups of a database (RocksDB's `BackupEngine`): see
 /// [`lithify_backup`].
 #[cfg(feature = "db")]
 pub mod backup {
-    pub use lithify_backup::{BackupEngine, BackupInfo, CorruptBackup, CreateStats, holds_backups};
+    pub use lithify_backup::{
+        BackupEngine, BackupInfo, CorruptBackup, CreateStats, Error, Result, holds_backups,
+    };
 }
 
 /// Transactions (`lithify-txn`): optimistic ([`OptimisticDb`](txn::OptimisticDb),
@@ -221,7 +258,48 @@ pub mod txn {
 
 /// The file systems every lithify file goes through.
 pub mod vfs {
-    pub use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind, OsFs, lost};
+    pub use lithify_vfs::{
+        FaultFs, FaultRule, FileLock, FileSystem, MemFs, OpCounts, OpKind, OsFs, RandomAccessFile,
+        WritableFile, lost,
+    };
+}
+
+/// The errors of the crates below the database and the log, which their
+/// errors carry as sources.
+pub mod error {
+    pub use lithify_base::Error as BaseError;
+    #[cfg(feature = "log")]
+    pub use lithify_kafka_format::Error as FormatError;
+    #[cfg(feature = "db")]
+    pub use lithify_memtable::Error as MemTableError;
+    #[cfg(feature = "log")]
+    pub use lithify_offsetmap::Error as OffsetMapError;
+    #[cfg(feature = "db")]
+    pub use lithify_sstable::Error as SstError;
+    #[cfg(feature = "db")]
+    pub use lithify_version::Error as VersionError;
+    /// Why a WAL reader dropped bytes ([`WalError`] names it).
+    #[cfg(feature = "db")]
+    pub use lithify_wal::DropReason;
+    #[cfg(feature = "db")]
+    pub use lithify_wal::Error as WalError;
+    pub use lithify_wal::format::DecompressError;
+}
+
+/// What a compaction strategy is made of, for writing one: the picker
+/// trait a [`CompactionStrategy`] hands the engine, and what a picker sees
+/// (the LSM's current [`Version`](compaction::Version)) and returns (a
+/// [`Compaction`](compaction::Compaction) and its edit).
+#[cfg(feature = "db")]
+pub mod compaction {
+    pub use lithify_base::key::TextKeyError;
+    pub use lithify_base::{DecodeError, InternalKey, InternalKeyComparator, ParsedInternalKey};
+    pub use lithify_compaction::{
+        Compaction, CompactionInputs, CompactionPicker, CompactionReason, CompactionsInProgress,
+        DeeperLevels, LevelScore, ManualOutput, ManualPick, ManualRequest, PickContext,
+        RunningCompaction,
+    };
+    pub use lithify_version::{FileMetadata, Version, VersionEdit, WalAddition};
 }
 
 /// Any error of lithify: the database's, the log's or the log cleaner's.
@@ -352,7 +430,7 @@ mod tests {
         )?;
         db.put("k", "v")?;
         let mut l = log::Log::open(fs, Path::new("/log/t-0"), log::LogConfig::default())?;
-        l.append(&[log::SimpleRecord::new(1, "k", "v")])?;
+        l.append(&[log::record::SimpleRecord::new(1, "k", "v")])?;
         Ok(db.iter().count())
     }
 
@@ -391,7 +469,7 @@ mod log_tests {
             ..log::LogConfig::default()
         };
         let mut l = log::Log::open(fs.clone(), Path::new("/kafka/t-0"), config)?;
-        l.append(&[log::SimpleRecord::new(1, "k", "v")])?;
+        l.append(&[log::record::SimpleRecord::new(1, "k", "v")])?;
         let clock = Arc::new(ManualClock::at_ms(0));
         let cleaner = log::LogCleaner::new(log::CleanerConfig::default(), fs, clock);
         cleaner.add_log(log::shared_log(l))?;

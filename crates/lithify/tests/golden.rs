@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use lithify::backup::BackupEngine;
 use lithify::log::{
-    CleanerConfig, Log, LogCleaner, LogConfig, OpenOptions, Producer, SimpleRecord,
-    TransactionResult, shared_log,
+    CleanerConfig, Log, LogCleaner, LogConfig, OpenOptions, Producer, record::SimpleRecord,
+    record::TransactionResult, shared_log,
 };
 use lithify::vfs::OsFs;
 use lithify::{

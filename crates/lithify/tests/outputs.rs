@@ -8,7 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lithify::backup::BackupEngine;
-use lithify::log::{Log, LogConfig, SimpleRecord};
+use lithify::log::record::SimpleRecord;
+use lithify::log::{Log, LogConfig};
 use lithify::vfs::{FileSystem, MemFs};
 use lithify::{Db, ErrorKind, Options, check_output_path, stored_data_at_or_above};
 

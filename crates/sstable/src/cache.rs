@@ -39,7 +39,7 @@ pub struct CacheStats {
 ///
 /// A [`BlockCache`] holds decoded (checksum-verified, decompressed) blocks,
 /// keyed by `(table id, block offset)`. Tables cache them parsed, as
-/// [`Block`]s ([`insert_block`](Self::insert_block),
+/// blocks ([`insert_block`](Self::insert_block),
 /// [`get_block`](Self::get_block)), so a hit costs no re-parsing; the
 /// byte-level [`insert`](Self::insert) and [`get`](Self::get) serve other
 /// users. It is split into

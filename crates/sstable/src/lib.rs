@@ -7,11 +7,11 @@
 //! **properties block**, a **metaindex** naming the meta blocks, and a
 //! fixed-size **footer** with the magic number and format version. Every
 //! block carries a masked xxh3-64 checksum; data blocks may be
-//! zstd-compressed. The byte layout is in `docs/FORMATS.md` and in
-//! [`mod@format`].
+//! zstd-compressed. The byte layout is in `docs/FORMATS.md` and in the
+//! crate's `format` module.
 //!
 //! * [`SstBuilder`] writes a table through a [`lithify_vfs::WritableFile`].
-//! * [`Table`] opens one through a [`lithify_vfs::RandomAccessFile`]: `get`,
+//! * [`SstReader`] opens one through a [`lithify_vfs::RandomAccessFile`]: `get`,
 //!   the engine's [`SstReader::point_lookup`], [`SstReader::range_tombstones`],
 //!   [`SstReader::approximate_offset_of`], and [`SstIter`], an
 //!   [`InternalIterator`](lithify_base::InternalIterator).

@@ -105,7 +105,7 @@ impl<'db> Transaction<'db> {
         txn
     }
 
-    /// The transaction's id: unique within its [`TransactionDb`] (0 for an
+    /// The transaction's id: unique within its [`TransactionDb`](crate::TransactionDb) (0 for an
     /// optimistic transaction).
     pub fn id(&self) -> u64 {
         match &self.mode {
