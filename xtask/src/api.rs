@@ -1,6 +1,7 @@
 //! `cargo xtask api`: the facade's API, read from its rustdoc pages.
 //!
-//! Two rules of the facade (`crates/lithify`) are checked:
+//! The facade (`crates/lithify`) is built with each of its features alone
+//! (`db`, `log`), and two of its rules are checked:
 //!
 //! 1. **Every type in a public signature can be named from the facade.**
 //!    rustdoc links a type in a signature to the facade's page when the
@@ -24,6 +25,18 @@ use std::path::{Path, PathBuf};
 use crate::{Result, cargo, root, run};
 
 pub(crate) fn api() -> Result {
+    // Each half of the facade builds alone, as its README offers.
+    for feature in ["db", "log"] {
+        run(cargo().args([
+            "check",
+            "-q",
+            "-p",
+            "lithify",
+            "--no-default-features",
+            "--features",
+            feature,
+        ]))?;
+    }
     // The workspace's target directory: the dependencies' metadata that
     // clippy built is reused. A broken or private doc link is an error.
     run(cargo()

@@ -37,8 +37,9 @@ const USAGE: &str = "usage: cargo xtask <ci|api|fuzz|loom|bench|kafka-compat|com
 
   ci                            fmt check, clippy -D warnings, cargo test, api, calibrate --check, fuzz
                                 smoke, loom, bench smoke
-  api                           the facade's rustdoc pages (target/doc): every type in a public
-                                signature can be named from the facade, and no item is exported twice
+  api                           the facade builds with `db` alone and `log` alone; on its rustdoc
+                                pages (target/doc) every type in a public signature can be named from
+                                the facade, and no item is exported twice
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
   fuzz --smoke                  run every target for a few seconds
   fuzz --all [--seconds N]      run every target for N seconds each

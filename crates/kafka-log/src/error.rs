@@ -399,10 +399,19 @@ impl From<lithify_kafka_format::Error> for Error {
             F::InvalidArgument { message, location } => {
                 Error::InvalidArgument { message, location }
             }
-            // A variant added to the format later: kept as its message.
-            other => Error::InvalidArgument {
-                message: other.to_string(),
-                location: snafu::location!(),
+            // A variant added to the format later: damage stays damage,
+            // at its file and offset; anything else is the caller's.
+            other => match (other.is_corruption(), other.file_offset()) {
+                (true, Some((path, offset))) => Error::Corrupt {
+                    path: path.to_path_buf(),
+                    offset,
+                    message: other.to_string(),
+                    location: snafu::location!(),
+                },
+                _ => Error::InvalidArgument {
+                    message: other.to_string(),
+                    location: snafu::location!(),
+                },
             },
         }
     }

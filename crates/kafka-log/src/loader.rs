@@ -33,6 +33,8 @@ use std::sync::Arc;
 use lithify_vfs::{FileSystem, lost, parent_dir};
 use snafu::ResultExt as _;
 
+use lithify_base::clock::Clock;
+
 use crate::checkpoint::{self, TopicPartition};
 use crate::config::LogConfig;
 use crate::error::{
@@ -80,6 +82,8 @@ pub(crate) struct LogLoader<'a> {
     fs: Arc<dyn FileSystem>,
     dir: &'a Path,
     config: &'a LogConfig,
+    /// The open's clock, read once after the swaps are resolved.
+    clock: &'a dyn Clock,
     /// The clock's time at the open (ms), for segments' time-based rolls.
     now: i64,
     /// Whether the open created the directory.
@@ -98,14 +102,15 @@ impl<'a> LogLoader<'a> {
         fs: Arc<dyn FileSystem>,
         dir: &'a Path,
         config: &'a LogConfig,
-        now: i64,
+        clock: &'a dyn Clock,
         created: bool,
     ) -> Self {
         LogLoader {
             fs,
             dir,
             config,
-            now,
+            clock,
+            now: 0,
             created,
             report: LogRecoveryReport::default(),
             checkpointed: None,
@@ -118,7 +123,9 @@ impl<'a> LogLoader<'a> {
 
     /// Step 2: resolves leftovers of an interrupted segment replacement.
     pub(crate) fn complete_swaps(&mut self) -> Result<()> {
-        recovery::complete_or_roll_back_swaps(&*self.fs, self.dir, &mut self.report)
+        recovery::complete_or_roll_back_swaps(&*self.fs, self.dir, &mut self.report)?;
+        self.now = self.clock.now_ms();
+        Ok(())
     }
 
     /// Step 3: lists the segments and the index files without a `.log`.
@@ -525,6 +532,7 @@ impl<'a> LogLoader<'a> {
 /// The error of a log in `dir` that does not reach its `recovery_point`
 /// (taken from `source`): its last segment `segment`, of `size` bytes, ends
 /// at `log_end_offset`.
+#[track_caller]
 fn missing_flushed_records(
     dir: &Path,
     source: RecoveryPointSource,

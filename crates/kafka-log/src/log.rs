@@ -213,7 +213,7 @@ impl Log {
         config.validate()?;
         let created = loader::create_dir(&*fs, dir)?;
         let lock = crate::lock::lock_exclusive(&*fs, dir, "log directory")?;
-        let mut load = LogLoader::new(fs.clone(), dir, &config, options.clock.now_ms(), created);
+        let mut load = LogLoader::new(fs.clone(), dir, &config, &*options.clock, created);
         load.complete_swaps()?;
         let scan = load.scan()?;
         load.choose_recovery_point(options.recovery_point, &scan);

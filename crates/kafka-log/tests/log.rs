@@ -324,3 +324,51 @@ fn errors_in_files_name_the_file_and_byte_offset() {
             .contains("CRC mismatch")
     );
 }
+
+/// A batch's error from the format crate becomes the log's variant of the
+/// same name, message, kind and place, so a caller of the log matches what
+/// it matched when the log decoded batches itself.
+#[test]
+fn batch_errors_are_the_logs_errors_of_the_same_name() {
+    use lithify_base::{Classify as _, ErrorKind};
+    let mut b = BatchBuilder::new(0);
+    b.append(0, 1, Some(b"k"), Some(b"v"), &[]).unwrap();
+    let good = b.build().to_vec();
+
+    // An unknown codec (a valid CRC over it).
+    let mut raw = good.clone();
+    raw[22] |= 0x06; // codec id 6
+    let crc = lithify_kafka_log::record::compute_crc(&raw);
+    raw[17..21].copy_from_slice(&crc.to_be_bytes());
+    let batch = RecordBatch::parse(raw.into()).unwrap();
+    let format = batch.records().unwrap_err();
+    let (message, kind) = (format.to_string(), format.kind());
+    let err = Error::from(format);
+    assert!(matches!(err, Error::UnknownCodec { id: 6, .. }), "{err}");
+    assert!(err.to_string().contains("codec id 6"), "{err}");
+    assert_eq!((err.to_string(), err.kind()), (message, kind));
+
+    // A changed byte: corruption, at the CRC field.
+    let mut raw = good.clone();
+    *raw.last_mut().unwrap() ^= 1;
+    let format = RecordBatch::parse(raw.into())
+        .unwrap()
+        .ensure_valid()
+        .unwrap_err();
+    let message = format.to_string();
+    let err = Error::from(format);
+    assert!(matches!(err, Error::Corrupt { offset: 17, .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Corruption);
+    assert_eq!(err.to_string(), message);
+
+    // An old message format: refused, never corruption.
+    let mut raw = good;
+    raw[16] = 1;
+    let format = RecordBatch::parse(raw.into()).unwrap_err();
+    let err = Error::from(format);
+    assert!(
+        matches!(err, Error::UnsupportedMagic { magic: 1, .. }),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}

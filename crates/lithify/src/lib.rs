@@ -265,7 +265,9 @@ pub mod vfs {
 }
 
 /// The errors of the crates below the database and the log, which their
-/// errors carry as sources.
+/// errors carry as sources, or return themselves (the record format's, from
+/// [`log::record`](crate::log::record) and [`log::codec`](crate::log::codec),
+/// which also converts into [`Error`](crate::Error) with `?`).
 pub mod error {
     pub use lithify_base::Error as BaseError;
     #[cfg(feature = "log")]
@@ -283,6 +285,8 @@ pub mod error {
     pub use lithify_wal::DropReason;
     #[cfg(feature = "db")]
     pub use lithify_wal::Error as WalError;
+    /// Why a compressed WAL record does not decode ([`DropReason`] names it).
+    #[cfg(feature = "db")]
     pub use lithify_wal::format::DecompressError;
 }
 
@@ -371,6 +375,17 @@ pub enum Error {
         /// The operating system's error.
         source: std::io::Error,
     },
+}
+
+/// A record batch's format error (from [`log::record`] or [`log::codec`]) is
+/// a log error, as if the log had read the batch.
+#[cfg(feature = "log")]
+impl From<lithify_kafka_format::Error> for Error {
+    fn from(err: lithify_kafka_format::Error) -> Self {
+        Error::Log {
+            source: lithify_kafka_log::Error::from(err),
+        }
+    }
 }
 
 /// `Result` with lithify's [`Error`].
@@ -495,5 +510,27 @@ mod log_tests {
         .into();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
         assert!(err.to_string().contains("segment.bytes"), "{err}");
+    }
+
+    fn first_record_key(raw: Bytes) -> Result<Option<Bytes>> {
+        let batch = log::record::RecordBatch::parse(raw)?;
+        batch.ensure_valid()?;
+        Ok(batch.records()?.into_iter().next().and_then(|r| r.key))
+    }
+
+    #[test]
+    fn record_format_errors_convert_with_question_mark() {
+        let mut b = log::record::BatchBuilder::new(0);
+        b.append(0, 1, Some(b"k"), Some(b"v"), &[]).unwrap();
+        let raw = b.build();
+        assert_eq!(
+            first_record_key(raw.clone()).unwrap().as_deref(),
+            Some(&b"k"[..])
+        );
+        let mut damaged = raw.to_vec();
+        *damaged.last_mut().unwrap() ^= 1;
+        let err = first_record_key(damaged.into()).unwrap_err();
+        assert!(matches!(err, Error::Log { .. }), "{err}");
+        assert_eq!(err.kind(), ErrorKind::Corruption);
     }
 }

@@ -15,9 +15,11 @@
 //!   overwritten. A dash, not a dot: `<name>.1` would read as a range kept
 //!   from byte 1.
 //!
-//! Everything is synced (the kept file, `lost/` and its parent) before the
-//! call returns, so a power cut right after it loses nothing, and the
-//! caller may then truncate or forget the original.
+//! What is kept is durable before the call returns (a copied range is
+//! synced; `lost/` is synced after the new entry, and its parent after a
+//! move or after `lost/` is created), so a power cut right after it loses
+//! nothing, and the caller may then truncate or forget the original. An
+//! error names the step and the path it failed on.
 //!
 //! ```
 //! use std::path::Path;
@@ -48,12 +50,19 @@ const MAX_SUFFIX: u32 = 10_000;
 /// Bytes copied at a time by [`keep_range`].
 const COPY_CHUNK: u64 = 1 << 20;
 
+/// `err` with the step and the path it failed on in its message (its kind
+/// kept).
+fn at(action: &str, path: &Path, err: io::Error) -> io::Error {
+    io::Error::new(err.kind(), format!("{action} {}: {err}", path.display()))
+}
+
 /// `<dir>/lost/`, created (and made durable in `dir`) if missing.
 fn lost_dir(fs: &dyn FileSystem, dir: &Path) -> io::Result<PathBuf> {
     let lost = dir.join(LOST_DIR);
     if !fs.is_dir(&lost) {
-        fs.create_dir_all(&lost)?;
-        fs.sync_dir(dir)?;
+        fs.create_dir_all(&lost)
+            .map_err(|e| at("create", &lost, e))?;
+        fs.sync_dir(dir).map_err(|e| at("sync", dir, e))?;
     }
     Ok(lost)
 }
@@ -94,9 +103,11 @@ pub fn keep_file(fs: &dyn FileSystem, dir: &Path, name: &str) -> io::Result<Path
         }
         attempt += 1;
     };
-    fs.rename(&dir.join(name), &target)?;
-    fs.sync_dir(&lost)?;
-    fs.sync_dir(dir)?;
+    let from = dir.join(name);
+    fs.rename(&from, &target)
+        .map_err(|e| at("move into lost/", &from, e))?;
+    fs.sync_dir(&lost).map_err(|e| at("sync", &lost, e))?;
+    fs.sync_dir(dir).map_err(|e| at("sync", dir, e))?;
     Ok(target)
 }
 
@@ -128,20 +139,20 @@ pub fn keep_range(
                 }
                 attempt += 1;
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(at("create", &path, e)),
         }
     };
-    let mut at = from;
-    while at < to {
-        let len = (to - at).min(COPY_CHUNK) as usize;
+    let mut offset = from;
+    while offset < to {
+        let len = (to - offset).min(COPY_CHUNK) as usize;
         let bytes = reader
-            .read_vec(at, len)
-            .map_err(|e| io::Error::new(e.kind(), format!("reading {}: {e}", src.display())))?;
-        out.append(&bytes)?;
-        at += len as u64;
+            .read_vec(offset, len)
+            .map_err(|e| at("read", src, e))?;
+        out.append(&bytes).map_err(|e| at("write", &path, e))?;
+        offset += len as u64;
     }
-    out.sync_data()?;
-    fs.sync_dir(&lost)?;
+    out.sync_data().map_err(|e| at("sync", &path, e))?;
+    fs.sync_dir(&lost).map_err(|e| at("sync", &lost, e))?;
     Ok(path)
 }
 
