@@ -266,8 +266,8 @@ pub mod vfs {
 
 /// The errors of the crates below the database and the log, which their
 /// errors carry as sources, or return themselves (the record format's, from
-/// [`log::record`](crate::log::record) and [`log::codec`](crate::log::codec),
-/// which also converts into [`Error`](crate::Error) with `?`).
+/// `log::record` and `log::codec`, which also converts into the facade's
+/// `Error` with `?`).
 pub mod error {
     pub use lithify_base::Error as BaseError;
     #[cfg(feature = "log")]
