@@ -20,7 +20,7 @@ pub(crate) fn check(path: &Path) -> Result<()> {
 /// so an interrupted write leaves the old file or none.
 pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     check(path)?;
-    lithify_vfs::write_file_atomic(&OsFs, path, bytes).context(IoSnafu {
+    lithify::vfs::write_file_atomic(&OsFs, path, bytes).context(IoSnafu {
         action: "write",
         path,
     })

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::checked;
+use lithify::vfs::{FileSystem, OsFs};
 use lithify::{Db, Options, WriteBatch};
 use lithify_sstable::{Compression, SstBuilder, SstOptions};
-use lithify_vfs::{FileSystem, OsFs};
 use serde_json::Value;
 
 fn lithify_with(args: &[&str], env: &[(&str, &Path)]) -> Output {
@@ -78,9 +78,9 @@ fn manifest_in(dir: &Path) -> PathBuf {
 }
 
 fn flip_byte(path: &Path, offset: usize) {
-    let mut data = lithify_vfs::read_file(&OsFs, path).unwrap();
+    let mut data = lithify::vfs::read_file(&OsFs, path).unwrap();
     data[offset] ^= 0x40;
-    lithify_vfs::write_file_atomic(&OsFs, path, &data).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, path, &data).unwrap();
 }
 
 fn f(v: &Value, field: &str) -> f64 {
@@ -446,12 +446,12 @@ fn a_directory_without_a_database_or_with_a_damaged_current_is_refused_by_name()
     let db = tmp.path().join("db");
     ok(&["put", "--db", s(&db), "--create-if-missing", "k", "v"]);
     let current = db.join("CURRENT");
-    lithify_vfs::write_file_atomic(&OsFs, &current, b"MANIFEST-000099\n").unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &current, b"MANIFEST-000099\n").unwrap();
     let (err, _) = fails(&["get", "--db", s(&db), "k"]);
     assert!(err.contains("MANIFEST-000099"), "{err}");
     let (err, _) = fails(&["dump-manifest", s(&db)]);
     assert!(err.contains("MANIFEST-000099"), "{err}");
-    lithify_vfs::write_file_atomic(&OsFs, &current, b"garbage").unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &current, b"garbage").unwrap();
     for args in [
         &["get", "--db", s(&db), "k"][..],
         &["dump-manifest", s(&db)][..],
@@ -614,12 +614,12 @@ fn dump_sst_prints_properties_blocks_entries_and_verifies_checksums() {
     assert!(out.contains("  block 2 at offset "), "{out}");
 
     // A cut file, a file that is no table, a missing file.
-    let data = lithify_vfs::read_file(&OsFs, &tables[1]).unwrap();
-    lithify_vfs::write_file_atomic(&OsFs, &tables[1], &data[..data.len() - 20]).unwrap();
+    let data = lithify::vfs::read_file(&OsFs, &tables[1]).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &tables[1], &data[..data.len() - 20]).unwrap();
     let (err, _) = fails(&["dump-sst", s(&tables[1])]);
     assert!(err.contains(s(&tables[1])), "{err}");
     let text = tmp.path().join("notes.txt");
-    lithify_vfs::write_file_atomic(&OsFs, &text, &[b'x'; 100]).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &text, &[b'x'; 100]).unwrap();
     let (err, _) = fails(&["dump-sst", s(&text)]);
     assert!(
         err.contains(s(&text)) && err.contains("not a lithify SST"),
@@ -710,8 +710,8 @@ fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
 
     // A cut tail is what a crash leaves: reported, not a failure.
     flip_byte(log, batch_offset + 11 + 3);
-    let data = lithify_vfs::read_file(&OsFs, log).unwrap();
-    lithify_vfs::write_file_atomic(&OsFs, log, &data[..data.len() - 100]).unwrap();
+    let data = lithify::vfs::read_file(&OsFs, log).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, log, &data[..data.len() - 100]).unwrap();
     for mode in ["point-in-time-recovery", "skip-any-corrupted-records"] {
         let out = ok(&["dump-wal", s(log), "--mode", mode]);
         assert!(out.contains("end: torn tail at offset "), "{out}");
@@ -722,7 +722,7 @@ fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
 
     // Not a log at all.
     let other = tmp.path().join("other.bin");
-    lithify_vfs::write_file_atomic(&OsFs, &other, &[7u8; 64]).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &other, &[7u8; 64]).unwrap();
     let (err, _) = fails(&["dump-wal", s(&other)]);
     assert!(err.contains(s(&other)) && err.contains("offset 0"), "{err}");
 }
@@ -866,7 +866,7 @@ fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
                 out.insert(format!("{name}/{n}"), b);
             }
         } else {
-            out.insert(name, lithify_vfs::read_file(&OsFs, &path).unwrap());
+            out.insert(name, lithify::vfs::read_file(&OsFs, &path).unwrap());
         }
     }
     out
@@ -921,8 +921,8 @@ fn check_reports_each_problem_with_file_and_offset() {
     let tables = files_ending(&db, ".sst");
     flip_byte(&tables[0], 100);
     let len = OsFs.file_size(&tables[1]).unwrap() as usize;
-    let bytes = lithify_vfs::read_file(&OsFs, &tables[1]).unwrap();
-    lithify_vfs::write_file_atomic(&OsFs, &tables[1], &bytes[..len - 100]).unwrap();
+    let bytes = lithify::vfs::read_file(&OsFs, &tables[1]).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &tables[1], &bytes[..len - 100]).unwrap();
     let out = lithify(&["check", "--db", d]);
     assert!(!out.status.success());
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -955,11 +955,11 @@ fn a_file_from_another_database_is_refused_by_name() {
     let d = s(&a);
     let swap = |name: &std::ffi::OsStr| {
         let (ours, theirs) = (a.join(name), b.join(name));
-        let mine = lithify_vfs::read_file(&OsFs, &ours).unwrap();
-        let other = lithify_vfs::read_file(&OsFs, &theirs).unwrap();
+        let mine = lithify::vfs::read_file(&OsFs, &ours).unwrap();
+        let other = lithify::vfs::read_file(&OsFs, &theirs).unwrap();
         assert_eq!(mine.len(), other.len(), "{name:?}: the same size");
         assert_ne!(mine, other, "{name:?}: another database's bytes");
-        lithify_vfs::write_file_atomic(&OsFs, &ours, &other).unwrap();
+        lithify::vfs::write_file_atomic(&OsFs, &ours, &other).unwrap();
         (ours, mine)
     };
     for (ending, says) in [(".sst", "unique id"), (".log", "another database")] {
@@ -985,7 +985,7 @@ fn a_file_from_another_database_is_refused_by_name() {
             "{stdout}"
         );
         // Its own file back: it opens and checks clean.
-        lithify_vfs::write_file_atomic(&OsFs, &path, &mine).unwrap();
+        lithify::vfs::write_file_atomic(&OsFs, &path, &mine).unwrap();
         assert_eq!(ok(&["get", "--db", d, "late"]), "write\n");
         ok(&["check", "--db", d]);
     }
@@ -1045,7 +1045,7 @@ fn verbose_shows_the_events_and_the_log_file_keeps_them() {
         stderr.contains("opening the database") && stderr.contains("compacted (ManualCompaction)"),
         "{stderr}"
     );
-    let log = String::from_utf8(lithify_vfs::read_file(&OsFs, &db.join("LOG")).unwrap()).unwrap();
+    let log = String::from_utf8(lithify::vfs::read_file(&OsFs, &db.join("LOG")).unwrap()).unwrap();
     assert!(
         log.contains("[compaction_completed]") && log.contains("[close]"),
         "{log}"
@@ -1063,7 +1063,7 @@ fn verbose_shows_the_events_and_the_log_file_keeps_them() {
 fn wrong_paths_and_backward_ranges_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("plain-file");
-    lithify_vfs::write_file_atomic(&OsFs, &file, b"not a database").unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &file, b"not a database").unwrap();
     for args in [
         &["get", "--db", s(&file), "k"][..],
         &["put", "--db", s(&file), "--create-if-missing", "k", "v"],
@@ -1476,7 +1476,7 @@ fn backups_survive_one_bad_metadata_file_and_reads_create_nothing() {
     // A garbage line in backup 1's metadata.
     let meta = bk.join("meta/1");
     let text = read_text(&meta).replacen("\nsequence", "\n%garbage%\nsequence", 1);
-    lithify_vfs::write_file_atomic(&OsFs, &meta, text.as_bytes()).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &meta, text.as_bytes()).unwrap();
     let out = ok(&["backup", "list", "--backup-dir", bk_s]);
     assert!(out.contains("\n2\t"), "{out}");
     assert!(out.contains("1\tdamaged:"), "{out}");

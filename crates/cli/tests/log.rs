@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use lithify_vfs::{FileSystem as _, OsFs};
+use lithify::vfs::{FileSystem as _, OsFs};
 
 /// Runs `lithify`, with the libraries' `tracing` events off so stderr
 /// holds the command's own sentences only.
@@ -56,7 +56,7 @@ fn records(dump: &str) -> Vec<(i64, String, String)> {
 }
 
 fn write(path: impl AsRef<Path>, data: impl AsRef<[u8]>) {
-    lithify_vfs::write_file_atomic(&OsFs, path.as_ref(), data.as_ref()).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, path.as_ref(), data.as_ref()).unwrap();
 }
 
 fn s(p: &Path) -> &str {
@@ -199,7 +199,7 @@ fn a_corrupt_segment_fails_with_an_error_naming_the_file() {
         "segment.bytes=3000",
     ]);
     let seg = log.join("00000000000000000000.log");
-    let mut bytes = lithify_vfs::read_file(&OsFs, &seg).unwrap();
+    let mut bytes = lithify::vfs::read_file(&OsFs, &seg).unwrap();
     bytes[100] ^= 0x20;
     write(&seg, &bytes);
 
@@ -501,7 +501,7 @@ fn assert_indexes_trimmed(data: &Path) {
             } else {
                 continue;
             };
-            let bytes = lithify_vfs::read_file(&OsFs, &dir.join(&name)).unwrap();
+            let bytes = lithify::vfs::read_file(&OsFs, &dir.join(&name)).unwrap();
             assert_eq!(bytes.len() % entry, 0, "{name}: {} bytes", bytes.len());
             assert!(
                 bytes.chunks(entry).all(|e| e.iter().any(|b| *b != 0)),
@@ -545,7 +545,7 @@ fn a_bad_magic_byte_in_a_flushed_segment_is_refused_naming_file_and_offset() {
     );
     let segs = segment_logs(&log);
     assert_eq!(segs.len(), 3);
-    let mut bytes = lithify_vfs::read_file(&OsFs, &segs[1]).unwrap();
+    let mut bytes = lithify::vfs::read_file(&OsFs, &segs[1]).unwrap();
     bytes[16] = 0xff;
     write(&segs[1], &bytes);
     let out = lithify(&["log", "clean", s(data), "--now", "5000"]);
@@ -562,7 +562,7 @@ fn a_bad_magic_byte_in_a_flushed_segment_is_refused_naming_file_and_offset() {
         "{stdout}"
     );
     // Nothing replaced, nothing truncated, no checkpoint.
-    assert_eq!(lithify_vfs::read_file(&OsFs, &segs[1]).unwrap(), bytes);
+    assert_eq!(lithify::vfs::read_file(&OsFs, &segs[1]).unwrap(), bytes);
     assert_eq!(segment_logs(&log), segs);
     assert!(!OsFs.exists(&data.join("cleaner-offset-checkpoint")));
     let first = records(&ok(&["log", "dump", s(&segs[0]), "--records"]));
@@ -589,7 +589,7 @@ fn a_flushed_segment_cut_mid_batch_is_refused_and_keeps_its_records() {
     );
     let segs = segment_logs(&log);
     assert!(segs.len() >= 2);
-    let bytes = lithify_vfs::read_file(&OsFs, &segs[0]).unwrap();
+    let bytes = lithify::vfs::read_file(&OsFs, &segs[0]).unwrap();
     let cut = bytes.len() - bytes.len() / 20;
     let starts = batch_starts(&bytes);
     let partial = *starts.iter().rev().find(|p| **p < cut).unwrap();
@@ -618,7 +618,7 @@ fn a_bad_magic_byte_in_the_active_segment_is_refused_not_truncated() {
     produce(&log, &["--records", "800", "--keys", "50"]);
     let segs = segment_logs(&log);
     assert_eq!(segs.len(), 1);
-    let mut bytes = lithify_vfs::read_file(&OsFs, &segs[0]).unwrap();
+    let mut bytes = lithify::vfs::read_file(&OsFs, &segs[0]).unwrap();
     let third = batch_starts(&bytes)[2];
     bytes[third + 16] = 0xff;
     write(&segs[0], &bytes);
@@ -648,7 +648,7 @@ fn damage_above_the_recovery_point_is_truncated_with_a_warning_and_kept() {
         "0\n1\nt 0 50\n",
     );
     let seg = &segment_logs(&log)[0];
-    let mut bytes = lithify_vfs::read_file(&OsFs, seg).unwrap();
+    let mut bytes = lithify::vfs::read_file(&OsFs, seg).unwrap();
     let seventh = batch_starts(&bytes)[7];
     bytes[seventh + 16] = 0xff;
     write(seg, &bytes);
@@ -671,7 +671,7 @@ fn damage_above_the_recovery_point_is_truncated_with_a_warning_and_kept() {
         "{stderr}"
     );
     assert_eq!(
-        lithify_vfs::read_file(&OsFs, &kept).unwrap(),
+        lithify::vfs::read_file(&OsFs, &kept).unwrap(),
         &bytes[seventh..]
     );
     assert_eq!(OsFs.file_size(seg).unwrap(), seventh as u64);
@@ -705,7 +705,7 @@ fn a_garbage_checkpoint_is_refused_and_the_counts_add_up() {
         stderr.contains(s(&cp)) && stderr.contains("line 1 (byte offset 0)"),
         "{stderr}"
     );
-    assert_eq!(lithify_vfs::read_file(&OsFs, &cp).unwrap(), b"garbage\n");
+    assert_eq!(lithify::vfs::read_file(&OsFs, &cp).unwrap(), b"garbage\n");
     // Removing the file loses nothing: the log is cleaned from its start.
     OsFs.remove_file(&cp).unwrap();
     let out = ok(&["log", "clean", s(data), "--now", "5000"]);
@@ -1127,7 +1127,7 @@ fn check_and_dump_refuse_offsets_that_go_backwards() {
     assert!(report.contains(": 1 logs,"), "{report}");
     assert!(report.contains("0 problems, 0 warnings"), "{report}");
     let segs = segment_logs(&log);
-    let mut bytes = lithify_vfs::read_file(&OsFs, &segs[0]).unwrap();
+    let mut bytes = lithify::vfs::read_file(&OsFs, &segs[0]).unwrap();
     let starts = batch_starts(&bytes);
     // The second batch's base offset (outside the CRC) repeats the first's.
     let base = bytes[0..8].to_vec();
@@ -1217,7 +1217,7 @@ fn a_live_segment_renamed_deleted_is_kept_and_a_leftover_is_deleted_with_a_warni
     let log = data.join("t-0");
     let segs = produce_small_segments(&log);
     let leftover = std::path::PathBuf::from(format!("{}.deleted", segs[0].display()));
-    write(&leftover, lithify_vfs::read_file(&OsFs, &segs[0]).unwrap());
+    write(&leftover, lithify::vfs::read_file(&OsFs, &segs[0]).unwrap());
     let out = lithify(&["log", "check", s(data)]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Output;
 
 use common::{ok, s};
-use lithify_vfs::{FileSystem as _, OsFs};
+use lithify::vfs::{FileSystem as _, OsFs};
 
 /// How an option's value is bounded.
 #[derive(Debug, Clone, Copy)]
@@ -565,7 +565,7 @@ fn edges(range: Range) -> Vec<String> {
 #[test]
 fn out_of_range_numbers_are_usage_errors_naming_option_value_and_range() {
     let tmp = tempfile::tempdir().unwrap();
-    lithify_vfs::write_file_atomic(&OsFs, &tmp.path().join("a-file"), b"x").unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &tmp.path().join("a-file"), b"x").unwrap();
     for (cmd, option, range) in numeric() {
         let (base, phrases) = stopper(cmd, tmp.path());
         let mut values: Vec<String> = EXTREMES.iter().map(|v| v.to_string()).collect();

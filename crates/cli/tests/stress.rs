@@ -159,9 +159,9 @@ fn engine_usage_and_a_damaged_expected_state() {
     let err = fails(&["stress", "db", s(&db)]);
     assert!(err.contains("is not empty"), "{err}");
     // Damage in a slot names the file and the byte.
-    let mut bytes = lithify_vfs::read_file(&OsFs, &moved).unwrap();
+    let mut bytes = lithify::vfs::read_file(&OsFs, &moved).unwrap();
     bytes[64 + 32 * 7 + 3] ^= 0x40;
-    lithify_vfs::write_file_atomic(&OsFs, &state, &bytes).unwrap();
+    lithify::vfs::write_file_atomic(&OsFs, &state, &bytes).unwrap();
     let err = fails(&["stress", "db", s(&db), "--verify-only"]);
     assert!(
         err.contains("is damaged at byte 288") && err.contains("slot 7 checksum mismatch"),

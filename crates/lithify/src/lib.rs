@@ -260,7 +260,7 @@ pub mod txn {
 pub mod vfs {
     pub use lithify_vfs::{
         FaultFs, FaultRule, FileLock, FileSystem, MemFs, OpCounts, OpKind, OsFs, RandomAccessFile,
-        WritableFile, lost,
+        WritableFile, lost, parent_dir, read_file, write_file_atomic,
     };
 }
 

@@ -35,8 +35,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
+use lithify::vfs::{FileSystem as _, OsFs};
 use lithify::{Db, Options, WriteOptions};
-use lithify_vfs::{FileSystem as _, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DbSnafu, IoSnafu, Result, UsageSnafu};
@@ -482,7 +482,7 @@ fn locate(a: &BenchArgs) -> Result<DbDir> {
             // Never inside another database, a log or a backup directory
             // (the database itself, with --use-existing-db, is the run's).
             let outside = if has_db {
-                lithify_vfs::parent_dir(dir).to_path_buf()
+                lithify::vfs::parent_dir(dir).to_path_buf()
             } else {
                 dir.clone()
             };

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use lithify::DbStats;
-use lithify_vfs::{FileSystem as _, OsFs};
+use lithify::vfs::{FileSystem as _, OsFs};
 use serde::Serialize;
 use snafu::ResultExt as _;
 

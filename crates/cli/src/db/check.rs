@@ -23,8 +23,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::vfs::{FileSystem, OsFs};
 use lithify::{Db, Options};
-use lithify_vfs::{FileSystem, OsFs};
 
 use crate::db::DbArgs;
 use crate::error::{FailuresSnafu, Result};

@@ -21,8 +21,8 @@ mod write;
 use std::path::PathBuf;
 
 use clap::Args;
+use lithify::vfs::{FileSystem as _, OsFs};
 use lithify::{Db, Options, RecoveryMode};
-use lithify_vfs::{FileSystem as _, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DbSnafu, Result, UsageSnafu};

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use lithify::vfs::{FileSystem as _, OsFs};
 use lithify_version::{filename, manifest};
-use lithify_vfs::{FileSystem as _, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{Result, VersionSnafu};

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::vfs::{FileSystem as _, OsFs, RandomAccessFile};
 use lithify_base::ParsedInternalKey;
 use lithify_sstable::{DataBlockInfo, RecordedSst, SstVisitor, open_recorded};
-use lithify_vfs::{FileSystem as _, OsFs, RandomAccessFile};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, IoSnafu, Result, TableSnafu, UsageSnafu};

@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use clap::{Args, ValueEnum};
+use lithify::vfs::{FileSystem as _, OsFs};
 use lithify_base::ValueKind;
 use lithify_engine::WalRecord;
 use lithify_version::DEFAULT_TABLE;
 use lithify_version::filename::{FileKind, parse_file_name};
-use lithify_vfs::{FileSystem as _, OsFs};
 use lithify_wal::format::{FILE_HEADER_LEN, FileHeader, FileHeaderError};
 use lithify_wal::{DroppedRange, LogEnd, Reader, RecoveryMode};
 use snafu::ResultExt as _;
@@ -274,7 +274,7 @@ fn report_dropped(dropped: &Mutex<Vec<DroppedRange>>, printed: &mut usize) {
 /// The log number: the file header's, or when the header is damaged the
 /// one in the file name (`NNNNNN.log`) together with the damage.
 fn log_number(
-    file: &dyn lithify_vfs::RandomAccessFile,
+    file: &dyn lithify::vfs::RandomAccessFile,
     path: &Path,
 ) -> Result<(u64, Option<String>)> {
     let mut raw = [0u8; FILE_HEADER_LEN];

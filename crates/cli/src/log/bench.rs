@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use lithify::vfs::{FileSystem, OsFs};
 use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
 use lithify_kafka_log::shared_log;
 use lithify_kafka_log::{Log, ManualClock, OpenOptions};
-use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{CleanerSnafu, FailuresSnafu, IoSnafu, JsonSnafu, LogSnafu, Result, UsageSnafu};

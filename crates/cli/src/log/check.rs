@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use lithify_vfs::{FileSystem, OsFs};
+use lithify::vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, LogSnafu, Result, UsageSnafu};

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::vfs::{FileSystem, OsFs};
 use lithify_compaction_logclean::checkpoint::FILE_NAME as CLEANER_CHECKPOINT;
 use lithify_kafka_log::checkpoint::{self, TopicPartition};
 use lithify_kafka_log::naming::{self, FileKind, Suffix};
@@ -33,7 +34,6 @@ use lithify_kafka_log::record::{
 };
 use lithify_kafka_log::{FileBatches, OffsetOrder};
 use lithify_kafka_log::{producer_snapshot, txn_check, txn_index};
-use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, Error, IoSnafu, LogSnafu, Result, UsageSnafu};
@@ -74,7 +74,7 @@ pub(crate) fn run(a: DumpArgs) -> Result<()> {
         }
         .fail();
     }
-    let dir = lithify_vfs::parent_dir(&a.path);
+    let dir = lithify::vfs::parent_dir(&a.path);
     let _reading = lithify_kafka_log::lock_shared(&fs, dir, "log directory").context(LogSnafu)?;
     dump_file(&fs, &a.path, a.records)
 }
@@ -219,7 +219,7 @@ fn dump_txn_index(fs: &dyn FileSystem, path: &Path) -> Result<()> {
         .and_then(|n| n.to_str())
         .and_then(naming::offset_from_file_name)
         .unwrap_or(0);
-    let bytes = lithify_vfs::read_file(fs, path).context(IoSnafu {
+    let bytes = lithify::vfs::read_file(fs, path).context(IoSnafu {
         action: "read",
         path,
     })?;
@@ -235,7 +235,7 @@ fn dump_txn_index(fs: &dyn FileSystem, path: &Path) -> Result<()> {
 /// A producer `.snapshot`, as kafka-dump-log prints one.
 fn dump_snapshot(fs: &dyn FileSystem, path: &Path) -> Result<()> {
     println!("Dumping {}", path.display());
-    let bytes = lithify_vfs::read_file(fs, path).context(IoSnafu {
+    let bytes = lithify::vfs::read_file(fs, path).context(IoSnafu {
         action: "read",
         path,
     })?;
@@ -290,7 +290,7 @@ fn dump_index(fs: &dyn FileSystem, path: &Path, entry: usize) -> Result<()> {
         .and_then(|n| n.to_str())
         .and_then(naming::offset_from_file_name)
         .unwrap_or(0);
-    let bytes = lithify_vfs::read_file(fs, path).context(IoSnafu {
+    let bytes = lithify::vfs::read_file(fs, path).context(IoSnafu {
         action: "read",
         path,
     })?;

@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::vfs::OsFs;
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::record::TransactionResult;
 use lithify_kafka_log::{Clock, Log, ManualClock, OpenOptions, Producer, SystemClock};
-use lithify_vfs::OsFs;
 use snafu::ResultExt as _;
 
 use crate::error::{LogSnafu, Result, UsageSnafu};

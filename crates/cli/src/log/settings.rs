@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use lithify::vfs::FileSystem;
 use lithify_compaction_logclean::CleanerConfig;
 use lithify_kafka_log::LogConfig;
-use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
 
 use crate::error::{CleanerSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};
@@ -57,7 +57,7 @@ pub(crate) fn apply(
 
 /// The `name=value` lines of a properties file.
 pub(crate) fn read_properties(fs: &dyn FileSystem, path: &Path) -> Result<Vec<(String, String)>> {
-    let bytes = lithify_vfs::read_file(fs, path).context(IoSnafu {
+    let bytes = lithify::vfs::read_file(fs, path).context(IoSnafu {
         action: "read",
         path,
     })?;

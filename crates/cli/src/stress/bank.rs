@@ -29,8 +29,8 @@ use lithify::txn::{
     DEFAULT_LOCK_TIMEOUT, OptimisticDb, OptimisticTransactionOptions, Transaction, TransactionDb,
     TransactionDbOptions, TransactionOptions,
 };
+use lithify::vfs::{FileSystem, OsFs};
 use lithify::{Bytes, Db, Options, ReadOptions, WriteBatch, WriteOptions};
-use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::bench::options::EngineArgs;

@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use lithify::vfs::{FileSystem, OsFs};
 use lithify::{Bytes, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
-use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use super::MAX_STRESS_KEYS;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use lithify::vfs::{FileSystem, WritableFile, write_file_atomic};
 use lithify_base::sync::{Mutex, MutexGuard};
-use lithify_vfs::{FileSystem, WritableFile, write_file_atomic};
 use snafu::ResultExt as _;
 
 use super::key_state::KeyState;

@@ -32,13 +32,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use lithify::vfs::{FileSystem, OsFs};
 use lithify_compaction_logclean::checkpoint;
 use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
 use lithify_kafka_log::TopicPartition;
 use lithify_kafka_log::record::{SimpleRecord, TransactionResult};
 use lithify_kafka_log::{Clock, Log, LogConfig, OpenOptions, Producer as TxnProducer, SystemClock};
 use lithify_kafka_log::{SharedLog, shared_log};
-use lithify_vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use super::MAX_STRESS_KEYS;

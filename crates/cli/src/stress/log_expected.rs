@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lithify_vfs::{FileSystem, WritableFile, write_file_atomic};
+use lithify::vfs::{FileSystem, WritableFile, write_file_atomic};
 use snafu::ResultExt as _;
 
 pub(crate) use super::log_state::{Latest, LogKeyState, PartitionState};

@@ -261,11 +261,11 @@ pub(crate) fn damaged(path: &std::path::Path, offset: u64, message: String) -> c
 
 /// Reads and decodes the expected-state file at `path`.
 pub(crate) fn read_file(
-    fs: &dyn lithify_vfs::FileSystem,
+    fs: &dyn lithify::vfs::FileSystem,
     path: &std::path::Path,
 ) -> crate::error::Result<(Header, Vec<[u8; SLOT_PAYLOAD]>)> {
     use snafu::ResultExt as _;
-    let bytes = lithify_vfs::read_file(fs, path).context(crate::error::IoSnafu {
+    let bytes = lithify::vfs::read_file(fs, path).context(crate::error::IoSnafu {
         action: "read",
         path,
     })?;
