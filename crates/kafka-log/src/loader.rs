@@ -134,31 +134,18 @@ impl<'a> LogLoader<'a> {
             action: "list",
             path: self.dir,
         })?;
-        let mut bases = Vec::new();
-        let mut orphans = Vec::new();
-        for name in &names {
-            let Some(p) = naming::parse(name) else {
-                continue;
-            };
-            if p.suffix != Suffix::None {
-                continue;
-            }
-            match p.kind {
-                FileKind::Log => bases.push(p.base_offset),
-                kind if kind.is_index() => {
-                    let log = self.dir.join(naming::file_name(
-                        p.base_offset,
-                        FileKind::Log,
-                        Suffix::None,
-                    ));
-                    if !self.fs.exists(&log) {
-                        orphans.push((p.base_offset, name.clone(), log));
-                    }
-                }
-                _ => {}
-            }
-        }
-        bases.sort_unstable();
+        let files = naming::live_files(&names);
+        let orphans = files
+            .indexes
+            .into_iter()
+            .filter_map(|(base, name)| {
+                let log = self
+                    .dir
+                    .join(naming::file_name(base, FileKind::Log, Suffix::None));
+                (!self.fs.exists(&log)).then_some((base, name, log))
+            })
+            .collect();
+        let bases = files.logs;
         Ok(DirScan { bases, orphans })
     }
 

@@ -182,6 +182,39 @@ pub fn parse(name: &str) -> Option<ParsedName> {
     })
 }
 
+/// The live files of a partition directory, by kind (names with a
+/// `.deleted`, `.cleaned` or `.swap` suffix and unknown names are left out).
+#[derive(Debug, Default)]
+pub(crate) struct LiveFiles {
+    /// Base offsets of the `.log` files, ascending.
+    pub(crate) logs: Vec<i64>,
+    /// Index files (`.index`, `.timeindex`, `.txnindex`): base offset, name.
+    pub(crate) indexes: Vec<(i64, String)>,
+    /// Producer `.snapshot` files: offset, name.
+    pub(crate) snapshots: Vec<(i64, String)>,
+}
+
+/// Sorts the names of a partition directory into its [`LiveFiles`].
+pub(crate) fn live_files(names: &[String]) -> LiveFiles {
+    let mut files = LiveFiles::default();
+    for name in names {
+        let Some(p) = parse(name) else {
+            continue;
+        };
+        if p.suffix != Suffix::None {
+            continue;
+        }
+        match p.kind {
+            FileKind::Log => files.logs.push(p.base_offset),
+            FileKind::Snapshot => files.snapshots.push((p.base_offset, name.clone())),
+            kind if kind.is_index() => files.indexes.push((p.base_offset, name.clone())),
+            _ => {}
+        }
+    }
+    files.logs.sort_unstable();
+    files
+}
+
 /// Splits a partition directory name `<topic>-<partition>`.
 pub fn parse_partition_dir(name: &str) -> Option<(String, i32)> {
     let (topic, partition) = name.rsplit_once('-')?;

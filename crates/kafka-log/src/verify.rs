@@ -417,24 +417,11 @@ fn verify_log(
         }
     }
 
-    let mut bases: Vec<i64> = Vec::new();
-    let mut index_files: Vec<(i64, String)> = Vec::new();
-    let mut snapshots: Vec<(i64, String)> = Vec::new();
-    for name in &names {
-        let Some(p) = naming::parse(name) else {
-            continue;
-        };
-        if p.suffix != Suffix::None {
-            continue;
-        }
-        match p.kind {
-            FileKind::Log => bases.push(p.base_offset),
-            FileKind::Snapshot => snapshots.push((p.base_offset, name.clone())),
-            k if k.is_index() => index_files.push((p.base_offset, name.clone())),
-            _ => {}
-        }
-    }
-    bases.sort_unstable();
+    let naming::LiveFiles {
+        logs: bases,
+        indexes: index_files,
+        snapshots,
+    } = naming::live_files(&names);
 
     // The recovery point, as open finds it.
     let line = dir
