@@ -2,11 +2,19 @@
 //! from `0..keys`, values half random and half repeated (db_bench's
 //! compression ratio 0.5), operations split between threads; and its
 //! `randomtransaction` over any [`TxnKv`].
+//!
+//! Keys, values, the random generator and the split of operations between
+//! threads are `lithify bench`'s own (`lithify-bench`), so the engines here
+//! see the same data as `lithify bench` writes; only the loops are here,
+//! because they drive three engines through one trait.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
+
+use lithify_bench::SplitMix64 as Rng;
+use lithify_bench::data::{Values, make_key};
 
 use crate::engines::{Kv, Result, TxnKv};
 
@@ -66,46 +74,11 @@ struct Tally {
     increments: u128,
 }
 
-/// A small, fast random generator (SplitMix64), one per thread.
-pub struct Rng(u64);
+/// The key size of every workload.
+const KEY_SIZE: usize = 16;
 
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next() as u128 * n as u128) >> 64) as u64
-    }
-}
-
-/// db_bench's 16-byte key of `k`.
-pub fn key(k: u64, buf: &mut [u8; 16]) {
-    let mut k = k;
-    for b in buf.iter_mut().rev() {
-        *b = b'0' + (k % 10) as u8;
-        k /= 10;
-    }
-}
-
-/// A value of `size` bytes, half random, half repeated.
-pub fn value(rng: &mut Rng, size: usize, buf: &mut Vec<u8>) {
-    buf.clear();
-    let random = size / 2;
-    while buf.len() < random {
-        buf.extend_from_slice(&rng.next().to_le_bytes());
-    }
-    buf.truncate(random);
-    buf.resize(size, b'x');
-}
+/// db_bench's compression ratio: half of each value is random.
+const COMPRESSION_RATIO: f64 = 0.5;
 
 fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
@@ -116,13 +89,14 @@ fn new_hist() -> Histogram<u64> {
 pub fn write_random(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
     in_threads(s, |t, ops, hist| {
         let mut rng = Rng::new(s.seed ^ (t as u64 + 1).wrapping_mul(0x1234_5678_9abc));
-        let (mut k, mut v) = ([0u8; 16], Vec::with_capacity(s.value_size));
+        let mut values = Values::new(s.value_size, COMPRESSION_RATIO, rng.next_u64());
+        let mut k = [0u8; KEY_SIZE];
         let mut bytes = 0;
         for _ in 0..ops {
-            key(rng.below(s.keys), &mut k);
-            value(&mut rng, s.value_size, &mut v);
+            make_key(rng.below(s.keys), &mut k);
+            let v = values.next_value();
             let t0 = Instant::now();
-            db.put(&k, &v, s.sync)?;
+            db.put(&k, v, s.sync)?;
             hist.saturating_record(t0.elapsed().as_nanos() as u64);
             bytes += (k.len() + v.len()) as u64;
         }
@@ -137,14 +111,14 @@ pub fn write_random(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
 /// (the fill before read workloads; not measured).
 pub fn load(db: &dyn Kv, keys: u64, value_size: usize, seed: u64) -> Result<()> {
     let mut rng = Rng::new(seed);
-    let (mut k, mut v) = ([0u8; 16], Vec::with_capacity(value_size));
+    let mut values = Values::new(value_size, COMPRESSION_RATIO, rng.next_u64());
+    let mut k = [0u8; KEY_SIZE];
     // A random permutation by a multiplicative step coprime with `keys`.
     let step = (keys / 2..).find(|s| gcd(*s, keys) == 1).unwrap_or(1);
     let start = rng.below(keys.max(1));
     for i in 0..keys {
-        key((start + i * step) % keys, &mut k);
-        value(&mut rng, value_size, &mut v);
-        db.put(&k, &v, false)?;
+        make_key((start + i * step) % keys, &mut k);
+        db.put(&k, values.next_value(), false)?;
     }
     Ok(())
 }
@@ -157,10 +131,10 @@ fn gcd(a: u64, b: u64) -> u64 {
 pub fn read_random(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
     in_threads(s, |t, ops, hist| {
         let mut rng = Rng::new(s.seed ^ (t as u64 + 7).wrapping_mul(0x5151_7171));
-        let mut k = [0u8; 16];
+        let mut k = [0u8; KEY_SIZE];
         let mut found = 0;
         for _ in 0..ops {
-            key(rng.below(s.keys), &mut k);
+            make_key(rng.below(s.keys), &mut k);
             let t0 = Instant::now();
             found += u64::from(db.get(&k)?);
             hist.saturating_record(t0.elapsed().as_nanos() as u64);
@@ -176,10 +150,10 @@ pub fn read_random(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
 pub fn seek_random(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
     in_threads(s, |t, ops, hist| {
         let mut rng = Rng::new(s.seed ^ (t as u64 + 3).wrapping_mul(0x9191_3131));
-        let mut k = [0u8; 16];
+        let mut k = [0u8; KEY_SIZE];
         let mut found = 0;
         for _ in 0..ops {
-            key(rng.below(s.keys), &mut k);
+            make_key(rng.below(s.keys), &mut k);
             let t0 = Instant::now();
             found += u64::from(db.seek_next(&k, 10)? > 0);
             hist.saturating_record(t0.elapsed().as_nanos() as u64);
@@ -198,12 +172,13 @@ pub fn read_while_writing(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
     std::thread::scope(|scope| {
         let writer = scope.spawn(|| -> Result<u64> {
             let mut rng = Rng::new(s.seed ^ 0xfeed);
-            let (mut k, mut v) = ([0u8; 16], Vec::with_capacity(s.value_size));
+            let mut values = Values::new(s.value_size, COMPRESSION_RATIO, rng.next_u64());
+            let mut k = [0u8; KEY_SIZE];
             let mut bytes = 0;
             while !stop.load(Ordering::Relaxed) {
-                key(rng.below(s.keys), &mut k);
-                value(&mut rng, s.value_size, &mut v);
-                db.put(&k, &v, false)?;
+                make_key(rng.below(s.keys), &mut k);
+                let v = values.next_value();
+                db.put(&k, v, false)?;
                 bytes += (k.len() + v.len()) as u64;
             }
             Ok(bytes)
@@ -247,7 +222,7 @@ pub fn random_transaction(db: &dyn TxnKv, s: &Spec) -> Result<Outcome> {
         let mut tally = Tally::default();
         for _ in 0..ops {
             let increment = 1 + rng.below(100);
-            let first = (rng.next() & 1) as usize;
+            let first = (rng.next_u64() & 1) as usize;
             for (i, k) in keys.iter_mut().enumerate() {
                 set_key((first + i) % 2, rng.below(s.keys), k);
             }
@@ -290,8 +265,8 @@ where
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let work = &work;
-                let ops =
-                    s.ops * (t as u64 + 1) / threads as u64 - s.ops * t as u64 / threads as u64;
+                let share = lithify_bench::workload::share(s.ops, threads, t);
+                let ops = share.end - share.start;
                 scope.spawn(move || {
                     let mut hist = new_hist();
                     let tally = work(t, ops, &mut hist)?;

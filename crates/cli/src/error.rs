@@ -100,6 +100,16 @@ pub(crate) enum Error {
         location: Location,
     },
 
+    /// A benchmark failed or refused its settings (the message names the
+    /// setting or file at fault).
+    #[snafu(display("{source}"), context(false))]
+    Bench {
+        /// The benchmark crate's error.
+        source: lithify_bench::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// The benchmark's results could not be written as JSON.
     #[snafu(display("cannot write the benchmark results as JSON: {source}"))]
     Json {

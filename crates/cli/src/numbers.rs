@@ -108,7 +108,7 @@ pub(crate) const MAX_EPOCH_MS: i64 = 253_402_300_799_999;
 
 /// Bytes one write batch or record batch may hold when its size is the
 /// product of two options (`--batch-size` x value size): 1 GiB.
-pub(crate) const MAX_BATCH_BYTES: u64 = 1 << 30;
+pub(crate) use lithify_bench::MAX_BATCH_BYTES;
 
 /// Checks that `a x b` is at most `max`; the message names both options.
 pub(crate) fn check_product(
@@ -117,20 +117,8 @@ pub(crate) fn check_product(
     max: u64,
     what: &str,
 ) -> crate::error::Result<()> {
-    if u128::from(a.1) * u128::from(b.1) <= u128::from(max) {
-        return Ok(());
-    }
-    crate::error::UsageSnafu {
-        message: format!(
-            "{} {} x {} {} = {} {what}, more than the {max} allowed; lower one of them",
-            a.0,
-            a.1,
-            b.0,
-            b.1,
-            u128::from(a.1) * u128::from(b.1)
-        ),
-    }
-    .fail()
+    lithify_bench::check_product(a, b, max, what)
+        .map_err(|message| crate::error::UsageSnafu { message }.build())
 }
 
 #[cfg(test)]

@@ -78,37 +78,6 @@ impl Encoding {
     }
 }
 
-/// `s` escaped for XML text and attribute values (control characters
-/// dropped): the HTML pages are well-formed XHTML.
-pub(crate) fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The start of an HTML page (well-formed XHTML) titled `title`, with the
-/// common style plus `css`, up to and including its `<h1>`.
-pub(crate) fn html_head(title: &str, css: &str) -> String {
-    let title = xml_escape(title);
-    format!(
-        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head>\
-         <meta charset=\"utf-8\"/><title>{title}</title>\n<style>\n\
-         body {{ font-family: sans-serif; margin: 20px; color: #222; }}\n\
-         .lvl {{ font-size: 12px; font-family: monospace; }}\n{css}</style></head><body>\n\
-         <h1>{title}</h1>\n"
-    )
-}
-
 fn unhex(text: &str) -> Option<Vec<u8>> {
     let text = text.strip_prefix("0x").unwrap_or(text);
     if !text.len().is_multiple_of(2) {

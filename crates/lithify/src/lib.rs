@@ -256,6 +256,21 @@ pub mod txn {
     };
 }
 
+/// The names of a database directory's files (`CURRENT`, `MANIFEST-000005`,
+/// `000012.sst`, `000011.log`), as RocksDB names them.
+///
+/// ```
+/// use lithify::files::{FileKind, parse_file_name, sst_file_name};
+/// assert_eq!(sst_file_name(12), "000012.sst");
+/// assert!(matches!(parse_file_name("000012.sst"), Some(FileKind::Sst(12))));
+/// ```
+#[cfg(feature = "db")]
+pub mod files {
+    pub use lithify_version::filename::{
+        CURRENT, FileKind, log_file_name, manifest_file_name, parse_file_name, sst_file_name,
+    };
+}
+
 /// The file systems every lithify file goes through.
 pub mod vfs {
     pub use lithify_vfs::{

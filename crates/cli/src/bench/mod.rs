@@ -8,28 +8,12 @@
 //! its write / read / space amplification; `--json` prints one JSON object
 //! per workload instead.
 //!
-//! * `data`: db_bench's keys and half-compressible values;
-//! * `histogram`: fixed-memory latency histogram;
-//! * `options`: engine options by their RocksDB names;
-//! * `progress`: the progress bar;
-//! * `workload`: the benchmarks themselves;
-//! * `transaction`: `randomtransaction`, on an optimistic or pessimistic
-//!   transaction database;
-//! * `strategies`: `--strategy`, the six workloads of the compaction
-//!   strategies' workload classes and two that change while they run
-//!   (`--workload`), and the strategies report;
-//! * `report`: text and JSON output.
+//! The workloads, their reports and the HTML pages are the
+//! `lithify-bench` crate's; this module turns the flags into its
+//! [`Settings`] and the engine's options (`options`: by their RocksDB
+//! names) and prints what it measured.
 
-mod data;
-mod histogram;
 pub(crate) mod options;
-mod progress;
-mod report;
-pub(crate) mod strategies;
-mod strategies_html;
-mod timeline;
-mod transaction;
-mod workload;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -38,6 +22,9 @@ use clap::Args;
 use lithify::vfs::{FileSystem as _, OsFs};
 use lithify::{Db, Options, WriteOptions};
 use snafu::ResultExt as _;
+
+use lithify_bench::transaction::{MAX_SETS, TxnKind};
+use lithify_bench::{Benchmark, Settings, report, strategies, strategies_html, timeline, workload};
 
 use crate::error::{DbSnafu, IoSnafu, Result, UsageSnafu};
 use crate::numbers;
@@ -48,7 +35,6 @@ const MAX_KEY_SIZE: usize = 1 << 20;
 
 /// The largest `--value-size`: 64 MiB.
 const MAX_VALUE_SIZE: usize = 64 << 20;
-use workload::{Benchmark, Settings};
 
 /// Arguments of `bench` (db_bench's names, with `-` or `_`).
 #[derive(Debug, Args)]
@@ -160,7 +146,7 @@ pub(crate) struct BenchArgs {
     /// Sets of keys each randomtransaction transaction adds to one key of
     /// [range: 1..=9999].
     #[arg(long, alias = "transaction_sets", default_value_t = 2,
-          value_parser = numbers::int::<u16>(1, transaction::MAX_SETS))]
+          value_parser = numbers::int::<u16>(1, MAX_SETS))]
     pub transaction_sets: u16,
     /// Milliseconds a --transaction-db transaction waits for a key's lock
     /// before it fails [range: 0..=86400000, a day].
@@ -222,8 +208,8 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             }
             .fail();
         }
-        (true, false) => Some(transaction::TxnKind::Optimistic),
-        (false, true) => Some(transaction::TxnKind::Pessimistic),
+        (true, false) => Some(TxnKind::Optimistic),
+        (false, true) => Some(TxnKind::Pessimistic),
         (false, false) => None,
     };
     let settings = Settings {
@@ -469,7 +455,7 @@ fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
 fn locate(a: &BenchArgs) -> Result<DbDir> {
     match &a.db {
         Some(dir) => {
-            let has_db = OsFs.exists(&dir.join(lithify_version::filename::CURRENT));
+            let has_db = OsFs.exists(&dir.join(lithify::files::CURRENT));
             if has_db && !a.use_existing_db {
                 return UsageSnafu {
                     message: format!(

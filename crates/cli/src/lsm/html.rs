@@ -11,8 +11,10 @@ use std::path::Path;
 
 use lithify_version::TableId;
 
+use lithify_bench::chart::{Paint, Svg, html_head, xml_escape as esc};
+
 use super::{Current, FileBox, Step, TableTree};
-use crate::text::{Encoding, xml_escape as esc};
+use crate::text::Encoding;
 
 /// What the page shows.
 pub(crate) struct Page<'a> {
@@ -95,21 +97,12 @@ fn tree_svg(
     width: f64,
 ) {
     let rows = levels.len().max(1) as f64;
-    let height = rows * ROW + 4.0;
-    let _ = write!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">"#
-    );
+    let mut svg = Svg::open(out, width, rows * ROW + 4.0);
     let plot = width - LABEL - 10.0;
     for (i, (label, files)) in levels.iter().enumerate() {
         let y = i as f64 * ROW + 2.0;
-        let _ = write!(
-            out,
-            r##"<rect x="{LABEL:.0}" y="{y:.1}" width="{plot:.1}" height="{:.1}" fill="#f4f4f4"/><text x="4" y="{:.1}" class="lvl">{}</text>"##,
-            ROW - 4.0,
-            y + ROW / 2.0 + 4.0,
-            esc(label)
-        );
+        svg.rect((LABEL, y, plot, ROW - 4.0), Paint::Fill("#f4f4f4"), None);
+        svg.text((4.0, y + ROW / 2.0 + 4.0), label, None);
         // Files whose boxes overlap (L0) go to separate lanes of the row.
         let spans: Vec<(f64, f64)> = files
             .iter()
@@ -137,21 +130,23 @@ fn tree_svg(
             .collect();
         let lane_h = (ROW - 6.0) / lane_ends.len().max(1) as f64;
         for ((f, &(x0, x1)), lane) in files.iter().zip(&spans).zip(lanes) {
-            let w = x1 - x0;
             let h = ((f.size as f64 / max_size.max(1) as f64).sqrt() * lane_h).max(2.0);
             let lane_bottom = y + ROW - 4.0 - lane as f64 * lane_h;
-            let _ = write!(
-                out,
-                r#"<rect class="file" x="{x0:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}"><title>{:06}.sst, {}, keys {} .. {}</title></rect>"#,
-                lane_bottom - h,
+            let tooltip = format!(
+                "{:06}.sst, {}, keys {} .. {}",
                 f.number,
                 mb(f.size),
-                esc(&enc.show(&f.smallest)),
-                esc(&enc.show(&f.largest)),
+                enc.show(&f.smallest),
+                enc.show(&f.largest),
+            );
+            svg.rect(
+                (x0, lane_bottom - h, x1 - x0, h),
+                Paint::Class("file"),
+                Some(&tooltip),
             );
         }
     }
-    out.push_str("</svg>");
+    svg.close();
 }
 
 fn history_levels(t: &TableTree) -> Vec<(String, Vec<&FileBox>)> {
@@ -191,7 +186,7 @@ pub(crate) fn page(p: &Page<'_>) -> String {
     let scale = KeyScale::new(keys.into_iter());
     let mut out = String::new();
     let title = format!("lithify LSM: {}", p.db.display());
-    out.push_str(&crate::text::html_head(
+    out.push_str(&html_head(
         &title,
         ".file { fill: #3b7dd8; fill-opacity: 0.75; stroke: #1d3f70; stroke-width: 0.5; }\n\
          .file:hover { fill: #e0662d; }\n\
@@ -236,7 +231,6 @@ pub(crate) fn page(p: &Page<'_>) -> String {
             })
             .collect();
         tree_svg(&mut out, &levels, &scale, max_size, p.encoding, WIDTH);
-        out.push('\n');
     }
 
     out.push_str("<h2>How it got here</h2>\n");
@@ -329,45 +323,49 @@ fn chart(out: &mut String, steps: &[Step]) {
         .max(1) as f64;
     let wa = |s: &Step| s.written_total as f64 / s.flushed_total.max(1) as f64;
     let max_wa = steps.iter().map(wa).fold(1.0f64, f64::max);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        r#"<h3>Bytes written per step (bars) and cumulative write amplification (line, max {max_wa:.2})</h3>
-<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}">"#
+        "<h3>Bytes written per step (bars) and cumulative write amplification (line, max {max_wa:.2})</h3>"
     );
+    let mut svg = Svg::open(out, w, h);
     let plot_w = w - 2.0 * pad;
     let plot_h = h - 2.0 * pad;
     let bar = (plot_w / n).max(1.0);
-    let mut line = String::new();
+    let mut line = Vec::with_capacity(steps.len());
     for (i, s) in steps.iter().enumerate() {
         let x = pad + i as f64 * plot_w / n;
         let bh = s.bytes_written as f64 / max_bytes * plot_h;
-        let color = match s.kind {
+        let colour = match s.kind {
             super::StepKind::Flush => "#3b7dd8",
             super::StepKind::Compaction => "#e0662d",
             // A trivial move, or a kind this page does not know.
             _ => "#999999",
         };
-        let _ = write!(
-            out,
-            r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}" fill="{color}"><title>step {}: {} {}, {}</title></rect>"#,
-            pad + plot_h - bh,
-            (bar - 1.0).max(1.0),
+        let tooltip = format!(
+            "step {}: {} {}, {}",
             i + 1,
             s.kind.name(),
-            esc(&s.levels),
+            s.levels,
             mb(s.bytes_written)
         );
-        let y = pad + plot_h - wa(s) / max_wa * plot_h;
-        let _ = write!(line, "{:.1},{y:.1} ", x + bar / 2.0);
+        svg.rect(
+            (x, pad + plot_h - bh, (bar - 1.0).max(1.0), bh),
+            Paint::Fill(colour),
+            Some(&tooltip),
+        );
+        line.push((x + bar / 2.0, pad + plot_h - wa(s) / max_wa * plot_h));
     }
-    let _ = write!(
-        out,
-        r##"<polyline points="{}" fill="none" stroke="#222" stroke-width="1.5"/><line x1="{pad}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888"/><text x="{pad}" y="{:.1}" class="lvl">flush (blue), compaction (orange), trivial move (grey); line: cumulative write amplification</text></svg>"##,
-        line.trim_end(),
-        pad + plot_h,
-        pad + plot_w,
-        pad + plot_h,
-        h - 8.0
+    svg.polyline(&line, "#222");
+    svg.line(
+        (pad, pad + plot_h),
+        (pad + plot_w, pad + plot_h),
+        "#888",
+        false,
     );
-    out.push('\n');
+    svg.text(
+        (pad, h - 8.0),
+        "flush (blue), compaction (orange), trivial move (grey); line: cumulative write amplification",
+        None,
+    );
+    svg.close();
 }

@@ -8,14 +8,14 @@ use lithify::vfs::{FileSystem as _, OsFs};
 use serde::Serialize;
 use snafu::ResultExt as _;
 
-use crate::bench::workload::{Outcome, Settings};
 use crate::error::{JsonSnafu, Result};
+use crate::workload::{Outcome, Settings};
 
 const MIB: f64 = (1u64 << 20) as f64;
 
 /// Latency percentiles in microseconds.
 #[derive(Debug, Serialize)]
-pub(crate) struct Latency {
+pub struct Latency {
     /// Operations timed (batches, for batched writes).
     pub samples: u64,
     /// Mean.
@@ -32,7 +32,7 @@ pub(crate) struct Latency {
 
 /// One level of the LSM tree in the JSON output.
 #[derive(Debug, Serialize)]
-pub(crate) struct LevelJson {
+pub struct LevelJson {
     /// The level.
     pub level: usize,
     /// Files in it.
@@ -46,7 +46,7 @@ pub(crate) struct LevelJson {
 /// The engine's own measurements after a workload (cumulative since the
 /// database was opened).
 #[derive(Debug, Serialize)]
-pub(crate) struct EngineJson {
+pub struct EngineJson {
     /// (WAL + flush + compaction bytes) / user bytes.
     pub write_amp: f64,
     /// Tables probed per point lookup.
@@ -87,7 +87,7 @@ pub(crate) struct EngineJson {
 
 impl EngineJson {
     /// The summary of `stats`.
-    pub(crate) fn new(stats: &DbStats) -> Self {
+    pub fn new(stats: &DbStats) -> Self {
         let (hits, misses) = stats
             .block_cache
             .as_ref()
@@ -127,7 +127,7 @@ impl EngineJson {
 
 /// The transactions of `randomtransaction` in the JSON output.
 #[derive(Debug, Serialize)]
-pub(crate) struct TransactionsJson {
+pub struct TransactionsJson {
     /// `optimistic` or `pessimistic`.
     pub kind: &'static str,
     /// Transactions begun.
@@ -147,7 +147,7 @@ pub(crate) struct TransactionsJson {
 
 /// The JSON object of one workload.
 #[derive(Debug, Serialize)]
-pub(crate) struct WorkloadJson<'a> {
+pub struct WorkloadJson<'a> {
     /// db_bench's name of the benchmark.
     pub benchmark: &'a str,
     /// Operations done.
@@ -191,7 +191,7 @@ fn latency(o: &Outcome) -> Latency {
     histogram_latency(&o.latency)
 }
 
-fn histogram_latency(h: &crate::bench::histogram::Histogram) -> Latency {
+fn histogram_latency(h: &crate::histogram::Histogram) -> Latency {
     Latency {
         samples: h.count(),
         mean: h.mean() / 1e3,
@@ -208,9 +208,9 @@ fn per_sec(n: f64, o: &Outcome) -> f64 {
 }
 
 /// The JSON line of `o`.
-pub(crate) fn json_line(o: &Outcome, s: &Settings, stats: &DbStats) -> Result<String> {
+pub fn json_line(o: &Outcome, s: &Settings, stats: &DbStats) -> Result<String> {
     let threads = match o.benchmark {
-        crate::bench::workload::Benchmark::Flush | crate::bench::workload::Benchmark::Compact => 1,
+        crate::workload::Benchmark::Flush | crate::workload::Benchmark::Compact => 1,
         _ => s.threads,
     };
     let object = WorkloadJson {
@@ -244,7 +244,7 @@ pub(crate) fn json_line(o: &Outcome, s: &Settings, stats: &DbStats) -> Result<St
 
 /// The text lines of `o`, as db_bench prints them, with the latency
 /// percentiles under them.
-pub(crate) fn text(o: &Outcome) -> String {
+pub fn text(o: &Outcome) -> String {
     let secs = o.elapsed.as_secs_f64();
     let micros_per_op = if o.ops == 0 {
         0.0
@@ -290,7 +290,7 @@ pub(crate) fn text(o: &Outcome) -> String {
 /// Peak resident set size of this process in MiB, from
 /// `/proc/self/status` (Linux only; `None` elsewhere). `/proc` files report
 /// a size of 0, so this reads until the end instead of trusting it.
-pub(crate) fn peak_rss_mb() -> Option<f64> {
+pub fn peak_rss_mb() -> Option<f64> {
     let text = read_proc("/proc/self/status")?;
     let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -300,7 +300,7 @@ pub(crate) fn peak_rss_mb() -> Option<f64> {
 /// CPU seconds (user + system, every thread) this process has used, from
 /// `/proc/self/stat` (Linux, whose clock ticks are 1/100 s); `None`
 /// elsewhere.
-pub(crate) fn process_cpu_seconds() -> Option<f64> {
+pub fn process_cpu_seconds() -> Option<f64> {
     let text = read_proc("/proc/self/stat")?;
     // After the command name in parentheses: state is field 3, utime 14,
     // stime 15.
@@ -342,9 +342,9 @@ struct WorkloadRunJson<'a> {
 }
 
 /// The JSON line of a workload run.
-pub(crate) fn workload_json(r: &crate::bench::strategies::WorkloadRun) -> Result<String> {
+pub fn workload_json(r: &crate::strategies::WorkloadRun) -> Result<String> {
     let object = WorkloadRunJson {
-        workload: crate::bench::strategies::workload_name(r.workload),
+        workload: crate::strategies::workload_name(r.workload),
         strategy: &r.strategy,
         in_force: &r.in_force,
         ops: r.ops,

@@ -31,20 +31,20 @@ use lithify::txn::{
 use lithify::{Bytes, Db, ReadOptions};
 use snafu::ResultExt as _;
 
-use crate::bench::data::make_key;
-use crate::bench::workload::{Benchmark, Outcome, Settings, in_threads, share, thread_rng};
-use crate::error::{BenchVerifySnafu, DbSnafu, Result, TxnSnafu};
-use crate::rng::Rng;
+use crate::data::make_key;
+use crate::error::{DbSnafu, Result, TxnSnafu, VerifySnafu};
+use crate::workload::{Benchmark, Outcome, Settings, in_threads, share, thread_rng};
+use lithify_base::rand::SplitMix64 as Rng;
 
 /// Bytes of a set's key prefix.
 const PREFIX_LEN: usize = 4;
 
 /// The most sets the four-digit prefixes can tell apart.
-pub(crate) const MAX_SETS: u16 = 9999;
+pub const MAX_SETS: u16 = 9999;
 
 /// The transaction database `randomtransaction` runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TxnKind {
+pub enum TxnKind {
     /// `--optimistic-transaction-db`: validated at commit.
     Optimistic,
     /// `--transaction-db`: per-key locks.
@@ -53,7 +53,7 @@ pub(crate) enum TxnKind {
 
 impl TxnKind {
     /// How the report names it.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             TxnKind::Optimistic => "optimistic",
             TxnKind::Pessimistic => "pessimistic",
@@ -64,7 +64,7 @@ impl TxnKind {
 /// What `randomtransaction` measured besides the committed transactions
 /// (the outcome's operations).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TxnOutcome {
+pub struct TxnOutcome {
     /// The transaction database.
     pub kind: TxnKind,
     /// Transactions begun.
@@ -80,7 +80,7 @@ pub(crate) struct TxnOutcome {
 
 impl TxnOutcome {
     /// Failed transactions per hundred begun.
-    pub(crate) fn conflict_rate_percent(&self) -> f64 {
+    pub fn conflict_rate_percent(&self) -> f64 {
         if self.attempts == 0 {
             0.0
         } else {
@@ -143,7 +143,7 @@ fn unless_busy<T>(r: lithify::txn::Result<T>) -> Result<Option<T>> {
 }
 
 /// Runs `randomtransaction` on `db`, then checks the sets' sums.
-pub(crate) fn random_transaction(db: &Db, s: &Settings) -> Result<Outcome> {
+pub fn random_transaction(db: &Db, s: &Settings) -> Result<Outcome> {
     let kind = s.transaction_db.unwrap_or(TxnKind::Optimistic);
     let txn_db = match kind {
         TxnKind::Optimistic => TxnDb::Optimistic(OptimisticDb::new(db)),
@@ -226,11 +226,11 @@ fn shuffle(order: &mut [u16], rng: &mut Rng) {
 }
 
 fn not_a_counter(key: &[u8], value: &[u8]) -> crate::error::Error {
-    BenchVerifySnafu {
+    VerifySnafu {
         message: format!(
             "randomtransaction: key {} holds {} bytes, not an 8-byte counter (was the database \
              written by something else?)",
-            crate::text::Encoding::Escaped.show(key),
+            lithify_base::key::escape(key),
             value.len()
         ),
     }
@@ -265,7 +265,7 @@ fn verify(db: &Db, s: &Settings) -> Result<u128> {
         match first {
             None => first = Some(sum),
             Some(f) if f != sum => {
-                return BenchVerifySnafu {
+                return VerifySnafu {
                     message: format!(
                         "randomtransaction: the values of set 1 sum to {f} but those of set {} \
                          to {sum} at sequence number {}: a transaction's writes were not \

@@ -10,7 +10,7 @@
 //!   `CompressibleString`). Each value is the next slice of the buffer:
 //!   generating one copies nothing.
 
-use crate::rng::Rng;
+use lithify_base::rand::SplitMix64 as Rng;
 
 /// Bytes of the value buffer (at least the value size).
 const VALUE_BUFFER: usize = 1 << 20;
@@ -20,7 +20,7 @@ const PIECE: usize = 100;
 
 /// Writes key number `n` into `out` (whose length is the key size).
 #[inline]
-pub(crate) fn make_key(n: u64, out: &mut [u8]) {
+pub fn make_key(n: u64, out: &mut [u8]) {
     let be = n.to_be_bytes();
     let take = out.len().min(8);
     out[..take].copy_from_slice(&be[8 - take..]);
@@ -28,7 +28,7 @@ pub(crate) fn make_key(n: u64, out: &mut [u8]) {
 }
 
 /// The largest number of distinct keys of `key_size` bytes.
-pub(crate) fn distinct_keys(key_size: usize) -> u64 {
+pub fn distinct_keys(key_size: usize) -> u64 {
     if key_size >= 8 {
         u64::MAX
     } else {
@@ -38,7 +38,7 @@ pub(crate) fn distinct_keys(key_size: usize) -> u64 {
 
 /// A source of half-compressible values.
 #[derive(Debug, Clone)]
-pub(crate) struct Values {
+pub struct Values {
     data: Vec<u8>,
     pos: usize,
     len: usize,
@@ -47,7 +47,7 @@ pub(crate) struct Values {
 impl Values {
     /// Values of `len` bytes whose random share is `compression_ratio`
     /// (clamped to 0..=1), generated from `seed`.
-    pub(crate) fn new(len: usize, compression_ratio: f64, seed: u64) -> Self {
+    pub fn new(len: usize, compression_ratio: f64, seed: u64) -> Self {
         let mut rng = Rng::new(seed);
         let size = VALUE_BUFFER.max(len);
         let mut data = Vec::with_capacity(size + PIECE);
@@ -71,7 +71,7 @@ impl Values {
 
     /// The next value.
     #[inline]
-    pub(crate) fn next_value(&mut self) -> &[u8] {
+    pub fn next_value(&mut self) -> &[u8] {
         if self.pos + self.len > self.data.len() {
             self.pos = 0;
         }

@@ -19,7 +19,7 @@ const INITIAL_MAX_NANOS: u64 = 3_600_000_000_000;
 
 /// Counts of latencies in nanoseconds.
 #[derive(Clone)]
-pub(crate) struct Histogram {
+pub struct Histogram {
     hdr: Hdr<u64>,
 }
 
@@ -45,24 +45,24 @@ impl Histogram {
     /// Records one value (0 counts as 1 ns, the smallest the histogram
     /// holds).
     #[inline]
-    pub(crate) fn record(&mut self, v: u64) {
+    pub fn record(&mut self, v: u64) {
         // With auto-resize on, recording cannot fail.
         let _ = self.hdr.record(v.max(1));
     }
 
     /// Adds every sample of `other`.
-    pub(crate) fn merge(&mut self, other: &Histogram) {
+    pub fn merge(&mut self, other: &Histogram) {
         // With auto-resize on, adding cannot fail.
         let _ = self.hdr.add(&other.hdr);
     }
 
     /// Number of samples.
-    pub(crate) fn count(&self) -> u64 {
+    pub fn count(&self) -> u64 {
         self.hdr.len()
     }
 
     /// The largest sample (0 when empty).
-    pub(crate) fn max(&self) -> u64 {
+    pub fn max(&self) -> u64 {
         if self.hdr.is_empty() {
             0
         } else {
@@ -71,7 +71,7 @@ impl Histogram {
     }
 
     /// The mean (0 when empty).
-    pub(crate) fn mean(&self) -> f64 {
+    pub fn mean(&self) -> f64 {
         if self.hdr.is_empty() {
             0.0
         } else {
@@ -81,7 +81,7 @@ impl Histogram {
 
     /// The value at or below which `q` (0..=1) of the samples fall, within
     /// 1 % (0 when empty).
-    pub(crate) fn quantile(&self, q: f64) -> u64 {
+    pub fn quantile(&self, q: f64) -> u64 {
         if self.hdr.is_empty() {
             0
         } else {
@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn quantiles_against_sorted_samples() {
-        let mut rng = crate::rng::Rng::new(3);
+        let mut rng = lithify_base::rand::SplitMix64::new(3);
         let mut h = Histogram::default();
         let mut all = Vec::new();
         for _ in 0..100_000 {

@@ -13,16 +13,16 @@ use std::time::{Duration, Instant};
 use lithify::{Db, ReadOptions, WriteBatch, WriteOptions};
 use snafu::ResultExt as _;
 
-use crate::bench::data::{Values, make_key};
-use crate::bench::histogram::Histogram;
-use crate::bench::progress::{Progress, UPDATE_EVERY};
-use crate::bench::transaction::{self, TxnKind, TxnOutcome};
-use crate::error::{DbSnafu, Result, UsageSnafu};
-use crate::rng::Rng;
+use crate::data::{Values, make_key};
+use crate::error::{DbSnafu, MAX_BATCH_BYTES, Result, UsageSnafu, check_product};
+use crate::histogram::Histogram;
+use crate::progress::{Progress, UPDATE_EVERY};
+use crate::transaction::{self, TxnKind, TxnOutcome};
+use lithify_base::rand::SplitMix64 as Rng;
 
 /// A benchmark of `--benchmarks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Benchmark {
+pub enum Benchmark {
     /// Write `--num` keys in key order.
     FillSeq,
     /// Write `--num` keys drawn at random from `0..num`.
@@ -62,7 +62,7 @@ pub(crate) enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in the order of the help text.
-    pub(crate) const ALL: [Benchmark; 14] = [
+    pub const ALL: [Benchmark; 14] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -80,7 +80,7 @@ impl Benchmark {
     ];
 
     /// db_bench's name.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Benchmark::FillSeq => "fillseq",
             Benchmark::FillRandom => "fillrandom",
@@ -116,7 +116,7 @@ impl FromStr for Benchmark {
 
 /// What every workload needs to know.
 #[derive(Debug, Clone)]
-pub(crate) struct Settings {
+pub struct Settings {
     /// Keys of the key space, and operations of the write workloads.
     pub num: u64,
     /// Operations of the read workloads.
@@ -155,9 +155,36 @@ pub(crate) struct Settings {
     pub transaction_lock_timeout: Duration,
 }
 
+/// db_bench's defaults (those of `lithify bench`): 1M keys of 16 bytes,
+/// 100-byte values compressing to half, one thread, seed 301, 10 nexts per
+/// seek, unbatched writes to the WAL without sync, no merge operator, no
+/// transaction database.
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            num: 1_000_000,
+            reads: 1_000_000,
+            key_size: 16,
+            value_size: 100,
+            compression_ratio: 0.5,
+            threads: 1,
+            seed: 301,
+            seek_nexts: 10,
+            batch_size: 1,
+            read_miss_percent: 0,
+            merge_percent: 70,
+            merge_operator: None,
+            write_options: WriteOptions::default(),
+            transaction_db: None,
+            transaction_sets: 2,
+            transaction_lock_timeout: Duration::from_millis(100),
+        }
+    }
+}
+
 /// What one workload measured.
 #[derive(Debug)]
-pub(crate) struct Outcome {
+pub struct Outcome {
     /// The benchmark.
     pub benchmark: Benchmark,
     /// Operations done (keys written, lookups, seeks, entries scanned).
@@ -179,7 +206,7 @@ pub(crate) struct Outcome {
 }
 
 /// The per-thread tally.
-pub(super) struct Tally<'p> {
+pub(crate) struct Tally<'p> {
     latency: Histogram,
     ops: u64,
     bytes: u64,
@@ -206,7 +233,7 @@ impl<'p> Tally<'p> {
     /// and moved `bytes`. One clock read per operation: the time since the
     /// previous one (key generation included, as db_bench measures).
     #[inline]
-    pub(super) fn done(&mut self, ops: u64, bytes: u64) {
+    pub(crate) fn done(&mut self, ops: u64, bytes: u64) {
         let now = Instant::now();
         self.latency
             .record(now.duration_since(self.last).as_nanos() as u64);
@@ -231,7 +258,7 @@ struct Keys {
 
 /// Thread `thread`'s generator for `benchmark`: seeded from `--seed`, the
 /// benchmark's name and the thread's index.
-pub(super) fn thread_rng(settings: &Settings, benchmark: Benchmark, thread: usize) -> Rng {
+pub(crate) fn thread_rng(settings: &Settings, benchmark: Benchmark, thread: usize) -> Rng {
     let salt = lithify_base::xxh3_64(benchmark.name().as_bytes());
     Rng::new(settings.seed ^ salt ^ (thread as u64).wrapping_mul(0x9E37_79B9))
 }
@@ -272,7 +299,7 @@ impl Keys {
 }
 
 /// Runs `benchmark` on `db`.
-pub(crate) fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
+pub fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
     match benchmark {
         Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => {
             write_workload(db, benchmark, s, false)
@@ -293,14 +320,14 @@ pub(crate) fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome
 
 /// Splits `total` operations between `threads`: thread `t` gets the range
 /// of operation numbers it does.
-pub(super) fn share(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
+pub fn share(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
     // In u128: `total * t` overflows a u64 for a large total.
     let cut = |t: usize| (u128::from(total) * t as u128 / threads.max(1) as u128) as u64;
     cut(t)..cut(t + 1)
 }
 
 /// Runs `work(thread, tally)` in `threads` threads and sums the tallies.
-pub(super) fn in_threads<F>(
+pub(crate) fn in_threads<F>(
     benchmark: Benchmark,
     threads: usize,
     total: u64,
@@ -604,7 +631,7 @@ fn bulk_load(db: &Db, s: &Settings) -> Result<Outcome> {
 
 fn single(
     benchmark: Benchmark,
-    call: impl FnOnce() -> lithify_engine::Result<()>,
+    call: impl FnOnce() -> Result<(), lithify::DbError>,
 ) -> Result<Outcome> {
     let mut tally = Tally::new(None);
     let started = Instant::now();
@@ -623,7 +650,7 @@ fn single(
 }
 
 /// Checks the settings against the benchmarks asked for.
-pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()> {
+pub fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()> {
     let usage = |message: String| UsageSnafu { message }.fail();
     if settings.num == 0 || settings.threads == 0 || settings.batch_size == 0 {
         return usage("--num, --threads and --batch-size must be at least 1".to_string());
@@ -636,7 +663,7 @@ pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()>
     } else {
         settings.num
     };
-    let distinct = crate::bench::data::distinct_keys(settings.key_size);
+    let distinct = crate::data::distinct_keys(settings.key_size);
     if key_space > distinct {
         return usage(format!(
             "{}-byte keys have only {distinct} distinct values, too few for --num {}{}",
@@ -652,18 +679,20 @@ pub(crate) fn check(settings: &Settings, benchmarks: &[Benchmark]) -> Result<()>
     // What each thread allocates: a batch of --batch-size entries, and a
     // value buffer of at least --value-size bytes.
     let entry = settings.key_size as u64 + settings.value_size as u64 + 8;
-    crate::numbers::check_product(
+    check_product(
         ("--batch-size", settings.batch_size as u64),
         ("entry bytes (--key-size + --value-size + 8)", entry),
-        crate::numbers::MAX_BATCH_BYTES,
+        MAX_BATCH_BYTES,
         "bytes in one write batch",
-    )?;
-    crate::numbers::check_product(
+    )
+    .or_else(usage)?;
+    check_product(
         ("--threads", settings.threads as u64),
         ("--value-size", settings.value_size as u64),
-        crate::numbers::MAX_BATCH_BYTES,
+        MAX_BATCH_BYTES,
         "bytes of value buffers (one per thread)",
-    )?;
+    )
+    .or_else(usage)?;
     if benchmarks.is_empty() {
         return usage("--benchmarks names no benchmark".to_string());
     }

@@ -12,36 +12,47 @@ use std::time::{Duration, Instant};
 
 use lithify::Db;
 
-use crate::bench::progress::OPS_DONE;
-use crate::text::xml_escape as esc;
+use crate::chart::{LineChart, html_head, line_chart};
+use crate::progress::OPS_DONE;
 
 /// How often the sampler looks.
 const EVERY: Duration = Duration::from_millis(250);
 
 /// One look at the run.
 #[derive(Debug, Clone)]
-pub(crate) struct Sample {
+pub struct Sample {
+    /// Seconds since the run started.
     pub secs: f64,
+    /// The workload running.
     pub workload: String,
+    /// Operations done by every workload so far.
     pub ops: u64,
+    /// Write amplification so far.
     pub write_amp: f64,
+    /// Space amplification now.
     pub space_amp: f64,
+    /// L0 files of every table.
     pub l0_files: usize,
+    /// Estimated bytes compaction has to rewrite, in MB.
     pub pending_mb: f64,
+    /// Writes delayed or stopped so far.
     pub stalled_writes: u64,
 }
 
 /// The samples of a run and what runs now.
 #[derive(Debug, Default)]
-pub(crate) struct Timeline {
+pub struct Timeline {
+    /// The samples taken so far.
     pub samples: Mutex<Vec<Sample>>,
+    /// The name of the workload running (the sampler labels samples with it).
     pub workload: Mutex<String>,
+    /// Set to end [`sample`](Self::sample).
     pub stop: AtomicBool,
 }
 
 impl Timeline {
     /// Samples `db` until [`stop`](Self::stop) is set.
-    pub(crate) fn sample(&self, db: &Db) {
+    pub fn sample(&self, db: &Db) {
         let start = Instant::now();
         loop {
             let stats = db.stats();
@@ -80,93 +91,6 @@ impl Timeline {
     }
 }
 
-/// A series of a chart: name, colour, points (x, value).
-pub(crate) type Series = (String, &'static str, Pts);
-
-/// A line chart over `0..=x_max`: shaded bands `(x0, x1, label)`, the
-/// series, and vertical marks `(x, colour)`.
-pub(crate) struct LineChart<'a> {
-    pub title: &'a str,
-    pub x_max: f64,
-    pub x_unit: &'a str,
-    pub bands: Vec<(f64, f64, String)>,
-    pub series: Vec<Series>,
-    pub marks: Vec<(f64, &'static str)>,
-}
-
-/// Legend entries per row under a chart.
-const LEGEND_PER_ROW: usize = 4;
-
-/// Draws `c` as one SVG.
-pub(crate) fn line_chart(out: &mut String, c: &LineChart<'_>) {
-    let legend_rows = c.series.len().div_ceil(LEGEND_PER_ROW).max(1) as f64;
-    let (w, plot_h, pad) = (1100.0, 140.0, 44.0);
-    let h = plot_h + 2.0 * pad + (legend_rows - 1.0) * 14.0;
-    let x_max = c.x_max.max(1e-9);
-    let y_max = c
-        .series
-        .iter()
-        .flat_map(|(_, _, pts)| pts.iter().map(|p| p.1))
-        .fold(0.0f64, f64::max)
-        .max(1e-9);
-    let pw = w - 2.0 * pad;
-    let x = |t: f64| pad + t / x_max * pw;
-    let y = |v: f64| pad + plot_h - v / y_max * plot_h;
-    let _ = write!(
-        out,
-        r#"<h3>{}</h3><svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}">"#,
-        esc(c.title)
-    );
-    for (k, (x0, x1, label)) in c.bands.iter().enumerate() {
-        let (a, b) = (x(*x0), x(*x1).max(x(*x0) + 1.0));
-        let fill = if k % 2 == 1 { "#eeeeee" } else { "#f8f8f8" };
-        let _ = write!(
-            out,
-            r#"<rect x="{a:.1}" y="{pad}" width="{:.1}" height="{plot_h}" fill="{fill}"/><text x="{:.1}" y="{:.1}" class="lvl">{}</text>"#,
-            b - a,
-            a + 2.0,
-            pad - 4.0,
-            esc(label)
-        );
-    }
-    for (at, color) in &c.marks {
-        let _ = write!(
-            out,
-            r#"<line x1="{0:.1}" y1="{pad}" x2="{0:.1}" y2="{1:.1}" stroke="{color}" stroke-dasharray="3,3"/>"#,
-            x(*at),
-            pad + plot_h
-        );
-    }
-    for (k, (name, color, pts)) in c.series.iter().enumerate() {
-        let points: Vec<String> = pts
-            .iter()
-            .map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v)))
-            .collect();
-        let _ = write!(
-            out,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.5"/><text x="{:.1}" y="{:.1}" class="lvl" fill="{color}">{}</text>"#,
-            points.join(" "),
-            pad + (k % LEGEND_PER_ROW) as f64 * 260.0,
-            pad + plot_h + 30.0 + (k / LEGEND_PER_ROW) as f64 * 14.0,
-            esc(name)
-        );
-    }
-    let _ = write!(
-        out,
-        r##"<line x1="{pad}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888"/><text x="2" y="{:.1}" class="lvl">{}</text><text x="2" y="{:.1}" class="lvl">0</text><text x="{:.1}" y="{:.1}" class="lvl">{}</text></svg>"##,
-        pad + plot_h,
-        pad + pw,
-        pad + plot_h,
-        pad + 10.0,
-        esc(&format!("{y_max:.3}")),
-        pad + plot_h,
-        pad + pw - 60.0,
-        pad + plot_h + 14.0,
-        esc(&format!("{:.1} {}", c.x_max, c.x_unit)),
-    );
-    out.push('\n');
-}
-
 /// Points of a series: (x, value).
 type Pts = Vec<(f64, f64)>;
 
@@ -200,8 +124,8 @@ fn chart(out: &mut String, title: &str, samples: &[Sample], series: &[(&str, &'s
 }
 
 /// The page of a run.
-pub(crate) fn page(title: &str, samples: &[Sample]) -> String {
-    let mut out = crate::text::html_head(title, "");
+pub fn page(title: &str, samples: &[Sample]) -> String {
+    let mut out = html_head(title, "");
     let _ = writeln!(
         out,
         "<p>{} samples, one every {} ms; each band is one workload.</p>",

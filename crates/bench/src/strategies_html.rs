@@ -7,9 +7,8 @@
 
 use std::fmt::Write as _;
 
-use crate::bench::strategies::{AmpSample, WorkloadRun, workload_name};
-use crate::bench::timeline::{LineChart, line_chart};
-use crate::text::{html_head, xml_escape as esc};
+use crate::chart::{BarChart, LineChart, bar_chart, html_head, line_chart, xml_escape as esc};
+use crate::strategies::{AmpSample, WorkloadRun, workload_name};
 
 /// One metric of a run, its label and whether lower is better.
 type Metric = (&'static str, fn(&WorkloadRun) -> Option<f64>, bool);
@@ -28,7 +27,7 @@ const METRICS: [Metric; 6] = [
 ];
 
 /// The page for `runs` (in workload order, as the report runs them).
-pub(crate) fn page(runs: &[WorkloadRun]) -> String {
+pub fn page(runs: &[WorkloadRun]) -> String {
     let mut out = html_head(
         "lithify strategies report",
         ".best { font-weight: bold; }\n.note { color: #555; font-size: 13px; }\n",
@@ -107,78 +106,32 @@ fn over_time(out: &mut String, title: &str, runs: &[WorkloadRun], value: fn(&Amp
     );
 }
 
+/// One bar per run of `runs` (one workload) of `value`; Adaptive's label
+/// names the shape it chose.
 fn bars(
     out: &mut String,
-    label: &str,
+    title: &str,
     runs: &[WorkloadRun],
     value: fn(&WorkloadRun) -> Option<f64>,
-    lower_better: bool,
+    lower_is_better: bool,
 ) {
-    let values: Vec<Option<f64>> = runs.iter().map(value).collect();
-    let max = values
+    let rows = runs
         .iter()
-        .flatten()
-        .copied()
-        .fold(0.0f64, f64::max)
-        .max(1e-9);
-    let best = values
-        .iter()
-        .flatten()
-        .copied()
-        .fold(None, |b: Option<f64>, v| {
-            Some(match b {
-                None => v,
-                Some(b) if lower_better => b.min(v),
-                Some(b) => b.max(v),
-            })
-        });
-    let (row, label_w, plot_w) = (18.0, 360.0, 520.0);
-    let h = runs.len() as f64 * row + 24.0;
-    let _ = write!(
+        .map(|r| {
+            let name = if r.strategy == r.in_force || r.in_force.is_empty() {
+                r.strategy.clone()
+            } else {
+                format!("{} ({})", r.strategy, r.in_force)
+            };
+            (name, value(r))
+        })
+        .collect();
+    bar_chart(
         out,
-        r#"<h3>{}</h3><svg xmlns="http://www.w3.org/2000/svg" width="{:.0}" height="{h:.0}" viewBox="0 0 {:.0} {h:.0}">"#,
-        esc(label),
-        label_w + plot_w + 120.0,
-        label_w + plot_w + 120.0
+        &BarChart {
+            title,
+            rows,
+            lower_is_better,
+        },
     );
-    for (k, (r, v)) in runs.iter().zip(&values).enumerate() {
-        let y = k as f64 * row + 4.0;
-        let name = if r.strategy == r.in_force || r.in_force.is_empty() {
-            r.strategy.clone()
-        } else {
-            format!("{} ({})", r.strategy, r.in_force)
-        };
-        let _ = write!(
-            out,
-            r#"<text x="4" y="{:.1}" class="lvl">{}</text>"#,
-            y + 12.0,
-            esc(&name)
-        );
-        match v {
-            Some(v) => {
-                let w = (v / max * plot_w).max(1.0);
-                let fill = if Some(*v) == best {
-                    "#1d3f70"
-                } else {
-                    "#3b7dd8"
-                };
-                let _ = write!(
-                    out,
-                    r#"<rect x="{label_w}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{fill}"/><text x="{:.1}" y="{:.1}" class="lvl">{}</text>"#,
-                    row - 4.0,
-                    label_w + w + 4.0,
-                    y + 12.0,
-                    esc(&format!("{v:.2}"))
-                );
-            }
-            None => {
-                let _ = write!(
-                    out,
-                    r#"<text x="{label_w}" y="{:.1}" class="lvl">not measured</text>"#,
-                    y + 12.0
-                );
-            }
-        }
-    }
-    out.push_str("</svg>\n");
 }

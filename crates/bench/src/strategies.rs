@@ -26,18 +26,21 @@ use lithify::{
     CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, ManualClock, Options,
     Prediction, StrategySwitchInfo, TwoTierOptions,
 };
-use lithify_base::sync::Mutex;
-use lithify_compaction_sim::{DIURNAL_OFFPEAK_UTC, Op, OpGenerator, SCAN_LENGTH, WorkloadKind};
+/// The strategies' workloads (from the compaction simulator, which replays
+/// the same operation streams without a database).
+pub use lithify_compaction_sim::WorkloadKind;
+use lithify_compaction_sim::{DIURNAL_OFFPEAK_UTC, Op, OpGenerator, SCAN_LENGTH};
 use snafu::ResultExt as _;
+use std::sync::Mutex;
 
-use crate::bench::data::{Values, make_key};
-use crate::bench::histogram::Histogram;
-use crate::bench::report;
+use crate::data::{Values, make_key};
 use crate::error::{DbSnafu, Result, UsageSnafu};
+use crate::histogram::Histogram;
+use crate::report;
 
 /// Names of `--workload`: one per steady workload class, in their order,
 /// then the two workloads that change while they run.
-pub(crate) const WORKLOAD_NAMES: [(&str, WorkloadKind); 8] = [
+pub const WORKLOAD_NAMES: [(&str, WorkloadKind); 8] = [
     ("increasing", WorkloadKind::IncreasingKeys),
     ("write-only-random", WorkloadKind::WriteOnly),
     ("write-mostly-random", WorkloadKind::WriteMostly),
@@ -55,12 +58,12 @@ pub(crate) const WORKLOAD_NAMES: [(&str, WorkloadKind); 8] = [
 ];
 
 /// The strategies of the report: every fixed one, then `Adaptive`.
-pub(crate) fn report_strategies() -> impl Iterator<Item = &'static str> {
+pub fn report_strategies() -> impl Iterator<Item = &'static str> {
     CompactionStrategy::FIXED.into_iter().chain(["adaptive"])
 }
 
 /// The workload named `name` (the simulator's short names work too).
-pub(crate) fn workload_named(name: &str) -> Result<WorkloadKind> {
+pub fn workload_named(name: &str) -> Result<WorkloadKind> {
     WORKLOAD_NAMES
         .iter()
         .find(|(n, _)| *n == name)
@@ -76,7 +79,7 @@ pub(crate) fn workload_named(name: &str) -> Result<WorkloadKind> {
 }
 
 /// The `--workload` name of `kind`.
-pub(crate) fn workload_name(kind: WorkloadKind) -> &'static str {
+pub fn workload_name(kind: WorkloadKind) -> &'static str {
     WORKLOAD_NAMES
         .iter()
         .find(|(_, k)| *k == kind)
@@ -86,7 +89,7 @@ pub(crate) fn workload_name(kind: WorkloadKind) -> &'static str {
 /// Strategy `name` (see `CompactionStrategy::NAMES`), its major-level
 /// files (and `Adaptive`'s templates') cut at `target_file_size` like
 /// the leveled strategy's.
-pub(crate) fn strategy_named(name: &str, target_file_size: u64) -> Result<CompactionStrategy> {
+pub fn strategy_named(name: &str, target_file_size: u64) -> Result<CompactionStrategy> {
     let Some(strategy) = CompactionStrategy::parse(name) else {
         return UsageSnafu {
             message: format!(
@@ -121,7 +124,7 @@ pub(crate) fn strategy_named(name: &str, target_file_size: u64) -> Result<Compac
 
 /// Sizes of a workload run.
 #[derive(Debug, Clone)]
-pub(crate) struct WorkloadSettings {
+pub struct WorkloadSettings {
     /// Keys of the key space (and of the load).
     pub keys: u64,
     /// Operations after the load.
@@ -138,17 +141,24 @@ pub(crate) struct WorkloadSettings {
 
 /// What one workload run measured.
 #[derive(Debug, Clone)]
-pub(crate) struct WorkloadRun {
+pub struct WorkloadRun {
+    /// The workload.
     pub workload: WorkloadKind,
     /// The strategy asked for.
     pub strategy: String,
     /// The strategy in force at the end and why (`Adaptive`'s choice).
     pub in_force: String,
+    /// Operations timed (after the load).
     pub ops: u64,
+    /// Wall time of the operations.
     pub elapsed: Duration,
+    /// Latency of each operation, in nanoseconds.
     pub latency: Histogram,
+    /// Bytes written (WAL, flushes, compactions) per user byte, over the operations.
     pub write_amp: f64,
+    /// SST files probed per lookup.
     pub read_amp: f64,
+    /// SST bytes over live data bytes at the end.
     pub space_amp: f64,
     /// CPU microseconds per operation, background work included (Linux).
     pub cpu_us_per_op: Option<f64>,
@@ -169,11 +179,11 @@ pub(crate) struct WorkloadRun {
 }
 
 /// Samples of a run's amplification over its operations.
-pub(crate) const TIMELINE_POINTS: u64 = 50;
+pub const TIMELINE_POINTS: u64 = 50;
 
 /// One sample of a run's amplification.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct AmpSample {
+pub struct AmpSample {
     /// Operations done.
     pub ops: u64,
     /// Write amplification of the operations so far.
@@ -205,13 +215,16 @@ struct SwitchLog {
 impl EventListener for SwitchLog {
     fn on_strategy_switched(&self, info: &StrategySwitchInfo) {
         let at = self.done.load(Ordering::Relaxed);
-        self.switches.lock().push((at, info.to.clone()));
+        self.switches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((at, info.to.clone()));
     }
 }
 
 impl WorkloadRun {
     /// Operations per second.
-    pub(crate) fn ops_per_sec(&self) -> f64 {
+    pub fn ops_per_sec(&self) -> f64 {
         self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 }
@@ -286,7 +299,7 @@ impl SimulatedDay {
 }
 
 /// Runs `workload` on a fresh database in `dir` with `options`.
-pub(crate) fn run_workload(
+pub fn run_workload(
     dir: &Path,
     options: Options,
     strategy: &str,
@@ -315,7 +328,11 @@ pub(crate) fn run_workload(
         db.flush().context(DbSnafu)?;
     }
     settle(&db);
-    switch_log.switches.lock().clear();
+    switch_log
+        .switches
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clear();
     let before = written(&db.stats());
     let mut ops = OpGenerator::new(workload, s.keys, s.ops, s.seed);
     let mut latency = Histogram::default();
@@ -394,7 +411,12 @@ pub(crate) fn run_workload(
         read_amp: t.read_amp_tables,
         space_amp: t.space_amp,
         cpu_us_per_op,
-        switches: std::mem::take(&mut *switch_log.switches.lock()),
+        switches: std::mem::take(
+            &mut *switch_log
+                .switches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        ),
         table_write_amp: (after.2 - before.2) as f64 / user.max(1) as f64,
         predicted: t.predicted.zip(t.predicted_cpu_us),
         timeline,
@@ -405,7 +427,7 @@ pub(crate) fn run_workload(
 
 /// One workload's rows of the report, with `Adaptive` against the best
 /// fixed strategy by throughput.
-pub(crate) fn report_rows(runs: &[WorkloadRun]) -> String {
+pub fn report_rows(runs: &[WorkloadRun]) -> String {
     let mut out = String::new();
     let Some(first) = runs.first() else {
         return out;
@@ -516,7 +538,7 @@ fn cpu(r: &WorkloadRun) -> String {
 }
 
 /// The report as a Markdown table (for the README).
-pub(crate) fn markdown(runs: &[WorkloadRun]) -> String {
+pub fn markdown(runs: &[WorkloadRun]) -> String {
     let mut out = String::from(
         "| workload | strategy | ops/s | CPU µs/op | write amp | read amp (tables/get) | space amp | p99 (µs) |\n\
          |---|---|---:|---:|---:|---:|---:|---:|\n",
@@ -675,7 +697,7 @@ mod tests {
                     .all(|p| p.write_amp >= 0.0 && p.space_amp >= 0.0)
             );
         }
-        let page = crate::bench::strategies_html::page(&runs);
+        let page = crate::strategies_html::page(&runs);
         assert!(page.contains("write amp so far, over the operations"));
         assert!(page.contains("space amp, over the operations"));
         assert_eq!(page.matches("<polyline").count(), 2 * runs.len());

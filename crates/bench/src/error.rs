@@ -1,0 +1,93 @@
+//! The benchmark's error: each variant reads as one sentence that names
+//! the setting or file at fault.
+
+use snafu::{Location, Snafu};
+
+/// Everything a benchmark run can fail with.
+#[derive(Debug, Snafu)]
+#[snafu(visibility(pub(crate)), context(suffix(Snafu)))]
+#[non_exhaustive]
+pub enum Error {
+    /// The database failed (its message names the file at fault).
+    #[snafu(display("{source}"))]
+    Db {
+        /// The database's error, through the facade.
+        #[snafu(source(from(lithify::DbError, |e| Box::new(lithify::Error::from(e)))))]
+        source: Box<lithify::Error>,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A transaction failed for a reason other than another transaction
+    /// getting in the way (those are counted by the workload).
+    #[snafu(display("{source}"))]
+    Txn {
+        /// The transaction's error, through the facade.
+        #[snafu(source(from(lithify::txn::Error, |e| Box::new(lithify::Error::from(e)))))]
+        source: Box<lithify::Error>,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// The results could not be written as JSON.
+    #[snafu(display("cannot write the benchmark results as JSON: {source}"))]
+    Json {
+        /// serde_json's error.
+        source: serde_json::Error,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// The settings ask for something the benchmark cannot do (the
+    /// message names the settings by their db_bench flags).
+    #[snafu(display("{message}"))]
+    Usage {
+        /// What is wrong.
+        message: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A benchmark's check of what it wrote failed (the message says what
+    /// was found).
+    #[snafu(display("{message}"))]
+    Verify {
+        /// What was found.
+        message: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+}
+
+/// `Result` with the benchmark's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Checks that `a x b` is at most `max`, as `Err(message)` naming both
+/// settings otherwise (`--batch-size 1000000 x entry bytes ... = N bytes in
+/// one write batch, more than the 1073741824 allowed; lower one of them`).
+///
+/// ```
+/// use lithify_bench::check_product;
+/// assert!(check_product(("--threads", 4), ("--value-size", 100), 1 << 30, "bytes").is_ok());
+/// let err = check_product(("--threads", 256), ("--value-size", 64 << 20), 1 << 30, "bytes");
+/// assert!(err.unwrap_err().starts_with("--threads 256 x --value-size"));
+/// ```
+pub fn check_product(a: (&str, u64), b: (&str, u64), max: u64, what: &str) -> Result<(), String> {
+    let product = u128::from(a.1) * u128::from(b.1);
+    if product <= u128::from(max) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} {} x {} {} = {product} {what}, more than the {max} allowed; lower one of them",
+        a.0, a.1, b.0, b.1
+    ))
+}
+
+/// Bytes one write batch may hold when its size is the product of two
+/// settings (`--batch-size` x entry bytes): 1 GiB.
+pub const MAX_BATCH_BYTES: u64 = 1 << 30;
