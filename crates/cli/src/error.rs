@@ -39,17 +39,6 @@ pub(crate) enum Error {
         location: Location,
     },
 
-    /// A transaction failed for a reason other than another transaction
-    /// getting in the way (those are counted, or retried, by the caller).
-    #[snafu(display("{source}"))]
-    Txn {
-        /// The transaction's error, through the facade.
-        #[snafu(source(from(lithify::txn::Error, |e| Box::new(lithify::Error::from(e)))))]
-        source: Box<lithify::Error>,
-        #[snafu(implicit)]
-        location: Location,
-    },
-
     /// A backup operation failed (its message names the file at fault).
     #[snafu(display("{source}"))]
     Backup {
@@ -110,6 +99,17 @@ pub(crate) enum Error {
         location: Location,
     },
 
+    /// A stress run failed, or found the database or log disagreeing with
+    /// what was acknowledged (the message says what, and how to reproduce
+    /// it).
+    #[snafu(display("{source}"), context(false))]
+    Stress {
+        /// The stress crate's error.
+        source: lithify_stress::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// The benchmark's results could not be written as JSON.
     #[snafu(display("cannot write the benchmark results as JSON: {source}"))]
     Json {
@@ -158,42 +158,6 @@ pub(crate) enum Error {
         /// The file.
         path: PathBuf,
         /// What is wrong, with the byte offset.
-        message: String,
-        #[snafu(implicit)]
-        location: Location,
-    },
-
-    /// A benchmark's check of what it wrote failed (the message says
-    /// what was found).
-    #[snafu(display("{message}"))]
-    BenchVerify {
-        /// What was found.
-        message: String,
-        #[snafu(implicit)]
-        location: Location,
-    },
-
-    /// A stress run's expected-state file does not decode.
-    #[snafu(display(
-        "the expected-state file {} is damaged at byte {offset}: {message}",
-        path.display()
-    ))]
-    ExpectedState {
-        /// The file.
-        path: PathBuf,
-        /// Byte offset of the damaged header or slot.
-        offset: u64,
-        /// What is wrong.
-        message: String,
-        #[snafu(implicit)]
-        location: Location,
-    },
-
-    /// A stress run found the database or log disagreeing with what was
-    /// acknowledged (the message says what, and how to reproduce it).
-    #[snafu(display("{message}"))]
-    StressFailed {
-        /// What was found, with the seed.
         message: String,
         #[snafu(implicit)]
         location: Location,

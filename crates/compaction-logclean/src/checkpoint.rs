@@ -15,7 +15,7 @@
 //! use std::collections::BTreeMap;
 //! use std::path::Path;
 //! use lithify_vfs::{FileSystem, MemFs};
-//! use lithify_kafka_log::checkpoint::{self as format, TopicPartition};
+//! use lithify_kafka_log::{TopicPartition, checkpoint as format};
 //! use lithify_compaction_logclean::checkpoint;
 //!
 //! let fs = MemFs::new();
@@ -32,7 +32,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use lithify_kafka_log::checkpoint::{TopicPartition, read_file, write_file};
+use lithify_kafka_log::TopicPartition;
+use lithify_kafka_log::checkpoint::{read_file, write_file};
 use lithify_vfs::FileSystem;
 
 use crate::error::Result;

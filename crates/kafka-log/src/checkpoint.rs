@@ -34,7 +34,7 @@
 //! use std::collections::BTreeMap;
 //! use std::path::Path;
 //! use lithify_vfs::{FileSystem, MemFs};
-//! use lithify_kafka_log::checkpoint::{self, TopicPartition};
+//! use lithify_kafka_log::{TopicPartition, checkpoint};
 //!
 //! let fs = MemFs::new();
 //! let file = Path::new("/kafka/recovery-point-offset-checkpoint");
@@ -48,13 +48,13 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io;
 use std::path::Path;
 
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
 
+use crate::TopicPartition;
 use crate::error::{CheckpointMalformedSnafu, IoSnafu, Result};
 
 /// The recovery points' file name inside a data directory (Kafka's
@@ -68,37 +68,6 @@ pub const CLEANER_OFFSET_FILE_NAME: &str = "cleaner-offset-checkpoint";
 
 /// The only version of the format (Kafka's `CURRENT_VERSION`).
 pub const VERSION: i32 = 0;
-
-/// A partition: what a log directory `<topic>-<partition>` holds.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TopicPartition {
-    /// The topic.
-    pub topic: String,
-    /// The partition number.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// `topic`-`partition`.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition {
-            topic: topic.into(),
-            partition,
-        }
-    }
-
-    /// From a log directory name `<topic>-<partition>`.
-    pub fn from_dir_name(name: &str) -> Option<Self> {
-        crate::naming::parse_partition_dir(name)
-            .map(|(topic, partition)| TopicPartition { topic, partition })
-    }
-}
-
-impl fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
 
 /// The file's text for `entries`.
 pub fn encode(entries: &BTreeMap<TopicPartition, i64>) -> String {

@@ -92,6 +92,7 @@ mod read_committed;
 mod recovery;
 mod segment;
 mod snapshot;
+mod topic_partition;
 pub mod txn_check;
 pub mod txn_index;
 mod verify;
@@ -101,7 +102,6 @@ mod verify;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-pub use checkpoint::TopicPartition;
 pub use config::{CleanupPolicy, CompressionType, LogConfig};
 pub use error::{Error, IN_MEMORY, Result};
 pub use file_batches::{BatchHeader, FileBatchHeaders, FileBatches, OffsetOrder};
@@ -120,4 +120,5 @@ pub use record::SimpleRecord;
 pub use recovery::{DeletedLeftover, LogRecoveryReport, RecoveryPointSource, Truncation};
 pub use segment::{AppendedBatch, LogSegment, SegmentRecovery};
 pub use snapshot::{LogSnapshot, SegmentSnapshot};
+pub use topic_partition::TopicPartition;
 pub use verify::{Finding, VerifyReport, verify};

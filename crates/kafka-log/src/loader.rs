@@ -35,7 +35,8 @@ use snafu::ResultExt as _;
 
 use lithify_base::clock::Clock;
 
-use crate::checkpoint::{self, TopicPartition};
+use crate::TopicPartition;
+use crate::checkpoint;
 use crate::config::LogConfig;
 use crate::error::{
     DamagedBelowRecoveryPointSnafu, Error, IoSnafu, MissingFlushedRecordsSnafu,

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use lithify_vfs::{FileLock, FileSystem};
 use snafu::ResultExt as _;
 
-use crate::checkpoint::{self, TopicPartition};
+use crate::TopicPartition;
+use crate::checkpoint;
 use crate::config::LogConfig;
 use crate::error::{
     BatchTooLargeSnafu, CorruptSnafu, Error, InvalidArgumentSnafu, IoSnafu, KeylessRecordSnafu,

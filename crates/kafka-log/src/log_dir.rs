@@ -10,7 +10,7 @@ use lithify_base::sync::Mutex;
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
 
-use crate::checkpoint::TopicPartition;
+use crate::TopicPartition;
 use crate::config::LogConfig;
 use crate::error::{Error, IoSnafu, Result};
 use crate::log::{Log, OpenOptions};

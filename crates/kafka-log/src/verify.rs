@@ -61,7 +61,8 @@ use std::sync::Arc;
 use lithify_vfs::{FileSystem, parent_dir};
 use snafu::ResultExt as _;
 
-use crate::checkpoint::{self, TopicPartition};
+use crate::TopicPartition;
+use crate::checkpoint;
 use crate::config::LogConfig;
 use crate::error::{Error, InvalidArgumentSnafu, IoSnafu, Result};
 use crate::file_batches::OffsetOrder;

@@ -174,20 +174,24 @@ pub mod log {
     pub use lithify_base::sync::{Mutex, MutexGuard};
     /// The cleaner's error; the log's is [`Error`].
     pub use lithify_compaction_logclean::Error as CleanerError;
+    /// The cleaner's `cleaner-offset-checkpoint` file of a data directory.
+    pub use lithify_compaction_logclean::checkpoint as cleaner_checkpoint;
     pub use lithify_compaction_logclean::{
         CleanerConfig, CleanerEvent, CleanerStats, CleaningReason, CleaningState, Grab, LogCleaner,
         LogCleanerManager, LogToClean, RoundReport, Throttler,
     };
-    pub use lithify_kafka_log::txn_index::AbortedTxn;
     pub use lithify_kafka_log::{
         AppendInfo, AppendedBatch, BatchHeader, BatchMetadata, CleanupPolicy, CommittedRecords,
         CompressionType, DecodeError, DeletedLeftover, Error, FileBatchHeaders, FileBatches,
         Finding, LOCK_FILE_NAME, Log, LogBatches, LogConfig, LogDir, LogRecords, LogRecoveryReport,
-        LogSegment, LogSnapshot, OpenFailure, OpenOptions, Producer, ProducerStateEntry,
-        RecoveryPointSource, Result, SegmentInfo, SegmentRecovery, SegmentSnapshot, SharedLog,
-        TopicPartition, Truncation, VerifyReport, lock_data_dir, partition_dirs, shared_log,
-        verify,
+        LogSegment, LogSnapshot, OffsetOrder, OpenFailure, OpenOptions, Producer,
+        ProducerStateEntry, RecoveryPointSource, Result, SegmentInfo, SegmentRecovery,
+        SegmentSnapshot, SharedLog, TopicPartition, Truncation, VerifyReport, lock_data_dir,
+        lock_shared, partition_dirs, shared_log, verify,
     };
+    /// Kafka's checkpoint files, producer snapshots and transaction
+    /// indexes: their formats, and the `.txnindex` check.
+    pub use lithify_kafka_log::{checkpoint, producer_snapshot, txn_check, txn_index};
     /// Kafka's record format and codecs (`lithify-kafka-format`, no I/O).
     pub use lithify_kafka_log::{codec, record};
     /// A segment's indexes, and its files' names.

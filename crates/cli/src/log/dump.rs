@@ -27,12 +27,12 @@ use std::sync::Arc;
 use clap::Args;
 use lithify::vfs::{FileSystem, OsFs};
 use lithify_compaction_logclean::checkpoint::FILE_NAME as CLEANER_CHECKPOINT;
-use lithify_kafka_log::checkpoint::{self, TopicPartition};
 use lithify_kafka_log::naming::{self, FileKind, Suffix};
 use lithify_kafka_log::record::{
     ControlRecordType, EndTransactionMarker, RecordBatch, TimestampType,
 };
 use lithify_kafka_log::{FileBatches, OffsetOrder};
+use lithify_kafka_log::{TopicPartition, checkpoint};
 use lithify_kafka_log::{producer_snapshot, txn_check, txn_index};
 use snafu::ResultExt as _;
 

@@ -22,12 +22,12 @@ use std::sync::Arc;
 use lithify::vfs::{FileSystem, WritableFile, write_file_atomic};
 use snafu::ResultExt as _;
 
-pub(crate) use super::log_state::{Latest, LogKeyState, PartitionState};
-use super::state_file::{
+use crate::error::{IoSnafu, Result, UsageSnafu};
+pub(crate) use crate::log_state::{Latest, LogKeyState, PartitionState};
+use crate::state_file::{
     self, Header, SLOT_PAYLOAD, StateKind, encode_file, encode_slot, slot_offset,
 };
-use crate::error::{IoSnafu, Result, UsageSnafu};
-use crate::rng::Rng;
+use lithify_base::rand::SplitMix64 as Rng;
 
 /// The expected state of every partition of a log stress run.
 #[derive(Debug)]
@@ -52,11 +52,23 @@ impl LogExpected {
         max_value_size: u32,
     ) -> Result<LogExpected> {
         let slots = (partitions as u64).saturating_mul(keys.saturating_add(1));
-        if partitions == 0 || keys == 0 || slots > super::state_file::MAX_SLOTS {
+        if partitions == 0 || keys == 0 || slots > crate::state_file::MAX_SLOTS {
             return UsageSnafu {
                 message: format!(
                     "--partitions and --keys must be at least 1 and {partitions} x {keys} keys too \
                      many"
+                ),
+            }
+            .fail();
+        }
+        if !(crate::values::MIN_VALUE_SIZE as u32..=crate::values::MAX_VALUE_SIZE)
+            .contains(&max_value_size)
+        {
+            return UsageSnafu {
+                message: format!(
+                    "--max-value-size must be between {} and {}, not {max_value_size}",
+                    crate::values::MIN_VALUE_SIZE,
+                    crate::values::MAX_VALUE_SIZE
                 ),
             }
             .fail();

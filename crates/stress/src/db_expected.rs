@@ -17,12 +17,12 @@ use lithify::vfs::{FileSystem, WritableFile, write_file_atomic};
 use lithify_base::sync::{Mutex, MutexGuard};
 use snafu::ResultExt as _;
 
-use super::key_state::KeyState;
-use super::state_file::{
+use crate::error::{IoSnafu, Result, UsageSnafu};
+use crate::key_state::KeyState;
+use crate::state_file::{
     self, HEADER_LEN, Header, SLOT_LEN, StateKind, encode_file, encode_slot, slot_offset,
 };
-use super::values::Values;
-use crate::error::{IoSnafu, Result, UsageSnafu};
+use crate::values::Values;
 
 /// The expected state of every key of an engine stress run.
 pub(crate) struct DbExpected {
@@ -61,6 +61,18 @@ impl DbExpected {
                 message: format!(
                     "--keys must be between 1 and {}, not {keys}",
                     state_file::MAX_SLOTS
+                ),
+            }
+            .fail();
+        }
+        if !(crate::values::MIN_VALUE_SIZE as u32..=crate::values::MAX_VALUE_SIZE)
+            .contains(&max_value_size)
+        {
+            return UsageSnafu {
+                message: format!(
+                    "--max-value-size must be between {} and {}, not {max_value_size}",
+                    crate::values::MIN_VALUE_SIZE,
+                    crate::values::MAX_VALUE_SIZE
                 ),
             }
             .fail();

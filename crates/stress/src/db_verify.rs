@@ -5,11 +5,10 @@
 use lithify::Db;
 use snafu::ResultExt as _;
 
-use super::db_expected::DbExpected;
-use super::key_state::Observed;
-use super::values::parse_key;
+use crate::db_expected::DbExpected;
 use crate::error::{DbSnafu, Result};
-use crate::text::Encoding;
+use crate::key_state::Observed;
+use crate::values::parse_key;
 
 /// How many failures a report spells out.
 const SHOWN: usize = 20;
@@ -62,7 +61,7 @@ impl Verdict {
 }
 
 fn show(bytes: &[u8]) -> String {
-    let mut s = Encoding::Escaped.show(bytes);
+    let mut s = lithify_base::key::escape(bytes);
     if s.len() > 60 {
         s.truncate(60);
         s.push_str("...");
@@ -134,7 +133,7 @@ pub(crate) fn verify(db: &Db, state: &DbExpected) -> Result<Verdict> {
         ));
     }
     for n in 0..keys {
-        let key = super::values::key(n);
+        let key = crate::values::key(n);
         let got = match db.get(&key).context(DbSnafu)? {
             None => Observed::Absent,
             Some(value) => match values.base_of(n, &value) {
@@ -168,7 +167,7 @@ pub(crate) fn verify(db: &Db, state: &DbExpected) -> Result<Verdict> {
         if !s.accepts(seen) {
             v.fail(format!(
                 "key {} holds {seen}; {}",
-                show(&super::values::key(n)),
+                show(&crate::values::key(n)),
                 s.describe()
             ));
         } else if s.pending {

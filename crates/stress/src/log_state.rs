@@ -1,9 +1,8 @@
 //! The slots of a log stress run's expected-state file: one head per
-//! partition, then one per key (see [`log_expected`](super::log_expected)
-//! for what they mean). Framing-only dependencies, so the fuzz target
-//! includes this file as it is.
+//! partition, then one per key (see [`log_expected`](crate::log_expected)
+//! for what they mean).
 
-use super::state_file::{Fields, SLOT_PAYLOAD, put_u32, put_u64};
+use crate::state_file::{Fields, SLOT_PAYLOAD, put_u32, put_u64};
 
 /// A record's place and kind: its offset and whether it is a tombstone.
 pub(crate) type Latest = Option<(i64, bool)>;

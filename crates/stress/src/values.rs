@@ -9,14 +9,14 @@
 //!   generator. Nothing else goes into it, so a later process regenerates
 //!   it exactly.
 
-use crate::rng::Rng;
+use lithify_base::rand::SplitMix64 as Rng;
 
 /// The shortest value: the base, its separator and seven letters, so
 /// values of different keys differ.
-pub(crate) const MIN_VALUE_SIZE: usize = 16;
+pub const MIN_VALUE_SIZE: usize = 16;
 
-/// The largest `--max-value-size`: 1 MiB.
-pub(crate) const MAX_VALUE_SIZE: u32 = 1 << 20;
+/// The largest value a run may be given as its maximum: 1 MiB.
+pub const MAX_VALUE_SIZE: u32 = 1 << 20;
 
 /// Bytes of the base and its separator at the start of a value.
 const HEAD: usize = 9;

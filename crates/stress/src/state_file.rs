@@ -9,31 +9,41 @@
 //! 4096).
 //!
 //! This module knows only the framing; what a slot's 28 payload bytes mean
-//! belongs to the engine's and the log's expected state. It depends on
-//! nothing but `lithify-base`'s checksum, so the fuzz target includes it
-//! as it is.
+//! belongs to the engine's and the log's expected state. The fuzz target
+//! `stress_state_file` feeds [`decode_file`] garbage.
+//!
+//! ```
+//! use lithify_stress::state_file::{Header, StateKind, decode_file, encode_file};
+//!
+//! let header = Header { kind: StateKind::Db, slots: 2, keys: 2, max_value_size: 64, durable_stamp: 7 };
+//! let slots = [[1u8; 28], [2u8; 28]];
+//! let mut file = encode_file(&header, &slots);
+//! assert_eq!(decode_file(&file).unwrap(), (header, slots.to_vec()));
+//! file[64 + 32] ^= 1; // damage the second slot
+//! assert_eq!(decode_file(&file).unwrap_err().offset, 64 + 32);
+//! ```
 
 use std::fmt;
 
 use lithify_base::checksum::masked_xxh3_64;
 
 /// The file's first 8 bytes.
-pub(crate) const MAGIC: [u8; 8] = *b"LTHXSTAT";
+pub const MAGIC: [u8; 8] = *b"LTHXSTAT";
 /// The format version this code writes and reads.
-pub(crate) const VERSION: u32 = 1;
+pub const VERSION: u32 = 1;
 /// Bytes of the header.
-pub(crate) const HEADER_LEN: usize = 64;
+pub const HEADER_LEN: usize = 64;
 /// Bytes of a slot.
-pub(crate) const SLOT_LEN: usize = 32;
+pub const SLOT_LEN: usize = 32;
 /// Payload bytes of a slot (the rest is its checksum).
-pub(crate) const SLOT_PAYLOAD: usize = SLOT_LEN - 4;
+pub const SLOT_PAYLOAD: usize = SLOT_LEN - 4;
 /// Largest number of slots a file may declare (16 GiB of slots), so a
 /// damaged count never asks for an absurd allocation.
-pub(crate) const MAX_SLOTS: u64 = 1 << 29;
+pub const MAX_SLOTS: u64 = 1 << 29;
 
 /// What the slots describe. Numbers are part of the format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StateKind {
+pub enum StateKind {
     /// One slot per key of an engine stress run.
     Db = 1,
     /// Per partition of a log stress run: one partition slot, then one
@@ -43,7 +53,7 @@ pub(crate) enum StateKind {
 
 /// The decoded header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Header {
+pub struct Header {
     /// What the slots describe.
     pub kind: StateKind,
     /// Number of slots after the header.
@@ -59,7 +69,7 @@ pub(crate) struct Header {
 
 /// A header or slot that does not decode: where, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DecodeError {
+pub struct DecodeError {
     /// Byte offset in the file of the damaged part.
     pub offset: u64,
     /// What is wrong, as a sentence fragment.
@@ -77,13 +87,13 @@ fn checksum32(parts: &[&[u8]]) -> u32 {
 }
 
 /// Byte offset of slot `index`.
-pub(crate) fn slot_offset(index: u64) -> u64 {
+pub fn slot_offset(index: u64) -> u64 {
     HEADER_LEN as u64 + index * SLOT_LEN as u64
 }
 
 impl Header {
     /// The header's 64 bytes.
-    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(&MAGIC);
         b[8..12].copy_from_slice(&VERSION.to_le_bytes());
@@ -100,7 +110,7 @@ impl Header {
 
     /// Decodes the first 64 bytes of `file`, checking magic, version,
     /// checksum and that `file` holds every slot declared.
-    pub(crate) fn decode(file: &[u8]) -> Result<Header, DecodeError> {
+    pub fn decode(file: &[u8]) -> Result<Header, DecodeError> {
         let fail = |offset: u64, message: String| Err(DecodeError { offset, message });
         if file.len() < HEADER_LEN {
             return fail(
@@ -172,7 +182,7 @@ impl Header {
 
 /// Slot `index`'s 32 bytes for `payload`. The checksum covers the index
 /// too, so a slot written at the wrong place does not verify.
-pub(crate) fn encode_slot(index: u64, payload: &[u8; SLOT_PAYLOAD]) -> [u8; SLOT_LEN] {
+pub fn encode_slot(index: u64, payload: &[u8; SLOT_PAYLOAD]) -> [u8; SLOT_LEN] {
     let mut b = [0u8; SLOT_LEN];
     b[..SLOT_PAYLOAD].copy_from_slice(payload);
     let sum = checksum32(&[&index.to_le_bytes(), payload]);
@@ -181,7 +191,7 @@ pub(crate) fn encode_slot(index: u64, payload: &[u8; SLOT_PAYLOAD]) -> [u8; SLOT
 }
 
 /// The payload of slot `index` in `file` (whose header was decoded).
-pub(crate) fn decode_slot(file: &[u8], index: u64) -> Result<[u8; SLOT_PAYLOAD], DecodeError> {
+pub fn decode_slot(file: &[u8], index: u64) -> Result<[u8; SLOT_PAYLOAD], DecodeError> {
     let offset = slot_offset(index);
     let start = usize::try_from(offset).ok();
     let Some(bytes) = start.and_then(|s| file.get(s..s.checked_add(SLOT_LEN)?)) else {
@@ -240,7 +250,7 @@ pub(crate) fn put_u64(p: &mut [u8; SLOT_PAYLOAD], i: usize, v: u64) {
 }
 
 /// Decodes a whole file: its header and every slot's payload.
-pub(crate) fn decode_file(file: &[u8]) -> Result<(Header, Vec<[u8; SLOT_PAYLOAD]>), DecodeError> {
+pub fn decode_file(file: &[u8]) -> Result<(Header, Vec<[u8; SLOT_PAYLOAD]>), DecodeError> {
     let header = Header::decode(file)?;
     let mut slots = Vec::with_capacity(header.slots as usize);
     for i in 0..header.slots {
@@ -273,7 +283,7 @@ pub(crate) fn read_file(
 }
 
 /// Encodes a whole file.
-pub(crate) fn encode_file(header: &Header, slots: &[[u8; SLOT_PAYLOAD]]) -> Vec<u8> {
+pub fn encode_file(header: &Header, slots: &[[u8; SLOT_PAYLOAD]]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + slots.len() * SLOT_LEN);
     out.extend_from_slice(&header.encode());
     for (i, p) in slots.iter().enumerate() {

@@ -24,7 +24,7 @@
 //! acknowledged: the run's *durability stamp* then passes the write's ack
 //! stamp ([`KeyState::collapse`]).
 
-use super::state_file::{Fields, SLOT_PAYLOAD, put_u32, put_u64};
+use crate::state_file::{Fields, SLOT_PAYLOAD, put_u32, put_u64};
 
 /// What a read found for a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
