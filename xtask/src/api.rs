@@ -39,10 +39,15 @@ pub(crate) fn api() -> Result {
     }
     // The workspace's target directory: the dependencies' metadata that
     // clippy built is reused. A broken or private doc link is an error.
+    // rustdoc leaves the pages of items no longer exported in place, so
+    // the facade's pages are removed first.
+    let docs = root().join("target/doc/lithify");
+    if docs.exists() {
+        std::fs::remove_dir_all(&docs).map_err(|e| format!("removing {}: {e}", docs.display()))?;
+    }
     run(cargo()
         .args(["doc", "-q", "-p", "lithify"])
         .env("RUSTDOCFLAGS", "-D warnings"))?;
-    let docs = root().join("target/doc/lithify");
     let mut pages = Vec::new();
     collect_pages(&docs, &mut pages)?;
     let mut unnameable: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

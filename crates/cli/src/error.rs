@@ -14,7 +14,7 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Log {
         /// The log crate's error.
-        source: lithify_kafka_log::Error,
+        source: lithify::log::Error,
         #[snafu(implicit)]
         location: Location,
     },
@@ -24,7 +24,7 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Cleaner {
         /// The cleaner crate's error.
-        source: lithify_compaction_logclean::Error,
+        source: lithify::log::CleanerError,
         #[snafu(implicit)]
         location: Location,
     },
@@ -33,7 +33,7 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Db {
         /// The database's error.
-        #[snafu(source(from(lithify_engine::Error, |e| Box::new(lithify::Error::from(e)))))]
+        #[snafu(source(from(lithify::DbError, |e| Box::new(lithify::Error::from(e)))))]
         source: Box<lithify::Error>,
         #[snafu(implicit)]
         location: Location,
@@ -43,7 +43,7 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Backup {
         /// The backup engine's error, through the facade.
-        #[snafu(source(from(lithify_backup::Error, |e| Box::new(lithify::Error::from(e)))))]
+        #[snafu(source(from(lithify::backup::Error, |e| Box::new(lithify::Error::from(e)))))]
         source: Box<lithify::Error>,
         #[snafu(implicit)]
         location: Location,
@@ -54,7 +54,7 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Table {
         /// The table crate's error.
-        source: lithify_sstable::Error,
+        source: lithify::error::SstError,
         #[snafu(implicit)]
         location: Location,
     },
@@ -64,7 +64,7 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Wal {
         /// The log crate's error.
-        source: lithify_wal::Error,
+        source: lithify::error::WalError,
         #[snafu(implicit)]
         location: Location,
     },
@@ -73,7 +73,7 @@ pub(crate) enum Error {
     #[snafu(display("{source}"))]
     Version {
         /// The version crate's error.
-        source: lithify_version::Error,
+        source: lithify::error::VersionError,
         #[snafu(implicit)]
         location: Location,
     },

@@ -32,7 +32,7 @@ impl Encoding {
     pub(crate) fn parse(self, what: &str, text: &str) -> Result<Vec<u8>> {
         let decoded = match self {
             // The internal-key text form's decoder: the same `\xNN` rule.
-            Encoding::Escaped => lithify_base::key::unescape(text),
+            Encoding::Escaped => lithify::text::unescape(text),
             Encoding::Hex => unhex(text),
         };
         match decoded {

@@ -967,7 +967,7 @@ fn spawn(args: &[&str]) -> std::process::Child {
 /// Waits until another process holds `dir/.lock` exclusively (a shared
 /// lock is refused); panics if `child` ends first.
 fn wait_until_held(dir: &Path, child: &mut std::process::Child) {
-    let lock = dir.join(lithify_kafka_log::LOCK_FILE_NAME);
+    let lock = dir.join(lithify::log::LOCK_FILE_NAME);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the first process ended ({status}) before it was seen holding {lock:?}");

@@ -247,7 +247,7 @@ pub fn verify_sst_files(fs: Arc<dyn FileSystem>, dir: &Path) -> SstFilesCheck {
                     continue;
                 }
             };
-            let blocks = sst.reader.verify(sst.order_known);
+            let blocks = sst.verify();
             data_blocks += blocks.data_blocks;
             entries += blocks.entries;
             if !blocks.damage.is_empty() {

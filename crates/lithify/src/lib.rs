@@ -275,6 +275,80 @@ pub mod files {
     };
 }
 
+/// Reading a database's files without opening it: what `sst_dump`,
+/// `ldb dump_wal` and `ldb manifest_dump` do for RocksDB, and what
+/// `lithify dump-sst`, `dump-wal`, `dump-manifest` and `lsm` do with these.
+///
+/// * an SST: [`sst::open_recorded`](inspect::sst::open_recorded) learns
+///   the comparator and key schema the file records, then
+///   [`RecordedSst::walk`](inspect::sst::RecordedSst::walk) visits every
+///   block and entry, reporting damage and going on;
+/// * a WAL: [`wal::Reader`](inspect::wal::Reader) in a [`RecoveryMode`],
+///   each record's payload decoded by
+///   [`WalRecord`](inspect::wal::WalRecord);
+/// * the MANIFEST: [`manifest::dump`](inspect::manifest::dump) prints it,
+///   [`read_history`](inspect::manifest::read_history) replays it into one
+///   step per flush, compaction or trivial move.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use lithify::inspect::manifest::{dump, read_current};
+/// use lithify::vfs::OsFs;
+/// use lithify::{Db, Options};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"k", b"v")?;
+/// db.flush()?;
+/// db.close()?;
+/// let manifest = dir.path().join(lithify::files::manifest_file_name(read_current(&OsFs, dir.path())?));
+/// let mut text = String::new();
+/// dump(&OsFs, &manifest, &mut text)?;
+/// assert!(text.contains("000") && text.contains("L0"));
+/// # Ok(())
+/// # }
+/// ```
+#[cfg(feature = "db")]
+pub mod inspect {
+    /// SSTs.
+    pub mod sst {
+        pub use lithify_sstable::{
+            Damage, DataBlockInfo, Properties, RangeDelEntry, RecordedSst, SstCheck, SstVisitor,
+            open_recorded,
+        };
+    }
+    /// Write-ahead logs: the record log's reader, and the engine's payloads.
+    pub mod wal {
+        pub use lithify_engine::{DecodedBatch, Predecessor, WalRecord};
+        pub use lithify_wal::format::{FILE_HEADER_LEN, FileHeader, FileHeaderError};
+        pub use lithify_wal::{
+            DroppedRange, LogEnd, OwnedRecord, ReadStats, Reader, Record, Records, Reporter,
+        };
+    }
+    /// `CURRENT` and the MANIFEST.
+    pub mod manifest {
+        pub use lithify_version::history::{
+            HistoryStep, ManifestHistory, StepKind, TableTree, read_history,
+        };
+        pub use lithify_version::manifest::{dump, read_current, recorded_sst_size};
+        pub use lithify_version::{DEFAULT_TABLE, TableId};
+    }
+}
+
+/// The escaped text form of keys and values that lithify's dumps print
+/// and its tools read back: printable ASCII stands for itself, any other
+/// byte (and `\`, `#`, `,`) is `\xNN`.
+///
+/// ```
+/// use lithify::text::{escape, unescape};
+/// assert_eq!(escape(b"k\x01"), "k\\x01");
+/// assert_eq!(unescape("k\\x01").unwrap(), b"k\x01");
+/// assert_eq!(unescape("k\\x0"), None);
+/// ```
+pub mod text {
+    pub use lithify_base::key::{escape, unescape};
+}
+
 /// The file systems every lithify file goes through.
 pub mod vfs {
     pub use lithify_vfs::{

@@ -15,7 +15,8 @@ use crate::block::{Block, BlockIter};
 use crate::error::{Error, IncompatibleSnafu, Result};
 use crate::format::{BLOCK_TYPE_RAW, BlockHandle};
 use crate::options::SstOptions;
-use crate::reader::{SstReader, read_block};
+use crate::properties::Properties;
+use crate::reader::{RangeDelEntry, SstReader, read_block};
 use crate::schema::{InternalKeys, KeySchema, PlainKeys};
 
 /// The prefix of the name an [`InternalKeyComparator`] records.
@@ -26,7 +27,7 @@ const INTERNAL_PREFIX: &str = "lithify.InternalKeyComparator:";
 #[non_exhaustive]
 pub struct RecordedSst {
     /// The open table.
-    pub reader: SstReader<Arc<dyn Comparator>>,
+    reader: SstReader<Arc<dyn Comparator>>,
     /// Its keys are internal keys (`user_key ++ seqno/kind trailer`): the
     /// engine's tables.
     pub internal_keys: bool,
@@ -35,6 +36,35 @@ pub struct RecordedSst {
     /// recorded name: the table opens, but seeks and order checks would be
     /// wrong.
     pub order_known: bool,
+}
+
+impl RecordedSst {
+    /// The file's path, as given to [`open_recorded`].
+    pub fn path(&self) -> &Path {
+        self.reader.path()
+    }
+
+    /// The properties the table records.
+    pub fn properties(&self) -> &Properties {
+        self.reader.properties()
+    }
+
+    /// The table's range tombstones.
+    pub fn range_tombstones(&self) -> &[RangeDelEntry] {
+        self.reader.range_tombstones()
+    }
+
+    /// Reads every block and entry ([`SstReader::verify`]), checking key
+    /// order when the comparator is known here.
+    pub fn verify(&self) -> SstCheck {
+        self.reader.verify(self.order_known)
+    }
+
+    /// [`verify`](Self::verify), showing `visitor` every data block and
+    /// entry as it goes ([`SstReader::walk`]).
+    pub fn walk(&self, visitor: &mut dyn SstVisitor) -> SstCheck {
+        self.reader.walk(self.order_known, visitor)
+    }
 }
 
 /// Key order for tables whose comparator is not known here: bytewise,
@@ -69,7 +99,7 @@ impl Comparator for Recorded {
 /// let size = b.finish().unwrap().file_size;
 /// let table = open_recorded(fs.open(path).unwrap(), path, size).unwrap();
 /// assert!(!table.internal_keys && table.order_known);
-/// assert_eq!(table.reader.verify(true).entries, 1);
+/// assert_eq!(table.verify().entries, 1);
 /// ```
 pub fn open_recorded(
     file: Arc<dyn RandomAccessFile>,

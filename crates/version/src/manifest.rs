@@ -65,6 +65,30 @@ pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
     }
 }
 
+/// The size the MANIFEST of the database in `dir` records for SST
+/// `number` (as `sst_dump` checks a file against it): `None` when no
+/// table's current version lists the file. Reads only.
+///
+/// ```
+/// # use std::sync::Arc;
+/// use lithify_version::VersionSet;
+/// use lithify_version::manifest::recorded_sst_size;
+/// use lithify_vfs::MemFs;
+/// let fs = Arc::new(MemFs::new());
+/// VersionSet::create(fs.clone(), "/db".as_ref(), Default::default()).unwrap();
+/// assert_eq!(recorded_sst_size(fs, "/db".as_ref(), 7).unwrap(), None);
+/// ```
+pub fn recorded_sst_size(fs: Arc<dyn FileSystem>, dir: &Path, number: u64) -> Result<Option<u64>> {
+    let versions = crate::VersionSet::recover(fs, dir, crate::VersionSetOptions::default())?;
+    Ok(versions.tables().iter().find_map(|t| {
+        versions
+            .current(t.id)?
+            .all_files()
+            .find(|(_, f)| f.number == number)
+            .map(|(_, f)| f.size)
+    }))
+}
+
 /// Atomically points `CURRENT` in `dir` at MANIFEST `number`.
 pub fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
     let path = dir.join(CURRENT);

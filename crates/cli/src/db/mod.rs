@@ -91,7 +91,7 @@ impl DbArgs {
 
     /// Fails unless `--db` names a directory holding a database.
     pub(crate) fn check_dir(&self) -> Result<()> {
-        if OsFs.exists(&self.db.join(lithify_version::filename::CURRENT)) {
+        if OsFs.exists(&self.db.join(lithify::files::CURRENT)) {
             return Ok(());
         }
         let what = if OsFs.is_dir(&self.db) {

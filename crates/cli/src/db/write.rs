@@ -13,7 +13,7 @@ fn write_one(
     args: &DbArgs,
     create: bool,
     sync: bool,
-    write: impl FnOnce(&Db, &WriteOptions) -> lithify_engine::Result<()>,
+    write: impl FnOnce(&Db, &WriteOptions) -> Result<(), lithify::DbError>,
 ) -> Result<()> {
     let db = args.open(create)?;
     let options = WriteOptions {

@@ -1,13 +1,14 @@
 //! `dump-manifest DIR`: the MANIFEST that `DIR/CURRENT` names (or a
 //! MANIFEST file given directly) — every record with its version edits, how
 //! the log ended, then the resulting LSM shape of every table — through
-//! `lithify_version::manifest::dump`.
+//! `lithify::inspect::manifest::dump`.
 
 use std::path::PathBuf;
 
 use clap::Args;
+use lithify::files;
+use lithify::inspect::manifest;
 use lithify::vfs::{FileSystem as _, OsFs};
-use lithify_version::{filename, manifest};
 use snafu::ResultExt as _;
 
 use crate::error::{Result, VersionSnafu};
@@ -24,7 +25,7 @@ pub(crate) struct DumpManifestArgs {
 pub(crate) fn run(a: DumpManifestArgs) -> Result<()> {
     let path = if OsFs.is_dir(&a.path) {
         let number = manifest::read_current(&OsFs, &a.path).context(VersionSnafu)?;
-        a.path.join(filename::manifest_file_name(number))
+        a.path.join(files::manifest_file_name(number))
     } else {
         a.path
     };

@@ -2,7 +2,7 @@
 //! verification of every block's checksum, as RocksDB's `sst_dump`.
 //!
 //! The table is opened by the names it records
-//! (`lithify_sstable::open_recorded`) and walked
+//! (`lithify::inspect::sst::open_recorded`) and walked
 //! (`SstReader::walk`): every data block the index names is read, its
 //! checksum verified, decompressed and decoded. A damaged block is
 //! reported with its offset and the walk goes on; any damage fails the
@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::compaction::ParsedInternalKey;
+use lithify::inspect::sst::{DataBlockInfo, RecordedSst, SstVisitor, open_recorded};
 use lithify::vfs::{FileSystem as _, OsFs, RandomAccessFile};
-use lithify_base::ParsedInternalKey;
-use lithify_sstable::{DataBlockInfo, RecordedSst, SstVisitor, open_recorded};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, IoSnafu, Result, TableSnafu, UsageSnafu};
@@ -42,7 +42,7 @@ pub(crate) struct DumpSstArgs {
 /// Opens the table at `path` by the names it records.
 fn open(file: Arc<dyn RandomAccessFile>, path: &Path, size: u64) -> Result<RecordedSst> {
     match open_recorded(file, path, size) {
-        Err(lithify_sstable::Error::Incompatible {
+        Err(lithify::error::SstError::Incompatible {
             what: "key schema",
             found,
             ..
@@ -104,7 +104,7 @@ pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
         printed: 0,
         entries: Vec::new(),
     };
-    let walk = opened.reader.walk(opened.order_known, &mut printer);
+    let walk = opened.walk(&mut printer);
     for d in &walk.damage {
         println!("damage at offset {}: {}", d.offset, d.message);
     }
@@ -137,25 +137,13 @@ pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
 /// the table sits in a database directory whose MANIFEST lists it.
 fn recorded_size(path: &Path) -> Option<u64> {
     let name = path.file_name()?.to_str()?;
-    let Some(lithify_version::filename::FileKind::Sst(number)) =
-        lithify_version::filename::parse_file_name(name)
-    else {
+    let Some(lithify::files::FileKind::Sst(number)) = lithify::files::parse_file_name(name) else {
         return None;
     };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty())?;
-    let versions = lithify_version::VersionSet::recover(
-        Arc::new(OsFs),
-        dir,
-        lithify_version::VersionSetOptions::default(),
-    )
-    .ok()?;
-    versions.tables().iter().find_map(|t| {
-        versions
-            .current(t.id)?
-            .all_files()
-            .find(|(_, f)| f.number == number)
-            .map(|(_, f)| f.size)
-    })
+    lithify::inspect::manifest::recorded_sst_size(Arc::new(OsFs), dir, number)
+        .ok()
+        .flatten()
 }
 
 /// What a walk prints.
@@ -205,7 +193,7 @@ impl KeyPrinter {
 }
 
 fn print_properties(opened: &RecordedSst, size: u64, keys: &KeyPrinter) {
-    let t = &opened.reader;
+    let t = opened;
     let p = t.properties();
     println!("SST {} ({size} bytes)", t.path().display());
     println!("properties:");

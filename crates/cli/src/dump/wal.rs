@@ -1,7 +1,7 @@
 //! `dump-wal FILE`: the records of a write-ahead log and the writes in
 //! them.
 //!
-//! The log is read with `lithify_wal::Reader` in a recovery mode of your
+//! The log is read with `lithify::inspect::wal::Reader` in a recovery mode of your
 //! choice — by default point-in-time recovery, which shows exactly what the
 //! engine would replay; `--mode skip-any-corrupted-records` salvages the
 //! records after damage too. Each record is decoded as the engine's WAL
@@ -19,13 +19,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use clap::{Args, ValueEnum};
+use lithify::files::{FileKind, parse_file_name};
+use lithify::inspect::manifest::DEFAULT_TABLE;
+use lithify::inspect::wal::{
+    DroppedRange, FILE_HEADER_LEN, FileHeader, FileHeaderError, LogEnd, Reader, WalRecord,
+};
 use lithify::vfs::{FileSystem as _, OsFs};
-use lithify_base::ValueKind;
-use lithify_engine::WalRecord;
-use lithify_version::DEFAULT_TABLE;
-use lithify_version::filename::{FileKind, parse_file_name};
-use lithify_wal::format::{FILE_HEADER_LEN, FileHeader, FileHeaderError};
-use lithify_wal::{DroppedRange, LogEnd, Reader, RecoveryMode};
+use lithify::{RecoveryMode, ValueKind};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, IoSnafu, Result, WalSnafu};
@@ -245,7 +245,7 @@ fn hole(path: &Path, log_number: u64) -> Result<Option<String>> {
         match reader.read_record() {
             Ok(Some(_)) => {}
             Ok(None) => return Ok(None),
-            Err(lithify_wal::Error::Corruption {
+            Err(lithify::error::WalError::Corruption {
                 offset,
                 record_offset,
                 reason,

@@ -23,10 +23,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use lithify::ManualClock;
+use lithify::log::shared_log;
+use lithify::log::{CleanerConfig, CleanerEvent, LogCleaner};
+use lithify::log::{Log, OpenOptions};
 use lithify::vfs::{FileSystem, OsFs};
-use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
-use lithify_kafka_log::shared_log;
-use lithify_kafka_log::{Log, ManualClock, OpenOptions};
 use snafu::ResultExt as _;
 
 use crate::error::{CleanerSnafu, FailuresSnafu, IoSnafu, JsonSnafu, LogSnafu, Result, UsageSnafu};
@@ -333,7 +334,7 @@ struct Round {
 }
 
 impl Round {
-    fn of(r: &lithify_compaction_logclean::RoundReport, copy_rate: f64) -> Round {
+    fn of(r: &lithify::log::RoundReport, copy_rate: f64) -> Round {
         let s = &r.stats;
         let secs = s.duration.as_secs_f64();
         let mb_per_s = mb(s.bytes_read) / secs.max(1e-9);

@@ -1,6 +1,6 @@
 //! `lithify log check PATH`: verify a log directory or a data directory
 //! the way `Log::open` and the log cleaner would, changing nothing
-//! (`lithify_kafka_log::verify`; this command only prints its report).
+//! (`lithify::log::verify`; this command only prints its report).
 //!
 //! Each problem (what open or the cleaner refuses) is an `error:` line on
 //! stderr and each warning (what open repairs or accepts: a torn tail
@@ -38,7 +38,7 @@ pub(crate) fn run(a: CheckArgs) -> Result<()> {
         }
         .fail();
     }
-    let report = lithify_kafka_log::verify(&fs, &a.path).context(LogSnafu)?;
+    let report = lithify::log::verify(&fs, &a.path).context(LogSnafu)?;
     print_findings(&report);
     println!(
         "{}: {} logs, {} segments, {} batches checked: {} problems, {} warnings",
@@ -53,7 +53,7 @@ pub(crate) fn run(a: CheckArgs) -> Result<()> {
 }
 
 /// Prints a verification's problems, then its warnings, on stderr.
-pub(crate) fn print_findings(report: &lithify_kafka_log::VerifyReport) {
+pub(crate) fn print_findings(report: &lithify::log::VerifyReport) {
     for p in &report.problems {
         eprintln!("error: {p}");
     }
@@ -63,7 +63,7 @@ pub(crate) fn print_findings(report: &lithify_kafka_log::VerifyReport) {
 }
 
 /// An error for the first problem of a verification, if it found any.
-pub(crate) fn fail_on_problems(report: &lithify_kafka_log::VerifyReport) -> Result<()> {
+pub(crate) fn fail_on_problems(report: &lithify::log::VerifyReport) -> Result<()> {
     match report.problems.first() {
         None => Ok(()),
         Some(first) => DamagedSnafu {

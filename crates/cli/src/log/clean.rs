@@ -20,10 +20,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::log::TopicPartition;
+use lithify::log::{CleanerConfig, CleanerEvent, LogCleaner};
+use lithify::log::{LogConfig, LogDir, OpenOptions};
 use lithify::vfs::{FileSystem, OsFs};
-use lithify_compaction_logclean::{CleanerConfig, CleanerEvent, LogCleaner};
-use lithify_kafka_log::TopicPartition;
-use lithify_kafka_log::{Clock, LogConfig, LogDir, ManualClock, OpenOptions, SystemClock};
+use lithify::{Clock, ManualClock, SystemClock};
 use snafu::ResultExt as _;
 
 use crate::error::{CleanerSnafu, FailuresSnafu, LogSnafu, Result, UsageSnafu};

@@ -10,12 +10,12 @@
 //! transactional or control batches; with `--records`, a control record
 //! shows its marker (`endTxnMarker: COMMIT coordinatorEpoch: 0`).
 //! `--transaction-index-sanity-check` checks every log directory's
-//! `.txnindex` files against its markers (`lithify_kafka_log::txn_check`).
+//! `.txnindex` files against its markers (`lithify::log::txn_check`).
 //! Files are only read, never repaired. Damage (a batch failing its CRC, a
 //! broken header, trailing bytes that are not a batch, base offsets going
 //! backwards or repeating) is printed where it is and makes the command
 //! fail with an error naming the file and byte offset. A log directory is
-//! also checked as a whole by `lithify_kafka_log::verify` (what `log
+//! also checked as a whole by `lithify::log::verify` (what `log
 //! check` prints): overlapping segments, a `.log` cut short, leftovers of
 //! an interrupted cleaning, offset gaps; its problems make the command
 //! fail too, its warnings are printed. While a writer holds a log
@@ -25,15 +25,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::log::cleaner_checkpoint::FILE_NAME as CLEANER_CHECKPOINT;
+use lithify::log::naming::{self, FileKind, Suffix};
+use lithify::log::record::{ControlRecordType, EndTransactionMarker, RecordBatch, TimestampType};
+use lithify::log::{FileBatches, OffsetOrder};
+use lithify::log::{TopicPartition, checkpoint};
+use lithify::log::{producer_snapshot, txn_check, txn_index};
 use lithify::vfs::{FileSystem, OsFs};
-use lithify_compaction_logclean::checkpoint::FILE_NAME as CLEANER_CHECKPOINT;
-use lithify_kafka_log::naming::{self, FileKind, Suffix};
-use lithify_kafka_log::record::{
-    ControlRecordType, EndTransactionMarker, RecordBatch, TimestampType,
-};
-use lithify_kafka_log::{FileBatches, OffsetOrder};
-use lithify_kafka_log::{TopicPartition, checkpoint};
-use lithify_kafka_log::{producer_snapshot, txn_check, txn_index};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, Error, IoSnafu, LogSnafu, Result, UsageSnafu};
@@ -75,7 +73,7 @@ pub(crate) fn run(a: DumpArgs) -> Result<()> {
         .fail();
     }
     let dir = lithify::vfs::parent_dir(&a.path);
-    let _reading = lithify_kafka_log::lock_shared(&fs, dir, "log directory").context(LogSnafu)?;
+    let _reading = lithify::log::lock_shared(&fs, dir, "log directory").context(LogSnafu)?;
     dump_file(&fs, &a.path, a.records)
 }
 
@@ -100,8 +98,7 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) ->
     };
     let logs = of_kind(FileKind::Log);
     if !logs.is_empty() {
-        let _reading =
-            lithify_kafka_log::lock_shared(fs, dir, "log directory").context(LogSnafu)?;
+        let _reading = lithify::log::lock_shared(fs, dir, "log directory").context(LogSnafu)?;
         let mut first_error = None;
         let mut note = |r: Result<()>| {
             if let Err(e) = r {
@@ -126,7 +123,7 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) ->
         }
         // The directory as a whole, as open and the cleaner judge it.
         let shared: Arc<dyn FileSystem> = Arc::new(OsFs);
-        match lithify_kafka_log::verify(&shared, dir) {
+        match lithify::log::verify(&shared, dir) {
             Ok(report) => {
                 print_findings(&report);
                 if first_error.is_none() {
@@ -459,7 +456,7 @@ fn print_records(b: &RecordBatch) -> Result<(), Error> {
     };
     for r in b
         .records()
-        .map_err(lithify_kafka_log::Error::from)
+        .map_err(lithify::log::Error::from)
         .context(LogSnafu)?
     {
         if b.is_control() {

@@ -8,7 +8,7 @@
 //!   producer `.snapshot`, a `cleaner-offset-checkpoint`, a log directory
 //!   or a data directory, as `kafka-dump-log` does;
 //! * `check PATH`: verify a log directory or a data directory the way
-//!   open and the cleaner would (`lithify_kafka_log::verify`), printing
+//!   open and the cleaner would (`lithify::log::verify`), printing
 //!   each problem and warning; exit status 1 on any problem;
 //! * `clean DATA_DIR`: one cleaning round for each eligible log of a data
 //!   directory, with Kafka's settings by their Kafka names;
@@ -48,7 +48,7 @@ pub(crate) enum LogCommand {
 /// Tells, on stderr, what opening `log` dropped and where the bytes were
 /// kept: recovery truncates only bytes above the recovery point (never
 /// flushed), but never silently.
-pub(crate) fn warn_recovery(log: &lithify_kafka_log::Log) {
+pub(crate) fn warn_recovery(log: &lithify::log::Log) {
     let report = log.recovery_report();
     for t in &report.truncations {
         eprintln!("warning: log {}: {t}", log.dir().display());

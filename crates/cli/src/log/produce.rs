@@ -11,10 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::log::TopicPartition;
+use lithify::log::record::TransactionResult;
+use lithify::log::{Log, OpenOptions, Producer};
 use lithify::vfs::OsFs;
-use lithify_kafka_log::TopicPartition;
-use lithify_kafka_log::record::TransactionResult;
-use lithify_kafka_log::{Clock, Log, ManualClock, OpenOptions, Producer, SystemClock};
+use lithify::{Clock, ManualClock, SystemClock};
 use snafu::ResultExt as _;
 
 use crate::error::{LogSnafu, Result, UsageSnafu};
@@ -232,7 +233,7 @@ impl Transactions {
         log: &mut Log,
         rng: &mut Rng,
         a: &ProduceArgs,
-        batch: &[lithify_kafka_log::SimpleRecord],
+        batch: &[lithify::log::record::SimpleRecord],
     ) -> Result<()> {
         let i = rng.below(self.producers.len() as u64) as usize;
         let p = &mut self.producers[i];

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use lithify::log::CleanerConfig;
+use lithify::log::LogConfig;
 use lithify::vfs::FileSystem;
-use lithify_compaction_logclean::CleanerConfig;
-use lithify_kafka_log::LogConfig;
 use snafu::ResultExt as _;
 
 use crate::error::{CleanerSnafu, IoSnafu, LogSnafu, Result, UsageSnafu};

@@ -2,7 +2,7 @@
 //! random keys (so most keys are overwritten many times), a share of
 //! tombstones, printable values; deterministic for a seed.
 
-use lithify_kafka_log::record::SimpleRecord;
+use lithify::log::record::SimpleRecord;
 
 pub(crate) use crate::rng::Rng;
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use lithify_version::TableId;
+use lithify::inspect::manifest::TableId;
 
 use lithify_bench::chart::{Paint, Svg, html_head, xml_escape as esc};
 

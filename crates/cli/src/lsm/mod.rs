@@ -15,10 +15,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Args;
+use lithify::files::manifest_file_name;
+use lithify::inspect::manifest::{HistoryStep, StepKind, TableId, read_history};
 use lithify::vfs::OsFs;
-use lithify_version::TableId;
-use lithify_version::filename::manifest_file_name;
-use lithify_version::history::{HistoryStep, StepKind, read_history};
 use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, close};
