@@ -63,7 +63,8 @@ pub use picker::{
     LevelScore, ManualCompaction, ManualOutput, ManualPick, ManualRequest, ManualStep, PickContext,
 };
 pub use stats::{
-    CompactionStats, CompactionStatsTable, LevelShape, exact_size, human_count, human_size,
+    CompactionStats, CompactionStatsTable, LevelShape, LevelStats, exact_size, human_count,
+    human_size, write_table,
 };
 
 /// The README's example, run as a doctest so it stays true.

@@ -102,6 +102,43 @@ impl LevelShape {
     }
 }
 
+/// One row of the "Compaction Stats" table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LevelStats {
+    /// The level (`None` for the `Sum` row).
+    pub level: Option<usize>,
+    /// Files in the level.
+    pub files: usize,
+    /// Files an ongoing compaction reads.
+    pub files_being_compacted: usize,
+    /// Bytes of the level's files.
+    pub size_bytes: u64,
+    /// The level's compaction score.
+    pub score: f64,
+    /// Bytes read by compactions into this level (Rn + Rnp1).
+    pub read_bytes: u64,
+    /// Bytes read from the upper level(s) (Rn).
+    pub read_n_bytes: u64,
+    /// Bytes read from this level (Rnp1).
+    pub read_np1_bytes: u64,
+    /// Bytes written to this level (flushes at L0).
+    pub write_bytes: u64,
+    /// `write_bytes - read_np1_bytes`.
+    pub write_new_bytes: u64,
+    /// Bytes trivially moved into this level.
+    pub moved_bytes: u64,
+    /// `write_bytes / input` (input = flushed bytes at L0, Rn elsewhere).
+    pub write_amp: f64,
+    /// Seconds spent compacting into this level.
+    pub comp_secs: f64,
+    /// Compactions (flushes at L0) into this level.
+    pub comp_count: u64,
+    /// Records read.
+    pub keys_in: u64,
+    /// Records dropped.
+    pub keys_dropped: u64,
+}
+
 /// Cumulative compaction and flush statistics per level, printed as
 /// RocksDB's "Compaction Stats" table.
 ///
@@ -195,85 +232,68 @@ impl CompactionStatsTable {
         }
     }
 
-    /// The table, in RocksDB's layout (without the blob and CPU columns),
-    /// with `shapes[level]` for the first columns.
-    pub fn format(&self, name: &str, shapes: &[LevelShape]) -> String {
-        const GB: f64 = (1u64 << 30) as f64;
-        let mut out = String::new();
-        let _ = writeln!(out, "** Compaction Stats [{name}] **");
-        let header = "Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) Comp(cnt) Avg(sec) KeyIn KeyDrop";
-        let _ = writeln!(out, "{header}");
-        let _ = writeln!(out, "{}", "-".repeat(header.len()));
-        let row = |out: &mut String,
-                   label: &str,
-                   shape: LevelShape,
-                   s: &CompactionStats,
-                   w_amp: f64| {
-            let secs = s.micros as f64 / 1e6;
-            let mbps = |bytes: u64| {
-                if s.micros == 0 {
-                    0.0
-                } else {
-                    bytes as f64 / (1 << 20) as f64 / (s.micros as f64 / 1e6)
-                }
-            };
-            let wnew = s.bytes_written.saturating_sub(s.bytes_read_output_level);
-            let _ = writeln!(
-                out,
-                "{label:>5} {:>6}/{:<3} {:>8} {:>5.1} {:>8.1} {:>7.1} {:>8.1} {:>9.1} {:>8.1} {:>9.1} {:>5.1} {:>8.1} {:>8.1} {:>9.2} {:>9} {:>8.3} {:>5} {:>7}",
-                shape.files,
-                shape.files_being_compacted,
-                human_size(shape.bytes),
-                shape.score,
-                s.bytes_read() as f64 / GB,
-                s.bytes_read_non_output_levels as f64 / GB,
-                s.bytes_read_output_level as f64 / GB,
-                s.bytes_written as f64 / GB,
-                wnew as f64 / GB,
-                s.bytes_moved as f64 / GB,
-                w_amp,
-                mbps(s.bytes_read()),
-                mbps(s.bytes_written),
-                secs,
-                s.count,
-                if s.count == 0 {
-                    0.0
-                } else {
-                    secs / s.count as f64
-                },
-                human_count(s.num_input_records),
-                human_count(s.num_dropped_records),
-            );
-        };
-        let mut total_shape = LevelShape::default();
-        for (level, s) in self.levels.iter().enumerate() {
+    /// The table's rows, one per level that has files (in `shapes`) or
+    /// history, and the `Sum` row.
+    pub fn rows(&self, shapes: &[LevelShape]) -> (Vec<LevelStats>, LevelStats) {
+        let mut rows = Vec::new();
+        let mut sum = LevelStats::default();
+        for level in 0..shapes.len().max(self.levels.len()) {
+            let c = self.levels.get(level).copied().unwrap_or_default();
             let shape = shapes.get(level).copied().unwrap_or_default();
-            if shape.files == 0 && s.count == 0 {
+            if shape.files == 0 && c == CompactionStats::default() {
                 continue;
             }
-            total_shape.files += shape.files;
-            total_shape.files_being_compacted += shape.files_being_compacted;
-            total_shape.bytes += shape.bytes;
             let input = if level == 0 {
-                self.bytes_flushed + self.bytes_ingested
+                self.bytes_flushed
             } else {
-                s.bytes_read_non_output_levels
+                c.bytes_read_non_output_levels
             };
-            let w_amp = if input == 0 {
-                0.0
-            } else {
-                s.bytes_written as f64 / input as f64
+            let row = LevelStats {
+                level: Some(level),
+                files: shape.files,
+                files_being_compacted: shape.files_being_compacted,
+                size_bytes: shape.bytes,
+                score: shape.score,
+                read_bytes: c.bytes_read(),
+                read_n_bytes: c.bytes_read_non_output_levels,
+                read_np1_bytes: c.bytes_read_output_level,
+                write_bytes: c.bytes_written,
+                write_new_bytes: c.bytes_written.saturating_sub(c.bytes_read_output_level),
+                moved_bytes: c.bytes_moved,
+                write_amp: ratio(c.bytes_written, input),
+                comp_secs: c.micros as f64 / 1e6,
+                comp_count: c.count,
+                keys_in: c.num_input_records,
+                keys_dropped: c.num_dropped_records,
             };
-            row(&mut out, &format!("L{level}"), shape, s, w_amp);
+            sum.files += row.files;
+            sum.files_being_compacted += row.files_being_compacted;
+            sum.size_bytes += row.size_bytes;
+            sum.read_bytes += row.read_bytes;
+            sum.read_n_bytes += row.read_n_bytes;
+            sum.read_np1_bytes += row.read_np1_bytes;
+            sum.write_bytes += row.write_bytes;
+            sum.write_new_bytes += row.write_new_bytes;
+            sum.moved_bytes += row.moved_bytes;
+            sum.comp_secs += row.comp_secs;
+            sum.comp_count += row.comp_count;
+            sum.keys_in += row.keys_in;
+            sum.keys_dropped += row.keys_dropped;
+            rows.push(row);
         }
-        let sum = self.sum();
-        row(
-            &mut out,
-            "Sum",
-            total_shape,
-            &sum,
-            self.write_amplification(),
-        );
+        // RocksDB's Sum W-Amp: all bytes written over the bytes flushed.
+        sum.write_amp = self.write_amplification();
+        (rows, sum)
+    }
+
+    /// The table, in RocksDB's layout (without the blob and CPU columns),
+    /// with `shapes[level]` for the first columns ([`write_table`]), then
+    /// the cumulative flush and compaction lines.
+    pub fn format(&self, name: &str, shapes: &[LevelShape]) -> String {
+        let (rows, sum) = self.rows(shapes);
+        let mut out = String::new();
+        write_table(&mut out, name, &rows, &sum);
+        let total = self.sum();
         let _ = writeln!(
             out,
             "Flush(GB): cumulative {:.3}",
@@ -282,12 +302,86 @@ impl CompactionStatsTable {
         let _ = writeln!(
             out,
             "Cumulative compaction: {:.2} GB write, {:.2} GB read, {:.1} seconds",
-            sum.bytes_written as f64 / GB,
-            sum.bytes_read() as f64 / GB,
-            sum.micros as f64 / 1e6
+            total.bytes_written as f64 / GB,
+            total.bytes_read() as f64 / GB,
+            total.micros as f64 / 1e6
         );
         out
     }
+}
+
+const GB: f64 = (1u64 << 30) as f64;
+const MB: f64 = (1u64 << 20) as f64;
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// Writes RocksDB's "Compaction Stats" table for table `name`: its
+/// heading, one line per row of `rows`, then the `Sum` row, as RocksDB
+/// prints them (GB to one decimal, record counts as `12K`). The one
+/// renderer of the table: the engine's statistics and the simulator's
+/// report both print with it.
+///
+/// ```
+/// use lithify_compaction::{LevelStats, write_table};
+///
+/// let l0 = LevelStats { level: Some(0), files: 2, write_bytes: 1 << 30, ..LevelStats::default() };
+/// let mut out = String::new();
+/// write_table(&mut out, "default", &[l0.clone()], &l0);
+/// let lines: Vec<&str> = out.lines().collect();
+/// assert_eq!(lines[0], "** Compaction Stats [default] **");
+/// assert!(lines[1].starts_with("Level  Files"));
+/// assert!(lines[3].starts_with("   L0    2/0") && lines[4].starts_with("  Sum"));
+/// ```
+pub fn write_table(out: &mut String, name: &str, rows: &[LevelStats], sum: &LevelStats) {
+    let _ = writeln!(out, "** Compaction Stats [{name}] **");
+    let _ = writeln!(
+        out,
+        "Level  Files       Size  Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB)  W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) Comp(cnt) Avg(sec)     KeyIn  KeyDrop"
+    );
+    let _ = writeln!(out, "{}", "-".repeat(170));
+    for r in rows {
+        write_row(out, &format!("L{}", r.level.unwrap_or(0)), r);
+    }
+    write_row(out, "Sum", sum);
+}
+
+fn write_row(out: &mut String, name: &str, r: &LevelStats) {
+    // MB/s over the time spent; none spent (the simulator's, or no work)
+    // prints 0.
+    let mbps = |bytes: u64| {
+        if r.comp_secs > 0.0 {
+            bytes as f64 / MB / r.comp_secs
+        } else {
+            0.0
+        }
+    };
+    let _ = writeln!(
+        out,
+        "{name:>5} {:>6} {:>10} {:>6.1} {:>8.1} {:>7.1} {:>8.1} {:>9.1} {:>8.1} {:>9.1} {:>6.1} {:>8.1} {:>8.1} {:>9.2} {:>9} {:>8.3} {:>9} {:>8}",
+        format!("{}/{}", r.files, r.files_being_compacted),
+        human_size(r.size_bytes),
+        r.score,
+        r.read_bytes as f64 / GB,
+        r.read_n_bytes as f64 / GB,
+        r.read_np1_bytes as f64 / GB,
+        r.write_bytes as f64 / GB,
+        r.write_new_bytes as f64 / GB,
+        r.moved_bytes as f64 / GB,
+        r.write_amp,
+        mbps(r.read_bytes),
+        mbps(r.write_bytes),
+        r.comp_secs,
+        r.comp_count,
+        if r.comp_count == 0 {
+            0.0
+        } else {
+            r.comp_secs / r.comp_count as f64
+        },
+        human_count(r.keys_in),
+        human_count(r.keys_dropped),
+    );
 }
 
 /// Bytes as RocksDB's `BytesToHumanString` prints them (`1.23 MB`).

@@ -8,8 +8,9 @@ use std::time::Duration;
 use crate::recovery::RecoveryReport;
 use lithify_base::sync::atomic::{AtomicU64, Ordering};
 use lithify_base::{InternalKeyComparator, key::user_key};
+pub use lithify_compaction::LevelStats;
 use lithify_compaction::iter::IterStats;
-use lithify_compaction::{CompactionStats, CompactionStatsTable, human_size};
+use lithify_compaction::{CompactionStatsTable, LevelShape, human_size, write_table};
 use lithify_compaction_strategy::cost_model::Prediction;
 use lithify_sstable::CacheStats;
 use lithify_version::Version;
@@ -89,43 +90,6 @@ pub struct MergeStats {
     /// delete, a delete, a merge operand, or a key put twice), as RocksDB's
     /// `num_single_del_mismatch` counts them.
     pub single_delete_mismatches: u64,
-}
-
-/// One row of the "Compaction Stats" table.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LevelStats {
-    /// The level (`None` for the `Sum` row).
-    pub level: Option<usize>,
-    /// Files in the level.
-    pub files: usize,
-    /// Files an ongoing compaction reads.
-    pub files_being_compacted: usize,
-    /// Bytes of the level's files.
-    pub size_bytes: u64,
-    /// The level's compaction score.
-    pub score: f64,
-    /// Bytes read by compactions into this level (Rn + Rnp1).
-    pub read_bytes: u64,
-    /// Bytes read from the upper level(s) (Rn).
-    pub read_n_bytes: u64,
-    /// Bytes read from this level (Rnp1).
-    pub read_np1_bytes: u64,
-    /// Bytes written to this level (flushes at L0).
-    pub write_bytes: u64,
-    /// `write_bytes - read_np1_bytes`.
-    pub write_new_bytes: u64,
-    /// Bytes trivially moved into this level.
-    pub moved_bytes: u64,
-    /// `write_bytes / input` (input = flushed bytes at L0, Rn elsewhere).
-    pub write_amp: f64,
-    /// Seconds spent compacting into this level.
-    pub comp_secs: f64,
-    /// Compactions (flushes at L0) into this level.
-    pub comp_count: u64,
-    /// Records read.
-    pub keys_in: u64,
-    /// Records dropped.
-    pub keys_dropped: u64,
 }
 
 /// The statistics of one table.
@@ -310,64 +274,15 @@ pub(crate) fn table_rows(
     scores: &[f64],
     being_compacted: &[usize],
 ) -> (Vec<LevelStats>, LevelStats) {
-    let mut rows = Vec::new();
-    let mut sum = LevelStats::default();
-    let levels = version.num_levels().max(counters.levels().len());
-    for level in 0..levels {
-        let c = counters.levels().get(level).copied().unwrap_or_default();
-        let files = if level < version.num_levels() {
-            version.num_files(level)
-        } else {
-            0
-        };
-        if files == 0 && c == CompactionStats::default() {
-            continue;
-        }
-        let input = if level == 0 {
-            counters.bytes_flushed()
-        } else {
-            c.bytes_read_non_output_levels
-        };
-        let row = LevelStats {
-            level: Some(level),
-            files,
+    let shapes: Vec<LevelShape> = (0..version.num_levels())
+        .map(|level| LevelShape {
+            files: version.num_files(level),
             files_being_compacted: being_compacted.get(level).copied().unwrap_or(0),
-            size_bytes: if level < version.num_levels() {
-                version.level_bytes(level)
-            } else {
-                0
-            },
+            bytes: version.level_bytes(level),
             score: scores.get(level).copied().unwrap_or(0.0),
-            read_bytes: c.bytes_read(),
-            read_n_bytes: c.bytes_read_non_output_levels,
-            read_np1_bytes: c.bytes_read_output_level,
-            write_bytes: c.bytes_written,
-            write_new_bytes: c.bytes_written.saturating_sub(c.bytes_read_output_level),
-            moved_bytes: c.bytes_moved,
-            write_amp: ratio(c.bytes_written, input),
-            comp_secs: c.micros as f64 / 1e6,
-            comp_count: c.count,
-            keys_in: c.num_input_records,
-            keys_dropped: c.num_dropped_records,
-        };
-        sum.files += row.files;
-        sum.files_being_compacted += row.files_being_compacted;
-        sum.size_bytes += row.size_bytes;
-        sum.read_bytes += row.read_bytes;
-        sum.read_n_bytes += row.read_n_bytes;
-        sum.read_np1_bytes += row.read_np1_bytes;
-        sum.write_bytes += row.write_bytes;
-        sum.write_new_bytes += row.write_new_bytes;
-        sum.moved_bytes += row.moved_bytes;
-        sum.comp_secs += row.comp_secs;
-        sum.comp_count += row.comp_count;
-        sum.keys_in += row.keys_in;
-        sum.keys_dropped += row.keys_dropped;
-        rows.push(row);
-    }
-    // RocksDB's Sum W-Amp: all bytes written over the bytes flushed.
-    sum.write_amp = counters.write_amplification();
-    (rows, sum)
+        })
+        .collect();
+    counters.rows(&shapes)
 }
 
 /// RocksDB's `EstimateLiveDataSize`: scanning from the bottom level up,
@@ -397,51 +312,12 @@ pub(crate) fn estimate_live_bytes(version: &Version) -> u64 {
 }
 
 const GB: f64 = (1u64 << 30) as f64;
-const MB: f64 = (1u64 << 20) as f64;
-
-fn write_row(out: &mut String, name: &str, r: &LevelStats) -> fmt::Result {
-    let secs = r.comp_secs.max(1e-6);
-    writeln!(
-        out,
-        "{name:>5} {:>6} {:>10} {:>6.1} {:>8.3} {:>7.3} {:>8.3} {:>9.3} {:>8.3} {:>9.3} {:>6.1} {:>8.1} {:>8.1} {:>9.2} {:>9} {:>8.3} {:>9} {:>8}",
-        format!("{}/{}", r.files, r.files_being_compacted),
-        human_size(r.size_bytes),
-        r.score,
-        r.read_bytes as f64 / GB,
-        r.read_n_bytes as f64 / GB,
-        r.read_np1_bytes as f64 / GB,
-        r.write_bytes as f64 / GB,
-        r.write_new_bytes as f64 / GB,
-        r.moved_bytes as f64 / GB,
-        r.write_amp,
-        r.read_bytes as f64 / MB / secs,
-        r.write_bytes as f64 / MB / secs,
-        r.comp_secs,
-        r.comp_count,
-        if r.comp_count == 0 {
-            0.0
-        } else {
-            r.comp_secs / r.comp_count as f64
-        },
-        r.keys_in,
-        r.keys_dropped,
-    )
-}
 
 impl fmt::Display for DbStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut out = String::new();
         for t in &self.tables {
-            writeln!(out, "** Compaction Stats [{}] **", t.name)?;
-            writeln!(
-                out,
-                "Level  Files       Size  Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB)  W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) Comp(cnt) Avg(sec)     KeyIn  KeyDrop"
-            )?;
-            writeln!(out, "{}", "-".repeat(170))?;
-            for r in &t.levels {
-                write_row(&mut out, &format!("L{}", r.level.unwrap_or(0)), r)?;
-            }
-            write_row(&mut out, "Sum", &t.sum)?;
+            write_table(&mut out, &t.name, &t.levels, &t.sum);
             writeln!(
                 out,
                 "Flush(GB): cumulative {:.3}; memtables: {} immutable, {} bytes",
@@ -598,6 +474,8 @@ impl fmt::Display for DbStats {
 
 #[cfg(test)]
 mod tests {
+    use lithify_compaction::CompactionStats;
+
     use super::*;
 
     #[test]
