@@ -31,6 +31,17 @@ pub enum Error {
         location: Location,
     },
 
+    /// A MANIFEST or CURRENT could not be read (the message names the
+    /// file).
+    #[snafu(display("{source}"))]
+    Manifest {
+        /// The version crate's error, through the facade.
+        source: lithify::error::VersionError,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// The results could not be written as JSON.
     #[snafu(display("cannot write the benchmark results as JSON: {source}"))]
     Json {

@@ -15,8 +15,9 @@
 //!   on a fresh database, and the strategies report;
 //! * [`report`]: db_bench's text line and one JSON object per workload;
 //! * [`timeline`]: throughput and amplification sampled over a run;
-//! * [`chart`]: self-contained HTML pages with SVG charts (also used by
-//!   `lithify lsm`);
+//! * [`chart`]: self-contained HTML pages with SVG charts;
+//! * [`lsm`]: the LSM picture of a database, now and over the history its
+//!   MANIFEST remembers (`lithify lsm`);
 //! * [`strategies_html`]: the strategies report as such a page.
 //!
 //! A workload shows a progress bar on stderr when stderr is a terminal
@@ -46,6 +47,7 @@ pub mod chart;
 pub mod data;
 mod error;
 pub mod histogram;
+pub mod lsm;
 mod progress;
 pub mod report;
 pub mod strategies;

@@ -11,20 +11,18 @@ use std::path::Path;
 
 use lithify::inspect::manifest::TableId;
 
-use lithify_bench::chart::{Paint, Svg, html_head, xml_escape as esc};
-
 use super::{Current, FileBox, Step, TableTree};
-use crate::text::Encoding;
+use crate::chart::{Paint, Svg, html_head, xml_escape as esc};
 
 /// What the page shows.
-pub(crate) struct Page<'a> {
+pub(super) struct Page<'a> {
     pub db: &'a Path,
-    pub manifest: String,
+    pub manifest: &'a str,
     pub current: &'a Current,
     pub steps: &'a [Step],
     /// Older steps left out (`--max-steps`).
     pub skipped_steps: usize,
-    pub encoding: Encoding,
+    pub show: &'a dyn Fn(&[u8]) -> String,
 }
 
 const WIDTH: f64 = 1100.0;
@@ -32,7 +30,7 @@ const LABEL: f64 = 380.0;
 const ROW: f64 = 34.0;
 
 /// Bytes as KB or MB.
-pub(crate) fn mb(bytes: u64) -> String {
+pub(super) fn mb(bytes: u64) -> String {
     if bytes >= 1 << 20 {
         format!("{:.1} MB", bytes as f64 / 1e6)
     } else {
@@ -93,7 +91,7 @@ fn tree_svg(
     levels: &[(String, Vec<&FileBox>)],
     scale: &KeyScale,
     max_size: u64,
-    enc: Encoding,
+    show: &dyn Fn(&[u8]) -> String,
     width: f64,
 ) {
     let rows = levels.len().max(1) as f64;
@@ -136,8 +134,8 @@ fn tree_svg(
                 "{:06}.sst, {}, keys {} .. {}",
                 f.number,
                 mb(f.size),
-                enc.show(&f.smallest),
-                enc.show(&f.largest),
+                show(&f.smallest),
+                show(&f.largest),
             );
             svg.rect(
                 (x0, lane_bottom - h, x1 - x0, h),
@@ -164,7 +162,7 @@ fn history_levels(t: &TableTree) -> Vec<(String, Vec<&FileBox>)> {
 }
 
 /// The whole page.
-pub(crate) fn page(p: &Page<'_>) -> String {
+pub(super) fn page(p: &Page<'_>) -> String {
     let mut keys: Vec<&[u8]> = Vec::new();
     let mut max_size = 1;
     for t in &p.current.tables {
@@ -230,7 +228,7 @@ pub(crate) fn page(p: &Page<'_>) -> String {
                 )
             })
             .collect();
-        tree_svg(&mut out, &levels, &scale, max_size, p.encoding, WIDTH);
+        tree_svg(&mut out, &levels, &scale, max_size, p.show, WIDTH);
     }
 
     out.push_str("<h2>How it got here</h2>\n");
@@ -238,7 +236,7 @@ pub(crate) fn page(p: &Page<'_>) -> String {
         out,
         r#"<p class="note">{} step(s) replayed from {}: every flush, compaction and trivial move since that MANIFEST was started (the last open or MANIFEST roll); earlier history is not kept.{}</p>"#,
         p.steps.len() + p.skipped_steps,
-        esc(&p.manifest),
+        esc(p.manifest),
         if p.skipped_steps > 0 {
             format!(" The oldest {} are not drawn.", p.skipped_steps)
         } else {
@@ -279,7 +277,7 @@ pub(crate) fn page(p: &Page<'_>) -> String {
                 &history_levels(t),
                 &scale,
                 max_size,
-                p.encoding,
+                p.show,
                 WIDTH,
             );
         }
