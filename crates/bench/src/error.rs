@@ -42,6 +42,55 @@ pub enum Error {
         location: Location,
     },
 
+    /// A log failed (its message names the file and offset).
+    #[cfg(feature = "log")]
+    #[snafu(display("{source}"))]
+    Log {
+        /// The log's error, through the facade.
+        #[snafu(source(from(lithify::log::Error, |e| Box::new(lithify::Error::from(e)))))]
+        source: Box<lithify::Error>,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// The log cleaner failed.
+    #[cfg(feature = "log")]
+    #[snafu(display("{source}"))]
+    Cleaner {
+        /// The cleaner's error, through the facade.
+        #[snafu(source(from(lithify::log::CleanerError, |e| Box::new(lithify::Error::from(e)))))]
+        source: Box<lithify::Error>,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// Some cleaning rounds of the log benchmark did not run.
+    #[cfg(feature = "log")]
+    #[snafu(display("a benchmark cleaning round did not run: {}", failures.join("; ")))]
+    Rounds {
+        /// What the cleaner reported instead, one entry per round.
+        failures: Vec<String>,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
+    /// A file or directory could not be used.
+    #[snafu(display("cannot {action} {}: {source}", path.display()))]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// The results could not be written as JSON.
     #[snafu(display("cannot write the benchmark results as JSON: {source}"))]
     Json {

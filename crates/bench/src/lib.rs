@@ -18,7 +18,10 @@
 //! * [`chart`]: self-contained HTML pages with SVG charts;
 //! * [`lsm`]: the LSM picture of a database, now and over the history its
 //!   MANIFEST remembers (`lithify lsm`);
-//! * [`strategies_html`]: the strategies report as such a page.
+//! * [`strategies_html`]: the strategies report as such a page;
+//! * `log_clean` (feature `log`, on by default): the log cleaner's
+//!   benchmark against a plain copy of the same bytes, and the keyed
+//!   record workload of `lithify log produce`.
 //!
 //! A workload shows a progress bar on stderr when stderr is a terminal
 //! and the workload has run for a second.
@@ -47,6 +50,8 @@ pub mod chart;
 pub mod data;
 mod error;
 pub mod histogram;
+#[cfg(feature = "log")]
+pub mod log_clean;
 pub mod lsm;
 mod progress;
 pub mod report;

@@ -23,7 +23,6 @@ mod clean;
 mod dump;
 mod produce;
 pub(crate) mod settings;
-mod workload;
 
 use clap::Subcommand;
 

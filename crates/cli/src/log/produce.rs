@@ -21,8 +21,10 @@ use snafu::ResultExt as _;
 use crate::error::{LogSnafu, Result, UsageSnafu};
 use crate::log::settings::{apply, default_log_config, split};
 use crate::log::warn_recovery;
-use crate::log::workload::{MAX_BATCH_RECORDS, MAX_VALUE_SIZE, Rng, Workload, check_batch_bytes};
+use lithify_bench::log_clean::{MAX_BATCH_RECORDS, MAX_VALUE_SIZE, Workload};
+
 use crate::numbers;
+use crate::rng::Rng;
 
 /// Arguments of `log produce`.
 #[derive(Debug, Args)]
@@ -280,4 +282,15 @@ impl Transactions {
         }
         Ok(())
     }
+}
+
+/// Fails when a batch of `batch_size` records of `value_size` bytes would
+/// pass 1 GiB: the batch is built in memory before it is appended.
+pub(crate) fn check_batch_bytes(batch_size: usize, value_size: usize) -> Result<()> {
+    crate::numbers::check_product(
+        ("--batch-size", batch_size as u64),
+        ("--value-size", value_size as u64),
+        crate::numbers::MAX_BATCH_BYTES,
+        "bytes in one batch",
+    )
 }
