@@ -61,18 +61,7 @@ impl LogExpected {
             }
             .fail();
         }
-        if !(crate::values::MIN_VALUE_SIZE as u32..=crate::values::MAX_VALUE_SIZE)
-            .contains(&max_value_size)
-        {
-            return UsageSnafu {
-                message: format!(
-                    "--max-value-size must be between {} and {}, not {max_value_size}",
-                    crate::values::MIN_VALUE_SIZE,
-                    crate::values::MAX_VALUE_SIZE
-                ),
-            }
-            .fail();
-        }
+        crate::values::check_max_value_size(max_value_size)?;
         let state = LogExpected {
             fs,
             path: path.to_path_buf(),

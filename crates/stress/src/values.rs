@@ -18,6 +18,21 @@ pub const MIN_VALUE_SIZE: usize = 16;
 /// The largest value a run may be given as its maximum: 1 MiB.
 pub const MAX_VALUE_SIZE: u32 = 1 << 20;
 
+/// Refuses a largest value size outside
+/// [`MIN_VALUE_SIZE`]`..=`[`MAX_VALUE_SIZE`].
+pub(crate) fn check_max_value_size(max_value_size: u32) -> crate::Result<()> {
+    if (MIN_VALUE_SIZE as u32..=MAX_VALUE_SIZE).contains(&max_value_size) {
+        return Ok(());
+    }
+    crate::error::UsageSnafu {
+        message: format!(
+            "--max-value-size must be between {MIN_VALUE_SIZE} and {MAX_VALUE_SIZE}, not \
+             {max_value_size}"
+        ),
+    }
+    .fail()
+}
+
 /// Bytes of the base and its separator at the start of a value.
 const HEAD: usize = 9;
 
@@ -81,6 +96,22 @@ impl Values {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_largest_value_size_outside_its_range_is_a_usage_error() {
+        for (max, ok) in [
+            (15, false),
+            (16, true),
+            (1 << 20, true),
+            ((1 << 20) + 1, false),
+        ] {
+            let r = check_max_value_size(max);
+            assert_eq!(r.is_ok(), ok, "{max}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("--max-value-size"), "{e}");
+            }
+        }
+    }
 
     #[test]
     fn keys_round_trip_and_sort_as_numbers() {
