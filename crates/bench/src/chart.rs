@@ -75,6 +75,7 @@ pub struct Svg<'a> {
 
 impl<'a> Svg<'a> {
     /// Starts an SVG of `width` x `height` pixels.
+    #[must_use = "an Svg must be closed to end its element"]
     pub fn open(out: &'a mut String, width: f64, height: f64) -> Self {
         let _ = write!(
             out,
@@ -91,8 +92,8 @@ impl<'a> Svg<'a> {
         tooltip: Option<&str>,
     ) {
         let paint = match paint {
-            Paint::Fill(colour) => format!(r#"fill="{colour}""#),
-            Paint::Class(class) => format!(r#"class="{class}""#),
+            Paint::Fill(colour) => format!(r#"fill="{}""#, xml_escape(colour)),
+            Paint::Class(class) => format!(r#"class="{}""#, xml_escape(class)),
         };
         let _ = write!(
             self.out,
@@ -109,7 +110,7 @@ impl<'a> Svg<'a> {
     /// A label whose baseline starts at (`x`, `y`), in `colour` if given.
     pub fn text(&mut self, (x, y): (f64, f64), text: &str, colour: Option<&str>) {
         let fill = colour
-            .map(|c| format!(r#" fill="{c}""#))
+            .map(|c| format!(r#" fill="{}""#, xml_escape(c)))
             .unwrap_or_default();
         let _ = write!(
             self.out,
@@ -127,8 +128,12 @@ impl<'a> Svg<'a> {
         };
         let _ = write!(
             self.out,
-            r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{colour}"{dash}/>"#,
-            from.0, from.1, to.0, to.1
+            r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}"{dash}/>"#,
+            from.0,
+            from.1,
+            to.0,
+            to.1,
+            xml_escape(colour)
         );
     }
 
@@ -141,7 +146,8 @@ impl<'a> Svg<'a> {
         }
         let _ = write!(
             self.out,
-            r#"" fill="none" stroke="{colour}" stroke-width="1.5"/>"#
+            r#"" fill="none" stroke="{}" stroke-width="1.5"/>"#,
+            xml_escape(colour)
         );
     }
 

@@ -151,3 +151,15 @@ pub fn check_product(a: (&str, u64), b: (&str, u64), max: u64, what: &str) -> Re
 /// Bytes one write batch may hold when its size is the product of two
 /// settings (`--batch-size` x entry bytes): 1 GiB.
 pub const MAX_BATCH_BYTES: u64 = 1 << 30;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn products_are_checked_without_overflow() {
+        assert!(check_product(("--a", 1 << 20), ("--b", 1 << 10), 1 << 30, "bytes").is_ok());
+        let e = check_product(("--a", u64::MAX), ("--b", u64::MAX), 1 << 30, "bytes").unwrap_err();
+        assert!(e.contains("--a 18446744073709551615 x --b"), "{e}");
+    }
+}

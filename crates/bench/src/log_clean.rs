@@ -25,7 +25,7 @@
 //! let mut log_config = LogConfig::default();
 //! log_config.cleanup_policy.compact = true;
 //! let bench = LogBench { records: 2000, keys: 100, ..LogBench::new(tmp.path().join("logs")) };
-//! let report = run(&bench, Arc::new(OsFs), log_config, CleanerConfig::default())?;
+//! let report = run(&bench, Arc::new(OsFs), log_config, CleanerConfig::default(), &|_| {})?;
 //! assert_eq!(report.rounds.len(), 1);
 //! assert_eq!(report.rounds[0].records_read, 2000);
 //! assert!(report.rounds[0].records_kept <= 100);
@@ -245,30 +245,42 @@ impl Round {
     }
 }
 
+/// Checks a batch of `batch_size` records of `value_size` bytes: at most
+/// [`MAX_BATCH_RECORDS`] records, values of at most [`MAX_VALUE_SIZE`],
+/// and at most 1 GiB in all (a batch is built in memory before it is
+/// appended); `Err` says which setting to lower.
+///
+/// ```
+/// use lithify_bench::log_clean::check_batch;
+/// assert!(check_batch(100, 100).is_ok());
+/// assert!(check_batch(1_000_000, 16 << 20).unwrap_err().contains("--batch-size"));
+/// ```
+pub fn check_batch(batch_size: usize, value_size: usize) -> std::result::Result<(), String> {
+    if batch_size == 0 || batch_size > MAX_BATCH_RECORDS || value_size > MAX_VALUE_SIZE {
+        return Err(format!(
+            "--batch-size must be in 1..={MAX_BATCH_RECORDS} and --value-size at most \
+             {MAX_VALUE_SIZE}"
+        ));
+    }
+    crate::check_product(
+        ("--batch-size", batch_size as u64),
+        ("--value-size", value_size as u64),
+        crate::MAX_BATCH_BYTES,
+        "bytes in one batch",
+    )
+}
+
 /// Writes the logs, copies them, cleans each once; `log_config` should ask
 /// for compaction (`cleanup.policy=compact`), or there is nothing to clean.
+/// `say` hears one line once the logs are written (what, where, how big).
 pub fn run(
     b: &LogBench,
     fs: Arc<dyn FileSystem>,
     log_config: LogConfig,
     cleaner_config: CleanerConfig,
+    say: &dyn Fn(&str),
 ) -> Result<LogBenchReport> {
-    if b.batch_size == 0 || b.batch_size > MAX_BATCH_RECORDS || b.value_size > MAX_VALUE_SIZE {
-        return UsageSnafu {
-            message: format!(
-                "--batch-size must be in 1..={MAX_BATCH_RECORDS} and --value-size at most \
-                 {MAX_VALUE_SIZE}"
-            ),
-        }
-        .fail();
-    }
-    crate::check_product(
-        ("--batch-size", b.batch_size as u64),
-        ("--value-size", b.value_size as u64),
-        crate::MAX_BATCH_BYTES,
-        "bytes in one batch",
-    )
-    .map_err(|message| UsageSnafu { message }.build())?;
+    check_batch(b.batch_size, b.value_size).map_err(|message| UsageSnafu { message }.build())?;
     if fs.exists(&b.dir) {
         return UsageSnafu {
             message: format!("{} already exists; give a new directory", b.dir.display()),
@@ -318,6 +330,18 @@ pub fn run(
         logs.push(log);
     }
     let write_secs = started.elapsed().as_secs_f64();
+    say(&format!(
+        "wrote {} x {} records ({} keys, {}-byte values, {} per batch) under {}: {:.1} MB in {} \
+         segments, {write_secs:.2} s",
+        b.partitions,
+        b.records,
+        b.keys,
+        b.value_size,
+        b.batch_size,
+        b.dir.display(),
+        mb(input_bytes),
+        segments.len(),
+    ));
 
     // 2. The physical limit: copy the same bytes.
     let copy_dir = b.dir.join("copy");
@@ -358,7 +382,7 @@ pub fn run(
     while reports.len() + failures.len() < b.partitions as usize {
         match events.recv_timeout(ROUNDS_TIMEOUT) {
             Ok(CleanerEvent::Cleaned(r)) => reports.push(*r),
-            Ok(e) if e.is_failure() => failures.push(e.to_string()),
+            Ok(e) if e.is_failure() => failures.push(e.to_string().trim_end().to_owned()),
             Ok(_) => {}
             Err(_) => {
                 failures.push("timed out waiting for the cleaner threads".to_string());

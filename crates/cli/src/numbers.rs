@@ -106,21 +106,6 @@ pub(crate) const MAX_OPS: u64 = 1_000_000_000_000;
 /// so that adding retention times never overflows an `i64`.
 pub(crate) const MAX_EPOCH_MS: i64 = 253_402_300_799_999;
 
-/// Bytes one write batch or record batch may hold when its size is the
-/// product of two options (`--batch-size` x value size): 1 GiB.
-pub(crate) use lithify_bench::MAX_BATCH_BYTES;
-
-/// Checks that `a x b` is at most `max`; the message names both options.
-pub(crate) fn check_product(
-    a: (&str, u64),
-    b: (&str, u64),
-    max: u64,
-    what: &str,
-) -> crate::error::Result<()> {
-    lithify_bench::check_product(a, b, max, what)
-        .map_err(|message| crate::error::UsageSnafu { message }.build())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,14 +163,5 @@ mod tests {
             "limits must be positive and at most 1000, not 0"
         );
         assert!(q("NaN").is_err() && q("inf").is_err() && q("1000.5").is_err());
-    }
-
-    #[test]
-    fn products_are_checked_without_overflow() {
-        assert!(check_product(("--a", 1 << 20), ("--b", 1 << 10), 1 << 30, "bytes").is_ok());
-        let e = check_product(("--a", u64::MAX), ("--b", u64::MAX), 1 << 30, "bytes")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--a 18446744073709551615 x --b"), "{e}");
     }
 }

@@ -243,8 +243,9 @@ impl CompactionStatsTable {
             if shape.files == 0 && c == CompactionStats::default() {
                 continue;
             }
+            // Ingested bytes count like flushed ones (`record_ingest`).
             let input = if level == 0 {
-                self.bytes_flushed
+                self.bytes_flushed + self.bytes_ingested
             } else {
                 c.bytes_read_non_output_levels
             };

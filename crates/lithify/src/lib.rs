@@ -335,8 +335,9 @@ pub mod inspect {
     }
 }
 
-/// The escaped text form of keys and values that lithify's dumps print
-/// and its tools read back: printable ASCII stands for itself, any other
+/// The escaped text form of keys: internal keys written as text
+/// (`InternalKey::from_text`, the MANIFEST dump) and the keys the tools read
+/// from the command line. Printable ASCII stands for itself, any other
 /// byte (and `\`, `#`, `,`) is `\xNN`.
 ///
 /// ```

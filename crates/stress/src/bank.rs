@@ -54,6 +54,18 @@ pub enum Kind {
     Pessimistic,
 }
 
+impl std::str::FromStr for Kind {
+    type Err = String;
+
+    /// `optimistic` or `pessimistic`.
+    fn from_str(s: &str) -> std::result::Result<Kind, String> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("{s:?} is not optimistic or pessimistic"))
+    }
+}
+
 impl Kind {
     /// Both kinds.
     pub const ALL: [Kind; 2] = [Kind::Optimistic, Kind::Pessimistic];
@@ -72,23 +84,21 @@ impl Kind {
 pub struct BankStress {
     /// The database directory (created if missing).
     pub db: PathBuf,
-    /// Accounts of the bank (default 100; fixed when the bank is created,
-    /// all in one write batch) [range: 2..=1000000].
+    /// Accounts of the bank, 2 to [`MAX_ACCOUNTS`] (default 100; fixed when
+    /// the bank is created, all in one write batch).
     pub accounts: Option<u64>,
     /// The balance each account starts with (default 1000; fixed when the
-    /// bank is created); --accounts x --initial must fit in a u64
-    /// [range: any u64].
+    /// bank is created); --accounts x --initial must fit in a u64.
     pub initial: Option<u64>,
-    /// Transfer threads (a checker thread runs beside them)
-    /// [range: 1..=256].
+    /// Transfer threads (a checker thread runs beside them).
     pub threads: usize,
-    /// Transfers per thread [range: 0..=1000000000000].
+    /// Transfers per thread.
     pub ops_per_thread: u64,
     /// The transactions: optimistic or pessimistic.
     pub kind: Kind,
-    /// Percent of commits made with `sync` [range: 0..=100].
+    /// Percent of commits made with `sync`.
     pub sync_percent: u8,
-    /// Seed of the transfers (each thread derives its own) [range: any u64].
+    /// Seed of the transfers (each thread derives its own).
     pub seed: u64,
     /// Only open the database and check the sum, then exit.
     pub verify_only: bool,
@@ -160,6 +170,10 @@ fn usage<T>(message: String) -> Result<T> {
     UsageSnafu { message }.fail()
 }
 
+/// The most accounts a bank may have (they are created in one write
+/// batch).
+pub const MAX_ACCOUNTS: u64 = 1_000_000;
+
 /// The accounts a bank has when [`BankStress::accounts`] is not given.
 pub const DEFAULT_ACCOUNTS: u64 = 100;
 
@@ -170,6 +184,12 @@ pub const DEFAULT_INITIAL: u64 = 1000;
 /// Runs `stress bank` on the database `a.db` opened with `opts` (see
 /// [`base_options`](crate::db::base_options)), telling `say` what it does.
 pub fn run(a: &BankStress, opts: Options, say: Say<'_>) -> Result<()> {
+    if a.accounts.is_some_and(|n| !(2..=MAX_ACCOUNTS).contains(&n)) {
+        return usage(format!(
+            "--accounts must be between 2 and {MAX_ACCOUNTS}, not {}",
+            a.accounts.unwrap_or(0)
+        ));
+    }
     // No account can then hold more than a u64: a transfer's sum never
     // overflows (it would read as money appearing from nowhere).
     crate::check_product(

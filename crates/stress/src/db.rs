@@ -45,48 +45,46 @@ pub struct DbStress {
     /// database). Created with the database; a later run verifies the
     /// database against it before running.
     pub expected_state: Option<PathBuf>,
-    /// Keys in the key space (default 10000; fixed when the expected state
-    /// is created) [range: 1..=16777216].
+    /// Keys in the key space, at most [`MAX_STRESS_KEYS`](crate::MAX_STRESS_KEYS)
+    /// (default 10000; fixed when the expected state is created).
     pub keys: Option<u64>,
-    /// Largest value in bytes (default 256; fixed when the expected state
-    /// is created) [range: 16..=1048576].
+    /// Largest value in bytes, [`MIN_VALUE_SIZE`](crate::MIN_VALUE_SIZE) to
+    /// [`MAX_VALUE_SIZE`](crate::MAX_VALUE_SIZE) (default 256; fixed when
+    /// the expected state is created).
     pub max_value_size: Option<u32>,
-    /// Worker threads [range: 1..=256].
+    /// Worker threads.
     pub threads: usize,
-    /// Operations per thread [range: 0..=1000000000000].
+    /// Operations per thread.
     pub ops_per_thread: u64,
-    /// Stop after this many seconds even if operations remain
-    /// [range: 0..=31536000, a year].
+    /// Stop after this many seconds (at most
+    /// [`MAX_DURATION_SECS`](crate::MAX_DURATION_SECS)) even if operations
+    /// remain.
     pub duration: Option<f64>,
-    /// Seed of the workload (each thread derives its own) [range: any u64].
+    /// Seed of the workload (each thread derives its own).
     pub seed: u64,
-    /// Percent of writes made with `sync` [range: 0..=100].
+    /// Percent of writes made with `sync`.
     pub sync_percent: u8,
     /// Percent of operations that are point reads; the six percents add up
-    /// to 100 [range: 0..=100].
+    /// to 100.
     pub readpercent: u8,
-    /// Percent of operations that are puts [range: 0..=100].
+    /// Percent of operations that are puts.
     pub writepercent: u8,
-    /// Percent of operations that are deletes [range: 0..=100].
+    /// Percent of operations that are deletes.
     pub delpercent: u8,
-    /// Percent of operations that are range deletions [range: 0..=100].
+    /// Percent of operations that are range deletions.
     pub delrangepercent: u8,
-    /// Percent of operations that are write batches of several keys
-    /// [range: 0..=100].
+    /// Percent of operations that are write batches of several keys.
     pub batchpercent: u8,
-    /// Percent of operations that are iterator checks [range: 0..=100].
+    /// Percent of operations that are iterator checks.
     pub iterpercent: u8,
-    /// Keys a range deletion or an iterator check covers at most
-    /// [range: 1..=1000000].
+    /// Keys a range deletion or an iterator check covers at most.
     pub range_width: u64,
-    /// One operation in N (per thread) also flushes the memtable; 0 never
-    /// [range: any u64].
+    /// One operation in N (per thread) also flushes the memtable; 0 never.
     pub flush_one_in: u64,
     /// One operation in N (per thread) also compacts a random key range; 0
-    /// never [range: any u64].
+    /// never.
     pub compact_range_one_in: u64,
-    /// Operations a thread holds a snapshot before checking it
-    /// [range: 1..=1000000000].
+    /// Operations a thread holds a snapshot before checking it.
     pub snapshot_hold_ops: u64,
     /// Only verify the database against the expected state, then exit.
     pub verify_only: bool,
@@ -153,6 +151,10 @@ fn failed<T>(message: String) -> Result<T> {
 /// file system must be the one `a.db` and the expected state live on),
 /// telling `say` what it does.
 pub fn run(a: &DbStress, opts: Options, say: Say<'_>) -> Result<()> {
+    crate::check_duration(a.duration)?;
+    if let Some(keys) = a.keys {
+        crate::check_keys("--keys", keys)?;
+    }
     let percents = [
         a.readpercent,
         a.writepercent,

@@ -79,6 +79,37 @@ fn check_output(fs: &dyn lithify::vfs::FileSystem, path: &Path) -> Result<()> {
     lithify::check_output_path(fs, path).context(error::OutputSnafu)
 }
 
+/// The longest run a duration may ask for: a year, so that a deadline
+/// (`now + duration`) never overflows.
+pub const MAX_DURATION_SECS: f64 = 31_536_000.0;
+
+/// Refuses a `duration` that is negative, not a number or longer than
+/// [`MAX_DURATION_SECS`].
+fn check_duration(duration: Option<f64>) -> Result<()> {
+    match duration {
+        Some(d) if !(d.is_finite() && (0.0..=MAX_DURATION_SECS).contains(&d)) => {
+            error::UsageSnafu {
+                message: format!(
+                    "--duration must be between 0 and {MAX_DURATION_SECS} seconds, not {d}"
+                ),
+            }
+            .fail()
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a key count outside `1..=`[`MAX_STRESS_KEYS`].
+fn check_keys(what: &str, keys: u64) -> Result<()> {
+    if (1..=MAX_STRESS_KEYS).contains(&keys) {
+        return Ok(());
+    }
+    error::UsageSnafu {
+        message: format!("{what} must be between 1 and {MAX_STRESS_KEYS}, not {keys}"),
+    }
+    .fail()
+}
+
 /// Checks that `a x b` is at most `max`; the message names both settings.
 fn check_product(a: (&str, u64), b: (&str, u64), max: u64, what: &str) -> Result<()> {
     lithify_bench::check_product(a, b, max, what)

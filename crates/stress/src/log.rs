@@ -56,50 +56,47 @@ pub struct LogStress {
     pub expected_state: Option<PathBuf>,
     /// Partitions (logs), one producer each (default 3; fixed when the
     /// expected state is created); --partitions x --keys is at most
-    /// 16777216 [range: 1..=256].
+    /// 16777216.
     pub partitions: Option<usize>,
     /// Keys per partition (default 500; fixed when the expected state is
-    /// created) [range: 1..=16777216].
+    /// created).
     pub keys: Option<u64>,
-    /// Largest value in bytes (default 200; fixed when the expected state
-    /// is created) [range: 16..=1048576].
+    /// Largest value in bytes, [`MIN_VALUE_SIZE`](crate::MIN_VALUE_SIZE) to
+    /// [`MAX_VALUE_SIZE`](crate::MAX_VALUE_SIZE) (default 200; fixed when
+    /// the expected state is created).
     pub max_value_size: Option<u32>,
-    /// Records each producer appends at most [range: 0..=1000000000000].
+    /// Records each producer appends at most.
     pub records: u64,
-    /// Stop after this many seconds even if records remain
-    /// [range: 0..=31536000, a year].
+    /// Stop after this many seconds (at most
+    /// [`MAX_DURATION_SECS`](crate::MAX_DURATION_SECS)) even if records
+    /// remain.
     pub duration: Option<f64>,
     /// Records per second each producer appends at most (0: no limit), so
-    /// that the cleaner keeps up and the logs stay small
-    /// [range: 0..=1000000000].
+    /// that the cleaner keeps up and the logs stay small.
     pub rate: u64,
     /// Segments a partition may hold before its producer waits for the
     /// cleaner (0: never waits). The cleaner swaps a round's output in
     /// only when the round completes, so under frequent kills a backlog
     /// that takes longer to clean than a run lasts would never shrink and
-    /// the logs would grow without bound (and run out of file handles)
-    /// [range: 0..=1000000].
+    /// the logs would grow without bound (and run out of file handles).
     pub max_segments: usize,
-    /// Records per batch at most (each batch has 1 to N)
-    /// [range: 1..=100000].
+    /// Records per batch at most (each batch has 1 to N).
     pub batch_size: u64,
-    /// Percent of records that are tombstones [range: 0..=100].
+    /// Percent of records that are tombstones.
     pub tombstone_percent: u8,
-    /// One batch in N is followed by a flush (fsync); 0 never
-    /// [range: any u64].
+    /// One batch in N is followed by a flush (fsync); 0 never.
     pub flush_one_in: u64,
-    /// Seed of the producers [range: any u64].
+    /// Seed of the producers.
     pub seed: u64,
     /// Only recover and verify the logs, then exit.
     pub verify_only: bool,
     /// Append in transactions (COMMIT or ABORT markers) and verify what a
     /// `read_committed` consumer reads.
     pub transactional: bool,
-    /// With `--transactional`: percent of transactions aborted
-    /// [range: 0..=100].
+    /// With `--transactional`: percent of transactions aborted.
     pub abort_percent: u8,
     /// With `--transactional`: batches per transaction at most (each has 1
-    /// to N) [range: 1..=1000000].
+    /// to N).
     pub txn_batches: u64,
 }
 
@@ -165,6 +162,7 @@ pub fn run(
     cleaner_config: CleanerConfig,
     say: Say<'_>,
 ) -> Result<()> {
+    crate::check_duration(a.duration)?;
     log_config.validate().context(LogSnafu)?;
     let expected_path = a
         .expected_state

@@ -21,7 +21,7 @@
 //! let db = Db::open(dir.path(), Options::default())?;
 //! db.put(b"k", b"v")?;
 //! db.flush()?;
-//! let picture = Picture::read(&db, dir.path())?;
+//! let picture = Picture::read(&db)?;
 //! db.close()?;
 //! assert_eq!(picture.steps.len(), 1); // the flush
 //! let page = picture.page(dir.path(), 200, &|key| lithify::text::escape(key));
@@ -117,9 +117,10 @@ pub struct Picture {
 }
 
 impl Picture {
-    /// Reads the picture of the database `db`, open on `dir`: its tree
-    /// from `db`, its history from the MANIFEST in `dir`.
-    pub fn read(db: &Db, dir: &Path) -> Result<Picture> {
+    /// Reads the picture of the database `db`: its tree from `db`, its
+    /// history from the MANIFEST in its directory.
+    pub fn read(db: &Db) -> Result<Picture> {
+        let dir = db.path();
         let stats = db.stats();
         let live = db.live_files();
         let mut tables = Vec::new();

@@ -106,7 +106,12 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         seed: a.seed,
         partitions: a.partitions,
     };
-    let r = lithify_bench::log_clean::run(&bench, fs, log_config, cleaner_config)?;
+    let say = |line: &str| {
+        if !a.json {
+            println!("{line}");
+        }
+    };
+    let r = lithify_bench::log_clean::run(&bench, fs, log_config, cleaner_config, &say)?;
     if a.json {
         let object = serde_json::json!({
             "records": a.records,
@@ -138,24 +143,12 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         );
         return Ok(());
     }
-    print_text(&a, &bench, &r);
+    print_text(&a, &r);
     Ok(())
 }
 
-/// The report as text: the logs written, the copy, each round, the total.
-fn print_text(a: &BenchArgs, bench: &LogBench, r: &LogBenchReport) {
-    println!(
-        "wrote {} x {} records ({} keys, {}-byte values, {} per batch) under {}: {:.1} MB in {} segments, {:.2} s",
-        a.partitions,
-        a.records,
-        a.keys,
-        a.value_size,
-        a.batch_size,
-        bench.dir.display(),
-        r.written_mb,
-        r.segments,
-        r.write_secs
-    );
+/// The report as text: the copy, each round, the total.
+fn print_text(a: &BenchArgs, r: &LogBenchReport) {
     if let [report] = r.reports.as_slice() {
         print!("{report}");
     }

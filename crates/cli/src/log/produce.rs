@@ -287,10 +287,6 @@ impl Transactions {
 /// Fails when a batch of `batch_size` records of `value_size` bytes would
 /// pass 1 GiB: the batch is built in memory before it is appended.
 pub(crate) fn check_batch_bytes(batch_size: usize, value_size: usize) -> Result<()> {
-    crate::numbers::check_product(
-        ("--batch-size", batch_size as u64),
-        ("--value-size", value_size as u64),
-        crate::numbers::MAX_BATCH_BYTES,
-        "bytes in one batch",
-    )
+    lithify_bench::log_clean::check_batch(batch_size, value_size)
+        .map_err(|message| crate::error::UsageSnafu { message }.build())
 }

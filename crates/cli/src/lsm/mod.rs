@@ -27,7 +27,7 @@ pub(crate) struct LsmArgs {
 pub(crate) fn run(a: LsmArgs) -> Result<()> {
     crate::output::check(&a.html)?;
     let db = a.db.open_read_only()?;
-    let picture = Picture::read(&db, &a.db.db);
+    let picture = Picture::read(&db);
     close(db)?;
     let picture = picture?;
     let encoding = a.db.encoding();

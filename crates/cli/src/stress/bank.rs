@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use clap::builder::TypedValueParser as _;
 use lithify::vfs::{FileSystem, OsFs};
-use lithify_stress::bank::BankStress;
+use lithify_stress::bank::{BankStress, Kind};
 use lithify_stress::db::base_options;
 
 use super::say;
@@ -14,23 +15,10 @@ use crate::bench::options::EngineArgs;
 use crate::error::Result;
 use crate::numbers;
 
-/// The kind of transactions the transfers run in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Kind {
-    /// `OptimisticDb`: validated at commit, run again after a conflict.
-    Optimistic,
-    /// `TransactionDb`: key locks with deadlock detection and a lock
-    /// timeout, run again after a timeout or a deadlock.
-    Pessimistic,
-}
-
-impl From<Kind> for lithify_stress::bank::Kind {
-    fn from(k: Kind) -> Self {
-        match k {
-            Kind::Optimistic => lithify_stress::bank::Kind::Optimistic,
-            Kind::Pessimistic => lithify_stress::bank::Kind::Pessimistic,
-        }
-    }
+/// Parses `--kind` among the library's kinds.
+fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
+    clap::builder::PossibleValuesParser::new(Kind::ALL.map(Kind::name))
+        .try_map(|name| name.parse::<Kind>())
 }
 
 /// Arguments of `stress bank`.
@@ -56,7 +44,7 @@ pub(crate) struct BankStressArgs {
           value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops_per_thread: u64,
     /// The transactions: optimistic or pessimistic.
-    #[arg(long, value_enum, default_value_t = Kind::Optimistic)]
+    #[arg(long, default_value = "optimistic", value_parser = kind_parser())]
     pub kind: Kind,
     /// Percent of commits made with `sync` [range: 0..=100].
     #[arg(long, alias = "sync_percent", default_value_t = 10,
@@ -84,7 +72,7 @@ pub(crate) fn run(a: BankStressArgs) -> Result<()> {
         initial: a.initial,
         threads: a.threads,
         ops_per_thread: a.ops_per_thread,
-        kind: a.kind.into(),
+        kind: a.kind,
         sync_percent: a.sync_percent,
         seed: a.seed,
         verify_only: a.verify_only,

@@ -41,9 +41,10 @@ pub(crate) fn run(cmd: StressCommand) -> Result<()> {
 }
 
 /// Prints a run's status line on stdout at once: `cargo xtask crash`
-/// waits for `stress: running` before it picks the moment to kill.
+/// waits for `stress: running` before it picks the moment to kill. A
+/// closed stdout ends the process as `println!` does (the panic hook's
+/// exit status 141), not the run's silence.
 fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    println!("{line}");
+    let _ = std::io::stdout().flush();
 }
