@@ -195,15 +195,10 @@ pub fn read_while_writing(db: &dyn Kv, s: &Spec) -> Result<Outcome> {
 /// The key prefixes of randomtransaction's two sets.
 pub const SETS: [&[u8; 4]; 2] = [b"0001", b"0002"];
 
-/// randomtransaction's 16-byte key of `k` in set `set`: the set's 4-byte
-/// prefix, then `k` in 12 decimal digits.
+/// randomtransaction's 16-byte key of `k` in set `set`: `lithify bench`'s
+/// (the set's 4-byte prefix, then db_bench's key of `k` in 12 bytes).
 pub fn set_key(set: usize, k: u64, buf: &mut [u8; 16]) {
-    buf[..4].copy_from_slice(SETS[set]);
-    let mut k = k;
-    for b in buf[4..].iter_mut().rev() {
-        *b = b'0' + (k % 10) as u8;
-        k /= 10;
-    }
+    lithify_bench::transaction::set_key(set as u16, k, buf);
 }
 
 /// db_bench's randomtransaction: `ops` transactions split between the

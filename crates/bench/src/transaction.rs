@@ -101,6 +101,22 @@ fn set_prefix(set: u16) -> [u8; PREFIX_LEN] {
     p
 }
 
+/// Key `n` of set `set` (counted from 0) into `out`: the set's prefix
+/// (`set + 1` in four decimal digits: `0001`, `0002`, ...), then
+/// [`make_key`] of `n` in the rest of `out`. `out` must hold more than the
+/// 4-byte prefix.
+///
+/// ```
+/// use lithify_bench::transaction::set_key;
+/// let mut key = [0u8; 16];
+/// set_key(1, 0x0102, &mut key);
+/// assert_eq!(&key, b"0002\0\0\0\0\0\0\x01\x020000");
+/// ```
+pub fn set_key(set: u16, n: u64, out: &mut [u8]) {
+    out[..PREFIX_LEN].copy_from_slice(&set_prefix(set));
+    make_key(n, &mut out[PREFIX_LEN..]);
+}
+
 /// A counter value: 8 bytes little-endian; `None` for any other length.
 fn counter(value: &[u8]) -> Option<u64> {
     value.try_into().ok().map(u64::from_le_bytes)
@@ -199,8 +215,7 @@ fn insert(
     let increment = 1 + rng.uniform(100);
     let mut bytes = 0;
     for &set in order {
-        key[..PREFIX_LEN].copy_from_slice(&set_prefix(set));
-        make_key(rng.uniform(s.num), &mut key[PREFIX_LEN..]);
+        set_key(set, rng.uniform(s.num), key);
         let Some(value) = unless_busy(txn.get_for_update(&*key))? else {
             return Ok(None);
         };
