@@ -1179,8 +1179,21 @@ fn a_malformed_counter_operand_stays_with_its_key() {
     ok(&["put", "--db", db, "--create-if-missing", "a", "1"]);
     ok(&[&["merge", "--db", db, "a", "5"][..], &op].concat());
     ok(&[&["put", "--db", db, "b", "other"][..], &op].concat());
-    let out = ok(&[&["get", "--db", db, "--hex", "61"][..], &op].concat());
-    assert_eq!(out.trim(), "0500000000000000");
+    let args = [&["get", "--db", db, "--hex", "61"][..], &op].concat();
+    let out = lithify(&args);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "0500000000000000"
+    );
+    // The malformed value is an event naming the key and its size.
+    let events = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        events.contains("WARN")
+            && events.contains("a value or operand of 1 bytes (not 8) counts as 0")
+            && events.contains("key=a"),
+        "{events}"
+    );
     let out = ok(&[&["check", "--db", db][..], &op].concat());
     assert!(out.contains("no problem found"), "{out}");
     // Without the operator, `check` says what it could not check.
@@ -1458,16 +1471,19 @@ fn backups_survive_one_bad_metadata_file_and_reads_create_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     let bk = tmp.path().join("bk");
+    let unrestored = tmp.path().join("unrestored");
     let (db_s, bk_s) = (s(&db), s(&bk));
     // Reading commands refuse a missing backup directory and create none.
     for args in [
         vec!["backup", "list", "--backup-dir", bk_s],
         vec!["backup", "verify", "--backup-dir", bk_s, "1"],
         vec!["backup", "purge", "--backup-dir", bk_s, "--keep", "1"],
+        vec!["backup", "restore", "--backup-dir", bk_s, s(&unrestored)],
     ] {
         let (err, _) = fails(&args);
         assert!(err.contains("does not exist"), "{err}");
         assert!(!OsFs.exists(&bk), "{args:?} created the directory");
+        assert!(!OsFs.exists(&unrestored), "{args:?} created its target");
     }
     ok(&["put", "--db", db_s, "--create-if-missing", "k", "v1"]);
     ok(&["backup", "create", "--backup-dir", bk_s, "--db", db_s]);
@@ -1578,4 +1594,20 @@ fn no_output_lands_in_a_database_a_log_or_a_backup_directory() {
         "nothing changed"
     );
     ok(&["check", "--db", d]);
+}
+
+/// An output that cannot be written is refused in one sentence naming
+/// what was being done and the file ("cannot write <path>: <why>"), and
+/// leaves no temporary file behind.
+#[test]
+fn an_output_that_cannot_be_written_is_named_in_one_sentence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    make_database(&db);
+    let target = tmp.path().join("no-such-dir").join("page.html");
+    let (err, _) = fails(&["lsm", "--db", s(&db), "--html", s(&target)]);
+    let expected = format!("cannot write {}: ", target.display());
+    assert!(err.contains(&expected), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(!OsFs.exists(&tmp.path().join("no-such-dir")));
 }

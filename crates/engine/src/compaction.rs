@@ -7,14 +7,13 @@ use std::sync::Arc as StdArc;
 
 use lithify_base::sync::MutexGuard;
 use lithify_compaction::iter::Snapshots;
-use lithify_compaction::job::JobOptions;
 use lithify_compaction::{CompactRangeOptions, ManualCompaction, ManualStep, run_compaction};
 use lithify_version::TableId;
 use snafu::IntoError as _;
 
 use crate::error::{CompactionSnafu, ReadOnlySnafu, Result, ShuttingDownSnafu};
 use crate::events::CompactionJobInfo;
-use crate::options::translate::job_options;
+use crate::options::translate::compaction_job_options;
 use crate::sst_files::InputOpener;
 use crate::state::jobs::PickedCompaction;
 use crate::state::table::TableMut;
@@ -58,14 +57,7 @@ pub(crate) fn run(db: &DbInner, p: PickedCompaction) -> Result<()> {
             |t| StdArc::clone(&t.options),
         );
         let filter = topts.compaction_filter.clone();
-        let opts = JobOptions {
-            compaction_pri: db.options.compaction_pri,
-            rate_limiter: db
-                .rate_limiter
-                .clone()
-                .map(|r| r as StdArc<dyn lithify_compaction::WriteRateLimiter>),
-            ..job_options(&topts)
-        };
+        let opts = compaction_job_options(&db.options, &topts, db.rate_limiter.as_ref());
         run_compaction(c, &opener, &snapshots, filter.as_deref(), &factory, &opts)
     };
     let mut st = db.lock_state();

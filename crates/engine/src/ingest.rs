@@ -53,9 +53,9 @@ use lithify_version::{FileMetadata, TableId, VersionEdit};
 use snafu::ResultExt;
 
 use crate::error::{Error, InvalidArgumentSnafu, IoSnafu, ReadSnafu, Result, SstSnafu};
-use crate::leader::LeaderState;
 use crate::live_set::copy_file_prefix;
 use crate::state::DbInner;
+use crate::state::leader::LeaderState;
 
 /// How [`Db::ingest_external_file_opt`](crate::Db) ingests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

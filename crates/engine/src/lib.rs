@@ -53,7 +53,6 @@ mod heap;
 mod ingest;
 mod iter;
 mod iter_source;
-mod leader;
 mod live_set;
 mod merge;
 mod open;

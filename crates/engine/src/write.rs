@@ -13,9 +13,9 @@ use snafu::ResultExt;
 
 use crate::batch::{Predecessor, WriteBatch, encode_group_header};
 use crate::error::{Error, InvalidArgumentSnafu, MemtableSnafu, Result, ShuttingDownSnafu};
-use crate::leader::{LeaderState, MemSet};
 use crate::options::WriteOptions;
 use crate::stall::{StallCause, StallCondition};
+use crate::state::leader::{LeaderState, MemSet};
 use crate::state::{DbInner, WriteGroup};
 use crate::stats::Counters;
 use crate::wal::LogWriter;

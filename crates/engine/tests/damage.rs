@@ -24,7 +24,10 @@
 //!
 //! Beside the files: a merge operand the operator cannot merge, in the
 //! memtable and in L0, under both failure scopes (it stays with its key).
-//! Output paths that collide with a database are refused before any work:
+//! An output path that collides with a database file of each kind (a
+//! checkpoint's target) is refused before any work and changes no byte;
+//! every other output (backups, restores, pages, expected-state files) is
+//! refused the same way by `lithify::check_output_path`:
 //! `crates/lithify/tests/outputs.rs` and the CLI's
 //! `no_output_lands_in_a_database_a_log_or_a_backup_directory`.
 
@@ -690,5 +693,35 @@ fn a_bad_merge_operand_stays_with_its_key() {
                 }
             }
         }
+    }
+}
+
+/// The output-path column: a checkpoint aimed at each live file kind of a
+/// database (or at a new name inside its directory) is refused, and the
+/// directory keeps every byte, on both file systems.
+#[test]
+fn an_output_aimed_at_a_database_file_is_refused_and_changes_nothing() {
+    for make in [Place::mem as fn() -> Place, Place::os] {
+        let place = make();
+        let (model, dir) = build(&place, Image::Closed, "out");
+        let db = Db::open(&dir, place.options()).unwrap();
+        let before = snapshot(&*place.fs, &dir);
+        let mut targets: Vec<PathBuf> = [Kind::Wal, Kind::Manifest, Kind::Current, Kind::Table]
+            .into_iter()
+            .map(|kind| dir.join(file_of(&place.fs, &dir, kind)))
+            .collect();
+        targets.push(dir.join("copy"));
+        for target in targets {
+            let err = db.create_checkpoint(&target).unwrap_err().to_string();
+            // An existing file is refused as taken; a new name as inside
+            // the database.
+            assert!(
+                err.contains("inside the database") || err.contains("already exists"),
+                "{target:?}: {err}"
+            );
+            assert_eq!(snapshot(&*place.fs, &dir), before, "{target:?}");
+        }
+        let pairs = try_scan(&db).unwrap();
+        assert_eq!(pairs, model_pairs(&model));
     }
 }

@@ -156,3 +156,81 @@ fn an_ownerless_wal_in_a_database_with_an_identity_is_refused() {
         "{dropped:?}"
     );
 }
+
+/// A live SST rewritten with a changed value but everything else the same
+/// (its size, its writer's identity, so its unique id; every block and the
+/// footer with valid checksums) is found by `check` through the whole-file
+/// checksum the MANIFEST records, and only by it.
+#[test]
+fn check_finds_a_table_whose_whole_file_checksum_differs() {
+    use std::sync::Arc;
+
+    use lithify_base::InternalKeyComparator;
+    use lithify_base::iter::InternalIterator as _;
+    use lithify_sstable::{SstBuilder, SstOptions, SstReader};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::open(&dir, options()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:04}"), format!("v{i:04}")).unwrap();
+    }
+    db.flush().unwrap();
+    let live = db.live_files();
+    assert_eq!(live.len(), 1);
+    let f = live[0].clone();
+    db.close().unwrap();
+    let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
+    assert!(
+        lithify_engine::verify_sst_files(Arc::clone(&fs), &dir)
+            .problems
+            .is_empty()
+    );
+
+    // Rebuild the table entry by entry, one value changed, with the
+    // properties the original records.
+    let file = fs.open(&f.path).unwrap();
+    let props = lithify_sstable::read_properties(&*file, &f.path, f.size).unwrap();
+    let mut sst_options = SstOptions::for_internal_keys(InternalKeyComparator::new(
+        std::sync::Arc::new(lithify_base::BytewiseComparator),
+    ));
+    sst_options.creation_time = Some(props.creation_time);
+    let reader = Arc::new(SstReader::open(file, &f.path, f.size, &sst_options, None).unwrap());
+    let mut entries = Vec::new();
+    let mut it = reader.iter();
+    it.first().unwrap();
+    while it.valid() {
+        entries.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap();
+    }
+    drop(it);
+    drop(reader);
+    assert_eq!(entries.len(), 100);
+    let last = entries[50].1.len() - 1;
+    entries[50].1[last] ^= 1;
+    let mut b = SstBuilder::new(fs.create(&f.path).unwrap(), &f.path, &sst_options).unwrap();
+    b.set_identity(
+        props.db_id.unwrap(),
+        props.db_session_id.unwrap(),
+        props.orig_file_number,
+    );
+    for (k, v) in &entries {
+        b.add(k, v).unwrap();
+    }
+    b.finish().unwrap();
+    assert_eq!(
+        fs.file_size(&f.path).unwrap(),
+        f.size,
+        "the rewrite keeps the size"
+    );
+
+    let check = lithify_engine::verify_sst_files(Arc::clone(&fs), &dir);
+    assert_eq!(check.problems.len(), 1, "{:?}", check.problems);
+    let problem = &check.problems[0];
+    assert_eq!(problem.path, f.path);
+    assert!(
+        problem.message.contains("whole-file checksum"),
+        "{}",
+        problem.message
+    );
+}

@@ -85,3 +85,63 @@ fn what_holds_obsolete_files_is_said_in_the_log() {
     );
     assert!(log.contains("file deletions are disabled"), "{log}");
 }
+
+/// A snapshot pins sequence numbers, not files: the compaction keeps the
+/// versions it needs inside its outputs, and the inputs go at once.
+#[test]
+fn a_snapshot_does_not_hold_obsolete_files() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    fill(&db, 3);
+    let snapshot = db.snapshot();
+    fill(&db, 2);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(table_bytes_on_disk(&*fs), live_bytes(&db));
+    let at_snapshot = lithify_engine::ReadOptions {
+        snapshot: Some(snapshot.clone()),
+        ..Default::default()
+    };
+    assert_eq!(
+        db.get_opt("key00007", &at_snapshot).unwrap().as_deref(),
+        Some(&b"value 2 7"[..])
+    );
+    assert_eq!(
+        db.get("key00007").unwrap().as_deref(),
+        Some(&b"value 1 7"[..])
+    );
+    drop((at_snapshot, snapshot));
+    db.close().unwrap();
+}
+
+/// An obsolete table that cannot be deleted is named in the `LOG` as it
+/// fails, stays behind, and the next open removes it.
+#[test]
+fn an_obsolete_table_that_cannot_be_deleted_is_said_and_removed_at_the_next_open() {
+    use lithify_vfs::{FaultFs, FaultRule, OpKind};
+
+    let faults = Arc::new(FaultFs::new(MemFs::new()));
+    let fs: Arc<dyn FileSystem> = faults.clone();
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    fill(&db, 4);
+    faults.add_rule(FaultRule::fail_from(OpKind::Remove, 1).on_paths_containing(".sst"));
+    db.compact_range(None, None).unwrap();
+    assert!(table_bytes_on_disk(&*fs) > live_bytes(&db));
+    db.close().unwrap();
+    faults.clear_rules();
+    let log = String::from_utf8(
+        lithify_vfs::read_file(&*fs, &Path::new("/db").join(INFO_LOG_FILE)).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        log.contains("cannot delete obsolete file") && log.contains(".sst"),
+        "{log}"
+    );
+
+    let db = Db::open("/db", options(fs.clone())).unwrap();
+    assert_eq!(table_bytes_on_disk(&*fs), live_bytes(&db));
+    assert_eq!(
+        db.get("key00007").unwrap().as_deref(),
+        Some(&b"value 3 7"[..])
+    );
+    db.close().unwrap();
+}

@@ -9,7 +9,9 @@ use lithify_compaction::CompactionPicker;
 use lithify_compaction::job::JobOptions;
 use lithify_compaction_leveled::LeveledOptions;
 use lithify_compaction_strategy::CompactionStrategy;
+use lithify_compaction_strategy::adaptive::AdaptiveOptions;
 use lithify_compaction_tiered::{MajorOnlyOptions, TwoTierOptions};
+use lithify_memtable::MemTableOptions;
 use lithify_sstable::SstOptions;
 use lithify_version::VersionSetOptions;
 use snafu::IntoError as _;
@@ -129,5 +131,44 @@ pub(crate) fn job_options(table_options: &Options) -> JobOptions {
         merge_operator: table_options.merge_operator.clone(),
         enforce_single_delete_contracts: table_options.enforce_single_delete_contracts,
         ..JobOptions::default()
+    }
+}
+
+/// A compaction job's options: the table's, with the database's file
+/// order (`compaction_pri`) and the database's one rate limiter.
+pub(crate) fn compaction_job_options(
+    db_options: &Options,
+    table_options: &Options,
+    rate_limiter: Option<&StdArc<RateLimiter>>,
+) -> JobOptions {
+    JobOptions {
+        compaction_pri: db_options.compaction_pri,
+        rate_limiter: rate_limiter
+            .map(|r| StdArc::clone(r) as StdArc<dyn lithify_compaction::WriteRateLimiter>),
+        ..job_options(table_options)
+    }
+}
+
+/// A memtable's options: the arena block size, and the whole-key filter
+/// when `memtable_whole_key_filtering` is on, ten bits per key for keys of
+/// 64 bytes of memtable (RocksDB's `memtable_prefix_bloom_size_ratio` of
+/// about 0.02).
+pub(crate) fn memtable_options(o: &Options) -> MemTableOptions {
+    MemTableOptions {
+        arena_block_size: o.arena_block_size.max(1024),
+        whole_key_filter_bits: if o.memtable_whole_key_filtering {
+            o.write_buffer_size as u64 * 10 / 64
+        } else {
+            0
+        },
+    }
+}
+
+/// `Adaptive`'s options for a table: as configured, with the table's own
+/// leveled shape as the leveled candidate.
+pub(crate) fn adaptive_options(adaptive: &AdaptiveOptions, o: &Options) -> AdaptiveOptions {
+    AdaptiveOptions {
+        leveled: leveled_options(o),
+        ..adaptive.clone()
     }
 }

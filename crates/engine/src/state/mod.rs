@@ -14,10 +14,12 @@
 //! The modules below own the state's changes: [`install`] applies edits
 //! to the MANIFEST and installs them (the one door), [`jobs`] keeps the
 //! background and manual jobs' bookkeeping, [`strategy`] switches a
-//! table's compaction strategy, and [`table`] holds a table's parts.
+//! table's compaction strategy, [`table`] holds a table's parts, and
+//! [`leader`] what the write group's leader owns.
 
 pub(crate) mod install;
 pub(crate) mod jobs;
+pub(crate) mod leader;
 pub(crate) mod strategy;
 pub(crate) mod table;
 
@@ -35,7 +37,6 @@ use lithify_vfs::{FileLock, FileSystem};
 
 use crate::error::{Error, OpenedReadOnlySnafu, ReadOnlySnafu, Result};
 use crate::events::Events;
-use crate::leader::LeaderState;
 use crate::options::Options;
 use crate::recovery::RecoveryReport;
 use crate::snapshot::SnapshotList;
@@ -44,6 +45,7 @@ use crate::state::table::{TableMut, TableState};
 use crate::stats::Counters;
 use crate::write_controller::WriteController;
 use crate::write_thread::WriteThread;
+use leader::LeaderState;
 
 /// The state guarded by the database mutex. Its fields are private: the
 /// modules below this one change it through named transitions ([`jobs`]:

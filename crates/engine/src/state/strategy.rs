@@ -11,9 +11,7 @@ use std::sync::atomic::Ordering;
 
 use lithify_compaction::CompactionPicker;
 use lithify_compaction_strategy::CompactionStrategy;
-use lithify_compaction_strategy::adaptive::{
-    AdaptiveOptions, AdaptiveState, DayPart, WorkloadStats,
-};
+use lithify_compaction_strategy::adaptive::{AdaptiveState, DayPart, WorkloadStats};
 use lithify_compaction_strategy::cost_model::TableSize;
 use lithify_compaction_tiered::stripe_boundaries;
 use lithify_version::TableId;
@@ -23,7 +21,7 @@ use super::{DbInner, DbState};
 use crate::error::{InvalidArgumentSnafu, Result};
 use crate::events::StrategySwitchInfo;
 use crate::options::Options;
-use crate::options::translate::{leveled_options, picker_for};
+use crate::options::translate::{adaptive_options, picker_for};
 use crate::resource::OffpeakWindow;
 
 /// Key ranges the `Adaptive` recorder buckets writes into (for the
@@ -38,12 +36,7 @@ impl StrategyState {
         let configured = o.compaction_strategy.clone();
         let (picker, adaptive, reason) = match &configured {
             CompactionStrategy::Adaptive(a) => {
-                // The leveled candidate is the table's own leveled shape.
-                let a = AdaptiveOptions {
-                    leveled: leveled_options(o),
-                    ..a.clone()
-                };
-                let state = AdaptiveState::new(a);
+                let state = AdaptiveState::new(adaptive_options(a, o));
                 let picker = picker_for(state.current(), o)?;
                 let reason = state.reason().to_owned();
                 (picker, Some(state), reason)

@@ -13,10 +13,11 @@ use lithify_base::sync::{Arc, Mutex};
 use lithify_compaction::{CompactionPicker, CompactionStatsTable, CompactionsInProgress};
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_strategy::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
-use lithify_memtable::{MemTable, MemTableOptions};
+use lithify_memtable::MemTable;
 use lithify_version::{TableId, Version};
 
 use crate::options::Options;
+use crate::options::translate::memtable_options;
 use crate::super_version::{ArcCell, SuperVersion};
 
 /// The shared, mostly immutable part of a table.
@@ -259,22 +260,9 @@ impl TableState {
     }
 }
 
-/// An empty memtable sized by `options`, with the whole-key filter when
-/// `memtable_whole_key_filtering` is on: ten bits per key for keys of 64
-/// bytes of memtable (RocksDB's `memtable_prefix_bloom_size_ratio` of
-/// about 0.02).
+/// An empty memtable with the options `options` translate to.
 pub(crate) fn new_memtable(icmp: &InternalKeyComparator, options: &Options) -> MemTable {
-    MemTable::with_options(
-        icmp.clone(),
-        &MemTableOptions {
-            arena_block_size: options.arena_block_size.max(1024),
-            whole_key_filter_bits: if options.memtable_whole_key_filtering {
-                options.write_buffer_size as u64 * 10 / 64
-            } else {
-                0
-            },
-        },
-    )
+    MemTable::with_options(icmp.clone(), &memtable_options(options))
 }
 
 /// An immutable memtable waiting for (or in) its flush.

@@ -11,8 +11,8 @@ use lithify_base::sync::Arc;
 use lithify_version::{TableId, WalAddition};
 use lithify_vfs::FileSystem;
 
+use super::table::TableState;
 use crate::error::Result;
-use crate::state::table::TableState;
 use crate::wal::LogWriter;
 use lithify_memtable::MemTable;
 
