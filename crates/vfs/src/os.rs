@@ -5,20 +5,23 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile, short_read};
+use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 
 /// The operating system's file system.
 ///
-/// Writes go straight to the OS (no user-space buffer); `sync_data` is
-/// `fdatasync`, `sync_all` is `fsync`, and a directory is synced by opening
-/// it and calling `fsync` on it. Locks are `flock`-style exclusive locks
-/// (`File::try_lock`) and shared locks (`File::try_lock_shared`), so a
-/// second process gets a clear error.
+/// Writes go straight to the OS (no user-space buffer) at explicit offsets
+/// (`pwrite`/`pread` on Unix, `seek_write`/`seek_read` on Windows).
+/// `sync_data` is `fdatasync`, `sync_all` is `fsync` (`FlushFileBuffers` on
+/// Windows). On Unix a directory is synced by opening it and calling `fsync`
+/// on it; Windows has no directory sync, and NTFS journals the metadata of a
+/// create or rename itself, so there [`FileSystem::sync_dir`] does nothing
+/// (as RocksDB's and Pebble's Windows ports do). Locks are exclusive and
+/// shared locks through `File::try_lock` and `File::try_lock_shared`
+/// (`flock` on Unix, `LockFileEx` on Windows), so a second process gets a
+/// clear error.
 ///
 /// ```
 /// use lithify_vfs::{FileSystem, OsFs, read_file};
@@ -42,13 +45,13 @@ struct OsWritable {
 
 impl WritableFile for OsWritable {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        self.file.write_all_at(data, self.len)?;
+        platform::write_all_at(&self.file, data, self.len)?;
         self.len += data.len() as u64;
         Ok(())
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.file.write_all_at(data, offset)?;
+        platform::write_all_at(&self.file, data, offset)?;
         self.len = self.len.max(offset + data.len() as u64);
         Ok(())
     }
@@ -81,7 +84,7 @@ impl RandomAccessFile for OsReadable {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let mut done = 0;
         while done < buf.len() {
-            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+            match platform::read_at(&self.file, &mut buf[done..], offset + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -95,42 +98,8 @@ impl RandomAccessFile for OsReadable {
         Ok(self.file.metadata()?.len())
     }
 
-    /// `pread` into the vector's spare capacity: a block read from a table
-    /// is about to be overwritten by the kernel, so zeroing it first (the
-    /// default) only costs time on every block-cache miss.
     fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-        let mut buf = Vec::<u8>::with_capacity(len);
-        let fd = self.file.as_raw_fd();
-        let mut done = 0;
-        while done < len {
-            let at = offset
-                .checked_add(done as u64)
-                .and_then(|at| libc::off_t::try_from(at).ok())
-                .ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("read at offset {offset} past the largest file offset"),
-                    )
-                })?;
-            // SAFETY: the destination is the vector's spare capacity
-            // `done..len`, writable and owned by `buf`; pread writes at most
-            // `len - done` bytes there and reads nothing from it.
-            let n = unsafe { libc::pread(fd, buf.as_mut_ptr().add(done).cast(), len - done, at) };
-            match n {
-                0 => return Err(short_read(offset, len, done)),
-                n if n > 0 => done += n.unsigned_abs(),
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        // SAFETY: the loop initialised all `len` bytes (it only ends with
-        // `done == len`), and `len` is the capacity.
-        unsafe { buf.set_len(len) };
-        Ok(buf)
+        platform::read_vec(&self.file, offset, len)
     }
 }
 
@@ -225,7 +194,7 @@ impl FileSystem for OsFs {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        File::open(dir)?.sync_all()
+        platform::sync_dir(dir)
     }
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
@@ -268,3 +237,135 @@ impl FileSystem for OsFs {
         }
     }
 }
+
+/// Positional I/O and directory sync on Unix: `pread`/`pwrite`, and `fsync`
+/// on an open directory.
+#[cfg(unix)]
+mod platform {
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    use std::path::Path;
+
+    use crate::short_read;
+
+    pub(super) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        file.read_at(buf, offset)
+    }
+
+    pub(super) fn write_all_at(file: &File, data: &[u8], offset: u64) -> io::Result<()> {
+        file.write_all_at(data, offset)
+    }
+
+    /// `pread` into the vector's spare capacity: a block read from a table
+    /// is about to be overwritten by the kernel, so zeroing it first (the
+    /// default) only costs time on every block-cache miss.
+    pub(super) fn read_vec(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::<u8>::with_capacity(len);
+        let fd = file.as_raw_fd();
+        let mut done = 0;
+        while done < len {
+            let at = offset
+                .checked_add(done as u64)
+                .and_then(|at| libc::off_t::try_from(at).ok())
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("read at offset {offset} past the largest file offset"),
+                    )
+                })?;
+            // SAFETY: the destination is the vector's spare capacity
+            // `done..len`, writable and owned by `buf`; pread writes at most
+            // `len - done` bytes there and reads nothing from it.
+            let n = unsafe { libc::pread(fd, buf.as_mut_ptr().add(done).cast(), len - done, at) };
+            match n {
+                0 => return Err(short_read(offset, len, done)),
+                n if n > 0 => done += n.unsigned_abs(),
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        // SAFETY: the loop initialised all `len` bytes (it only ends with
+        // `done == len`), and `len` is the capacity.
+        unsafe { buf.set_len(len) };
+        Ok(buf)
+    }
+
+    pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+}
+
+/// Positional I/O on Windows: `seek_read`/`seek_write` (they move the file
+/// cursor, which lithify never uses). Windows cannot sync a directory: a
+/// directory opens only with backup semantics, and `FlushFileBuffers` on it
+/// is refused. NTFS journals the metadata of creates and renames, so
+/// `sync_dir` only checks that the directory exists, as RocksDB's
+/// `WinDirectory::Fsync` and Pebble's Windows `Sync` do nothing.
+#[cfg(windows)]
+mod platform {
+    use std::fs::File;
+    use std::io;
+    use std::os::windows::fs::FileExt;
+    use std::path::Path;
+
+    use crate::short_read;
+
+    pub(super) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        file.seek_read(buf, offset)
+    }
+
+    pub(super) fn write_all_at(file: &File, mut data: &[u8], mut offset: u64) -> io::Result<()> {
+        while !data.is_empty() {
+            match file.seek_write(data, offset) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        format!("wrote nothing at offset {offset}"),
+                    ));
+                }
+                Ok(n) => {
+                    data = &data[n..];
+                    offset += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn read_vec(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0; len];
+        let mut done = 0;
+        while done < len {
+            match file.seek_read(&mut buf[done..], offset + done as u64) {
+                Ok(0) => return Err(short_read(offset, len, done)),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(buf)
+    }
+
+    pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
+        let meta = std::fs::metadata(dir)?;
+        if meta.is_dir() {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", dir.display()),
+            ))
+        }
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
+compile_error!("lithify-vfs's OsFs supports Unix (Linux, macOS, the BSDs) and Windows");
