@@ -29,6 +29,12 @@ fn table_bytes_on_disk(fs: &dyn FileSystem) -> u64 {
         .sum()
 }
 
+/// The database's `LOG`.
+fn info_log(fs: &dyn FileSystem) -> String {
+    String::from_utf8(lithify_vfs::read_file(fs, &Path::new("/db").join(INFO_LOG_FILE)).unwrap())
+        .unwrap()
+}
+
 fn live_bytes(db: &Db) -> u64 {
     db.live_files().iter().map(|f| f.size).sum()
 }
@@ -75,10 +81,7 @@ fn what_holds_obsolete_files_is_said_in_the_log() {
     assert_eq!(table_bytes_on_disk(&*fs), live_bytes(&db));
 
     db.close().unwrap();
-    let log = String::from_utf8(
-        lithify_vfs::read_file(&*fs, &Path::new("/db").join(INFO_LOG_FILE)).unwrap(),
-    )
-    .unwrap();
+    let log = info_log(&*fs);
     assert!(
         log.contains("obsolete SST file(s)") && log.contains("an iterator"),
         "{log}"
@@ -128,10 +131,7 @@ fn an_obsolete_table_that_cannot_be_deleted_is_said_and_removed_at_the_next_open
     assert!(table_bytes_on_disk(&*fs) > live_bytes(&db));
     db.close().unwrap();
     faults.clear_rules();
-    let log = String::from_utf8(
-        lithify_vfs::read_file(&*fs, &Path::new("/db").join(INFO_LOG_FILE)).unwrap(),
-    )
-    .unwrap();
+    let log = info_log(&*fs);
     assert!(
         log.contains("cannot delete obsolete file") && log.contains(".sst"),
         "{log}"
