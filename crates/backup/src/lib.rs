@@ -423,6 +423,12 @@ impl BackupEngine {
             .fail();
         }
         let existed = self.fs.exists(dest);
+        // The directories this restore creates: `dest` and its missing
+        // parents, innermost first.
+        let created: Vec<&Path> = dest
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !self.fs.exists(d))
+            .collect();
         if existed && !self.fs.list_dir(dest).is_ok_and(|e| e.is_empty()) {
             return InvalidArgumentSnafu {
                 message: format!("restore target {} exists and is not empty", dest.display()),
@@ -436,9 +442,11 @@ impl BackupEngine {
             for p in &written {
                 let _ = self.fs.remove_file(p);
             }
-            if !existed {
-                let _ = self.fs.remove_dir(dest);
-                let _ = self.fs.sync_dir(lithify_vfs::parent_dir(dest));
+            for dir in &created {
+                let _ = self.fs.remove_dir(dir);
+            }
+            if let Some(top) = created.last() {
+                let _ = self.fs.sync_dir(lithify_vfs::parent_dir(top));
             }
         }
         result?;

@@ -158,6 +158,14 @@ fn damage_in_a_backup_is_named_by_verify_and_refused_by_restore() {
         !fs.exists(Path::new("/restored")),
         "a refused restore leaves nothing behind"
     );
+    // Nor the parents it had to create.
+    backups
+        .restore(Some(info.id), "/new/parents/restored")
+        .unwrap_err();
+    assert!(
+        !fs.exists(Path::new("/new")),
+        "a refused restore left parents"
+    );
     // An empty directory given as the target stays, empty.
     fs.create_dir_all(Path::new("/empty")).unwrap();
     backups.restore(Some(info.id), "/empty").unwrap_err();

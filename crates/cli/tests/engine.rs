@@ -15,7 +15,8 @@ use serde_json::Value;
 
 fn lithify_with(args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lithify"));
-    cmd.args(args);
+    // The events a test reads are the CLI's defaults, whatever the caller's.
+    cmd.args(args).env_remove("RUST_LOG");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -101,6 +101,13 @@ pub struct LogCleanerManager {
     clock: Arc<dyn Clock>,
     registry: Mutex<Registry>,
     board: StateBoard,
+    /// Held by a selection from reading the checkpoints to marking its
+    /// choice in progress, and by the end of a round from advancing its
+    /// checkpoint to clearing its state (Kafka's `LogCleanerManager.lock`):
+    /// a selection never sees a round's log free with its old checkpoint,
+    /// which would clean the same dirty section twice. Taken before
+    /// `registry` and the board.
+    selection: Mutex<()>,
 }
 
 impl LogCleanerManager {
@@ -112,6 +119,7 @@ impl LogCleanerManager {
             clock,
             registry: Mutex::new(Registry::default()),
             board: StateBoard::new(),
+            selection: Mutex::new(()),
         }
     }
 
@@ -299,6 +307,7 @@ impl LogCleanerManager {
     /// Chooses the dirtiest eligible log, marks it in progress and returns
     /// it, skipping the partitions in `exclude`.
     pub fn grab_filthiest_log(&self, exclude: &HashSet<TopicPartition>) -> Grab {
+        let _selection = self.selection.lock();
         let now = self.clock.now_ms();
         let (checkpoints, mut problems) = self.all_cleaner_checkpoints();
         let candidates: Vec<(TopicPartition, SharedLog, PathBuf)> = {
@@ -401,6 +410,7 @@ impl LogCleanerManager {
         if let Some(entry) = clean_section {
             self.registry.lock().horizons.insert(tp.clone(), entry);
         }
+        let _selection = self.selection.lock();
         if self.board.done(tp)? {
             self.update_checkpoint(&data_dir, Some((tp, end_offset)), None)?;
             return Ok(true);

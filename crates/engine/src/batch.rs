@@ -181,46 +181,6 @@ impl WriteBatch {
         );
     }
 
-    /// Sets `key` to `value` in `table`.
-    pub fn put_cf(&mut self, table: &crate::Table, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        self.add(table.id(), ValueKind::Put, key.as_ref(), value.as_ref());
-    }
-
-    /// Deletes `key` in `table`.
-    pub fn delete_cf(&mut self, table: &crate::Table, key: impl AsRef<[u8]>) {
-        self.add(table.id(), ValueKind::Delete, key.as_ref(), &[]);
-    }
-
-    /// Adds a merge operand to `key` in `table`.
-    pub fn merge_cf(
-        &mut self,
-        table: &crate::Table,
-        key: impl AsRef<[u8]>,
-        operand: impl AsRef<[u8]>,
-    ) {
-        self.add(table.id(), ValueKind::Merge, key.as_ref(), operand.as_ref());
-    }
-
-    /// Single-deletes `key` in `table` (see [`single_delete`](Self::single_delete)).
-    pub fn single_delete_cf(&mut self, table: &crate::Table, key: impl AsRef<[u8]>) {
-        self.add(table.id(), ValueKind::SingleDelete, key.as_ref(), &[]);
-    }
-
-    /// Deletes every key of `table` in `[start, end)` (a range marker).
-    pub fn delete_range_cf(
-        &mut self,
-        table: &crate::Table,
-        start: impl AsRef<[u8]>,
-        end: impl AsRef<[u8]>,
-    ) {
-        self.add(
-            table.id(),
-            ValueKind::RangeDelete,
-            start.as_ref(),
-            end.as_ref(),
-        );
-    }
-
     /// Adds a record for `table` (the default table is 0).
     pub(crate) fn add(&mut self, table: TableId, kind: ValueKind, key: &[u8], value: &[u8]) {
         if key.len() > MAX_ENTRY_PART_LEN || value.len() > MAX_ENTRY_PART_LEN {

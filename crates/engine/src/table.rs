@@ -8,6 +8,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc as StdArc, Weak};
 
 use bytes::Bytes;
+use lithify_base::ValueKind;
 use lithify_base::sync::Arc;
 use lithify_compaction::{CompactRangeOptions, CompactionStatsTable};
 use lithify_compaction_strategy::CompactionStrategy;
@@ -93,6 +94,45 @@ pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Bytes> {
     let mut s = prefix[..=i].to_vec();
     s[i] += 1;
     Some(Bytes::from(s))
+}
+
+/// A batch's records addressed to a table (RocksDB's `_cf` calls); the
+/// batch format and the default table's calls are in `batch.rs`.
+impl WriteBatch {
+    /// Sets `key` to `value` in `table`.
+    pub fn put_cf(&mut self, table: &Table, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.add(table.id(), ValueKind::Put, key.as_ref(), value.as_ref());
+    }
+
+    /// Deletes `key` in `table`.
+    pub fn delete_cf(&mut self, table: &Table, key: impl AsRef<[u8]>) {
+        self.add(table.id(), ValueKind::Delete, key.as_ref(), &[]);
+    }
+
+    /// Adds a merge operand to `key` in `table`.
+    pub fn merge_cf(&mut self, table: &Table, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        self.add(table.id(), ValueKind::Merge, key.as_ref(), operand.as_ref());
+    }
+
+    /// Single-deletes `key` in `table` (see [`single_delete`](Self::single_delete)).
+    pub fn single_delete_cf(&mut self, table: &Table, key: impl AsRef<[u8]>) {
+        self.add(table.id(), ValueKind::SingleDelete, key.as_ref(), &[]);
+    }
+
+    /// Deletes every key of `table` in `[start, end)` (a range marker).
+    pub fn delete_range_cf(
+        &mut self,
+        table: &Table,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) {
+        self.add(
+            table.id(),
+            ValueKind::RangeDelete,
+            start.as_ref(),
+            end.as_ref(),
+        );
+    }
 }
 
 impl Table {

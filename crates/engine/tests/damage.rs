@@ -706,19 +706,17 @@ fn an_output_aimed_at_a_database_file_is_refused_and_changes_nothing() {
         let (model, dir) = build(&place, Image::Closed, "out");
         let db = Db::open(&dir, place.options()).unwrap();
         let before = snapshot(&*place.fs, &dir);
-        let mut targets: Vec<PathBuf> = [Kind::Wal, Kind::Manifest, Kind::Current, Kind::Table]
-            .into_iter()
-            .map(|kind| dir.join(file_of(&place.fs, &dir, kind)))
-            .collect();
-        targets.push(dir.join("copy"));
-        for target in targets {
+        // Each live file is taken (refused as existing); a new name in
+        // the directory or below any of its files is inside the database.
+        let mut targets = vec![(dir.join("copy"), "inside the database")];
+        for kind in [Kind::Wal, Kind::Manifest, Kind::Current, Kind::Table] {
+            let file = dir.join(file_of(&place.fs, &dir, kind));
+            targets.push((file.join("copy"), "inside the database"));
+            targets.push((file, "already exists"));
+        }
+        for (target, why) in targets {
             let err = db.create_checkpoint(&target).unwrap_err().to_string();
-            // An existing file is refused as taken; a new name as inside
-            // the database.
-            assert!(
-                err.contains("inside the database") || err.contains("already exists"),
-                "{target:?}: {err}"
-            );
+            assert!(err.contains(why), "{target:?}: {err}");
             assert_eq!(snapshot(&*place.fs, &dir), before, "{target:?}");
         }
         let pairs = try_scan(&db).unwrap();

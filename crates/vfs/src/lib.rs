@@ -230,8 +230,8 @@ pub trait RandomAccessFile: Send + Sync + fmt::Debug {
     }
 
     /// Reads exactly `len` bytes at `offset` into a new vector, or fails
-    /// with `UnexpectedEof`. [`OsFs`] reads straight into the fresh
-    /// allocation, without zeroing it first.
+    /// with `UnexpectedEof`. [`OsFs`] on Unix reads straight into the
+    /// fresh allocation, without zeroing it first.
     fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         let mut buf = vec![0; len];
         self.read_exact_at(offset, &mut buf)?;
@@ -362,16 +362,24 @@ pub fn create_dir_durable(fs: &dyn FileSystem, dir: &Path) -> io::Result<()> {
 
 /// Replaces the contents of `path` with `data` so that a crash at any moment
 /// leaves either the old or the new contents: write `<path>.tmp`, fsync it,
-/// rename it over `path`, fsync the directory.
+/// rename it over `path`, fsync the directory. A failure before the rename
+/// removes `<path>.tmp` again (a crash may leave it).
 pub fn write_file_atomic(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let mut file = fs.create(&tmp)?;
-    file.append(data)?;
-    file.sync_all()?;
-    drop(file);
-    fs.rename(&tmp, path)?;
+    let written = file
+        .append(data)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            drop(file);
+            fs.rename(&tmp, path)
+        });
+    if let Err(e) = written {
+        let _ = fs.remove_file(&tmp);
+        return Err(e);
+    }
     fs.sync_dir(parent_dir(path))
 }
 

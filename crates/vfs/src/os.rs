@@ -84,7 +84,7 @@ impl RandomAccessFile for OsReadable {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let mut done = 0;
         while done < buf.len() {
-            match platform::read_at(&self.file, &mut buf[done..], offset + done as u64) {
+            match platform::read_at(&self.file, &mut buf[done..], position(offset, done)?) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -101,6 +101,16 @@ impl RandomAccessFile for OsReadable {
     fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         platform::read_vec(&self.file, offset, len)
     }
+}
+
+/// `offset + done`, or an error for a position past the largest one.
+fn position(offset: u64, done: usize) -> io::Result<u64> {
+    offset.checked_add(done as u64).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("offset {offset} + {done} is past the largest file offset"),
+        )
+    })
 }
 
 struct OsLock {
@@ -314,6 +324,7 @@ mod platform {
     use std::os::windows::fs::FileExt;
     use std::path::Path;
 
+    use super::position;
     use crate::short_read;
 
     pub(super) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -331,7 +342,7 @@ mod platform {
                 }
                 Ok(n) => {
                     data = &data[n..];
-                    offset += n as u64;
+                    offset = position(offset, n)?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -344,7 +355,7 @@ mod platform {
         let mut buf = vec![0; len];
         let mut done = 0;
         while done < len {
-            match file.seek_read(&mut buf[done..], offset + done as u64) {
+            match file.seek_read(&mut buf[done..], position(offset, done)?) {
                 Ok(0) => return Err(short_read(offset, len, done)),
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -168,3 +168,20 @@ fn faults_then_crash_leave_only_durable_state() {
     mem.crash();
     assert_eq!(read_file(&mem, p("/log")).unwrap(), b"");
 }
+
+/// `write_file_atomic` that fails at its write, sync or rename leaves the
+/// old contents and no `.tmp` file behind.
+#[test]
+fn a_failed_atomic_write_leaves_the_old_file_and_no_temporary() {
+    for op in [OpKind::Write, OpKind::Sync, OpKind::Rename] {
+        let fs = FaultFs::new(MemFs::new());
+        fs.create_dir_all(p("/d")).unwrap();
+        lithify_vfs::write_file_atomic(&fs, p("/d/f"), b"old").unwrap();
+        fs.add_rule(FaultRule::fail_nth(op, 1));
+        let e = lithify_vfs::write_file_atomic(&fs, p("/d/f"), b"new").unwrap_err();
+        assert!(is_injected(&e), "{op:?}: {e}");
+        fs.clear_rules();
+        assert_eq!(read_file(&fs, p("/d/f")).unwrap(), b"old", "{op:?}");
+        assert_eq!(fs.list_dir(p("/d")).unwrap(), ["f"], "{op:?}");
+    }
+}

@@ -1,6 +1,7 @@
 //! Options translated for the crates below the engine: one place turns
 //! the database's [`Options`] (and a table's effective ones) into the SST,
-//! version-set, picker, strategy, job and rate-limiter options.
+//! version-set, memtable, picker, strategy (`Adaptive`'s), job and
+//! rate-limiter options.
 
 use std::sync::Arc as StdArc;
 

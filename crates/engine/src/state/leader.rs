@@ -1,7 +1,7 @@
 //! What the write group's leader owns: the live WAL and the closed ones
 //! that may still need a sync or a record of their synced size, the last
 //! sequence number assigned, and the memtables writes go to. The leader
-//! mutex guards it (see `db_impl.rs` for the lock order).
+//! mutex guards it (see `state/mod.rs` for the lock order).
 
 use std::path::Path;
 use std::sync::Arc as StdArc;
