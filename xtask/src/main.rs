@@ -1,7 +1,7 @@
 //! Developer tasks for lithify, run as `cargo xtask <task>`.
 //!
 //! ```text
-//! cargo xtask ci                       fmt check, clippy, tests, the facade's API check, calibration check, fuzz smoke, loom, bench smoke
+//! cargo xtask ci                       fmt check, clippy, tests, the facade's API check, calibration check, fuzz smoke, loom, bench smoke, crash loops, cross subset
 //! cargo xtask api                      every type in the facade's signatures nameable from it, none exported twice
 //! cargo xtask fuzz <target> [--seconds N]
 //! cargo xtask fuzz --smoke             every target for a few seconds
@@ -17,6 +17,8 @@
 //! cargo xtask compare --workload randomtransaction [--txn optimistic,pessimistic] [--threads 1,4]
 //!                                      db_bench's randomtransaction on each transaction database
 //! cargo xtask calibrate [--check]     the cost model's calibration table from the compaction simulator
+//! cargo xtask cross [--target aarch64|windows] [--ci]
+//!                                      build for ARM Linux and Windows, library tests under qemu-user and wine
 //! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
 //!                                      SIGKILL loops of `lithify stress`, MemFs power-cut loop
 //! ```
@@ -30,13 +32,14 @@ use std::time::Instant;
 
 mod api;
 mod crash;
+mod cross;
 
 pub(crate) type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <ci|api|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash> [args]
+const USAGE: &str = "usage: cargo xtask <ci|api|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash|cross> [args]
 
   ci                            fmt check, clippy -D warnings, cargo test, api, calibrate --check, fuzz
-                                smoke, loom, bench smoke
+                                smoke, loom, bench smoke, crash loops, cross --ci
   api                           the facade builds with `db` alone and `log` alone; on its rustdoc
                                 pages (target/doc) every type in a public signature can be named from
                                 the facade, and no item is exported twice
@@ -77,7 +80,14 @@ const USAGE: &str = "usage: cargo xtask <ci|api|fuzz|loom|bench|kafka-compat|com
                                 checked), each run verifying what the killed one left; and a
                                 power-cut loop on MemFs of N crash points. Without counts: the CI
                                 loop (20 kills each, 10 transactional log kills, 10 bank kills, 300
-                                crash points). Release build unless --dev.";
+                                crash points). Release build unless --dev.
+  cross [--target aarch64|windows] [--ci]
+                                builds the workspace for aarch64-unknown-linux-gnu and
+                                x86_64-pc-windows-gnu and runs every library crate's tests under
+                                qemu-aarch64 and wine (needs Debian's gcc-aarch64-linux-gnu,
+                                qemu-user, gcc-mingw-w64-x86-64, wine, wine64); --ci: only the
+                                format crates (base, vfs, wal, memtable, sstable, offsetmap) and the
+                                engine's damage matrix";
 
 /// Seconds each target runs in `fuzz --smoke`.
 const FUZZ_SMOKE_SECONDS: u64 = 5;
@@ -94,6 +104,7 @@ fn main() -> ExitCode {
         Some("compare") => compare(&args[1..]),
         Some("lsm-screenshot") => lsm_screenshot(),
         Some("crash") => crash::crash(&args[1..]),
+        Some("cross") => cross::cross(&args[1..]),
         Some("calibrate") => calibrate(args.get(1).map(String::as_str) == Some("--check")),
         Some("-h" | "--help" | "help") => {
             eprintln!("{USAGE}");
@@ -245,6 +256,8 @@ fn ci() -> Result {
     bench(&["--smoke".to_string()])?;
     // The short crash loops, on the test build `cargo test` just made.
     crash::crash(&["--dev".to_string()])?;
+    // The format crates and the damage matrix on ARM and Windows.
+    cross::cross(&["--ci".to_string()])?;
     eprintln!("xtask: ci passed in {:.0}s", start.elapsed().as_secs_f64());
     Ok(())
 }
@@ -355,6 +368,45 @@ fn fuzz(args: &[String]) -> Result {
         run(&mut cmd)?;
     }
     Ok(())
+}
+
+/// The library crates: the facade and every workspace crate it depends
+/// on, found with `cargo tree`. The tools (CLI, bench, stress, simulator)
+/// and the test helpers are not among them.
+pub(crate) fn library_packages() -> Result<Vec<String>> {
+    let out = cargo()
+        .args([
+            "tree",
+            "-p",
+            "lithify",
+            "--all-features",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("could not run cargo tree: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo tree failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let mut packages = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        // Workspace crates are the ones with a path: "name v0.1.0 (/...)".
+        if line.contains(" (/")
+            && let Some(name) = line.split_whitespace().next()
+            && !packages.iter().any(|p| p == name)
+        {
+            packages.push(name.to_string());
+        }
+    }
+    Ok(packages)
 }
 
 // ---------------------------------------------------------------- loom ----

@@ -251,8 +251,12 @@ fn a_malformed_checkpoint_takes_its_data_directory_offline_and_is_kept() {
         .collect();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
-        problems[0].contains("/data/cleaner-offset-checkpoint")
-            && problems[0].contains("line 3")
+        problems[0].contains(
+            &Path::new("/data")
+                .join("cleaner-offset-checkpoint")
+                .display()
+                .to_string()
+        ) && problems[0].contains("line 3")
             && problems[0].contains("byte offset 4"),
         "{problems:?}"
     );

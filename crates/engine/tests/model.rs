@@ -495,11 +495,13 @@ fn every_level_is_reached() {
     assert_equal(&db, &model, "before the manual compaction");
     db.compact_range(None, None).unwrap();
     let stats = db.stats();
-    // Compactions wrote into every level below L0.
+    // Compactions wrote or moved data into every level below L0. (Which
+    // of the two depends on when background compactions ran: under Wine
+    // every compaction into L3 was a trivial move.)
     let written: Vec<usize> = stats.tables[0]
         .levels
         .iter()
-        .filter(|l| l.write_bytes > 0)
+        .filter(|l| l.write_bytes > 0 || l.moved_bytes > 0)
         .map(|l| l.level.unwrap())
         .collect();
     assert_eq!(written, [0, 1, 2, 3, 4], "\n{stats}");

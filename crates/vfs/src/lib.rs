@@ -72,6 +72,9 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
 
     /// Removes the file `path`. Durable once its directory is synced.
+    /// Handles already open keep reading it. On Windows the name stays
+    /// taken until the last of them is closed, so creating a file of that
+    /// name fails until then.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
 
     /// Makes `to` a second name of the existing file `from` (a hard link);
