@@ -3,6 +3,8 @@
 //! ```text
 //! cargo xtask ci                       fmt check, clippy, tests, the facade's API check, calibration check, fuzz smoke, loom, bench smoke, crash loops, cross subset
 //! cargo xtask api                      every type in the facade's signatures nameable from it, none exported twice
+//! cargo xtask docs                     every crate's docs, warnings denied; the facade's as docs.rs builds them
+//! cargo xtask msrv                     the libraries and the CLI checked with the declared rust-version
 //! cargo xtask fuzz <target> [--seconds N]
 //! cargo xtask fuzz --smoke             every target for a few seconds
 //! cargo xtask fuzz --all [--seconds N] every target for N seconds each
@@ -36,13 +38,19 @@ mod cross;
 
 pub(crate) type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <ci|api|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash|cross> [args]
+const USAGE: &str = "usage: cargo xtask <ci|api|docs|msrv|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash|cross> [args]
 
-  ci                            fmt check, clippy -D warnings, cargo test, api, calibrate --check, fuzz
-                                smoke, loom, bench smoke, crash loops, cross --ci
+  ci                            fmt check, clippy -D warnings, cargo test, api, docs, msrv,
+                                calibrate --check, kafka-compat, fuzz smoke, loom, bench smoke, crash
+                                loops, cross --ci
   api                           the facade builds with `db` alone and `log` alone; on its rustdoc
                                 pages (target/doc) every type in a public signature can be named from
                                 the facade, and no item is exported twice
+  docs                          `cargo doc --no-deps --workspace` with warnings denied, and the
+                                facade's docs as docs.rs builds them (all features, each item
+                                marked with the feature it needs)
+  msrv                          installs the toolchain of the workspace's rust-version and checks
+                                the libraries and the binaries with it (target/msrv)
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
   fuzz --smoke                  run every target for a few seconds
   fuzz --all [--seconds N]      run every target for N seconds each
@@ -105,6 +113,8 @@ fn main() -> ExitCode {
         Some("lsm-screenshot") => lsm_screenshot(),
         Some("crash") => crash::crash(&args[1..]),
         Some("cross") => cross::cross(&args[1..]),
+        Some("docs") => docs(),
+        Some("msrv") => msrv(),
         Some("calibrate") => calibrate(args.get(1).map(String::as_str) == Some("--check")),
         Some("-h" | "--help" | "help") => {
             eprintln!("{USAGE}");
@@ -119,6 +129,51 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cargo xtask docs`: every crate's docs with warnings denied (a broken
+/// or private link, a bad code block), then the facade's as docs.rs
+/// builds them: all features, `--cfg docsrs` for `doc_cfg` (nightly-only,
+/// so through `RUSTC_BOOTSTRAP` on a stable toolchain).
+fn docs() -> Result {
+    run(cargo()
+        .args(["doc", "-q", "--no-deps", "--workspace"])
+        .env("RUSTDOCFLAGS", "-D warnings"))?;
+    run(cargo()
+        .args(["doc", "-q", "--no-deps", "-p", "lithify", "--all-features"])
+        .arg("--target-dir")
+        .arg(root().join("target/docsrs"))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTDOCFLAGS", "--cfg docsrs -D warnings"))
+}
+
+/// The workspace's `rust-version`, from its manifest.
+fn rust_version() -> Result<String> {
+    let manifest = fs::read_to_string(root().join("Cargo.toml")).map_err(|e| e.to_string())?;
+    manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .map(str::to_owned)
+        .ok_or_else(|| "no rust-version in the workspace manifest".to_owned())
+}
+
+/// `cargo xtask msrv`: the libraries and the binaries built with the
+/// oldest Rust the manifests promise. (Tests and benchmarks may use newer
+/// dev-dependencies; they are not part of the promise.)
+fn msrv() -> Result {
+    let version = rust_version()?;
+    run(Command::new("rustup").args(["toolchain", "install", &version, "--profile", "minimal"]))?;
+    run(Command::new("rustup")
+        .args(["run", &version, "cargo", "check", "-q", "--workspace"])
+        .args([
+            "--exclude",
+            "lithify-benches",
+            "--lib",
+            "--bins",
+            "--target-dir",
+        ])
+        .arg(root().join("target/msrv")))
 }
 
 /// Where the cost model's calibration table lives.
@@ -247,6 +302,8 @@ fn ci() -> Result {
     // The README's test command.
     run(cargo().args(["test"]))?;
     api::api()?;
+    docs()?;
+    msrv()?;
     // The whole calibration grid, not only the small one `cargo test`
     // checks, must still be what the simulator gives.
     calibrate(true)?;

@@ -105,6 +105,8 @@
 //! # fn main() {}
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 use snafu::Snafu;
 
 mod output;
