@@ -16,6 +16,9 @@ pub struct Config {
     /// WAL records compressed: each engine's own way (lithify LZ4 per
     /// record, RocksDB `wal_compression` zstd as one stream per WAL).
     pub wal_compression: bool,
+    /// lithify's `release_memory_after_jobs` (on unless `run` is given
+    /// `--no-release-memory`, which measures the library's default).
+    pub release_memory: bool,
 }
 
 const MEMTABLE: usize = 64 << 20;
@@ -87,6 +90,10 @@ fn lithify_db(dir: &Path, config: Config) -> Result<lithify::Db> {
         block_cache_size: CACHE,
         bloom_bits_per_key: 10.0,
         max_background_jobs: 2,
+        // Off by default in the library (it trims the whole process's
+        // heap); on here, as `lithify bench` has it, and said under the
+        // table. RocksDB and fjall have no such setting.
+        release_memory_after_jobs: config.release_memory,
         compression: if config.zstd {
             lithify::Compression::Zstd { level: 3 }
         } else {

@@ -34,7 +34,7 @@ fn main() {
         _ => Err(format!(
             "usage: lithify-compare run --engine {{{}}} --workload {{{}}} --dir D \
              [--num N] [--keys K] [--threads T] [--value-size V] [--sync] [--zstd] \
-             [--wal-compression] \
+             [--wal-compression] [--no-release-memory] \
              [--txn {}]\n       \
              lithify-compare table [--size small|full] [--engines lithify,rocksdb,fjall] \
              [--workload W] [--txn {}] [--threads T,T] [--num N] [--keys K] \
@@ -95,6 +95,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let config = Config {
         zstd: a.flag("--zstd"),
         wal_compression: a.flag("--wal-compression"),
+        release_memory: !a.flag("--no-release-memory"),
     };
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

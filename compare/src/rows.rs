@@ -591,4 +591,8 @@ fn print_table(engines: &[String], lines: &[Vec<String>]) {
         "\nRatios are lithify's number over the other engine's: above 1 is better for \
          throughput, below 1 is better for write amplification, bytes and memory."
     );
+    println!(
+        "lithify runs with `release_memory_after_jobs` on (malloc_trim after background \
+         jobs; the library's default is off), as `lithify bench` does."
+    );
 }

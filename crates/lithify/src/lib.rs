@@ -523,6 +523,12 @@ impl Error {
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+/// The workspace README's first-screen example, likewise. (Only in
+/// doctests: the file is outside this crate's package.)
+#[cfg(all(doctest, feature = "db"))]
+#[doc = include_str!("../../../README.md")]
+pub struct WorkspaceReadmeDoctests;
+
 #[cfg(all(test, feature = "db", feature = "log"))]
 mod tests {
     use std::path::Path;

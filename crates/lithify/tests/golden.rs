@@ -1,16 +1,22 @@
 //! Golden data directories: a database, a database whose live WAL is
 //! LZ4-compressed, a Kafka log directory with transactions and a backup
-//! directory, each written once by the code of December 2026 (before file
-//! identity, WAL format version 3 and the other changes of the "Contain
-//! every failure" issue) and committed under `testdata/golden/`. Every
-//! later build must open them and read back exactly what was written:
-//! these tests are the promise that a format change never strands an
-//! existing database, log or backup.
+//! directory, committed under `testdata/golden/<generation>/`. Each
+//! generation was written once, by the code of its time:
+//!
+//! * `2026-12-a`: before file identity and WAL format version 3 (the
+//!   "Contain every failure" issue);
+//! * `2026-12-b`: after it (owned logs, writer identity in every table).
+//!
+//! Every later build must open every generation and read back exactly what
+//! was written: these tests are the promise that a format change never
+//! strands an existing database, log or backup (`docs/FORMATS.md`,
+//! "Compatibility").
 //!
 //! The directories are never rewritten. `write_golden` (ignored; run with
 //! `LITHIFY_WRITE_GOLDEN=<dir> cargo test -p lithify --test golden --
-//! --ignored`) shows how they were made and writes them into a new `<dir>`,
-//! for a future format's goldens; it refuses a directory that exists.
+//! --ignored`) shows how they were made and writes them into a new `<dir>`:
+//! a change to a format adds a generation that way, and a line to
+//! [`GENERATIONS`]. It refuses a directory that exists.
 //!
 //! Each check copies the committed directory into a temporary one first: an
 //! open replays and flushes WALs, a backup engine takes its `LOCK`.
@@ -37,6 +43,19 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/golden")
 }
 
+/// The golden generations, oldest first (`docs/FORMATS.md`, "Compatibility",
+/// says what each one's formats are). A format change adds one; none is
+/// ever removed.
+const GENERATIONS: [&str; 2] = ["2026-12-a", "2026-12-b"];
+
+/// Runs `check` on every generation, saying which one failed.
+fn each_generation(check: fn(&str)) {
+    for generation in GENERATIONS {
+        println!("golden generation {generation}");
+        check(generation);
+    }
+}
+
 /// Copies the directory tree `from` into `to`.
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -51,11 +70,11 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// A fresh copy of one golden directory.
-fn copy_of(name: &str) -> (tempfile::TempDir, PathBuf) {
+/// A fresh copy of one golden directory of one generation.
+fn copy_of(generation: &str, name: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let to = tmp.path().join(name);
-    copy_tree(&golden_dir().join(name), &to);
+    copy_tree(&golden_dir().join(generation).join(name), &to);
     (tmp, to)
 }
 
@@ -280,7 +299,11 @@ fn assert_db_holds(db: &Db, phase: u32) {
 
 #[test]
 fn golden_database_opens_with_every_value() {
-    let (_tmp, dir) = copy_of("db");
+    each_generation(golden_database_opens_with_every_value_in);
+}
+
+fn golden_database_opens_with_every_value_in(generation: &str) {
+    let (_tmp, dir) = copy_of(generation, "db");
     // Read-only first: it reads the WAL without flushing it.
     let db = Db::open_read_only(&dir, db_options()).unwrap();
     assert_db_holds(&db, 4);
@@ -301,6 +324,38 @@ fn golden_database_opens_with_every_value() {
     assert_eq!(db.get("k40").unwrap().as_deref(), Some(&b"new"[..]));
     db.delete("k40").unwrap();
     assert_db_holds(&db, 4);
+}
+
+/// The log format version in the header of a WAL or MANIFEST: the 4
+/// bytes after the 8-byte magic.
+fn log_format_version(path: &Path) -> u32 {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..8], b"LTHFYLOG", "{}", path.display());
+    u32::from_le_bytes(bytes[8..12].try_into().unwrap())
+}
+
+/// Each generation holds the formats `docs/FORMATS.md` says it does, so
+/// the tests above read what they claim to.
+#[test]
+fn each_generation_holds_its_log_formats() {
+    let versions = |generation: &str, name: &str, file: &str| {
+        log_format_version(&golden_dir().join(generation).join(name).join(file))
+    };
+    assert_eq!(versions("2026-12-a", "db", "MANIFEST-000001"), 1);
+    assert_eq!(versions("2026-12-a", "db", "000013.log"), 1);
+    assert_eq!(versions("2026-12-a", "db-lz4-wal", "000002.log"), 2);
+    let newest = golden_dir().join("2026-12-b");
+    for name in ["db", "db-lz4-wal"] {
+        let mut logs = 0;
+        for entry in std::fs::read_dir(newest.join(name)).unwrap() {
+            let file = entry.unwrap().file_name().into_string().unwrap();
+            if file.ends_with(".log") || file.starts_with("MANIFEST-") {
+                assert_eq!(versions("2026-12-b", name, &file), 3, "{name}/{file}");
+                logs += 1;
+            }
+        }
+        assert!(logs >= 2, "{name}: a WAL and a MANIFEST");
+    }
 }
 
 // ----- the database with an LZ4 WAL -----
@@ -333,7 +388,11 @@ fn lz4_expected() -> Kv {
 
 #[test]
 fn golden_lz4_wal_replays_every_value() {
-    let (_tmp, dir) = copy_of("db-lz4-wal");
+    each_generation(golden_lz4_wal_replays_every_value_in);
+}
+
+fn golden_lz4_wal_replays_every_value_in(generation: &str) {
+    let (_tmp, dir) = copy_of(generation, "db-lz4-wal");
     // Whichever WAL compression the reader is set to.
     for options in [
         lz4_options(),
@@ -358,7 +417,11 @@ fn golden_lz4_wal_replays_every_value() {
 
 #[test]
 fn golden_backups_restore_every_value() {
-    let (tmp, dir) = copy_of("backups");
+    each_generation(golden_backups_restore_every_value_in);
+}
+
+fn golden_backups_restore_every_value_in(generation: &str) {
+    let (tmp, dir) = copy_of(generation, "backups");
     let engine = BackupEngine::open_os(&dir).unwrap();
     let list = engine.list().unwrap();
     assert_eq!(list.iter().map(|b| b.id).collect::<Vec<_>>(), [1, 2]);
@@ -473,7 +536,11 @@ fn latest_committed(log: &Log) -> (BTreeMap<String, Option<String>>, Vec<i64>) {
 
 #[test]
 fn golden_kafka_logs_open_and_read_committed() {
-    let (_tmp, dir) = copy_of("kafka");
+    each_generation(golden_kafka_logs_open_and_read_committed_in);
+}
+
+fn golden_kafka_logs_open_and_read_committed_in(generation: &str) {
+    let (_tmp, dir) = copy_of(generation, "kafka");
     for (partition, compression, log_end) in [
         (PARTITION, "uncompressed", 24),
         (COMPRESSED_PARTITION, "lz4", 24),
@@ -498,7 +565,11 @@ fn golden_kafka_logs_open_and_read_committed() {
 /// every latest value.
 #[test]
 fn golden_kafka_logs_clean() {
-    let (_tmp, dir) = copy_of("kafka");
+    each_generation(golden_kafka_logs_clean_in);
+}
+
+fn golden_kafka_logs_clean_in(generation: &str) {
+    let (_tmp, dir) = copy_of(generation, "kafka");
     let clock = Arc::new(ManualClock::at_ms(10_000_000));
     let cleaner = LogCleaner::new(CleanerConfig::default(), Arc::new(OsFs), clock);
     let mut logs = Vec::new();

@@ -143,8 +143,9 @@ pub(crate) struct EngineArgs {
     /// Buffer WAL records until 64 KiB, a sync or close (default false).
     #[arg(long, alias = "manual_wal_flush")]
     pub manual_wal_flush: Option<bool>,
-    /// Give the allocator's free memory back to the kernel after each
-    /// flush and compaction (default true).
+    /// Give the allocator's free memory back to the kernel after
+    /// flushes and compactions (`malloc_trim`; default true here, false in
+    /// the library, where it would reach into the host's heap).
     #[arg(long, alias = "release_memory_after_jobs")]
     pub release_memory_after_jobs: Option<bool>,
     /// WAL records stored as they are (none) or each LZ4-compressed when
@@ -230,7 +231,12 @@ impl EngineArgs {
 
     /// The engine options: the defaults with every given flag applied.
     pub(crate) fn to_options(&self) -> Result<Options> {
-        self.apply_to(Options::default())
+        // A benchmark process is all database: it trims the heap (the
+        // library leaves that to the application).
+        self.apply_to(Options {
+            release_memory_after_jobs: true,
+            ..Options::default()
+        })
     }
 
     /// `base` with every given flag applied (a command with defaults of

@@ -84,9 +84,11 @@ pub struct Options {
     /// Hand the allocator's free memory back to the kernel after
     /// background jobs (once they wrote 32 MiB since the last time) and
     /// after each manual compaction (`malloc_trim(0)` under glibc; nothing
-    /// elsewhere). Default true: glibc otherwise keeps what a background
-    /// job freed in that thread's arena, which held peak RSS a third over
-    /// the block cache and table metadata on a 10M-key database.
+    /// elsewhere). Default **false**: the call works on the whole
+    /// process's heap, not only the database's, so an application opts
+    /// in. Under glibc it pays off: without it, what a background job
+    /// freed stays in that thread's arena (the engine README has the peak
+    /// RSS both ways). `lithify bench` turns it on.
     pub release_memory_after_jobs: bool,
     /// Bytes per second writes are slowed to while a slowdown trigger holds
     /// (default 16 MiB/s).
@@ -351,7 +353,7 @@ impl Default for Options {
             wal_recovery_mode: RecoveryMode::PointInTimeRecovery,
             manual_wal_flush: false,
             wal_compression: WalCompression::None,
-            release_memory_after_jobs: true,
+            release_memory_after_jobs: false,
             delayed_write_rate: 16 << 20,
             max_manifest_file_size: 1 << 30,
             block_cache: None,
