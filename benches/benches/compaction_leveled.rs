@@ -164,10 +164,7 @@ fn compaction_job(c: &mut Criterion) {
                 &PickContext::new(&running),
                 &[l1_number],
                 2,
-                &CompactFilesOptions {
-                    output_file_size_limit: 512 << 10,
-                    ..CompactFilesOptions::default()
-                },
+                &CompactFilesOptions::default().output_file_size_limit(512 << 10),
             )
             .unwrap();
         compaction.max_subcompactions = subcompactions;
@@ -274,10 +271,9 @@ fn simulator(c: &mut Criterion) {
     let mut striped = config.clone();
     striped.workload = Some(WorkloadKind::WriteMostly);
     striped.key_space = 250_000;
-    striped.strategy = Some(CompactionStrategy::TwoTier(TwoTierOptions {
-        target_file_size: 4 << 20,
-        ..TwoTierOptions::write_mostly()
-    }));
+    striped.strategy = Some(CompactionStrategy::TwoTier(
+        TwoTierOptions::write_mostly().target_file_size(4 << 20),
+    ));
     g.bench_function("write_mostly_1M_two_tier_striped", |b| {
         b.iter(|| black_box(simulate(&striped).unwrap().write_amplification_vs_user()))
     });

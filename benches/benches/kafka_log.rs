@@ -102,9 +102,10 @@ fn log_append_and_recover(c: &mut Criterion) {
         ("segment.index.bytes", "65536"),
     ])
     .unwrap();
-    let options = || OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(0)),
+    let options = || {
+        OpenOptions::default()
+            .recovery_point(None)
+            .clock(Arc::new(ManualClock::at_ms(0)))
     };
     let mut g = c.benchmark_group("logclean_log");
     let batch_size = build(Compression::None, &records).size_in_bytes() as u64;

@@ -44,10 +44,9 @@ fn config() -> LogConfig {
 }
 
 fn options() -> OpenOptions {
-    OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(NOW)),
-    }
+    OpenOptions::default()
+        .recovery_point(None)
+        .clock(Arc::new(ManualClock::at_ms(NOW)))
 }
 
 /// The reference log, durable on a `MemFs`; its bytes.

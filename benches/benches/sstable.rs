@@ -42,11 +42,9 @@ fn value(i: u64, out: &mut Vec<u8>) {
 }
 
 fn options(compression: Compression) -> SstOptions {
-    SstOptions {
-        compression,
-        creation_time: Some(0),
-        ..SstOptions::default()
-    }
+    SstOptions::default()
+        .compression(compression)
+        .creation_time(Some(0))
 }
 
 fn build(fs: &MemFs, path: &str, opts: &SstOptions) -> u64 {

@@ -19,10 +19,7 @@ const KEYS: u64 = 200_000;
 
 fn fresh_db() -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        write_buffer_size: 4 << 20,
-        ..Options::default()
-    };
+    let options = Options::default().write_buffer_size(4 << 20);
     let db = Db::open(dir.path(), options).unwrap();
     (dir, db)
 }

@@ -84,28 +84,26 @@ struct Lithify(lithify::Db);
 /// The lithify database every lithify adapter opens.
 fn lithify_db(dir: &Path, config: Config) -> Result<lithify::Db> {
     use std::sync::Arc;
-    let options = lithify::Options {
-        write_buffer_size: MEMTABLE,
-        block_cache: Some(Arc::new(lithify::BlockCache::new(CACHE))),
-        block_cache_size: CACHE,
-        bloom_bits_per_key: 10.0,
-        max_background_jobs: 2,
+    let options = lithify::Options::default()
+        .write_buffer_size(MEMTABLE)
+        .block_cache(Some(Arc::new(lithify::BlockCache::new(CACHE))))
+        .block_cache_size(CACHE)
+        .bloom_bits_per_key(10.0)
+        .max_background_jobs(2)
         // Off by default in the library (it trims the whole process's
         // heap); on here, as `lithify bench` has it, and said under the
         // table. RocksDB and fjall have no such setting.
-        release_memory_after_jobs: config.release_memory,
-        compression: if config.zstd {
+        .release_memory_after_jobs(config.release_memory)
+        .compression(if config.zstd {
             lithify::Compression::Zstd { level: 3 }
         } else {
             lithify::Compression::None
-        },
-        wal_compression: if config.wal_compression {
+        })
+        .wal_compression(if config.wal_compression {
             lithify::WalCompression::Lz4
         } else {
             lithify::WalCompression::None
-        },
-        ..lithify::Options::default()
-    };
+        });
     lithify::Db::open(dir, options).map_err(text)
 }
 
@@ -118,10 +116,8 @@ impl Lithify {
 impl Kv for Lithify {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
         if sync {
-            let o = lithify::WriteOptions {
-                sync: true,
-                ..lithify::WriteOptions::default()
-            };
+            let o = lithify::WriteOptions::default()
+                .sync(true);
             self.0.put_opt(key, value, &o).map_err(text)
         } else {
             self.0.put(key, value).map_err(text)
@@ -148,10 +144,8 @@ impl Kv for Lithify {
 
     fn compact_all(&self) -> Result<()> {
         self.0.flush().map_err(text)?;
-        let o = lithify::CompactRangeOptions {
-            bottommost_level_compaction: lithify::BottommostLevelCompaction::Force,
-            ..lithify::CompactRangeOptions::default()
-        };
+        let o = lithify::CompactRangeOptions::default()
+            .bottommost_level_compaction(lithify::BottommostLevelCompaction::Force);
         self.0
             .compact_range_opt(None::<&[u8]>, None::<&[u8]>, &o)
             .map_err(text)
@@ -448,11 +442,9 @@ impl TxnKv for LithifyTxn {
             LithifyTxn::Optimistic(db) => db.transaction(),
             LithifyTxn::Pessimistic(db) => db.transaction_opt(
                 &lithify::WriteOptions::default(),
-                &lithify::txn::TransactionOptions {
-                    deadlock_detect: true,
-                    lock_timeout: Some(LOCK_TIMEOUT),
-                    ..lithify::txn::TransactionOptions::default()
-                },
+                &lithify::txn::TransactionOptions::default()
+                    .deadlock_detect(true)
+                    .lock_timeout(Some(LOCK_TIMEOUT)),
             ),
         };
         for key in keys {

@@ -48,10 +48,9 @@ fuzz_target!(|data: &[u8]| {
         ("delete.retention.ms", "10"),
     ])
     .unwrap();
-    let options = || OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(0)),
-    };
+    let options = || OpenOptions::default()
+        .recovery_point(None)
+        .clock(Arc::new(ManualClock::at_ms(0)));
     let Ok(log) = Log::open_with(Arc::new(fs.clone()), dir, config.clone(), options()) else {
         return;
     };

@@ -41,34 +41,26 @@ impl Input<'_> {
 }
 
 fn strategies() -> Vec<CompactionStrategy> {
-    let leveled = LeveledOptions {
-        max_bytes_for_level_base: 256,
-        max_bytes_for_level_multiplier: 2.0,
-        target_file_size_base: 64,
-        level0_file_num_compaction_trigger: 2,
-        ttl: 0,
-        ..LeveledOptions::default()
-    };
+    let leveled = LeveledOptions::default()
+        .max_bytes_for_level_base(256)
+        .max_bytes_for_level_multiplier(2.0)
+        .target_file_size_base(64)
+        .level0_file_num_compaction_trigger(2)
+        .ttl(0);
     let tt = |minor, stripes, ratio| {
-        CompactionStrategy::TwoTier(TwoTierOptions {
-            minor,
-            stripes,
-            major_ratio: ratio,
-            target_file_size: 64,
-            max_l0_tables: 6,
-            ..TwoTierOptions::default()
-        })
+        CompactionStrategy::TwoTier(TwoTierOptions::default()
+            .minor(minor)
+            .stripes(stripes)
+            .major_ratio(ratio)
+            .target_file_size(64)
+            .max_l0_tables(6))
     };
     vec![
         CompactionStrategy::Leveled(leveled.clone()),
-        CompactionStrategy::Leveled(LeveledOptions {
-            level_compaction_dynamic_level_bytes: false,
-            ..leveled
-        }),
-        CompactionStrategy::MajorOnly(MajorOnlyOptions {
-            target_file_size: 64,
-            ..MajorOnlyOptions::default()
-        }),
+        CompactionStrategy::Leveled(leveled
+            .level_compaction_dynamic_level_bytes(false)),
+        CompactionStrategy::MajorOnly(MajorOnlyOptions::default()
+            .target_file_size(64)),
         tt(MinorPolicy::None, 1, 1.0),
         tt(
             MinorPolicy::SizeTiered {

@@ -33,13 +33,11 @@ fuzz_target!(|data: &[u8]| {
         _ => RecoveryMode::SkipAnyCorruptedRecords,
     };
     let fs = Arc::new(MemFs::new());
-    let options = || Options {
-        fs: fs.clone(),
-        wal_recovery_mode: mode,
-        max_background_jobs: 1,
-        write_buffer_size: 64 << 10,
-        ..Options::default()
-    };
+    let options = || Options::default()
+        .fs(fs.clone())
+        .wal_recovery_mode(mode)
+        .max_background_jobs(1)
+        .write_buffer_size(64 << 10);
     let Ok(db) = Db::open("/db", options()) else {
         return;
     };

@@ -31,10 +31,9 @@ fuzz_target!(|data: &[u8]| {
     )
     .unwrap();
     write_file_atomic(&fs, &dir.join("00000000000000000007.log"), log).unwrap();
-    let options = OpenOptions {
-        recovery_point: Some(0),
-        clock: Arc::new(ManualClock::at_ms(0)),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(Some(0))
+        .clock(Arc::new(ManualClock::at_ms(0)));
     let config = LogConfig::from_properties([
         ("index.interval.bytes", "64"),
         ("segment.index.bytes", "4096"),

@@ -80,16 +80,15 @@ fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
     let mem = Arc::new(MemTable::with_options(
         InternalKeyComparator::bytewise(),
-        &MemTableOptions {
-            arena_block_size: 1024,
+        &MemTableOptions::default()
+            .arena_block_size(1024)
             // Inputs with an odd first byte run with a whole-key filter:
             // it must never change an answer.
-            whole_key_filter_bits: if data.first().is_some_and(|b| b & 1 == 1) {
+            .whole_key_filter_bits(if data.first().is_some_and(|b| b & 1 == 1) {
                 4096
             } else {
                 0
-            },
-        },
+            }),
     ));
     let mut points = Points::new();
     let mut ranges: Vec<(Vec<u8>, Vec<u8>, SeqNo)> = Vec::new();

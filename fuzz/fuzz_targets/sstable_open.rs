@@ -38,10 +38,8 @@ fuzz_target!(|data: &[u8]| {
     let Some((&flags, file)) = data.split_first() else {
         return;
     };
-    let opts = SstOptions {
-        verify_checksums: flags & 1 == 1,
-        ..SstOptions::default()
-    };
+    let opts = SstOptions::default()
+        .verify_checksums(flags & 1 == 1);
     let cache = (flags & 2 == 2).then(|| Arc::new(BlockCache::with_shard_bits(1 << 20, 1)));
     let size = file.len() as u64;
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(file.to_vec()));

@@ -106,14 +106,12 @@ fn structured(input: &[u8]) -> Vec<u8> {
     };
     let fs = MemFs::new();
     let path = std::path::Path::new("/log");
-    let options = WriterOptions {
-        compression: if count & 0x80 != 0 {
+    let options = WriterOptions::default()
+        .compression(if count & 0x80 != 0 {
             RecordCompression::Lz4
         } else {
             RecordCompression::None
-        },
-        ..WriterOptions::default()
-    };
+        });
     let mut w = Writer::with_options(fs.create(path).unwrap(), path, 1, options).unwrap();
     for i in 0..(count % 9) {
         let Some((size, rest)) = input.split_first_chunk::<2>() else {

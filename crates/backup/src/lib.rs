@@ -793,3 +793,10 @@ fn info_of(m: &Meta) -> BackupInfo {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+// The thread-safety the documentation promises, checked at compile time.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<BackupEngine>();
+    send_and_sync::<Error>();
+};

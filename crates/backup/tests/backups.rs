@@ -14,15 +14,13 @@ use lithify_vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 32 << 10,
-        target_file_size_base: 16 << 10,
-        max_bytes_for_level_base: 64 << 10,
-        level0_file_num_compaction_trigger: 2,
-        block_size: 1024,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(32 << 10)
+        .target_file_size_base(16 << 10)
+        .max_bytes_for_level_base(64 << 10)
+        .level0_file_num_compaction_trigger(2)
+        .block_size(1024)
 }
 
 fn contents(db: &Db) -> Model {
@@ -77,9 +75,7 @@ fn each_backup_restores_the_database_as_it_was() {
     let (info, _) = backups
         .create_backup_opt(
             &db,
-            &lithify_engine::CheckpointOptions {
-                log_size_for_flush: u64::MAX,
-            },
+            &lithify_engine::CheckpointOptions::default().log_size_for_flush(u64::MAX),
         )
         .unwrap();
     states.push((info.id, model.clone()));
@@ -113,10 +109,7 @@ fn each_backup_restores_the_database_as_it_was() {
 #[test]
 fn unchanged_tables_are_shared_not_copied() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let opts = Options {
-        disable_auto_compactions: true,
-        ..options(fs.clone())
-    };
+    let opts = options(fs.clone()).disable_auto_compactions(true);
     let db = Db::open("/db", opts).unwrap();
     let backups = BackupEngine::open(fs.clone(), "/backups").unwrap();
     let mut model = Model::new();
@@ -259,11 +252,9 @@ fn one_damaged_backup_leaves_the_others_usable() {
 #[test]
 fn a_damaged_table_is_not_backed_up() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let opts = Options {
-        disable_auto_compactions: true,
-        paranoid_checks: false,
-        ..options(fs.clone())
-    };
+    let opts = options(fs.clone())
+        .disable_auto_compactions(true)
+        .paranoid_checks(false);
     let db = Db::open("/db", opts.clone()).unwrap();
     let mut model = Model::new();
     write(&db, &mut model, 0..2_000, 0);

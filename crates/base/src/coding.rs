@@ -36,6 +36,7 @@ pub const MAX_VARINT64_LEN: usize = 10;
 /// Why bytes could not be decoded. `at` is the position in the decoded
 /// buffer where the offending value starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The input ended inside a value.
     Truncated {

@@ -25,6 +25,7 @@ use snafu::{Location, Snafu};
 
 /// What kind of failure an error is, whatever crate raised it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The operating system or device failed an I/O operation.
     Io,

@@ -41,6 +41,10 @@ pub const KIND_FOR_SEEK: u8 = 0xff;
 /// must never change; they are RocksDB's (`kTypeDeletion` 0x0, `kTypeValue`
 /// 0x1, `kTypeMerge` 0x2, `kTypeSingleDeletion` 0x7, `kTypeRangeDeletion`
 /// 0xF).
+///
+/// Exhaustive on purpose: a new kind is a format change (`docs/FORMATS.md`,
+/// "Compatibility") that every reader of entries must handle, so adding one
+/// is meant to stop the build of every `match` until it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum ValueKind {

@@ -42,6 +42,7 @@ pub mod iter;
 pub mod key;
 pub mod keyspan;
 pub mod merge;
+pub mod options;
 pub mod rand;
 pub mod sync;
 

@@ -301,10 +301,9 @@ pub fn run(
     };
     for p in 0..b.partitions {
         let log_dir = b.dir.join(format!("bench-{p}"));
-        let options = OpenOptions {
-            recovery_point: None,
-            clock: Arc::new(ManualClock::at_ms(NOW)),
-        };
+        let options = OpenOptions::default()
+            .recovery_point(None)
+            .clock(Arc::new(ManualClock::at_ms(NOW)));
         let mut log =
             Log::open_with(fs.clone(), &log_dir, log_config.clone(), options).context(LogSnafu)?;
         let mut rng = SplitMix64::new(b.seed.wrapping_add(u64::from(p)));

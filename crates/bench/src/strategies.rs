@@ -99,14 +99,8 @@ pub fn strategy_named(name: &str, target_file_size: u64) -> Result<CompactionStr
         }
         .fail();
     };
-    let major_only = |o: MajorOnlyOptions| MajorOnlyOptions {
-        target_file_size,
-        ..o
-    };
-    let two_tier = |o: TwoTierOptions| TwoTierOptions {
-        target_file_size,
-        ..o
-    };
+    let major_only = |o: MajorOnlyOptions| o.target_file_size(target_file_size);
+    let two_tier = |o: TwoTierOptions| o.target_file_size(target_file_size);
     Ok(match strategy {
         CompactionStrategy::MajorOnly(o) => CompactionStrategy::MajorOnly(major_only(o)),
         CompactionStrategy::TwoTier(o) => CompactionStrategy::TwoTier(two_tier(o)),
@@ -602,11 +596,9 @@ mod tests {
             compression_ratio: 0.5,
             seed: 1,
         };
-        let options = Options {
-            write_buffer_size: 32 << 10,
-            compaction_strategy: strategy_named("two-tier:write-only", 32 << 10).unwrap(),
-            ..Options::default()
-        };
+        let options = Options::default()
+            .write_buffer_size(32 << 10)
+            .compaction_strategy(strategy_named("two-tier:write-only", 32 << 10).unwrap());
         let r = run_workload(
             dir.path(),
             options,
@@ -651,11 +643,9 @@ mod tests {
         if let CompactionStrategy::Adaptive(a) = &mut strategy {
             a.min_window_ops = 2_000;
         }
-        let options = Options {
-            write_buffer_size: 32 << 10,
-            compaction_strategy: strategy,
-            ..Options::default()
-        };
+        let options = Options::default()
+            .write_buffer_size(32 << 10)
+            .compaction_strategy(strategy);
         run_workload(dir.path(), options, name, workload, &small_changing()).unwrap()
     }
 
@@ -722,10 +712,7 @@ mod tests {
         let window = lithify::OffpeakWindow::parse(&o.daily_offpeak_time_utc).unwrap();
         assert!(window.contains(secs) && !window.contains(secs - 60));
         // A window the user names is kept.
-        let mut named = Options {
-            daily_offpeak_time_utc: "01:00-02:00".to_owned(),
-            ..Options::default()
-        };
+        let mut named = Options::default().daily_offpeak_time_utc("01:00-02:00".to_owned());
         SimulatedDay::install(WorkloadKind::Diurnal, 4_000, &mut named).unwrap();
         assert_eq!(named.daily_offpeak_time_utc, "01:00-02:00");
 

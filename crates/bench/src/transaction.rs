@@ -137,12 +137,10 @@ impl TxnDb<'_> {
             }
             TxnDb::Pessimistic(db) => db.transaction_opt(
                 &s.write_options,
-                &TransactionOptions {
-                    set_snapshot: false,
-                    lock_timeout: Some(s.transaction_lock_timeout),
-                    deadlock_detect: true,
-                    ..TransactionOptions::default()
-                },
+                &TransactionOptions::default()
+                    .set_snapshot(false)
+                    .lock_timeout(Some(s.transaction_lock_timeout))
+                    .deadlock_detect(true),
             ),
         }
     }
@@ -262,11 +260,9 @@ fn verify(db: &Db, s: &Settings) -> Result<u128> {
         let prefix = set_prefix(set);
         let mut upper = prefix;
         upper[PREFIX_LEN - 1] += 1;
-        let options = ReadOptions {
-            lower_bound: Some(Bytes::copy_from_slice(&prefix)),
-            upper_bound: Some(Bytes::copy_from_slice(&upper)),
-            ..ReadOptions::at(&snapshot)
-        };
+        let options = ReadOptions::at(&snapshot)
+            .lower_bound(Some(Bytes::copy_from_slice(&prefix)))
+            .upper_bound(Some(Bytes::copy_from_slice(&upper)));
         let mut sum: u128 = 0;
         for item in db.iter_opt(&options) {
             let (k, v) = item.context(DbSnafu)?;

@@ -616,10 +616,7 @@ fn bulk_load(db: &Db, s: &Settings) -> Result<Outcome> {
             }
             files.push(w.finish().context(DbSnafu)?.path);
         }
-        let options = lithify::IngestOptions {
-            move_files: true,
-            ..lithify::IngestOptions::default()
-        };
+        let options = lithify::IngestOptions::default().move_files(true);
         db.ingest_external_file(&files, &options).context(DbSnafu)?;
         tally.done(0, 0);
         Ok(())

@@ -476,14 +476,7 @@ fn a_directory_without_a_database_or_with_a_damaged_current_is_refused_by_name()
 
 /// A database with two flushed tables and writes left in the WAL.
 fn make_database(dir: &Path) {
-    let db = Db::open(
-        dir,
-        Options {
-            disable_auto_compactions: true,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let db = Db::open(dir, Options::default().disable_auto_compactions(true)).unwrap();
     for i in 0..500u32 {
         db.put(format!("key{i:04}"), format!("value-{i}")).unwrap();
     }
@@ -557,10 +550,7 @@ fn dump_sst_prints_properties_blocks_entries_and_verifies_checksums() {
 
     // A table of plain keys built with the sstable crate, zstd-compressed.
     let plain = tmp.path().join("plain.sst");
-    let opts = SstOptions {
-        compression: Compression::zstd(),
-        ..SstOptions::default()
-    };
+    let opts = SstOptions::default().compression(Compression::zstd());
     let mut b = SstBuilder::new(OsFs.create(&plain).unwrap(), &plain, &opts).unwrap();
     for i in 0..2000u32 {
         b.add(format!("k{i:05}").as_bytes(), &[b'a' + (i % 3) as u8; 64])

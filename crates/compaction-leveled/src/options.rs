@@ -21,6 +21,7 @@ pub const DEFAULT_TTL_SECONDS: u64 = 30 * 24 * 60 * 60;
 /// assert!(opts.level_compaction_dynamic_level_bytes);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LeveledOptions {
     /// Number of levels, L0 included (default 7; at least 2). The
     /// `VersionSet` is created with it; pickers use the version's own
@@ -70,6 +71,27 @@ pub struct LeveledOptions {
     /// output files early at grandparent boundaries.
     pub level_compaction_dynamic_file_size: bool,
 }
+
+lithify_base::options_builder!(LeveledOptions {
+    num_levels: usize,
+    level0_file_num_compaction_trigger: usize,
+    max_bytes_for_level_base: u64,
+    max_bytes_for_level_multiplier: f64,
+    max_bytes_for_level_multiplier_additional: Vec<f64>,
+    level_compaction_dynamic_level_bytes: bool,
+    target_file_size_base: u64,
+    target_file_size_multiplier: u64,
+    max_compaction_bytes: u64,
+    compaction_pri: CompactionPri,
+    ttl: u64,
+    periodic_compaction_seconds: u64,
+    max_subcompactions: usize,
+    disable_auto_compactions: bool,
+    compression: Compression,
+    compression_per_level: Vec<Compression>,
+    bottommost_compression: Option<Compression>,
+    level_compaction_dynamic_file_size: bool,
+});
 
 impl Default for LeveledOptions {
     fn default() -> Self {
@@ -143,7 +165,7 @@ impl LeveledOptions {
 
     /// The effective `max_compaction_bytes` (25 x `target_file_size_base`
     /// when unset).
-    pub fn max_compaction_bytes(&self) -> u64 {
+    pub fn effective_max_compaction_bytes(&self) -> u64 {
         if self.max_compaction_bytes == 0 {
             self.target_file_size_base.saturating_mul(25)
         } else {
@@ -193,44 +215,38 @@ mod tests {
 
     #[test]
     fn sanitize_corrects_like_rocksdb() {
-        let opts = LeveledOptions {
-            num_levels: 1,
-            level0_file_num_compaction_trigger: 0,
-            max_bytes_for_level_multiplier: -3.0,
-            max_subcompactions: 0,
-            ..LeveledOptions::default()
-        }
-        .sanitize()
-        .unwrap();
+        let opts = LeveledOptions::default()
+            .num_levels(1)
+            .level0_file_num_compaction_trigger(0)
+            .max_bytes_for_level_multiplier(-3.0)
+            .max_subcompactions(0)
+            .sanitize()
+            .unwrap();
         assert_eq!(opts.num_levels, 2);
         assert_eq!(opts.level0_file_num_compaction_trigger, 1);
         assert_eq!(opts.max_bytes_for_level_multiplier, 1.0);
         assert_eq!(opts.max_subcompactions, 1);
-        let err = LeveledOptions {
-            target_file_size_base: 0,
-            ..LeveledOptions::default()
-        }
-        .sanitize()
-        .unwrap_err();
+        let err = LeveledOptions::default()
+            .target_file_size_base(0)
+            .sanitize()
+            .unwrap_err();
         assert!(err.to_string().contains("target_file_size_base"));
     }
 
     #[test]
     fn compression_per_level_index() {
         let z = Compression::zstd();
-        let opts = LeveledOptions {
-            compression_per_level: vec![Compression::None, Compression::None, z],
-            ..LeveledOptions::default()
-        };
+        let opts = LeveledOptions::default().compression_per_level(vec![
+            Compression::None,
+            Compression::None,
+            z,
+        ]);
         // base level 4: L0 -> idx 0, L4 -> idx 1, L5 -> idx 2, L6 -> clamped 2.
         assert_eq!(opts.compression_for_level(0, 4, 7), Compression::None);
         assert_eq!(opts.compression_for_level(4, 4, 7), Compression::None);
         assert_eq!(opts.compression_for_level(5, 4, 7), z);
         assert_eq!(opts.compression_for_level(6, 4, 7), z);
-        let bottom = LeveledOptions {
-            bottommost_compression: Some(z),
-            ..LeveledOptions::default()
-        };
+        let bottom = LeveledOptions::default().bottommost_compression(Some(z));
         assert_eq!(bottom.compression_for_level(6, 1, 7), z);
         assert_eq!(bottom.compression_for_level(5, 1, 7), Compression::None);
         for pri in [

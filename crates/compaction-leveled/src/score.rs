@@ -272,13 +272,11 @@ mod tests {
     #[test]
     fn rocksdb_tie_order() {
         // Static targets: L1 target 100, L2 target 1000.
-        let opts = LeveledOptions {
-            level_compaction_dynamic_level_bytes: false,
-            max_bytes_for_level_base: 100,
-            level0_file_num_compaction_trigger: 2,
-            num_levels: 4,
-            ..LeveledOptions::default()
-        };
+        let opts = LeveledOptions::default()
+            .level_compaction_dynamic_level_bytes(false)
+            .max_bytes_for_level_base(100)
+            .level0_file_num_compaction_trigger(2)
+            .num_levels(4);
         let s = scores(
             "
 L0:

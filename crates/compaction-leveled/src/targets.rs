@@ -22,13 +22,11 @@ use crate::options::LeveledOptions;
 /// ```
 /// use lithify_compaction_leveled::{LeveledOptions, LevelTargets};
 ///
-/// let opts = LeveledOptions {
-///     level_compaction_dynamic_level_bytes: false,
-///     max_bytes_for_level_base: 10,
-///     max_bytes_for_level_multiplier: 5.0,
-///     num_levels: 5,
-///     ..LeveledOptions::default()
-/// };
+/// let opts = LeveledOptions::default()
+///     .level_compaction_dynamic_level_bytes(false)
+///     .max_bytes_for_level_base(10)
+///     .max_bytes_for_level_multiplier(5.0)
+///     .num_levels(5);
 /// let t = LevelTargets::compute(&[0, 0, 0, 0, 0], &opts);
 /// assert_eq!(t.targets()[1..], [10, 50, 250, 1250]);
 /// assert_eq!(t.base_level(), 1);
@@ -36,7 +34,8 @@ use crate::options::LeveledOptions;
 /// // Dynamic: 276 GB in L6 with a 1 GB base: L5 = 27.6 GB, L4 = 2.76 GB,
 /// // and L3 (0.276 GB, raised to the 1 GB floor) is the base level.
 /// let gb = 1_000_000_000u64;
-/// let opts = LeveledOptions { max_bytes_for_level_base: gb, ..LeveledOptions::default() };
+/// let opts = LeveledOptions::default()
+///     .max_bytes_for_level_base(gb);
 /// let t = LevelTargets::compute(&[0, 0, 0, 0, 0, 0, 276 * gb], &opts);
 /// assert_eq!(t.base_level(), 3);
 /// assert_eq!(t.target(3), gb);
@@ -188,12 +187,10 @@ mod tests {
     use super::*;
 
     fn dynamic(base: u64, mult: f64, levels: usize) -> LeveledOptions {
-        LeveledOptions {
-            max_bytes_for_level_base: base,
-            max_bytes_for_level_multiplier: mult,
-            num_levels: levels,
-            ..LeveledOptions::default()
-        }
+        LeveledOptions::default()
+            .max_bytes_for_level_base(base)
+            .max_bytes_for_level_multiplier(mult)
+            .num_levels(levels)
     }
 
     #[test]
@@ -230,24 +227,17 @@ mod tests {
 
     #[test]
     fn file_sizes_grow_below_the_base_level() {
-        let opts = LeveledOptions {
-            target_file_size_base: 2,
-            target_file_size_multiplier: 3,
-            ..dynamic(256, 10.0, 7)
-        };
+        let opts = dynamic(256, 10.0, 7)
+            .target_file_size_base(2)
+            .target_file_size_multiplier(3);
         let t = LevelTargets::compute(&[0, 0, 0, 0, 0, 0, 1_000_000], &opts);
         assert_eq!(t.base_level(), 2);
         assert_eq!(
             (0..7).map(|l| t.target_file_size(l)).collect::<Vec<_>>(),
             [2, 2, 2, 6, 18, 54, 162]
         );
-        let stat = LevelTargets::compute(
-            &[0; 7],
-            &LeveledOptions {
-                level_compaction_dynamic_level_bytes: false,
-                ..opts
-            },
-        );
+        let stat =
+            LevelTargets::compute(&[0; 7], &opts.level_compaction_dynamic_level_bytes(false));
         assert_eq!(
             (0..7).map(|l| stat.target_file_size(l)).collect::<Vec<_>>(),
             [2, 2, 6, 18, 54, 162, 486]

@@ -38,11 +38,9 @@ type Points = Vec<(Vec<u8>, Vec<u8>)>;
 type Contents = (Points, Vec<String>);
 
 fn sst_options() -> SstOptions<InternalKeyComparator> {
-    SstOptions {
-        block_size: 512,
-        creation_time: Some(1000),
-        ..SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
-    }
+    SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
+        .block_size(512)
+        .creation_time(Some(1000))
 }
 
 /// A database directory: a fault-injecting file system over a `MemFs`, a
@@ -357,10 +355,7 @@ fn compact_files_l1(env: &Env, l1: u64, limit: u64) -> Compaction {
             &ctx,
             &[l1],
             2,
-            &CompactFilesOptions {
-                output_file_size_limit: limit,
-                ..CompactFilesOptions::default()
-            },
+            &CompactFilesOptions::default().output_file_size_limit(limit),
         )
         .unwrap()
 }
@@ -442,12 +437,12 @@ fn level0_env() -> (Env, SeqNo) {
 }
 
 fn pick_level0(env: &Env, subcompactions: usize) -> Compaction {
-    let picker = LeveledPicker::new(LeveledOptions {
-        level_compaction_dynamic_level_bytes: false,
-        target_file_size_base: 4 << 10,
-        max_subcompactions: subcompactions,
-        ..LeveledOptions::default()
-    })
+    let picker = LeveledPicker::new(
+        LeveledOptions::default()
+            .level_compaction_dynamic_level_bytes(false)
+            .target_file_size_base(4 << 10)
+            .max_subcompactions(subcompactions),
+    )
     .unwrap();
     let version = env.set.current(DEFAULT_TABLE).unwrap();
     let running = CompactionsInProgress::new();
@@ -628,10 +623,7 @@ fn trivial_move_is_metadata_only() {
             &PickContext::new(&running),
             &[number],
             3,
-            &CompactFilesOptions {
-                allow_trivial_move: true,
-                ..CompactFilesOptions::default()
-            },
+            &CompactFilesOptions::default().allow_trivial_move(true),
         )
         .unwrap();
     assert!(c.trivial_move);

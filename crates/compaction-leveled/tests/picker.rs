@@ -131,11 +131,9 @@ fn level_arg(s: &str) -> usize {
 type Running = (usize, usize, Vec<u64>, Option<(Vec<u8>, Vec<u8>)>);
 
 fn define(state: &mut State, case: &Case) -> String {
-    let mut opts = LeveledOptions {
+    let mut opts = LeveledOptions::default()
         // Picker tests use small sizes; keep the TTL off unless asked.
-        ttl: 0,
-        ..LeveledOptions::default()
-    };
+        .ttl(0);
     apply_options(&mut opts, &case.args()[1..]);
     state.opts = opts;
     state.running = CompactionsInProgress::new();
@@ -183,10 +181,7 @@ fn define(state: &mut State, case: &Case) -> String {
     let set = VersionSet::create(
         Arc::new(MemFs::new()),
         Path::new("/db"),
-        VersionSetOptions {
-            num_levels,
-            ..VersionSetOptions::default()
-        },
+        VersionSetOptions::default().num_levels(num_levels),
     )
     .expect("create version set");
     let mut edit = VersionEdit::new(DEFAULT_TABLE);
@@ -395,18 +390,16 @@ fn execute(state: &mut State, c: &Compaction) -> String {
 }
 
 fn manual(state: &mut State, case: &Case) -> String {
-    let options = CompactRangeOptions {
-        bottommost_level_compaction: match case.arg("bottommost") {
+    let options = CompactRangeOptions::default()
+        .bottommost_level_compaction(match case.arg("bottommost") {
             None | Some("filter") => BottommostLevelCompaction::IfHaveCompactionFilter,
             Some("skip") => BottommostLevelCompaction::Skip,
             Some("force") => BottommostLevelCompaction::Force,
             Some("optimized") => BottommostLevelCompaction::ForceOptimized,
             Some(other) => panic!("bottommost={other}"),
-        },
-        change_level: case.flag("change-level"),
-        target_level: case.arg("target").map(|t| t.parse().expect("target")),
-        ..CompactRangeOptions::default()
-    };
+        })
+        .change_level(case.flag("change-level"))
+        .target_level(case.arg("target").map(|t| t.parse().expect("target")));
     let next_file = state.set.as_ref().expect("define first").next_file_number();
     let mut plan = ManualCompaction::new(
         case.arg("begin").map(|b| b.as_bytes().to_vec()),
@@ -456,10 +449,7 @@ fn compact_files(state: &State, case: &Case) -> String {
     let output = level_arg(args[2]);
     let v = state.version();
     let ctx = ctx_for(state, case);
-    let opts = CompactFilesOptions {
-        allow_trivial_move: case.flag("allow-trivial-move"),
-        ..CompactFilesOptions::default()
-    };
+    let opts = CompactFilesOptions::default().allow_trivial_move(case.flag("allow-trivial-move"));
     match state
         .picker()
         .compact_files(&v, &ctx, &files, output, &opts)

@@ -37,6 +37,7 @@ use crate::error::{InvalidArgumentSnafu, Result};
 
 /// The cleaner's settings.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CleanerConfig {
     /// `log.cleaner.threads`.
     pub threads: usize,
@@ -57,6 +58,18 @@ pub struct CleanerConfig {
     /// `lithify.cleaner.digest`: the offset map's key digest.
     pub digest: DigestKind,
 }
+
+lithify_base::options_builder!(CleanerConfig {
+    threads: usize,
+    dedupe_buffer_size: u64,
+    dedupe_buffer_load_factor: LoadFactor,
+    io_buffer_size: usize,
+    max_io_bytes_per_second: f64,
+    backoff_ms: u64,
+    max_message_bytes: i32,
+    producer_id_expiration_ms: i64,
+    digest: DigestKind,
+});
 
 impl Default for CleanerConfig {
     fn default() -> Self {

@@ -161,10 +161,7 @@ mod tests {
         let log_err = lithify_kafka_log::Log::open(
             std::sync::Arc::new(lithify_vfs::MemFs::new()),
             Path::new("/d/t-0"),
-            lithify_kafka_log::LogConfig {
-                segment_bytes: 1,
-                ..Default::default()
-            },
+            lithify_kafka_log::LogConfig::default().segment_bytes(1),
         )
         .unwrap_err();
         let text = log_err.to_string();

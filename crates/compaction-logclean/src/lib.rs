@@ -84,3 +84,10 @@ pub use states::CleaningState;
 pub use stats::{CleanerStats, RoundReport};
 pub use throttler::Throttler;
 pub use to_clean::{CleaningReason, LogToClean};
+
+// The thread-safety the documentation promises, checked at compile time.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<LogCleaner>();
+    send_and_sync::<Error>();
+};

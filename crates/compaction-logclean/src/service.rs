@@ -45,6 +45,7 @@ const EVENT_CAPACITY: usize = 4096;
 
 /// What happened to one log in one round.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum CleanerEvent {
     /// A round finished and its checkpoint was written.
     Cleaned(Box<RoundReport>),

@@ -29,6 +29,7 @@ use lithify_kafka_log::TopicPartition;
 
 /// The cleaning state of a partition that has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CleaningState {
     /// A cleaner thread is cleaning it.
     InProgress,

@@ -123,6 +123,7 @@ pub(crate) fn max_compaction_delay(snap: &LogSnapshot, first_dirty: i64, now: i6
 
 /// Why a log was chosen for a round.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum CleaningReason {
     /// Its dirty ratio is above `min.cleanable.dirty.ratio`.
     DirtyRatio(f64),

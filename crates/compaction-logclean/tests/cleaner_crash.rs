@@ -52,10 +52,9 @@ fn config() -> LogConfig {
 }
 
 fn options() -> OpenOptions {
-    OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(NOW)),
-    }
+    OpenOptions::default()
+        .recovery_point(None)
+        .clock(Arc::new(ManualClock::at_ms(NOW)))
 }
 
 /// A durable log with several segments, duplicates and tombstones; with

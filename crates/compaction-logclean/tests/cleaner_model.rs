@@ -63,10 +63,9 @@ fn config(retention: u16) -> LogConfig {
 }
 
 fn open_log(mem: &MemFs, retention: u16, clock: &Arc<ManualClock>) -> Log {
-    let options = OpenOptions {
-        recovery_point: None,
-        clock: clock.clone(),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(None)
+        .clock(clock.clone());
     Log::open_with(
         Arc::new(mem.clone()),
         Path::new("/data/m-0"),

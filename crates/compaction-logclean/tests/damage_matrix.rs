@@ -128,10 +128,9 @@ fn config() -> LogConfig {
 }
 
 fn open(fs: &Arc<dyn FileSystem>, dir: &Path) -> lithify_kafka_log::Result<Log> {
-    let options = OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(TS)),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(None)
+        .clock(Arc::new(ManualClock::at_ms(TS)));
     Log::open_with(fs.clone(), dir, config(), options)
 }
 

@@ -72,10 +72,9 @@ fn write_in_place(fs: &dyn FileSystem, path: &Path, bytes: &[u8]) {
 }
 
 fn open(fs: &Arc<dyn FileSystem>, dir: &Path, config: &LogConfig) -> Result<Log, Error> {
-    let options = OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(1_000_000)),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(None)
+        .clock(Arc::new(ManualClock::at_ms(1_000_000)));
     Log::open_with(fs.clone(), dir, config.clone(), options)
 }
 

@@ -81,11 +81,9 @@ impl SimLsm {
         let set = VersionSet::create(
             Arc::new(MemFs::new()),
             Path::new("/sim"),
-            VersionSetOptions {
-                num_levels,
-                max_manifest_file_size: 16 << 20,
-                ..VersionSetOptions::default()
-            },
+            VersionSetOptions::default()
+                .num_levels(num_levels)
+                .max_manifest_file_size(16 << 20),
         )
         .context(VersionSnafu)?;
         Ok(SimLsm {

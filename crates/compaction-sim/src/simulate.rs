@@ -454,10 +454,9 @@ mod tests {
         );
         let d = run(
             WorkloadKind::Diurnal,
-            CompactionStrategy::Adaptive(AdaptiveOptions {
-                initial: Box::new(CompactionStrategy::MajorOnly(MajorOnlyOptions::default())),
-                ..AdaptiveOptions::default()
-            }),
+            CompactionStrategy::Adaptive(AdaptiveOptions::default().initial(Box::new(
+                CompactionStrategy::MajorOnly(MajorOnlyOptions::default()),
+            ))),
             200_000,
         );
         // Days of 50 000 operations in windows of 5 000, nights from
@@ -493,10 +492,9 @@ mod tests {
         let mut c = base(100_000);
         c.distribution = KeyDistribution::Sequential;
         c.key_space = 100_000;
-        c.strategy = Some(CompactionStrategy::MajorOnly(MajorOnlyOptions {
-            target_file_size: 256 << 10,
-            ..MajorOnlyOptions::default()
-        }));
+        c.strategy = Some(CompactionStrategy::MajorOnly(
+            MajorOnlyOptions::default().target_file_size(256 << 10),
+        ));
         let r = simulate(&c).unwrap();
         assert_eq!(r.stats.sum().bytes_read_output_level, 0, "{r}");
         let per_entry = r.size_model.file_size(100_000) as f64 / r.user_bytes as f64;
@@ -521,11 +519,11 @@ mod tests {
         );
         let striped = run(
             WorkloadKind::WriteOnly,
-            CompactionStrategy::TwoTier(TwoTierOptions {
-                minor: MinorPolicy::None,
-                stripes: 8,
-                ..TwoTierOptions::default()
-            }),
+            CompactionStrategy::TwoTier(
+                TwoTierOptions::default()
+                    .minor(MinorPolicy::None)
+                    .stripes(8),
+            ),
             300_000,
         );
         assert!(
@@ -590,10 +588,7 @@ mod tests {
         let c = choose_strategy(
             &rec.take_window(),
             &size,
-            &AdaptiveOptions {
-                min_window_ops: 1,
-                ..AdaptiveOptions::default()
-            },
+            &AdaptiveOptions::default().min_window_ops(1),
         )
         .unwrap();
         assert_eq!(

@@ -552,6 +552,7 @@ pub fn reshape_bytes(
 
 /// What `Adaptive` minimises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Objective {
     /// CPU per operation ([`CpuCosts`]): the default.
     #[default]
@@ -711,10 +712,8 @@ mod tests {
     #[test]
     fn major_only_rewrites_what_random_keys_touch_and_appends_increasing_ones() {
         let size = TableSize::new(64 << 20, 1 << 20, 128);
-        let major = CompactionStrategy::MajorOnly(MajorOnlyOptions {
-            target_file_size: 1 << 20,
-            ..MajorOnlyOptions::default()
-        });
+        let major =
+            CompactionStrategy::MajorOnly(MajorOnlyOptions::default().target_file_size(1 << 20));
         let random = predict(&major, &random_writes(1.0), &size);
         // 8192 random keys over 64 files touch every file: 1 + 64.
         assert!((random.write_amp - 65.0).abs() < 1e-6, "{random}");
@@ -731,10 +730,7 @@ mod tests {
 
     #[test]
     fn leveled_counts_its_levels() {
-        let o = LeveledOptions {
-            max_bytes_for_level_base: 256 << 20,
-            ..LeveledOptions::default()
-        };
+        let o = LeveledOptions::default().max_bytes_for_level_base(256 << 20);
         // 10 GiB: Lbase 102.4 MiB, two levels below it (3 in all).
         let size = TableSize::new(10 << 30, 64 << 20, 128);
         let p = predict(&CompactionStrategy::Leveled(o), &random_writes(1.0), &size);

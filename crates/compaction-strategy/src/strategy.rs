@@ -22,6 +22,9 @@ use lithify_compaction_tiered::{MajorOnlyPicker, TwoTierPicker};
 /// assert_eq!(s.picker().unwrap().name(), "two-tier");
 /// assert_eq!(CompactionStrategy::parse("major-only").unwrap().to_string(), "major-only");
 /// ```
+///
+/// Exhaustive on purpose: the engine builds and translates each strategy,
+/// so a new one must stop its build until it does.
 #[derive(Debug, Clone, PartialEq)]
 // `Adaptive` carries its templates and goal: a strategy is configured once
 // per table, so its size does not matter.

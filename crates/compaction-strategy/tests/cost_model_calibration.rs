@@ -3,7 +3,6 @@
 //! `cargo xtask calibrate`; `lithify-compaction-sim`'s tests check that
 //! its lines are still what the simulator gives).
 
-use lithify_compaction_leveled::LeveledOptions;
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_strategy::cost_model::{
     CpuCosts, Limits, Mix, Objective, Prediction, TOLERANCE, TableSize, predict, rank,
@@ -39,11 +38,10 @@ fn rows() -> Vec<Row> {
             let num = |name: &str| get(name).parse::<f64>().unwrap();
             let file_size = num("file_size") as u64;
             let strategy = match CompactionStrategy::parse(get("shape")).unwrap() {
-                CompactionStrategy::Leveled(o) => CompactionStrategy::Leveled(LeveledOptions {
-                    max_bytes_for_level_base: num("level_base") as u64,
-                    target_file_size_base: file_size,
-                    ..o
-                }),
+                CompactionStrategy::Leveled(o) => CompactionStrategy::Leveled(
+                    o.max_bytes_for_level_base(num("level_base") as u64)
+                        .target_file_size_base(file_size),
+                ),
                 CompactionStrategy::MajorOnly(mut o) => {
                     o.target_file_size = file_size;
                     CompactionStrategy::MajorOnly(o)

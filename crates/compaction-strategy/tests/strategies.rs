@@ -158,10 +158,7 @@ fn define(state: &mut State, case: &Case) -> String {
     let set = VersionSet::create(
         Arc::new(MemFs::new()),
         Path::new("/db"),
-        VersionSetOptions {
-            num_levels,
-            ..VersionSetOptions::default()
-        },
+        VersionSetOptions::default().num_levels(num_levels),
     )
     .expect("create version set");
     let mut edit = VersionEdit::new(DEFAULT_TABLE);
@@ -374,17 +371,15 @@ fn run(state: &mut State, case: &Case) -> String {
 }
 
 fn manual(state: &mut State, case: &Case) -> String {
-    let options = CompactRangeOptions {
-        bottommost_level_compaction: match case.arg("bottommost") {
+    let options = CompactRangeOptions::default()
+        .bottommost_level_compaction(match case.arg("bottommost") {
             None | Some("filter") => BottommostLevelCompaction::IfHaveCompactionFilter,
             Some("skip") => BottommostLevelCompaction::Skip,
             Some("force") => BottommostLevelCompaction::Force,
             Some("optimized") => BottommostLevelCompaction::ForceOptimized,
             Some(other) => panic!("bottommost={other}"),
-        },
-        change_level: case.flag("change-level"),
-        ..CompactRangeOptions::default()
-    };
+        })
+        .change_level(case.flag("change-level"));
     let mut plan = ManualCompaction::new(
         case.arg("begin").map(|b| b.as_bytes().to_vec()),
         case.arg("end").map(|e| e.as_bytes().to_vec()),

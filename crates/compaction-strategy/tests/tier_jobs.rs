@@ -34,11 +34,9 @@ use proptest::prelude::*;
 const DIR: &str = "/db";
 
 fn sst_options() -> SstOptions<InternalKeyComparator> {
-    SstOptions {
-        block_size: 256,
-        creation_time: Some(1000),
-        ..SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
-    }
+    SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
+        .block_size(256)
+        .creation_time(Some(1000))
 }
 
 fn path(number: u64) -> PathBuf {
@@ -406,35 +404,25 @@ fn check(lsm: &mut Lsm, model: &BTreeMap<Vec<u8>, Vec<u8>>, upto: u32, label: &s
 }
 
 fn strategies() -> Vec<CompactionStrategy> {
-    let small_leveled = LeveledOptions {
-        max_bytes_for_level_base: 16 << 10,
-        target_file_size_base: 4 << 10,
-        level0_file_num_compaction_trigger: 2,
-        ttl: 0,
-        ..LeveledOptions::default()
-    };
-    let two_tier = |o: TwoTierOptions| {
-        CompactionStrategy::TwoTier(TwoTierOptions {
-            target_file_size: 4 << 10,
-            ..o
-        })
-    };
+    let small_leveled = LeveledOptions::default()
+        .max_bytes_for_level_base(16 << 10)
+        .target_file_size_base(4 << 10)
+        .level0_file_num_compaction_trigger(2)
+        .ttl(0);
+    let two_tier = |o: TwoTierOptions| CompactionStrategy::TwoTier(o.target_file_size(4 << 10));
     vec![
         CompactionStrategy::Leveled(small_leveled),
-        CompactionStrategy::MajorOnly(MajorOnlyOptions {
-            target_file_size: 4 << 10,
-            ..MajorOnlyOptions::default()
-        }),
+        CompactionStrategy::MajorOnly(MajorOnlyOptions::default().target_file_size(4 << 10)),
         two_tier(TwoTierOptions::write_only()),
         two_tier(TwoTierOptions::write_mostly()),
         two_tier(TwoTierOptions::read_mostly_few_updates()),
         two_tier(TwoTierOptions::read_mostly_many_updates()),
-        two_tier(TwoTierOptions {
-            stripes: 4,
-            minor: MinorPolicy::MergeWithPrevious,
-            major_ratio: 0.5,
-            ..TwoTierOptions::default()
-        }),
+        two_tier(
+            TwoTierOptions::default()
+                .stripes(4)
+                .minor(MinorPolicy::MergeWithPrevious)
+                .major_ratio(0.5),
+        ),
     ]
 }
 
@@ -456,12 +444,10 @@ fn every_strategy_keeps_reads_right() {
 
 #[test]
 fn append_only_major_only_never_rewrites_the_major_level() {
-    let picker = CompactionStrategy::MajorOnly(MajorOnlyOptions {
-        target_file_size: 2 << 10,
-        ..MajorOnlyOptions::default()
-    })
-    .picker()
-    .unwrap();
+    let picker =
+        CompactionStrategy::MajorOnly(MajorOnlyOptions::default().target_file_size(2 << 10))
+            .picker()
+            .unwrap();
     let mut lsm = Lsm::new();
     let mut model = BTreeMap::new();
     let mut rng = 3;
@@ -480,12 +466,10 @@ fn append_only_major_only_never_rewrites_the_major_level() {
 
 #[test]
 fn incremental_major_reuses_files_without_new_keys() {
-    let picker = CompactionStrategy::MajorOnly(MajorOnlyOptions {
-        target_file_size: 1 << 10,
-        ..MajorOnlyOptions::default()
-    })
-    .picker()
-    .unwrap();
+    let picker =
+        CompactionStrategy::MajorOnly(MajorOnlyOptions::default().target_file_size(1 << 10))
+            .picker()
+            .unwrap();
     let mut lsm = Lsm::new();
     let mut model = BTreeMap::new();
     let mut rng = 5;
@@ -546,12 +530,10 @@ fn incremental_major_reuses_files_without_new_keys() {
 
 #[test]
 fn a_range_tombstone_touches_the_files_it_covers() {
-    let picker = CompactionStrategy::MajorOnly(MajorOnlyOptions {
-        target_file_size: 1 << 10,
-        ..MajorOnlyOptions::default()
-    })
-    .picker()
-    .unwrap();
+    let picker =
+        CompactionStrategy::MajorOnly(MajorOnlyOptions::default().target_file_size(1 << 10))
+            .picker()
+            .unwrap();
     let mut lsm = Lsm::new();
     let mut model = BTreeMap::new();
     let mut rng = 9;
@@ -663,12 +645,10 @@ fn tombstones_past_a_reused_file_get_their_own_output() {
 
 #[test]
 fn a_fault_in_a_flush_plan_leaves_no_output_and_no_edit() {
-    let picker = CompactionStrategy::MajorOnly(MajorOnlyOptions {
-        target_file_size: 1 << 10,
-        ..MajorOnlyOptions::default()
-    })
-    .picker()
-    .unwrap();
+    let picker =
+        CompactionStrategy::MajorOnly(MajorOnlyOptions::default().target_file_size(1 << 10))
+            .picker()
+            .unwrap();
     let mut failed = 0;
     for n in 1..40 {
         for kind in [OpKind::Write, OpKind::Sync] {
@@ -763,12 +743,10 @@ impl WriteRateLimiter for CountingLimiter {
 
 #[test]
 fn a_rate_limited_job_charges_every_byte_it_writes() {
-    let picker = CompactionStrategy::TwoTier(TwoTierOptions {
-        target_file_size: 2 << 10,
-        ..TwoTierOptions::write_only()
-    })
-    .picker()
-    .unwrap();
+    let picker =
+        CompactionStrategy::TwoTier(TwoTierOptions::write_only().target_file_size(2 << 10))
+            .picker()
+            .unwrap();
     let mut lsm = Lsm::new();
     let mut model = BTreeMap::new();
     let mut rng = 17;
@@ -781,10 +759,7 @@ fn a_rate_limited_job_charges_every_byte_it_writes() {
         .expect("a major");
     assert!(!c.trivial_move);
     let limiter = Arc::new(CountingLimiter::default());
-    let opts = JobOptions {
-        rate_limiter: Some(limiter.clone()),
-        ..JobOptions::default()
-    };
+    let opts = JobOptions::default().rate_limiter(Some(limiter.clone()));
     let result = run_compaction(
         &c,
         &lsm.opener(),

@@ -24,6 +24,7 @@ use lithify_compaction::{Error, Result};
 /// assert_eq!(opts.target_file_size, 64 << 20);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MajorOnlyOptions {
     /// Size of the major level's files (default 64 MiB). Smaller files make
     /// incremental majors finer: a file is reused when no new key falls in
@@ -37,6 +38,13 @@ pub struct MajorOnlyOptions {
     /// work).
     pub disable_auto_compactions: bool,
 }
+
+lithify_base::options_builder!(MajorOnlyOptions {
+    target_file_size: u64,
+    max_subcompactions: usize,
+    compression: Compression,
+    disable_auto_compactions: bool,
+});
 
 impl Default for MajorOnlyOptions {
     fn default() -> Self {
@@ -66,6 +74,9 @@ impl MajorOnlyOptions {
 /// down between major compactions (its **minor compactions**). With
 /// stripes, every rule applies per stripe: to the L0 tables overlapping
 /// that key sub-range.
+///
+/// Exhaustive on purpose: the cost model (`lithify-compaction-strategy`)
+/// predicts each policy, so a new one must stop its build until it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MinorPolicy {
     /// One L0 table per flush; nothing merges them before the major
@@ -147,6 +158,7 @@ impl MinorPolicy {
 /// assert!(matches!(TwoTierOptions::read_mostly_many_updates().minor, MinorPolicy::HotRange { .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TwoTierOptions {
     /// A major compaction of a stripe starts when its L0 bytes reach this
     /// multiple of its major-level bytes (default 1.0, where the
@@ -173,6 +185,17 @@ pub struct TwoTierOptions {
     pub disable_auto_compactions: bool,
 }
 
+lithify_base::options_builder!(TwoTierOptions {
+    major_ratio: f64,
+    minor: MinorPolicy,
+    stripes: usize,
+    max_l0_tables: usize,
+    target_file_size: u64,
+    max_subcompactions: usize,
+    compression: Compression,
+    disable_auto_compactions: bool,
+});
+
 impl Default for TwoTierOptions {
     fn default() -> Self {
         TwoTierOptions {
@@ -194,40 +217,30 @@ impl Default for TwoTierOptions {
 impl TwoTierOptions {
     /// Write-only, random: one L0 table per flush, major when L0 = L1.
     pub fn write_only() -> Self {
-        TwoTierOptions {
-            minor: MinorPolicy::None,
-            ..TwoTierOptions::default()
-        }
+        TwoTierOptions::default().minor(MinorPolicy::None)
     }
 
     /// Write-mostly, random: L0 accumulates (size-tiered minors), striped
     /// progressive major compaction over 8 stripes.
     pub fn write_mostly() -> Self {
-        TwoTierOptions {
-            stripes: 8,
-            ..TwoTierOptions::default()
-        }
+        TwoTierOptions::default().stripes(8)
     }
 
     /// Read-mostly, few random updates: each flush merged with the
     /// previous L0 table, major at a quarter of the major level (the one
     /// L0 table is rewritten by every flush, so it is kept small).
     pub fn read_mostly_few_updates() -> Self {
-        TwoTierOptions {
-            minor: MinorPolicy::MergeWithPrevious,
-            major_ratio: 0.25,
-            ..TwoTierOptions::default()
-        }
+        TwoTierOptions::default()
+            .minor(MinorPolicy::MergeWithPrevious)
+            .major_ratio(0.25)
     }
 
     /// Read-mostly, many random updates: L0 merged by hot range, striped
     /// major over 8 stripes.
     pub fn read_mostly_many_updates() -> Self {
-        TwoTierOptions {
-            minor: MinorPolicy::HotRange { max_tables: 4 },
-            stripes: 8,
-            ..TwoTierOptions::default()
-        }
+        TwoTierOptions::default()
+            .minor(MinorPolicy::HotRange { max_tables: 4 })
+            .stripes(8)
     }
 
     /// Corrects what can be corrected, rejects the rest.
@@ -283,33 +296,26 @@ mod tests {
 
     #[test]
     fn sanitize_rejects_and_corrects() {
-        let bad = TwoTierOptions {
-            major_ratio: 0.0,
-            ..TwoTierOptions::default()
-        };
+        let bad = TwoTierOptions::default().major_ratio(0.0);
         assert!(
             bad.sanitize()
                 .unwrap_err()
                 .to_string()
                 .contains("major_ratio")
         );
-        let fixed = TwoTierOptions {
-            stripes: 0,
-            max_l0_tables: 0,
-            minor: MinorPolicy::HotRange { max_tables: 0 },
-            ..TwoTierOptions::default()
-        }
-        .sanitize()
-        .unwrap();
+        let fixed = TwoTierOptions::default()
+            .stripes(0)
+            .max_l0_tables(0)
+            .minor(MinorPolicy::HotRange { max_tables: 0 })
+            .sanitize()
+            .unwrap();
         assert_eq!((fixed.stripes, fixed.max_l0_tables), (1, 2));
         assert_eq!(fixed.minor, MinorPolicy::HotRange { max_tables: 1 });
         assert!(
-            MajorOnlyOptions {
-                target_file_size: 0,
-                ..MajorOnlyOptions::default()
-            }
-            .sanitize()
-            .is_err()
+            MajorOnlyOptions::default()
+                .target_file_size(0)
+                .sanitize()
+                .is_err()
         );
     }
 }

@@ -10,6 +10,7 @@ use lithify_version::{FileMetadata, TableId, VersionEdit};
 
 /// Why a compaction was picked (RocksDB's `CompactionReason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CompactionReason {
     /// L0 has too many files (its score is at least 1), or an intra-L0
     /// compaction to relieve it.

@@ -4,6 +4,10 @@
 
 /// The order in which the files of a level are considered for compaction
 /// (RocksDB's `compaction_pri`).
+///
+/// Exhaustive on purpose: each order is implemented by the pickers
+/// (`lithify-compaction-leveled`), so a new one must stop their build
+/// until they implement it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CompactionPri {
     /// Largest compensated size first (deletion-heavy files weigh more).

@@ -552,6 +552,10 @@ impl Predecessor {
 }
 
 /// What a WAL record holds.
+///
+/// Exhaustive on purpose: a new payload type is a format change that
+/// replay and every reader of WALs must handle, so it must stop their
+/// build until they do.
 #[derive(Debug, Clone, Copy)]
 pub enum WalRecord<'a> {
     /// Writes.

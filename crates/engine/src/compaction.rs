@@ -154,11 +154,9 @@ pub(crate) fn major_compact(db: &DbInner, table: TableId) -> Result<()> {
     let mut manual = ManualCompaction::new(
         None,
         None,
-        CompactRangeOptions {
-            bottommost_level_compaction:
-                lithify_compaction::BottommostLevelCompaction::ForceOptimized,
-            ..CompactRangeOptions::default()
-        },
+        CompactRangeOptions::default().bottommost_level_compaction(
+            lithify_compaction::BottommostLevelCompaction::ForceOptimized,
+        ),
         db.versions.next_file_number(),
     );
     let st = db.lock_state();

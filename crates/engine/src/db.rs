@@ -196,7 +196,8 @@ impl Db {
     ///
     /// let dir = std::env::temp_dir().join(format!("lithify-doc-merge-{}", std::process::id()));
     /// # let _ = std::fs::remove_dir_all(&dir);
-    /// let db = Db::open(&dir, Options { merge_operator: Some(Arc::new(UInt64Add)), ..Options::default() })?;
+    /// let db = Db::open(&dir, Options::default()
+    ///     .merge_operator(Some(Arc::new(UInt64Add))))?;
     /// db.merge(b"hits", 1u64.to_le_bytes())?;
     /// db.merge(b"hits", 2u64.to_le_bytes())?;
     /// assert_eq!(db.get(b"hits")?.unwrap()[..], 3u64.to_le_bytes());
@@ -740,18 +741,8 @@ mod tests {
     #[test]
     fn an_ingestion_write_stop_holds_writes_but_not_listeners() {
         let fs = StdArc::new(lithify_vfs::MemFs::new());
-        let db = Db::open(
-            "/db",
-            Options {
-                fs,
-                ..Options::default()
-            },
-        )
-        .unwrap();
-        let hurried = WriteOptions {
-            no_slowdown: true,
-            ..WriteOptions::default()
-        };
+        let db = Db::open("/db", Options::default().fs(fs)).unwrap();
+        let hurried = WriteOptions::default().no_slowdown(true);
         let put = |k: &str| {
             let mut b = WriteBatch::new();
             b.put(k, "v");

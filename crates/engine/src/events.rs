@@ -126,7 +126,8 @@ pub struct StrategySwitchInfo {
 /// }
 ///
 /// let flushes = Arc::new(Flushes::default());
-/// let options = Options { listeners: vec![flushes.clone()], ..Options::default() };
+/// let options = Options::default()
+///     .listeners(vec![flushes.clone()]);
 /// let db = Db::open(dir.path(), options).unwrap();
 /// db.put(b"k", b"v").unwrap();
 /// db.flush().unwrap();

@@ -6,7 +6,7 @@ use lithify_base::sync::Arc;
 use lithify_base::{InternalIterator, InternalKeyComparator, MergingIterator, SeqNo};
 use lithify_compaction::iter::{IterStats, Snapshots};
 use lithify_compaction::job::{
-    FlushResult, JobOptions, MemtableInput, OutputFactory, flush_to_level0, run_flush,
+    FlushResult, MemtableInput, OutputFactory, flush_to_level0, run_flush,
 };
 use lithify_memtable::MemTableIter;
 
@@ -51,10 +51,7 @@ pub(crate) fn flush_memtables(
     let merged = MergingIterator::new(icmp, children);
     let tombstones = range_tombstones_of(mems);
     let now = table_options.clock.now_secs();
-    let opts = JobOptions {
-        now: Some(now),
-        ..job_options(table_options)
-    };
+    let opts = job_options(table_options).now(Some(now));
     flush_to_level0(
         merged,
         tombstones,
@@ -363,10 +360,7 @@ fn run_flush_plan(
         .map(|t| std::sync::Arc::clone(&t.options))
         .unwrap_or_else(|| std::sync::Arc::clone(&db.default_table.options));
     let filter = topts.compaction_filter.clone();
-    let opts = JobOptions {
-        now: Some(now),
-        ..job_options(&topts)
-    };
+    let opts = job_options(&topts).now(Some(now));
     run_flush(
         c,
         &mem,

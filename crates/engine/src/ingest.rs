@@ -59,6 +59,7 @@ use crate::state::leader::LeaderState;
 
 /// How [`Db::ingest_external_file_opt`](crate::Db) ingests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IngestOptions {
     /// Hard-link the files into the database and delete the originals
     /// (copy when the file system cannot link); otherwise copy them.
@@ -70,6 +71,12 @@ pub struct IngestOptions {
     /// (default true); otherwise such an ingestion is refused.
     pub allow_blocking_flush: bool,
 }
+
+lithify_base::options_builder!(IngestOptions {
+    move_files: bool,
+    snapshot_consistency: bool,
+    allow_blocking_flush: bool,
+});
 
 impl Default for IngestOptions {
     fn default() -> Self {

@@ -126,3 +126,17 @@ pub use verify::MergeFailure;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+// The thread-safety the documentation promises, checked at compile time: a
+// change that made one of these types lose `Send` or `Sync` stops the build.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    const fn send<T: Send>() {}
+    send_and_sync::<Db>();
+    send_and_sync::<Table>();
+    send_and_sync::<Snapshot>();
+    send_and_sync::<Error>();
+    send::<DbIterator>();
+    send::<RawIterator>();
+    send::<WriteBatch>();
+};

@@ -45,12 +45,17 @@ use crate::wal::log_path;
 /// How [`Db::live_file_set`](crate::Db::live_file_set) (and checkpoints)
 /// take the set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CheckpointOptions {
     /// Flush every memtable first when the live WALs hold at least this
     /// many bytes; 0 (the default, as RocksDB's) always flushes. Without a
     /// flush the set holds the WALs with the unflushed writes.
     pub log_size_for_flush: u64,
 }
+
+lithify_base::options_builder!(CheckpointOptions {
+    log_size_for_flush: u64,
+});
 
 /// One live SST file (RocksDB's `LiveFileMetaData`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +92,9 @@ pub struct LiveFileMetaData {
 }
 
 /// What a file of a [`LiveFileSet`] is.
+///
+/// Exhaustive on purpose: checkpoints and backups copy every kind of live
+/// file, so a new kind must stop their build until they do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LiveFileKind {
     /// An SST: immutable, may be hard-linked or shared.

@@ -151,8 +151,9 @@ impl fmt::Display for OffpeakWindow {
     }
 }
 
-/// Options of a [`RateLimiter`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Options of a [`RateLimiter`] (default: unlimited, no off-peak window).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RateLimiterOptions {
     /// Bytes per second outside the off-peak window (0: unlimited).
     pub bytes_per_sec: u64,
@@ -161,6 +162,12 @@ pub struct RateLimiterOptions {
     /// The daily off-peak window, if any.
     pub offpeak: Option<OffpeakWindow>,
 }
+
+lithify_base::options_builder!(RateLimiterOptions {
+    bytes_per_sec: u64,
+    offpeak_bytes_per_sec: u64,
+    offpeak: Option<OffpeakWindow>,
+});
 
 struct Bucket {
     available: u64,
@@ -180,7 +187,7 @@ struct Bucket {
 /// use lithify_engine::{Clock, ManualClock, RateLimiter, RateLimiterOptions};
 ///
 /// let clock = Arc::new(ManualClock::at_micros(0));
-/// let limiter = RateLimiter::new(RateLimiterOptions { bytes_per_sec: 1 << 20, offpeak_bytes_per_sec: 0, offpeak: None }, clock.clone());
+/// let limiter = RateLimiter::new(RateLimiterOptions::default().bytes_per_sec(1 << 20), clock.clone());
 /// limiter.request(4 << 20);
 /// // 4 MiB at 1 MiB/s: the clock slept about four seconds (less the
 /// // initial 100 ms burst).

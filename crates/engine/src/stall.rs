@@ -4,6 +4,7 @@
 
 /// Whether writes run, slow down or stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum StallCondition {
     /// Writes run at full speed.
     Normal,
@@ -15,6 +16,7 @@ pub enum StallCondition {
 
 /// Why writes stall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StallCause {
     /// Too many unflushed memtables.
     MemtableLimit,

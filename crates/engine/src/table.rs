@@ -45,10 +45,7 @@ use crate::super_version::SuperVersion;
 /// let events = db
 ///     .create_table(
 ///         "events",
-///         TableOptions {
-///             compaction_strategy: CompactionStrategy::parse("major-only"),
-///             ..TableOptions::default()
-///         },
+///         TableOptions::default().compaction_strategy(CompactionStrategy::parse("major-only")),
 ///     )
 ///     .unwrap();
 /// let mut batch = WriteBatch::new();
@@ -365,10 +362,7 @@ pub(crate) fn range_in<K: AsRef<[u8]>>(
 
 pub(crate) fn prefix_in(inner: &DbInner, table: &TableState, prefix: &[u8]) -> DbIterator {
     let prefix = Bytes::copy_from_slice(prefix);
-    let mut opts = ReadOptions {
-        lower_bound: Some(prefix.clone()),
-        ..ReadOptions::default()
-    };
+    let mut opts = ReadOptions::default().lower_bound(Some(prefix.clone()));
     let end = match prefix_successor(&prefix) {
         Some(s) => {
             opts.upper_bound = Some(s.clone());

@@ -62,7 +62,8 @@ impl Table {
     ///     }
     /// }
     ///
-    /// let options = Options { merge_operator: Some(Arc::new(Digits)), ..Options::default() };
+    /// let options = Options::default()
+    ///     .merge_operator(Some(Arc::new(Digits)));
     /// let db = Db::open(dir.path(), options).unwrap();
     /// db.merge(b"good", b"1").unwrap();
     /// db.merge(b"bad", b"x").unwrap();

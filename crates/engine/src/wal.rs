@@ -63,11 +63,9 @@ impl LogWriter {
             op: "creating WAL",
             path: path.clone(),
         })?;
-        let options = WriterOptions {
-            compression,
-            owner: Some(owner),
-            ..WriterOptions::default()
-        };
+        let options = WriterOptions::default()
+            .compression(compression)
+            .owner(Some(owner));
         let mut writer = Writer::with_options(file, &path, number, options)?;
         if let Some(p) = predecessor {
             writer.add_record(&p.encode())?;

@@ -214,19 +214,13 @@ mod tests {
             stall_condition(&o, &inputs(0, 0, 256 << 30)),
             (Stopped, Some(StallCause::PendingCompactionBytes))
         );
-        let no_auto = Options {
-            disable_auto_compactions: true,
-            ..o.clone()
-        };
+        let no_auto = o.clone().disable_auto_compactions(true);
         assert_eq!(
             stall_condition(&no_auto, &inputs(0, 100, u64::MAX)).0,
             Normal
         );
         assert_eq!(stall_condition(&no_auto, &inputs(2, 0, 0)).0, Stopped);
-        let many = Options {
-            max_write_buffer_number: 5,
-            ..o
-        };
+        let many = o.max_write_buffer_number(5);
         assert_eq!(
             stall_condition(&many, &inputs(4, 0, 0)),
             (Delayed, Some(StallCause::MemtableLimit))

@@ -59,10 +59,9 @@ fn a_checkpoint_during_writes_and_compactions_holds_exactly_its_sequence() {
             while db.latest_sequence_number() < seen + 500 {
                 std::thread::yield_now();
             }
-            let options = CheckpointOptions {
+            let options = CheckpointOptions::default()
                 // Even steps flush first; odd steps copy the WALs.
-                log_size_for_flush: if n % 2 == 0 { 0 } else { u64::MAX },
-            };
+                .log_size_for_flush(if n % 2 == 0 { 0 } else { u64::MAX });
             let dest = format!("/copy{n}");
             infos.push((
                 dest.clone(),
@@ -219,9 +218,7 @@ fn a_checkpoint_cut_short_at_any_step_leaves_the_source_intact() {
         }
         db.flush_wal(true).unwrap();
         // Unflushed, synced writes: the copy must take them from the WAL.
-        let options = CheckpointOptions {
-            log_size_for_flush: u64::MAX,
-        };
+        let options = CheckpointOptions::default().log_size_for_flush(u64::MAX);
         if let Some(n) = fail_at {
             fs.add_rule(FaultRule::fail_nth(OpKind::Mutation, n).on_paths_containing("/copy"));
         }
@@ -270,10 +267,7 @@ fn a_checkpoint_cut_short_at_any_step_leaves_the_source_intact() {
 #[test]
 fn live_files_and_nested_deletion_pinning() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let options = Options {
-        disable_auto_compactions: true,
-        ..small_options(fs.clone())
-    };
+    let options = small_options(fs.clone()).disable_auto_compactions(true);
     let db = Db::open("/db", options).unwrap();
     for i in 0..3_000 {
         db.put(key(i), value(i)).unwrap();
@@ -329,9 +323,7 @@ fn a_checkpoint_holds_every_table() {
     users.flush().unwrap();
     for options in [
         CheckpointOptions::default(),
-        CheckpointOptions {
-            log_size_for_flush: u64::MAX,
-        },
+        CheckpointOptions::default().log_size_for_flush(u64::MAX),
     ] {
         let dest = format!("/copy-{}", options.log_size_for_flush);
         db.create_checkpoint_opt(&dest, &options).unwrap();

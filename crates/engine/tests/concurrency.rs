@@ -62,14 +62,8 @@ fn writer(db: &Db, t: u64) -> Model {
                     model.insert(key(kk), value(t, kk, step));
                 }
                 let sync = next() % 4 == 0;
-                db.write_opt(
-                    b,
-                    &WriteOptions {
-                        sync,
-                        ..WriteOptions::default()
-                    },
-                )
-                .unwrap();
+                db.write_opt(b, &WriteOptions::default().sync(sync))
+                    .unwrap();
             }
             _ => {
                 db.put(key(k), value(t, k, step)).unwrap();

@@ -48,10 +48,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Applies `op` to the database and the model.
 fn apply(db: &Db, model: &mut Model, i: usize, op: &Op, sync: bool) {
-    let wo = WriteOptions {
-        sync,
-        ..WriteOptions::default()
-    };
+    let wo = WriteOptions::default().sync(sync);
     let value = |len: u16| {
         let mut v = format!("op{i}-").into_bytes();
         v.resize(v.len() + len as usize, b'.');
@@ -109,16 +106,14 @@ fn apply(db: &Db, model: &mut Model, i: usize, op: &Op, sync: bool) {
 /// The test options with compaction strategy `all_strategies()[strategy]`;
 /// odd strategies write LZ4-compressed WALs.
 fn options(fs: Arc<MemFs>, strategy: usize) -> Options {
-    Options {
-        compaction_strategy: all_strategies()[strategy].clone(),
-        merge_operator: Some(Arc::new(StringAppend::default())),
-        wal_compression: if strategy % 2 == 1 {
+    small_options(fs)
+        .compaction_strategy(all_strategies()[strategy].clone())
+        .merge_operator(Some(Arc::new(StringAppend::default())))
+        .wal_compression(if strategy % 2 == 1 {
             WalCompression::Lz4
         } else {
             WalCompression::None
-        },
-        ..small_options(fs)
-    }
+        })
 }
 
 /// Opens the crashed copy and checks the prefix rule.

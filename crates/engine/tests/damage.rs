@@ -168,16 +168,14 @@ impl Place {
     }
 
     fn options(&self) -> Options {
-        Options {
-            fs: self.fs.clone(),
-            write_buffer_size: 64 << 10,
-            target_file_size_base: 16 << 10,
-            max_bytes_for_level_base: 64 << 10,
-            block_size: 1024,
-            disable_auto_compactions: true,
-            wal_compression: self.wal_compression,
-            ..Options::default()
-        }
+        Options::default()
+            .fs(self.fs.clone())
+            .write_buffer_size(64 << 10)
+            .target_file_size_base(16 << 10)
+            .max_bytes_for_level_base(64 << 10)
+            .block_size(1024)
+            .disable_auto_compactions(true)
+            .wal_compression(self.wal_compression)
     }
 }
 
@@ -196,10 +194,7 @@ fn build(place: &Place, image: Image, name: &str) -> (Model, PathBuf) {
     let src = place.root.join(name);
     let db = Db::open(&src, place.options()).unwrap();
     let mut model = Model::new();
-    let sync = WriteOptions {
-        sync: true,
-        ..WriteOptions::default()
-    };
+    let sync = WriteOptions::default().sync(true);
     for i in 0..1200 {
         db.put(key(i), value(i)).unwrap();
         model.insert(key(i), value(i));
@@ -645,11 +640,10 @@ fn a_bad_merge_operand_stays_with_its_key() {
                 let what = format!("{scope:?} {layer:?}");
                 let place = make();
                 let dir = place.root.join("merge");
-                let options = Options {
-                    merge_operator: Some(Arc::new(Strict(scope))),
-                    disable_auto_compactions: true,
-                    ..place.options()
-                };
+                let options = place
+                    .options()
+                    .merge_operator(Some(Arc::new(Strict(scope))))
+                    .disable_auto_compactions(true);
                 let db = Db::open(&dir, options.clone()).unwrap();
                 for i in 0..200 {
                     db.put(key(i), value(i)).unwrap();

@@ -30,10 +30,7 @@ fn fill(db: &Db, model: &mut Model, range: std::ops::Range<u64>) {
 }
 
 fn options(fs: Arc<dyn FileSystem>) -> lithify_engine::Options {
-    lithify_engine::Options {
-        disable_auto_compactions: true,
-        ..small_options(fs)
-    }
+    small_options(fs).disable_auto_compactions(true)
 }
 
 /// Checks read-only mode, then reopens without the fault and compares.
@@ -98,10 +95,7 @@ fn a_failed_wal_sync_fails_the_write_and_loses_nothing_acknowledged() {
     let mut model = Model::new();
     fill(&db, &mut model, 0..50);
     fs.add_rule(FaultRule::fail_nth(OpKind::Sync, 1).on_paths_containing(".log"));
-    let sync = WriteOptions {
-        sync: true,
-        ..WriteOptions::default()
-    };
+    let sync = WriteOptions::default().sync(true);
     assert!(db.put_opt(b"zz", b"1", &sync).is_err());
     // The failed write may or may not have reached the log.
     drop(db);
@@ -122,10 +116,7 @@ fn a_failed_wal_sync_reaches_every_writer_of_its_group() {
     let fs = Arc::new(FaultFs::new(MemFs::new()));
     let db = Db::open("/db", options(fs.clone())).unwrap();
     fs.add_rule(FaultRule::fail_nth(OpKind::Sync, 40).on_paths_containing(".log"));
-    let sync = WriteOptions {
-        sync: true,
-        ..WriteOptions::default()
-    };
+    let sync = WriteOptions::default().sync(true);
     let acked: Vec<Vec<Vec<u8>>> = std::thread::scope(|s| {
         let writers: Vec<_> = (0..4u64)
             .map(|t| {
@@ -181,14 +172,7 @@ fn workload(fail_at: Option<u64>) -> u64 {
     if let Ok(db) = Db::open("/db", small_options(fs.clone())) {
         for i in 0..240u64 {
             let sync = i % 16 == 15;
-            let r = db.put_opt(
-                key(i * 7),
-                value(i),
-                &WriteOptions {
-                    sync,
-                    ..WriteOptions::default()
-                },
-            );
+            let r = db.put_opt(key(i * 7), value(i), &WriteOptions::default().sync(sync));
             model.insert(key(i * 7), value(i));
             // A failed write may have reached the log: its state is a
             // possible outcome, but it is not acknowledged.
@@ -280,10 +264,7 @@ impl lithify_engine::EventListener for Heard {
 fn listeners_hear_recovery_flushes_compactions_and_the_background_error() {
     let fs = Arc::new(FaultFs::new(MemFs::new()));
     let heard = Arc::new(Heard::default());
-    let opts = lithify_engine::Options {
-        listeners: vec![heard.clone()],
-        ..options(fs.clone())
-    };
+    let opts = options(fs.clone()).listeners(vec![heard.clone()]);
     let db = Db::open("/db", opts).unwrap();
     let mut model = Model::new();
     fill(&db, &mut model, 0..200);

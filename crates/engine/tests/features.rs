@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use bytes::Bytes;
 use common::small_options;
-use lithify_engine::{CompactionFilter, Db, FilterDecision, Options, ReadOptions, WriteOptions};
+use lithify_engine::{CompactionFilter, Db, FilterDecision, ReadOptions, WriteOptions};
 use lithify_vfs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
 
 /// Removes `tmp/` keys, upper-cases `up/` values, counts its calls.
@@ -41,10 +41,7 @@ impl CompactionFilter for Filter {
 #[test]
 fn compact_range_runs_the_compaction_filter() {
     let filter = Arc::new(Filter::default());
-    let opts = Options {
-        compaction_filter: Some(filter.clone()),
-        ..small_options(Arc::new(MemFs::new()))
-    };
+    let opts = small_options(Arc::new(MemFs::new())).compaction_filter(Some(filter.clone()));
     let db = Db::open("/db", opts).unwrap();
     for i in 0..50 {
         db.put(format!("tmp/{i:02}"), "x").unwrap();
@@ -63,15 +60,13 @@ fn compact_range_runs_the_compaction_filter() {
 #[test]
 fn periodic_compaction_passes_old_files_through_the_filter() {
     let filter = Arc::new(Filter::default());
-    let opts = Options {
-        compaction_filter: Some(filter.clone()),
-        periodic_compaction_seconds: Some(1),
+    let opts = small_options(Arc::new(MemFs::new()))
+        .compaction_filter(Some(filter.clone()))
+        .periodic_compaction_seconds(Some(1))
         // No size-triggered compaction: only the period can pick the file.
-        level0_file_num_compaction_trigger: 1000,
-        level0_slowdown_writes_trigger: 1000,
-        level0_stop_writes_trigger: 1000,
-        ..small_options(Arc::new(MemFs::new()))
-    };
+        .level0_file_num_compaction_trigger(1000)
+        .level0_slowdown_writes_trigger(1000)
+        .level0_stop_writes_trigger(1000);
     let db = Db::open("/db", opts).unwrap();
     for i in 0..20 {
         db.put(format!("tmp/{i:02}"), "x").unwrap();
@@ -182,10 +177,7 @@ fn writes_stop_at_the_memtable_limit_and_resume_after_the_flush() {
         cv: Condvar::new(),
         blocked: AtomicBool::new(false),
     });
-    let opts = Options {
-        max_write_buffer_number: 2,
-        ..small_options(gate.clone())
-    };
+    let opts = small_options(gate.clone()).max_write_buffer_number(2);
     let db = Arc::new(Db::open("/db", opts).unwrap());
     let value = vec![b'v'; 1000];
     // Two full memtables: the first is stuck in its flush, the second
@@ -209,10 +201,7 @@ fn writes_stop_at_the_memtable_limit_and_resume_after_the_flush() {
         panic!("no flush reached the gate:\n{}", db.stats());
     }
     // A write that refuses to wait fails at once.
-    let no_wait = WriteOptions {
-        no_slowdown: true,
-        ..WriteOptions::default()
-    };
+    let no_wait = WriteOptions::default().no_slowdown(true);
     assert!(db.put_opt(b"impatient", b"1", &no_wait).is_err());
     // A normal write waits until the gate opens and the flushes finish.
     let done = Arc::new(AtomicBool::new(false));
@@ -249,10 +238,7 @@ fn writes_stop_at_the_memtable_limit_and_resume_after_the_flush() {
 #[test]
 fn statistics_and_properties() {
     // No background compaction: the sizes compared below stay put.
-    let opts = Options {
-        disable_auto_compactions: true,
-        ..small_options(Arc::new(MemFs::new()))
-    };
+    let opts = small_options(Arc::new(MemFs::new())).disable_auto_compactions(true);
     let db = Db::open("/db", opts).unwrap();
     for i in 0..3000u32 {
         db.put(format!("key{:05}", i % 1000), vec![b'x'; 100])
@@ -309,10 +295,7 @@ fn statistics_and_properties() {
 fn writes_without_wal_survive_a_clean_close() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", small_options(fs.clone())).unwrap();
-    let no_wal = WriteOptions {
-        disable_wal: true,
-        ..WriteOptions::default()
-    };
+    let no_wal = WriteOptions::default().disable_wal(true);
     db.put_opt("a", "1", &no_wal).unwrap();
     db.put("b", "2").unwrap();
     db.close().unwrap();
@@ -356,11 +339,9 @@ fn bounded_and_prefix_iteration_and_multi_get() {
         }
     }
     assert_eq!(front.len() + back.len(), 6);
-    let opts = ReadOptions {
-        lower_bound: Some(Bytes::from_static(b"ab")),
-        upper_bound: Some(Bytes::from_static(b"b")),
-        ..ReadOptions::default()
-    };
+    let opts = ReadOptions::default()
+        .lower_bound(Some(Bytes::from_static(b"ab")))
+        .upper_bound(Some(Bytes::from_static(b"b")));
     let mut raw = db.raw_iterator(&opts).unwrap();
     raw.seek_to_last().unwrap();
     assert_eq!(raw.key(), Some(&b"abd"[..]));

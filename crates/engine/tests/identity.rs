@@ -9,10 +9,7 @@ use lithify_version::filename::{FileKind, parse_file_name};
 use lithify_vfs::{FileSystem, OsFs};
 
 fn options() -> Options {
-    Options {
-        disable_auto_compactions: true,
-        ..Options::default()
-    }
+    Options::default().disable_auto_compactions(true)
 }
 
 /// Every live file records a unique id and a checksum, and both hold.
@@ -143,10 +140,8 @@ fn an_ownerless_wal_in_a_database_with_an_identity_is_refused() {
     );
     let err = Db::open_read_only(&dir, options()).unwrap_err().to_string();
     assert!(err.contains("names no database"), "{err}");
-    let salvage = Options {
-        wal_recovery_mode: lithify_engine::RecoveryMode::SkipAnyCorruptedRecords,
-        ..options()
-    };
+    let salvage =
+        options().wal_recovery_mode(lithify_engine::RecoveryMode::SkipAnyCorruptedRecords);
     let db = Db::open(&dir, salvage).unwrap();
     let dropped = &db.recovery_report().dropped;
     assert!(

@@ -78,13 +78,7 @@ fn an_overlapping_file_gets_a_sequence_number_and_wins() {
         .collect();
     let path = external(&opts, "/ext.sst", &entries, &[]);
     let placed = db
-        .ingest_external_file(
-            &[&path],
-            &IngestOptions {
-                move_files: true,
-                ..IngestOptions::default()
-            },
-        )
+        .ingest_external_file(&[&path], &IngestOptions::default().move_files(true))
         .unwrap();
     assert_eq!(placed[0].sequence, before + 1);
     assert_eq!(db.latest_sequence_number(), before + 1);
@@ -124,10 +118,7 @@ fn an_older_snapshot_does_not_see_ingested_keys() {
 #[test]
 fn damaged_and_foreign_files_are_refused_before_anything_changes() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let opts = Options {
-        disable_auto_compactions: true,
-        ..options(fs.clone())
-    };
+    let opts = options(fs.clone()).disable_auto_compactions(true);
     let db = Db::open("/db", opts.clone()).unwrap();
     for i in 0..2_000 {
         db.put(k(i), vec![b'x'; 50]).unwrap();
@@ -207,10 +198,7 @@ fn files_overlapping_one_another_are_ingested_and_the_later_wins() {
 #[test]
 fn keys_around_a_file_neither_flush_nor_need_a_sequence_number() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let opts = Options {
-        disable_auto_compactions: true,
-        ..options(fs.clone())
-    };
+    let opts = options(fs.clone()).disable_auto_compactions(true);
     let db = Db::open("/db", opts.clone()).unwrap();
     // A bottom file spanning [a, z] with no key in between.
     db.put(b"a", b"1").unwrap();
@@ -280,10 +268,7 @@ fn moving_in_a_table_of_the_database_itself_is_refused() {
     let own = db.live_files()[0].path.clone();
     // Reached through another spelling of the same directory.
     let spelled = dir.path().join("db/../db/.").join(own.file_name().unwrap());
-    let moving = IngestOptions {
-        move_files: true,
-        ..IngestOptions::default()
-    };
+    let moving = IngestOptions::default().move_files(true);
     for p in [&own, &spelled] {
         let err = db.ingest_external_file(&[p], &moving).unwrap_err();
         assert!(err.to_string().contains("of this database"), "{err}");

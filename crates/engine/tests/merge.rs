@@ -17,10 +17,7 @@ use lithify_engine::{
 use lithify_vfs::MemFs;
 
 fn with_operator(fs: &Arc<MemFs>, op: Option<Arc<dyn MergeOperator>>) -> Options {
-    Options {
-        merge_operator: op,
-        ..small_options(fs.clone())
-    }
+    small_options(fs.clone()).merge_operator(op)
 }
 
 fn u64_of(v: &[u8]) -> u64 {
@@ -84,10 +81,8 @@ fn the_operator_is_recorded_and_a_different_one_refused() {
     let db = Db::open("/db", with_operator(&fs, Some(add))).unwrap();
     assert_eq!(u64_of(&db.get(b"count").unwrap().unwrap()), 7);
     // Rewriting the last level merges the operands carried down there.
-    let force = CompactRangeOptions {
-        bottommost_level_compaction: BottommostLevelCompaction::Force,
-        ..CompactRangeOptions::default()
-    };
+    let force = CompactRangeOptions::default()
+        .bottommost_level_compaction(BottommostLevelCompaction::Force);
     db.compact_range_opt(None, None, &force).unwrap();
     assert_eq!(u64_of(&db.get(b"count").unwrap().unwrap()), 7);
     let stats = db.stats();
@@ -366,10 +361,7 @@ fn single_delete_over_a_merge_is_counted_not_a_crash() {
 fn a_single_delete_over_a_delete_fails_the_flush_unless_told_otherwise() {
     for enforce in [true, false] {
         let fs = Arc::new(MemFs::new());
-        let opts = Options {
-            enforce_single_delete_contracts: enforce,
-            ..with_operator(&fs, None)
-        };
+        let opts = with_operator(&fs, None).enforce_single_delete_contracts(enforce);
         let db = Db::open("/db", opts).unwrap();
         let mut b = WriteBatch::new();
         b.put(b"k", b"v");

@@ -127,37 +127,32 @@ fn op() -> impl Strategy<Value = Op> {
 /// `all_strategies()[strategy]`.
 fn options(fs: Arc<MemFs>, variant: u8, strategy: usize) -> Options {
     let small = small_options(fs);
-    let base = Options {
-        compaction_strategy: all_strategies()[strategy].clone(),
-        // Under the other strategies, smaller memtables: more flushes, so
-        // their flush plans and majors run within a few hundred ops.
-        write_buffer_size: if strategy == 0 {
-            small.write_buffer_size
-        } else {
-            16 << 10
-        },
-        merge_operator: Some(merge_operator(variant)),
-        ..small
+    // Under the other strategies, smaller memtables: more flushes, so
+    // their flush plans and majors run within a few hundred ops.
+    let write_buffer_size = if strategy == 0 {
+        small.write_buffer_size
+    } else {
+        16 << 10
     };
+    let base = small
+        .compaction_strategy(all_strategies()[strategy].clone())
+        .write_buffer_size(write_buffer_size)
+        .merge_operator(Some(merge_operator(variant)));
     match variant % 3 {
         0 => base,
         // Subcompactions, no filters anywhere, static level targets.
-        1 => Options {
-            max_subcompactions: 3,
-            max_background_jobs: 4,
-            bloom_bits_per_key: 0.0,
-            memtable_whole_key_filtering: false,
-            level_compaction_dynamic_level_bytes: false,
-            ..base
-        },
+        1 => base
+            .max_subcompactions(3)
+            .max_background_jobs(4)
+            .bloom_bits_per_key(0.0)
+            .memtable_whole_key_filtering(false)
+            .level_compaction_dynamic_level_bytes(false),
         // Round-robin file order, tiny blocks, a single background thread.
-        _ => Options {
-            compaction_pri: CompactionPri::RoundRobin,
-            block_size: 128,
-            block_restart_interval: 2,
-            max_background_jobs: 1,
-            ..base
-        },
+        _ => base
+            .compaction_pri(CompactionPri::RoundRobin)
+            .block_size(128)
+            .block_restart_interval(2)
+            .max_background_jobs(1),
     }
 }
 

@@ -11,11 +11,7 @@ use lithify_vfs::{FileSystem, MemFs};
 use lithify_wal::Writer;
 
 fn options(fs: &Arc<MemFs>, mode: RecoveryMode) -> Options {
-    Options {
-        fs: fs.clone(),
-        wal_recovery_mode: mode,
-        ..Options::default()
-    }
+    Options::default().fs(fs.clone()).wal_recovery_mode(mode)
 }
 
 /// The number of the (empty) WAL a freshly created, closed database left.
@@ -56,10 +52,7 @@ fn write_log(fs: &Arc<MemFs>, number: u64, records: &[Vec<u8>]) {
     )
     .unwrap()
     .db_id();
-    let options = lithify_wal::WriterOptions {
-        owner: Some(owner),
-        ..lithify_wal::WriterOptions::default()
-    };
+    let options = lithify_wal::WriterOptions::default().owner(Some(owner));
     let mut w =
         Writer::with_options(fs.create(Path::new(&path)).unwrap(), &path, number, options).unwrap();
     for r in records {
@@ -219,16 +212,10 @@ fn orphans_of_a_crashed_job_are_removed_and_the_lock_is_exclusive() {
     let db = Db::open("/db", options(&fs, RecoveryMode::PointInTimeRecovery)).unwrap();
     assert!(!fs.exists(orphan), "the orphan table was not deleted");
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
-    let opts = Options {
-        error_if_exists: true,
-        ..options(&fs, RecoveryMode::PointInTimeRecovery)
-    };
+    let opts = options(&fs, RecoveryMode::PointInTimeRecovery).error_if_exists(true);
     drop(db);
     assert!(Db::open("/db", opts).is_err());
-    let opts = Options {
-        create_if_missing: false,
-        ..options(&fs, RecoveryMode::PointInTimeRecovery)
-    };
+    let opts = options(&fs, RecoveryMode::PointInTimeRecovery).create_if_missing(false);
     assert!(Db::open("/nothing", opts).is_err());
 }
 
@@ -277,15 +264,9 @@ fn compressed_wals_replay_under_either_setting() {
     let value = |i: u32| format!("value-{i:05}-{}", "z".repeat(100));
     let run = |compression: WalCompression| {
         let fs = Arc::new(MemFs::new());
-        let opts = Options {
-            wal_compression: compression,
-            ..options(&fs, RecoveryMode::PointInTimeRecovery)
-        };
+        let opts = options(&fs, RecoveryMode::PointInTimeRecovery).wal_compression(compression);
         let db = Db::open("/db", opts.clone()).unwrap();
-        let sync = WriteOptions {
-            sync: true,
-            ..WriteOptions::default()
-        };
+        let sync = WriteOptions::default().sync(true);
         for i in 0..500u32 {
             db.put_opt(format!("k{i:05}"), value(i), &sync).unwrap();
         }
@@ -307,10 +288,7 @@ fn compressed_wals_replay_under_either_setting() {
     ] {
         let db = Db::open(
             "/db",
-            Options {
-                wal_compression: reopen_with,
-                ..options(fs, RecoveryMode::AbsoluteConsistency)
-            },
+            options(fs, RecoveryMode::AbsoluteConsistency).wal_compression(reopen_with),
         )
         .unwrap();
         assert!(db.stats().recovery.dropped.is_empty());

@@ -12,11 +12,9 @@ use lithify_engine::{Db, INFO_LOG_FILE, Options};
 use lithify_vfs::{FileSystem, MemFs};
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        disable_auto_compactions: true,
-        info_log: true,
-        ..small_options(fs)
-    }
+    small_options(fs)
+        .disable_auto_compactions(true)
+        .info_log(true)
 }
 
 /// Bytes of the `.sst` files in `/db`.
@@ -100,10 +98,7 @@ fn a_snapshot_does_not_hold_obsolete_files() {
     fill(&db, 2);
     db.compact_range(None, None).unwrap();
     assert_eq!(table_bytes_on_disk(&*fs), live_bytes(&db));
-    let at_snapshot = lithify_engine::ReadOptions {
-        snapshot: Some(snapshot.clone()),
-        ..Default::default()
-    };
+    let at_snapshot = lithify_engine::ReadOptions::default().snapshot(Some(snapshot.clone()));
     assert_eq!(
         db.get_opt("key00007", &at_snapshot).unwrap().as_deref(),
         Some(&b"value 2 7"[..])

@@ -56,10 +56,7 @@ fn tables_have_their_own_data_and_survive_reopen() {
     let users = db
         .create_table(
             "users",
-            TableOptions {
-                compaction_strategy: Some(strategies()[2].clone()),
-                ..TableOptions::default()
-            },
+            TableOptions::default().compaction_strategy(Some(strategies()[2].clone())),
         )
         .unwrap();
     let logs = db.create_table("logs", TableOptions::default()).unwrap();
@@ -82,10 +79,7 @@ fn tables_have_their_own_data_and_survive_reopen() {
     let mut opts = small_options(fs.clone());
     opts.table_options.insert(
         "users".to_owned(),
-        TableOptions {
-            compaction_strategy: Some(strategies()[1].clone()),
-            ..TableOptions::default()
-        },
+        TableOptions::default().compaction_strategy(Some(strategies()[1].clone())),
     );
     let db = Db::open("/db", opts).unwrap();
     let users = db.table("users").unwrap();
@@ -136,10 +130,7 @@ fn a_batch_across_tables_is_atomic_through_power_loss() {
     let db = Db::open("/db", small_options(fs.clone())).unwrap();
     let a = db.create_table("a", TableOptions::default()).unwrap();
     let b = db.create_table("b", TableOptions::default()).unwrap();
-    let sync = lithify_engine::WriteOptions {
-        sync: true,
-        ..Default::default()
-    };
+    let sync = lithify_engine::WriteOptions::default().sync(true);
     for i in 0..300 {
         let mut batch = WriteBatch::new();
         batch.put_cf(&a, key(i), i.to_string());
@@ -178,10 +169,7 @@ fn log_files(fs: &dyn FileSystem) -> usize {
 #[test]
 fn an_idle_table_never_pins_old_wals() {
     let fs = Arc::new(MemFs::new());
-    let opts = Options {
-        max_total_wal_size: 256 << 10,
-        ..small_options(fs.clone())
-    };
+    let opts = small_options(fs.clone()).max_total_wal_size(256 << 10);
     let db = Db::open("/db", opts.clone()).unwrap();
     let idle = db.create_table("idle", TableOptions::default()).unwrap();
     let empty = db.create_table("empty", TableOptions::default()).unwrap();
@@ -282,18 +270,12 @@ fn adaptive_tables_choose_from_their_workload() {
     let adaptive = CompactionStrategy::Adaptive(adaptive_options(2_000));
     // The random table starts leveled, so reaching two-tier is a decision.
     let from_leveled = adaptive_from_leveled(2_000);
-    let opts = TableOptions {
-        compaction_strategy: Some(adaptive),
-        ..TableOptions::default()
-    };
+    let opts = TableOptions::default().compaction_strategy(Some(adaptive));
     let appends = db.create_table("appends", opts.clone()).unwrap();
     let random = db
         .create_table(
             "random",
-            TableOptions {
-                compaction_strategy: Some(from_leveled),
-                ..TableOptions::default()
-            },
+            TableOptions::default().compaction_strategy(Some(from_leveled)),
         )
         .unwrap();
     let reads = db.create_table("reads", opts).unwrap();
@@ -348,10 +330,10 @@ fn adaptive_tables_choose_from_their_workload() {
 /// `Adaptive` starting leveled, so that reaching another shape is a
 /// decision.
 fn adaptive_from_leveled(min_window_ops: u64) -> CompactionStrategy {
-    CompactionStrategy::Adaptive(AdaptiveOptions {
-        initial: Box::new(CompactionStrategy::Leveled(Default::default())),
-        ..adaptive_options(min_window_ops)
-    })
+    CompactionStrategy::Adaptive(
+        adaptive_options(min_window_ops)
+            .initial(Box::new(CompactionStrategy::Leveled(Default::default()))),
+    )
 }
 
 #[test]
@@ -363,21 +345,16 @@ fn adaptive_switches_wait_for_the_offpeak_window() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open(
         "/db",
-        Options {
-            clock: clock.clone(),
-            daily_offpeak_time_utc: "22:00-23:59".to_owned(),
-            ..small_options(fs)
-        },
+        small_options(fs)
+            .clock(clock.clone())
+            .daily_offpeak_time_utc("22:00-23:59".to_owned()),
     )
     .unwrap();
     let adaptive = adaptive_from_leveled(2_000);
     let t = db
         .create_table(
             "random",
-            TableOptions {
-                compaction_strategy: Some(adaptive),
-                ..TableOptions::default()
-            },
+            TableOptions::default().compaction_strategy(Some(adaptive)),
         )
         .unwrap();
     let value = [b'v'; 100];
@@ -420,17 +397,11 @@ fn update_percent(why: &str) -> u32 {
 fn adaptive_tells_updates_from_inserts_by_memtables_and_filters() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", small_options(fs)).unwrap();
-    let adaptive = CompactionStrategy::Adaptive(AdaptiveOptions {
-        min_window_ops: 4_000,
-        ..AdaptiveOptions::default()
-    });
+    let adaptive = CompactionStrategy::Adaptive(AdaptiveOptions::default().min_window_ops(4_000));
     let t = db
         .create_table(
             "t",
-            TableOptions {
-                compaction_strategy: Some(adaptive),
-                ..TableOptions::default()
-            },
+            TableOptions::default().compaction_strategy(Some(adaptive)),
         )
         .unwrap();
     let scrambled = |i: u32| key(i.wrapping_mul(2654435761) % 1_000_000);
@@ -462,10 +433,7 @@ fn range_markers_work_under_every_strategy() {
         let t = db
             .create_table(
                 "t",
-                TableOptions {
-                    compaction_strategy: Some(s.clone()),
-                    ..TableOptions::default()
-                },
+                TableOptions::default().compaction_strategy(Some(s.clone())),
             )
             .unwrap();
         for i in 0..3000 {
@@ -501,17 +469,15 @@ fn scheduled_majors_follow_the_engine_clock() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open(
         "/db",
-        Options {
-            clock: clock.clone(),
-            scheduled_major_time_utc: Some("13:00".to_owned()),
-            compaction_strategy: CompactionStrategy::TwoTier(TwoTierOptions {
-                minor: MinorPolicy::None,
-                major_ratio: 100.0,
-                target_file_size: 8 << 10,
-                ..TwoTierOptions::default()
-            }),
-            ..small_options(fs)
-        },
+        small_options(fs)
+            .clock(clock.clone())
+            .scheduled_major_time_utc(Some("13:00".to_owned()))
+            .compaction_strategy(CompactionStrategy::TwoTier(
+                TwoTierOptions::default()
+                    .minor(MinorPolicy::None)
+                    .major_ratio(100.0)
+                    .target_file_size(8 << 10),
+            )),
     )
     .unwrap();
     let l0_files = |db: &Db| {
@@ -557,24 +523,19 @@ fn scheduled_majors_follow_the_engine_clock() {
 #[test]
 fn major_compaction_and_the_rate_limiter() {
     let fs = Arc::new(MemFs::new());
-    let opts = Options {
-        compaction_rate_limit: 64 << 20,
-        daily_offpeak_time_utc: "02:00-04:00".to_owned(),
-        compaction_rate_limit_offpeak: 256 << 20,
-        ..small_options(fs)
-    };
+    let opts = small_options(fs)
+        .compaction_rate_limit(64 << 20)
+        .daily_offpeak_time_utc("02:00-04:00".to_owned())
+        .compaction_rate_limit_offpeak(256 << 20);
     let db = Db::open("/db", opts).unwrap();
     let t = db
         .create_table(
             "t",
-            TableOptions {
-                compaction_strategy: Some(CompactionStrategy::TwoTier(TwoTierOptions {
-                    minor: MinorPolicy::None,
-                    target_file_size: 8 << 10,
-                    ..TwoTierOptions::default()
-                })),
-                ..TableOptions::default()
-            },
+            TableOptions::default().compaction_strategy(Some(CompactionStrategy::TwoTier(
+                TwoTierOptions::default()
+                    .minor(MinorPolicy::None)
+                    .target_file_size(8 << 10),
+            ))),
         )
         .unwrap();
     for round in 0..3 {
@@ -597,9 +558,6 @@ fn major_compaction_and_the_rate_limiter() {
     assert_eq!(all.rate_limited_bytes, all.compaction_write_bytes, "{all}");
     assert!(all.rate_limited_bytes > 0);
     // Bad option strings are refused at open.
-    let bad = Options {
-        daily_offpeak_time_utc: "25:00-01:00".to_owned(),
-        ..Options::default()
-    };
+    let bad = Options::default().daily_offpeak_time_utc("25:00-01:00".to_owned());
     assert!(Db::open("/nowhere", bad).is_err());
 }

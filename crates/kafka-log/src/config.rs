@@ -78,6 +78,7 @@ impl FromStr for CleanupPolicy {
 
 /// `compression.type`: keep the producer's codec, or a fixed one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum CompressionType {
     /// Keep what the producer sent (batches built by `Log::append` are
     /// uncompressed).
@@ -89,6 +90,7 @@ pub enum CompressionType {
 
 /// The settings of one log.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LogConfig {
     /// `segment.bytes`.
     pub segment_bytes: i32,
@@ -117,6 +119,22 @@ pub struct LogConfig {
     /// `file.delete.delay.ms`.
     pub file_delete_delay_ms: i64,
 }
+
+lithify_base::options_builder!(LogConfig {
+    segment_bytes: i32,
+    segment_ms: i64,
+    segment_index_bytes: i32,
+    index_interval_bytes: i32,
+    cleanup_policy: CleanupPolicy,
+    max_message_bytes: i32,
+    compression_type: CompressionType,
+    message_timestamp_type: TimestampType,
+    delete_retention_ms: i64,
+    min_compaction_lag_ms: i64,
+    max_compaction_lag_ms: i64,
+    min_cleanable_dirty_ratio: f64,
+    file_delete_delay_ms: i64,
+});
 
 impl Default for LogConfig {
     fn default() -> Self {

@@ -122,3 +122,14 @@ pub use segment::{AppendedBatch, LogSegment, SegmentRecovery};
 pub use snapshot::{LogSnapshot, SegmentSnapshot};
 pub use topic_partition::TopicPartition;
 pub use verify::{Finding, VerifyReport, verify};
+
+// The thread-safety the documentation promises, checked at compile time: a
+// log moves between threads (it is `Send`, not `Sync`), and is shared
+// behind a lock (`SharedLog`).
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    const fn send<T: Send>() {}
+    send::<Log>();
+    send_and_sync::<SharedLog>();
+    send_and_sync::<Error>();
+};

@@ -34,6 +34,7 @@ use lithify_base::clock::{Clock, SystemClock};
 
 /// How [`Log::open_with`] opens a log.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OpenOptions {
     /// Kafka's recovery point: every batch below it was flushed. Segments
     /// from the one holding it on are re-validated batch by batch; damage
@@ -48,6 +49,11 @@ pub struct OpenOptions {
     /// The clock for `segment.ms` rolls and LogAppendTime.
     pub clock: Arc<dyn Clock>,
 }
+
+lithify_base::options_builder!(OpenOptions {
+    recovery_point: Option<i64>,
+    clock: Arc<dyn Clock>,
+});
 
 impl Default for OpenOptions {
     fn default() -> Self {

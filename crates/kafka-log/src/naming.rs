@@ -60,6 +60,7 @@ pub fn holds_log_data(fs: &dyn lithify_vfs::FileSystem, dir: &std::path::Path) -
 
 /// What a segment file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FileKind {
     /// `.log`: the record batches.
     Log,
@@ -107,6 +108,7 @@ impl FileKind {
 
 /// The temporary suffix of a segment file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Suffix {
     /// A live segment file.
     None,

@@ -66,6 +66,7 @@ use crate::segment::SegmentRecovery;
 
 /// Where [`Log::open`](crate::Log::open) learnt its recovery point.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RecoveryPointSource {
     /// [`OpenOptions::recovery_point`](crate::OpenOptions::recovery_point).
     Given,

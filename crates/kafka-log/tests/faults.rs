@@ -21,10 +21,9 @@ fn config() -> LogConfig {
 }
 
 fn options() -> OpenOptions {
-    OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(0)),
-    }
+    OpenOptions::default()
+        .recovery_point(None)
+        .clock(Arc::new(ManualClock::at_ms(0)))
 }
 
 fn rec(i: i64) -> SimpleRecord {

@@ -227,10 +227,9 @@ fn log_append_time_stamps_batches_with_the_clock() {
     let fs = MemFs::new();
     let clock = Arc::new(ManualClock::at_ms(77_000));
     let c = config(&[("message.timestamp.type", "LogAppendTime")]);
-    let options = OpenOptions {
-        recovery_point: None,
-        clock: clock.clone(),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(None)
+        .clock(clock.clone());
     let mut log = Log::open_with(Arc::new(fs.clone()), Path::new(DIR), c, options).unwrap();
     log.append(&[rec(0), rec(1)]).unwrap();
     let mut b = BatchBuilder::new(0).compression(Compression::Lz4);

@@ -60,10 +60,9 @@ fn check_read(log: &Log, model: &Model, from: usize) {
 }
 
 fn open(fs: &MemFs, config: &LogConfig) -> Log {
-    let options = OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(1_000_000)),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(None)
+        .clock(Arc::new(ManualClock::at_ms(1_000_000)));
     Log::open_with(
         Arc::new(fs.clone()),
         Path::new("/d/p-0"),

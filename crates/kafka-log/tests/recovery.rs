@@ -27,10 +27,9 @@ fn open(fs: &MemFs, c: &LogConfig) -> Log {
 }
 
 fn open_recovering_all(fs: &MemFs, c: &LogConfig) -> Result<Log, Error> {
-    let options = OpenOptions {
-        recovery_point: Some(0),
-        clock: Arc::new(ManualClock::at_ms(0)),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(Some(0))
+        .clock(Arc::new(ManualClock::at_ms(0)));
     Log::open_with(Arc::new(fs.clone()), dir(), c.clone(), options)
 }
 

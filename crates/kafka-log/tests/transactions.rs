@@ -47,10 +47,9 @@ fn open(fs: &MemFs, c: &LogConfig) -> Log {
 }
 
 fn open_with(fs: &MemFs, c: &LogConfig, recovery_point: Option<i64>) -> Result<Log, Error> {
-    let options = OpenOptions {
-        recovery_point,
-        clock: Arc::new(ManualClock::at_ms(1000)),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(recovery_point)
+        .clock(Arc::new(ManualClock::at_ms(1000)));
     Log::open_with(Arc::new(fs.clone()), dir(), c.clone(), options)
 }
 

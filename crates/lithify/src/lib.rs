@@ -27,7 +27,8 @@
 //! use lithify::{Db, Options, UInt64Add, WriteBatch};
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let options = Options { merge_operator: Some(Arc::new(UInt64Add)), ..Options::default() };
+//! let options = Options::default()
+//!     .merge_operator(Some(Arc::new(UInt64Add)));
 //! let db = Db::open(dir.path(), options)?;
 //! let count = |db: &Db| -> lithify::Result<u64> {
 //!     let v = db.get(b"page/home")?.expect("counted");
@@ -538,13 +539,7 @@ mod tests {
 
     fn use_both() -> Result<usize> {
         let fs = Arc::new(vfs::MemFs::new());
-        let db = Db::open(
-            "/db",
-            Options {
-                fs: fs.clone(),
-                ..Options::default()
-            },
-        )?;
+        let db = Db::open("/db", Options::default().fs(fs.clone()))?;
         db.put("k", "v")?;
         let mut l = log::Log::open(fs, Path::new("/log/t-0"), log::LogConfig::default())?;
         l.append(&[log::record::SimpleRecord::new(1, "k", "v")])?;
@@ -556,11 +551,9 @@ mod tests {
         assert_eq!(use_both().unwrap(), 1);
         let err: Error = lithify_engine::Db::open(
             "/missing",
-            Options {
-                create_if_missing: false,
-                fs: Arc::new(vfs::MemFs::new()),
-                ..Options::default()
-            },
+            Options::default()
+                .create_if_missing(false)
+                .fs(Arc::new(vfs::MemFs::new())),
         )
         .unwrap_err()
         .into();
@@ -578,13 +571,10 @@ mod log_tests {
 
     fn open_and_clean() -> Result<usize> {
         let fs = Arc::new(vfs::MemFs::new());
-        let config = log::LogConfig {
-            cleanup_policy: log::CleanupPolicy {
-                compact: true,
-                delete: false,
-            },
-            ..log::LogConfig::default()
-        };
+        let config = log::LogConfig::default().cleanup_policy(log::CleanupPolicy {
+            compact: true,
+            delete: false,
+        });
         let mut l = log::Log::open(fs.clone(), Path::new("/kafka/t-0"), config)?;
         l.append(&[log::record::SimpleRecord::new(1, "k", "v")])?;
         let clock = Arc::new(ManualClock::at_ms(0));
@@ -603,10 +593,7 @@ mod log_tests {
         let err: Error = log::Log::open(
             Arc::new(vfs::MemFs::new()),
             Path::new("/kafka/t-0"),
-            log::LogConfig {
-                segment_bytes: 1,
-                ..log::LogConfig::default()
-            },
+            log::LogConfig::default().segment_bytes(1),
         )
         .unwrap_err()
         .into();

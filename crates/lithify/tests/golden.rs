@@ -86,18 +86,14 @@ fn db_options() -> Options {
     let mut table_options = BTreeMap::new();
     table_options.insert(
         TIERED.to_owned(),
-        TableOptions {
-            compaction_strategy: CompactionStrategy::parse("two-tier:write-only"),
-            compression: Some(Compression::None),
-            ..TableOptions::default()
-        },
+        TableOptions::default()
+            .compaction_strategy(CompactionStrategy::parse("two-tier:write-only"))
+            .compression(Some(Compression::None)),
     );
-    Options {
-        merge_operator: Some(Arc::new(StringAppend::default())),
-        compression: Compression::zstd(),
-        table_options,
-        ..Options::default()
-    }
+    Options::default()
+        .merge_operator(Some(Arc::new(StringAppend::default())))
+        .compression(Compression::zstd())
+        .table_options(table_options)
 }
 
 fn value(i: u32, tag: &str) -> String {
@@ -361,11 +357,9 @@ fn each_generation_holds_its_log_formats() {
 // ----- the database with an LZ4 WAL -----
 
 fn lz4_options() -> Options {
-    Options {
-        merge_operator: Some(Arc::new(StringAppend::default())),
-        wal_compression: WalCompression::Lz4,
-        ..Options::default()
-    }
+    Options::default()
+        .merge_operator(Some(Arc::new(StringAppend::default())))
+        .wal_compression(WalCompression::Lz4)
 }
 
 fn write_lz4_db(db: &Db) {
@@ -396,10 +390,7 @@ fn golden_lz4_wal_replays_every_value_in(generation: &str) {
     // Whichever WAL compression the reader is set to.
     for options in [
         lz4_options(),
-        Options {
-            wal_compression: WalCompression::None,
-            ..lz4_options()
-        },
+        lz4_options().wal_compression(WalCompression::None),
     ] {
         let db = Db::open_read_only(&dir, options).unwrap();
         assert_eq!(scan(&db, None), lz4_expected());
@@ -458,10 +449,9 @@ fn open_log(dir: &Path, compression: &str) -> Log {
         Arc::new(OsFs),
         dir,
         log_config(compression),
-        OpenOptions {
-            recovery_point: None,
-            clock: Arc::new(ManualClock::at_ms(10_000)),
-        },
+        OpenOptions::default()
+            .recovery_point(None)
+            .clock(Arc::new(ManualClock::at_ms(10_000))),
     )
     .unwrap()
 }

@@ -104,54 +104,49 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// The option sets every sequence runs under.
 fn option_sets() -> Vec<(&'static str, Options)> {
-    let small = Options {
-        write_buffer_size: 64 << 10,
-        max_write_buffer_number: 3,
-        level0_file_num_compaction_trigger: 2,
-        level0_slowdown_writes_trigger: 8,
-        level0_stop_writes_trigger: 12,
-        max_bytes_for_level_base: 16 << 10,
-        max_bytes_for_level_multiplier: 4.0,
-        target_file_size_base: 8 << 10,
-        block_cache_size: 1 << 20,
-        num_levels: 5,
-        ..Options::default()
-    };
+    let small = Options::default()
+        .write_buffer_size(64 << 10)
+        .max_write_buffer_number(3)
+        .level0_file_num_compaction_trigger(2)
+        .level0_slowdown_writes_trigger(8)
+        .level0_stop_writes_trigger(12)
+        .max_bytes_for_level_base(16 << 10)
+        .max_bytes_for_level_multiplier(4.0)
+        .target_file_size_base(8 << 10)
+        .block_cache_size(1 << 20)
+        .num_levels(5);
     vec![
         ("small levels, 4 KiB blocks", small.clone()),
         (
             "128-byte blocks, restart every key, zstd, no filters",
-            Options {
-                block_size: 128,
-                block_restart_interval: 1,
-                compression: Compression::Zstd { level: 1 },
-                bloom_bits_per_key: 0.0,
-                memtable_whole_key_filtering: false,
-                ..small.clone()
-            },
+            small
+                .clone()
+                .block_size(128)
+                .block_restart_interval(1)
+                .compression(Compression::Zstd { level: 1 })
+                .bloom_bits_per_key(0.0)
+                .memtable_whole_key_filtering(false),
         ),
         (
             "4 MiB memtable, 1 KiB blocks, subcompactions",
-            Options {
-                write_buffer_size: 4 << 20,
-                block_size: 1024,
-                block_restart_interval: 4,
-                max_subcompactions: 3,
-                max_background_jobs: 4,
-                ..small.clone()
-            },
+            small
+                .clone()
+                .write_buffer_size(4 << 20)
+                .block_size(1024)
+                .block_restart_interval(4)
+                .max_subcompactions(3)
+                .max_background_jobs(4),
         ),
         (
             "3 static levels, round robin, one background thread",
-            Options {
-                num_levels: 3,
-                level_compaction_dynamic_level_bytes: false,
-                compaction_pri: CompactionPri::RoundRobin,
-                block_size: 256,
-                block_restart_interval: 2,
-                max_background_jobs: 1,
-                ..small.clone()
-            },
+            small
+                .clone()
+                .num_levels(3)
+                .level_compaction_dynamic_level_bytes(false)
+                .compaction_pri(CompactionPri::RoundRobin)
+                .block_size(256)
+                .block_restart_interval(2)
+                .max_background_jobs(1),
         ),
         (
             "Memtable + L1 (major-only)",
@@ -168,31 +163,24 @@ fn option_sets() -> Vec<(&'static str, Options)> {
         ("Adaptive", with_strategy(small.clone(), "adaptive")),
         (
             "manual compactions only, zstd level 3, tiny files",
-            Options {
-                disable_auto_compactions: true,
-                compression: Compression::Zstd { level: 3 },
-                target_file_size_base: 4 << 10,
-                ..cache_less(small)
-            },
+            cache_less(small)
+                .disable_auto_compactions(true)
+                .compression(Compression::Zstd { level: 3 })
+                .target_file_size_base(4 << 10),
         ),
     ]
 }
 
 /// `o` with the compaction strategy named `name` (its `parse` form).
 fn with_strategy(o: Options, name: &str) -> Options {
-    Options {
-        compaction_strategy: CompactionStrategy::parse(name)
-            .unwrap_or_else(|| panic!("{name} is a strategy name")),
-        ..o
-    }
+    o.compaction_strategy(
+        CompactionStrategy::parse(name).unwrap_or_else(|| panic!("{name} is a strategy name")),
+    )
 }
 
 /// `o` with no block cache, so every read goes to the files.
 fn cache_less(o: Options) -> Options {
-    Options {
-        block_cache_size: 0,
-        ..o
-    }
+    o.block_cache_size(0)
 }
 
 /// Snapshot slots: filled in order, the oldest replaced when all are
@@ -338,10 +326,7 @@ impl EngineTarget {
 
     fn open(&mut self) {
         let fs: Arc<dyn FileSystem> = self.fs.clone();
-        let opts = Options {
-            fs,
-            ..self.options.clone()
-        };
+        let opts = self.options.clone().fs(fs);
         self.db = Some(
             Db::open("/db", opts)
                 .unwrap_or_else(|e| panic!("[{}] the database does not open: {e}", self.name)),

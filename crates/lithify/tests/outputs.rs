@@ -15,10 +15,7 @@ use lithify::{Db, ErrorKind, Options, check_output_path, stored_data_at_or_above
 
 fn setup() -> Arc<MemFs> {
     let fs = Arc::new(MemFs::new());
-    let options = Options {
-        fs: fs.clone(),
-        ..Options::default()
-    };
+    let options = Options::default().fs(fs.clone());
     let db = Db::open("/db", options).unwrap();
     db.put("k", "v").unwrap();
     let backups = BackupEngine::open(fs.clone(), "/bk").unwrap();
@@ -62,10 +59,7 @@ fn every_kind_of_stored_data_is_recognised_at_any_depth() {
 #[test]
 fn the_libraries_refuse_copies_inside_their_sources() {
     let fs = setup();
-    let options = Options {
-        fs: fs.clone(),
-        ..Options::default()
-    };
+    let options = Options::default().fs(fs.clone());
     let db = Db::open("/db", options).unwrap();
     let err = db.create_checkpoint("/db/copy").unwrap_err();
     assert!(err.to_string().contains("inside the database"), "{err}");

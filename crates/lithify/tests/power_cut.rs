@@ -84,32 +84,30 @@ struct Scenario {
 impl Scenario {
     fn new(seed: u64) -> Scenario {
         let mut rng = Rng::new(seed);
-        let options = Options {
-            write_buffer_size: 64 << 10,
-            max_write_buffer_number: 3,
-            level0_file_num_compaction_trigger: 2,
-            level0_slowdown_writes_trigger: 8,
-            level0_stop_writes_trigger: 12,
-            max_bytes_for_level_base: 16 << 10,
-            max_bytes_for_level_multiplier: 4.0,
-            target_file_size_base: 8 << 10,
-            block_size: [256, 512, 4096][rng.below(3) as usize],
-            block_restart_interval: [1, 4, 16][rng.below(3) as usize],
-            block_cache_size: 1 << 20,
-            num_levels: 5,
-            max_background_jobs: 1 + rng.below(2) as usize,
-            manual_wal_flush: rng.below(4) == 0,
-            compression: if rng.below(3) == 0 {
+        let options = Options::default()
+            .write_buffer_size(64 << 10)
+            .max_write_buffer_number(3)
+            .level0_file_num_compaction_trigger(2)
+            .level0_slowdown_writes_trigger(8)
+            .level0_stop_writes_trigger(12)
+            .max_bytes_for_level_base(16 << 10)
+            .max_bytes_for_level_multiplier(4.0)
+            .target_file_size_base(8 << 10)
+            .block_size([256, 512, 4096][rng.below(3) as usize])
+            .block_restart_interval([1, 4, 16][rng.below(3) as usize])
+            .block_cache_size(1 << 20)
+            .num_levels(5)
+            .max_background_jobs(1 + rng.below(2) as usize)
+            .manual_wal_flush(rng.below(4) == 0)
+            .compression(if rng.below(3) == 0 {
                 Compression::Zstd { level: 1 }
             } else {
                 Compression::None
-            },
-            compaction_strategy: {
+            })
+            .compaction_strategy({
                 let name = STRATEGIES[rng.below(STRATEGIES.len() as u64) as usize];
                 CompactionStrategy::parse(name).expect("a strategy name")
-            },
-            ..Options::default()
-        };
+            });
         let n = 200 + rng.below(400);
         let sync_one_in = [0, 5, 20, 60][rng.below(4) as usize];
         let mut counter = 0u64;
@@ -162,10 +160,7 @@ impl Scenario {
     }
 
     fn options(&self, fs: Arc<dyn FileSystem>) -> Options {
-        Options {
-            fs,
-            ..self.options.clone()
-        }
+        self.options.clone().fs(fs)
     }
 }
 
@@ -173,10 +168,7 @@ impl Scenario {
 fn run_step(db: &Db, step: &Step) -> lithify::Result<bool> {
     match step {
         Step::Write(w, sync) => {
-            let wo = WriteOptions {
-                sync: *sync,
-                ..WriteOptions::default()
-            };
+            let wo = WriteOptions::default().sync(*sync);
             match w {
                 Write::Put(k, v) => db.put_opt(k, v, &wo)?,
                 Write::Delete(k) => db.delete_opt(k, &wo)?,

@@ -15,6 +15,9 @@ use lithify_base::SeqNo;
 ///
 /// The value borrows the memtable's arena (no copy); copy it (e.g.
 /// `Bytes::copy_from_slice`) to keep it after the memtable reference goes.
+///
+/// Exhaustive on purpose: every reader of a memtable must handle every
+/// answer, so a new one must stop their build until they do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lookup<'a> {
     /// The newest visible version is a value, and no visible range
@@ -46,6 +49,7 @@ pub enum Lookup<'a> {
 
 /// Which kind of tombstone deleted a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DeletedBy {
     /// A point tombstone (`Delete` or `SingleDelete`) is the newest visible
     /// version, and no newer visible range tombstone covers the key.

@@ -26,6 +26,7 @@ const RANGE_DEL_BLOCK_SIZE: usize = 4096;
 
 /// How a [`MemTable`] allocates memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemTableOptions {
     /// Size of the arena blocks of point entries (default 1 MiB, at least
     /// 1 KiB). Entries larger than a quarter block get a block of their own.
@@ -40,6 +41,11 @@ pub struct MemTableOptions {
     /// positives.
     pub whole_key_filter_bits: u64,
 }
+
+lithify_base::options_builder!(MemTableOptions {
+    arena_block_size: usize,
+    whole_key_filter_bits: u64,
+});
 
 impl Default for MemTableOptions {
     fn default() -> Self {

@@ -341,10 +341,9 @@ fn iterator_outlives_the_handle_it_came_from() {
 fn counters_bounds_and_memory() {
     let m = MemTable::with_options(
         InternalKeyComparator::bytewise(),
-        &MemTableOptions {
-            arena_block_size: 4096,
-            whole_key_filter_bits: 0,
-        },
+        &MemTableOptions::default()
+            .arena_block_size(4096)
+            .whole_key_filter_bits(0),
     );
     assert!(m.is_empty());
     assert_eq!((m.len(), m.first_seqno(), m.last_seqno()), (0, None, None));
@@ -496,10 +495,7 @@ fn empty_keys_and_values_and_large_entries() {
 fn the_whole_key_filter_never_hides_a_key_or_a_range_tombstone() {
     let mem = MemTable::with_options(
         InternalKeyComparator::bytewise(),
-        &MemTableOptions {
-            whole_key_filter_bits: 1 << 17,
-            ..MemTableOptions::default()
-        },
+        &MemTableOptions::default().whole_key_filter_bits(1 << 17),
     );
     assert_eq!(mem.filter_size(), (1 << 17) / 8);
     mem.add(1, ValueKind::Put, b"a", b"1").unwrap();

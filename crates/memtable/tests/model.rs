@@ -186,7 +186,9 @@ proptest! {
     ) {
         let mem = Arc::new(MemTable::with_options(
             InternalKeyComparator::bytewise(),
-            &MemTableOptions { arena_block_size: block, whole_key_filter_bits: filter_bits },
+            &MemTableOptions::default()
+                .arena_block_size(block)
+                .whole_key_filter_bits(filter_bits),
         ));
         let mut oracle = Oracle::default();
         // Seqno i + 1 for op i, inserted in a shuffled order.

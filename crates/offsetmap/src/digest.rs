@@ -13,6 +13,7 @@ use crate::md5_lanes;
 
 /// Which function turns a key into its 16-byte digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum DigestKind {
     /// MD5 of the raw key bytes, as Kafka computes it (no length prefix, no
     /// salt). The default.

@@ -46,6 +46,7 @@
 
 /// How a slot stores a key's digest and offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Layout {
     /// Kafka's 24-byte slot: 16-byte digest, offset as a big-endian `i64`.
     /// With [`DigestKind::Md5`](crate::DigestKind::Md5) the map's memory is

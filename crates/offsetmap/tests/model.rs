@@ -108,6 +108,7 @@ impl Model {
                     .saturating_add(u64::from(u32::MAX))
                     .min(MAX_OFFSET),
             ),
+            other => unreachable!("the model does not know the layout {other:?}"),
         }
     }
 

@@ -64,10 +64,7 @@ mod tests {
     #[test]
     fn anchors_cover_the_table_in_order() {
         let fs = MemFs::new();
-        let opts = SstOptions {
-            block_size: 256,
-            ..SstOptions::default()
-        };
+        let opts = SstOptions::default().block_size(256);
         let path = Path::new("/a.sst");
         let mut b = SstBuilder::new(fs.create(path).unwrap(), path, &opts).unwrap();
         for i in 0..1000u32 {

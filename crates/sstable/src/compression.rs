@@ -17,6 +17,7 @@ pub const MAX_COMPRESSED_BLOCK_LEN: usize = 16 << 20;
 /// [`MAX_COMPRESSED_BLOCK_LEN`] (possible only with huge values) are always
 /// stored raw, which bounds what a reader allocates for a damaged block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Compression {
     /// Blocks are stored as they are.
     #[default]

@@ -31,7 +31,8 @@
 //! use lithify_vfs::{FileSystem, MemFs};
 //!
 //! let fs = MemFs::new();
-//! let opts = SstOptions { compression: Compression::zstd(), ..SstOptions::default() };
+//! let opts = SstOptions::default()
+//!     .compression(Compression::zstd());
 //! let path = Path::new("/fruit.sst");
 //! let mut builder = SstBuilder::new(fs.create(path).unwrap(), path, &opts).unwrap();
 //! for i in 0..1000u32 {

@@ -19,14 +19,13 @@ pub const MAX_BLOCK_SIZE: usize = 1 << 30;
 /// ```
 /// use lithify_sstable::{Compression, SstOptions};
 ///
-/// let opts = SstOptions {
-///     block_size: 16 << 10,
-///     compression: Compression::zstd(),
-///     ..SstOptions::default()
-/// };
+/// let opts = SstOptions::default()
+///     .block_size(16 << 10)
+///     .compression(Compression::zstd());
 /// assert_eq!(opts.block_restart_interval, 16);
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SstOptions<C = BytewiseComparator> {
     /// The key order.
     pub comparator: C,
@@ -50,6 +49,17 @@ pub struct SstOptions<C = BytewiseComparator> {
     /// reads the system clock when the builder is created.
     pub creation_time: Option<u64>,
 }
+
+lithify_base::options_builder!(SstOptions<C> {
+    comparator: C,
+    key_schema: Arc<dyn KeySchema>,
+    block_size: usize,
+    block_restart_interval: usize,
+    bloom_bits_per_key: f64,
+    compression: Compression,
+    verify_checksums: bool,
+    creation_time: Option<u64>,
+});
 
 impl Default for SstOptions<BytewiseComparator> {
     fn default() -> Self {

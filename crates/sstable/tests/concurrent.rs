@@ -24,11 +24,9 @@ fn tables_and_iterators_cross_threads() {
 #[test]
 fn concurrent_readers_see_the_same_table() {
     let fs = MemFs::new();
-    let opts = SstOptions {
-        block_size: 512,
-        compression: Compression::Zstd { level: 1 },
-        ..SstOptions::default()
-    };
+    let opts = SstOptions::default()
+        .block_size(512)
+        .compression(Compression::Zstd { level: 1 });
     let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..3000u32)
         .map(|i| {
             (

@@ -41,13 +41,11 @@ struct Fixture {
 }
 
 fn fixture(compression: Compression) -> Fixture {
-    let opts = SstOptions {
-        block_size: 160,
-        block_restart_interval: 4,
-        compression,
-        creation_time: Some(1_700_000_000),
-        ..SstOptions::default()
-    };
+    let opts = SstOptions::default()
+        .block_size(160)
+        .block_restart_interval(4)
+        .compression(compression)
+        .creation_time(Some(1_700_000_000));
     let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..40u32)
         .map(|i| {
             let k = format!("key{:03}", i * 3).into_bytes();

@@ -19,10 +19,7 @@ fn entries() -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn opts() -> SstOptions {
-    SstOptions {
-        creation_time: Some(7),
-        ..SstOptions::default()
-    }
+    SstOptions::default().creation_time(Some(7))
 }
 
 /// Builds the table at `/d/t.sst`; the first error is returned with what

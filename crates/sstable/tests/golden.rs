@@ -12,11 +12,9 @@ use common::{build, open};
 
 fn golden_table() -> Vec<u8> {
     let fs = MemFs::new();
-    let opts = SstOptions {
-        creation_time: Some(1_700_000_000),
-        block_size: 32,
-        ..SstOptions::default()
-    };
+    let opts = SstOptions::default()
+        .creation_time(Some(1_700_000_000))
+        .block_size(32);
     let entries = vec![
         (b"apple".to_vec(), b"red".to_vec()),
         (b"apricot".to_vec(), b"orange".to_vec()),

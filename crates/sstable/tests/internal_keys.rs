@@ -53,17 +53,15 @@ fn entries(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn opts(block_size: usize, zstd: bool) -> SstOptions<InternalKeyComparator> {
-    SstOptions {
-        block_size,
-        block_restart_interval: 3,
-        compression: if zstd {
+    SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
+        .block_size(block_size)
+        .block_restart_interval(3)
+        .compression(if zstd {
             Compression::zstd()
         } else {
             Compression::None
-        },
-        creation_time: Some(1),
-        ..SstOptions::for_internal_keys(InternalKeyComparator::bytewise())
-    }
+        })
+        .creation_time(Some(1))
 }
 
 proptest! {

@@ -59,18 +59,16 @@ fn config() -> impl Strategy<Value = Config> {
 }
 
 fn options(c: &Config) -> SstOptions {
-    SstOptions {
-        block_size: c.block_size,
-        block_restart_interval: c.restart_interval,
-        compression: if c.zstd {
+    SstOptions::default()
+        .block_size(c.block_size)
+        .block_restart_interval(c.restart_interval)
+        .compression(if c.zstd {
             Compression::Zstd { level: 1 }
         } else {
             Compression::None
-        },
-        bloom_bits_per_key: c.bloom_bits,
-        creation_time: Some(0),
-        ..SstOptions::default()
-    }
+        })
+        .bloom_bits_per_key(c.bloom_bits)
+        .creation_time(Some(0))
 }
 
 #[derive(Debug, Clone)]
@@ -214,7 +212,8 @@ proptest! {
         entries in proptest::collection::btree_map(key(), value(), 0..20),
     ) {
         let fs = MemFs::new();
-        let opts = SstOptions { creation_time: Some(0), ..SstOptions::default() };
+        let opts = SstOptions::default()
+            .creation_time(Some(0));
         let entries: Vec<(Vec<u8>, Vec<u8>)> = entries.into_iter().collect();
         let built = build(&fs, "/t.sst", &opts, &entries, &tombstones);
         prop_assert_eq!(built.properties.num_range_deletions, tombstones.len() as u64);

@@ -317,10 +317,7 @@ fn open_and_check(a: &BankStress, opts: &Options, when: &str, say: Say<'_>) -> R
                 batch.put(account(n), bank.initial.to_le_bytes());
             }
             batch.put(MARKER, bank.marker_value());
-            let sync = WriteOptions {
-                sync: true,
-                ..WriteOptions::default()
-            };
+            let sync = WriteOptions::default().sync(true);
             db.write_opt(batch, &sync).context(DbSnafu)?;
             say(&format!(
                 "stress: created {} accounts of {} in {}",
@@ -386,11 +383,10 @@ fn sum_by_scan(db: &Db, bank: Bank, read: &ReadOptions) -> Result<std::result::R
     if let Some(last) = upper.last_mut() {
         *last += 1;
     }
-    let options = ReadOptions {
-        lower_bound: Some(Bytes::from_static(ACCOUNT_PREFIX)),
-        upper_bound: Some(Bytes::from(upper)),
-        ..read.clone()
-    };
+    let options = read
+        .clone()
+        .lower_bound(Some(Bytes::from_static(ACCOUNT_PREFIX)))
+        .upper_bound(Some(Bytes::from(upper)));
     let mut sum: u128 = 0;
     let mut seen = 0;
     for item in db.iter_opt(&options) {
@@ -446,12 +442,10 @@ impl TxnDb<'_> {
             }
             TxnDb::Pessimistic(db) => db.transaction_opt(
                 write_options,
-                &TransactionOptions {
-                    set_snapshot: false,
-                    lock_timeout: Some(DEFAULT_LOCK_TIMEOUT),
-                    deadlock_detect: true,
-                    ..TransactionOptions::default()
-                },
+                &TransactionOptions::default()
+                    .set_snapshot(false)
+                    .lock_timeout(Some(DEFAULT_LOCK_TIMEOUT))
+                    .deadlock_detect(true),
             ),
         }
     }
@@ -562,10 +556,7 @@ impl Transfers<'_> {
             let to = (from + 1 + rng.uniform(accounts - 1)) % accounts;
             let amount = 1 + rng.uniform(MAX_AMOUNT);
             let sync = rng.uniform(100) < u64::from(self.args.sync_percent);
-            let write_options = WriteOptions {
-                sync,
-                ..WriteOptions::default()
-            };
+            let write_options = WriteOptions::default().sync(sync);
             loop {
                 match self.transfer(&write_options, from, to, amount)? {
                     Attempt::Committed => {

@@ -126,14 +126,12 @@ impl DbStress {
 /// files, a 1 MiB base level and an 8 MiB cache, so that flushes and
 /// compactions run all the time.
 pub fn base_options(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 512 << 10,
-        target_file_size_base: 256 << 10,
-        max_bytes_for_level_base: 1 << 20,
-        block_cache_size: 8 << 20,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(512 << 10)
+        .target_file_size_base(256 << 10)
+        .max_bytes_for_level_base(1 << 20)
+        .block_cache_size(8 << 20)
 }
 
 /// The default expected-state path for a database directory.
@@ -603,10 +601,7 @@ impl Workload<'_> {
             });
         }
         self.record(w, plan, &guards, shape)?;
-        let wo = WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
+        let wo = WriteOptions::default().sync(sync);
         let result = match shape {
             WriteShape::Single => {
                 let (k, kind) = plan[0];
@@ -679,11 +674,9 @@ impl Workload<'_> {
         let guards: Vec<_> = (first..end).map(|k| self.state.lock(k)).collect();
         let image: Vec<Observed> = guards.iter().map(|g| g.latest()).collect();
         let expected = present(first, &image);
-        let opts = ReadOptions {
-            lower_bound: Some(Bytes::from(key(first))),
-            upper_bound: Some(Bytes::from(key(end))),
-            ..ReadOptions::default()
-        };
+        let opts = ReadOptions::default()
+            .lower_bound(Some(Bytes::from(key(first))))
+            .upper_bound(Some(Bytes::from(key(end))));
         let how = rng.uniform(3);
         let got = match how {
             0 => self.scan(&opts, false)?,
@@ -788,11 +781,10 @@ impl Workload<'_> {
     fn check_snapshot(&self, h: &HeldSnapshot) -> Result<()> {
         let end = h.first + h.image.len() as u64;
         let expected = present(h.first, &h.image);
-        let opts = ReadOptions {
-            snapshot: Some(h.snapshot.clone()),
-            lower_bound: Some(Bytes::from(key(h.first))),
-            upper_bound: Some(Bytes::from(key(end))),
-        };
+        let opts = ReadOptions::default()
+            .snapshot(Some(h.snapshot.clone()))
+            .lower_bound(Some(Bytes::from(key(h.first))))
+            .upper_bound(Some(Bytes::from(key(end))));
         let got = self.scan(&opts, false)?;
         let mut looked_up = Vec::new();
         let at = ReadOptions::at(&h.snapshot);

@@ -388,10 +388,9 @@ fn open_and_verify(
     let mut live = 0usize;
     for p in 0..state.partitions.len() {
         let dir = partition_dir(data_dir, p);
-        let options = OpenOptions {
-            recovery_point: None,
-            clock: Arc::new(SystemClock),
-        };
+        let options = OpenOptions::default()
+            .recovery_point(None)
+            .clock(Arc::new(SystemClock));
         let log = match Log::open_with(fs.clone(), &dir, config.clone(), options) {
             Ok(l) => l,
             Err(e) => {

@@ -77,7 +77,7 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
-    /// `rollback_to_savepoint` without a save point.
+    /// `rollback_to_save_point` without a save point.
     #[snafu(display("no save point to roll back to"))]
     NoSavePoint {
         /// Where the error was raised.

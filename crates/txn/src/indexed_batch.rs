@@ -182,6 +182,7 @@ impl TableIndex {
 
 /// What the batch alone says about a key ([`WriteBatchWithIndex::get_from_batch`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BatchLookup {
     /// The batch decides the value.
     Found(Bytes),

@@ -43,13 +43,14 @@
 //! use lithify_txn::{OptimisticDb, OptimisticTransactionOptions};
 //!
 //! let db = OptimisticDb::open(dir.path(), Options::default()).unwrap();
-//! let sync = WriteOptions { sync: true, ..WriteOptions::default() };
+//! let sync = WriteOptions::default()
+//!     .sync(true);
 //! let mut t = db.transaction_opt(&sync, &OptimisticTransactionOptions::default());
 //! t.put(b"a", b"1").unwrap();
-//! t.set_savepoint();
+//! t.set_save_point();
 //! t.put(b"b", b"2").unwrap();
 //! assert_eq!(t.get(b"b").unwrap().unwrap(), &b"2"[..]);
-//! t.rollback_to_savepoint().unwrap();
+//! t.rollback_to_save_point().unwrap();
 //! t.commit().unwrap();
 //! assert_eq!(db.get(b"a").unwrap().unwrap(), &b"1"[..]);
 //! assert_eq!(db.get(b"b").unwrap(), None);
@@ -75,3 +76,14 @@ pub use transaction::{DEFAULT_LOCK_TIMEOUT, Transaction, TxnIterator};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+// The thread-safety the documentation promises, checked at compile time.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    const fn send<T: Send>() {}
+    send_and_sync::<OptimisticDb>();
+    send_and_sync::<TransactionDb>();
+    send_and_sync::<Error>();
+    send::<Transaction<'static>>();
+    send::<WriteBatchWithIndex>();
+};

@@ -37,7 +37,7 @@
 //! An edge is removed when its waiter stops waiting (lock taken, timed out,
 //! deadlock) and, unlike RocksDB, also when the holder releases that lock:
 //! RocksDB keeps the stale edge until the woken waiter runs, so a
-//! transaction that releases one key (rollback to a savepoint) and at once
+//! transaction that releases one key (rollback to a save point) and at once
 //! waits for a key held by its former waiter can be told it deadlocked.
 //!
 //! # Lock order
@@ -836,7 +836,7 @@ mod tests {
     #[test]
     fn release_drops_stale_wait_edges() {
         // 2 waits for 1's `k`. 1 releases `k` (say, a rollback to a
-        // savepoint) and at once waits for `j`, held by 2: that is no
+        // save point) and at once waits for `j`, held by 2: that is no
         // deadlock, as 2 no longer waits for 1.
         let locks = Arc::new(LockTable::new(16));
         assert_eq!(locks.lock(1, T, b"k", None, true, DEPTH), Ok(true));

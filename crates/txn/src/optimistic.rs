@@ -12,6 +12,7 @@ use crate::transaction::{Mode, Transaction};
 
 /// Options of one optimistic transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OptimisticTransactionOptions {
     /// Take the snapshot reads use when the transaction begins (default
     /// on). Off, reads see the latest state until
@@ -24,6 +25,11 @@ pub struct OptimisticTransactionOptions {
     /// write into it can both commit (write skew through ranges).
     pub serializable: bool,
 }
+
+lithify_base::options_builder!(OptimisticTransactionOptions {
+    set_snapshot: bool,
+    serializable: bool,
+});
 
 impl Default for OptimisticTransactionOptions {
     fn default() -> Self {

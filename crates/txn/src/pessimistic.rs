@@ -15,6 +15,7 @@ use crate::transaction::{DEFAULT_LOCK_TIMEOUT, Mode, Transaction, lock_error};
 
 /// Options of a [`TransactionDb`] (RocksDB's `TransactionDBOptions`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TransactionDbOptions {
     /// Stripes of the lock table (RocksDB's `num_stripes`, 16).
     pub num_stripes: usize,
@@ -26,6 +27,12 @@ pub struct TransactionDbOptions {
     /// keys' locks (RocksDB's `default_lock_timeout`, 1 s).
     pub default_lock_timeout: Option<Duration>,
 }
+
+lithify_base::options_builder!(TransactionDbOptions {
+    num_stripes: usize,
+    transaction_lock_timeout: Option<Duration>,
+    default_lock_timeout: Option<Duration>,
+});
 
 impl Default for TransactionDbOptions {
     fn default() -> Self {
@@ -40,6 +47,7 @@ impl Default for TransactionDbOptions {
 /// Options of one pessimistic transaction (RocksDB's
 /// `TransactionOptions`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TransactionOptions {
     /// Take a snapshot when the transaction begins (default off, as in
     /// RocksDB): reads use it, and a lock taken on a key changed after it
@@ -58,6 +66,13 @@ pub struct TransactionOptions {
     /// (RocksDB's `deadlock_detect_depth`, 50).
     pub deadlock_detect_depth: usize,
 }
+
+lithify_base::options_builder!(TransactionOptions {
+    set_snapshot: bool,
+    lock_timeout: Option<Duration>,
+    deadlock_detect: bool,
+    deadlock_detect_depth: usize,
+});
 
 impl Default for TransactionOptions {
     fn default() -> Self {

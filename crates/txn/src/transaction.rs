@@ -51,8 +51,8 @@ pub(crate) enum Mode<'db> {
 /// * Writes collect in a batch; [`commit`](Self::commit) writes it as one
 ///   WAL record (after a crash it is there completely or not at all) with
 ///   the transaction's [`WriteOptions`].
-/// * [`set_savepoint`](Self::set_savepoint) and
-///   [`rollback_to_savepoint`](Self::rollback_to_savepoint) undo part of
+/// * [`set_save_point`](Self::set_save_point) and
+///   [`rollback_to_save_point`](Self::rollback_to_save_point) undo part of
 ///   the batch; [`rollback`](Self::rollback) (or dropping the transaction)
 ///   undoes all of it.
 ///
@@ -310,9 +310,9 @@ impl<'db> Transaction<'db> {
         })
     }
 
-    /// Marks a point [`rollback_to_savepoint`](Self::rollback_to_savepoint)
+    /// Marks a point [`rollback_to_save_point`](Self::rollback_to_save_point)
     /// returns to (save points nest).
-    pub fn set_savepoint(&mut self) {
+    pub fn set_save_point(&mut self) {
         self.batch.set_save_point();
         self.save_points.push(self.tracker.get_mut().mark());
     }
@@ -321,7 +321,7 @@ impl<'db> Transaction<'db> {
     /// first read or locked after it are no longer tracked: an optimistic
     /// commit does not validate them, a pessimistic transaction releases
     /// their locks (RocksDB's `RollbackToSavePoint`).
-    pub fn rollback_to_savepoint(&mut self) -> Result<()> {
+    pub fn rollback_to_save_point(&mut self) -> Result<()> {
         let Some(mark) = self.save_points.pop() else {
             return NoSavePointSnafu.fail();
         };
@@ -332,7 +332,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// Forgets the newest save point without undoing anything.
-    pub fn pop_savepoint(&mut self) -> Result<()> {
+    pub fn pop_save_point(&mut self) -> Result<()> {
         if self.save_points.pop().is_none() {
             return NoSavePointSnafu.fail();
         }

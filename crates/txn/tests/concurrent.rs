@@ -142,11 +142,9 @@ fn pessimistic_transfers_keep_the_sum_and_all_commit() {
             let db = Arc::clone(&db);
             let failed = Arc::clone(&failed);
             thread::spawn(move || {
-                let options = TransactionOptions {
-                    deadlock_detect: true,
-                    lock_timeout: Some(Duration::from_secs(30)),
-                    ..TransactionOptions::default()
-                };
+                let options = TransactionOptions::default()
+                    .deadlock_detect(true)
+                    .lock_timeout(Some(Duration::from_secs(30)));
                 let mut rng = 0x2545_f491_4f6c_dd1d ^ (w + 1);
                 for _ in 0..TRANSFERS {
                     let from = next(&mut rng) % ACCOUNTS;

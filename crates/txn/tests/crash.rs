@@ -17,11 +17,7 @@ const START: u64 = 100;
 const TRANSFERS: u64 = 40;
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 1024,
-        ..Options::default()
-    }
+    Options::default().fs(fs).write_buffer_size(1024)
 }
 
 fn num(v: Option<bytes::Bytes>) -> u64 {
@@ -40,10 +36,7 @@ enum Kind {
 
 /// Runs the transfers; returns how many commits returned `Ok`.
 fn run(db: Db, kind: Kind) -> u64 {
-    let sync = WriteOptions {
-        sync: true,
-        ..WriteOptions::default()
-    };
+    let sync = WriteOptions::default().sync(true);
     match kind {
         Kind::Optimistic => {
             let db = OptimisticDb::new(db);
@@ -82,10 +75,7 @@ fn transfer(mut t: lithify_txn::Transaction<'_>, from: u64, to: u64) -> lithify_
 
 fn setup(fs: Arc<dyn FileSystem>) -> Option<Db> {
     let db = Db::open("/db", options(fs)).ok()?;
-    let sync = WriteOptions {
-        sync: true,
-        ..WriteOptions::default()
-    };
+    let sync = WriteOptions::default().sync(true);
     let mut b = lithify_engine::WriteBatch::new();
     for i in 0..ACCOUNTS {
         b.put(acct(i), START.to_le_bytes());

@@ -161,10 +161,7 @@ enum Store {
 
 fn run(kind: Kind, ops: &[Op]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        merge_operator: Some(Arc::new(UInt64Add)),
-        ..Options::default()
-    };
+    let options = Options::default().merge_operator(Some(Arc::new(UInt64Add)));
     let store = match kind {
         Kind::Optimistic { .. } => {
             Store::Optimistic(OptimisticDb::open(dir.path(), options).unwrap())
@@ -173,11 +170,9 @@ fn run(kind: Kind, ops: &[Op]) -> Result<(), TestCaseError> {
             TransactionDb::open(
                 dir.path(),
                 options,
-                TransactionDbOptions {
-                    transaction_lock_timeout: Some(Duration::ZERO),
-                    default_lock_timeout: Some(Duration::ZERO),
-                    ..TransactionDbOptions::default()
-                },
+                TransactionDbOptions::default()
+                    .transaction_lock_timeout(Some(Duration::ZERO))
+                    .default_lock_timeout(Some(Duration::ZERO)),
             )
             .unwrap(),
         ),
@@ -208,10 +203,7 @@ fn run(kind: Kind, ops: &[Op]) -> Result<(), TestCaseError> {
                         };
                         d.transaction_opt(
                             &WriteOptions::default(),
-                            &OptimisticTransactionOptions {
-                                serializable,
-                                ..Default::default()
-                            },
+                            &OptimisticTransactionOptions::default().serializable(serializable),
                         )
                     }
                     Store::Pessimistic(d) => {
@@ -339,7 +331,7 @@ fn run(kind: Kind, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::SetSavepoint(c) => {
                 let Some(t) = txns[c].as_mut() else { continue };
-                t.set_savepoint();
+                t.set_save_point();
                 let m = &mut models[c];
                 m.saves
                     .push((m.writes.clone(), m.tracked.len(), m.ranges.len()));
@@ -347,7 +339,7 @@ fn run(kind: Kind, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::RollbackToSavepoint(c) => {
                 let Some(t) = txns[c].as_mut() else { continue };
                 let m = &mut models[c];
-                let r = t.rollback_to_savepoint();
+                let r = t.rollback_to_save_point();
                 match m.saves.pop() {
                     None => prop_assert!(r.is_err(), "{}", ctx),
                     Some((writes, tracked, ranges)) => {

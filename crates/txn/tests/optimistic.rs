@@ -8,10 +8,7 @@ use lithify_txn::{Error, OptimisticDb, OptimisticTransactionOptions};
 
 fn open() -> (tempfile::TempDir, OptimisticDb) {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        merge_operator: Some(Arc::new(UInt64Add)),
-        ..Options::default()
-    };
+    let options = Options::default().merge_operator(Some(Arc::new(UInt64Add)));
     let db = OptimisticDb::open(dir.path(), options).unwrap();
     (dir, db)
 }
@@ -84,10 +81,7 @@ fn range_skew(serializable: bool) -> (bool, usize) {
     let (_d, db) = open();
     db.put(b"on_call/alice", [1]).unwrap();
     db.put(b"on_call/bob", [1]).unwrap();
-    let options = OptimisticTransactionOptions {
-        serializable,
-        ..OptimisticTransactionOptions::default()
-    };
+    let options = OptimisticTransactionOptions::default().serializable(serializable);
     let t = db.default_table();
     let count = |txn: &lithify_txn::Transaction<'_>| {
         let mut it = txn
@@ -135,10 +129,7 @@ fn phantom_insert_into_a_scanned_range_is_refused_when_serializable() {
     let (_d, db) = open();
     db.put(b"k1", [1]).unwrap();
     db.put(b"k5", [1]).unwrap();
-    let options = OptimisticTransactionOptions {
-        serializable: true,
-        ..OptimisticTransactionOptions::default()
-    };
+    let options = OptimisticTransactionOptions::default().serializable(true);
     let t = db.default_table();
     let mut a = db.transaction_opt(&WriteOptions::default(), &options);
     {
@@ -170,20 +161,20 @@ fn phantom_insert_into_a_scanned_range_is_refused_when_serializable() {
 }
 
 #[test]
-fn savepoint_rollback_undoes_writes_and_untracks_reads() {
+fn save_point_rollback_undoes_writes_and_untracks_reads() {
     let (_d, db) = open();
     db.put(b"a", [1]).unwrap();
     let mut t = db.transaction();
     t.put(b"x", [1]).unwrap();
-    t.set_savepoint();
+    t.set_save_point();
     t.get(b"a").unwrap();
     t.put(b"y", [2]).unwrap();
     t.merge(b"n", 7u64.to_le_bytes()).unwrap();
     assert_eq!(t.get(b"y").unwrap().unwrap()[0], 2);
-    t.rollback_to_savepoint().unwrap();
+    t.rollback_to_save_point().unwrap();
     assert_eq!(t.get(b"y").unwrap(), None);
     assert_eq!(t.get(b"n").unwrap(), None);
-    assert!(t.rollback_to_savepoint().is_err());
+    assert!(t.rollback_to_save_point().is_err());
     // `a` was read only after the save point: its change does not matter.
     db.put(b"a", [9]).unwrap();
     t.commit().unwrap();
@@ -248,10 +239,7 @@ fn conflicts_are_found_in_table_files_too() {
 #[test]
 fn lazy_snapshot_validates_each_read_at_its_own_time() {
     let (_d, db) = open();
-    let options = OptimisticTransactionOptions {
-        set_snapshot: false,
-        ..OptimisticTransactionOptions::default()
-    };
+    let options = OptimisticTransactionOptions::default().set_snapshot(false);
     db.put(b"a", [1]).unwrap();
     let mut t = db.transaction_opt(&WriteOptions::default(), &options);
     assert!(t.snapshot().is_none());
@@ -286,10 +274,7 @@ fn get_for_update_alone_is_validated_at_commit() {
     for snapshot in [true, false] {
         let (_d, db) = open();
         db.put(b"x", 1u64.to_le_bytes()).unwrap();
-        let options = OptimisticTransactionOptions {
-            set_snapshot: snapshot,
-            ..OptimisticTransactionOptions::default()
-        };
+        let options = OptimisticTransactionOptions::default().set_snapshot(snapshot);
         let t = db.transaction_opt(&WriteOptions::default(), &options);
         assert_eq!(num(t.get_for_update(b"x").unwrap()), 1);
         db.put(b"x", 2u64.to_le_bytes()).unwrap();

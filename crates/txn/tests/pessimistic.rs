@@ -20,11 +20,9 @@ fn open() -> (tempfile::TempDir, TransactionDb) {
 }
 
 fn opts(timeout: Duration, deadlock_detect: bool) -> TransactionOptions {
-    TransactionOptions {
-        lock_timeout: Some(timeout),
-        deadlock_detect,
-        ..TransactionOptions::default()
-    }
+    TransactionOptions::default()
+        .lock_timeout(Some(timeout))
+        .deadlock_detect(deadlock_detect)
 }
 
 #[test]
@@ -53,10 +51,7 @@ fn plain_writes_lock_their_keys() {
     let db = TransactionDb::open(
         dir.path(),
         Options::default(),
-        TransactionDbOptions {
-            default_lock_timeout: Some(Duration::ZERO),
-            ..TransactionDbOptions::default()
-        },
+        TransactionDbOptions::default().default_lock_timeout(Some(Duration::ZERO)),
     )
     .unwrap();
     let t = db.transaction();
@@ -137,10 +132,7 @@ fn opposite_lock_order_deadlocks_one_and_the_other_commits() {
 fn snapshot_makes_a_lock_on_a_changed_key_fail() {
     let (_d, db) = open();
     db.put(b"k", b"old").unwrap();
-    let options = TransactionOptions {
-        set_snapshot: true,
-        ..TransactionOptions::default()
-    };
+    let options = TransactionOptions::default().set_snapshot(true);
     let mut t = db.transaction_opt(&WriteOptions::default(), &options);
     db.put(b"k", b"new").unwrap();
     // The snapshot's read is repeatable.
@@ -166,25 +158,22 @@ fn without_snapshot_reads_are_latest_and_get_for_update_is_stable() {
     assert_eq!(&t.get(b"a").unwrap().unwrap()[..], b"2");
     assert_eq!(&t.get_for_update(b"a").unwrap().unwrap()[..], b"2");
     // Now locked: a plain write cannot change it under the transaction.
-    let quick = TransactionOptions {
-        lock_timeout: Some(Duration::ZERO),
-        ..TransactionOptions::default()
-    };
+    let quick = TransactionOptions::default().lock_timeout(Some(Duration::ZERO));
     let mut other = db.transaction_opt(&WriteOptions::default(), &quick);
     assert!(other.put(b"a", b"3").is_err());
     assert_eq!(&t.get(b"a").unwrap().unwrap()[..], b"2");
 }
 
 #[test]
-fn rollback_to_savepoint_releases_locks_taken_after_it() {
+fn rollback_to_save_point_releases_locks_taken_after_it() {
     let (_d, db) = open();
     let mut t = db.transaction();
     t.put(b"a", b"1").unwrap();
-    t.set_savepoint();
+    t.set_save_point();
     t.put(b"b", b"1").unwrap();
     t.put(b"a", b"2").unwrap();
     assert_eq!(db.locks_held(), 2);
-    t.rollback_to_savepoint().unwrap();
+    t.rollback_to_save_point().unwrap();
     // `a` was locked before the save point: still held; `b` released.
     assert_eq!(db.locks_held(), 1);
     assert_eq!(&t.get(b"a").unwrap().unwrap()[..], b"1");

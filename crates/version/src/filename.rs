@@ -28,6 +28,9 @@ pub const CURRENT: &str = "CURRENT";
 pub const CURRENT_TMP: &str = "CURRENT.tmp";
 
 /// What a file in the database directory is.
+///
+/// Exhaustive on purpose: purge, checkpoints and backups decide for every
+/// kind of file, so a new kind must stop their build until they do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FileKind {
     /// An SST (sorted string table).

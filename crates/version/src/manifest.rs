@@ -402,6 +402,15 @@ fn read_records(
             .fail();
         }
         Some(LogEnd::Clean) | None => None,
+        // An end this build does not know: refused, never taken as clean.
+        Some(other) => {
+            return CorruptionSnafu {
+                path: path.to_path_buf(),
+                offset: reader.file_len(),
+                message: format!("the log ended in a way this reader does not know: {other:?}"),
+            }
+            .fail();
+        }
     };
     let size = torn.map_or(reader.file_len(), |t| t.offset);
     Ok((torn, size, owner))

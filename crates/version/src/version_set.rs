@@ -69,6 +69,7 @@ use crate::version::{DEFAULT_NUM_LEVELS, Version};
 
 /// Options of a [`VersionSet`].
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct VersionSetOptions {
     /// Levels per table (default 7: L0..L6).
     pub num_levels: usize,
@@ -80,6 +81,12 @@ pub struct VersionSetOptions {
     /// the bytewise comparator.
     pub comparators: Vec<Arc<dyn Comparator>>,
 }
+
+lithify_base::options_builder!(VersionSetOptions {
+    num_levels: usize,
+    max_manifest_file_size: u64,
+    comparators: Vec<Arc<dyn Comparator>>,
+});
 
 impl Default for VersionSetOptions {
     fn default() -> Self {
@@ -913,11 +920,9 @@ impl VersionSet {
                 file,
                 &path,
                 number,
-                WriterOptions {
-                    buffer_size: 1 << 20,
-                    owner: Some(self.db_id),
-                    ..WriterOptions::default()
-                },
+                WriterOptions::default()
+                    .buffer_size(1 << 20)
+                    .owner(Some(self.db_id)),
             )?;
             writer.add_record(&encode_group(&Self::snapshot(plan, self.db_id)))?;
             writer.sync()?;

@@ -18,11 +18,9 @@ const DIR: &str = "/db";
 const STEPS: usize = 12;
 
 fn options() -> VersionSetOptions {
-    VersionSetOptions {
+    VersionSetOptions::default()
         // Small enough that some log_and_apply calls roll over on their own.
-        max_manifest_file_size: 400,
-        ..VersionSetOptions::default()
-    }
+        .max_manifest_file_size(400)
 }
 
 fn file(number: u64, seq: u64) -> FileMetadata {

@@ -30,10 +30,7 @@ fn file(number: u64, seq: u64) -> FileMetadata {
 }
 
 fn options(max_manifest: u64) -> VersionSetOptions {
-    VersionSetOptions {
-        max_manifest_file_size: max_manifest,
-        ..VersionSetOptions::default()
-    }
+    VersionSetOptions::default().max_manifest_file_size(max_manifest)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -477,10 +474,8 @@ fn tables_and_comparators() {
         }
     }
     let fs = Arc::new(MemFs::new());
-    let opts = VersionSetOptions {
-        comparators: vec![Arc::new(BytewiseComparator), Arc::new(Reverse)],
-        ..VersionSetOptions::default()
-    };
+    let opts = VersionSetOptions::default()
+        .comparators(vec![Arc::new(BytewiseComparator), Arc::new(Reverse)]);
     let set = VersionSet::create(fs.clone(), Path::new(DIR), opts.clone()).unwrap();
     let id = set.create_table("rev", Some("test.Reverse"), 4).unwrap();
     assert_eq!(id, 1);
@@ -714,10 +709,7 @@ fn a_manifest_naming_two_databases_is_refused() {
         records.push(r.payload.to_vec());
     }
     let other = lithify_base::Id::random();
-    let owned = lithify_wal::WriterOptions {
-        owner: Some(other),
-        ..lithify_wal::WriterOptions::default()
-    };
+    let owned = lithify_wal::WriterOptions::default().owner(Some(other));
     let mut w =
         lithify_wal::Writer::with_options(fs.create(&path).unwrap(), &path, number, owned).unwrap();
     for r in &records {

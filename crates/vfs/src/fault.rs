@@ -46,6 +46,7 @@ use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 
 /// The kinds of operation a rule can target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum OpKind {
     /// `append`, `write_at`, `set_len`.
     Write,

@@ -102,6 +102,7 @@ pub const SAFE_TO_IGNORE: u8 = 0x80;
 /// `0` is reserved (zero-filled space is never a valid fragment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum FragmentType {
     /// A whole record in one fragment.
     Full = 1,
@@ -162,6 +163,7 @@ pub fn compress_record(raw: &[u8], dst: &mut Vec<u8>) -> bool {
 
 /// Why a compressed record's bytes do not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DecompressError {
     /// The length varint is cut short or malformed.
     BadLength,
@@ -256,6 +258,7 @@ pub struct FileHeader {
 
 /// Why 24 bytes are not a valid file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FileHeaderError {
     /// Every byte is zero (never written, or zero-filled by a crash).
     Zeroed,
@@ -265,6 +268,22 @@ pub enum FileHeaderError {
     BadMagic,
     /// A version this crate cannot read.
     UnsupportedVersion(u32),
+}
+
+impl std::fmt::Display for FileHeaderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileHeaderError::Zeroed => f.write_str("the log header is all zeros"),
+            FileHeaderError::ChecksumMismatch => {
+                f.write_str("the log header's checksum does not match")
+            }
+            FileHeaderError::BadMagic => f.write_str("bad magic number: not a lithify record log"),
+            FileHeaderError::UnsupportedVersion(v) => write!(
+                f,
+                "format version {v} is not supported (this reader knows 1, 2 and 3)"
+            ),
+        }
+    }
 }
 
 impl FileHeader {

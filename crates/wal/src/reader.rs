@@ -19,6 +19,9 @@ use crate::format::{
 /// What the reader does with damaged records (RocksDB's `WALRecoveryMode`).
 /// See the [crate documentation](crate#damage-and-recovery-modes) for the
 /// full table.
+///
+/// Exhaustive on purpose: RocksDB's four modes, each of which the engine
+/// names and applies; a new one must stop its build until it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum RecoveryMode {
     /// A damaged or incomplete tail is dropped; damage followed by valid
@@ -38,6 +41,7 @@ pub enum RecoveryMode {
 
 /// Why bytes were dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DropReason {
     /// The file ends inside the file header or a fragment header.
     TruncatedHeader,
@@ -175,6 +179,7 @@ impl<F: FnMut(&DroppedRange) + Send> Reporter for F {
 
 /// How a log ended, once [`Reader::read_record`] has returned `Ok(None)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LogEnd {
     /// Every byte was part of an intact record (or block padding).
     Clean,

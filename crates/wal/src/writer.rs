@@ -15,6 +15,7 @@ use crate::format::{
 
 /// How a [`Writer`] stores records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum RecordCompression {
     /// As they are (format version 1). The default.
     #[default]
@@ -34,6 +35,7 @@ impl RecordCompression {
 
 /// How a [`Writer`] buffers and syncs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WriterOptions {
     /// Buffered bytes that trigger a write to the file inside
     /// [`Writer::add_record`]. Smaller records simply accumulate; nothing
@@ -52,6 +54,13 @@ pub struct WriterOptions {
     /// copied in from another database is told apart. Default none.
     pub owner: Option<Id>,
 }
+
+lithify_base::options_builder!(WriterOptions {
+    buffer_size: usize,
+    bytes_per_sync: u64,
+    compression: RecordCompression,
+    owner: Option<Id>,
+});
 
 impl Default for WriterOptions {
     fn default() -> Self {

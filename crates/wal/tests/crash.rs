@@ -143,16 +143,15 @@ fn memfs_power_loss_keeps_synced_records() {
             fs.create(path).unwrap(),
             path,
             1,
-            WriterOptions {
-                buffer_size: 1 + (seed as usize * 977) % 9000,
-                bytes_per_sync: 0,
-                compression: if compressed {
+            WriterOptions::default()
+                .buffer_size(1 + (seed as usize * 977) % 9000)
+                .bytes_per_sync(0)
+                .compression(if compressed {
                     RecordCompression::Lz4
                 } else {
                     RecordCompression::None
-                },
-                owner: None,
-            },
+                })
+                .owner(None),
         )
         .unwrap();
         fs.sync_dir(Path::new("/")).unwrap();
@@ -197,12 +196,11 @@ fn workload(fs: &dyn FileSystem) -> (Vec<Vec<u8>>, usize, bool) {
         file,
         path,
         2,
-        WriterOptions {
-            buffer_size: 8192,
-            bytes_per_sync: 0,
-            compression: RecordCompression::None,
-            owner: None,
-        },
+        WriterOptions::default()
+            .buffer_size(8192)
+            .bytes_per_sync(0)
+            .compression(RecordCompression::None)
+            .owner(None),
     ) else {
         return (Vec::new(), 0, true);
     };
@@ -285,12 +283,11 @@ fn bytes_per_sync_syncs_as_it_goes() {
         fs.create(path).unwrap(),
         path,
         3,
-        WriterOptions {
-            buffer_size: 1000,
-            bytes_per_sync: 10_000,
-            compression: RecordCompression::None,
-            owner: None,
-        },
+        WriterOptions::default()
+            .buffer_size(1000)
+            .bytes_per_sync(10_000)
+            .compression(RecordCompression::None)
+            .owner(None),
     )
     .unwrap();
     for i in 0..100 {

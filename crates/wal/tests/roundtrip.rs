@@ -164,7 +164,11 @@ proptest! {
         let path = Path::new("/p.log");
         let mut w = Writer::with_options(
             fs.create(path).unwrap(), path, 77,
-            WriterOptions { buffer_size, bytes_per_sync: 0, compression, owner: None },
+            WriterOptions::default()
+                .buffer_size(buffer_size)
+                .bytes_per_sync(0)
+                .compression(compression)
+                .owner(None),
         ).unwrap();
         let record = |i: usize, n: usize| if compressible[i] {
             half_compressible(n, i as u64)
@@ -240,11 +244,9 @@ fn an_owned_log_names_its_owner() {
     let owner = lithify_base::Id::from_bytes(*b"0123456789abcdef");
     for compression in [RecordCompression::None, RecordCompression::Lz4] {
         let path = Path::new("/000011.log");
-        let options = WriterOptions {
-            compression,
-            owner: Some(owner),
-            ..WriterOptions::default()
-        };
+        let options = WriterOptions::default()
+            .compression(compression)
+            .owner(Some(owner));
         let mut w = Writer::with_options(fs.create(path).unwrap(), path, 11, options).unwrap();
         let records: Vec<Vec<u8>> = (0..40)
             .map(|i| half_compressible(100 + i * 2000, i as u64))
@@ -283,10 +285,7 @@ fn an_owned_log_names_its_owner() {
 fn a_damaged_owner_is_reported_not_trusted() {
     let fs = MemFs::new();
     let path = Path::new("/000012.log");
-    let options = WriterOptions {
-        owner: Some(lithify_base::Id::from_bytes([7; 16])),
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default().owner(Some(lithify_base::Id::from_bytes([7; 16])));
     let mut w = Writer::with_options(fs.create(path).unwrap(), path, 12, options).unwrap();
     w.add_record(b"record").unwrap();
     w.close().unwrap();

@@ -225,11 +225,10 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         read_miss_percent: a.read_miss_percent,
         merge_percent: a.merge_percent,
         merge_operator: a.engine.merge_operator.clone(),
-        write_options: WriteOptions {
-            sync: a.sync,
-            disable_wal: a.disable_wal,
-            no_slowdown: false,
-        },
+        write_options: WriteOptions::default()
+            .sync(a.sync)
+            .disable_wal(a.disable_wal)
+            .no_slowdown(false),
         transaction_db,
         transaction_sets: a.transaction_sets,
         transaction_lock_timeout: std::time::Duration::from_millis(a.transaction_lock_timeout),
@@ -348,12 +347,12 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     let base = if report {
         // Small enough that the report runs in minutes, large enough that
         // every strategy flushes and compacts many times.
-        a.engine.apply_to(Options {
-            write_buffer_size: 1 << 20,
-            target_file_size_base: 1 << 20,
-            max_bytes_for_level_base: 4 << 20,
-            ..Options::default()
-        })?
+        a.engine.apply_to(
+            Options::default()
+                .write_buffer_size(1 << 20)
+                .target_file_size_base(1 << 20)
+                .max_bytes_for_level_base(4 << 20),
+        )?
     } else {
         a.engine.to_options()?
     };
@@ -397,10 +396,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
                         action: "create a temporary directory in",
                         path: std::env::temp_dir(),
                     })?;
-                let options = Options {
-                    compaction_strategy: strategy.clone(),
-                    ..base.clone()
-                };
+                let options = base.clone().compaction_strategy(strategy.clone());
                 let run = strategies::run_workload(dir.path(), options, name, w, &ws)?;
                 let path = dir.path().to_path_buf();
                 dir.close().context(IoSnafu {

@@ -233,10 +233,7 @@ impl EngineArgs {
     pub(crate) fn to_options(&self) -> Result<Options> {
         // A benchmark process is all database: it trims the heap (the
         // library leaves that to the application).
-        self.apply_to(Options {
-            release_memory_after_jobs: true,
-            ..Options::default()
-        })
+        self.apply_to(Options::default().release_memory_after_jobs(true))
     }
 
     /// `base` with every given flag applied (a command with defaults of

@@ -23,8 +23,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::Db;
 use lithify::vfs::{FileSystem, OsFs};
-use lithify::{Db, Options};
 
 use crate::db::DbArgs;
 use crate::error::{FailuresSnafu, Result};
@@ -67,10 +67,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
 
     // 3. The WALs, as a read-only open would replay them; then every key
     //    whose merge operands do not merge.
-    let options = Options {
-        paranoid_checks: false,
-        ..a.db.options()
-    };
+    let options = a.db.options().paranoid_checks(false);
     let mut wals = 0;
     match Db::open_read_only(dir, options) {
         Err(e) => problems.add(dir, e),

@@ -119,9 +119,7 @@ pub(crate) struct CheckpointArgs {
 pub(crate) fn checkpoint(a: CheckpointArgs) -> Result<()> {
     crate::output::check(&a.dest)?;
     let db = a.db.open(false)?;
-    let options = lithify::CheckpointOptions {
-        log_size_for_flush: a.log_size_for_flush,
-    };
+    let options = lithify::CheckpointOptions::default().log_size_for_flush(a.log_size_for_flush);
     let info = db
         .create_checkpoint_opt(&a.dest, &options)
         .context(DbSnafu)?;
@@ -196,10 +194,7 @@ pub(crate) struct IngestArgs {
 /// prints where each went.
 pub(crate) fn ingest(a: IngestArgs) -> Result<()> {
     let db = a.db.open(false)?;
-    let options = lithify::IngestOptions {
-        move_files: a.move_files,
-        ..lithify::IngestOptions::default()
-    };
+    let options = lithify::IngestOptions::default().move_files(a.move_files);
     let placed = db.ingest_external_file(&a.files, &options);
     close(db)?;
     for f in placed.context(DbSnafu)? {

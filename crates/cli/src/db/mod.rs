@@ -108,14 +108,13 @@ impl DbArgs {
     }
 
     pub(crate) fn options(&self) -> Options {
-        Options {
-            wal_recovery_mode: self.wal_recovery_mode,
-            merge_operator: self
-                .merge_operator
-                .as_deref()
-                .and_then(lithify::merge_operator_by_name),
-            ..Options::default()
-        }
+        Options::default()
+            .wal_recovery_mode(self.wal_recovery_mode)
+            .merge_operator(
+                self.merge_operator
+                    .as_deref()
+                    .and_then(lithify::merge_operator_by_name),
+            )
     }
 
     /// Opens the database read-write, writing its `LOG`; creates it only if
@@ -129,11 +128,7 @@ impl DbArgs {
             }
             .fail();
         }
-        let options = Options {
-            create_if_missing: create,
-            info_log: true,
-            ..self.options()
-        };
+        let options = self.options().create_if_missing(create).info_log(true);
         Db::open(&self.db, options).context(DbSnafu)
     }
 

@@ -16,10 +16,7 @@ fn write_one(
     write: impl FnOnce(&Db, &WriteOptions) -> Result<(), lithify::DbError>,
 ) -> Result<()> {
     let db = args.open(create)?;
-    let options = WriteOptions {
-        sync,
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::default().sync(sync);
     write(&db, &options).context(DbSnafu)?;
     close(db)
 }

@@ -21,9 +21,7 @@ use std::sync::{Arc, Mutex};
 use clap::{Args, ValueEnum};
 use lithify::files::{FileKind, parse_file_name};
 use lithify::inspect::manifest::DEFAULT_TABLE;
-use lithify::inspect::wal::{
-    DroppedRange, FILE_HEADER_LEN, FileHeader, FileHeaderError, LogEnd, Reader, WalRecord,
-};
+use lithify::inspect::wal::{DroppedRange, FILE_HEADER_LEN, FileHeader, LogEnd, Reader, WalRecord};
 use lithify::vfs::{FileSystem as _, OsFs};
 use lithify::{RecoveryMode, ValueKind};
 use snafu::ResultExt as _;
@@ -206,6 +204,12 @@ pub(crate) fn run(a: DumpWalArgs) -> Result<()> {
             ));
             format!("stopped at damage at offset {offset} ({reason}); intact records follow it")
         }
+        Some(other) => {
+            damage.push(format!(
+                "the log ended in a way this build does not know: {other:?}"
+            ));
+            format!("{other:?}")
+        }
     };
     if a.mode == Mode::SkipAnyCorruptedRecords && stats.dropped_ranges > 0 {
         // Skip mode drops the rest of a damaged block unseen: let the
@@ -282,16 +286,7 @@ fn log_number(
         Err(e) => format!("cannot read the {FILE_HEADER_LEN}-byte log header: {e}"),
         Ok(()) => match FileHeader::decode(&raw) {
             Ok(h) => return Ok((h.log_number, None)),
-            Err(FileHeaderError::Zeroed) => "the log header is all zeros".to_string(),
-            Err(FileHeaderError::ChecksumMismatch) => {
-                "the log header's checksum does not match".to_string()
-            }
-            Err(FileHeaderError::BadMagic) => {
-                "bad magic number: not a lithify record log".to_string()
-            }
-            Err(FileHeaderError::UnsupportedVersion(v)) => {
-                format!("unsupported log format version {v}")
-            }
+            Err(e) => e.to_string(),
         },
     };
     let from_name = path

@@ -114,10 +114,9 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
     svc.manager()
         .lock_data_dir(&a.data_dir)
         .context(CleanerSnafu)?;
-    let options = OpenOptions {
-        recovery_point: None,
-        clock: clock.clone(),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(None)
+        .clock(clock.clone());
     let logs = LogDir::open(
         fs.clone(),
         &a.data_dir,

@@ -108,10 +108,9 @@ pub(crate) fn run(a: ProduceArgs) -> Result<()> {
     }
     let start = a.now.unwrap_or_else(|| SystemClock.now_ms());
     let clock = Arc::new(ManualClock::at_ms(start));
-    let options = OpenOptions {
-        recovery_point: None,
-        clock: clock.clone(),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(None)
+        .clock(clock.clone());
     let mut log = Log::open_with(Arc::new(OsFs), &a.log_dir, config, options).context(LogSnafu)?;
     warn_recovery(&log);
     let first = log.log_end_offset();

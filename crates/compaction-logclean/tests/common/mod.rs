@@ -27,10 +27,9 @@ pub(crate) fn compact(props: &[(&str, &str)]) -> LogConfig {
 
 /// Opens a log with a manual clock at `now`.
 pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &str, config: LogConfig, now: i64) -> Log {
-    let options = OpenOptions {
-        recovery_point: None,
-        clock: Arc::new(ManualClock::at_ms(now)),
-    };
+    let options = OpenOptions::default()
+        .recovery_point(None)
+        .clock(Arc::new(ManualClock::at_ms(now)));
     Log::open_with(fs, Path::new(dir), config, options).unwrap()
 }
 

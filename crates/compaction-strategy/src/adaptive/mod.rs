@@ -147,6 +147,7 @@ impl Default for AdaptiveThresholds {
 
 /// Options of the `Adaptive` strategy.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct AdaptiveOptions {
     /// The strategy before enough operations were observed, sized by
     /// [`sized`](Self::sized) (default `TwoTier` with one L0 table per
@@ -176,6 +177,19 @@ pub struct AdaptiveOptions {
     /// The thresholds naming the workload class.
     pub thresholds: AdaptiveThresholds,
 }
+
+lithify_base::options_builder!(AdaptiveOptions {
+    initial: Box<CompactionStrategy>,
+    leveled: LeveledOptions,
+    major_only: MajorOnlyOptions,
+    two_tier: TwoTierOptions,
+    min_window_ops: u64,
+    switch_after_windows: u32,
+    objective: Objective,
+    limits: Limits,
+    costs: CpuCosts,
+    thresholds: AdaptiveThresholds,
+});
 
 impl Default for AdaptiveOptions {
     fn default() -> Self {
@@ -207,13 +221,13 @@ impl AdaptiveOptions {
             CompactionStrategy::MajorOnly(_) => {
                 CompactionStrategy::MajorOnly(self.major_only.clone())
             }
-            CompactionStrategy::TwoTier(o) => CompactionStrategy::TwoTier(TwoTierOptions {
-                target_file_size: self.two_tier.target_file_size,
-                max_subcompactions: self.two_tier.max_subcompactions,
-                compression: self.two_tier.compression,
-                disable_auto_compactions: self.two_tier.disable_auto_compactions,
-                ..o.clone()
-            }),
+            CompactionStrategy::TwoTier(o) => CompactionStrategy::TwoTier(
+                o.clone()
+                    .target_file_size(self.two_tier.target_file_size)
+                    .max_subcompactions(self.two_tier.max_subcompactions)
+                    .compression(self.two_tier.compression)
+                    .disable_auto_compactions(self.two_tier.disable_auto_compactions),
+            ),
             CompactionStrategy::Adaptive(a) => self.sized(&a.initial),
         }
     }
@@ -222,10 +236,9 @@ impl AdaptiveOptions {
     /// `range_deletes`, the two-tier ratios are halved.
     pub fn candidates(&self, range_deletes: bool) -> Vec<CompactionStrategy> {
         let two_tier = |preset: TwoTierOptions| {
-            let mut s = self.sized(&CompactionStrategy::TwoTier(TwoTierOptions {
-                max_l0_tables: self.two_tier.max_l0_tables,
-                ..preset
-            }));
+            let mut s = self.sized(&CompactionStrategy::TwoTier(
+                preset.max_l0_tables(self.two_tier.max_l0_tables),
+            ));
             if range_deletes && let CompactionStrategy::TwoTier(o) = &mut s {
                 o.major_ratio /= 2.0;
             }
@@ -250,6 +263,7 @@ impl AdaptiveOptions {
 
 /// The names of workloads (a window's class, shown in the reason).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WorkloadClass {
     /// Keys arrive in increasing order (inserts, updates, deletes), any
     /// read share.
@@ -448,10 +462,7 @@ mod tests {
     use lithify_compaction_tiered::MinorPolicy;
 
     fn opts() -> AdaptiveOptions {
-        AdaptiveOptions {
-            min_window_ops: 1_000,
-            ..AdaptiveOptions::default()
-        }
+        AdaptiveOptions::default().min_window_ops(1_000)
     }
 
     /// A window of `reads` (a `scan` share of them scans) and `writes`
@@ -536,14 +547,10 @@ mod tests {
 
     #[test]
     fn write_amp_objective_within_a_space_limit() {
-        let o = AdaptiveOptions {
-            objective: Objective::WriteAmp,
-            limits: Limits {
-                max_space_amp: Some(1.3),
-                ..Limits::default()
-            },
-            ..opts()
-        };
+        let o = opts().objective(Objective::WriteAmp).limits(Limits {
+            max_space_amp: Some(1.3),
+            ..Limits::default()
+        });
         let size = TableSize::new(64 << 20, 1 << 20, 128);
         let c = choice(&window(0, 0, 10_000, 0.5, 0.8), size, &o);
         // One L0 table per flush writes least (2.2) but holds 40 % of the
@@ -558,13 +565,10 @@ mod tests {
         assert!((c.prediction.write_amp - 5.2).abs() < 1e-9);
         assert!(c.reason.contains("least write-amp"), "{}", c.reason);
         // A limit nobody keeps: the least excess wins, and the reason says so.
-        let o = AdaptiveOptions {
-            limits: Limits {
-                max_space_amp: Some(0.5),
-                ..Limits::default()
-            },
-            ..o
-        };
+        let o = o.limits(Limits {
+            max_space_amp: Some(0.5),
+            ..Limits::default()
+        });
         let c = choice(&window(0, 0, 10_000, 0.5, 0.8), size, &o);
         assert_eq!(c.strategy.kind_name(), "major-only");
         assert!(c.reason.contains("exceeds them least"), "{}", c.reason);

@@ -100,6 +100,7 @@ pub struct AdaptiveState {
 
 /// Where a window fell in the table's day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DayPart {
     /// The table has no off-peak window.
     Unknown,
@@ -421,13 +422,11 @@ mod tests {
     /// Starting from the size-tiered two-tier shape, which no window
     /// chooses: every stream starts with a switch.
     fn opts() -> AdaptiveOptions {
-        AdaptiveOptions {
-            min_window_ops: 1_000,
-            initial: Box::new(CompactionStrategy::TwoTier(
+        AdaptiveOptions::default()
+            .min_window_ops(1_000)
+            .initial(Box::new(CompactionStrategy::TwoTier(
                 lithify_compaction_tiered::TwoTierOptions::default(),
-            )),
-            ..AdaptiveOptions::default()
-        }
+            )))
     }
 
     /// A table small enough that reshaping it costs less than one window
@@ -504,10 +503,9 @@ mod tests {
         // cheaper with one L0 table per flush, but reshaping rewrites the
         // whole table, which takes many windows of regret to pay for.
         let size = TableSize::new(4 << 30, 256 << 20, 128);
-        let mut s = AdaptiveState::new(AdaptiveOptions {
-            initial: Box::new(CompactionStrategy::Leveled(Default::default())),
-            ..opts()
-        });
+        let mut s = AdaptiveState::new(
+            opts().initial(Box::new(CompactionStrategy::Leveled(Default::default()))),
+        );
         s.set_table_size(size);
         assert!(s.observe(&writes()).is_none());
         let current = s.prediction().unwrap().clone();
@@ -605,20 +603,14 @@ mod tests {
 
     #[test]
     fn a_broken_limit_switches_without_waiting_for_regret() {
-        let o = AdaptiveOptions {
-            limits: crate::cost_model::Limits {
-                max_space_amp: Some(1.2),
-                ..Default::default()
-            },
-            ..opts()
-        };
-        let size = TableSize::new(4 << 30, 256 << 20, 128);
-        let mut s = AdaptiveState::new(AdaptiveOptions {
-            initial: Box::new(CompactionStrategy::TwoTier(
-                lithify_compaction_tiered::TwoTierOptions::write_only(),
-            )),
-            ..o
+        let o = opts().limits(crate::cost_model::Limits {
+            max_space_amp: Some(1.2),
+            ..Default::default()
         });
+        let size = TableSize::new(4 << 30, 256 << 20, 128);
+        let mut s = AdaptiveState::new(o.initial(Box::new(CompactionStrategy::TwoTier(
+            lithify_compaction_tiered::TwoTierOptions::write_only(),
+        ))));
         s.set_table_size(size);
         // One L0 table per flush holds 40 % duplicates: beyond 1.2.
         assert!(s.observe(&writes()).is_none());
@@ -693,10 +685,9 @@ mod tests {
         );
         // Starting major-only, which rewrites the table at every flush.
         let from_major = || {
-            let mut s = AdaptiveState::new(AdaptiveOptions {
-                initial: Box::new(CompactionStrategy::MajorOnly(Default::default())),
-                ..opts()
-            });
+            let mut s = AdaptiveState::new(
+                opts().initial(Box::new(CompactionStrategy::MajorOnly(Default::default()))),
+            );
             s.set_table_size(small());
             s
         };
@@ -719,16 +710,16 @@ mod tests {
     #[test]
     fn a_broken_limit_switches_in_the_daytime() {
         let size = TableSize::new(4 << 30, 256 << 20, 128);
-        let mut s = AdaptiveState::new(AdaptiveOptions {
-            limits: crate::cost_model::Limits {
-                max_space_amp: Some(1.2),
-                ..Default::default()
-            },
-            initial: Box::new(CompactionStrategy::TwoTier(
-                lithify_compaction_tiered::TwoTierOptions::write_only(),
-            )),
-            ..opts()
-        });
+        let mut s = AdaptiveState::new(
+            opts()
+                .limits(crate::cost_model::Limits {
+                    max_space_amp: Some(1.2),
+                    ..Default::default()
+                })
+                .initial(Box::new(CompactionStrategy::TwoTier(
+                    lithify_compaction_tiered::TwoTierOptions::write_only(),
+                ))),
+        );
         s.set_table_size(size);
         assert!(s.observe_at(&writes(), DayPart::Peak).is_none());
         assert!(

@@ -3,6 +3,7 @@
 
 /// What a [`CompactionFilter`] decides for one value.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FilterDecision {
     /// Keep the value.
     Keep,

@@ -53,6 +53,7 @@ pub trait WriteRateLimiter: Send + Sync {
 
 /// Knobs of a job beyond the compaction description.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct JobOptions {
     /// Check that every input record is read and accounted for (RocksDB's
     /// `compaction_verify_record_count`, default true).
@@ -72,6 +73,15 @@ pub struct JobOptions {
     /// (default true).
     pub enforce_single_delete_contracts: bool,
 }
+
+lithify_base::options_builder!(JobOptions {
+    verify_record_count: bool,
+    now: Option<u64>,
+    compaction_pri: CompactionPri,
+    rate_limiter: Option<Arc<dyn WriteRateLimiter>>,
+    merge_operator: Option<Arc<dyn MergeOperator>>,
+    enforce_single_delete_contracts: bool,
+});
 
 impl std::fmt::Debug for JobOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -106,7 +116,7 @@ impl Default for JobOptions {
 }
 
 impl JobOptions {
-    fn now(&self) -> u64 {
+    fn current_time(&self) -> u64 {
         self.now.unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -283,7 +293,7 @@ fn run_job(
         }
         tables.push(table);
     }
-    let now = opts.now();
+    let now = opts.current_time();
     let oldest_ancestor = if oldest_ancestor == u64::MAX {
         now
     } else {
@@ -721,7 +731,7 @@ pub fn flush_to_level0(
     let cmp = factory.sst_options.comparator.clone();
     let range_dels = RangeDelAggregator::new(cmp.clone(), range_tombstones, snapshots.clone());
     let mut sst_options = factory.sst_options.clone();
-    sst_options.creation_time = Some(opts.now());
+    sst_options.creation_time = Some(opts.current_time());
     let cutter = OutputCutter::new(
         Vec::new(),
         CutLimits {

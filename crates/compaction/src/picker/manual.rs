@@ -18,6 +18,7 @@ use crate::error::{ConflictSnafu, InvalidArgumentSnafu, Result};
 /// What `compact_range` does with the last level once the range has
 /// reached it (RocksDB's `BottommostLevelCompaction`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum BottommostLevelCompaction {
     /// Never rewrite the last level.
     Skip,
@@ -33,6 +34,7 @@ pub enum BottommostLevelCompaction {
 
 /// Options of `compact_range` (RocksDB's `CompactRangeOptions`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct CompactRangeOptions {
     /// Wait for running compactions and block automatic ones while this
     /// runs (the engine enforces it; the planner only records it).
@@ -48,7 +50,18 @@ pub struct CompactRangeOptions {
     pub max_subcompactions: usize,
 }
 
+lithify_base::options_builder!(CompactRangeOptions {
+    exclusive_manual_compaction: bool,
+    change_level: bool,
+    target_level: Option<usize>,
+    bottommost_level_compaction: BottommostLevelCompaction,
+    max_subcompactions: usize,
+});
+
 /// Where one manual step writes.
+///
+/// Exhaustive on purpose: an output is a level or the base level, and
+/// the drivers that place files must handle every case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ManualOutput {
     /// To this level.
@@ -97,6 +110,8 @@ fn seek_key(user_key: &[u8]) -> InternalKey {
 }
 
 /// What a manual compaction wants done next.
+///
+/// Exhaustive on purpose: whoever drives a plan must handle every step.
 #[derive(Debug, Clone)]
 pub enum ManualStep {
     /// Run this compaction (a trivial move when `trivial_move` is set),
@@ -361,6 +376,7 @@ impl ManualCompaction {
 
 /// Options of `compact_files` (RocksDB's `CompactionOptions`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CompactFilesOptions {
     /// Output files are cut at this size (default: never, one file).
     pub output_file_size_limit: u64,
@@ -371,6 +387,13 @@ pub struct CompactFilesOptions {
     /// Overrides the output compression.
     pub compression: Option<Compression>,
 }
+
+lithify_base::options_builder!(CompactFilesOptions {
+    output_file_size_limit: u64,
+    max_subcompactions: usize,
+    allow_trivial_move: bool,
+    compression: Option<Compression>,
+});
 
 impl Default for CompactFilesOptions {
     fn default() -> Self {

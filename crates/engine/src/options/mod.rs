@@ -30,14 +30,14 @@ use crate::snapshot::Snapshot;
 /// ```
 /// use lithify_engine::Options;
 ///
-/// let opts = Options {
-///     write_buffer_size: 4 << 20,
-///     ..Options::default()
-/// };
+/// let opts = Options::default()
+///     .write_buffer_size(4 << 20)
+///     .max_background_jobs(4);
 /// assert_eq!(opts.max_write_buffer_number, 2);
 /// assert_eq!(opts.level0_file_num_compaction_trigger, 4);
 /// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Options {
     // ----- database -----
     /// Create the database if the directory holds none (default **true**;
@@ -244,20 +244,78 @@ pub struct Options {
     pub scheduled_major_time_utc: Option<String>,
 }
 
+lithify_base::options_builder!(Options {
+    create_if_missing: bool,
+    error_if_exists: bool,
+    fs: Arc<dyn FileSystem>,
+    clock: Arc<dyn Clock>,
+    comparator: Arc<dyn Comparator>,
+    max_background_jobs: usize,
+    max_subcompactions: usize,
+    wal_recovery_mode: RecoveryMode,
+    manual_wal_flush: bool,
+    wal_compression: WalCompression,
+    release_memory_after_jobs: bool,
+    delayed_write_rate: u64,
+    max_manifest_file_size: u64,
+    block_cache: Option<Arc<BlockCache>>,
+    block_cache_size: usize,
+    max_write_batch_group_size_bytes: u64,
+    paranoid_checks: bool,
+    info_log: bool,
+    keep_log_file_num: usize,
+    listeners: Vec<Arc<dyn EventListener>>,
+    write_buffer_size: usize,
+    max_write_buffer_number: usize,
+    memtable_whole_key_filtering: bool,
+    min_write_buffer_number_to_merge: usize,
+    arena_block_size: usize,
+    num_levels: usize,
+    level0_file_num_compaction_trigger: usize,
+    level0_slowdown_writes_trigger: usize,
+    level0_stop_writes_trigger: usize,
+    max_bytes_for_level_base: u64,
+    max_bytes_for_level_multiplier: f64,
+    level_compaction_dynamic_level_bytes: bool,
+    target_file_size_base: u64,
+    target_file_size_multiplier: u32,
+    max_compaction_bytes: u64,
+    soft_pending_compaction_bytes_limit: u64,
+    hard_pending_compaction_bytes_limit: u64,
+    disable_auto_compactions: bool,
+    periodic_compaction_seconds: Option<u64>,
+    ttl: u64,
+    compaction_pri: CompactionPri,
+    compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    merge_operator: Option<Arc<dyn MergeOperator>>,
+    enforce_single_delete_contracts: bool,
+    block_size: usize,
+    block_restart_interval: usize,
+    bloom_bits_per_key: f64,
+    compression: Compression,
+    verify_checksums: bool,
+    compaction_strategy: CompactionStrategy,
+    table_options: BTreeMap<String, TableOptions>,
+    max_total_wal_size: u64,
+    compaction_rate_limit: u64,
+    compaction_rate_limit_offpeak: u64,
+    daily_offpeak_time_utc: String,
+    scheduled_major_time_utc: Option<String>,
+});
+
 /// Options of one table (column family) that differ from the database's
 /// [`Options`]; `None` keeps the database's value.
 ///
 /// ```
 /// use lithify_engine::{CompactionStrategy, TableOptions};
 ///
-/// let opts = TableOptions {
-///     compaction_strategy: CompactionStrategy::parse("two-tier:write-only"),
-///     write_buffer_size: Some(8 << 20),
-///     ..TableOptions::default()
-/// };
+/// let opts = TableOptions::default()
+///     .compaction_strategy(CompactionStrategy::parse("two-tier:write-only"))
+///     .write_buffer_size(Some(8 << 20));
 /// assert!(opts.compaction_strategy.is_some());
 /// ```
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct TableOptions {
     /// The table's compaction strategy.
     pub compaction_strategy: Option<CompactionStrategy>,
@@ -279,6 +337,18 @@ pub struct TableOptions {
     /// table.
     pub scheduled_major_time_utc: Option<String>,
 }
+
+lithify_base::options_builder!(TableOptions {
+    compaction_strategy: Option<CompactionStrategy>,
+    write_buffer_size: Option<usize>,
+    max_write_buffer_number: Option<usize>,
+    target_file_size_base: Option<u64>,
+    compression: Option<Compression>,
+    disable_auto_compactions: Option<bool>,
+    compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    merge_operator: Option<Arc<dyn MergeOperator>>,
+    scheduled_major_time_utc: Option<String>,
+});
 
 impl fmt::Debug for TableOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -573,6 +643,7 @@ impl Options {
 
 /// Options of one write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WriteOptions {
     /// Make the write durable (fsync the WAL) before returning (default
     /// false: the write survives a process crash but maybe not a power
@@ -586,8 +657,15 @@ pub struct WriteOptions {
     pub no_slowdown: bool,
 }
 
+lithify_base::options_builder!(WriteOptions {
+    sync: bool,
+    disable_wal: bool,
+    no_slowdown: bool,
+});
+
 /// Options of a read (`get`, iterators).
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// Read as of this snapshot (default: the latest state).
     pub snapshot: Option<Snapshot>,
@@ -597,13 +675,16 @@ pub struct ReadOptions {
     pub upper_bound: Option<Bytes>,
 }
 
+lithify_base::options_builder!(ReadOptions {
+    snapshot: Option<Snapshot>,
+    lower_bound: Option<Bytes>,
+    upper_bound: Option<Bytes>,
+});
+
 impl ReadOptions {
     /// Reads as of `snapshot`.
     pub fn at(snapshot: &Snapshot) -> Self {
-        ReadOptions {
-            snapshot: Some(snapshot.clone()),
-            ..ReadOptions::default()
-        }
+        ReadOptions::default().snapshot(Some(snapshot.clone()))
     }
 }
 
@@ -625,30 +706,21 @@ mod tests {
         assert_eq!(s.max_compaction_bytes, 25 * (64 << 20));
         assert_eq!(s.arena_block_size, 1 << 20);
         assert_eq!(s.job_limits(), (1, 1));
-        let weird = Options {
-            max_write_buffer_number: 1,
-            level0_file_num_compaction_trigger: 10,
-            level0_slowdown_writes_trigger: 2,
-            level0_stop_writes_trigger: 1,
-            write_buffer_size: 1,
-            max_background_jobs: 8,
-            ..Options::default()
-        }
-        .sanitized()
-        .unwrap();
+        let weird = Options::default()
+            .max_write_buffer_number(1)
+            .level0_file_num_compaction_trigger(10)
+            .level0_slowdown_writes_trigger(2)
+            .level0_stop_writes_trigger(1)
+            .write_buffer_size(1)
+            .max_background_jobs(8)
+            .sanitized()
+            .unwrap();
         assert_eq!(weird.max_write_buffer_number, 2);
         assert_eq!(weird.level0_slowdown_writes_trigger, 10);
         assert_eq!(weird.level0_stop_writes_trigger, 10);
         assert_eq!(weird.write_buffer_size, 64 << 10);
         assert_eq!(weird.arena_block_size, 8192);
         assert_eq!(weird.job_limits(), (2, 6));
-        assert!(
-            Options {
-                num_levels: 1,
-                ..Options::default()
-            }
-            .sanitized()
-            .is_err()
-        );
+        assert!(Options::default().num_levels(1).sanitized().is_err());
     }
 }

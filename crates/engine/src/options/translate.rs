@@ -11,7 +11,6 @@ use lithify_compaction::job::JobOptions;
 use lithify_compaction_leveled::LeveledOptions;
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_strategy::adaptive::AdaptiveOptions;
-use lithify_compaction_tiered::{MajorOnlyOptions, TwoTierOptions};
 use lithify_memtable::MemTableOptions;
 use lithify_sstable::SstOptions;
 use lithify_version::VersionSetOptions;
@@ -43,33 +42,30 @@ pub(crate) fn table_effective_options(db: &Options, name: &str) -> Options {
 
 /// The version set's options of `o`.
 pub(crate) fn version_set_options(o: &Options) -> VersionSetOptions {
-    VersionSetOptions {
-        num_levels: o.num_levels,
-        max_manifest_file_size: o.max_manifest_file_size,
-        comparators: vec![o.comparator.clone()],
-    }
+    VersionSetOptions::default()
+        .num_levels(o.num_levels)
+        .max_manifest_file_size(o.max_manifest_file_size)
+        .comparators(vec![o.comparator.clone()])
 }
 
 /// The leveled picker's options from the database options.
 pub(crate) fn leveled_options(o: &Options) -> LeveledOptions {
-    LeveledOptions {
-        num_levels: o.num_levels,
-        level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
-        max_bytes_for_level_base: o.max_bytes_for_level_base,
-        max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
-        max_bytes_for_level_multiplier_additional: Vec::new(),
-        level_compaction_dynamic_level_bytes: o.level_compaction_dynamic_level_bytes,
-        target_file_size_base: o.target_file_size_base,
-        target_file_size_multiplier: u64::from(o.target_file_size_multiplier),
-        max_compaction_bytes: o.max_compaction_bytes,
-        compaction_pri: o.compaction_pri,
-        ttl: o.ttl,
-        periodic_compaction_seconds: o.effective_periodic_compaction_seconds(),
-        max_subcompactions: o.max_subcompactions,
-        disable_auto_compactions: o.disable_auto_compactions,
-        compression: o.compression,
-        ..LeveledOptions::default()
-    }
+    LeveledOptions::default()
+        .num_levels(o.num_levels)
+        .level0_file_num_compaction_trigger(o.level0_file_num_compaction_trigger)
+        .max_bytes_for_level_base(o.max_bytes_for_level_base)
+        .max_bytes_for_level_multiplier(o.max_bytes_for_level_multiplier)
+        .max_bytes_for_level_multiplier_additional(Vec::new())
+        .level_compaction_dynamic_level_bytes(o.level_compaction_dynamic_level_bytes)
+        .target_file_size_base(o.target_file_size_base)
+        .target_file_size_multiplier(u64::from(o.target_file_size_multiplier))
+        .max_compaction_bytes(o.max_compaction_bytes)
+        .compaction_pri(o.compaction_pri)
+        .ttl(o.ttl)
+        .periodic_compaction_seconds(o.effective_periodic_compaction_seconds())
+        .max_subcompactions(o.max_subcompactions)
+        .disable_auto_compactions(o.disable_auto_compactions)
+        .compression(o.compression)
 }
 
 /// The picker of a fixed strategy on a table with options `o`: `Leveled`
@@ -81,16 +77,16 @@ pub(crate) fn picker_for(
 ) -> Result<StdArc<dyn CompactionPicker>> {
     let fixed = match strategy {
         CompactionStrategy::Leveled(_) => CompactionStrategy::Leveled(leveled_options(o)),
-        CompactionStrategy::MajorOnly(m) => CompactionStrategy::MajorOnly(MajorOnlyOptions {
-            compression: o.compression,
-            max_subcompactions: o.max_subcompactions,
-            ..m.clone()
-        }),
-        CompactionStrategy::TwoTier(t) => CompactionStrategy::TwoTier(TwoTierOptions {
-            compression: o.compression,
-            max_subcompactions: o.max_subcompactions,
-            ..t.clone()
-        }),
+        CompactionStrategy::MajorOnly(m) => CompactionStrategy::MajorOnly(
+            m.clone()
+                .compression(o.compression)
+                .max_subcompactions(o.max_subcompactions),
+        ),
+        CompactionStrategy::TwoTier(t) => CompactionStrategy::TwoTier(
+            t.clone()
+                .compression(o.compression)
+                .max_subcompactions(o.max_subcompactions),
+        ),
         CompactionStrategy::Adaptive(a) => return picker_for(&a.initial, o),
     };
     fixed.picker().map_err(|e| CompactionSnafu.into_error(e))
@@ -127,12 +123,10 @@ pub(crate) fn next_scheduled_major(o: &Options) -> Option<u64> {
 /// operator and single-delete rule, and the time by its clock (the
 /// outputs' creation time).
 pub(crate) fn job_options(table_options: &Options) -> JobOptions {
-    JobOptions {
-        now: Some(table_options.clock.now_secs()),
-        merge_operator: table_options.merge_operator.clone(),
-        enforce_single_delete_contracts: table_options.enforce_single_delete_contracts,
-        ..JobOptions::default()
-    }
+    JobOptions::default()
+        .now(Some(table_options.clock.now_secs()))
+        .merge_operator(table_options.merge_operator.clone())
+        .enforce_single_delete_contracts(table_options.enforce_single_delete_contracts)
 }
 
 /// A compaction job's options: the table's, with the database's file
@@ -142,12 +136,12 @@ pub(crate) fn compaction_job_options(
     table_options: &Options,
     rate_limiter: Option<&StdArc<RateLimiter>>,
 ) -> JobOptions {
-    JobOptions {
-        compaction_pri: db_options.compaction_pri,
-        rate_limiter: rate_limiter
-            .map(|r| StdArc::clone(r) as StdArc<dyn lithify_compaction::WriteRateLimiter>),
-        ..job_options(table_options)
-    }
+    job_options(table_options)
+        .compaction_pri(db_options.compaction_pri)
+        .rate_limiter(
+            rate_limiter
+                .map(|r| StdArc::clone(r) as StdArc<dyn lithify_compaction::WriteRateLimiter>),
+        )
 }
 
 /// A memtable's options: the arena block size, and the whole-key filter
@@ -155,21 +149,17 @@ pub(crate) fn compaction_job_options(
 /// 64 bytes of memtable (RocksDB's `memtable_prefix_bloom_size_ratio` of
 /// about 0.02).
 pub(crate) fn memtable_options(o: &Options) -> MemTableOptions {
-    MemTableOptions {
-        arena_block_size: o.arena_block_size.max(1024),
-        whole_key_filter_bits: if o.memtable_whole_key_filtering {
+    MemTableOptions::default()
+        .arena_block_size(o.arena_block_size.max(1024))
+        .whole_key_filter_bits(if o.memtable_whole_key_filtering {
             o.write_buffer_size as u64 * 10 / 64
         } else {
             0
-        },
-    }
+        })
 }
 
 /// `Adaptive`'s options for a table: as configured, with the table's own
 /// leveled shape as the leveled candidate.
 pub(crate) fn adaptive_options(adaptive: &AdaptiveOptions, o: &Options) -> AdaptiveOptions {
-    AdaptiveOptions {
-        leveled: leveled_options(o),
-        ..adaptive.clone()
-    }
+    adaptive.clone().leveled(leveled_options(o))
 }

@@ -206,10 +206,7 @@ mod tests {
 
     #[test]
     fn a_window_is_off_peak_when_it_overlapped_the_off_peak_window() {
-        let o = crate::Options {
-            daily_offpeak_time_utc: "22:00-23:59".to_owned(),
-            ..crate::Options::default()
-        };
+        let o = crate::Options::default().daily_offpeak_time_utc("22:00-23:59".to_owned());
         let day = 20_454 * 86_400;
         let at = |h: u64| day + h * 3_600;
         // Inside the window, whenever the window opened.

@@ -463,10 +463,7 @@ mod tests {
     #[test]
     fn memtables_get_the_whole_key_filter_by_default() {
         let icmp = InternalKeyComparator::bytewise();
-        let opts = Options {
-            write_buffer_size: 1 << 20,
-            ..Options::default()
-        };
+        let opts = Options::default().write_buffer_size(1 << 20);
         let m = new_memtable(&icmp, &opts);
         assert!(m.filter_size() > 0);
         m.add(1, ValueKind::Put, b"a", b"1").unwrap();
@@ -480,10 +477,7 @@ mod tests {
         assert_eq!(m.get(b"zz", 5), Lookup::NotFound);
         m.add(2, ValueKind::RangeDelete, b"m", b"p").unwrap();
         assert!(matches!(m.get(b"n", 5), Lookup::Deleted { .. }));
-        let off = Options {
-            memtable_whole_key_filtering: false,
-            ..opts
-        };
+        let off = opts.memtable_whole_key_filtering(false);
         assert_eq!(new_memtable(&icmp, &off).filter_size(), 0);
     }
 }

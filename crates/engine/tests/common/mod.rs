@@ -14,21 +14,19 @@ use lithify_vfs::FileSystem;
 /// Small sizes so that tests reach flushes, several levels and
 /// compactions with little data.
 pub(crate) fn small_options(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 64 << 10,
-        max_write_buffer_number: 3,
-        level0_file_num_compaction_trigger: 2,
-        level0_slowdown_writes_trigger: 8,
-        level0_stop_writes_trigger: 12,
-        max_bytes_for_level_base: 16 << 10,
-        max_bytes_for_level_multiplier: 4.0,
-        target_file_size_base: 8 << 10,
-        block_size: 512,
-        block_cache_size: 1 << 20,
-        num_levels: 5,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(64 << 10)
+        .max_write_buffer_number(3)
+        .level0_file_num_compaction_trigger(2)
+        .level0_slowdown_writes_trigger(8)
+        .level0_stop_writes_trigger(12)
+        .max_bytes_for_level_base(16 << 10)
+        .max_bytes_for_level_multiplier(4.0)
+        .target_file_size_base(8 << 10)
+        .block_size(512)
+        .block_cache_size(1 << 20)
+        .num_levels(5)
 }
 
 pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -99,18 +97,10 @@ pub(crate) fn open(dir: &Path, opts: &Options) -> Db {
 /// `Leveled`, `MajorOnly` and the four `TwoTier` shapes of the choice
 /// table.
 pub(crate) fn fixed_strategies() -> Vec<CompactionStrategy> {
-    let tt = |o: TwoTierOptions| {
-        CompactionStrategy::TwoTier(TwoTierOptions {
-            target_file_size: 8 << 10,
-            ..o
-        })
-    };
+    let tt = |o: TwoTierOptions| CompactionStrategy::TwoTier(o.target_file_size(8 << 10));
     vec![
         CompactionStrategy::default(),
-        CompactionStrategy::MajorOnly(MajorOnlyOptions {
-            target_file_size: 8 << 10,
-            ..MajorOnlyOptions::default()
-        }),
+        CompactionStrategy::MajorOnly(MajorOnlyOptions::default().target_file_size(8 << 10)),
         tt(TwoTierOptions::write_only()),
         tt(TwoTierOptions::write_mostly()),
         tt(TwoTierOptions::read_mostly_few_updates()),
@@ -121,27 +111,16 @@ pub(crate) fn fixed_strategies() -> Vec<CompactionStrategy> {
 /// `Adaptive` deciding every `min_window_ops` operations, its candidate
 /// shapes cutting 8 KiB files like [`small_options`]' leveled ones.
 pub(crate) fn adaptive_options(min_window_ops: u64) -> AdaptiveOptions {
-    AdaptiveOptions {
-        min_window_ops,
-        two_tier: TwoTierOptions {
-            target_file_size: 8 << 10,
-            ..TwoTierOptions::default()
-        },
-        major_only: MajorOnlyOptions {
-            target_file_size: 8 << 10,
-            ..MajorOnlyOptions::default()
-        },
-        ..AdaptiveOptions::default()
-    }
+    AdaptiveOptions::default()
+        .min_window_ops(min_window_ops)
+        .two_tier(TwoTierOptions::default().target_file_size(8 << 10))
+        .major_only(MajorOnlyOptions::default().target_file_size(8 << 10))
 }
 
 /// `Adaptive` with a window short enough that it chooses (and switches)
 /// within a test's few hundred operations.
 pub(crate) fn adaptive_strategy() -> CompactionStrategy {
-    CompactionStrategy::Adaptive(AdaptiveOptions {
-        switch_after_windows: 1,
-        ..adaptive_options(64)
-    })
+    CompactionStrategy::Adaptive(adaptive_options(64).switch_after_windows(1))
 }
 
 /// Every strategy: the fixed ones, then `Adaptive`.

@@ -42,6 +42,7 @@ pub const MAX_DECOMPRESSED_BYTES: usize = 128 << 20;
 
 /// A compression codec of a record batch (attribute bits 0..2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Compression {
     /// Records are stored as they are (id 0).
     #[default]

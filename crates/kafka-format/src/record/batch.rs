@@ -49,6 +49,8 @@ pub const CONTROL_FLAG_MASK: i16 = 0x20;
 pub const DELETE_HORIZON_FLAG_MASK: i16 = 0x40;
 
 /// Whose clock a batch's timestamps come from (attribute bit 3).
+///
+/// Exhaustive on purpose: it is one attribute bit, so there are two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TimestampType {
     /// The producer's create time, per record.

@@ -10,6 +10,7 @@ use crate::coding::{DecodeError, Reader};
 /// The type of a control record (Kafka's `ControlRecordType`; numbers are
 /// frozen by the format).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ControlRecordType {
     /// A transaction was aborted (0).
     Abort,

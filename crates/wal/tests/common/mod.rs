@@ -62,12 +62,11 @@ pub(crate) fn write_log_with(
         fs.create(path).unwrap(),
         path,
         log_number,
-        WriterOptions {
-            buffer_size: 4096,
-            bytes_per_sync: 0,
-            compression,
-            owner: None,
-        },
+        WriterOptions::default()
+            .buffer_size(4096)
+            .bytes_per_sync(0)
+            .compression(compression)
+            .owner(None),
     )
     .unwrap();
     let mut written = Vec::new();

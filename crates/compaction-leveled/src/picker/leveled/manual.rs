@@ -57,7 +57,7 @@ pub(crate) fn pick_compact_range(
         ));
     }
     let mut covering_whole_range = true;
-    let limit = picker.options().max_compaction_bytes();
+    let limit = picker.options().effective_max_compaction_bytes();
     if input_level > 0 {
         // Keep the compaction within max_compaction_bytes, counting the
         // output level's overlap; the first file always goes.

@@ -100,7 +100,7 @@ impl LeveledPicker {
             grandparents,
             target_output_file_size: target_size,
             max_output_file_size: target_size,
-            max_compaction_bytes: self.opts.max_compaction_bytes(),
+            max_compaction_bytes: self.opts.effective_max_compaction_bytes(),
             compression: self
                 .opts
                 .compression_for_level(output_level, base, num_non_empty),
@@ -355,7 +355,7 @@ impl<'a> Builder<'a> {
                 self.round_robin_expansion();
             }
             if !self.l0_trivial_move {
-                let max_compaction_bytes = self.opts().max_compaction_bytes();
+                let max_compaction_bytes = self.opts().effective_max_compaction_bytes();
                 out = setup_other_inputs(
                     self.version,
                     self.ctx.in_progress,
@@ -430,7 +430,7 @@ impl<'a> Builder<'a> {
                     self.version,
                     self.ctx.in_progress,
                     self.opts().level0_file_num_compaction_trigger,
-                    self.opts().max_compaction_bytes(),
+                    self.opts().effective_max_compaction_bytes(),
                 ) {
                     self.start = files;
                     self.output_level = 0;
@@ -616,7 +616,7 @@ impl<'a> Builder<'a> {
         let files = self.version.files(self.start_level);
         let initial = self.start[0].clone();
         let mut total = initial.size;
-        let limit = self.opts().max_compaction_bytes();
+        let limit = self.opts().effective_max_compaction_bytes();
         let mut i = index + 1;
         while i < files.len() && self.start.len() < MAX_MULTI_TRIVIAL_MOVE {
             let next = &files[i];
@@ -733,7 +733,7 @@ impl<'a> Builder<'a> {
             {
                 return;
             }
-            if start_bytes + total_size(&out) > self.opts().max_compaction_bytes() {
+            if start_bytes + total_size(&out) > self.opts().effective_max_compaction_bytes() {
                 return;
             }
             self.start = tmp.clone();
