@@ -5,6 +5,7 @@
 //! cargo xtask api                      every type in the facade's signatures nameable from it, none exported twice
 //! cargo xtask docs                     every crate's docs, warnings denied; the facade's as docs.rs builds them
 //! cargo xtask msrv                     the libraries and the CLI checked with the declared rust-version
+//! cargo xtask semver                   cargo-semver-checks of every library crate against the recorded API baseline
 //! cargo xtask fuzz <target> [--seconds N]
 //! cargo xtask fuzz --smoke             every target for a few seconds
 //! cargo xtask fuzz --all [--seconds N] every target for N seconds each
@@ -38,7 +39,7 @@ mod cross;
 
 pub(crate) type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <ci|api|docs|msrv|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash|cross> [args]
+const USAGE: &str = "usage: cargo xtask <ci|api|docs|msrv|semver|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash|cross> [args]
 
   ci                            fmt check, clippy -D warnings, cargo test, api, docs, msrv,
                                 calibrate --check, kafka-compat, fuzz smoke, loom, bench smoke, crash
@@ -51,6 +52,9 @@ const USAGE: &str = "usage: cargo xtask <ci|api|docs|msrv|fuzz|loom|bench|kafka-
                                 marked with the feature it needs)
   msrv                          installs the toolchain of the workspace's rust-version and checks
                                 the libraries and the binaries with it (target/msrv)
+  semver                        cargo-semver-checks (installed when missing) of every library
+                                crate against the commit in xtask/semver-baseline: a breaking
+                                change fails until it is in CHANGELOG.md and the baseline moves
   fuzz <target> [--seconds N]   run one cargo-fuzz target (default 60 s)
   fuzz --smoke                  run every target for a few seconds
   fuzz --all [--seconds N]      run every target for N seconds each
@@ -115,6 +119,7 @@ fn main() -> ExitCode {
         Some("cross") => cross::cross(&args[1..]),
         Some("docs") => docs(),
         Some("msrv") => msrv(),
+        Some("semver") => semver(),
         Some("calibrate") => calibrate(args.get(1).map(String::as_str) == Some("--check")),
         Some("-h" | "--help" | "help") => {
             eprintln!("{USAGE}");
@@ -174,6 +179,38 @@ fn msrv() -> Result {
             "--target-dir",
         ])
         .arg(root().join("target/msrv")))
+}
+
+/// The commit whose public API the library crates must stay compatible
+/// with: the API as last released or recorded.
+const SEMVER_BASELINE: &str = "xtask/semver-baseline";
+
+/// `cargo xtask semver`: every library crate's public API against the
+/// baseline commit, with cargo-semver-checks. A breaking change fails; an
+/// intended one is listed in CHANGELOG.md and the baseline is moved to the
+/// commit that makes it (a new release line).
+fn semver() -> Result {
+    let text = fs::read_to_string(root().join(SEMVER_BASELINE))
+        .map_err(|e| format!("{SEMVER_BASELINE}: {e}"))?;
+    let rev = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .ok_or_else(|| format!("{SEMVER_BASELINE} names no commit"))?
+        .to_owned();
+    let installed = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["semver-checks", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        run(cargo().args(["install", "cargo-semver-checks", "--locked"]))?;
+    }
+    let mut cmd = cargo();
+    cmd.args(["semver-checks", "check-release", "--baseline-rev", &rev]);
+    for p in library_packages()? {
+        cmd.args(["-p", &p]);
+    }
+    run(&mut cmd)
 }
 
 /// Where the cost model's calibration table lives.

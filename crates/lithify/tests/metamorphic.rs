@@ -16,6 +16,8 @@
 //!
 //! `PROPTEST_CASES` sets the number of sequences (default 24).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -104,17 +106,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// The option sets every sequence runs under.
 fn option_sets() -> Vec<(&'static str, Options)> {
-    let small = Options::default()
-        .write_buffer_size(64 << 10)
-        .max_write_buffer_number(3)
-        .level0_file_num_compaction_trigger(2)
-        .level0_slowdown_writes_trigger(8)
-        .level0_stop_writes_trigger(12)
-        .max_bytes_for_level_base(16 << 10)
-        .max_bytes_for_level_multiplier(4.0)
-        .target_file_size_base(8 << 10)
-        .block_cache_size(1 << 20)
-        .num_levels(5);
+    let small = common::small_levels();
     vec![
         ("small levels, 4 KiB blocks", small.clone()),
         (

@@ -27,6 +27,8 @@
 //! `LITHIFY_POWER_CUT_SCENARIO` runs one scenario seed alone.
 //! `cargo xtask crash --simulated N` runs this in release mode.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -84,19 +86,9 @@ struct Scenario {
 impl Scenario {
     fn new(seed: u64) -> Scenario {
         let mut rng = Rng::new(seed);
-        let options = Options::default()
-            .write_buffer_size(64 << 10)
-            .max_write_buffer_number(3)
-            .level0_file_num_compaction_trigger(2)
-            .level0_slowdown_writes_trigger(8)
-            .level0_stop_writes_trigger(12)
-            .max_bytes_for_level_base(16 << 10)
-            .max_bytes_for_level_multiplier(4.0)
-            .target_file_size_base(8 << 10)
+        let options = common::small_levels()
             .block_size([256, 512, 4096][rng.below(3) as usize])
             .block_restart_interval([1, 4, 16][rng.below(3) as usize])
-            .block_cache_size(1 << 20)
-            .num_levels(5)
             .max_background_jobs(1 + rng.below(2) as usize)
             .manual_wal_flush(rng.below(4) == 0)
             .compression(if rng.below(3) == 0 {
