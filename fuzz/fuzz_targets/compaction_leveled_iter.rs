@@ -189,17 +189,11 @@ fuzz_target!(|data: &[u8]| {
     let mut it = CompactionIterator::new(
         VecIterator::new(cmp.clone(), stream),
         cmp,
-        CompactionIterOptions {
-            snapshots: snaps,
-            range_dels: Some(&agg),
-            deeper,
-            filter: None,
-            filter_level: 1,
-            upper_bound: None,
-            origin: "fuzz".to_owned(),
-            merge_operator: Some(&*op),
-            enforce_single_delete_contracts: true,
-        },
+        CompactionIterOptions::for_flush(snaps, Some(&agg))
+            .deeper(deeper)
+            .filter_level(1)
+            .origin("fuzz".to_owned())
+            .merge_operator(Some(&*op)),
     );
     let mut after: BTreeMap<Vec<u8>, Versions> = BTreeMap::new();
     let mut step = it.seek_to_first();

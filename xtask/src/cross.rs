@@ -151,7 +151,8 @@ fn cross_cargo(target: &Target, verb: &str) -> Command {
             )
             .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER", "wine")
             .env("WINEPREFIX", wine_prefix_dir())
-            .env("WINEDEBUG", "-all");
+            .env("WINEDEBUG", "-all")
+            .env("WINEDLLOVERRIDES", WINE_DLL_OVERRIDES);
         }
     }
     cmd
@@ -199,17 +200,33 @@ fn wine_prefix_dir() -> PathBuf {
     root().join("target/cross/wine")
 }
 
+/// No Mono and no Gecko: a headless prefix would otherwise try to install
+/// them, and the tests need neither.
+const WINE_DLL_OVERRIDES: &str = "mscoree,mshtml=";
+
 /// A Wine prefix of our own, initialised once, with the
 /// `bcryptprimitives.dll` std needs.
 fn wine_prefix() -> Result {
     let prefix = wine_prefix_dir();
     let system32 = prefix.join("drive_c/windows/system32");
-    if !system32.is_dir() {
+    // Written once wineboot has finished: an interrupted initialisation
+    // is started again, not taken for a prefix.
+    let ready = prefix.join(".lithify-ready");
+    if !ready.exists() {
+        if prefix.exists() {
+            fs::remove_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
+        }
         fs::create_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
         run(Command::new("wine")
             .args(["wineboot", "--init"])
             .env("WINEPREFIX", &prefix)
-            .env("WINEDEBUG", "-all"))?;
+            .env("WINEDEBUG", "-all")
+            .env("WINEDLLOVERRIDES", WINE_DLL_OVERRIDES))?;
+        // wineboot returns before wineserver has written the prefix out.
+        run(Command::new("wineserver")
+            .arg("--wait")
+            .env("WINEPREFIX", &prefix))?;
+        fs::write(&ready, b"").map_err(|e| format!("{}: {e}", ready.display()))?;
     }
     let dll = system32.join("bcryptprimitives.dll");
     let source = root().join("xtask/wine/bcryptprimitives.c");

@@ -168,7 +168,22 @@ fn rust_version() -> Result<String> {
 /// dev-dependencies; they are not part of the promise.)
 fn msrv() -> Result {
     let version = rust_version()?;
-    run(Command::new("rustup").args(["toolchain", "install", &version, "--profile", "minimal"]))?;
+    let installed = Command::new("rustup")
+        .args(["toolchain", "list"])
+        .output()
+        .map_err(|e| format!("could not run rustup: {e}"))?;
+    if !String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l.starts_with(&format!("{version}-")))
+    {
+        run(Command::new("rustup").args([
+            "toolchain",
+            "install",
+            &version,
+            "--profile",
+            "minimal",
+        ]))?;
+    }
     run(Command::new("rustup")
         .args(["run", &version, "cargo", "check", "-q", "--workspace"])
         .args([

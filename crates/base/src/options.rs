@@ -27,10 +27,15 @@
 
 /// Writes the chained setters of an options struct: for each `field: Type`,
 /// `pub fn field(self, value: Type) -> Self`. The struct's fields must be
-/// visible where the macro is invoked; a struct with one type parameter is
-/// written `Name<C> { ... }`. See the [module docs](self).
+/// visible where the macro is invoked; a struct with one type parameter or
+/// one lifetime is written `Name<C> { ... }` or `Name<'a> { ... }`. See the [module docs](self).
 #[macro_export]
 macro_rules! options_builder {
+    ($ty:ident<$lt:lifetime> { $($field:ident: $fty:ty),* $(,)? }) => {
+        impl<$lt> $ty<$lt> {
+            $crate::options_builder!(@methods $ty { $($field: $fty),* });
+        }
+    };
     ($ty:ident<$g:ident> { $($field:ident: $fty:ty),* $(,)? }) => {
         impl<$g> $ty<$g> {
             $crate::options_builder!(@methods $ty { $($field: $fty),* });

@@ -213,17 +213,10 @@ fn expected(env: &Env, c: &Compaction, snapshots: &Snapshots) -> Contents {
     let mut it = CompactionIterator::new(
         VecIterator::new(cmp.clone(), entries),
         cmp,
-        CompactionIterOptions {
-            snapshots: snapshots.clone(),
-            range_dels: Some(&agg),
-            deeper: c.deeper_levels(),
-            filter: None,
-            filter_level: c.start_level(),
-            upper_bound: None,
-            origin: "expected".to_owned(),
-            merge_operator: None,
-            enforce_single_delete_contracts: true,
-        },
+        CompactionIterOptions::for_flush(snapshots.clone(), Some(&agg))
+            .deeper(c.deeper_levels())
+            .filter_level(c.start_level())
+            .origin("expected".to_owned()),
     );
     it.seek_to_first().unwrap();
     let mut out = Vec::new();

@@ -446,6 +446,7 @@ fn two_tier(o: &TwoTierOptions, mix: &Mix, size: &TableSize) -> Prediction {
 /// first; each scan `scan_us` plus `run_us` per sorted run it merges. The
 /// shares of the mix weight them.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct CpuCosts {
     /// A write's own cost (WAL, memtable).
     pub write_us: f64,
@@ -463,6 +464,16 @@ pub struct CpuCosts {
     /// (creating, syncing and recording it, opening it for reads).
     pub file_us: f64,
 }
+
+lithify_base::options_builder!(CpuCosts {
+    write_us: f64,
+    written_byte_us: f64,
+    read_us: f64,
+    probe_us: f64,
+    scan_us: f64,
+    run_us: f64,
+    file_us: f64,
+});
 
 impl Default for CpuCosts {
     /// Fitted to the engine's strategies report at 250 000 keys (engine
@@ -591,6 +602,7 @@ impl Objective {
 /// amplification with space amp ≤ 1.3). When no candidate keeps them, the
 /// one that exceeds them least is chosen and the reason says so.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Limits {
     /// Most write amplification.
     pub max_write_amp: Option<f64>,
@@ -599,6 +611,12 @@ pub struct Limits {
     /// Most space amplification.
     pub max_space_amp: Option<f64>,
 }
+
+lithify_base::options_builder!(Limits {
+    max_write_amp: Option<f64>,
+    max_read_amp: Option<f64>,
+    max_space_amp: Option<f64>,
+});
 
 impl Limits {
     /// How far `p` is beyond the limits (the sum of the relative excesses;
@@ -761,10 +779,7 @@ mod tests {
             &costs,
         );
         assert_eq!(free[0].strategy.kind_name(), "two-tier");
-        let limited = Limits {
-            max_space_amp: Some(1.2),
-            ..Limits::default()
-        };
+        let limited = Limits::default().max_space_amp(Some(1.2));
         let r = rank(
             &candidates,
             &mix,

@@ -246,17 +246,14 @@ fn run_iter(case: &Case) -> String {
     let mut it = CompactionIterator::new(
         input,
         cmp,
-        CompactionIterOptions {
-            snapshots,
-            range_dels: Some(&agg),
-            deeper,
-            filter: filter.as_ref().map(|f| f as &dyn CompactionFilter),
-            filter_level: 1,
-            upper_bound: case.arg("upper").map(|u| u.as_bytes().to_vec()),
-            origin: "test input".to_owned(),
-            merge_operator: merge.as_deref(),
-            enforce_single_delete_contracts: !case.flag("lax-single-delete"),
-        },
+        CompactionIterOptions::for_flush(snapshots, Some(&agg))
+            .deeper(deeper)
+            .filter(filter.as_ref().map(|f| f as &dyn CompactionFilter))
+            .filter_level(1)
+            .upper_bound(case.arg("upper").map(|u| u.as_bytes().to_vec()))
+            .origin("test input".to_owned())
+            .merge_operator(merge.as_deref())
+            .enforce_single_delete_contracts(!case.flag("lax-single-delete")),
     );
     let mut out = String::new();
     let positioned = match case.arg("lower") {
@@ -523,17 +520,11 @@ proptest! {
         let mut it = CompactionIterator::new(
             VecIterator::new(cmp.clone(), stream),
             cmp,
-            CompactionIterOptions {
-                snapshots: snapshots.clone(),
-                range_dels: Some(&agg),
-                deeper,
-                filter: None,
-                filter_level: 1,
-                upper_bound: None,
-                origin: "model".to_owned(),
-                merge_operator: Some(&*op),
-                enforce_single_delete_contracts: true,
-            },
+            CompactionIterOptions::for_flush(snapshots.clone(), Some(&agg))
+                .deeper(deeper)
+                .filter_level(1)
+                .origin("model".to_owned())
+                .merge_operator(Some(&*op)),
         );
         it.seek_to_first().unwrap();
         let mut after: BTreeMap<Vec<u8>, Versions> = BTreeMap::new();

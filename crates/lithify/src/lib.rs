@@ -519,6 +519,12 @@ impl Error {
     }
 }
 
+// The one error type crosses threads, as the crates' errors it wraps do.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Error>();
+};
+
 /// The README's example, run as a doctest so it stays true.
 #[cfg(all(doctest, feature = "db"))]
 #[doc = include_str!("../README.md")]

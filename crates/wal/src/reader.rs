@@ -719,11 +719,9 @@ impl Reader {
                 ),
             }
             .fail(),
-            Err(FileHeaderError::UnsupportedVersion(v)) => NotALogSnafu {
+            Err(e @ FileHeaderError::UnsupportedVersion(_)) => NotALogSnafu {
                 path: self.path.clone(),
-                message: format!(
-                    "format version {v} is not supported (this reader knows 1, 2 and 3)"
-                ),
+                message: e.to_string(),
             }
             .fail(),
         }

@@ -348,7 +348,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
         // Small enough that the report runs in minutes, large enough that
         // every strategy flushes and compacts many times.
         a.engine.apply_to(
-            Options::default()
+            options::bench_defaults()
                 .write_buffer_size(1 << 20)
                 .target_file_size_base(1 << 20)
                 .max_bytes_for_level_base(4 << 20),

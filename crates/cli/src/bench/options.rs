@@ -220,20 +220,17 @@ impl EngineArgs {
                 }
                 .fail();
             }
-            a.limits = AdaptiveLimits {
-                max_space_amp: self.adaptive_max_space_amp,
-                max_write_amp: self.adaptive_max_write_amp,
-                max_read_amp: self.adaptive_max_read_amp,
-            };
+            a.limits = AdaptiveLimits::default()
+                .max_space_amp(self.adaptive_max_space_amp)
+                .max_write_amp(self.adaptive_max_write_amp)
+                .max_read_amp(self.adaptive_max_read_amp);
         }
         Ok(s)
     }
 
     /// The engine options: the defaults with every given flag applied.
     pub(crate) fn to_options(&self) -> Result<Options> {
-        // A benchmark process is all database: it trims the heap (the
-        // library leaves that to the application).
-        self.apply_to(Options::default().release_memory_after_jobs(true))
+        self.apply_to(bench_defaults())
     }
 
     /// `base` with every given flag applied (a command with defaults of
@@ -332,6 +329,13 @@ impl EngineArgs {
     }
 }
 
+/// The options `bench` starts from: the library's defaults, except that a
+/// benchmark process, which is all database, trims the heap after
+/// background jobs (the library leaves that to the application).
+pub(crate) fn bench_defaults() -> Options {
+    Options::default().release_memory_after_jobs(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,11 +353,10 @@ mod tests {
                 assert_eq!(a.objective, AdaptiveObjective::WriteAmp);
                 assert_eq!(
                     a.limits,
-                    AdaptiveLimits {
-                        max_space_amp: Some(1.2),
-                        max_write_amp: None,
-                        max_read_amp: Some(4.0),
-                    }
+                    AdaptiveLimits::default()
+                        .max_space_amp(Some(1.2))
+                        .max_write_amp(None)
+                        .max_read_amp(Some(4.0))
                 );
                 assert_eq!(a.two_tier.target_file_size, 64 << 10);
             }

@@ -115,6 +115,7 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
 /// The thresholds that name a window's [`WorkloadClass`], and the share
 /// of range deletes that halves the two-tier ratios.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct AdaptiveThresholds {
     /// At or below this write share the table counts as read-only.
     pub read_only_write_share: f64,
@@ -131,6 +132,15 @@ pub struct AdaptiveThresholds {
     /// at half the ratio.
     pub range_delete_share: f64,
 }
+
+lithify_base::options_builder!(AdaptiveThresholds {
+    read_only_write_share: f64,
+    increasing_share: f64,
+    write_only_write_share: f64,
+    write_mostly_write_share: f64,
+    few_updates_share: f64,
+    range_delete_share: f64,
+});
 
 impl Default for AdaptiveThresholds {
     fn default() -> Self {
@@ -547,10 +557,9 @@ mod tests {
 
     #[test]
     fn write_amp_objective_within_a_space_limit() {
-        let o = opts().objective(Objective::WriteAmp).limits(Limits {
-            max_space_amp: Some(1.3),
-            ..Limits::default()
-        });
+        let o = opts()
+            .objective(Objective::WriteAmp)
+            .limits(Limits::default().max_space_amp(Some(1.3)));
         let size = TableSize::new(64 << 20, 1 << 20, 128);
         let c = choice(&window(0, 0, 10_000, 0.5, 0.8), size, &o);
         // One L0 table per flush writes least (2.2) but holds 40 % of the
@@ -565,10 +574,7 @@ mod tests {
         assert!((c.prediction.write_amp - 5.2).abs() < 1e-9);
         assert!(c.reason.contains("least write-amp"), "{}", c.reason);
         // A limit nobody keeps: the least excess wins, and the reason says so.
-        let o = o.limits(Limits {
-            max_space_amp: Some(0.5),
-            ..Limits::default()
-        });
+        let o = o.limits(Limits::default().max_space_amp(Some(0.5)));
         let c = choice(&window(0, 0, 10_000, 0.5, 0.8), size, &o);
         assert_eq!(c.strategy.kind_name(), "major-only");
         assert!(c.reason.contains("exceeds them least"), "{}", c.reason);

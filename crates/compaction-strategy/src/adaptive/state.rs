@@ -603,10 +603,7 @@ mod tests {
 
     #[test]
     fn a_broken_limit_switches_without_waiting_for_regret() {
-        let o = opts().limits(crate::cost_model::Limits {
-            max_space_amp: Some(1.2),
-            ..Default::default()
-        });
+        let o = opts().limits(crate::cost_model::Limits::default().max_space_amp(Some(1.2)));
         let size = TableSize::new(4 << 30, 256 << 20, 128);
         let mut s = AdaptiveState::new(o.initial(Box::new(CompactionStrategy::TwoTier(
             lithify_compaction_tiered::TwoTierOptions::write_only(),
@@ -712,10 +709,7 @@ mod tests {
         let size = TableSize::new(4 << 30, 256 << 20, 128);
         let mut s = AdaptiveState::new(
             opts()
-                .limits(crate::cost_model::Limits {
-                    max_space_amp: Some(1.2),
-                    ..Default::default()
-                })
+                .limits(crate::cost_model::Limits::default().max_space_amp(Some(1.2)))
                 .initial(Box::new(CompactionStrategy::TwoTier(
                     lithify_compaction_tiered::TwoTierOptions::write_only(),
                 ))),

@@ -107,7 +107,10 @@ impl IterStats {
     }
 }
 
-/// How a [`CompactionIterator`] decides.
+/// How a [`CompactionIterator`] decides. Start from
+/// [`for_flush`](Self::for_flush) and set the rest with the chained
+/// methods.
+#[non_exhaustive]
 pub struct CompactionIterOptions<'a> {
     /// Live snapshots when the job started.
     pub snapshots: Snapshots,
@@ -133,6 +136,18 @@ pub struct CompactionIterOptions<'a> {
     pub enforce_single_delete_contracts: bool,
 }
 
+lithify_base::options_builder!(CompactionIterOptions<'a> {
+    snapshots: Snapshots,
+    range_dels: Option<&'a RangeDelAggregator>,
+    deeper: DeeperLevels,
+    filter: Option<&'a dyn CompactionFilter>,
+    filter_level: usize,
+    upper_bound: Option<Vec<u8>>,
+    origin: String,
+    merge_operator: Option<&'a dyn MergeOperator>,
+    enforce_single_delete_contracts: bool,
+});
+
 impl<'a> CompactionIterOptions<'a> {
     /// Options for a flush: no knowledge of deeper levels, not bottommost,
     /// no filter.
@@ -148,12 +163,6 @@ impl<'a> CompactionIterOptions<'a> {
             merge_operator: None,
             enforce_single_delete_contracts: true,
         }
-    }
-
-    /// The same options with `merge_operator`.
-    pub fn with_merge_operator(mut self, merge_operator: Option<&'a dyn MergeOperator>) -> Self {
-        self.merge_operator = merge_operator;
-        self
     }
 }
 

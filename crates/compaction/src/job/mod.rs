@@ -748,7 +748,7 @@ pub fn flush_to_level0(
         CompactionIterOptions {
             enforce_single_delete_contracts: opts.enforce_single_delete_contracts,
             ..CompactionIterOptions::for_flush(snapshots.clone(), Some(&range_dels))
-                .with_merge_operator(opts.merge_operator.as_deref())
+                .merge_operator(opts.merge_operator.as_deref())
         },
     );
     let mut writer = OutputWriter::new(

@@ -107,6 +107,8 @@ impl EndTransactionMarker {
 
 /// How a transaction ends (Kafka's `TransactionResult`): the marker a
 /// coordinator writes.
+///
+/// Exhaustive on purpose: a transaction commits or aborts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TransactionResult {
     /// A COMMIT marker: the transaction's records become visible to
