@@ -20,7 +20,7 @@
 
 use std::env;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -98,8 +98,22 @@ pub(crate) fn cross(args: &[String]) -> Result {
     for target in targets {
         let started = Instant::now();
         ensure_rust_target(target.triple)?;
-        if target.name == "windows" {
-            wine_prefix()?;
+        if target.name == "windows"
+            && let Err(e) = wine_prefix()
+        {
+            if !ci {
+                return Err(e);
+            }
+            // CI still proves that everything builds for Windows; the
+            // message says loudly that its tests did not run.
+            eprintln!(
+                "xtask: WARNING: Windows tests NOT run: Wine cannot start a program here: {e}"
+            );
+            run(cross_cargo(target, "test")
+                .args(["--no-run", "--lib", "--tests"])
+                .args(CI_SUBSET.iter().flat_map(|p| ["-p", p])))?;
+            times.push((target.triple, "built, tests NOT run", started.elapsed()));
+            continue;
         }
         if ci {
             // Doctests are left out: each is its own binary to link and
@@ -121,10 +135,13 @@ pub(crate) fn cross(args: &[String]) -> Result {
             }
             run(&mut test)?;
         }
-        times.push((target.triple, started.elapsed()));
+        times.push((target.triple, "passed", started.elapsed()));
     }
-    for (triple, took) in times {
-        eprintln!("xtask: cross {triple} passed in {:.0}s", took.as_secs_f64());
+    for (triple, outcome, took) in times {
+        eprintln!(
+            "xtask: cross {triple} {outcome} in {:.0}s",
+            took.as_secs_f64()
+        );
     }
     Ok(())
 }
@@ -205,7 +222,7 @@ fn wine_prefix_dir() -> PathBuf {
 const WINE_DLL_OVERRIDES: &str = "mscoree,mshtml=";
 
 /// A Wine prefix of our own, initialised once, with the
-/// `bcryptprimitives.dll` std needs.
+/// `bcryptprimitives.dll` std needs, proven by starting a program in it.
 fn wine_prefix() -> Result {
     let prefix = wine_prefix_dir();
     let system32 = prefix.join("drive_c/windows/system32");
@@ -217,32 +234,75 @@ fn wine_prefix() -> Result {
             fs::remove_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
         }
         fs::create_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
-        run(Command::new("wine")
+        eprintln!("xtask: initialising the Wine prefix {}", prefix.display());
+        // wineboot's own exit status is not the prefix's state: without
+        // the 32-bit Wine (wine32:i386) it reports the 32-bit rundll32 it
+        // could not start (c0000135, exit status 0x35 = 53) on some
+        // machines and not on others, while the 64-bit prefix the tests
+        // use is complete. What counts is checked below.
+        let status = wine_command("wine", &prefix)
             .args(["wineboot", "--init"])
-            .env("WINEPREFIX", &prefix)
-            .env("WINEDEBUG", "-all")
-            .env("WINEDLLOVERRIDES", WINE_DLL_OVERRIDES))?;
+            .status()
+            .map_err(|e| format!("could not start wine wineboot: {e}"))?;
         // wineboot returns before wineserver has written the prefix out.
-        run(Command::new("wineserver")
-            .arg("--wait")
-            .env("WINEPREFIX", &prefix))?;
+        run(wine_command("wineserver", &prefix).arg("--wait"))?;
+        let needed = [prefix.join("system.reg"), system32.join("kernel32.dll")];
+        if let Some(missing) = needed.iter().find(|p| !p.exists()) {
+            return Err(format!(
+                "wine wineboot --init ({status}) left no {} in the prefix {}",
+                missing.display(),
+                prefix.display()
+            ));
+        }
+        if !status.success() {
+            eprintln!(
+                "xtask: wine wineboot --init exited with {status}; the 64-bit prefix is complete, going on"
+            );
+        }
         fs::write(&ready, b"").map_err(|e| format!("{}: {e}", ready.display()))?;
     }
     let dll = system32.join("bcryptprimitives.dll");
-    let source = root().join("xtask/wine/bcryptprimitives.c");
-    let stale = match (fs::metadata(&dll), fs::metadata(&source)) {
-        (Ok(d), Ok(s)) => match (d.modified(), s.modified()) {
-            (Ok(d), Ok(s)) => d < s,
+    build_if_stale(
+        &root().join("xtask/wine/bcryptprimitives.c"),
+        &dll,
+        &["-shared", "-ladvapi32"],
+    )?;
+    // A program that only exits 0: whether Wine can start anything here
+    // at all, told apart from a test that fails.
+    let probe = root().join("target/cross/probe.exe");
+    build_if_stale(&root().join("xtask/wine/probe.c"), &probe, &[])?;
+    run(wine_command("wine", &prefix).arg(&probe))
+}
+
+/// `program` (wine or wineserver) on our prefix, quiet, without Mono and
+/// Gecko.
+fn wine_command(program: &str, prefix: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env("WINEPREFIX", prefix)
+        .env("WINEDEBUG", "-all")
+        .env("WINEDLLOVERRIDES", WINE_DLL_OVERRIDES)
+        .current_dir(root());
+    cmd
+}
+
+/// Compiles `source` with mingw into `output` unless `output` is newer.
+fn build_if_stale(source: &Path, output: &Path, flags: &[&str]) -> Result {
+    let stale = match (fs::metadata(output), fs::metadata(source)) {
+        (Ok(o), Ok(s)) => match (o.modified(), s.modified()) {
+            (Ok(o), Ok(s)) => o < s,
             _ => true,
         },
         _ => true,
     };
-    if stale {
-        run(Command::new("x86_64-w64-mingw32-gcc")
-            .args(["-O2", "-shared", "-o"])
-            .arg(&dll)
-            .arg(&source)
-            .arg("-ladvapi32"))?;
+    if !stale {
+        return Ok(());
     }
-    Ok(())
+    let (libs, options): (Vec<&str>, Vec<&str>) = flags.iter().partition(|f| f.starts_with("-l"));
+    run(Command::new("x86_64-w64-mingw32-gcc")
+        .arg("-O2")
+        .args(options)
+        .arg("-o")
+        .arg(output)
+        .arg(source)
+        .args(libs))
 }
