@@ -1,10 +1,41 @@
 //! The command line's error: every variant reads as one sentence that
-//! names the file or setting at fault.
+//! names the file or setting at fault, and maps to one exit status
+//! ([`Error::exit_code`]).
 
 use std::io;
 use std::path::PathBuf;
 
+use lithify::{Classify as _, ErrorKind};
 use snafu::{Location, Snafu};
+
+/// The exit statuses, one meaning each, for every command. `--help` and
+/// `crates/cli/README.md` list them; `tests/exit_codes.rs` holds every
+/// command to them.
+pub(crate) mod exit {
+    /// `get`: the key has no value.
+    pub(crate) const NOT_FOUND: u8 = 1;
+    /// The command line asks for something that cannot be: an unknown
+    /// flag, a value out of range, a database that is not there, a
+    /// database or log in use by another process, a file of the wrong
+    /// kind, an output aimed at stored data (what the libraries classify
+    /// as `ErrorKind::InvalidArgument`).
+    pub(crate) const USAGE: u8 = 2;
+    /// Damage found: `check`, `log check`, the dumps, or any command that
+    /// read a file whose bytes are not what was written.
+    pub(crate) const DAMAGE: u8 = 3;
+    /// Any other failure: I/O (a file that cannot be read included), a
+    /// full disk, a background error.
+    pub(crate) const FAILURE: u8 = 4;
+    /// stdout closed early (`lithify scan ... | head`): the shell's code
+    /// for SIGPIPE, as other tools end.
+    pub(crate) const BROKEN_PIPE: u8 = 141;
+    /// The text `--help` shows after the commands.
+    pub(crate) const HELP: &str = "Exit status: 0 success; 1 not found (get); 2 usage error \
+(bad flag or value, no database there, database or log in use by another process, file of \
+the wrong kind, output aimed at stored data); 3 damage found (check, log check, the dumps, or \
+any read of damaged data); 4 any other failure (I/O, disk full, background error); 141 \
+stdout closed early.";
+}
 
 /// Everything a `lithify` command can fail with.
 #[derive(Debug, Snafu)]
@@ -120,10 +151,12 @@ pub(crate) enum Error {
     },
 
     /// `get` found no value.
-    #[snafu(display("key {key:?} is not in the database in {}", dir.display()))]
+    #[snafu(display("key {key:?} is not in table {table:?} of the database in {}", dir.display()))]
     NotFound {
         /// The key as given.
         key: String,
+        /// The table looked in.
+        table: String,
         /// The database directory.
         dir: PathBuf,
         #[snafu(implicit)]
@@ -163,6 +196,15 @@ pub(crate) enum Error {
         location: Location,
     },
 
+    /// `check` found problems (each was printed above).
+    #[snafu(display("{message}"))]
+    Problems {
+        /// A summary.
+        message: String,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// Some logs failed (each failure was printed above).
     #[snafu(display("{message}"))]
     Failures {
@@ -174,11 +216,66 @@ pub(crate) enum Error {
 }
 
 impl Error {
+    /// The exit status this error ends the command with (see [`exit`]).
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            Error::NotFound { .. } => exit::NOT_FOUND,
+            Error::Usage { .. } | Error::Output { .. } => exit::USAGE,
+            Error::Damaged { .. } | Error::Problems { .. } => exit::DAMAGE,
+            Error::Io { .. } if self.is_broken_pipe() => exit::BROKEN_PIPE,
+            Error::Io { .. } | Error::Json { .. } | Error::Failures { .. } => exit::FAILURE,
+            Error::Log { source, .. } => by_kind(source.kind()),
+            Error::Cleaner { source, .. } => by_kind(source.kind()),
+            Error::Db { source, .. } | Error::Backup { source, .. } => by_kind(source.kind()),
+            Error::Table { source, .. } => by_kind(source.kind()),
+            Error::Wal { source, .. } => by_kind(source.kind()),
+            Error::Version { source, .. } => by_kind(source.kind()),
+            Error::Bench { source, .. } => match source {
+                lithify_bench::Error::Usage { .. } => exit::USAGE,
+                lithify_bench::Error::Verify { .. } => exit::DAMAGE,
+                other => by_source(other),
+            },
+            Error::Stress { source, .. } => match source {
+                lithify_stress::Error::Usage { .. } | lithify_stress::Error::Output { .. } => {
+                    exit::USAGE
+                }
+                // What was acknowledged is not there: damage found.
+                lithify_stress::Error::StressFailed { .. } => exit::DAMAGE,
+                other => by_source(other),
+            },
+        }
+    }
+
     /// Whether this is a write to a pipe whose reader has gone
     /// (`lithify bench | head`): no failure of ours.
     pub(crate) fn is_broken_pipe(&self) -> bool {
         matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
     }
+}
+
+/// The exit status of a library error of `kind`.
+fn by_kind(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Corruption => exit::DAMAGE,
+        ErrorKind::InvalidArgument => exit::USAGE,
+        _ => exit::FAILURE,
+    }
+}
+
+/// The exit status of a tool crate's error: that of the first library
+/// error in its chain of causes, else [`exit::FAILURE`].
+fn by_source(error: &dyn std::error::Error) -> u8 {
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        if let Some(e) = e.downcast_ref::<lithify::Error>() {
+            return by_kind(e.kind());
+        }
+        if let Some(e) = e.downcast_ref::<Box<lithify::Error>>() {
+            return by_kind(e.kind());
+        }
+        cause = e.source();
+    }
+    exit::FAILURE
 }
 
 /// `Result` with the command line's [`Error`].

@@ -37,7 +37,13 @@ use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// The lithify storage toolbox.
 #[derive(Debug, Parser)]
-#[command(name = "lithify", version, about, propagate_version = true)]
+#[command(
+    name = "lithify",
+    version,
+    about,
+    propagate_version = true,
+    after_help = error::exit::HELP
+)]
 struct Cli {
     /// Show the libraries' events on stderr: `-v` flushes, compactions and
     /// recovery; `-vv` everything. Without it only warnings and errors
@@ -64,9 +70,15 @@ enum Command {
     /// Delete a key.
     Delete(db::DeleteArgs),
     /// Delete a key written at most once (RocksDB's SingleDelete).
-    SingleDelete(db::DeleteArgs),
+    SingleDelete(db::SingleDeleteArgs),
     /// Print the keys (and values) of a key range in order.
     Scan(db::ScanArgs),
+    /// List the tables (column families): strategy, files, bytes.
+    Tables(db::TablesArgs),
+    /// Create a table (RocksDB's CreateColumnFamily).
+    CreateTable(db::CreateTableArgs),
+    /// Drop a table and delete its data (RocksDB's DropColumnFamily).
+    DropTable(db::DropTableArgs),
     /// Print the engine's statistics: compaction stats and amplification.
     Stats(db::StatsArgs),
     /// Compact a key range (everything by default) and wait.
@@ -88,7 +100,7 @@ enum Command {
     /// Verify a database: the MANIFEST, every live SST file (size,
     /// footer, every block's checksum, key order) and the WALs, as
     /// RocksDB's `ldb checkconsistency` and `sst_dump --command=verify`;
-    /// one line per problem, exit status 1 if any.
+    /// one line per problem, exit status 3 if any.
     Check(db::CheckArgs),
     /// Print an SST file: properties, blocks, entries; verify every
     /// checksum.
@@ -115,6 +127,9 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Delete(a) => db::delete(a),
         Command::SingleDelete(a) => db::single_delete(a),
         Command::Scan(a) => db::scan(a),
+        Command::Tables(a) => db::tables(a),
+        Command::CreateTable(a) => db::create_table(a),
+        Command::DropTable(a) => db::drop_table(a),
         Command::Stats(a) => db::stats(a),
         Command::Compact(a) => db::compact(a),
         Command::Checkpoint(a) => db::checkpoint(a),
@@ -172,23 +187,47 @@ fn install_subscriber(verbose: u8) {
         .try_init();
 }
 
-/// Parses the command line as clap does, with two differences: a negative
-/// number is a value (`--batch-size -1` reaches the option's parser, which
-/// names its range, instead of reading as an unknown flag `-1`), and a
-/// value its parser refuses (see [`numbers`]) is reported as one line —
-/// the option, the value and its range — with clap's usage exit code 2.
-fn parse_args() -> Cli {
-    fn negatives_are_values(cmd: clap::Command) -> clap::Command {
+/// The command line's definition, as [`parse_args`] parses it: every
+/// flag whose name has a `-` also answers to the `_` spelling RocksDB's
+/// tools use (`--create_if_missing`), and a negative number is a value
+/// (`--batch-size -1` reaches the option's parser, which names its range,
+/// instead of reading as an unknown flag `-1`).
+fn command() -> clap::Command {
+    fn adjust(cmd: clap::Command) -> clap::Command {
         cmd.mut_args(|a| {
-            if a.get_action().takes_values() {
+            let a = if a.get_action().takes_values() {
                 a.allow_negative_numbers(true)
             } else {
                 a
-            }
+            };
+            let mut names: Vec<String> = a.get_long().into_iter().map(str::to_owned).collect();
+            names.extend(
+                a.get_all_aliases()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(str::to_owned),
+            );
+            let underscored: Vec<String> = names
+                .iter()
+                .filter(|n| n.contains('-'))
+                .map(|n| n.replace('-', "_"))
+                .filter(|u| !names.contains(u))
+                .collect();
+            underscored
+                .into_iter()
+                .fold(a, |a, u| a.alias(&*Box::leak(u.into_boxed_str())))
         })
-        .mut_subcommands(negatives_are_values)
+        .mut_subcommands(adjust)
     }
-    let parsed = negatives_are_values(Cli::command())
+    adjust(Cli::command())
+}
+
+/// Parses the command line as clap does, with the spellings of
+/// [`command`], and with a value its parser refuses (see [`numbers`])
+/// reported as one line — the option, the value and its range — with the
+/// usage exit status 2.
+fn parse_args() -> Cli {
+    let parsed = command()
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m));
     match parsed {
@@ -215,7 +254,7 @@ fn main() -> ExitCode {
         // `lithify dump-sst x.sst --entries | head`: the reader left, as
         // it may; end quietly with the shell's code for SIGPIPE.
         if what.starts_with("failed printing to stdout") && what.contains("Broken pipe") {
-            std::process::exit(141);
+            std::process::exit(error::exit::BROKEN_PIPE.into());
         }
         eprintln!("lithify: internal error (a bug): {what}");
     }));
@@ -223,10 +262,10 @@ fn main() -> ExitCode {
     install_subscriber(cli.verbose);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_broken_pipe() => ExitCode::from(141),
+        Err(e) if e.is_broken_pipe() => ExitCode::from(error::exit::BROKEN_PIPE),
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -9,6 +9,23 @@ use std::fmt::Write as _;
 
 use crate::error::{Result, UsageSnafu};
 
+/// `--hex`, on every command that reads or prints keys and values.
+#[derive(Debug, clap::Args)]
+pub(crate) struct HexArgs {
+    /// Keys and values in hexadecimal (`6b6579` for `key`), in the
+    /// arguments and in the output; without it, printable text with
+    /// `\xNN` escapes for other bytes.
+    #[arg(long)]
+    pub hex: bool,
+}
+
+impl HexArgs {
+    /// How keys and values are written.
+    pub(crate) fn encoding(&self) -> Encoding {
+        Encoding::new(self.hex)
+    }
+}
+
 /// How bytes are read from arguments and printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Encoding {

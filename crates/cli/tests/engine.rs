@@ -395,7 +395,7 @@ fn put_get_delete_scan_stats_compact_round_trip() {
     ok(&["delete", "--db", d, "banana"]);
     let (err, out) = fails(&["get", "--db", d, "banana"]);
     assert!(
-        err.contains("\"banana\" is not in the database") && err.contains(d),
+        err.contains("\"banana\" is not in table \"default\" of the database") && err.contains(d),
         "{err}"
     );
     assert!(out.is_empty());
@@ -688,8 +688,8 @@ fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
         "dump-wal",
         s(log),
         "--entries",
-        "--mode",
-        "skip-any-corrupted-records",
+        "--wal-recovery-mode",
+        "skip",
     ]);
     assert!(
         err.contains(s(log)) && err.contains(&format!("at offset {batch_offset}")),
@@ -703,12 +703,12 @@ fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
     flip_byte(log, batch_offset + 11 + 3);
     let data = lithify::vfs::read_file(&OsFs, log).unwrap();
     lithify::vfs::write_file_atomic(&OsFs, log, &data[..data.len() - 100]).unwrap();
-    for mode in ["point-in-time-recovery", "skip-any-corrupted-records"] {
-        let out = ok(&["dump-wal", s(log), "--mode", mode]);
+    for mode in ["point-in-time", "skip"] {
+        let out = ok(&["dump-wal", s(log), "--wal-recovery-mode", mode]);
         assert!(out.contains("end: torn tail at offset "), "{out}");
         assert!(out.contains("151 records"), "{out}");
     }
-    let (err, _) = fails(&["dump-wal", s(log), "--mode", "absolute-consistency"]);
+    let (err, _) = fails(&["dump-wal", s(log), "--wal-recovery-mode", "absolute"]);
     assert!(err.contains(s(log)), "{err}");
 
     // Not a log at all.
@@ -1467,7 +1467,7 @@ fn backups_survive_one_bad_metadata_file_and_reads_create_nothing() {
     // Reading commands refuse a missing backup directory and create none.
     for args in [
         vec!["backup", "list", "--backup-dir", bk_s],
-        vec!["backup", "verify", "--backup-dir", bk_s, "1"],
+        vec!["backup", "verify", "--backup-dir", bk_s, "--id", "1"],
         vec!["backup", "purge", "--backup-dir", bk_s, "--keep", "1"],
         vec!["backup", "restore", "--backup-dir", bk_s, s(&unrestored)],
     ] {
@@ -1487,8 +1487,9 @@ fn backups_survive_one_bad_metadata_file_and_reads_create_nothing() {
     let out = ok(&["backup", "list", "--backup-dir", bk_s]);
     assert!(out.contains("\n2\t"), "{out}");
     assert!(out.contains("1\tdamaged:"), "{out}");
-    ok(&["backup", "verify", "--backup-dir", bk_s, "2"]);
-    fails(&["backup", "verify", "--backup-dir", bk_s, "1"]);
+    ok(&["backup", "verify", "--backup-dir", bk_s, "--id", "2"]);
+    ok(&["backup", "verify", "--backup-dir", bk_s]);
+    fails(&["backup", "verify", "--backup-dir", bk_s, "--id", "1"]);
     let restored = tmp.path().join("restored");
     ok(&["backup", "restore", "--backup-dir", bk_s, s(&restored)]);
     let out = ok(&["get", "--db", s(&restored), "k"]);

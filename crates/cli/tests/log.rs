@@ -981,11 +981,11 @@ fn wait_until_held(dir: &Path, child: &mut std::process::Child) {
     }
 }
 
-/// Asserts a refusal for another process: exit status 1 and one `error:`
-/// sentence naming `dir` as in use.
+/// Asserts a refusal for another process: exit status 2 (a usage error)
+/// and one `error:` sentence naming `dir` as in use.
 #[track_caller]
 fn assert_in_use(args: &[&str], out: Output, dir: &Path) {
-    assert_eq!(out.status.code(), Some(1), "{args:?}");
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
     let stderr = common::refused(args, out);
     assert!(
         stderr.contains(&format!("{} is in use by another process", dir.display())),
@@ -1141,7 +1141,7 @@ fn check_and_dump_refuse_offsets_that_go_backwards() {
         vec!["log", "dump", s(data)],
     ] {
         let out = lithify(&args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
         let stderr = common::refused(&args, out);
         assert!(stderr.contains(&at), "{args:?}: {stderr}");
     }

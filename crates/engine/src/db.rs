@@ -598,7 +598,7 @@ impl Db {
     /// A named property, as RocksDB's `GetProperty` (see
     /// [`property_names`](Db::property_names)); `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
-        crate::properties::property(&self.inner, name)
+        crate::properties::property(&self.inner, &self.inner.default_table, name)
     }
 
     /// The names [`property`](Db::property) knows.

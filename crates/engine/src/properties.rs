@@ -5,15 +5,18 @@ use std::time::Duration;
 use lithify_base::sync::atomic::Ordering;
 
 use crate::state::DbInner;
+use crate::state::table::TableState;
 use crate::stats::{
     Counters, DbStats, MergeStats, StallStats, TableStats, estimate_live_bytes, table_rows,
 };
 
-/// The property names [`property`] answers (`N` is a level number).
+/// The property names [`property`] answers. `<N>` stands for a level
+/// number, as in RocksDB's `rocksdb.num-files-at-level<N>`: ask for
+/// `lithify.num-files-at-level0`.
 pub(crate) const NAMES: &[&str] = &[
     "lithify.stats",
     "lithify.levelstats",
-    "lithify.num-files-at-levelN",
+    "lithify.num-files-at-level<N>",
     "lithify.num-immutable-mem-table",
     "lithify.cur-size-active-mem-table",
     "lithify.cur-size-all-mem-tables",
@@ -28,11 +31,13 @@ pub(crate) const NAMES: &[&str] = &[
     "lithify.num-running-compactions",
 ];
 
-pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
+/// Property `name` of `table` (the table-wide ones, such as
+/// `lithify.stats`, cover the whole database whichever table is asked).
+pub(crate) fn property(inner: &DbInner, table: &TableState, name: &str) -> Option<String> {
     let rest = name.strip_prefix("lithify.")?;
     if let Some(level) = rest.strip_prefix("num-files-at-level") {
         let level: usize = level.parse().ok()?;
-        let v = inner.default_table.sv.get().version.clone();
+        let v = table.sv.get().version.clone();
         return (level < v.num_levels()).then(|| v.num_files(level).to_string());
     }
     let stats = || collect_stats(inner);
@@ -40,13 +45,13 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         stats()
             .tables
             .into_iter()
-            .find(|t| t.name == inner.default_table.name)
+            .find(|t| t.name == table.name)
             .unwrap_or_default()
     };
     Some(match rest {
         "stats" => stats().to_string(),
         "levelstats" => {
-            let v = inner.default_table.sv.get().version.clone();
+            let v = table.sv.get().version.clone();
             let mut out = String::from("Level Files Size(MB)\n--------------------\n");
             for l in 0..v.num_levels() {
                 out.push_str(&format!(
@@ -58,13 +63,7 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
             out
         }
         "num-immutable-mem-table" => default().immutable_memtables.to_string(),
-        "cur-size-active-mem-table" => inner
-            .default_table
-            .sv
-            .get()
-            .mem
-            .approximate_memory_usage()
-            .to_string(),
+        "cur-size-active-mem-table" => table.sv.get().mem.approximate_memory_usage().to_string(),
         "cur-size-all-mem-tables" => default().memtable_bytes.to_string(),
         "estimate-pending-compaction-bytes" => default().pending_compaction_bytes.to_string(),
         "total-sst-files-size" => default().sst_bytes.to_string(),

@@ -282,13 +282,50 @@ impl Table {
     /// does, with the table's strategy (a major compaction of the range for
     /// the two-tier strategies).
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        crate::compaction::compact_range(
-            &*self.db()?,
-            self.state.id,
-            begin,
-            end,
-            &CompactRangeOptions::default(),
-        )
+        self.compact_range_opt(begin, end, &CompactRangeOptions::default())
+    }
+
+    /// [`compact_range`](Table::compact_range) with RocksDB's
+    /// `CompactRangeOptions`, as [`Db::compact_range_opt`](crate::Db::compact_range_opt).
+    pub fn compact_range_opt(
+        &self,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        options: &CompactRangeOptions,
+    ) -> Result<()> {
+        crate::compaction::compact_range(&*self.db()?, self.state.id, begin, end, options)
+    }
+
+    /// A named property of this table, as RocksDB's `GetProperty` on a
+    /// column family (see [`Db::property_names`](crate::Db::property_names)):
+    /// the level-shaped ones (`lithify.num-files-at-level<N>`,
+    /// `lithify.levelstats`, memtable and size figures) describe this
+    /// table, the database-wide ones (`lithify.stats`, write stalls,
+    /// running jobs) the whole database. `None` for an unknown name.
+    ///
+    /// ```
+    /// # fn main() -> lithify_engine::Result<()> {
+    /// use lithify_engine::{CompactRangeOptions, Db, Options, TableOptions};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let users = db.create_table("users", TableOptions::default())?;
+    /// users.put(b"alice", b"1")?;
+    /// users.compact_range_opt(None, None, &CompactRangeOptions::default())?;
+    /// let files = |t: &lithify_engine::Table| -> lithify_engine::Result<usize> {
+    ///     Ok((0..7)
+    ///         .filter_map(|l| t.property(&format!("lithify.num-files-at-level{l}")).ok().flatten())
+    ///         .map(|n| n.parse::<usize>().unwrap())
+    ///         .sum())
+    /// };
+    /// assert_eq!(files(&users)?, 1);
+    /// assert_eq!(files(&db.default_table())?, 0);
+    /// assert_eq!(users.property("lithify.no-such-property")?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn property(&self, name: &str) -> Result<Option<String>> {
+        Ok(crate::properties::property(&*self.db()?, &self.state, name))
     }
 
     /// Ingests SST files written by [`SstFileWriter`](crate::SstFileWriter)

@@ -110,9 +110,11 @@
 
 use snafu::Snafu;
 
+mod identify;
 mod output;
 
 pub use bytes::Bytes;
+pub use identify::{FileFormat, identify_file};
 /// The identity of a database, of an open (session), or of a file.
 #[cfg(feature = "db")]
 pub use lithify_base::Id;
@@ -334,7 +336,7 @@ pub mod inspect {
             HistoryStep, ManifestHistory, StepKind, TableTree, read_history,
         };
         pub use lithify_version::manifest::{dump, read_current, recorded_sst_size};
-        pub use lithify_version::{DEFAULT_TABLE, TableId};
+        pub use lithify_version::{DEFAULT_TABLE, DEFAULT_TABLE_NAME, TableId};
     }
 }
 

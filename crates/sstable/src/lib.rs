@@ -78,6 +78,9 @@ pub use builder::{BuiltSst, MAX_ENTRY_LEN, SstBuilder};
 pub use cache::{BlockCache, CacheStats, ENTRY_OVERHEAD};
 pub use compression::{Compression, MAX_COMPRESSED_BLOCK_LEN};
 pub use error::{Error, Result};
+/// The footer's length and the magic number that ends every table file
+/// (what tells a table apart from other files).
+pub use format::{FOOTER_LEN, MAGIC};
 pub use inspect::{Damage, DataBlockInfo, RecordedSst, SstCheck, SstVisitor, open_recorded};
 pub use iter::SstIter;
 pub use options::{MAX_BLOCK_SIZE, SstOptions};

@@ -90,16 +90,16 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub reads: Option<u64>,
     /// Bytes per key [range: 1..=1048576].
-    #[arg(long, alias = "key_size", default_value_t = 16,
+    #[arg(long, default_value_t = 16,
           value_parser = numbers::int::<usize>(1, MAX_KEY_SIZE))]
     pub key_size: usize,
     /// Bytes per value [range: 0..=67108864].
-    #[arg(long, alias = "value_size", default_value_t = 100,
+    #[arg(long, default_value_t = 100,
           value_parser = numbers::int::<usize>(0, MAX_VALUE_SIZE))]
     pub value_size: usize,
     /// Share of each value that is random; the rest repeats it, so values
     /// compress to about this ratio [range: 0..=1].
-    #[arg(long, alias = "compression_ratio", default_value_t = 0.5,
+    #[arg(long, default_value_t = 0.5,
           value_parser = numbers::float(0.0, 1.0))]
     pub compression_ratio: f64,
     /// Threads per benchmark; the operations are split between them
@@ -110,54 +110,54 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 301, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Nexts after each seek of seekrandom [range: 0..=1000000].
-    #[arg(long, alias = "seek_nexts", default_value_t = 10,
+    #[arg(long, default_value_t = 10,
           value_parser = numbers::int::<usize>(0, 1_000_000))]
     pub seek_nexts: usize,
     /// Writes per write batch; a batch of --batch-size x (--key-size +
     /// --value-size) bytes must stay within 1 GiB [range: 1..=1000000].
-    #[arg(long, alias = "batch_size", default_value_t = 1,
+    #[arg(long, default_value_t = 1,
           value_parser = numbers::int::<usize>(1, 1_000_000))]
     pub batch_size: usize,
     /// Percent of readrandom lookups aimed at keys never written (on top of
     /// the keys fillrandom left out: about 37 % of the key space)
     /// [range: 0..=100].
-    #[arg(long, alias = "read_miss_percent", default_value_t = 0,
+    #[arg(long, default_value_t = 0,
           value_parser = numbers::int::<u8>(0, 100))]
     pub read_miss_percent: u8,
     /// Percent of readrandommergerandom operations that merge (the rest
     /// read) [range: 0..=100].
-    #[arg(long, alias = "merge_percent", default_value_t = 70,
+    #[arg(long, default_value_t = 70,
           value_parser = numbers::int::<u8>(0, 100))]
     pub merge_percent: u8,
     /// Make every write durable (fsync the WAL) before it returns.
     #[arg(long)]
     pub sync: bool,
     /// Write without the WAL.
-    #[arg(long, alias = "disable_wal")]
+    #[arg(long)]
     pub disable_wal: bool,
     /// Run randomtransaction on an optimistic transaction database
     /// (validated at commit).
-    #[arg(long, alias = "optimistic_transaction_db")]
+    #[arg(long)]
     pub optimistic_transaction_db: bool,
     /// Run randomtransaction on a pessimistic transaction database (key
     /// locks, deadlock detection).
-    #[arg(long, alias = "transaction_db")]
+    #[arg(long)]
     pub transaction_db: bool,
     /// Sets of keys each randomtransaction transaction adds to one key of
     /// [range: 1..=9999].
-    #[arg(long, alias = "transaction_sets", default_value_t = 2,
+    #[arg(long, default_value_t = 2,
           value_parser = numbers::int::<u16>(1, MAX_SETS))]
     pub transaction_sets: u16,
     /// Milliseconds a --transaction-db transaction waits for a key's lock
     /// before it fails [range: 0..=86400000, a day].
-    #[arg(long, alias = "transaction_lock_timeout", default_value_t = 100,
+    #[arg(long, default_value_t = 100,
           value_parser = numbers::int::<u64>(0, 86_400_000))]
     pub transaction_lock_timeout: u64,
     /// The database directory (default: a fresh temporary directory).
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Run on the database already in --db instead of refusing it.
-    #[arg(long, alias = "use_existing_db")]
+    #[arg(long)]
     pub use_existing_db: bool,
     /// Keep the temporary database directory and print its path.
     #[arg(long)]

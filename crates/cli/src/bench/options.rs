@@ -21,151 +21,151 @@ use crate::numbers;
 pub(crate) struct EngineArgs {
     /// Bytes of a memtable before it is flushed (engine default 64 MiB).
     /// [range: 65536..=68719476736]
-    #[arg(long, alias = "write_buffer_size",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("write_buffer_size", 65536, 64 << 30))]
     pub write_buffer_size: Option<usize>,
     /// Memtables (mutable + immutable) before writes stop (default 2).
     /// [range: 1..=256]
-    #[arg(long, alias = "max_write_buffer_number",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("max_write_buffer_number", 1, 256))]
     pub max_write_buffer_number: Option<usize>,
     /// Immutable memtables merged into one flush (default 1). [range: 1..=256]
-    #[arg(long, alias = "min_write_buffer_number_to_merge",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("min_write_buffer_number_to_merge", 1, 256))]
     pub min_write_buffer_number_to_merge: Option<usize>,
     /// Block cache capacity in bytes (engine default 32 MiB; 0 disables it).
     /// [range: 0..=1099511627776]
-    #[arg(long, alias = "cache_size",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("cache_size", 0, 1 << 40))]
     pub cache_size: Option<usize>,
     /// Uncompressed data-block size (default 4096). [range: 1..=268435456]
-    #[arg(long, alias = "block_size",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("block_size", 1, 256 << 20))]
     pub block_size: Option<usize>,
     /// Entries between restart points in data blocks (default 16).
     /// [range: 1..=65536]
-    #[arg(long, alias = "block_restart_interval",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("block_restart_interval", 1, 65536))]
     pub block_restart_interval: Option<usize>,
     /// Bloom filter bits per key, 0 for none (default 10) [range: 0..=100].
-    #[arg(long, alias = "bloom_bits", value_parser = numbers::float(0.0, 100.0))]
+    #[arg(long, value_parser = numbers::float(0.0, 100.0))]
     pub bloom_bits: Option<f64>,
     /// Data-block compression: none or zstd (default none).
-    #[arg(long, alias = "compression_type", value_parser = ["none", "zstd"])]
+    #[arg(long, value_parser = ["none", "zstd"])]
     pub compression_type: Option<String>,
     /// zstd level when --compression-type zstd (default 3).
     /// [range: -131072..=22]
-    #[arg(long, alias = "compression_level",
+    #[arg(long,
           value_parser = numbers::rocksdb::<i32>("compression_level", -131072, 22))]
     pub compression_level: Option<i32>,
     /// Number of levels (default 7). [range: 2..=64]
-    #[arg(long, alias = "num_levels",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("num_levels", 2, 64))]
     pub num_levels: Option<usize>,
     /// L0 files that trigger a compaction (default 4). [range: 1..=1073741824]
-    #[arg(long, alias = "level0_file_num_compaction_trigger",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("level0_file_num_compaction_trigger", 1, 1 << 30))]
     pub level0_file_num_compaction_trigger: Option<usize>,
     /// L0 files at which writes slow down (default 20). [range: 1..=1073741824]
-    #[arg(long, alias = "level0_slowdown_writes_trigger",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("level0_slowdown_writes_trigger", 1, 1 << 30))]
     pub level0_slowdown_writes_trigger: Option<usize>,
     /// L0 files at which writes stop (default 36). [range: 1..=1073741824]
-    #[arg(long, alias = "level0_stop_writes_trigger",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("level0_stop_writes_trigger", 1, 1 << 30))]
     pub level0_stop_writes_trigger: Option<usize>,
     /// Target size of the base level in bytes (default 256 MiB).
     /// [range: 1..=1125899906842624]
-    #[arg(long, alias = "max_bytes_for_level_base",
+    #[arg(long,
           value_parser = numbers::rocksdb::<u64>("max_bytes_for_level_base", 1, 1 << 50))]
     pub max_bytes_for_level_base: Option<u64>,
     /// Size ratio between adjacent levels (default 10) [range: above 0,
     /// at most 1000].
-    #[arg(long, alias = "max_bytes_for_level_multiplier",
+    #[arg(long,
           value_parser = numbers::positive("max_bytes_for_level_multiplier", 1000.0))]
     pub max_bytes_for_level_multiplier: Option<f64>,
     /// Level targets computed from the last level's size (default true).
-    #[arg(long, alias = "level_compaction_dynamic_level_bytes")]
+    #[arg(long)]
     pub level_compaction_dynamic_level_bytes: Option<bool>,
     /// Target size of compaction output files in bytes (default 64 MiB).
     /// [range: 1..=1099511627776]
-    #[arg(long, alias = "target_file_size_base",
+    #[arg(long,
           value_parser = numbers::rocksdb::<u64>("target_file_size_base", 1, 1 << 40))]
     pub target_file_size_base: Option<u64>,
     /// Growth of the target file size per level (default 1). [range: 1..=1000]
-    #[arg(long, alias = "target_file_size_multiplier",
+    #[arg(long,
           value_parser = numbers::rocksdb::<u32>("target_file_size_multiplier", 1, 1000))]
     pub target_file_size_multiplier: Option<u32>,
     /// Upper bound of a compaction's input bytes (default 25 target files).
     /// [range: 0..=1125899906842624; 0: the default]
-    #[arg(long, alias = "max_compaction_bytes",
+    #[arg(long,
           value_parser = numbers::rocksdb::<u64>("max_compaction_bytes", 0, 1 << 50))]
     pub max_compaction_bytes: Option<u64>,
     /// Background threads for flushes and compactions (default 2).
     /// [range: 1..=256]
-    #[arg(long, alias = "max_background_jobs",
+    #[arg(long,
           value_parser = numbers::rocksdb::<usize>("max_background_jobs", 1, 256))]
     pub max_background_jobs: Option<usize>,
     /// Pieces a compaction is split into and run in parallel (default 1).
     /// [range: 1..=256]
-    #[arg(long, alias = "subcompactions", alias = "max_subcompactions",
+    #[arg(long, alias = "subcompactions",
           value_parser = numbers::rocksdb::<usize>("max_subcompactions", 1, 256))]
     pub max_subcompactions: Option<usize>,
     /// No automatic compactions (default false).
-    #[arg(long, alias = "disable_auto_compactions")]
+    #[arg(long)]
     pub disable_auto_compactions: Option<bool>,
     /// Order files of a level are compacted in, as RocksDB numbers it:
     /// 0 by compensated size, 1 oldest largest seqno, 2 oldest smallest
     /// seqno, 3 min overlapping ratio (default), 4 round robin. [range: 0..=4]
-    #[arg(long, alias = "compaction_pri", value_parser = clap::value_parser!(u8).range(0..=4),
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=4),
           value_parser = numbers::rocksdb::<u8>("compaction_pri", 0, 4))]
     pub compaction_pri: Option<u8>,
     /// Bytes per second writes are slowed to during a slowdown (default 16 MiB).
     /// [range: 0..=1099511627776]
-    #[arg(long, alias = "delayed_write_rate",
+    #[arg(long,
           value_parser = numbers::rocksdb::<u64>("delayed_write_rate", 0, 1 << 40))]
     pub delayed_write_rate: Option<u64>,
     /// Pending compaction bytes that slow writes (default 64 GiB; 0 off).
     /// [range: 0..=1125899906842624]
-    #[arg(long, alias = "soft_pending_compaction_bytes_limit",
+    #[arg(long,
           value_parser = numbers::rocksdb::<u64>("soft_pending_compaction_bytes_limit", 0, 1 << 50))]
     pub soft_pending_compaction_bytes_limit: Option<u64>,
     /// Pending compaction bytes that stop writes (default 256 GiB; 0 off).
     /// [range: 0..=1125899906842624]
-    #[arg(long, alias = "hard_pending_compaction_bytes_limit",
+    #[arg(long,
           value_parser = numbers::rocksdb::<u64>("hard_pending_compaction_bytes_limit", 0, 1 << 50))]
     pub hard_pending_compaction_bytes_limit: Option<u64>,
     /// Bytes one write group commits at most (default 1 MiB).
     /// [range: 1..=1073741824]
-    #[arg(long, alias = "max_write_batch_group_size_bytes",
+    #[arg(long,
           value_parser = numbers::rocksdb::<u64>("max_write_batch_group_size_bytes", 1, 1 << 30))]
     pub max_write_batch_group_size_bytes: Option<u64>,
     /// Buffer WAL records until 64 KiB, a sync or close (default false).
-    #[arg(long, alias = "manual_wal_flush")]
+    #[arg(long)]
     pub manual_wal_flush: Option<bool>,
     /// Give the allocator's free memory back to the kernel after
     /// flushes and compactions (`malloc_trim`; default true here, false in
     /// the library, where it would reach into the host's heap).
-    #[arg(long, alias = "release_memory_after_jobs")]
+    #[arg(long)]
     pub release_memory_after_jobs: Option<bool>,
     /// WAL records stored as they are (none) or each LZ4-compressed when
     /// that is smaller (lz4) (default none).
-    #[arg(long, alias = "wal_compression", value_parser = ["none", "lz4"])]
+    #[arg(long, value_parser = ["none", "lz4"])]
     pub wal_compression: Option<String>,
     /// Verify block checksums on every read from a file (default true).
-    #[arg(long, alias = "verify_checksum", alias = "verify_checksums")]
+    #[arg(long, alias = "verify_checksums")]
     pub verify_checksum: Option<bool>,
     /// Whole-key bloom filter in every memtable (default true here).
-    #[arg(long, alias = "memtable_whole_key_filtering")]
+    #[arg(long)]
     pub memtable_whole_key_filtering: Option<bool>,
     /// The merge operator of mergerandom and readrandommergerandom:
     /// uint64add (8-byte operands), stringappend or max.
-    #[arg(long, alias = "merge_operator", value_name = "NAME")]
+    #[arg(long, value_name = "NAME")]
     pub merge_operator: Option<String>,
     /// A daily off-peak window, `HH:mm-HH:mm` in UTC (RocksDB's
     /// `daily_offpeak_time_utc`; default none, and the `diurnal`
     /// workload's night under `--workload diurnal`).
-    #[arg(long, alias = "daily_offpeak_time_utc", value_name = "HH:mm-HH:mm")]
+    #[arg(long, value_name = "HH:mm-HH:mm")]
     pub daily_offpeak_time_utc: Option<String>,
     /// A daily time, `HH:mm` in UTC, of a major compaction of the whole
     /// table (OceanBase's daily merge; default none).

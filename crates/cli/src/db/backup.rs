@@ -11,7 +11,7 @@ use lithify::vfs::OsFs;
 use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, close};
-use crate::error::{BackupSnafu, Result};
+use crate::error::{BackupSnafu, Result, UsageSnafu};
 
 /// The backup commands.
 #[derive(Debug, Subcommand)]
@@ -21,8 +21,9 @@ pub(crate) enum BackupCommand {
     Create(CreateArgs),
     /// List the backups: id, time, sequence number, files, bytes.
     List(DirArgs),
-    /// Re-read every file of a backup and check its size and checksum.
-    Verify(IdArgs),
+    /// Re-read every file of a backup (the newest by default) and check
+    /// its size and checksum.
+    Verify(VerifyArgs),
     /// Restore a backup (the newest by default) into a new directory.
     Restore(RestoreArgs),
     /// Keep the newest N backups, delete the rest and the files only they
@@ -48,14 +49,22 @@ pub(crate) struct CreateArgs {
     pub db: DbArgs,
 }
 
-/// Arguments of `backup verify`.
+/// `--id`: which backup `verify` and `restore` work on.
 #[derive(Debug, Args)]
 pub(crate) struct IdArgs {
+    /// The backup id, as `backup list` prints it (default: the newest)
+    /// [range: 1..=4294967295].
+    #[arg(long, value_parser = crate::numbers::int::<u32>(1, u32::MAX))]
+    pub id: Option<u32>,
+}
+
+/// Arguments of `backup verify`.
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
     #[command(flatten)]
     pub dir: DirArgs,
-    /// The backup id [range: 1..=4294967295].
-    #[arg(value_parser = crate::numbers::int::<u32>(1, u32::MAX))]
-    pub id: u32,
+    #[command(flatten)]
+    pub id: IdArgs,
 }
 
 /// Arguments of `backup restore`.
@@ -63,9 +72,8 @@ pub(crate) struct IdArgs {
 pub(crate) struct RestoreArgs {
     #[command(flatten)]
     pub dir: DirArgs,
-    /// The backup id (default: the newest) [range: 1..=4294967295].
-    #[arg(long, value_parser = crate::numbers::int::<u32>(1, u32::MAX))]
-    pub id: Option<u32>,
+    #[command(flatten)]
+    pub id: IdArgs,
     /// The new database directory (must not exist, or be empty).
     pub dest: PathBuf,
 }
@@ -96,6 +104,18 @@ fn read_only_engine(d: &DirArgs) -> Result<BackupEngine> {
     BackupEngine::open_read_only(Arc::new(OsFs), &d.backup_dir).context(BackupSnafu)
 }
 
+/// The newest backup's id; a usage error when there is none.
+fn newest(backups: &BackupEngine, d: &DirArgs) -> Result<u32> {
+    let list = backups.list().context(BackupSnafu)?;
+    match list.iter().max_by_key(|b| b.id) {
+        Some(b) => Ok(b.id),
+        None => UsageSnafu {
+            message: format!("{} holds no backup", d.backup_dir.display()),
+        }
+        .fail(),
+    }
+}
+
 /// Runs one backup command.
 pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
     match cmd {
@@ -106,7 +126,7 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
                 crate::output::check(&a.dir.backup_dir)?;
             }
             let backups = engine(&a.dir)?;
-            let db = a.db.open(false)?;
+            let db = a.db.open()?;
             let made = backups.create_backup_opt(&db, &Default::default());
             close(db)?;
             let (info, stats) = made.context(BackupSnafu)?;
@@ -135,9 +155,12 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
             }
         }
         BackupCommand::Verify(a) => {
-            let info = read_only_engine(&a.dir)?
-                .verify(a.id)
-                .context(BackupSnafu)?;
+            let backups = read_only_engine(&a.dir)?;
+            let id = match a.id.id {
+                Some(id) => id,
+                None => newest(&backups, &a.dir)?,
+            };
+            let info = backups.verify(id).context(BackupSnafu)?;
             println!(
                 "backup {}: {} file(s), {} byte(s): every size and checksum matches",
                 info.id, info.files, info.size
@@ -146,7 +169,7 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
         BackupCommand::Restore(a) => {
             crate::output::check(&a.dest)?;
             let info = read_only_engine(&a.dir)?
-                .restore(a.id, &a.dest)
+                .restore(a.id.id, &a.dest)
                 .context(BackupSnafu)?;
             println!(
                 "restored backup {} (sequence {}) into {}",

@@ -27,7 +27,7 @@ use lithify::Db;
 use lithify::vfs::{FileSystem, OsFs};
 
 use crate::db::DbArgs;
-use crate::error::{FailuresSnafu, Result};
+use crate::error::{ProblemsSnafu, Result};
 
 /// Arguments of `check`.
 #[derive(Debug, Args)]
@@ -143,7 +143,7 @@ fn finish(problems: &Problems, checked: &str) -> Result<()> {
         println!("ok: checked {checked}: no problem found");
         return Ok(());
     }
-    FailuresSnafu {
+    ProblemsSnafu {
         message: format!("{} problem(s) found (checked {checked})", problems.0.len()),
     }
     .fail()

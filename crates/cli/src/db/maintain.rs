@@ -1,9 +1,10 @@
 //! `stats`, `compact`, `checkpoint`, `live-files` and `ingest`.
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use lithify::{BottommostLevelCompaction, CompactRangeOptions};
 use snafu::ResultExt as _;
 
-use crate::db::{DbArgs, check_range, close};
+use crate::db::{DbArgs, RangeArgs, TableArgs, close};
 use crate::error::{DbSnafu, Result, UsageSnafu};
 
 /// Arguments of `stats`.
@@ -11,8 +12,13 @@ use crate::error::{DbSnafu, Result, UsageSnafu};
 pub(crate) struct StatsArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Print this property instead of `lithify.stats` (see
-    /// `--list-properties`).
+    /// The table whose statistics and property to print (default: every
+    /// table's statistics, the default table's property).
+    #[command(flatten)]
+    pub table: TableArgs,
+    /// Print this property instead of the statistics (see
+    /// `--list-properties`; `<N>` in a name stands for a level number:
+    /// `lithify.num-files-at-level0`).
     #[arg(long)]
     pub property: Option<String>,
     /// List the property names.
@@ -21,7 +27,7 @@ pub(crate) struct StatsArgs {
 }
 
 /// Prints the engine's statistics (RocksDB's compaction stats table and
-/// the amplification figures) or another property.
+/// the amplification figures) or one property.
 pub(crate) fn stats(a: StatsArgs) -> Result<()> {
     if a.list_properties {
         for name in lithify::Db::property_names() {
@@ -29,11 +35,20 @@ pub(crate) fn stats(a: StatsArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let name = a.property.as_deref().unwrap_or("lithify.stats");
     // Read-only: the shape of the tree and what recovery found are read
     // from the files; counters of earlier processes are not kept.
     let db = a.db.open_read_only()?;
-    let text = db.property(name);
+    let table = a.table.open(&db, &a.db.db)?;
+    let text = match a.property.as_deref() {
+        Some(name) => table.property(name).context(DbSnafu)?,
+        None => {
+            let mut stats = db.stats();
+            if a.table.table.is_some() {
+                stats.tables.retain(|t| t.name == table.name());
+            }
+            Some(stats.to_string())
+        }
+    };
     close(db)?;
     match text {
         Some(text) => {
@@ -44,7 +59,10 @@ pub(crate) fn stats(a: StatsArgs) -> Result<()> {
             Ok(())
         }
         None => UsageSnafu {
-            message: format!("unknown property {name:?}; --list-properties lists them"),
+            message: format!(
+                "unknown property {:?}; --list-properties lists them (put a level number in place of <N>)",
+                a.property.unwrap_or_default()
+            ),
         }
         .fail(),
     }
@@ -55,30 +73,58 @@ pub(crate) fn stats(a: StatsArgs) -> Result<()> {
 pub(crate) struct CompactArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// First key of the range (default: the smallest).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// Last key of the range (inclusive; default: the largest).
-    #[arg(long)]
-    pub to: Option<String>,
+    #[command(flatten)]
+    pub table: TableArgs,
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// Whether the last level's files in the range are rewritten too
+    /// (RocksDB's `BottommostLevelCompaction`): `skip` (never),
+    /// `if-have-compaction-filter` (default: only when a compaction filter
+    /// is set, which the command line never sets, and not the files this
+    /// compaction wrote), `force` (always), `force-optimized` (always, but
+    /// not the files this compaction wrote).
+    #[arg(long, value_enum, value_name = "RULE", default_value_t = Bottommost::IfHaveCompactionFilter)]
+    pub bottommost_level_compaction: Bottommost,
 }
 
-/// Compacts a key range (everything by default) and waits; prints the
-/// files per level afterwards.
+/// `--bottommost-level-compaction`'s names for [`BottommostLevelCompaction`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Bottommost {
+    /// Never rewrite the last level.
+    Skip,
+    /// Rewrite it only when a compaction filter is set.
+    IfHaveCompactionFilter,
+    /// Always rewrite it.
+    Force,
+    /// Always rewrite it, except the files this compaction wrote.
+    ForceOptimized,
+}
+
+impl From<Bottommost> for BottommostLevelCompaction {
+    fn from(b: Bottommost) -> Self {
+        match b {
+            Bottommost::Skip => BottommostLevelCompaction::Skip,
+            Bottommost::IfHaveCompactionFilter => BottommostLevelCompaction::IfHaveCompactionFilter,
+            Bottommost::Force => BottommostLevelCompaction::Force,
+            Bottommost::ForceOptimized => BottommostLevelCompaction::ForceOptimized,
+        }
+    }
+}
+
+/// Compacts a key range (everything by default) of one table and waits;
+/// prints the files per level afterwards.
 pub(crate) fn compact(a: CompactArgs) -> Result<()> {
-    let enc = a.db.encoding();
-    let from = a
-        .from
-        .as_deref()
-        .map(|k| enc.parse("--from", k))
-        .transpose()?;
-    let to = a.to.as_deref().map(|k| enc.parse("--to", k)).transpose()?;
-    check_range(from.as_deref(), to.as_deref(), "--to")?;
-    let db = a.db.open(false)?;
-    db.compact_range(from.as_deref(), to.as_deref())
+    let (from, to) = a.range.parse(a.db.encoding())?;
+    let db = a.db.open()?;
+    let table = a.table.open(&db, &a.db.db)?;
+    let options = CompactRangeOptions::default()
+        .bottommost_level_compaction(a.bottommost_level_compaction.into());
+    table
+        .compact_range_opt(from.as_deref(), to.as_deref(), &options)
         .context(DbSnafu)?;
-    let stats = db.stats();
+    let mut stats = db.stats();
     close(db)?;
+    stats.tables.retain(|t| t.name == a.table.name());
     for table in &stats.tables {
         let levels: Vec<String> = table
             .levels
@@ -118,7 +164,7 @@ pub(crate) struct CheckpointArgs {
 /// the WALs copied.
 pub(crate) fn checkpoint(a: CheckpointArgs) -> Result<()> {
     crate::output::check(&a.dest)?;
-    let db = a.db.open(false)?;
+    let db = a.db.open()?;
     let options = lithify::CheckpointOptions::default().log_size_for_flush(a.log_size_for_flush);
     let info = db
         .create_checkpoint_opt(&a.dest, &options)
@@ -146,6 +192,9 @@ pub(crate) fn checkpoint(a: CheckpointArgs) -> Result<()> {
 pub(crate) struct LiveFilesArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    /// Only this table's files (default: every table's).
+    #[command(flatten)]
+    pub table: TableArgs,
 }
 
 /// Lists every live SST file (RocksDB's `GetLiveFilesMetaData`): table,
@@ -153,7 +202,11 @@ pub(crate) struct LiveFilesArgs {
 pub(crate) fn live_files(a: LiveFilesArgs) -> Result<()> {
     let enc = a.db.encoding();
     let db = a.db.open_read_only()?;
-    let files = db.live_files();
+    let mut files = db.live_files();
+    if a.table.table.is_some() {
+        let name = a.table.open(&db, &a.db.db)?.name().to_owned();
+        files.retain(|f| f.table == name);
+    }
     close(db)?;
     println!("table\tlevel\tfile\tsize\tentries\tseqnos\tsmallest\tlargest");
     for f in &files {
@@ -181,6 +234,8 @@ pub(crate) fn live_files(a: LiveFilesArgs) -> Result<()> {
 pub(crate) struct IngestArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub table: TableArgs,
     /// SST files written by an `SstFileWriter` (sequence numbers 0).
     #[arg(required = true)]
     pub files: Vec<std::path::PathBuf>,
@@ -193,11 +248,14 @@ pub(crate) struct IngestArgs {
 /// Ingests external SST files (RocksDB's `IngestExternalFile`) and
 /// prints where each went.
 pub(crate) fn ingest(a: IngestArgs) -> Result<()> {
-    let db = a.db.open(false)?;
+    let db = a.db.open()?;
     let options = lithify::IngestOptions::default().move_files(a.move_files);
-    let placed = db.ingest_external_file(&a.files, &options);
+    let placed = a
+        .table
+        .open(&db, &a.db.db)
+        .and_then(|t| t.ingest_external_file(&a.files, &options).context(DbSnafu));
     close(db)?;
-    for f in placed.context(DbSnafu)? {
+    for f in placed? {
         println!(
             "ingested {} as {:06}.sst at L{}, {} byte(s), sequence number {}",
             f.external.display(),

@@ -4,13 +4,18 @@
 //! with `--merge-operator NAME` (a built-in operator: `uint64add`,
 //! `stringappend`, `max`).
 //!
-//! `get`, `scan`, `stats` and `check` open the database read-only (RocksDB's
-//! `OpenForReadOnly`, as `ldb` does for reads): the WALs are replayed into
-//! memory and nothing in the directory changes. `put`, `delete` and
-//! `compact` open it read-write, writing the engine's `LOG` file. Only
-//! `put` with `--create-if-missing` creates a database; every other command
-//! fails on a directory that holds none, naming it. Whatever a recovery
-//! drops is printed on stderr (the engine's warning events).
+//! `get`, `scan`, `stats`, `tables`, `live-files` and `check` open the
+//! database read-only (RocksDB's `OpenForReadOnly`, as `ldb` does for
+//! reads): the WALs are replayed into memory and nothing in the directory
+//! changes. The writing commands open it read-write, writing the engine's
+//! `LOG` file. Only `put` and `merge` with `--create-if-missing` create a
+//! database; every other command fails on a directory that holds none,
+//! naming it and saying how to create one. Whatever a recovery drops is
+//! printed on stderr (the engine's warning events).
+//!
+//! `--table NAME` picks the table (RocksDB's column family, `ldb
+//! --column_family`) of the commands that work on one; `tables` lists
+//! them, `create-table` and `drop-table` make and remove them.
 
 pub(crate) mod backup;
 mod check;
@@ -18,15 +23,17 @@ mod maintain;
 mod read;
 mod write;
 
+mod tables;
+
 use std::path::PathBuf;
 
 use clap::Args;
 use lithify::vfs::{FileSystem as _, OsFs};
-use lithify::{Db, Options, RecoveryMode};
+use lithify::{Db, Options, RecoveryMode, Table};
 use snafu::ResultExt as _;
 
 use crate::error::{DbSnafu, Result, UsageSnafu};
-use crate::text::Encoding;
+use crate::text::{Encoding, HexArgs};
 
 pub(crate) use check::{CheckArgs, check};
 pub(crate) use maintain::{
@@ -34,7 +41,12 @@ pub(crate) use maintain::{
     live_files, stats,
 };
 pub(crate) use read::{GetArgs, ScanArgs, get, scan};
-pub(crate) use write::{DeleteArgs, MergeArgs, PutArgs, delete, merge, put, single_delete};
+pub(crate) use tables::{
+    CreateTableArgs, DropTableArgs, TablesArgs, create_table, drop_table, tables,
+};
+pub(crate) use write::{
+    DeleteArgs, MergeArgs, PutArgs, SingleDeleteArgs, delete, merge, put, single_delete,
+};
 
 /// The options every database command shares.
 #[derive(Debug, Args)]
@@ -42,21 +54,68 @@ pub(crate) struct DbArgs {
     /// The database directory.
     #[arg(long)]
     pub db: PathBuf,
-    /// Keys and values in hexadecimal, in arguments and output.
-    #[arg(long)]
-    pub hex: bool,
-    /// What recovery does with damaged WAL records: `point-in-time`
-    /// (default: stop at the first damage), `tolerate-tail` (drop a torn
-    /// tail, refuse damage followed by intact records), `absolute` (refuse
-    /// any damage) or `skip` (salvage: drop every damaged record and go
-    /// on). Whatever is dropped is reported.
-    #[arg(long, value_name = "MODE", default_value = "point-in-time", value_parser = parse_recovery_mode)]
-    pub wal_recovery_mode: RecoveryMode,
+    #[command(flatten)]
+    pub hex: HexArgs,
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
     /// The merge operator of a database that holds merge operands, one of
     /// the built-in ones: `uint64add` (little-endian u64 sum), `stringappend`
-    /// (comma-joined) or `max`. It must be the one the database records.
+    /// (comma-joined) or `max`; it must be the one the database records.
+    /// Reads (`get`, `scan`, `check`) use it to combine a key's operands,
+    /// `merge` to write them; without it, reading a key that holds operands
+    /// fails, naming the key.
     #[arg(long, alias = "operator", value_name = "NAME", value_parser = parse_merge_operator)]
     pub merge_operator: Option<String>,
+}
+
+/// `--wal-recovery-mode`: one flag, with one set of names, for everything
+/// that reads a write-ahead log.
+#[derive(Debug, Args)]
+pub(crate) struct RecoveryArgs {
+    /// What reading a write-ahead log does with damaged records (RocksDB's
+    /// `WALRecoveryMode`): `point-in-time` (default: stop at the first
+    /// damage), `tolerate-tail` (drop a torn tail, refuse damage followed
+    /// by intact records), `absolute` (refuse any damage) or `skip`
+    /// (salvage: drop every damaged record and go on). Database commands
+    /// replay their WALs this way when they open the database; `dump-wal`
+    /// reads its file this way. Whatever is dropped is reported.
+    #[arg(long, value_name = "MODE", default_value = "point-in-time", value_parser = parse_recovery_mode)]
+    pub wal_recovery_mode: RecoveryMode,
+}
+
+/// `--table NAME`, on the commands that work on one table.
+#[derive(Debug, Args)]
+pub(crate) struct TableArgs {
+    /// The table (RocksDB's column family) to work on; default: the
+    /// default table. `lithify tables` lists a database's tables.
+    #[arg(long, value_name = "NAME")]
+    pub table: Option<String>,
+}
+
+impl TableArgs {
+    /// The handle of the table `--table` names in `db` (at `dir`).
+    pub(crate) fn open(&self, db: &Db, dir: &std::path::Path) -> Result<Table> {
+        let Some(name) = self.table.as_deref() else {
+            return Ok(db.default_table());
+        };
+        db.table(name).ok_or_else(|| {
+            UsageSnafu {
+                message: format!(
+                    "the database in {} has no table {name:?} (its tables: {}; `lithify create-table` makes one)",
+                    dir.display(),
+                    db.table_names().join(", ")
+                ),
+            }
+            .build()
+        })
+    }
+
+    /// The name to show: the given one, or the default table's.
+    pub(crate) fn name(&self) -> &str {
+        self.table
+            .as_deref()
+            .unwrap_or(lithify::inspect::manifest::DEFAULT_TABLE_NAME)
+    }
 }
 
 /// The `--merge-operator` names.
@@ -71,7 +130,7 @@ fn parse_merge_operator(s: &str) -> std::result::Result<String, String> {
 }
 
 /// The `--wal-recovery-mode` names.
-fn parse_recovery_mode(s: &str) -> std::result::Result<RecoveryMode, String> {
+pub(crate) fn parse_recovery_mode(s: &str) -> std::result::Result<RecoveryMode, String> {
     match s {
         "point-in-time" => Ok(RecoveryMode::PointInTimeRecovery),
         "tolerate-tail" => Ok(RecoveryMode::TolerateCorruptedTailRecords),
@@ -86,11 +145,17 @@ fn parse_recovery_mode(s: &str) -> std::result::Result<RecoveryMode, String> {
 impl DbArgs {
     /// How keys and values are written.
     pub(crate) fn encoding(&self) -> Encoding {
-        Encoding::new(self.hex)
+        self.hex.encoding()
     }
 
-    /// Fails unless `--db` names a directory holding a database.
+    /// Fails unless `--db` names a directory holding a database, saying
+    /// how to create one.
     pub(crate) fn check_dir(&self) -> Result<()> {
+        self.check_dir_or("`lithify put --create-if-missing` creates one")
+    }
+
+    /// [`check_dir`](Self::check_dir) with the command's own hint.
+    fn check_dir_or(&self, hint: &str) -> Result<()> {
         if OsFs.exists(&self.db.join(lithify::files::CURRENT)) {
             return Ok(());
         }
@@ -102,14 +167,14 @@ impl DbArgs {
             "does not exist"
         };
         UsageSnafu {
-            message: format!("{} {what}", self.db.display()),
+            message: format!("{} {what}: {hint}", self.db.display()),
         }
         .fail()
     }
 
     pub(crate) fn options(&self) -> Options {
         Options::default()
-            .wal_recovery_mode(self.wal_recovery_mode)
+            .wal_recovery_mode(self.recovery.wal_recovery_mode)
             .merge_operator(
                 self.merge_operator
                     .as_deref()
@@ -117,17 +182,27 @@ impl DbArgs {
             )
     }
 
-    /// Opens the database read-write, writing its `LOG`; creates it only if
-    /// `create`.
-    pub(crate) fn open(&self, create: bool) -> Result<Db> {
+    /// Opens an existing database read-write, writing its `LOG`.
+    pub(crate) fn open(&self) -> Result<Db> {
+        self.check_dir()?;
+        self.open_checked(false)
+    }
+
+    /// Opens the database read-write for a command with
+    /// `--create-if-missing`: creates it only if `create`.
+    pub(crate) fn open_or_create(&self, create: bool) -> Result<Db> {
         if !create {
-            self.check_dir()?;
+            self.check_dir_or("pass --create-if-missing to create one")?;
         } else if OsFs.exists(&self.db) && !OsFs.is_dir(&self.db) {
             return UsageSnafu {
                 message: format!("{} is not a directory", self.db.display()),
             }
             .fail();
         }
+        self.open_checked(create)
+    }
+
+    fn open_checked(&self, create: bool) -> Result<Db> {
         let options = self.options().create_if_missing(create).info_log(true);
         Db::open(&self.db, options).context(DbSnafu)
     }
@@ -144,19 +219,47 @@ pub(crate) fn close(db: Db) -> Result<()> {
     db.close().context(DbSnafu)
 }
 
-/// Fails when a key range runs backwards (`--from` after `--to`).
-pub(crate) fn check_range(from: Option<&[u8]>, to: Option<&[u8]>, to_name: &str) -> Result<()> {
-    if let (Some(f), Some(t)) = (from, to)
-        && f > t
-    {
-        return UsageSnafu {
-            message: format!(
-                "--from must not sort after {to_name}: the range [{}, {}] is empty the wrong way round",
-                String::from_utf8_lossy(f),
-                String::from_utf8_lossy(t)
-            ),
+/// A range's bounds as bytes: `--from` and `--to`, each when given.
+pub(crate) type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// `--from` and `--to`: a key range, on `scan` and `compact`.
+#[derive(Debug, Args)]
+pub(crate) struct RangeArgs {
+    /// The first key of the range, included (default: the smallest).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// The end of the range (default: past the largest key). `scan`
+    /// stops before it (excluded, as `ldb scan --to`); `compact` includes
+    /// it (as RocksDB's `CompactRange`).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+}
+
+impl RangeArgs {
+    /// The bounds as bytes; fails when `--from` sorts after `--to`.
+    pub(crate) fn parse(&self, enc: Encoding) -> Result<Bounds> {
+        let from = self
+            .from
+            .as_deref()
+            .map(|k| enc.parse("--from", k))
+            .transpose()?;
+        let to = self
+            .to
+            .as_deref()
+            .map(|k| enc.parse("--to", k))
+            .transpose()?;
+        if let (Some(f), Some(t)) = (&from, &to)
+            && f > t
+        {
+            return UsageSnafu {
+                message: format!(
+                    "--from must not sort after --to: the range [{}, {}] is empty the wrong way round",
+                    enc.show(f),
+                    enc.show(t)
+                ),
+            }
+            .fail();
         }
-        .fail();
+        Ok((from, to))
     }
-    Ok(())
 }

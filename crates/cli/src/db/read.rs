@@ -5,7 +5,7 @@ use std::io::Write as _;
 use clap::Args;
 use snafu::ResultExt as _;
 
-use crate::db::{DbArgs, check_range, close};
+use crate::db::{DbArgs, RangeArgs, TableArgs, close};
 use crate::error::{DbSnafu, IoSnafu, NotFoundSnafu, Result};
 
 /// Arguments of `get`.
@@ -13,16 +13,19 @@ use crate::error::{DbSnafu, IoSnafu, NotFoundSnafu, Result};
 pub(crate) struct GetArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub table: TableArgs,
     /// The key.
     pub key: String,
 }
 
-/// Prints the value of a key; a missing key is an error (exit code 1).
+/// Prints the value of a key; a missing key is exit status 1
+/// (`exit::NOT_FOUND`).
 pub(crate) fn get(a: GetArgs) -> Result<()> {
     let enc = a.db.encoding();
     let key = enc.parse("key", &a.key)?;
     let db = a.db.open_read_only()?;
-    let value = db.get(&key).context(DbSnafu)?;
+    let value = a.table.open(&db, &a.db.db)?.get(&key).context(DbSnafu)?;
     close(db)?;
     match value {
         Some(v) => {
@@ -31,6 +34,7 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
         }
         None => NotFoundSnafu {
             key: a.key,
+            table: a.table.name().to_owned(),
             dir: a.db.db,
         }
         .fail(),
@@ -42,12 +46,10 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
 pub(crate) struct ScanArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// First key (inclusive; default: the smallest).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// Last key (exclusive; default: past the largest).
-    #[arg(long)]
-    pub to: Option<String>,
+    #[command(flatten)]
+    pub table: TableArgs,
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Print at most this many entries [range: any u64].
     #[arg(long, value_parser = crate::numbers::int::<u64>(0, u64::MAX))]
     pub limit: Option<u64>,
@@ -59,14 +61,9 @@ pub(crate) struct ScanArgs {
 /// Prints `key => value` for every live key in `[from, to)`, in order.
 pub(crate) fn scan(a: ScanArgs) -> Result<()> {
     let enc = a.db.encoding();
-    let from = a
-        .from
-        .as_deref()
-        .map(|k| enc.parse("--from", k))
-        .transpose()?;
-    let to = a.to.as_deref().map(|k| enc.parse("--to", k)).transpose()?;
-    check_range(from.as_deref(), to.as_deref(), "--to")?;
+    let (from, to) = a.range.parse(enc)?;
     let db = a.db.open_read_only()?;
+    let table = a.table.open(&db, &a.db.db)?;
     let range = (
         from.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included),
         to.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
@@ -77,7 +74,7 @@ pub(crate) fn scan(a: ScanArgs) -> Result<()> {
     let limit = a
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    for item in db.range::<Vec<u8>>(range).take(limit) {
+    for item in table.range::<Vec<u8>>(range).context(DbSnafu)?.take(limit) {
         let (key, value) = item.context(DbSnafu)?;
         line.clear();
         enc.write(&mut line, &key);

@@ -1,23 +1,47 @@
 //! `put`, `merge`, `delete` and `single-delete`.
 
 use clap::Args;
-use lithify::{Db, WriteOptions};
+use lithify::{Table, WriteBatch, WriteOptions};
 use snafu::ResultExt as _;
 
-use crate::db::{DbArgs, close};
+use crate::db::{DbArgs, TableArgs, close};
 use crate::error::{DbSnafu, Result, UsageSnafu};
 
-/// Opens the database (creating it only if `create`), makes one write with
-/// `--sync`'s options, and closes it.
+/// `--sync`, on every command that writes.
+#[derive(Debug, Args)]
+pub(crate) struct SyncArgs {
+    /// Make the write durable (fsync the WAL) before returning.
+    #[arg(long)]
+    pub sync: bool,
+}
+
+/// `--create-if-missing`, on the commands that can start a database.
+#[derive(Debug, Args)]
+pub(crate) struct CreateArgs {
+    /// Create the database if the directory holds none (the other
+    /// commands refuse a directory without a database).
+    #[arg(long)]
+    pub create_if_missing: bool,
+}
+
+/// Opens the database (creating it only if `create` is given), makes one
+/// write to `--table` with `--sync`'s options, and closes it.
 fn write_one(
     args: &DbArgs,
-    create: bool,
-    sync: bool,
-    write: impl FnOnce(&Db, &WriteOptions) -> Result<(), lithify::DbError>,
+    table: &TableArgs,
+    create: Option<&CreateArgs>,
+    sync: &SyncArgs,
+    write: impl FnOnce(&mut WriteBatch, &Table),
 ) -> Result<()> {
-    let db = args.open(create)?;
-    let options = WriteOptions::default().sync(sync);
-    write(&db, &options).context(DbSnafu)?;
+    let db = match create {
+        Some(c) => args.open_or_create(c.create_if_missing)?,
+        None => args.open()?,
+    };
+    let handle = table.open(&db, &args.db)?;
+    let mut batch = WriteBatch::new();
+    write(&mut batch, &handle);
+    let options = WriteOptions::default().sync(sync.sync);
+    db.write_opt(batch, &options).context(DbSnafu)?;
     close(db)
 }
 
@@ -26,12 +50,12 @@ fn write_one(
 pub(crate) struct PutArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Create the database if the directory holds none.
-    #[arg(long)]
-    pub create_if_missing: bool,
-    /// Make the write durable (fsync the WAL) before returning.
-    #[arg(long)]
-    pub sync: bool,
+    #[command(flatten)]
+    pub table: TableArgs,
+    #[command(flatten)]
+    pub create: CreateArgs,
+    #[command(flatten)]
+    pub sync: SyncArgs,
     /// The key.
     pub key: String,
     /// The value.
@@ -43,34 +67,50 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
     let enc = a.db.encoding();
     let key = enc.parse("key", &a.key)?;
     let value = enc.parse("value", &a.value)?;
-    write_one(&a.db, a.create_if_missing, a.sync, |db, o| {
-        db.put_opt(&key, &value, o)
+    write_one(&a.db, &a.table, Some(&a.create), &a.sync, |b, t| {
+        b.put_cf(t, &key, &value)
     })
 }
 
-/// Arguments of `delete` and `single-delete`.
+/// Arguments of `delete`.
 #[derive(Debug, Args)]
 pub(crate) struct DeleteArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Make the write durable (fsync the WAL) before returning.
-    #[arg(long)]
-    pub sync: bool,
-    /// The key (for `single-delete`: put at most once since it was last
-    /// deleted, never merged).
+    #[command(flatten)]
+    pub table: TableArgs,
+    #[command(flatten)]
+    pub sync: SyncArgs,
+    /// The key.
+    pub key: String,
+}
+
+/// Arguments of `single-delete`.
+#[derive(Debug, Args)]
+pub(crate) struct SingleDeleteArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten)]
+    pub table: TableArgs,
+    #[command(flatten)]
+    pub sync: SyncArgs,
+    /// The key: put at most once since it was last deleted, never merged
+    /// (RocksDB's `SingleDelete` contract).
     pub key: String,
 }
 
 /// Deletes a key (deleting a missing key is not an error).
 pub(crate) fn delete(a: DeleteArgs) -> Result<()> {
     let key = a.db.encoding().parse("key", &a.key)?;
-    write_one(&a.db, false, a.sync, |db, o| db.delete_opt(&key, o))
+    write_one(&a.db, &a.table, None, &a.sync, |b, t| b.delete_cf(t, &key))
 }
 
 /// Single-deletes a key (RocksDB's `SingleDelete`).
-pub(crate) fn single_delete(a: DeleteArgs) -> Result<()> {
+pub(crate) fn single_delete(a: SingleDeleteArgs) -> Result<()> {
     let key = a.db.encoding().parse("key", &a.key)?;
-    write_one(&a.db, false, a.sync, |db, o| db.single_delete_opt(&key, o))
+    write_one(&a.db, &a.table, None, &a.sync, |b, t| {
+        b.single_delete_cf(t, &key)
+    })
 }
 
 /// Arguments of `merge`.
@@ -78,12 +118,12 @@ pub(crate) fn single_delete(a: DeleteArgs) -> Result<()> {
 pub(crate) struct MergeArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Create the database if the directory holds none.
-    #[arg(long)]
-    pub create_if_missing: bool,
-    /// Make the write durable (fsync the WAL) before returning.
-    #[arg(long)]
-    pub sync: bool,
+    #[command(flatten)]
+    pub table: TableArgs,
+    #[command(flatten)]
+    pub create: CreateArgs,
+    #[command(flatten)]
+    pub sync: SyncArgs,
     /// The key.
     pub key: String,
     /// The operand. With `uint64add` a decimal number (without `--hex`),
@@ -101,7 +141,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
     };
     let enc = a.db.encoding();
     let key = enc.parse("key", &a.key)?;
-    let operand = if operator == "uint64add" && !a.db.hex {
+    let operand = if operator == "uint64add" && !a.db.hex.hex {
         let n: u64 = a.operand.parse().map_err(|_| {
             UsageSnafu {
                 message: format!(
@@ -115,7 +155,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
     } else {
         enc.parse("operand", &a.operand)?
     };
-    write_one(&a.db, a.create_if_missing, a.sync, |db, o| {
-        db.merge_opt(&key, &operand, o)
+    write_one(&a.db, &a.table, Some(&a.create), &a.sync, |b, t| {
+        b.merge_cf(t, &key, &operand)
     })
 }

@@ -7,3 +7,57 @@
 pub(crate) mod manifest;
 pub(crate) mod sst;
 pub(crate) mod wal;
+
+use std::path::Path;
+
+use lithify::FileFormat;
+use lithify::vfs::{FileSystem as _, OsFs};
+
+use crate::error::{Result, UsageSnafu};
+
+/// The command that reads files of `format`.
+fn reader_of(format: FileFormat) -> &'static str {
+    match format {
+        FileFormat::RecordLog => "`lithify dump-wal` (or `dump-manifest` for a MANIFEST)",
+        FileFormat::Table => "`lithify dump-sst`",
+        FileFormat::KafkaSegment => "`lithify log dump`",
+        _ => "no lithify command",
+    }
+}
+
+/// Refuses `path` when its bytes say it is a known format other than
+/// `wanted` (a usage error naming what it looks like and the command that
+/// reads it), and a lithify database directory given where Kafka log data
+/// is wanted. A file of unknown or damaged format passes: the dump itself
+/// reports what is wrong with it, with offsets.
+pub(crate) fn refuse_other_format(path: &Path, wanted: FileFormat) -> Result<()> {
+    if OsFs.is_dir(path) {
+        if wanted == FileFormat::KafkaSegment && OsFs.exists(&path.join(lithify::files::CURRENT)) {
+            return UsageSnafu {
+                message: format!(
+                    "{} holds a lithify database, not Kafka log data: `lithify dump-manifest`, `dump-wal` and `dump-sst` read its files",
+                    path.display()
+                ),
+            }
+            .fail();
+        }
+        return Ok(());
+    }
+    let Ok(found) = lithify::identify_file(&OsFs, path) else {
+        // Unreadable: the command's own open names the error.
+        return Ok(());
+    };
+    if found == wanted || matches!(found, FileFormat::Empty | FileFormat::Unknown) {
+        return Ok(());
+    }
+    UsageSnafu {
+        message: format!(
+            "{} is not {}: it looks like {}, which {} reads",
+            path.display(),
+            wanted.describe(),
+            found.describe(),
+            reader_of(found)
+        ),
+    }
+    .fail()
+}

@@ -18,7 +18,7 @@ use lithify::vfs::{FileSystem as _, OsFs, RandomAccessFile};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, IoSnafu, Result, TableSnafu, UsageSnafu};
-use crate::text::Encoding;
+use crate::text::{Encoding, HexArgs};
 
 /// Arguments of `dump-sst`.
 #[derive(Debug, Args)]
@@ -34,9 +34,8 @@ pub(crate) struct DumpSstArgs {
     /// Print at most this many entries [range: any u64].
     #[arg(long, value_parser = crate::numbers::int::<u64>(0, u64::MAX))]
     pub limit: Option<u64>,
-    /// Keys and values in hexadecimal.
-    #[arg(long)]
-    pub hex: bool,
+    #[command(flatten)]
+    pub hex: HexArgs,
 }
 
 /// Opens the table at `path` by the names it records.
@@ -59,8 +58,9 @@ fn open(file: Arc<dyn RandomAccessFile>, path: &Path, size: u64) -> Result<Recor
 
 /// Runs `dump-sst`.
 pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
-    let enc = Encoding::new(a.hex);
+    let enc = a.hex.encoding();
     let path = a.file.as_path();
+    super::refuse_other_format(path, lithify::FileFormat::Table)?;
     let size = OsFs.file_size(path).context(IoSnafu {
         action: "read the size of",
         path,

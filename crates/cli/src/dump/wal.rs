@@ -3,7 +3,7 @@
 //!
 //! The log is read with `lithify::inspect::wal::Reader` in a recovery mode of your
 //! choice — by default point-in-time recovery, which shows exactly what the
-//! engine would replay; `--mode skip-any-corrupted-records` salvages the
+//! engine would replay; `--wal-recovery-mode skip` salvages the
 //! records after damage too. Each record is decoded as the engine's WAL
 //! payload (a write batch or the predecessor note a log starts with), and
 //! every dropped byte range is printed with its offset and reason.
@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use lithify::files::{FileKind, parse_file_name};
 use lithify::inspect::manifest::DEFAULT_TABLE;
 use lithify::inspect::wal::{DroppedRange, FILE_HEADER_LEN, FileHeader, LogEnd, Reader, WalRecord};
@@ -26,32 +26,9 @@ use lithify::vfs::{FileSystem as _, OsFs};
 use lithify::{RecoveryMode, ValueKind};
 use snafu::ResultExt as _;
 
+use crate::db::RecoveryArgs;
 use crate::error::{DamagedSnafu, IoSnafu, Result, WalSnafu};
-use crate::text::Encoding;
-
-/// The reader's recovery mode, by RocksDB's `WALRecoveryMode` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Mode {
-    /// Drop every damaged record and keep reading.
-    SkipAnyCorruptedRecords,
-    /// Stop at the first damage.
-    PointInTimeRecovery,
-    /// Tolerate a damaged tail only.
-    TolerateCorruptedTailRecords,
-    /// Any damage, even a torn tail, is an error.
-    AbsoluteConsistency,
-}
-
-impl From<Mode> for RecoveryMode {
-    fn from(m: Mode) -> Self {
-        match m {
-            Mode::SkipAnyCorruptedRecords => RecoveryMode::SkipAnyCorruptedRecords,
-            Mode::PointInTimeRecovery => RecoveryMode::PointInTimeRecovery,
-            Mode::TolerateCorruptedTailRecords => RecoveryMode::TolerateCorruptedTailRecords,
-            Mode::AbsoluteConsistency => RecoveryMode::AbsoluteConsistency,
-        }
-    }
-}
+use crate::text::HexArgs;
 
 /// Arguments of `dump-wal`.
 #[derive(Debug, Args)]
@@ -61,18 +38,17 @@ pub(crate) struct DumpWalArgs {
     /// Print every write of every record, not only the record headers.
     #[arg(long)]
     pub entries: bool,
-    /// Keys and values in hexadecimal.
-    #[arg(long)]
-    pub hex: bool,
-    /// How damaged records are handled.
-    #[arg(long, value_enum, default_value_t = Mode::PointInTimeRecovery)]
-    pub mode: Mode,
+    #[command(flatten)]
+    pub hex: HexArgs,
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
 }
 
 /// Runs `dump-wal`.
 pub(crate) fn run(a: DumpWalArgs) -> Result<()> {
-    let enc = Encoding::new(a.hex);
+    let enc = a.hex.encoding();
     let path = a.file.as_path();
+    super::refuse_other_format(path, lithify::FileFormat::RecordLog)?;
     let file = OsFs.open(path).context(IoSnafu {
         action: "open",
         path,
@@ -88,7 +64,7 @@ pub(crate) fn run(a: DumpWalArgs) -> Result<()> {
     let sink = Arc::clone(&dropped);
     let mut reader = Reader::new(file, path, log_number)
         .context(WalSnafu)?
-        .with_mode(a.mode.into())
+        .with_mode(a.recovery.wal_recovery_mode)
         .with_reporter(move |d: &DroppedRange| {
             if let Ok(mut v) = sink.lock() {
                 v.push(*d);
@@ -211,7 +187,9 @@ pub(crate) fn run(a: DumpWalArgs) -> Result<()> {
             format!("{other:?}")
         }
     };
-    if a.mode == Mode::SkipAnyCorruptedRecords && stats.dropped_ranges > 0 {
+    if a.recovery.wal_recovery_mode == RecoveryMode::SkipAnyCorruptedRecords
+        && stats.dropped_ranges > 0
+    {
         // Skip mode drops the rest of a damaged block unseen: let the
         // tail-tolerant mode say whether intact records follow damage.
         if let Some(problem) = hole(path, log_number)? {

@@ -6,9 +6,9 @@
 //! stderr and each warning (what open repairs or accepts: a torn tail
 //! above the recovery point, indexes it rebuilds, `.deleted` leftovers it
 //! deletes, offset gaps) a `warning:` line, each naming the file and byte
-//! offset; a summary goes to stdout. Exit status 1 if any problem was
+//! offset; a summary goes to stdout. Exit status 3 if any problem was
 //! found, 0 otherwise (warnings alone). While a writer (`log produce`,
-//! `log clean`) holds the log, the check is refused, exit status 1.
+//! `log clean`) holds the log, the check is refused, exit status 2.
 
 use std::path::PathBuf;
 use std::sync::Arc;

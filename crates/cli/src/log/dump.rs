@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use lithify::FileFormat;
 use lithify::log::cleaner_checkpoint::FILE_NAME as CLEANER_CHECKPOINT;
 use lithify::log::naming::{self, FileKind, Suffix};
 use lithify::log::record::{ControlRecordType, EndTransactionMarker, RecordBatch, TimestampType};
@@ -56,6 +57,7 @@ pub(crate) struct DumpArgs {
 /// Runs `log dump`.
 pub(crate) fn run(a: DumpArgs) -> Result<()> {
     let fs = OsFs;
+    crate::dump::refuse_other_format(&a.path, FileFormat::KafkaSegment)?;
     if fs.is_dir(&a.path) {
         return dump_dir(&fs, &a.path, a.records, a.transaction_index_sanity_check);
     }

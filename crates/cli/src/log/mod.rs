@@ -9,7 +9,7 @@
 //!   or a data directory, as `kafka-dump-log` does;
 //! * `check PATH`: verify a log directory or a data directory the way
 //!   open and the cleaner would (`lithify::log::verify`), printing
-//!   each problem and warning; exit status 1 on any problem;
+//!   each problem and warning; exit status 3 on any problem;
 //! * `clean DATA_DIR`: one cleaning round for each eligible log of a data
 //!   directory, with Kafka's settings by their Kafka names;
 //! * `bench`: cleaning throughput, and its ratio to copying the same bytes.
@@ -36,9 +36,11 @@ pub(crate) enum LogCommand {
     /// Print the batches and records of log files, like kafka-dump-log.
     Dump(dump::DumpArgs),
     /// Verify a log directory or data directory as open and the cleaner
-    /// would; exit status 1 if anything would be refused.
+    /// would; exit status 3 if anything would be refused.
     Check(check::CheckArgs),
     /// Run one cleaning round for each eligible log of a data directory.
+    /// Logs here default to `cleanup.policy=compact` (Kafka's default is
+    /// `delete`); `--config cleanup.policy=delete` gives Kafka's.
     Clean(clean::CleanArgs),
     /// Measure cleaning throughput against a plain copy of the same bytes.
     Bench(bench::BenchArgs),

@@ -40,14 +40,14 @@ pub(crate) struct BankStressArgs {
     #[arg(long, default_value_t = 4, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
     /// Transfers per thread [range: 0..=1000000000000].
-    #[arg(long, alias = "ops_per_thread", default_value_t = 10_000,
+    #[arg(long, default_value_t = 10_000,
           value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops_per_thread: u64,
     /// The transactions: optimistic or pessimistic.
     #[arg(long, default_value = "optimistic", value_parser = kind_parser())]
     pub kind: Kind,
     /// Percent of commits made with `sync` [range: 0..=100].
-    #[arg(long, alias = "sync_percent", default_value_t = 10,
+    #[arg(long, default_value_t = 10,
           value_parser = numbers::int::<u8>(0, 100))]
     pub sync_percent: u8,
     /// Seed of the transfers (each thread derives its own) [range: any u64].

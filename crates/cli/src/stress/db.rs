@@ -36,7 +36,7 @@ pub(crate) struct DbStressArgs {
     #[arg(long, default_value_t = 4, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
     /// Operations per thread [range: 0..=1000000000000].
-    #[arg(long, alias = "ops_per_thread", default_value_t = 100_000,
+    #[arg(long, default_value_t = 100_000,
           value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops_per_thread: u64,
     /// Stop after this many seconds even if operations remain
@@ -47,7 +47,7 @@ pub(crate) struct DbStressArgs {
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Percent of writes made with `sync` [range: 0..=100].
-    #[arg(long, alias = "sync_percent", default_value_t = 10,
+    #[arg(long, default_value_t = 10,
           value_parser = numbers::int::<u8>(0, 100))]
     pub sync_percent: u8,
     /// Percent of operations that are point reads; the six percents add up
@@ -77,17 +77,17 @@ pub(crate) struct DbStressArgs {
     pub range_width: u64,
     /// One operation in N (per thread) also flushes the memtable; 0 never
     /// [range: any u64].
-    #[arg(long, alias = "flush_one_in", default_value_t = 2_000,
+    #[arg(long, default_value_t = 2_000,
           value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub flush_one_in: u64,
     /// One operation in N (per thread) also compacts a random key range; 0
     /// never [range: any u64].
-    #[arg(long, alias = "compact_range_one_in", default_value_t = 5_000,
+    #[arg(long, default_value_t = 5_000,
           value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub compact_range_one_in: u64,
     /// Operations a thread holds a snapshot before checking it
     /// [range: 1..=1000000000].
-    #[arg(long, alias = "snapshot_hold_ops", default_value_t = 100,
+    #[arg(long, default_value_t = 100,
           value_parser = numbers::int::<u64>(1, 1_000_000_000))]
     pub snapshot_hold_ops: u64,
     /// Only verify the database against the expected state, then exit.

@@ -1,0 +1,421 @@
+//! One language across the commands: the exit statuses, `--table` on
+//! every command that works on one table, one spelling per setting (with
+//! RocksDB's `_` spellings everywhere), errors that say what to do, and
+//! files of the wrong kind named for what they look like.
+
+#[allow(dead_code)] // each test file uses its share of the helpers
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{lithify, ok, s};
+use lithify::vfs::{FileSystem as _, OsFs, read_file, write_file_atomic};
+
+/// The exit status and stderr of `lithify args`, with no panic.
+fn status(args: &[&str]) -> (i32, String) {
+    let out: Output = lithify(args);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{args:?}: {stderr}"
+    );
+    (out.status.code().expect("exited"), stderr)
+}
+
+/// Asserts `lithify args` exits with `code` and an `error:` line holding
+/// every one of `phrases`.
+#[track_caller]
+fn exits(args: &[&str], code: i32, phrases: &[&str]) {
+    let (got, stderr) = status(args);
+    assert_eq!(got, code, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+    for p in phrases {
+        assert!(stderr.contains(p), "{args:?} should say {p:?}: {stderr}");
+    }
+}
+
+#[test]
+fn exit_statuses_follow_one_rule() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = s(&db);
+    // 2: usage. A missing database says how to make one.
+    exits(
+        &["put", "--db", db_s, "k", "v"],
+        2,
+        &["does not exist", "--create-if-missing"],
+    );
+    exits(
+        &["get", "--db", db_s, "k"],
+        2,
+        &["does not exist", "put --create-if-missing"],
+    );
+    exits(&["get", "--no-such-flag"], 2, &[]);
+    exits(&["scan", "--db", db_s, "--limit", "-1"], 2, &["--limit"]);
+    ok(&["put", "--db", db_s, "--create-if-missing", "k", "v"]);
+    exits(
+        &["scan", "--db", db_s, "--from", "z", "--to", "a"],
+        2,
+        &["--from must not sort after --to"],
+    );
+    exits(
+        &["stats", "--db", db_s, "--property", "lithify.nope"],
+        2,
+        &["unknown property", "<N>"],
+    );
+    exits(
+        &["get", "--db", db_s, "--table", "nope", "k"],
+        2,
+        &["no table \"nope\"", "create-table"],
+    );
+    // 1: not found, and nothing else is 1.
+    exits(
+        &["get", "--db", db_s, "missing"],
+        1,
+        &["not in table \"default\""],
+    );
+    assert_eq!(ok(&["get", "--db", db_s, "k"]).trim(), "v");
+    // 3: damage found.
+    let (sst, _) = flushed_table(&db);
+    flip_middle_byte(&sst);
+    let (code, _) = status(&["check", "--db", db_s]);
+    assert_eq!(code, 3);
+    exits(&["dump-sst", s(&sst)], 3, &[s(&sst)]);
+    // --help lists the statuses.
+    let help = ok(&["--help"]);
+    assert!(
+        help.contains("Exit status: 0 success; 1 not found (get); 2 usage error"),
+        "{help}"
+    );
+}
+
+/// Flushes the database at `db` and returns its one SST and the directory.
+fn flushed_table(db: &Path) -> (std::path::PathBuf, String) {
+    ok(&["compact", "--db", s(db)]);
+    let out = ok(&["live-files", "--db", s(db)]);
+    let line = out.lines().nth(1).expect("one live file");
+    let name = line.split('\t').nth(2).unwrap().to_owned();
+    (db.join(&name), name)
+}
+
+/// The file of `dir` whose name `pick` accepts.
+fn file_in(dir: &Path, pick: impl Fn(&str) -> bool) -> std::path::PathBuf {
+    let name = OsFs
+        .list_dir(dir)
+        .unwrap()
+        .into_iter()
+        .find(|n| pick(n))
+        .expect("the file is there");
+    dir.join(name)
+}
+
+fn flip_middle_byte(path: &Path) {
+    let mut bytes = read_file(&OsFs, path).unwrap();
+    let at = bytes.len() / 4;
+    bytes[at] ^= 0x40;
+    write_file_atomic(&OsFs, path, &bytes).unwrap();
+}
+
+#[test]
+fn every_table_is_reachable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = s(&db);
+    ok(&[
+        "put",
+        "--db",
+        db_s,
+        "--create-if-missing",
+        "a",
+        "in-default",
+    ]);
+    assert_eq!(
+        ok(&["create-table", "--db", db_s, "users"]).trim(),
+        "created table \"users\""
+    );
+    exits(
+        &["create-table", "--db", db_s, "users"],
+        2,
+        &["already has a table \"users\""],
+    );
+    ok(&["put", "--db", db_s, "--table", "users", "a", "in-users"]);
+    ok(&["put", "--db", db_s, "--table", "users", "b", "2"]);
+    ok(&["put", "--db", db_s, "--table", "users", "c", "3"]);
+    ok(&["delete", "--db", db_s, "--table", "users", "b"]);
+    ok(&["single-delete", "--db", db_s, "--table", "users", "c"]);
+    ok(&[
+        "merge",
+        "--db",
+        db_s,
+        "--table",
+        "users",
+        "--merge-operator",
+        "stringappend",
+        "d",
+        "x",
+    ]);
+    ok(&[
+        "merge",
+        "--db",
+        db_s,
+        "--table",
+        "users",
+        "--merge-operator",
+        "stringappend",
+        "d",
+        "y",
+    ]);
+    assert_eq!(ok(&["get", "--db", db_s, "a"]).trim(), "in-default");
+    assert_eq!(
+        ok(&["get", "--db", db_s, "--table", "users", "a"]).trim(),
+        "in-users"
+    );
+    exits(
+        &["get", "--db", db_s, "--table", "users", "b"],
+        1,
+        &["not in table \"users\""],
+    );
+    assert_eq!(
+        ok(&[
+            "scan",
+            "--db",
+            db_s,
+            "--table",
+            "users",
+            "--merge-operator",
+            "stringappend"
+        ]),
+        "a => in-users\nd => x,y\n"
+    );
+    assert_eq!(ok(&["scan", "--db", db_s]), "a => in-default\n");
+
+    // Compaction and the statistics of one table.
+    let out = ok(&[
+        "compact",
+        "--db",
+        db_s,
+        "--table",
+        "users",
+        "--merge-operator",
+        "stringappend",
+        "--bottommost-level-compaction",
+        "force",
+    ]);
+    assert!(out.starts_with("compacted table \"users\": L"), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let files = ok(&["live-files", "--db", db_s, "--table", "users"]);
+    assert_eq!(files.lines().count(), 2, "{files}");
+    assert!(
+        files.lines().nth(1).unwrap().starts_with("users\t"),
+        "{files}"
+    );
+    let stats = ok(&["stats", "--db", db_s, "--table", "users"]);
+    assert!(stats.contains("users"), "{stats}");
+    let level = files.lines().nth(1).unwrap().split('\t').nth(1).unwrap();
+    let property = format!("lithify.num-files-at-level{}", &level[1..]);
+    assert_eq!(
+        ok(&[
+            "stats",
+            "--db",
+            db_s,
+            "--table",
+            "users",
+            "--property",
+            &property
+        ])
+        .trim(),
+        "1"
+    );
+    assert_eq!(
+        ok(&["stats", "--db", db_s, "--property", &property]).trim(),
+        "0"
+    );
+
+    // The list of tables, then one dropped.
+    let tables = ok(&["tables", "--db", db_s]);
+    let names: Vec<&str> = tables
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "users"], "{tables}");
+    assert!(
+        tables
+            .lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("users\tleveled\t1\t"),
+        "{tables}"
+    );
+    ok(&["drop-table", "--db", db_s, "users"]);
+    exits(
+        &["drop-table", "--db", db_s, "users"],
+        2,
+        &["no table \"users\""],
+    );
+    exits(
+        &["scan", "--db", db_s, "--table", "users"],
+        2,
+        &["no table \"users\""],
+    );
+}
+
+#[test]
+fn rocksdb_underscore_spellings_work_everywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = s(&db);
+    ok(&["put", "--db", db_s, "--create_if_missing", "k", "v"]);
+    ok(&[
+        "merge",
+        "--db",
+        db_s,
+        "--merge_operator",
+        "uint64add",
+        "n",
+        "2",
+    ]);
+    assert_eq!(
+        ok(&[
+            "get",
+            "--db",
+            db_s,
+            "--wal_recovery_mode",
+            "absolute",
+            "--merge_operator",
+            "uint64add",
+            "n"
+        ])
+        .trim(),
+        "\\x02\\x00\\x00\\x00\\x00\\x00\\x00\\x00"
+    );
+    ok(&[
+        "compact",
+        "--db",
+        db_s,
+        "--bottommost_level_compaction",
+        "skip",
+    ]);
+    ok(&[
+        "checkpoint",
+        "--db",
+        db_s,
+        "--log_size_for_flush",
+        "0",
+        s(&tmp.path().join("cp")),
+    ]);
+}
+
+#[test]
+fn one_spelling_for_the_recovery_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = s(&db);
+    ok(&["put", "--db", db_s, "--create-if-missing", "k", "v"]);
+    let log = file_in(&db, |n| n.ends_with(".log"));
+    for mode in ["point-in-time", "tolerate-tail", "absolute", "skip"] {
+        ok(&["dump-wal", s(&log), "--wal-recovery-mode", mode]);
+        ok(&["get", "--db", db_s, "--wal-recovery-mode", mode, "k"]);
+    }
+    exits(&["dump-wal", s(&log), "--mode", "skip"], 2, &[]);
+    exits(
+        &[
+            "dump-wal",
+            s(&log),
+            "--wal-recovery-mode",
+            "skip-any-corrupted-records",
+        ],
+        2,
+        &[],
+    );
+}
+
+#[test]
+fn a_file_of_the_wrong_kind_is_named_for_what_it_looks_like() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = s(&db);
+    ok(&["put", "--db", db_s, "--create-if-missing", "k", "v"]);
+    let (sst, _) = flushed_table(&db);
+    let topic = tmp.path().join("data/t-0");
+    ok(&["log", "produce", s(&topic), "--records", "20", "--roll"]);
+    let segment = topic.join("00000000000000000000.log");
+
+    exits(
+        &["dump-wal", s(&segment)],
+        2,
+        &[
+            "is not a lithify write-ahead log or MANIFEST",
+            "looks like a Kafka log segment",
+            "lithify log dump",
+        ],
+    );
+    exits(
+        &["dump-sst", s(&segment)],
+        2,
+        &["is not a lithify SST", "looks like a Kafka log segment"],
+    );
+    exits(
+        &["dump-wal", s(&sst)],
+        2,
+        &["looks like a lithify SST", "dump-sst"],
+    );
+    exits(
+        &["log", "dump", s(&sst)],
+        2,
+        &["is not a Kafka log segment", "looks like a lithify SST"],
+    );
+    exits(
+        &["log", "dump", db_s],
+        2,
+        &[
+            "holds a lithify database, not Kafka log data",
+            "dump-manifest",
+        ],
+    );
+    let manifest = file_in(&db, |n| n.starts_with("MANIFEST-"));
+    exits(
+        &["log", "dump", s(&manifest)],
+        2,
+        &[
+            "looks like a lithify write-ahead log or MANIFEST",
+            "dump-wal",
+        ],
+    );
+    // The right kinds still read.
+    ok(&["log", "dump", s(&segment)]);
+    ok(&["dump-sst", s(&sst)]);
+    ok(&["dump-manifest", s(&manifest)]);
+}
+
+#[test]
+fn backup_verbs_name_ids_one_way() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let bk = tmp.path().join("bk");
+    let (db_s, bk_s) = (s(&db), s(&bk));
+    ok(&["put", "--db", db_s, "--create-if-missing", "k", "v"]);
+    ok(&["backup", "create", "--backup-dir", bk_s, "--db", db_s]);
+    ok(&["backup", "create", "--backup-dir", bk_s, "--db", db_s]);
+    let newest = ok(&["backup", "verify", "--backup-dir", bk_s]);
+    assert!(newest.starts_with("backup 2:"), "{newest}");
+    let first = ok(&["backup", "verify", "--backup-dir", bk_s, "--id", "1"]);
+    assert!(first.starts_with("backup 1:"), "{first}");
+    exits(&["backup", "verify", "--backup-dir", bk_s, "1"], 2, &[]);
+    ok(&[
+        "backup",
+        "restore",
+        "--backup-dir",
+        bk_s,
+        "--id",
+        "1",
+        s(&tmp.path().join("r")),
+    ]);
+    ok(&["backup", "purge", "--backup-dir", bk_s, "--keep", "0"]);
+    exits(
+        &["backup", "verify", "--backup-dir", bk_s],
+        2,
+        &["holds no backup"],
+    );
+}
