@@ -29,6 +29,24 @@ pub(crate) mod exit {
     /// stdout closed early (`lithify scan ... | head`): the shell's code
     /// for SIGPIPE, as other tools end.
     pub(crate) const BROKEN_PIPE: u8 = 141;
+    /// The exit statuses of command `path` (`get`, `log check`), as its
+    /// `--help` ends and the README's command table lists them.
+    pub(crate) fn of(path: &str) -> &'static str {
+        match path {
+            "get" => "Exit status: 0 found, 1 not found, 2 usage error, 3 damage, 4 other failure.",
+            "check" | "log check" => {
+                "Exit status: 0 no problem, 2 usage error, 3 problems found, 4 other failure."
+            }
+            "dump-sst" | "dump-wal" | "dump-manifest" | "log dump" => {
+                "Exit status: 0 read, 2 usage error (a file of another kind included), 3 damage found, 4 other failure."
+            }
+            "stress db" | "stress log" | "stress bank" => {
+                "Exit status: 0 verified, 2 usage error, 3 the data disagrees with what was acknowledged, 4 other failure."
+            }
+            _ => "Exit status: 0 success, 2 usage error, 3 damage, 4 other failure.",
+        }
+    }
+
     /// The text `--help` shows after the commands.
     pub(crate) const HELP: &str = "Exit status: 0 success; 1 not found (get); 2 usage error \
 (bad flag or value, no database there, database or log in use by another process, file of \

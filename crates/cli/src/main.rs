@@ -219,7 +219,27 @@ fn command() -> clap::Command {
         })
         .mut_subcommands(adjust)
     }
-    adjust(Cli::command())
+    with_exit_statuses(adjust(Cli::command()), "")
+}
+
+/// Ends every command's `--help` with its exit statuses
+/// ([`error::exit::of`]).
+fn with_exit_statuses(cmd: clap::Command, path: &str) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    if names.is_empty() {
+        return cmd.after_help(error::exit::of(path));
+    }
+    names.into_iter().fold(cmd, |cmd, name| {
+        let sub_path = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path} {name}")
+        };
+        cmd.mut_subcommand(name, |sub| with_exit_statuses(sub, &sub_path))
+    })
 }
 
 /// Parses the command line as clap does, with the spellings of
@@ -267,5 +287,124 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    /// Every leaf command (`log clean`, `get`, ...) with its path.
+    fn leaves(cmd: &clap::Command, path: &str, out: &mut Vec<(String, clap::Command)>) {
+        let mut any = false;
+        for sub in cmd.get_subcommands() {
+            any = true;
+            let name = if path.is_empty() {
+                sub.get_name().to_owned()
+            } else {
+                format!("{path} {}", sub.get_name())
+            };
+            leaves(sub, &name, out);
+        }
+        if !any {
+            out.push((path.to_owned(), cmd.clone()));
+        }
+    }
+
+    /// A help text without the value range it ends with: a flag may
+    /// allow a smaller range in one command than in another (`--value-size`
+    /// of a Kafka record against an engine value), and each help states
+    /// its own.
+    fn meaning(help: &str) -> String {
+        let text = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        match text.find(" [range: ") {
+            Some(at) => text[..at].to_owned(),
+            None => text,
+        }
+    }
+
+    /// The command table of `crates/cli/README.md`, as `--help` describes
+    /// the commands: each leaf command, its arguments and flags, and its
+    /// exit statuses.
+    fn command_table() -> String {
+        let mut all = Vec::new();
+        leaves(&super::command(), "", &mut all);
+        let mut out =
+            String::from("| command | arguments and flags | exit statuses |\n|---|---|---|\n");
+        for (path, cmd) in &all {
+            let mut args = Vec::new();
+            for arg in cmd.get_arguments() {
+                if arg.is_positional() {
+                    args.push(format!("`<{}>`", arg.get_id().as_str().to_uppercase()));
+                } else if let Some(long) = arg.get_long()
+                    && !matches!(long, "help" | "version" | "verbose")
+                {
+                    args.push(format!("`--{long}`"));
+                }
+            }
+            let exits = cmd
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default()
+                .trim_start_matches("Exit status: ")
+                .trim_end_matches('.')
+                .to_owned();
+            out.push_str(&format!("| `{path}` | {} | {exits} |\n", args.join(" ")));
+        }
+        out
+    }
+
+    #[test]
+    fn the_readme_lists_every_command_as_help_describes_it() {
+        let readme = include_str!("../README.md");
+        let (begin, end) = ("<!-- commands: begin -->\n", "<!-- commands: end -->");
+        let start = readme.find(begin).expect("README has the command table") + begin.len();
+        let stop = readme[start..].find(end).expect("the table ends") + start;
+        let want = command_table();
+        assert!(
+            readme[start..stop] == want,
+            "crates/cli/README.md's command table differs from --help; it should be:\n{want}"
+        );
+    }
+
+    #[test]
+    fn a_flag_shared_by_commands_has_one_help_text() {
+        let mut all = Vec::new();
+        leaves(&super::command(), "", &mut all);
+        let mut by_flag: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for (path, cmd) in &all {
+            for arg in cmd.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if matches!(long, "help" | "version" | "verbose") {
+                    continue;
+                }
+                let help = arg
+                    .get_long_help()
+                    .or(arg.get_help())
+                    .map(|h| h.to_string())
+                    .unwrap_or_default();
+                by_flag
+                    .entry(long.to_owned())
+                    .or_default()
+                    .push((path.clone(), meaning(&help)));
+            }
+        }
+        let mut differing = Vec::new();
+        for (flag, uses) in &by_flag {
+            let first = &uses[0].1;
+            if uses.iter().any(|(_, h)| h != first) {
+                let mut lines = vec![format!("--{flag}:")];
+                for (path, help) in uses {
+                    lines.push(format!("  {path}: {help}"));
+                }
+                differing.push(lines.join("\n"));
+            }
+        }
+        assert!(
+            differing.is_empty(),
+            "{} flag(s) mean different things in different commands:\n{}",
+            differing.len(),
+            differing.join("\n")
+        );
     }
 }

@@ -292,7 +292,7 @@ fn bench_text_misses_keep_and_existing_databases() {
         "100",
         "--benchmarks",
         "fillrandom",
-        "--keep",
+        "--keep-db",
     ]);
     let line = kept
         .lines()

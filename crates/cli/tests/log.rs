@@ -87,7 +87,7 @@ fn produce_clean_dump_shrinks_the_log_to_one_record_per_live_key_with_offsets_ke
         "segment.bytes=4000",
     ]);
     assert!(produced.starts_with("produced 600 records"), "{produced}");
-    let before = records(&ok(&["log", "dump", s(&log), "--records"]));
+    let before = records(&ok(&["log", "dump", s(&log), "--print-data-log"]));
     assert_eq!(before.len(), 600);
     assert_eq!(
         before.iter().map(|r| r.0).collect::<Vec<_>>(),
@@ -114,7 +114,7 @@ fn produce_clean_dump_shrinks_the_log_to_one_record_per_live_key_with_offsets_ke
     assert!(report.contains("cleaned log orders-0"), "{report}");
     assert!(report.contains("new first dirty offset 600"), "{report}");
     assert!(report.contains("1 of 1 logs cleaned"), "{report}");
-    let after = records(&ok(&["log", "dump", s(&log), "--records"]));
+    let after = records(&ok(&["log", "dump", s(&log), "--print-data-log"]));
     assert_eq!(after, want);
     assert!(after.len() <= 25);
 
@@ -150,7 +150,7 @@ fn produce_clean_dump_shrinks_the_log_to_one_record_per_live_key_with_offsets_ke
         "--roll",
     ]);
     ok(&["log", "clean", s(data), "--now", "88399999"]);
-    let kept = records(&ok(&["log", "dump", s(&log), "--records"]));
+    let kept = records(&ok(&["log", "dump", s(&log), "--print-data-log"]));
     assert!(
         kept.iter().any(|r| r.2 == "null"),
         "before the horizon: {kept:?}"
@@ -172,7 +172,7 @@ fn produce_clean_dump_shrinks_the_log_to_one_record_per_live_key_with_offsets_ke
         "--roll",
     ]);
     ok(&["log", "clean", s(data), "--now", "88400000"]);
-    let final_records = records(&ok(&["log", "dump", s(&log), "--records"]));
+    let final_records = records(&ok(&["log", "dump", s(&log), "--print-data-log"]));
     assert!(
         final_records.iter().all(|r| r.2 != "null"),
         "{final_records:?}"
@@ -565,7 +565,7 @@ fn a_bad_magic_byte_in_a_flushed_segment_is_refused_naming_file_and_offset() {
     assert_eq!(lithify::vfs::read_file(&OsFs, &segs[1]).unwrap(), bytes);
     assert_eq!(segment_logs(&log), segs);
     assert!(!OsFs.exists(&data.join("cleaner-offset-checkpoint")));
-    let first = records(&ok(&["log", "dump", s(&segs[0]), "--records"]));
+    let first = records(&ok(&["log", "dump", s(&segs[0]), "--print-data-log"]));
     assert_eq!(first.len(), 20);
 }
 
@@ -675,7 +675,7 @@ fn damage_above_the_recovery_point_is_truncated_with_a_warning_and_kept() {
         &bytes[seventh..]
     );
     assert_eq!(OsFs.file_size(seg).unwrap(), seventh as u64);
-    let left = records(&ok(&["log", "dump", s(seg), "--records"]));
+    let left = records(&ok(&["log", "dump", s(seg), "--print-data-log"]));
     assert_eq!(left.len(), 70);
 }
 
@@ -835,7 +835,7 @@ fn transactional_logs_are_produced_dumped_and_cleaned_keeping_the_committed_view
         "log",
         "dump",
         s(&log),
-        "--records",
+        "--print-data-log",
         "--transaction-index-sanity-check",
     ]);
     assert!(
@@ -890,7 +890,7 @@ fn transactional_logs_are_produced_dumped_and_cleaned_keeping_the_committed_view
         "--roll",
     ]);
     let markers = |dump: &str| dump.matches("endTxnMarker").count();
-    let markers_before = markers(&ok(&["log", "dump", s(&log), "--records"]));
+    let markers_before = markers(&ok(&["log", "dump", s(&log), "--print-data-log"]));
     let every_round = "min.cleanable.dirty.ratio=0.01";
     ok(&[
         "log",
@@ -926,7 +926,7 @@ fn transactional_logs_are_produced_dumped_and_cleaned_keeping_the_committed_view
         every_round,
     ]);
     assert!(report.contains("markers removed"), "{report}");
-    let markers_after = markers(&ok(&["log", "dump", s(&log), "--records"]));
+    let markers_after = markers(&ok(&["log", "dump", s(&log), "--print-data-log"]));
     assert!(
         markers_after < markers_before,
         "{markers_before} -> {markers_after}"
@@ -1035,7 +1035,7 @@ fn a_second_producer_on_a_partition_is_refused_and_the_first_loses_nothing() {
     assert!(stdout.contains("produced 2000 records"), "{stdout}");
     assert!(stdout.contains("at offsets 0..2000"), "{stdout}");
     // Every acknowledged record, once, in order; nothing to refuse.
-    let dumped = records(&ok(&["log", "dump", s(&log), "--records"]));
+    let dumped = records(&ok(&["log", "dump", s(&log), "--print-data-log"]));
     assert_eq!(
         dumped.iter().map(|r| r.0).collect::<Vec<_>>(),
         (0..2000).collect::<Vec<_>>()

@@ -874,7 +874,7 @@ fn every_command_runs_with_extreme_numbers() {
         ),
         (
             "log dump",
-            &["log", "dump", "{T}/data/x-0", "--records"],
+            &["log", "dump", "{T}/data/x-0", "--print-data-log"],
             true,
         ),
         ("log check", &["log", "check", "{T}/data"], true),

@@ -56,10 +56,11 @@ pub(crate) struct BenchArgs {
     /// [range: 1..=1000000000000].
     #[arg(long, value_parser = numbers::int::<u64>(1, numbers::MAX_OPS))]
     pub num: Option<u64>,
-    /// The compaction strategy of the database: leveled (default),
-    /// major-only, two-tier, two-tier:write-only, two-tier:write-mostly,
-    /// two-tier:read-mostly-few, two-tier:read-mostly-many, adaptive.
-    /// Major-level files are cut at --target-file-size-base.
+    /// The compaction strategy: leveled (default), major-only, two-tier,
+    /// two-tier:write-only, two-tier:write-mostly, two-tier:read-mostly-
+    /// few, two-tier:read-mostly-many, adaptive; major-level files are cut
+    /// at --target-file-size-base. A database another strategy shaped is
+    /// reshaped by the new one.
     #[arg(long)]
     pub strategy: Option<String>,
     /// Run one workload instead of --benchmarks: a row of the strategies'
@@ -93,7 +94,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 16,
           value_parser = numbers::int::<usize>(1, MAX_KEY_SIZE))]
     pub key_size: usize,
-    /// Bytes per value [range: 0..=67108864].
+    /// Bytes per value; a batch of --batch-size entries must stay within 1
+    /// GiB [range: 0..=67108864]
     #[arg(long, default_value_t = 100,
           value_parser = numbers::int::<usize>(0, MAX_VALUE_SIZE))]
     pub value_size: usize,
@@ -102,19 +104,26 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 0.5,
           value_parser = numbers::float(0.0, 1.0))]
     pub compression_ratio: f64,
-    /// Threads per benchmark; the operations are split between them
-    /// (readwhilewriting adds one writer thread) [range: 1..=256].
+    /// Threads doing the work: `bench` splits each benchmark's operations
+    /// between them (readwhilewriting adds one writer); `log bench` runs
+    /// that many cleaner threads (`log.cleaner.threads`, the offset map
+    /// memory divided among them; default the `--config` value, else 1);
+    /// `stress` threads each run their share (`stress bank` adds a checker
+    /// thread) [range: 1..=256]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
-    /// Seed of the key and value generators [range: any u64].
+    /// Seed of the workload's generators (each thread derives its own)
+    /// [range: any u64]
     #[arg(long, default_value_t = 301, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Nexts after each seek of seekrandom [range: 0..=1000000].
     #[arg(long, default_value_t = 10,
           value_parser = numbers::int::<usize>(0, 1_000_000))]
     pub seek_nexts: usize,
-    /// Writes per write batch; a batch of --batch-size x (--key-size +
-    /// --value-size) bytes must stay within 1 GiB [range: 1..=1000000].
+    /// Entries per batch: keys per write batch (`bench`), records per
+    /// record batch (`log produce`, `log bench`; `stress log`: at most,
+    /// each batch has 1 to N). A batch (--batch-size entries of their
+    /// bytes) must stay within 1 GiB [range: 1..=1000000]
     #[arg(long, default_value_t = 1,
           value_parser = numbers::int::<usize>(1, 1_000_000))]
     pub batch_size: usize,
@@ -153,7 +162,9 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 100,
           value_parser = numbers::int::<u64>(0, 86_400_000))]
     pub transaction_lock_timeout: u64,
-    /// The database directory (default: a fresh temporary directory).
+    /// The database directory. `bench` runs in a fresh temporary directory
+    /// without it (removed afterwards unless --keep-db); the other commands
+    /// need it.
     #[arg(long)]
     pub db: Option<PathBuf>,
     /// Run on the database already in --db instead of refusing it.
@@ -161,14 +172,16 @@ pub(crate) struct BenchArgs {
     pub use_existing_db: bool,
     /// Keep the temporary database directory and print its path.
     #[arg(long)]
-    pub keep: bool,
-    /// One JSON object per benchmark on stdout instead of text.
+    pub keep_db: bool,
+    /// Print JSON on stdout instead of text: one object per benchmark or
+    /// run (`bench`, `log bench`), else one object.
     #[arg(long)]
     pub json: bool,
-    /// Also write throughput and amplification over the run as one
-    /// self-contained HTML page (sampled every 250 ms); with
-    /// `--strategies-report` or `--workload`, the strategies' results as
-    /// bar charts.
+    /// Write one self-contained HTML page (inline SVG, no network) to this
+    /// file: `lsm` draws the tree now and over time; `bench` throughput and
+    /// amplification over the run (sampled every 250 ms), or with
+    /// `--strategies-report` or `--workload` the strategies' results as bar
+    /// charts.
     #[arg(long, value_name = "OUT.html")]
     pub html: Option<std::path::PathBuf>,
     /// Engine options.
@@ -306,7 +319,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     db.close().context(DbSnafu)?;
 
     match db_dir {
-        DbDir::Temporary(t) if a.keep => {
+        DbDir::Temporary(t) if a.keep_db => {
             let kept = t.keep();
             if !a.json {
                 say(format_args!("Database kept in {}\n", kept.display()))?;

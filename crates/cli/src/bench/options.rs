@@ -158,8 +158,13 @@ pub(crate) struct EngineArgs {
     /// Whole-key bloom filter in every memtable (default true here).
     #[arg(long)]
     pub memtable_whole_key_filtering: Option<bool>,
-    /// The merge operator of mergerandom and readrandommergerandom:
-    /// uint64add (8-byte operands), stringappend or max.
+    /// The merge operator, one of the built-in ones: `uint64add` (little-
+    /// endian u64 sum of 8-byte operands), `stringappend` (comma-joined) or
+    /// `max`. A database holding merge operands must be opened with the one
+    /// it records: reads (`get`, `scan`, `check`) combine a key's operands
+    /// with it, `merge` writes them, and without it reading a key that
+    /// holds operands fails, naming the key. `bench` merges with it in
+    /// mergerandom and readrandommergerandom.
     #[arg(long, value_name = "NAME")]
     pub merge_operator: Option<String>,
     /// A daily off-peak window, `HH:mm-HH:mm` in UTC (RocksDB's

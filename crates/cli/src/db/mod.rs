@@ -51,19 +51,22 @@ pub(crate) use write::{
 /// The options every database command shares.
 #[derive(Debug, Args)]
 pub(crate) struct DbArgs {
-    /// The database directory.
+    /// The database directory. `bench` runs in a fresh temporary directory
+    /// without it (removed afterwards unless --keep-db); the other commands
+    /// need it.
     #[arg(long)]
     pub db: PathBuf,
     #[command(flatten)]
     pub hex: HexArgs,
     #[command(flatten)]
     pub recovery: RecoveryArgs,
-    /// The merge operator of a database that holds merge operands, one of
-    /// the built-in ones: `uint64add` (little-endian u64 sum), `stringappend`
-    /// (comma-joined) or `max`; it must be the one the database records.
-    /// Reads (`get`, `scan`, `check`) use it to combine a key's operands,
-    /// `merge` to write them; without it, reading a key that holds operands
-    /// fails, naming the key.
+    /// The merge operator, one of the built-in ones: `uint64add` (little-
+    /// endian u64 sum of 8-byte operands), `stringappend` (comma-joined) or
+    /// `max`. A database holding merge operands must be opened with the one
+    /// it records: reads (`get`, `scan`, `check`) combine a key's operands
+    /// with it, `merge` writes them, and without it reading a key that
+    /// holds operands fails, naming the key. `bench` merges with it in
+    /// mergerandom and readrandommergerandom.
     #[arg(long, alias = "operator", value_name = "NAME", value_parser = parse_merge_operator)]
     pub merge_operator: Option<String>,
 }

@@ -10,7 +10,7 @@ use crate::error::{DbSnafu, Result, UsageSnafu};
 /// `--sync`, on every command that writes.
 #[derive(Debug, Args)]
 pub(crate) struct SyncArgs {
-    /// Make the write durable (fsync the WAL) before returning.
+    /// Make every write durable (fsync the WAL) before it returns.
     #[arg(long)]
     pub sync: bool,
 }

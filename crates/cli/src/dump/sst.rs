@@ -28,7 +28,8 @@ pub(crate) struct DumpSstArgs {
     /// List every data block: offset, size, type, entries, key range.
     #[arg(long)]
     pub blocks: bool,
-    /// Print every entry (`key => value`; internal keys as `key#seq,KIND`).
+    /// Print every entry: an SST's keys and values (internal keys as
+    /// `key#seq,KIND`), a WAL's writes record by record.
     #[arg(long)]
     pub entries: bool,
     /// Print at most this many entries [range: any u64].

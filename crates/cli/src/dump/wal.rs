@@ -35,7 +35,8 @@ use crate::text::HexArgs;
 pub(crate) struct DumpWalArgs {
     /// The log file (`NNNNNN.log`).
     pub file: PathBuf,
-    /// Print every write of every record, not only the record headers.
+    /// Print every entry: an SST's keys and values (internal keys as
+    /// `key#seq,KIND`), a WAL's writes record by record.
     #[arg(long)]
     pub entries: bool,
     #[command(flatten)]

@@ -23,42 +23,60 @@ use crate::numbers;
 /// Arguments of `log bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
-    /// Records in the log [range: 1..=1000000000000].
+    /// Records to append: in all (`log produce`), in the log (`log bench`),
+    /// per producer at most (`stress log`) [range: 1..=1000000000000]
     #[arg(long, default_value_t = 1_000_000, value_parser = numbers::int::<u64>(1, numbers::MAX_OPS))]
     pub records: u64,
-    /// Distinct keys [range: 1..=1000000000000].
+    /// Distinct keys: uniformly chosen, so keys are overwritten. For
+    /// `stress db` the whole key space (default 10000), for `stress log`
+    /// the keys per partition (default 500), fixed when the expected state
+    /// is created [range: 1..=1000000000000]
     #[arg(long, default_value_t = 100_000, value_parser = numbers::int::<u64>(1, numbers::MAX_OPS))]
     pub keys: u64,
-    /// Bytes per value; a batch of --batch-size x --value-size bytes must
-    /// stay within 1 GiB [range: 0..=16777216].
+    /// Bytes per value; a batch of --batch-size entries must stay within 1
+    /// GiB [range: 0..=16777216]
     #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(0, MAX_VALUE_SIZE))]
     pub value_size: usize,
-    /// Records per batch [range: 1..=1000000].
+    /// Entries per batch: keys per write batch (`bench`), records per
+    /// record batch (`log produce`, `log bench`; `stress log`: at most,
+    /// each batch has 1 to N). A batch (--batch-size entries of their
+    /// bytes) must stay within 1 GiB [range: 1..=1000000]
     #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(1, MAX_BATCH_RECORDS))]
     pub batch_size: usize,
     /// Percent of records that are tombstones [range: 0..=100].
     #[arg(long, default_value_t = 0, value_parser = numbers::int::<u8>(0, 100))]
     pub tombstone_percent: u8,
-    /// Seed of the workload [range: any u64].
+    /// Seed of the workload's generators (each thread derives its own)
+    /// [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Where to write the log (default: a temporary directory, removed
     /// afterwards). Must not exist yet.
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// A log or cleaner setting by its Kafka name (repeatable), e.g.
-    /// `compression.type=lz4` or `lithify.cleaner.digest=xxh3`.
+    /// A setting by its Kafka name, `NAME=VALUE` (repeatable): a log
+    /// setting (`segment.bytes=1048576`), or a cleaner setting where a
+    /// cleaner runs (`log.cleaner.threads=2`); `log clean` applies it to
+    /// every log, `stress log` over its own defaults (small segments, a
+    /// busy cleaner).
     #[arg(long = "config", value_name = "NAME=VALUE")]
     pub config: Vec<String>,
-    /// Logs to write and clean (`bench-0`, `bench-1`, ...), each with the
-    /// whole workload [range: 1..=1024].
+    /// Logs (partitions) to write: `log bench` writes and cleans `bench-0`,
+    /// `bench-1`, ..., each with the whole workload; `stress log` gives
+    /// each its own producer (default 3; fixed when the expected state is
+    /// created; --partitions x --keys at most 16777216) [range: 1..=1024]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u32>(1, 1024))]
     pub partitions: u32,
-    /// Cleaner threads (`log.cleaner.threads`; the map memory is divided
-    /// among them). Default: the `--config` value, else 1 [range: 1..=256].
+    /// Threads doing the work: `bench` splits each benchmark's operations
+    /// between them (readwhilewriting adds one writer); `log bench` runs
+    /// that many cleaner threads (`log.cleaner.threads`, the offset map
+    /// memory divided among them; default the `--config` value, else 1);
+    /// `stress` threads each run their share (`stress bank` adds a checker
+    /// thread) [range: 1..=256]
     #[arg(long, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: Option<usize>,
-    /// Print the results as one JSON object instead of text.
+    /// Print JSON on stdout instead of text: one object per benchmark or
+    /// run (`bench`, `log bench`), else one object.
     #[arg(long)]
     pub json: bool,
 }

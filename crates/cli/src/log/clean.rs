@@ -38,12 +38,16 @@ pub(crate) struct CleanArgs {
     /// The data directory holding `<topic>-<partition>` log directories and
     /// `cleaner-offset-checkpoint`.
     pub data_dir: PathBuf,
-    /// The current time in ms since the epoch (default: the system clock)
-    /// [range: 0..=253402300799999, the end of year 9999].
+    /// The current time in ms since the epoch (default: the system clock):
+    /// `log produce` stamps its first record with it, `log clean` judges
+    /// retention by it [range: 0..=253402300799999, the end of year 9999]
     #[arg(long, value_parser = numbers::int::<i64>(0, numbers::MAX_EPOCH_MS))]
     pub now: Option<i64>,
-    /// A log or cleaner setting by its Kafka name, for every log
-    /// (repeatable), e.g. `--config delete.retention.ms=0`.
+    /// A setting by its Kafka name, `NAME=VALUE` (repeatable): a log
+    /// setting (`segment.bytes=1048576`), or a cleaner setting where a
+    /// cleaner runs (`log.cleaner.threads=2`); `log clean` applies it to
+    /// every log, `stress log` over its own defaults (small segments, a
+    /// busy cleaner).
     #[arg(long = "config", value_name = "NAME=VALUE")]
     pub config: Vec<String>,
     /// A setting for one log (repeatable), e.g.

@@ -44,10 +44,9 @@ pub(crate) struct DumpArgs {
     /// A `.log`, `.index`, `.timeindex`, `.txnindex`, `.snapshot`,
     /// `cleaner-offset-checkpoint`, log directory or data directory.
     pub path: PathBuf,
-    /// Print every record of every batch (kafka-dump-log's
-    /// `--print-data-log`).
-    #[arg(long, alias = "print-data-log")]
-    pub records: bool,
+    /// Print every record of every batch (kafka-dump-log's flag).
+    #[arg(long)]
+    pub print_data_log: bool,
     /// Check every log directory's `.txnindex` files against its COMMIT
     /// and ABORT markers.
     #[arg(long)]
@@ -59,7 +58,12 @@ pub(crate) fn run(a: DumpArgs) -> Result<()> {
     let fs = OsFs;
     crate::dump::refuse_other_format(&a.path, FileFormat::KafkaSegment)?;
     if fs.is_dir(&a.path) {
-        return dump_dir(&fs, &a.path, a.records, a.transaction_index_sanity_check);
+        return dump_dir(
+            &fs,
+            &a.path,
+            a.print_data_log,
+            a.transaction_index_sanity_check,
+        );
     }
     if a.transaction_index_sanity_check {
         return UsageSnafu {
@@ -76,7 +80,7 @@ pub(crate) fn run(a: DumpArgs) -> Result<()> {
     }
     let dir = lithify::vfs::parent_dir(&a.path);
     let _reading = lithify::log::lock_shared(&fs, dir, "log directory").context(LogSnafu)?;
-    dump_file(&fs, &a.path, a.records)
+    dump_file(&fs, &a.path, a.print_data_log)
 }
 
 fn list(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {

@@ -31,28 +31,36 @@ use crate::rng::Rng;
 pub(crate) struct ProduceArgs {
     /// The log directory, named `<topic>-<partition>` (created if missing).
     pub log_dir: PathBuf,
-    /// Records to append [range: 0..=1000000000000].
+    /// Records to append: in all (`log produce`), in the log (`log bench`),
+    /// per producer at most (`stress log`) [range: 0..=1000000000000]
     #[arg(long, default_value_t = 10_000, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub records: u64,
-    /// Distinct keys (uniformly chosen, so keys are overwritten)
-    /// [range: 1..=1000000000000].
+    /// Distinct keys: uniformly chosen, so keys are overwritten. For
+    /// `stress db` the whole key space (default 10000), for `stress log`
+    /// the keys per partition (default 500), fixed when the expected state
+    /// is created [range: 1..=1000000000000]
     #[arg(long, default_value_t = 1_000, value_parser = numbers::int::<u64>(1, numbers::MAX_OPS))]
     pub keys: u64,
-    /// Bytes per value; a batch of --batch-size x --value-size bytes must
-    /// stay within 1 GiB [range: 0..=16777216].
+    /// Bytes per value; a batch of --batch-size entries must stay within 1
+    /// GiB [range: 0..=16777216]
     #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(0, MAX_VALUE_SIZE))]
     pub value_size: usize,
     /// Percent of records that are tombstones [range: 0..=100].
     #[arg(long, default_value_t = 5, value_parser = numbers::int::<u8>(0, 100))]
     pub tombstone_percent: u8,
-    /// Records per batch [range: 1..=1000000].
+    /// Entries per batch: keys per write batch (`bench`), records per
+    /// record batch (`log produce`, `log bench`; `stress log`: at most,
+    /// each batch has 1 to N). A batch (--batch-size entries of their
+    /// bytes) must stay within 1 GiB [range: 1..=1000000]
     #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(1, MAX_BATCH_RECORDS))]
     pub batch_size: usize,
-    /// Seed of the workload [range: any u64].
+    /// Seed of the workload's generators (each thread derives its own)
+    /// [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
-    /// Timestamp of the first record, in ms since the epoch (default: now)
-    /// [range: 0..=253402300799999, the end of year 9999].
+    /// The current time in ms since the epoch (default: the system clock):
+    /// `log produce` stamps its first record with it, `log clean` judges
+    /// retention by it [range: 0..=253402300799999, the end of year 9999]
     #[arg(long, value_parser = numbers::int::<i64>(0, numbers::MAX_EPOCH_MS))]
     pub now: Option<i64>,
     /// Milliseconds between two records' timestamps [range: 0..=86400000,
@@ -62,8 +70,9 @@ pub(crate) struct ProduceArgs {
     /// Roll the active segment at the end, so every record is cleanable.
     #[arg(long)]
     pub roll: bool,
-    /// Write the batches in transactions of interleaved transactional
-    /// producers, some aborted.
+    /// Append in transactions of interleaved transactional producers, ended
+    /// by COMMIT or ABORT markers (some aborted); `stress log` verifies
+    /// what a `read_committed` consumer reads.
     #[arg(long)]
     pub transactional: bool,
     /// With `--transactional`: the share of transactions aborted
@@ -78,8 +87,11 @@ pub(crate) struct ProduceArgs {
     /// to N) [range: 1..=1000000].
     #[arg(long, default_value_t = 4, value_parser = numbers::int::<u32>(1, 1_000_000))]
     pub txn_batches: u32,
-    /// A log setting by its Kafka name, e.g. `segment.bytes=1048576`
-    /// (repeatable).
+    /// A setting by its Kafka name, `NAME=VALUE` (repeatable): a log
+    /// setting (`segment.bytes=1048576`), or a cleaner setting where a
+    /// cleaner runs (`log.cleaner.threads=2`); `log clean` applies it to
+    /// every log, `stress log` over its own defaults (small segments, a
+    /// busy cleaner).
     #[arg(long = "config", value_name = "NAME=VALUE")]
     pub config: Vec<String>,
 }

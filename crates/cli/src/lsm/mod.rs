@@ -14,8 +14,11 @@ use crate::error::Result;
 pub(crate) struct LsmArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Write the picture as one self-contained HTML file (inline SVG, no
-    /// network).
+    /// Write one self-contained HTML page (inline SVG, no network) to this
+    /// file: `lsm` draws the tree now and over time; `bench` throughput and
+    /// amplification over the run (sampled every 250 ms), or with
+    /// `--strategies-report` or `--workload` the strategies' results as bar
+    /// charts.
     #[arg(long, value_name = "OUT.html")]
     pub html: PathBuf,
     /// Steps of history to draw (the newest ones) [range: 0..=1000000].

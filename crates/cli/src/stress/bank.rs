@@ -35,25 +35,33 @@ pub(crate) struct BankStressArgs {
     /// [range: any u64].
     #[arg(long, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub initial: Option<u64>,
-    /// Transfer threads (a checker thread runs beside them)
-    /// [range: 1..=256].
+    /// Threads doing the work: `bench` splits each benchmark's operations
+    /// between them (readwhilewriting adds one writer); `log bench` runs
+    /// that many cleaner threads (`log.cleaner.threads`, the offset map
+    /// memory divided among them; default the `--config` value, else 1);
+    /// `stress` threads each run their share (`stress bank` adds a checker
+    /// thread) [range: 1..=256]
     #[arg(long, default_value_t = 4, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
-    /// Transfers per thread [range: 0..=1000000000000].
+    /// Operations per thread: writes and reads (`stress db`), transfers
+    /// (`stress bank`) [range: 0..=1000000000000]
     #[arg(long, default_value_t = 10_000,
           value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops_per_thread: u64,
     /// The transactions: optimistic or pessimistic.
     #[arg(long, default_value = "optimistic", value_parser = kind_parser())]
     pub kind: Kind,
-    /// Percent of commits made with `sync` [range: 0..=100].
+    /// Percent of writes (`stress db`) or commits (`stress bank`) made with
+    /// `sync` [range: 0..=100]
     #[arg(long, default_value_t = 10,
           value_parser = numbers::int::<u8>(0, 100))]
     pub sync_percent: u8,
-    /// Seed of the transfers (each thread derives its own) [range: any u64].
+    /// Seed of the workload's generators (each thread derives its own)
+    /// [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
-    /// Only open the database and check the sum, then exit.
+    /// Only verify what earlier runs left against the expected state
+    /// (`stress bank`: the sum of the accounts), then exit.
     #[arg(long)]
     pub verify_only: bool,
     /// Engine options (stress defaults: 512 KiB memtables, 256 KiB files,

@@ -19,34 +19,45 @@ use crate::numbers;
 pub(crate) struct DbStressArgs {
     /// The database directory (created if missing).
     pub db: PathBuf,
-    /// The expected-state file (default: DIR.expected-state beside the
-    /// database). Created with the database; a later run verifies the
-    /// database against it before running.
+    /// The expected-state file (default: the database's or data directory's
+    /// path with `.expected-state` appended). Created with the database or
+    /// logs; a later run verifies against it before running.
     #[arg(long)]
     pub expected_state: Option<PathBuf>,
-    /// Keys in the key space (default 10000; fixed when the expected state
-    /// is created) [range: 1..=16777216].
+    /// Distinct keys: uniformly chosen, so keys are overwritten. For
+    /// `stress db` the whole key space (default 10000), for `stress log`
+    /// the keys per partition (default 500), fixed when the expected state
+    /// is created [range: 1..=16777216]
     #[arg(long, alias = "max_key", value_parser = numbers::int::<u64>(1, MAX_STRESS_KEYS))]
     pub keys: Option<u64>,
-    /// Largest value in bytes (default 256; fixed when the expected state
-    /// is created) [range: 16..=1048576].
+    /// Largest value in bytes (default: 256 for `stress db`, 200 for
+    /// `stress log`; fixed when the expected state is created) [range:
+    /// 16..=1048576]
     #[arg(long, value_parser = numbers::int::<u32>(MIN_VALUE_SIZE as u32, MAX_VALUE_SIZE))]
     pub max_value_size: Option<u32>,
-    /// Worker threads [range: 1..=256].
+    /// Threads doing the work: `bench` splits each benchmark's operations
+    /// between them (readwhilewriting adds one writer); `log bench` runs
+    /// that many cleaner threads (`log.cleaner.threads`, the offset map
+    /// memory divided among them; default the `--config` value, else 1);
+    /// `stress` threads each run their share (`stress bank` adds a checker
+    /// thread) [range: 1..=256]
     #[arg(long, default_value_t = 4, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
-    /// Operations per thread [range: 0..=1000000000000].
+    /// Operations per thread: writes and reads (`stress db`), transfers
+    /// (`stress bank`) [range: 0..=1000000000000]
     #[arg(long, default_value_t = 100_000,
           value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops_per_thread: u64,
-    /// Stop after this many seconds even if operations remain
-    /// [range: 0..=31536000, a year].
+    /// Stop after this many seconds even if operations remain [range:
+    /// 0..=31536000, a year]
     #[arg(long, value_parser = numbers::float(0.0, numbers::MAX_DURATION_SECS))]
     pub duration: Option<f64>,
-    /// Seed of the workload (each thread derives its own) [range: any u64].
+    /// Seed of the workload's generators (each thread derives its own)
+    /// [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
-    /// Percent of writes made with `sync` [range: 0..=100].
+    /// Percent of writes (`stress db`) or commits (`stress bank`) made with
+    /// `sync` [range: 0..=100]
     #[arg(long, default_value_t = 10,
           value_parser = numbers::int::<u8>(0, 100))]
     pub sync_percent: u8,
@@ -75,8 +86,9 @@ pub(crate) struct DbStressArgs {
     #[arg(long, alias = "range_deletion_width", default_value_t = 10,
           value_parser = numbers::int::<u64>(1, 1_000_000))]
     pub range_width: u64,
-    /// One operation in N (per thread) also flushes the memtable; 0 never
-    /// [range: any u64].
+    /// One operation in N (per thread) is followed by a flush: of the
+    /// memtable (`stress db`), or of the log to disk (fsync, `stress log`);
+    /// 0 never [range: any u64]
     #[arg(long, default_value_t = 2_000,
           value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub flush_one_in: u64,
@@ -90,12 +102,15 @@ pub(crate) struct DbStressArgs {
     #[arg(long, default_value_t = 100,
           value_parser = numbers::int::<u64>(1, 1_000_000_000))]
     pub snapshot_hold_ops: u64,
-    /// Only verify the database against the expected state, then exit.
+    /// Only verify what earlier runs left against the expected state
+    /// (`stress bank`: the sum of the accounts), then exit.
     #[arg(long)]
     pub verify_only: bool,
-    /// The compaction strategy (see `lithify bench --strategy`; default
-    /// leveled). A run may open a database another strategy shaped: the
-    /// new strategy reshapes it.
+    /// The compaction strategy: leveled (default), major-only, two-tier,
+    /// two-tier:write-only, two-tier:write-mostly, two-tier:read-mostly-
+    /// few, two-tier:read-mostly-many, adaptive; major-level files are cut
+    /// at --target-file-size-base. A database another strategy shaped is
+    /// reshaped by the new one.
     #[arg(long)]
     pub strategy: Option<String>,
     /// Engine options (stress defaults: 512 KiB memtables, 256 KiB files,

@@ -21,27 +21,34 @@ use crate::numbers;
 pub(crate) struct LogStressArgs {
     /// The data directory (created if missing).
     pub data_dir: PathBuf,
-    /// The expected-state file (default: DATA_DIR.expected-state).
+    /// The expected-state file (default: the database's or data directory's
+    /// path with `.expected-state` appended). Created with the database or
+    /// logs; a later run verifies against it before running.
     #[arg(long)]
     pub expected_state: Option<PathBuf>,
-    /// Partitions (logs), one producer each (default 3; fixed when the
-    /// expected state is created); --partitions x --keys is at most
-    /// 16777216 [range: 1..=256].
+    /// Logs (partitions) to write: `log bench` writes and cleans `bench-0`,
+    /// `bench-1`, ..., each with the whole workload; `stress log` gives
+    /// each its own producer (default 3; fixed when the expected state is
+    /// created; --partitions x --keys at most 16777216) [range: 1..=256]
     #[arg(long, value_parser = numbers::int::<usize>(1, 256))]
     pub partitions: Option<usize>,
-    /// Keys per partition (default 500; fixed when the expected state is
-    /// created) [range: 1..=16777216].
+    /// Distinct keys: uniformly chosen, so keys are overwritten. For
+    /// `stress db` the whole key space (default 10000), for `stress log`
+    /// the keys per partition (default 500), fixed when the expected state
+    /// is created [range: 1..=16777216]
     #[arg(long, value_parser = numbers::int::<u64>(1, MAX_STRESS_KEYS))]
     pub keys: Option<u64>,
-    /// Largest value in bytes (default 200; fixed when the expected state
-    /// is created) [range: 16..=1048576].
+    /// Largest value in bytes (default: 256 for `stress db`, 200 for
+    /// `stress log`; fixed when the expected state is created) [range:
+    /// 16..=1048576]
     #[arg(long, value_parser = numbers::int::<u32>(MIN_VALUE_SIZE as u32, MAX_VALUE_SIZE))]
     pub max_value_size: Option<u32>,
-    /// Records each producer appends at most [range: 0..=1000000000000].
+    /// Records to append: in all (`log produce`), in the log (`log bench`),
+    /// per producer at most (`stress log`) [range: 0..=1000000000000]
     #[arg(long, default_value_t = 1_000_000, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub records: u64,
-    /// Stop after this many seconds even if records remain
-    /// [range: 0..=31536000, a year].
+    /// Stop after this many seconds even if operations remain [range:
+    /// 0..=31536000, a year]
     #[arg(long, value_parser = numbers::float(0.0, numbers::MAX_DURATION_SECS))]
     pub duration: Option<f64>,
     /// Records per second each producer appends at most (0: no limit), so
@@ -57,32 +64,38 @@ pub(crate) struct LogStressArgs {
     /// [range: 0..=1000000].
     #[arg(long, default_value_t = 256, value_parser = numbers::int::<usize>(0, 1_000_000))]
     pub max_segments: usize,
-    /// Records per batch at most (each batch has 1 to N)
-    /// [range: 1..=100000].
+    /// Entries per batch: keys per write batch (`bench`), records per
+    /// record batch (`log produce`, `log bench`; `stress log`: at most,
+    /// each batch has 1 to N). A batch (--batch-size entries of their
+    /// bytes) must stay within 1 GiB [range: 1..=100000]
     #[arg(long, default_value_t = 20, value_parser = numbers::int::<u64>(1, 100_000))]
     pub batch_size: u64,
     /// Percent of records that are tombstones [range: 0..=100].
     #[arg(long, default_value_t = 10, value_parser = numbers::int::<u8>(0, 100))]
     pub tombstone_percent: u8,
-    /// One batch in N is followed by a flush (fsync); 0 never
-    /// [range: any u64].
+    /// One operation in N (per thread) is followed by a flush: of the
+    /// memtable (`stress db`), or of the log to disk (fsync, `stress log`);
+    /// 0 never [range: any u64]
     #[arg(long, default_value_t = 50, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub flush_one_in: u64,
-    /// Seed of the producers [range: any u64].
+    /// Seed of the workload's generators (each thread derives its own)
+    /// [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
-    /// A log or cleaner setting by its Kafka name (repeatable), over the
-    /// stress defaults: segment.bytes=16384, segment.index.bytes=4096,
-    /// index.interval.bytes=512, min.cleanable.dirty.ratio=0.1,
-    /// delete.retention.ms=200, log.cleaner.threads=2,
-    /// log.cleaner.dedupe.buffer.size=65536, log.cleaner.backoff.ms=20.
+    /// A setting by its Kafka name, `NAME=VALUE` (repeatable): a log
+    /// setting (`segment.bytes=1048576`), or a cleaner setting where a
+    /// cleaner runs (`log.cleaner.threads=2`); `log clean` applies it to
+    /// every log, `stress log` over its own defaults (small segments, a
+    /// busy cleaner).
     #[arg(long = "config", value_name = "NAME=VALUE")]
     pub config: Vec<String>,
-    /// Only recover and verify the logs, then exit.
+    /// Only verify what earlier runs left against the expected state
+    /// (`stress bank`: the sum of the accounts), then exit.
     #[arg(long)]
     pub verify_only: bool,
-    /// Append in transactions (COMMIT or ABORT markers) and verify what a
-    /// `read_committed` consumer reads.
+    /// Append in transactions of interleaved transactional producers, ended
+    /// by COMMIT or ABORT markers (some aborted); `stress log` verifies
+    /// what a `read_committed` consumer reads.
     #[arg(long)]
     pub transactional: bool,
     /// With `--transactional`: percent of transactions aborted

@@ -23,7 +23,12 @@ pub(crate) enum StressCommand {
     Db(Box<db::DbStressArgs>),
     /// Stress the log cleaner: producers appending to compacted logs while
     /// cleaner threads clean them, checked against an expected-state file
-    /// (after Kafka's recovery, first).
+    /// (after Kafka's recovery, first). Its logs default to small segments
+    /// and a busy cleaner (segment.bytes=16384, segment.index.bytes=4096,
+    /// index.interval.bytes=512, min.cleanable.dirty.ratio=0.1,
+    /// delete.retention.ms=200, log.cleaner.threads=2,
+    /// log.cleaner.dedupe.buffer.size=65536, log.cleaner.backoff.ms=20);
+    /// `--config` overrides them.
     Log(Box<log::LogStressArgs>),
     /// Stress transactions: transfers between bank accounts in optimistic
     /// or pessimistic transactions, the accounts' sum checked at snapshots
