@@ -83,6 +83,46 @@ pub struct EngineJson {
     pub block_cache_misses: u64,
     /// The levels of every table that hold files or have history.
     pub levels: Vec<LevelJson>,
+    /// Each table: its strategy, size and amplification.
+    pub tables: Vec<TableJson>,
+}
+
+/// One table (column family) in the JSON output.
+#[derive(Debug, Serialize)]
+pub struct TableJson {
+    /// Its name.
+    pub name: String,
+    /// The compaction strategy in force.
+    pub strategy: String,
+    /// Why that strategy (Adaptive's latest choice and its figures).
+    pub strategy_reason: String,
+    /// Live SST files.
+    pub files: usize,
+    /// Bytes of its SST files.
+    pub sst_bytes: u64,
+    /// Estimated live bytes.
+    pub live_bytes: u64,
+    /// Bytes compactions still owe.
+    pub pending_compaction_bytes: u64,
+    /// Bytes of its memtables.
+    pub memtable_bytes: usize,
+    /// (flush + compaction bytes) / user bytes of this table.
+    pub write_amp: f64,
+    /// Tables probed per point lookup.
+    pub read_amp_tables: f64,
+    /// (table bytes) / estimated live bytes.
+    pub space_amp: f64,
+    /// Its levels that hold files or have history.
+    pub levels: Vec<LevelJson>,
+}
+
+fn level_json(l: &lithify::LevelStats) -> LevelJson {
+    LevelJson {
+        level: l.level.unwrap_or(0),
+        files: l.files,
+        size_bytes: l.size_bytes,
+        write_bytes: l.write_bytes,
+    }
 }
 
 impl EngineJson {
@@ -114,11 +154,24 @@ impl EngineJson {
                 .tables
                 .iter()
                 .flat_map(|t| t.levels.iter())
-                .map(|l| LevelJson {
-                    level: l.level.unwrap_or(0),
-                    files: l.files,
-                    size_bytes: l.size_bytes,
-                    write_bytes: l.write_bytes,
+                .map(level_json)
+                .collect(),
+            tables: stats
+                .tables
+                .iter()
+                .map(|t| TableJson {
+                    name: t.name.clone(),
+                    strategy: t.strategy.clone(),
+                    strategy_reason: t.strategy_reason.clone(),
+                    files: t.sum.files,
+                    sst_bytes: t.sst_bytes,
+                    live_bytes: t.live_bytes,
+                    pending_compaction_bytes: t.pending_compaction_bytes,
+                    memtable_bytes: t.memtable_bytes,
+                    write_amp: t.write_amp,
+                    read_amp_tables: t.read_amp_tables,
+                    space_amp: t.space_amp,
+                    levels: t.levels.iter().map(level_json).collect(),
                 })
                 .collect(),
         }
@@ -297,17 +350,82 @@ pub fn peak_rss_mb() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// CPU seconds (user + system, every thread) this process has used, from
-/// `/proc/self/stat` (Linux, whose clock ticks are 1/100 s); `None`
-/// elsewhere.
+/// CPU seconds (user + system, every thread) this process has used:
+/// `getrusage(RUSAGE_SELF)` on Unix, `GetProcessTimes` on Windows (both
+/// in microseconds or finer, where `/proc/self/stat` counts clock ticks
+/// of a size it does not state); `None` where neither exists or the call
+/// fails.
 pub fn process_cpu_seconds() -> Option<f64> {
-    let text = read_proc("/proc/self/stat")?;
-    // After the command name in parentheses: state is field 3, utime 14,
-    // stime 15.
-    let fields: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
+    cpu::process_cpu_seconds()
+}
+
+#[cfg(unix)]
+mod cpu {
+    pub(super) fn process_cpu_seconds() -> Option<f64> {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage writes one `rusage` through the pointer, which
+        // points at memory of that size and alignment.
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+        if rc != 0 {
+            return None;
+        }
+        // SAFETY: getrusage returned 0, so it filled the struct (and it
+        // was zeroed before, so every field is initialised either way).
+        let usage = unsafe { usage.assume_init() };
+        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        Some(seconds(usage.ru_utime) + seconds(usage.ru_stime))
+    }
+}
+
+#[cfg(windows)]
+mod cpu {
+    use std::ffi::c_void;
+
+    /// `FILETIME`: 100-nanosecond units in two halves.
+    #[repr(C)]
+    #[derive(Default)]
+    struct FileTime {
+        low: u32,
+        high: u32,
+    }
+
+    unsafe extern "system" {
+        fn GetCurrentProcess() -> *mut c_void;
+        fn GetProcessTimes(
+            process: *mut c_void,
+            creation: *mut FileTime,
+            exit: *mut FileTime,
+            kernel: *mut FileTime,
+            user: *mut FileTime,
+        ) -> i32;
+    }
+
+    pub(super) fn process_cpu_seconds() -> Option<f64> {
+        let (mut creation, mut exit, mut kernel, mut user) = Default::default();
+        // SAFETY: the pseudo-handle of the current process needs no
+        // closing, and each pointer is to a FILETIME the call fills.
+        let ok = unsafe {
+            GetProcessTimes(
+                GetCurrentProcess(),
+                &mut creation,
+                &mut exit,
+                &mut kernel,
+                &mut user,
+            )
+        };
+        if ok == 0 {
+            return None;
+        }
+        let seconds = |t: &FileTime| ((u64::from(t.high) << 32) | u64::from(t.low)) as f64 / 1e7;
+        Some(seconds(&kernel) + seconds(&user))
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
+mod cpu {
+    pub(super) fn process_cpu_seconds() -> Option<f64> {
+        None
+    }
 }
 
 /// The text of a `/proc` file (whose size reads as 0), if readable.
@@ -357,4 +475,26 @@ pub fn workload_json(r: &crate::strategies::WorkloadRun) -> Result<String> {
         latency_us: histogram_latency(&r.latency),
     };
     serde_json::to_string(&object).context(JsonSnafu)
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    #[test]
+    fn cpu_time_is_read_and_grows_with_work() {
+        let before = super::process_cpu_seconds().expect("this platform reports CPU time");
+        // Work until the counter moves: getrusage counts in microseconds,
+        // but some kernels update it per scheduler tick.
+        let mut x = 0u64;
+        let after = loop {
+            for i in 0..1_000_000u64 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+            }
+            let now = super::process_cpu_seconds().unwrap();
+            if now > before {
+                break now;
+            }
+        };
+        std::hint::black_box(x);
+        assert!(after > before && after < before + 3600.0, "{before} -> {after}");
+    }
 }

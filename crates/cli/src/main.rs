@@ -23,6 +23,7 @@ mod bench;
 mod db;
 mod dump;
 mod error;
+mod json;
 mod log;
 mod lsm;
 mod numbers;

@@ -419,3 +419,93 @@ fn backup_verbs_name_ids_one_way() {
         &["holds no backup"],
     );
 }
+
+/// Runs `lithify args` and parses its stdout as one JSON value.
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = lithify(args);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn reports_are_json_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = s(&db);
+    ok(&["put", "--db", db_s, "--create-if-missing", "k", "v"]);
+    ok(&["create-table", "--db", db_s, "users"]);
+    ok(&["put", "--db", db_s, "--table", "users", "u", "1"]);
+    let (sst, name) = flushed_table(&db);
+
+    let stats = json(&["stats", "--db", db_s, "--json"]);
+    let tables: Vec<&str> = stats["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tables, ["default", "users"], "{stats}");
+    assert_eq!(stats["tables"][0]["files"], 1, "{stats}");
+    let one = json(&["stats", "--db", db_s, "--json", "--table", "users"]);
+    assert_eq!(one["tables"].as_array().unwrap().len(), 1, "{one}");
+    let property = json(&[
+        "stats",
+        "--db",
+        db_s,
+        "--json",
+        "--property",
+        "lithify.num-snapshots",
+    ]);
+    assert_eq!(
+        property,
+        serde_json::json!({"name": "lithify.num-snapshots", "value": "0"})
+    );
+
+    let files = json(&["live-files", "--db", db_s, "--json"]);
+    let file = &files.as_array().unwrap()[0];
+    assert_eq!(file["table"], "default", "{files}");
+    assert!(file["file"].as_str().unwrap().ends_with(&name), "{files}");
+    assert_eq!(
+        (file["smallest_key"].as_str(), file["entries"].as_u64()),
+        (Some("k"), Some(1))
+    );
+
+    let bk = tmp.path().join("bk");
+    ok(&["backup", "create", "--backup-dir", s(&bk), "--db", db_s]);
+    let list = json(&["backup", "list", "--backup-dir", s(&bk), "--json"]);
+    assert_eq!(list["backups"][0]["id"], 1, "{list}");
+    assert_eq!(list["damaged"], serde_json::json!([]), "{list}");
+
+    let intact = json(&["check", "--db", db_s, "--json"]);
+    assert_eq!(
+        (
+            intact["ok"].as_bool(),
+            intact["problems"].as_array().map(Vec::len)
+        ),
+        (Some(true), Some(0))
+    );
+    flip_middle_byte(&sst);
+    let out = lithify(&["check", "--db", db_s, "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let damaged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(damaged["ok"], false, "{damaged}");
+    assert!(
+        damaged["problems"][0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with(&name),
+        "{damaged}"
+    );
+
+    let topic = tmp.path().join("data/t-0");
+    ok(&["log", "produce", s(&topic), "--records", "20", "--roll"]);
+    let checked = json(&["log", "check", s(&topic), "--json"]);
+    assert_eq!(
+        (
+            checked["logs"].as_u64(),
+            checked["problems"].as_array().map(Vec::len)
+        ),
+        (Some(1), Some(0)),
+        "{checked}"
+    );
+}

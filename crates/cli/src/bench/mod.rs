@@ -27,6 +27,7 @@ use lithify_bench::transaction::{MAX_SETS, TxnKind};
 use lithify_bench::{Benchmark, Settings, report, strategies, strategies_html, timeline, workload};
 
 use crate::error::{DbSnafu, IoSnafu, Result, UsageSnafu};
+use crate::json::JsonArgs;
 use crate::numbers;
 use options::EngineArgs;
 
@@ -173,10 +174,8 @@ pub(crate) struct BenchArgs {
     /// Keep the temporary database directory and print its path.
     #[arg(long)]
     pub keep_db: bool,
-    /// Print JSON on stdout instead of text: one object per benchmark or
-    /// run (`bench`, `log bench`), else one object.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: JsonArgs,
     /// Write one self-contained HTML page (inline SVG, no network) to this
     /// file: `lsm` draws the tree now and over time; `bench` throughput and
     /// amplification over the run (sampled every 250 ms), or with
@@ -254,7 +253,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     let db_dir = locate(&a)?;
     let dir = db_dir.path();
     let header = header(&a, &settings, &options, &dir);
-    if !a.json {
+    if !a.json.json {
         say(format_args!("{header}\n"))?;
     }
 
@@ -274,7 +273,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                     *w = benchmark.name().to_owned();
                 }
                 let outcome = workload::run(&db, benchmark, &settings)?;
-                if a.json {
+                if a.json.json {
                     say(format_args!(
                         "{}\n",
                         report::json_line(&outcome, &settings, &db.stats())?
@@ -302,7 +301,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         let names: Vec<&str> = a.benchmarks.iter().map(|b| b.name()).collect();
         let page = timeline::page(&format!("lithify bench: {}", names.join(", ")), &samples);
         crate::output::write(path, page.as_bytes())?;
-        if !a.json {
+        if !a.json.json {
             say(format_args!(
                 "wrote {} ({} samples)\n",
                 path.display(),
@@ -310,7 +309,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             ))?;
         }
     }
-    if !a.json {
+    if !a.json.json {
         say(format_args!("\n{}", db.stats()))?;
         if let Some(mb) = report::peak_rss_mb() {
             say(format_args!("Peak RSS: {mb:.1} MB\n"))?;
@@ -321,7 +320,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     match db_dir {
         DbDir::Temporary(t) if a.keep_db => {
             let kept = t.keep();
-            if !a.json {
+            if !a.json.json {
                 say(format_args!("Database kept in {}\n", kept.display()))?;
             }
         }
@@ -382,7 +381,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     for name in &names {
         strategies_of.push(a.engine.strategy(name, base.target_file_size_base)?);
     }
-    if !a.json {
+    if !a.json.json {
         say(format_args!(
             "lithify bench: {} workload(s) x {} strategy(ies); {} keys of {} bytes, \
              {} ops, values {} bytes; write_buffer_size {} KiB, target_file_size_base {} KiB\n",
@@ -424,23 +423,23 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
                 }
             }
             let Some(run) = fastest else { continue };
-            if a.json {
+            if a.json.json {
                 say(format_args!("{}\n", report::workload_json(&run)?))?;
             }
             runs.push(run);
         }
-        if !a.json {
+        if !a.json.json {
             say(format_args!("{}", strategies::report_rows(&runs)))?;
         }
         all.extend(runs);
     }
-    if report && !a.json {
+    if report && !a.json.json {
         say(format_args!("\n{}", strategies::markdown(&all)))?;
     }
     if let Some(path) = &a.html {
         let page = strategies_html::page(&all);
         crate::output::write(path, page.as_bytes())?;
-        if !a.json {
+        if !a.json.json {
             say(format_args!("wrote {}\n", path.display()))?;
         }
     }

@@ -12,6 +12,7 @@ use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, close};
 use crate::error::{BackupSnafu, Result, UsageSnafu};
+use crate::json::JsonArgs;
 
 /// The backup commands.
 #[derive(Debug, Subcommand)]
@@ -20,7 +21,7 @@ pub(crate) enum BackupCommand {
     /// shared, not copied again).
     Create(CreateArgs),
     /// List the backups: id, time, sequence number, files, bytes.
-    List(DirArgs),
+    List(ListArgs),
     /// Re-read every file of a backup (the newest by default) and check
     /// its size and checksum.
     Verify(VerifyArgs),
@@ -38,6 +39,15 @@ pub(crate) struct DirArgs {
     /// other commands refuse a missing one).
     #[arg(long, value_name = "DIR")]
     pub backup_dir: PathBuf,
+}
+
+/// Arguments of `backup list`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    #[command(flatten)]
+    pub json: JsonArgs,
 }
 
 /// Arguments of `backup create`.
@@ -141,8 +151,30 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
                 stats.bytes_copied
             );
         }
-        BackupCommand::List(d) => {
-            let backups = read_only_engine(&d)?;
+        BackupCommand::List(a) => {
+            let backups = read_only_engine(&a.dir)?;
+            if a.json.json {
+                let listed: Vec<serde_json::Value> = backups
+                    .list()
+                    .context(BackupSnafu)?
+                    .iter()
+                    .map(|b| {
+                        serde_json::json!({
+                            "id": b.id, "timestamp": b.timestamp, "sequence": b.sequence,
+                            "files": b.files, "size": b.size,
+                        })
+                    })
+                    .collect();
+                let damaged: Vec<serde_json::Value> = backups
+                    .corrupt_backups()
+                    .context(BackupSnafu)?
+                    .iter()
+                    .map(|c| serde_json::json!({"id": c.id, "message": c.message}))
+                    .collect();
+                return crate::json::print(
+                    &serde_json::json!({"backups": listed, "damaged": damaged}),
+                );
+            }
             println!("id\ttime (unix)\tsequence\tfiles\tbytes");
             for b in backups.list().context(BackupSnafu)? {
                 println!(

@@ -28,23 +28,41 @@ use lithify::vfs::{FileSystem, OsFs};
 
 use crate::db::DbArgs;
 use crate::error::{ProblemsSnafu, Result};
+use crate::json::JsonArgs;
 
 /// Arguments of `check`.
 #[derive(Debug, Args)]
 pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub json: JsonArgs,
 }
 
-/// The problems found, printed as they are found.
+/// The problems and notes found: printed as they are found, or with
+/// `--json` gathered into one object at the end.
 #[derive(Default)]
-struct Problems(Vec<String>);
+struct Problems {
+    json: bool,
+    /// Each problem's file and message.
+    found: Vec<(String, String)>,
+    notes: Vec<String>,
+}
 
 impl Problems {
     fn add(&mut self, file: &Path, message: impl std::fmt::Display) {
-        let line = format!("problem: {}: {message}", file.display());
-        println!("{line}");
-        self.0.push(line);
+        let (file, message) = (file.display().to_string(), message.to_string());
+        if !self.json {
+            println!("problem: {file}: {message}");
+        }
+        self.found.push((file, message));
+    }
+
+    fn note(&mut self, note: String) {
+        if !self.json {
+            println!("note: {note}");
+        }
+        self.notes.push(note);
     }
 }
 
@@ -53,7 +71,10 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
     a.db.check_dir()?;
     let dir = a.db.db.as_path();
     let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
-    let mut problems = Problems::default();
+    let mut problems = Problems {
+        json: a.json.json,
+        ..Problems::default()
+    };
 
     // 1 and 2: CURRENT, the MANIFEST and every live SST.
     let ssts = lithify::verify_sst_files(Arc::clone(&fs), dir);
@@ -90,7 +111,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
                 // A damaged table stops the walk: step 2 may have named it.
                 Err(e) => {
                     let text = e.to_string();
-                    if !problems.0.iter().any(|p| p.ends_with(&text)) {
+                    if !problems.found.iter().any(|(_, m)| m.ends_with(&text)) {
                         problems.add(dir, text);
                     }
                 }
@@ -98,11 +119,11 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
                     let (unchecked, failures): (Vec<_>, Vec<_>) =
                         failures.into_iter().partition(|f| f.operator_missing);
                     if !unchecked.is_empty() {
-                        println!(
-                            "note: {} key(s) hold merge operands, not checked: pass --merge-operator ({})",
+                        problems.note(format!(
+                            "{} key(s) hold merge operands, not checked: pass --merge-operator ({})",
                             unchecked.len(),
                             unchecked[0].message
-                        );
+                        ));
                     }
                     for f in failures {
                         problems.add(
@@ -122,12 +143,12 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
     }
     let lost = lithify::vfs::lost::kept_files(&*fs, dir);
     if !lost.is_empty() {
-        println!(
-            "note: {} file(s) earlier recoveries kept in {}: {}",
+        problems.note(format!(
+            "{} file(s) earlier recoveries kept in {}: {}",
             lost.len(),
             dir.join(lithify::vfs::lost::LOST_DIR).display(),
             lost.join(", ")
-        );
+        ));
     }
     finish(
         &problems,
@@ -139,12 +160,29 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
 }
 
 fn finish(problems: &Problems, checked: &str) -> Result<()> {
-    if problems.0.is_empty() {
+    if problems.json {
+        let found: Vec<serde_json::Value> = problems
+            .found
+            .iter()
+            .map(|(file, message)| serde_json::json!({"file": file, "message": message}))
+            .collect();
+        crate::json::print(&serde_json::json!({
+            "ok": found.is_empty(),
+            "checked": checked,
+            "problems": found,
+            "notes": problems.notes,
+        }))?;
+    } else if problems.found.is_empty() {
         println!("ok: checked {checked}: no problem found");
+    }
+    if problems.found.is_empty() {
         return Ok(());
     }
     ProblemsSnafu {
-        message: format!("{} problem(s) found (checked {checked})", problems.0.len()),
+        message: format!(
+            "{} problem(s) found (checked {checked})",
+            problems.found.len()
+        ),
     }
     .fail()
 }

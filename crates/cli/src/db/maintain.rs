@@ -6,6 +6,7 @@ use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, RangeArgs, TableArgs, close};
 use crate::error::{DbSnafu, Result, UsageSnafu};
+use crate::json::JsonArgs;
 
 /// Arguments of `stats`.
 #[derive(Debug, Args)]
@@ -24,12 +25,19 @@ pub(crate) struct StatsArgs {
     /// List the property names.
     #[arg(long)]
     pub list_properties: bool,
+    /// With `--json`, the statistics as `lithify bench --json` reports
+    /// them under `engine` (a property prints as `{"name", "value"}`).
+    #[command(flatten)]
+    pub json: JsonArgs,
 }
 
 /// Prints the engine's statistics (RocksDB's compaction stats table and
 /// the amplification figures) or one property.
 pub(crate) fn stats(a: StatsArgs) -> Result<()> {
     if a.list_properties {
+        if a.json.json {
+            return crate::json::print(&lithify::Db::property_names());
+        }
         for name in lithify::Db::property_names() {
             println!("{name}");
         }
@@ -46,11 +54,19 @@ pub(crate) fn stats(a: StatsArgs) -> Result<()> {
             if a.table.table.is_some() {
                 stats.tables.retain(|t| t.name == table.name());
             }
+            if a.json.json {
+                close(db)?;
+                return crate::json::print(&lithify_bench::report::EngineJson::new(&stats));
+            }
             Some(stats.to_string())
         }
     };
     close(db)?;
     match text {
+        Some(text) if a.json.json => crate::json::print(&serde_json::json!({
+            "name": a.property.as_deref().unwrap_or_default(),
+            "value": text,
+        })),
         Some(text) => {
             print!("{text}");
             if !text.ends_with('\n') {
@@ -195,6 +211,8 @@ pub(crate) struct LiveFilesArgs {
     /// Only this table's files (default: every table's).
     #[command(flatten)]
     pub table: TableArgs,
+    #[command(flatten)]
+    pub json: JsonArgs,
 }
 
 /// Lists every live SST file (RocksDB's `GetLiveFilesMetaData`): table,
@@ -208,6 +226,25 @@ pub(crate) fn live_files(a: LiveFilesArgs) -> Result<()> {
         files.retain(|f| f.table == name);
     }
     close(db)?;
+    if a.json.json {
+        let files: Vec<serde_json::Value> = files
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "table": f.table,
+                    "level": f.level,
+                    "file": f.path.display().to_string(),
+                    "size": f.size,
+                    "entries": f.num_entries,
+                    "smallest_seqno": f.smallest_seqno,
+                    "largest_seqno": f.largest_seqno,
+                    "smallest_key": enc.show(&f.smallest_key),
+                    "largest_key": enc.show(&f.largest_key),
+                })
+            })
+            .collect();
+        return crate::json::print(&files);
+    }
     println!("table\tlevel\tfile\tsize\tentries\tseqnos\tsmallest\tlargest");
     for f in &files {
         println!(

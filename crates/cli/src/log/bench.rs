@@ -16,6 +16,7 @@ use lithify_bench::log_clean::{LogBench, LogBenchReport, MAX_BATCH_RECORDS, MAX_
 use snafu::ResultExt as _;
 
 use crate::error::{IoSnafu, JsonSnafu, Result};
+use crate::json::JsonArgs;
 use crate::log::produce::check_batch_bytes;
 use crate::log::settings::{apply, default_log_config, split};
 use crate::numbers;
@@ -75,10 +76,8 @@ pub(crate) struct BenchArgs {
     /// thread) [range: 1..=256]
     #[arg(long, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: Option<usize>,
-    /// Print JSON on stdout instead of text: one object per benchmark or
-    /// run (`bench`, `log bench`), else one object.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: JsonArgs,
 }
 
 /// Runs `log bench`.
@@ -125,12 +124,12 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         partitions: a.partitions,
     };
     let say = |line: &str| {
-        if !a.json {
+        if !a.json.json {
             println!("{line}");
         }
     };
     let r = lithify_bench::log_clean::run(&bench, fs, log_config, cleaner_config, &say)?;
-    if a.json {
+    if a.json.json {
         let object = serde_json::json!({
             "records": a.records,
             "keys": a.keys,

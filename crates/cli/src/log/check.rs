@@ -18,12 +18,24 @@ use lithify::vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, LogSnafu, Result, UsageSnafu};
+use crate::json::JsonArgs;
 
 /// Arguments of `log check`.
 #[derive(Debug, Args)]
 pub(crate) struct CheckArgs {
     /// A log directory (`<topic>-<partition>`) or a data directory.
     pub path: PathBuf,
+    #[command(flatten)]
+    pub json: JsonArgs,
+}
+
+/// One problem or warning in `--json`.
+fn finding_json(f: &lithify::log::Finding) -> serde_json::Value {
+    serde_json::json!({
+        "file": f.file.display().to_string(),
+        "offset": f.offset,
+        "message": f.message,
+    })
 }
 
 /// Runs `log check`.
@@ -39,6 +51,17 @@ pub(crate) fn run(a: CheckArgs) -> Result<()> {
         .fail();
     }
     let report = lithify::log::verify(&fs, &a.path).context(LogSnafu)?;
+    if a.json.json {
+        crate::json::print(&serde_json::json!({
+            "path": a.path.display().to_string(),
+            "logs": report.logs,
+            "segments": report.segments,
+            "batches": report.batches,
+            "problems": report.problems.iter().map(finding_json).collect::<Vec<_>>(),
+            "warnings": report.warnings.iter().map(finding_json).collect::<Vec<_>>(),
+        }))?;
+        return fail_on_problems(&report);
+    }
     print_findings(&report);
     println!(
         "{}: {} logs, {} segments, {} batches checked: {} problems, {} warnings",

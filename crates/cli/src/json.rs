@@ -1,0 +1,23 @@
+//! `--json`: machine-readable output, on every command that prints a
+//! report (`bench`, `log bench`, `stats`, `check`, `live-files`, `backup
+//! list`, `log check`).
+
+use serde::Serialize;
+use snafu::ResultExt as _;
+
+use crate::error::{JsonSnafu, Result};
+
+/// `--json`, defined once for every command that has it.
+#[derive(Debug, clap::Args)]
+pub(crate) struct JsonArgs {
+    /// Print JSON on stdout instead of text: one object per benchmark or
+    /// run (`bench`, `log bench`), else one object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints `value` as one line of JSON on stdout.
+pub(crate) fn print(value: &impl Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string(value).context(JsonSnafu)?);
+    Ok(())
+}
