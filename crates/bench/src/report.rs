@@ -495,6 +495,9 @@ mod cpu_tests {
             }
         };
         std::hint::black_box(x);
-        assert!(after > before && after < before + 3600.0, "{before} -> {after}");
+        assert!(
+            after > before && after < before + 3600.0,
+            "{before} -> {after}"
+        );
     }
 }

@@ -28,6 +28,7 @@ mod log;
 mod lsm;
 mod numbers;
 mod output;
+mod progress;
 mod rng;
 mod stress;
 mod text;
@@ -52,6 +53,11 @@ struct Cli {
     /// set, decides instead (e.g. `RUST_LOG=lithify=debug`).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// No progress bars. Long commands (`compact`, `check`, `checkpoint`,
+    /// `backup`, `ingest`, `log clean`) draw one on stderr after a second,
+    /// and only when stderr is a terminal.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -281,6 +287,7 @@ fn main() -> ExitCode {
     }));
     let cli = parse_args();
     install_subscriber(cli.verbose);
+    progress::set_quiet(cli.quiet);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::from(error::exit::BROKEN_PIPE),
@@ -338,7 +345,7 @@ mod tests {
                 if arg.is_positional() {
                     args.push(format!("`<{}>`", arg.get_id().as_str().to_uppercase()));
                 } else if let Some(long) = arg.get_long()
-                    && !matches!(long, "help" | "version" | "verbose")
+                    && !matches!(long, "help" | "version" | "verbose" | "quiet")
                 {
                     args.push(format!("`--{long}`"));
                 }
@@ -376,7 +383,7 @@ mod tests {
         for (path, cmd) in &all {
             for arg in cmd.get_arguments() {
                 let Some(long) = arg.get_long() else { continue };
-                if matches!(long, "help" | "version" | "verbose") {
+                if matches!(long, "help" | "version" | "verbose" | "quiet") {
                     continue;
                 }
                 let help = arg

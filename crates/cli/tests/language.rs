@@ -509,3 +509,42 @@ fn reports_are_json_on_request() {
         "{checked}"
     );
 }
+
+#[test]
+fn long_commands_keep_stderr_clean_off_a_terminal_and_take_quiet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let db_s = s(&db);
+    ok(&["put", "--db", db_s, "--create-if-missing", "k", "v"]);
+    let bk = tmp.path().join("bk");
+    let data = tmp.path().join("data");
+    ok(&[
+        "log",
+        "produce",
+        s(&data.join("t-0")),
+        "--records",
+        "50",
+        "--keys",
+        "5",
+        "--roll",
+    ]);
+    for args in [
+        vec!["compact", "--db", db_s],
+        vec!["--quiet", "compact", "--db", db_s],
+        vec!["check", "--db", db_s, "-q"],
+        vec!["checkpoint", "--db", db_s, s(&tmp.path().join("cp"))],
+        vec!["backup", "create", "--backup-dir", s(&bk), "--db", db_s],
+        vec![
+            "backup",
+            "restore",
+            "--backup-dir",
+            s(&bk),
+            s(&tmp.path().join("r")),
+        ],
+        vec!["log", "clean", s(&data), "--quiet"],
+    ] {
+        let out = lithify(&args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+}

@@ -114,7 +114,8 @@ pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
 pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 pub use snapshot::Snapshot;
 pub use sst_check::{
-    FileProblem, SstFilesCheck, check_sst_checksum, check_sst_identity, verify_sst_files,
+    FileProblem, SstFilesCheck, VerifyProgress, check_sst_checksum, check_sst_identity,
+    verify_sst_files, verify_sst_files_with,
 };
 pub use sst_file_writer::{ExternalSstInfo, SstFileWriter};
 pub use stall::{StallCause, StallCondition};

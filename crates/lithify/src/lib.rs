@@ -157,7 +157,9 @@ pub use lithify_engine::{
 #[cfg(feature = "db")]
 pub use lithify_engine::{BatchEntry, BatchIter, CommitView, LiveFile, LiveFileKind, LiveFileSet};
 #[cfg(feature = "db")]
-pub use lithify_engine::{FileProblem, SstFilesCheck, verify_sst_files};
+pub use lithify_engine::{
+    FileProblem, SstFilesCheck, VerifyProgress, verify_sst_files, verify_sst_files_with,
+};
 #[cfg(feature = "db")]
 pub use lithify_sstable::CacheStats;
 pub use output::{StoredData, check_output_path, stored_data_at_or_above};

@@ -137,7 +137,15 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
             }
             let backups = engine(&a.dir)?;
             let db = a.db.open()?;
-            let made = backups.create_backup_opt(&db, &Default::default());
+            let before = crate::progress::dir_bytes(&a.dir.backup_dir);
+            let made = crate::progress::watch(
+                &format!("backing up into {}", a.dir.backup_dir.display()),
+                || {
+                    let now = crate::progress::dir_bytes(&a.dir.backup_dir);
+                    (now.saturating_sub(before), None)
+                },
+                || backups.create_backup_opt(&db, &Default::default()),
+            );
             close(db)?;
             let (info, stats) = made.context(BackupSnafu)?;
             println!(
@@ -200,9 +208,23 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
         }
         BackupCommand::Restore(a) => {
             crate::output::check(&a.dest)?;
-            let info = read_only_engine(&a.dir)?
-                .restore(a.id.id, &a.dest)
-                .context(BackupSnafu)?;
+            let backups = read_only_engine(&a.dir)?;
+            let id = match a.id.id {
+                Some(id) => id,
+                None => newest(&backups, &a.dir)?,
+            };
+            let total = backups
+                .list()
+                .context(BackupSnafu)?
+                .iter()
+                .find(|b| b.id == id)
+                .map(|b| b.size);
+            let info = crate::progress::watch(
+                &format!("restoring backup {id}"),
+                || (crate::progress::dir_bytes(&a.dest), total),
+                || backups.restore(Some(id), &a.dest),
+            )
+            .context(BackupSnafu)?;
             println!(
                 "restored backup {} (sequence {}) into {}",
                 info.id,

@@ -77,7 +77,11 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
     };
 
     // 1 and 2: CURRENT, the MANIFEST and every live SST.
-    let ssts = lithify::verify_sst_files(Arc::clone(&fs), dir);
+    let mut bar = crate::progress::Bar::new(&format!("checking {}", dir.display()));
+    let ssts = lithify::verify_sst_files_with(Arc::clone(&fs), dir, &mut |p| {
+        bar.set(p.bytes_done, Some(p.bytes_total));
+    });
+    drop(bar);
     for p in &ssts.problems {
         problems.add(&p.path, &p.message);
     }

@@ -1,6 +1,7 @@
 //! `stats`, `compact`, `checkpoint`, `live-files` and `ingest`.
 
 use clap::{Args, ValueEnum};
+use lithify::vfs::{FileSystem as _, OsFs};
 use lithify::{BottommostLevelCompaction, CompactRangeOptions};
 use snafu::ResultExt as _;
 
@@ -135,9 +136,22 @@ pub(crate) fn compact(a: CompactArgs) -> Result<()> {
     let table = a.table.open(&db, &a.db.db)?;
     let options = CompactRangeOptions::default()
         .bottommost_level_compaction(a.bottommost_level_compaction.into());
-    table
-        .compact_range_opt(from.as_deref(), to.as_deref(), &options)
-        .context(DbSnafu)?;
+    // The bytes of the compactions' output files as they grow (the inputs
+    // are deleted only when a compaction ends), against the table's size
+    // when the whole table is compacted.
+    let before = crate::progress::dir_bytes(&a.db.db);
+    let total = (from.is_none() && to.is_none())
+        .then(|| table.stats().map(|t| t.sst_bytes).ok())
+        .flatten();
+    crate::progress::watch(
+        &format!("compacting table {}", a.table.name()),
+        || {
+            let now = crate::progress::dir_bytes(&a.db.db);
+            (now.saturating_sub(before), total)
+        },
+        || table.compact_range_opt(from.as_deref(), to.as_deref(), &options),
+    )
+    .context(DbSnafu)?;
     let mut stats = db.stats();
     close(db)?;
     stats.tables.retain(|t| t.name == a.table.name());
@@ -182,9 +196,13 @@ pub(crate) fn checkpoint(a: CheckpointArgs) -> Result<()> {
     crate::output::check(&a.dest)?;
     let db = a.db.open()?;
     let options = lithify::CheckpointOptions::default().log_size_for_flush(a.log_size_for_flush);
-    let info = db
-        .create_checkpoint_opt(&a.dest, &options)
-        .context(DbSnafu)?;
+    let total: u64 = db.live_files().iter().map(|f| f.size).sum();
+    let info = crate::progress::watch(
+        &format!("checkpoint {}", a.dest.display()),
+        || (crate::progress::dir_bytes(&a.dest), Some(total)),
+        || db.create_checkpoint_opt(&a.dest, &options),
+    )
+    .context(DbSnafu)?;
     close(db)?;
     println!(
         "checkpoint {} at sequence {}: {} SST file(s) linked, {} copied, {} WAL(s) copied, {} byte(s) copied{}",
@@ -287,10 +305,19 @@ pub(crate) struct IngestArgs {
 pub(crate) fn ingest(a: IngestArgs) -> Result<()> {
     let db = a.db.open()?;
     let options = lithify::IngestOptions::default().move_files(a.move_files);
-    let placed = a
-        .table
-        .open(&db, &a.db.db)
-        .and_then(|t| t.ingest_external_file(&a.files, &options).context(DbSnafu));
+    let total: u64 = a.files.iter().map(|f| OsFs.file_size(f).unwrap_or(0)).sum();
+    let before = crate::progress::dir_bytes(&a.db.db);
+    let placed = a.table.open(&db, &a.db.db).and_then(|t| {
+        crate::progress::watch(
+            "ingesting",
+            || {
+                let now = crate::progress::dir_bytes(&a.db.db);
+                (now.saturating_sub(before), Some(total))
+            },
+            || t.ingest_external_file(&a.files, &options),
+        )
+        .context(DbSnafu)
+    });
     close(db)?;
     for f in placed? {
         println!(

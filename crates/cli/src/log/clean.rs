@@ -23,7 +23,7 @@ use clap::Args;
 use lithify::log::TopicPartition;
 use lithify::log::{CleanerConfig, CleanerEvent, LogCleaner};
 use lithify::log::{LogConfig, LogDir, OpenOptions};
-use lithify::vfs::{FileSystem, OsFs};
+use lithify::vfs::{FaultFs, FileSystem, OsFs};
 use lithify::{Clock, ManualClock, SystemClock};
 use snafu::ResultExt as _;
 
@@ -67,7 +67,10 @@ pub(crate) struct CleanArgs {
 
 /// Runs `log clean`.
 pub(crate) fn run(a: CleanArgs) -> Result<()> {
-    let fs: Arc<dyn FileSystem> = Arc::new(OsFs);
+    // Counts the bytes the cleaner writes, for the progress bar (no
+    // faults are ever injected).
+    let counted = Arc::new(FaultFs::new(OsFs));
+    let fs: Arc<dyn FileSystem> = counted.clone();
     if !fs.is_dir(&a.data_dir) {
         return UsageSnafu {
             message: format!("{} is not a directory", a.data_dir.display()),
@@ -146,7 +149,13 @@ pub(crate) fn run(a: CleanArgs) -> Result<()> {
         }
         .fail();
     }
-    let events = svc.clean_eligible_once().context(CleanerSnafu)?;
+    let before = counted.counts().bytes_written;
+    let events = crate::progress::watch(
+        &format!("cleaning {} logs", opened.len()),
+        || (counted.counts().bytes_written.saturating_sub(before), None),
+        || svc.clean_eligible_once(),
+    )
+    .context(CleanerSnafu)?;
     for e in &events {
         match e {
             // Failures and problems are errors: one sentence each on
