@@ -209,20 +209,12 @@ pub(crate) fn run(cmd: BackupCommand) -> Result<()> {
         BackupCommand::Restore(a) => {
             crate::output::check(&a.dest)?;
             let backups = read_only_engine(&a.dir)?;
-            let id = match a.id.id {
-                Some(id) => id,
-                None => newest(&backups, &a.dir)?,
-            };
-            let total = backups
-                .list()
-                .context(BackupSnafu)?
-                .iter()
-                .find(|b| b.id == id)
-                .map(|b| b.size);
+            // Bytes restored so far, without a total: listing the backups
+            // for their sizes would warn about every damaged one again.
             let info = crate::progress::watch(
-                &format!("restoring backup {id}"),
-                || (crate::progress::dir_bytes(&a.dest), total),
-                || backups.restore(Some(id), &a.dest),
+                "restoring",
+                || (crate::progress::dir_bytes(&a.dest), None),
+                || backups.restore(a.id.id, &a.dest),
             )
             .context(BackupSnafu)?;
             println!(
