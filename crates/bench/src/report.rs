@@ -485,15 +485,18 @@ mod cpu_tests {
         // Work until the counter moves: getrusage counts in microseconds,
         // but some kernels update it per scheduler tick.
         let mut x = 0u64;
-        let after = loop {
+        let mut after = before;
+        // A bounded amount of work (a second or more of CPU), so a clock
+        // that never moves fails the test instead of hanging it.
+        for _ in 0..2_000 {
             for i in 0..1_000_000u64 {
                 x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
             }
-            let now = super::process_cpu_seconds().unwrap();
-            if now > before {
-                break now;
+            after = super::process_cpu_seconds().unwrap();
+            if after > before {
+                break;
             }
-        };
+        }
         std::hint::black_box(x);
         assert!(
             after > before && after < before + 3600.0,

@@ -9,8 +9,8 @@ use lithify::{Classify as _, ErrorKind};
 use snafu::{Location, Snafu};
 
 /// The exit statuses, one meaning each, for every command. `--help` and
-/// `crates/cli/README.md` list them; `tests/exit_codes.rs` holds every
-/// command to them.
+/// `crates/cli/README.md` list them; `tests/language.rs` holds the
+/// commands to them.
 pub(crate) mod exit {
     /// `get`: the key has no value.
     pub(crate) const NOT_FOUND: u8 = 1;
@@ -27,7 +27,8 @@ pub(crate) mod exit {
     /// full disk, a background error.
     pub(crate) const FAILURE: u8 = 4;
     /// stdout closed early (`lithify scan ... | head`): the shell's code
-    /// for SIGPIPE, as other tools end.
+    /// for SIGPIPE, as other tools end. (A bug ends with Rust's panic
+    /// status, 101, after one `lithify: internal error` line.)
     pub(crate) const BROKEN_PIPE: u8 = 141;
     /// The exit statuses of command `path` (`get`, `log check`), as its
     /// `--help` ends and the README's command table lists them.
@@ -36,6 +37,9 @@ pub(crate) mod exit {
             "get" => "Exit status: 0 found, 1 not found, 2 usage error, 3 damage, 4 other failure.",
             "check" | "log check" => {
                 "Exit status: 0 no problem, 2 usage error, 3 problems found, 4 other failure."
+            }
+            "log clean" => {
+                "Exit status: 0 every eligible log cleaned, 2 usage error, 4 a log could not be cleaned (each named above, damage with its file and byte offset)."
             }
             "dump-sst" | "dump-wal" | "dump-manifest" | "log dump" => {
                 "Exit status: 0 read, 2 usage error (a file of another kind included), 3 damage found, 4 other failure."
@@ -52,7 +56,7 @@ pub(crate) mod exit {
 (bad flag or value, no database there, database or log in use by another process, file of \
 the wrong kind, output aimed at stored data); 3 damage found (check, log check, the dumps, or \
 any read of damaged data); 4 any other failure (I/O, disk full, background error); 141 \
-stdout closed early.";
+stdout closed early; 101 a bug (one `internal error` line).";
 }
 
 /// Everything a `lithify` command can fail with.

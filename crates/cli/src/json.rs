@@ -10,8 +10,10 @@ use crate::error::{JsonSnafu, Result};
 /// `--json`, defined once for every command that has it.
 #[derive(Debug, clap::Args)]
 pub(crate) struct JsonArgs {
-    /// Print JSON on stdout instead of text: one object per benchmark or
-    /// run (`bench`, `log bench`), else one object.
+    /// Print JSON on stdout instead of text: `bench` one object per
+    /// benchmark, one per line; `live-files` and `stats --list-properties`
+    /// an array; the others one object (`stats`: the engine figures `bench
+    /// --json` reports under `engine`).
     #[arg(long)]
     pub json: bool,
 }

@@ -55,7 +55,7 @@ struct Cli {
     verbose: u8,
     /// No progress bars. Long commands (`compact`, `check`, `checkpoint`,
     /// `backup`, `ingest`, `log clean`) draw one on stderr after a second,
-    /// and only when stderr is a terminal.
+    /// only when stderr is a terminal and without `-v`.
     #[arg(short, long, global = true)]
     quiet: bool,
     #[command(subcommand)]
@@ -287,7 +287,7 @@ fn main() -> ExitCode {
     }));
     let cli = parse_args();
     install_subscriber(cli.verbose);
-    progress::set_quiet(cli.quiet);
+    progress::set_quiet(cli.quiet || cli.verbose > 0);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::from(error::exit::BROKEN_PIPE),
@@ -373,6 +373,28 @@ mod tests {
             readme[start..stop] == want,
             "crates/cli/README.md's command table differs from --help; it should be:\n{want}"
         );
+    }
+
+    #[test]
+    fn every_flag_has_its_underscore_spelling_and_no_name_clashes() {
+        let cli = super::command();
+        cli.clone().debug_assert();
+        let mut all = Vec::new();
+        leaves(&cli, "", &mut all);
+        for (path, cmd) in &all {
+            for arg in cmd.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if long.contains('-') {
+                    let underscored = long.replace('-', "_");
+                    assert!(
+                        arg.get_all_aliases()
+                            .unwrap_or_default()
+                            .contains(&underscored.as_str()),
+                        "`lithify {path} --{long}` does not answer to --{underscored}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Progress of long commands (`compact`, `check`, `checkpoint`, `backup
 //! create` and `restore`, `ingest`, `log clean`): a bar on stderr that
 //! appears once the work has run for a second, only when stderr is a
-//! terminal and `--quiet` was not given, and is cleared when the work
-//! ends. What it counts comes from the libraries: the engine's compaction
-//! statistics, `verify_sst_files_with`'s report, the bytes in an output
-//! directory, the bytes the log cleaner wrote.
+//! terminal and neither `--quiet` nor `-v` was given (the events `-v`
+//! prints would tear it), and is cleared when the work ends. What it
+//! counts: `verify_sst_files_with`'s report (`check`), the bytes of the
+//! files in the output directory as they grow (`checkpoint`, `backup`,
+//! `ingest`, and `compact`, whose new files grow until each compaction
+//! deletes its inputs), the bytes the log cleaner wrote (`log clean`).
 
 use std::io::IsTerminal as _;
 use std::path::Path;
@@ -23,7 +25,7 @@ const SHOW_AFTER: Duration = Duration::from_secs(1);
 /// How often [`watch`] looks at the work.
 const POLL: Duration = Duration::from_millis(200);
 
-/// `--quiet`, from the command line.
+/// `--quiet` (or `-v`), from the command line.
 pub(crate) fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
 }
@@ -57,14 +59,21 @@ impl Bar {
         Bar {
             bar,
             started: Instant::now(),
-            drawable: std::io::stderr().is_terminal() && !QUIET.load(Ordering::Relaxed),
+            drawable: Bar::drawable(),
             shown: false,
             has_total: false,
         }
     }
 
-    /// `done` bytes so far, of `total` when known.
+    /// Whether the bar may ever be drawn.
+    fn drawable() -> bool {
+        std::io::stderr().is_terminal() && !QUIET.load(Ordering::Relaxed)
+    }
+
+    /// `done` bytes so far, of `total` when known. The bar never moves
+    /// back (a compaction deleting its inputs shrinks a directory).
     pub(crate) fn set(&mut self, done: u64, total: Option<u64>) {
+        let done = done.max(self.bar.position());
         if let Some(t) = total {
             if !self.has_total {
                 self.has_total = true;
@@ -86,20 +95,31 @@ impl Drop for Bar {
     }
 }
 
-/// Runs `work` on its own thread while this one shows its progress:
-/// `observe` says how many bytes are done (and the total, when it knows
-/// one) every 200 ms. Returns what `work` returns.
+/// Runs `work`, showing its progress: when a bar may be drawn, `work`
+/// runs on its own thread while this one asks `observe` every 200 ms,
+/// from the first second on, how many bytes are done (and the total, when
+/// it knows one). Otherwise `work` runs here and `observe` is never
+/// called. Returns what `work` returns.
 pub(crate) fn watch<T: Send>(
     what: &str,
     observe: impl Fn() -> (u64, Option<u64>),
     work: impl FnOnce() -> T + Send,
 ) -> T {
+    if !Bar::drawable() {
+        return work();
+    }
     let mut bar = Bar::new(what);
+    let watcher = std::thread::current();
     std::thread::scope(|scope| {
-        let worker = scope.spawn(work);
+        let worker = scope.spawn(move || {
+            let t = work();
+            watcher.unpark();
+            t
+        });
+        let started = Instant::now();
         while !worker.is_finished() {
-            std::thread::sleep(POLL);
-            if !worker.is_finished() {
+            std::thread::park_timeout(POLL);
+            if !worker.is_finished() && started.elapsed() >= SHOW_AFTER {
                 let (done, total) = observe();
                 bar.set(done, total);
             }

@@ -908,14 +908,14 @@ fn check_reports_each_problem_with_file_and_offset() {
         "{out}"
     );
     // A flipped bit inside a data block of one table and another table cut
-    // short: one line each, naming file and offset, and exit status 1.
+    // short: one line each, naming file and offset, and exit status 3.
     let tables = files_ending(&db, ".sst");
     flip_byte(&tables[0], 100);
     let len = OsFs.file_size(&tables[1]).unwrap() as usize;
     let bytes = lithify::vfs::read_file(&OsFs, &tables[1]).unwrap();
     lithify::vfs::write_file_atomic(&OsFs, &tables[1], &bytes[..len - 100]).unwrap();
     let out = lithify(&["check", "--db", d]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(3));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let problems: Vec<&str> = stdout
         .lines()

@@ -82,6 +82,9 @@ fn exit_statuses_follow_one_rule() {
     let (code, _) = status(&["check", "--db", db_s]);
     assert_eq!(code, 3);
     exits(&["dump-sst", s(&sst)], 3, &[s(&sst)]);
+    // 4: anything else, such as a file that cannot be read.
+    let gone = tmp.path().join("gone.sst");
+    exits(&["dump-sst", s(&gone)], 4, &[s(&gone)]);
     // --help lists the statuses.
     let help = ok(&["--help"]);
     assert!(
@@ -211,7 +214,12 @@ fn every_table_is_reachable() {
         "{files}"
     );
     let stats = ok(&["stats", "--db", db_s, "--table", "users"]);
-    assert!(stats.contains("users"), "{stats}");
+    assert!(
+        stats.contains("users") && !stats.contains("default"),
+        "{stats}"
+    );
+    let all = ok(&["stats", "--db", db_s]);
+    assert!(all.contains("users") && all.contains("default"), "{all}");
     let level = files.lines().nth(1).unwrap().split('\t').nth(1).unwrap();
     let property = format!("lithify.num-files-at-level{}", &level[1..]);
     assert_eq!(
@@ -267,6 +275,7 @@ fn rocksdb_underscore_spellings_work_everywhere() {
     let db = tmp.path().join("db");
     let db_s = s(&db);
     ok(&["put", "--db", db_s, "--create_if_missing", "k", "v"]);
+    ok(&["put", "--db", db_s, "--column_family", "default", "k2", "v"]);
     ok(&[
         "merge",
         "--db",

@@ -1102,7 +1102,7 @@ fn a_running_clean_excludes_a_second_clean_a_producer_and_readers() {
 
 /// Issue 34: `log dump` exited 0 on batches whose base offsets go
 /// backwards, and nothing checked a log directory as a whole. `log check`
-/// exits 1 naming the file and byte offset; so does `log dump`.
+/// exits 3 naming the file and byte offset; so does `log dump`.
 #[test]
 fn check_and_dump_refuse_offsets_that_go_backwards() {
     let tmp = tempfile::tempdir().unwrap();

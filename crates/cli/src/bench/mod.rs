@@ -3,7 +3,7 @@
 //! Runs the benchmarks of `--benchmarks` in order on one database — by
 //! default fillrandom, readrandom and seekrandom over 1M keys of 16 bytes
 //! with 100-byte values, in a fresh temporary directory removed afterwards
-//! (`--keep` keeps it, `--db` names one). Prints per workload ops/s, MB/s
+//! (`--keep-db` keeps it, `--db` names one). Prints per workload ops/s, MB/s
 //! and latency percentiles, then the engine's compaction stats table and
 //! its write / read / space amplification; `--json` prints one JSON object
 //! per workload instead.
@@ -109,12 +109,12 @@ pub(crate) struct BenchArgs {
     /// between them (readwhilewriting adds one writer); `log bench` runs
     /// that many cleaner threads (`log.cleaner.threads`, the offset map
     /// memory divided among them; default the `--config` value, else 1);
-    /// `stress` threads each run their share (`stress bank` adds a checker
-    /// thread) [range: 1..=256]
+    /// `stress db` and `stress bank` run every thread for --ops-per-thread
+    /// operations (`stress bank` adds a checker thread) [range: 1..=256]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
-    /// Seed of the workload's generators (each thread derives its own)
-    /// [range: any u64]
+    /// Seed of the workload's generators (a command with several threads
+    /// derives one per thread) [range: any u64]
     #[arg(long, default_value_t = 301, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Nexts after each seek of seekrandom [range: 0..=1000000].

@@ -164,8 +164,9 @@ pub(crate) struct EngineArgs {
     /// it records: reads (`get`, `scan`, `check`) combine a key's operands
     /// with it, `merge` writes them, and without it reading a key that
     /// holds operands fails, naming the key. `bench` merges with it in
-    /// mergerandom and readrandommergerandom.
-    #[arg(long, value_name = "NAME")]
+    /// mergerandom and readrandommergerandom; `stress db` and `stress bank`
+    /// open their database with it.
+    #[arg(long, alias = "operator", value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
     pub merge_operator: Option<String>,
     /// A daily off-peak window, `HH:mm-HH:mm` in UTC (RocksDB's
     /// `daily_offpeak_time_utc`; default none, and the `diurnal`

@@ -29,12 +29,15 @@ use lithify::vfs::{FileSystem, OsFs};
 use crate::db::DbArgs;
 use crate::error::{ProblemsSnafu, Result};
 use crate::json::JsonArgs;
+use crate::text::HexArgs;
 
 /// Arguments of `check`.
 #[derive(Debug, Args)]
 pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub hex: HexArgs,
     #[command(flatten)]
     pub json: JsonArgs,
 }
@@ -135,7 +138,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
                             format!(
                                 "table {:?}: key {} cannot be read: {}",
                                 f.table,
-                                a.db.encoding().show(&f.key),
+                                a.hex.encoding().show(&f.key),
                                 f.message
                             ),
                         );

@@ -8,14 +8,13 @@ use snafu::ResultExt as _;
 use crate::db::{DbArgs, RangeArgs, TableArgs, close};
 use crate::error::{DbSnafu, Result, UsageSnafu};
 use crate::json::JsonArgs;
+use crate::text::HexArgs;
 
 /// Arguments of `stats`.
 #[derive(Debug, Args)]
 pub(crate) struct StatsArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// The table whose statistics and property to print (default: every
-    /// table's statistics, the default table's property).
     #[command(flatten)]
     pub table: TableArgs,
     /// Print this property instead of the statistics (see
@@ -26,8 +25,6 @@ pub(crate) struct StatsArgs {
     /// List the property names.
     #[arg(long)]
     pub list_properties: bool,
-    /// With `--json`, the statistics as `lithify bench --json` reports
-    /// them under `engine` (a property prints as `{"name", "value"}`).
     #[command(flatten)]
     pub json: JsonArgs,
 }
@@ -91,6 +88,8 @@ pub(crate) struct CompactArgs {
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
+    pub hex: HexArgs,
+    #[command(flatten)]
     pub table: TableArgs,
     #[command(flatten)]
     pub range: RangeArgs,
@@ -131,7 +130,7 @@ impl From<Bottommost> for BottommostLevelCompaction {
 /// Compacts a key range (everything by default) of one table and waits;
 /// prints the files per level afterwards.
 pub(crate) fn compact(a: CompactArgs) -> Result<()> {
-    let (from, to) = a.range.parse(a.db.encoding())?;
+    let (from, to) = a.range.parse(a.hex.encoding())?;
     let db = a.db.open()?;
     let table = a.table.open(&db, &a.db.db)?;
     let options = CompactRangeOptions::default()
@@ -226,7 +225,8 @@ pub(crate) fn checkpoint(a: CheckpointArgs) -> Result<()> {
 pub(crate) struct LiveFilesArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Only this table's files (default: every table's).
+    #[command(flatten)]
+    pub hex: HexArgs,
     #[command(flatten)]
     pub table: TableArgs,
     #[command(flatten)]
@@ -236,7 +236,7 @@ pub(crate) struct LiveFilesArgs {
 /// Lists every live SST file (RocksDB's `GetLiveFilesMetaData`): table,
 /// level, file, size, key range and sequence numbers.
 pub(crate) fn live_files(a: LiveFilesArgs) -> Result<()> {
-    let enc = a.db.encoding();
+    let enc = a.hex.encoding();
     let db = a.db.open_read_only()?;
     let mut files = db.live_files();
     if a.table.table.is_some() {

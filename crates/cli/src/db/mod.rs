@@ -33,7 +33,7 @@ use lithify::{Db, Options, RecoveryMode, Table};
 use snafu::ResultExt as _;
 
 use crate::error::{DbSnafu, Result, UsageSnafu};
-use crate::text::{Encoding, HexArgs};
+use crate::text::Encoding;
 
 pub(crate) use check::{CheckArgs, check};
 pub(crate) use maintain::{
@@ -57,8 +57,6 @@ pub(crate) struct DbArgs {
     #[arg(long)]
     pub db: PathBuf,
     #[command(flatten)]
-    pub hex: HexArgs,
-    #[command(flatten)]
     pub recovery: RecoveryArgs,
     /// The merge operator, one of the built-in ones: `uint64add` (little-
     /// endian u64 sum of 8-byte operands), `stringappend` (comma-joined) or
@@ -66,7 +64,8 @@ pub(crate) struct DbArgs {
     /// it records: reads (`get`, `scan`, `check`) combine a key's operands
     /// with it, `merge` writes them, and without it reading a key that
     /// holds operands fails, naming the key. `bench` merges with it in
-    /// mergerandom and readrandommergerandom.
+    /// mergerandom and readrandommergerandom; `stress db` and `stress bank`
+    /// open their database with it.
     #[arg(long, alias = "operator", value_name = "NAME", value_parser = parse_merge_operator)]
     pub merge_operator: Option<String>,
 }
@@ -89,9 +88,11 @@ pub(crate) struct RecoveryArgs {
 /// `--table NAME`, on the commands that work on one table.
 #[derive(Debug, Args)]
 pub(crate) struct TableArgs {
-    /// The table (RocksDB's column family) to work on; default: the
-    /// default table. `lithify tables` lists a database's tables.
-    #[arg(long, value_name = "NAME")]
+    /// The table (RocksDB's column family) to work on. Without it, `stats`
+    /// and `live-files` cover every table (and `stats --property` the
+    /// default table's), every other command the default table. `lithify
+    /// tables` lists a database's tables.
+    #[arg(long, value_name = "NAME", alias = "column-family")]
     pub table: Option<String>,
 }
 
@@ -122,7 +123,7 @@ impl TableArgs {
 }
 
 /// The `--merge-operator` names.
-fn parse_merge_operator(s: &str) -> std::result::Result<String, String> {
+pub(crate) fn parse_merge_operator(s: &str) -> std::result::Result<String, String> {
     match lithify::merge_operator_by_name(s) {
         Some(_) => Ok(s.to_owned()),
         None => Err(format!(
@@ -146,11 +147,6 @@ pub(crate) fn parse_recovery_mode(s: &str) -> std::result::Result<RecoveryMode, 
 }
 
 impl DbArgs {
-    /// How keys and values are written.
-    pub(crate) fn encoding(&self) -> Encoding {
-        self.hex.encoding()
-    }
-
     /// Fails unless `--db` names a directory holding a database, saying
     /// how to create one.
     pub(crate) fn check_dir(&self) -> Result<()> {

@@ -7,12 +7,15 @@ use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, RangeArgs, TableArgs, close};
 use crate::error::{DbSnafu, IoSnafu, NotFoundSnafu, Result};
+use crate::text::HexArgs;
 
 /// Arguments of `get`.
 #[derive(Debug, Args)]
 pub(crate) struct GetArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub hex: HexArgs,
     #[command(flatten)]
     pub table: TableArgs,
     /// The key.
@@ -22,7 +25,7 @@ pub(crate) struct GetArgs {
 /// Prints the value of a key; a missing key is exit status 1
 /// (`exit::NOT_FOUND`).
 pub(crate) fn get(a: GetArgs) -> Result<()> {
-    let enc = a.db.encoding();
+    let enc = a.hex.encoding();
     let key = enc.parse("key", &a.key)?;
     let db = a.db.open_read_only()?;
     let value = a.table.open(&db, &a.db.db)?.get(&key).context(DbSnafu)?;
@@ -47,6 +50,8 @@ pub(crate) struct ScanArgs {
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
+    pub hex: HexArgs,
+    #[command(flatten)]
     pub table: TableArgs,
     #[command(flatten)]
     pub range: RangeArgs,
@@ -60,7 +65,7 @@ pub(crate) struct ScanArgs {
 
 /// Prints `key => value` for every live key in `[from, to)`, in order.
 pub(crate) fn scan(a: ScanArgs) -> Result<()> {
-    let enc = a.db.encoding();
+    let enc = a.hex.encoding();
     let (from, to) = a.range.parse(enc)?;
     let db = a.db.open_read_only()?;
     let table = a.table.open(&db, &a.db.db)?;

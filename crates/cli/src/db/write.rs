@@ -6,6 +6,7 @@ use snafu::ResultExt as _;
 
 use crate::db::{DbArgs, TableArgs, close};
 use crate::error::{DbSnafu, Result, UsageSnafu};
+use crate::text::HexArgs;
 
 /// `--sync`, on every command that writes.
 #[derive(Debug, Args)]
@@ -51,6 +52,8 @@ pub(crate) struct PutArgs {
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
+    pub hex: HexArgs,
+    #[command(flatten)]
     pub table: TableArgs,
     #[command(flatten)]
     pub create: CreateArgs,
@@ -64,7 +67,7 @@ pub(crate) struct PutArgs {
 
 /// Sets a key.
 pub(crate) fn put(a: PutArgs) -> Result<()> {
-    let enc = a.db.encoding();
+    let enc = a.hex.encoding();
     let key = enc.parse("key", &a.key)?;
     let value = enc.parse("value", &a.value)?;
     write_one(&a.db, &a.table, Some(&a.create), &a.sync, |b, t| {
@@ -77,6 +80,8 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
 pub(crate) struct DeleteArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub hex: HexArgs,
     #[command(flatten)]
     pub table: TableArgs,
     #[command(flatten)]
@@ -91,6 +96,8 @@ pub(crate) struct SingleDeleteArgs {
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
+    pub hex: HexArgs,
+    #[command(flatten)]
     pub table: TableArgs,
     #[command(flatten)]
     pub sync: SyncArgs,
@@ -101,13 +108,13 @@ pub(crate) struct SingleDeleteArgs {
 
 /// Deletes a key (deleting a missing key is not an error).
 pub(crate) fn delete(a: DeleteArgs) -> Result<()> {
-    let key = a.db.encoding().parse("key", &a.key)?;
+    let key = a.hex.encoding().parse("key", &a.key)?;
     write_one(&a.db, &a.table, None, &a.sync, |b, t| b.delete_cf(t, &key))
 }
 
 /// Single-deletes a key (RocksDB's `SingleDelete`).
 pub(crate) fn single_delete(a: SingleDeleteArgs) -> Result<()> {
-    let key = a.db.encoding().parse("key", &a.key)?;
+    let key = a.hex.encoding().parse("key", &a.key)?;
     write_one(&a.db, &a.table, None, &a.sync, |b, t| {
         b.single_delete_cf(t, &key)
     })
@@ -118,6 +125,8 @@ pub(crate) fn single_delete(a: SingleDeleteArgs) -> Result<()> {
 pub(crate) struct MergeArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub hex: HexArgs,
     #[command(flatten)]
     pub table: TableArgs,
     #[command(flatten)]
@@ -139,9 +148,9 @@ pub(crate) fn merge(a: MergeArgs) -> Result<()> {
         }
         .fail();
     };
-    let enc = a.db.encoding();
+    let enc = a.hex.encoding();
     let key = enc.parse("key", &a.key)?;
-    let operand = if operator == "uint64add" && !a.db.hex.hex {
+    let operand = if operator == "uint64add" && !a.hex.hex {
         let n: u64 = a.operand.parse().map_err(|_| {
             UsageSnafu {
                 message: format!(

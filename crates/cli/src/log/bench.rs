@@ -47,8 +47,8 @@ pub(crate) struct BenchArgs {
     /// Percent of records that are tombstones [range: 0..=100].
     #[arg(long, default_value_t = 0, value_parser = numbers::int::<u8>(0, 100))]
     pub tombstone_percent: u8,
-    /// Seed of the workload's generators (each thread derives its own)
-    /// [range: any u64]
+    /// Seed of the workload's generators (a command with several threads
+    /// derives one per thread) [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Where to write the log (default: a temporary directory, removed
@@ -72,8 +72,8 @@ pub(crate) struct BenchArgs {
     /// between them (readwhilewriting adds one writer); `log bench` runs
     /// that many cleaner threads (`log.cleaner.threads`, the offset map
     /// memory divided among them; default the `--config` value, else 1);
-    /// `stress` threads each run their share (`stress bank` adds a checker
-    /// thread) [range: 1..=256]
+    /// `stress db` and `stress bank` run every thread for --ops-per-thread
+    /// operations (`stress bank` adds a checker thread) [range: 1..=256]
     #[arg(long, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: Option<usize>,
     #[command(flatten)]

@@ -53,6 +53,7 @@ pub(crate) fn run(a: CheckArgs) -> Result<()> {
     let report = lithify::log::verify(&fs, &a.path).context(LogSnafu)?;
     if a.json.json {
         crate::json::print(&serde_json::json!({
+            "ok": report.problems.is_empty(),
             "path": a.path.display().to_string(),
             "logs": report.logs,
             "segments": report.segments,

@@ -54,8 +54,8 @@ pub(crate) struct ProduceArgs {
     /// bytes) must stay within 1 GiB [range: 1..=1000000]
     #[arg(long, default_value_t = 100, value_parser = numbers::int::<usize>(1, MAX_BATCH_RECORDS))]
     pub batch_size: usize,
-    /// Seed of the workload's generators (each thread derives its own)
-    /// [range: any u64]
+    /// Seed of the workload's generators (a command with several threads
+    /// derives one per thread) [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// The current time in ms since the epoch (default: the system clock):

@@ -8,12 +8,15 @@ use lithify_bench::lsm::Picture;
 
 use crate::db::{DbArgs, close};
 use crate::error::Result;
+use crate::text::HexArgs;
 
 /// Arguments of `lsm`.
 #[derive(Debug, Args)]
 pub(crate) struct LsmArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub hex: HexArgs,
     /// Write one self-contained HTML page (inline SVG, no network) to this
     /// file: `lsm` draws the tree now and over time; `bench` throughput and
     /// amplification over the run (sampled every 250 ms), or with
@@ -33,7 +36,7 @@ pub(crate) fn run(a: LsmArgs) -> Result<()> {
     let picture = Picture::read(&db);
     close(db)?;
     let picture = picture?;
-    let encoding = a.db.encoding();
+    let encoding = a.hex.encoding();
     let page = picture.page(&a.db.db, a.max_steps, &|key| encoding.show(key));
     crate::output::write(&a.html, page.as_bytes())?;
     let files: usize = picture.current.tables.iter().map(|t| t.files.len()).sum();

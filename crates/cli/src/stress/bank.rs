@@ -39,8 +39,8 @@ pub(crate) struct BankStressArgs {
     /// between them (readwhilewriting adds one writer); `log bench` runs
     /// that many cleaner threads (`log.cleaner.threads`, the offset map
     /// memory divided among them; default the `--config` value, else 1);
-    /// `stress` threads each run their share (`stress bank` adds a checker
-    /// thread) [range: 1..=256]
+    /// `stress db` and `stress bank` run every thread for --ops-per-thread
+    /// operations (`stress bank` adds a checker thread) [range: 1..=256]
     #[arg(long, default_value_t = 4, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
     /// Operations per thread: writes and reads (`stress db`), transfers
@@ -56,8 +56,8 @@ pub(crate) struct BankStressArgs {
     #[arg(long, default_value_t = 10,
           value_parser = numbers::int::<u8>(0, 100))]
     pub sync_percent: u8,
-    /// Seed of the workload's generators (each thread derives its own)
-    /// [range: any u64]
+    /// Seed of the workload's generators (a command with several threads
+    /// derives one per thread) [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Only verify what earlier runs left against the expected state

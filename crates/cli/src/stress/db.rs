@@ -39,8 +39,8 @@ pub(crate) struct DbStressArgs {
     /// between them (readwhilewriting adds one writer); `log bench` runs
     /// that many cleaner threads (`log.cleaner.threads`, the offset map
     /// memory divided among them; default the `--config` value, else 1);
-    /// `stress` threads each run their share (`stress bank` adds a checker
-    /// thread) [range: 1..=256]
+    /// `stress db` and `stress bank` run every thread for --ops-per-thread
+    /// operations (`stress bank` adds a checker thread) [range: 1..=256]
     #[arg(long, default_value_t = 4, value_parser = numbers::int::<usize>(1, numbers::MAX_THREADS))]
     pub threads: usize,
     /// Operations per thread: writes and reads (`stress db`), transfers
@@ -52,8 +52,8 @@ pub(crate) struct DbStressArgs {
     /// 0..=31536000, a year]
     #[arg(long, value_parser = numbers::float(0.0, numbers::MAX_DURATION_SECS))]
     pub duration: Option<f64>,
-    /// Seed of the workload's generators (each thread derives its own)
-    /// [range: any u64]
+    /// Seed of the workload's generators (a command with several threads
+    /// derives one per thread) [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// Percent of writes (`stress db`) or commits (`stress bank`) made with
@@ -86,9 +86,10 @@ pub(crate) struct DbStressArgs {
     #[arg(long, alias = "range_deletion_width", default_value_t = 10,
           value_parser = numbers::int::<u64>(1, 1_000_000))]
     pub range_width: u64,
-    /// One operation in N (per thread) is followed by a flush: of the
-    /// memtable (`stress db`), or of the log to disk (fsync, `stress log`);
-    /// 0 never [range: any u64]
+    /// How often a flush follows the work, 0 never: `stress db` flushes the
+    /// memtable after one operation in N per thread on average (chosen at
+    /// random), `stress log` fsyncs each producer's log after every Nth
+    /// batch [range: any u64]
     #[arg(long, default_value_t = 2_000,
           value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub flush_one_in: u64,

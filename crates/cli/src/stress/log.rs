@@ -73,13 +73,14 @@ pub(crate) struct LogStressArgs {
     /// Percent of records that are tombstones [range: 0..=100].
     #[arg(long, default_value_t = 10, value_parser = numbers::int::<u8>(0, 100))]
     pub tombstone_percent: u8,
-    /// One operation in N (per thread) is followed by a flush: of the
-    /// memtable (`stress db`), or of the log to disk (fsync, `stress log`);
-    /// 0 never [range: any u64]
+    /// How often a flush follows the work, 0 never: `stress db` flushes the
+    /// memtable after one operation in N per thread on average (chosen at
+    /// random), `stress log` fsyncs each producer's log after every Nth
+    /// batch [range: any u64]
     #[arg(long, default_value_t = 50, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub flush_one_in: u64,
-    /// Seed of the workload's generators (each thread derives its own)
-    /// [range: any u64]
+    /// Seed of the workload's generators (a command with several threads
+    /// derives one per thread) [range: any u64]
     #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(0, u64::MAX))]
     pub seed: u64,
     /// A setting by its Kafka name, `NAME=VALUE` (repeatable): a log
