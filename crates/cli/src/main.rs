@@ -81,10 +81,13 @@ enum Command {
     /// Print the keys (and values) of a key range in order.
     Scan(db::ScanArgs),
     /// List the tables (column families): strategy, files, bytes.
+    #[command(alias = "list-column-families")]
     Tables(db::TablesArgs),
     /// Create a table (RocksDB's CreateColumnFamily).
+    #[command(alias = "create-column-family")]
     CreateTable(db::CreateTableArgs),
     /// Drop a table and delete its data (RocksDB's DropColumnFamily).
+    #[command(alias = "drop-column-family")]
     DropTable(db::DropTableArgs),
     /// Print the engine's statistics: compaction stats and amplification.
     Stats(db::StatsArgs),
@@ -108,6 +111,7 @@ enum Command {
     /// footer, every block's checksum, key order) and the WALs, as
     /// RocksDB's `ldb checkconsistency` and `sst_dump --command=verify`;
     /// one line per problem, exit status 3 if any.
+    #[command(alias = "checkconsistency")]
     Check(db::CheckArgs),
     /// Print an SST file: properties, blocks, entries; verify every
     /// checksum.
@@ -115,6 +119,7 @@ enum Command {
     /// Print the records and writes of a write-ahead log.
     DumpWal(dump::wal::DumpWalArgs),
     /// Print the MANIFEST of a database: version edits and the LSM shape.
+    #[command(alias = "manifest-dump")]
     DumpManifest(dump::manifest::DumpManifestArgs),
     /// Kafka-format logs: produce a workload, dump files, clean, benchmark.
     #[command(subcommand)]
@@ -226,7 +231,20 @@ fn command() -> clap::Command {
         })
         .mut_subcommands(adjust)
     }
-    with_exit_statuses(adjust(Cli::command()), "")
+    /// Each command also answers to its `_` spelling (`dump_wal`,
+    /// `create_column_family`), as ldb's commands are spelt.
+    fn underscore_commands(cmd: clap::Command) -> clap::Command {
+        let mut names: Vec<String> = vec![cmd.get_name().to_owned()];
+        names.extend(cmd.get_all_aliases().map(str::to_owned));
+        let cmd = names
+            .iter()
+            .filter(|n| n.contains('-'))
+            .map(|n| n.replace('-', "_"))
+            .fold(cmd, |c, u| c.alias(&*Box::leak(u.into_boxed_str())));
+        cmd.mut_subcommands(underscore_commands)
+    }
+    let cli = adjust(Cli::command()).mut_subcommands(underscore_commands);
+    with_exit_statuses(cli, "")
 }
 
 /// Ends every command's `--help` with its exit statuses

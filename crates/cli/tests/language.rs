@@ -314,6 +314,12 @@ fn rocksdb_underscore_spellings_work_everywhere() {
         "0",
         s(&tmp.path().join("cp")),
     ]);
+    // ldb's command names.
+    ok(&["create_column_family", "--db", db_s, "t"]);
+    assert!(ok(&["list_column_families", "--db", db_s]).contains("\nt\t"));
+    ok(&["drop_column_family", "--db", db_s, "t"]);
+    assert!(ok(&["checkconsistency", "--db", db_s]).contains("ok: checked"));
+    assert!(ok(&["manifest_dump", db_s]).starts_with("MANIFEST-"));
 }
 
 #[test]
@@ -392,10 +398,23 @@ fn a_file_of_the_wrong_kind_is_named_for_what_it_looks_like() {
             "dump-wal",
         ],
     );
+    // A WAL and a MANIFEST share a format: the name tells them apart.
+    exits(
+        &["dump-wal", s(&manifest)],
+        2,
+        &["is a MANIFEST", "dump-manifest"],
+    );
     // The right kinds still read.
     ok(&["log", "dump", s(&segment)]);
     ok(&["dump-sst", s(&sst)]);
     ok(&["dump-manifest", s(&manifest)]);
+    ok(&["put", "--db", db_s, "k2", "v"]);
+    let wal = file_in(&db, |n| n.ends_with(".log"));
+    exits(
+        &["dump-manifest", s(&wal)],
+        2,
+        &["is a write-ahead log", "dump-wal"],
+    );
 }
 
 #[test]

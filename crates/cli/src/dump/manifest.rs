@@ -27,7 +27,7 @@ pub(crate) fn run(a: DumpManifestArgs) -> Result<()> {
         let number = manifest::read_current(&OsFs, &a.path).context(VersionSnafu)?;
         a.path.join(files::manifest_file_name(number))
     } else {
-        super::refuse_other_format(&a.path, lithify::FileFormat::RecordLog)?;
+        super::refuse_other_format(&a.path, lithify::FileFormat::RecordLog, true)?;
         a.path
     };
     let mut out = String::new();

@@ -15,6 +15,28 @@ use lithify::vfs::{FileSystem as _, OsFs};
 
 use crate::error::{Result, UsageSnafu};
 
+/// Refuses a record log whose name says it is a MANIFEST where a WAL is
+/// wanted (`manifest` false), or a WAL where a MANIFEST is.
+fn refuse_other_record_log(path: &Path, manifest: bool) -> Result<()> {
+    let named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(lithify::files::parse_file_name);
+    let (is, reader) = match named {
+        Some(lithify::files::FileKind::Manifest(_)) if !manifest => {
+            ("a MANIFEST", "`lithify dump-manifest`")
+        }
+        Some(lithify::files::FileKind::Log(_)) if manifest => {
+            ("a write-ahead log", "`lithify dump-wal`")
+        }
+        _ => return Ok(()),
+    };
+    UsageSnafu {
+        message: format!("{} is {is}, which {reader} reads", path.display()),
+    }
+    .fail()
+}
+
 /// The command that reads files of `format`.
 fn reader_of(format: FileFormat) -> &'static str {
     match format {
@@ -30,7 +52,10 @@ fn reader_of(format: FileFormat) -> &'static str {
 /// reads it), and a lithify database directory given where Kafka log data
 /// is wanted. A file of unknown or damaged format passes: the dump itself
 /// reports what is wrong with it, with offsets.
-pub(crate) fn refuse_other_format(path: &Path, wanted: FileFormat) -> Result<()> {
+///
+/// A WAL and a MANIFEST share the record log's format, so for those the
+/// file name decides: `manifest` says which of the two the command reads.
+pub(crate) fn refuse_other_format(path: &Path, wanted: FileFormat, manifest: bool) -> Result<()> {
     if OsFs.is_dir(path) {
         if wanted == FileFormat::KafkaSegment && OsFs.exists(&path.join(lithify::files::CURRENT)) {
             return UsageSnafu {
@@ -47,6 +72,9 @@ pub(crate) fn refuse_other_format(path: &Path, wanted: FileFormat) -> Result<()>
         // Unreadable: the command's own open names the error.
         return Ok(());
     };
+    if found == FileFormat::RecordLog && wanted == FileFormat::RecordLog {
+        return refuse_other_record_log(path, manifest);
+    }
     if found == wanted || matches!(found, FileFormat::Empty | FileFormat::Unknown) {
         return Ok(());
     }

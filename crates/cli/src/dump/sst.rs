@@ -61,7 +61,7 @@ fn open(file: Arc<dyn RandomAccessFile>, path: &Path, size: u64) -> Result<Recor
 pub(crate) fn run(a: DumpSstArgs) -> Result<()> {
     let enc = a.hex.encoding();
     let path = a.file.as_path();
-    super::refuse_other_format(path, lithify::FileFormat::Table)?;
+    super::refuse_other_format(path, lithify::FileFormat::Table, false)?;
     let size = OsFs.file_size(path).context(IoSnafu {
         action: "read the size of",
         path,

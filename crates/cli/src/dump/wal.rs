@@ -49,7 +49,7 @@ pub(crate) struct DumpWalArgs {
 pub(crate) fn run(a: DumpWalArgs) -> Result<()> {
     let enc = a.hex.encoding();
     let path = a.file.as_path();
-    super::refuse_other_format(path, lithify::FileFormat::RecordLog)?;
+    super::refuse_other_format(path, lithify::FileFormat::RecordLog, false)?;
     let file = OsFs.open(path).context(IoSnafu {
         action: "open",
         path,

@@ -56,7 +56,7 @@ pub(crate) struct DumpArgs {
 /// Runs `log dump`.
 pub(crate) fn run(a: DumpArgs) -> Result<()> {
     let fs = OsFs;
-    crate::dump::refuse_other_format(&a.path, FileFormat::KafkaSegment)?;
+    crate::dump::refuse_other_format(&a.path, FileFormat::KafkaSegment, false)?;
     if fs.is_dir(&a.path) {
         return dump_dir(
             &fs,
