@@ -1,6 +1,6 @@
 //! `--json`: machine-readable output, on every command that prints a
 //! report (`bench`, `log bench`, `stats`, `check`, `live-files`, `backup
-//! list`, `log check`).
+//! list`, `log check`, `log dump`).
 
 use serde::Serialize;
 use snafu::ResultExt as _;

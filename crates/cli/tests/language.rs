@@ -576,3 +576,93 @@ fn long_commands_keep_stderr_clean_off_a_terminal_and_take_quiet() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
     }
 }
+
+#[test]
+fn log_dump_is_json_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let log = data.join("t-0");
+    ok(&[
+        "log",
+        "produce",
+        s(&log),
+        "--records",
+        "30",
+        "--keys",
+        "5",
+        "--batch-size",
+        "10",
+        "--roll",
+    ]);
+    let segment = log.join("00000000000000000000.log");
+    let one = json(&["log", "dump", s(&segment), "--json", "--print-data-log"]);
+    let entries = one["files"][0]["entries"].as_array().unwrap();
+    assert_eq!(
+        entries[0],
+        serde_json::json!({"logStartingOffset": 0}),
+        "{one}"
+    );
+    let batches: Vec<&serde_json::Value> = entries
+        .iter()
+        .filter(|e| e.get("baseOffset").is_some())
+        .collect();
+    assert_eq!(batches.len(), 3, "{one}");
+    assert_eq!(
+        (
+            batches[1]["baseOffset"].as_i64(),
+            batches[1]["isvalid"].as_bool()
+        ),
+        (Some(10), Some(true))
+    );
+    let records = batches[0]["records"].as_array().unwrap();
+    assert_eq!(
+        (records.len(), records[9]["offset"].as_i64()),
+        (10, Some(9)),
+        "{one}"
+    );
+    // A whole data directory: every file, and the directory checks.
+    let all = json(&[
+        "log",
+        "dump",
+        s(&data),
+        "--json",
+        "--transaction-index-sanity-check",
+    ]);
+    let files: Vec<&str> = all["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["file"].as_str())
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("00000000000000000000.log")),
+        "{all}"
+    );
+    assert!(
+        all["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f.get("check").is_some()),
+        "{all}"
+    );
+    assert_eq!(all["problems"], serde_json::json!([]), "{all}");
+    // Damage: the JSON is still printed, and the status says damage.
+    let mut bytes = read_file(&OsFs, &segment).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    write_file_atomic(&OsFs, &segment, &bytes).unwrap();
+    let out = lithify(&["log", "dump", s(&segment), "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let damaged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let invalid = damaged["files"][0]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| {
+            e["isvalid"] == false || e.get("error").is_some() || e.get("invalidBytes").is_some()
+        });
+    assert!(invalid, "{damaged}");
+}

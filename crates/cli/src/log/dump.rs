@@ -36,6 +36,7 @@ use lithify::vfs::{FileSystem, OsFs};
 use snafu::ResultExt as _;
 
 use crate::error::{DamagedSnafu, Error, IoSnafu, LogSnafu, Result, UsageSnafu};
+use crate::json::JsonArgs;
 use crate::log::check::{fail_on_problems, print_findings};
 
 /// Arguments of `log dump`.
@@ -51,14 +52,125 @@ pub(crate) struct DumpArgs {
     /// and ABORT markers.
     #[arg(long)]
     pub transaction_index_sanity_check: bool,
+    #[command(flatten)]
+    pub json: JsonArgs,
+}
+
+/// Where a dump goes: kafka-dump-log's lines on stdout, or with `--json`
+/// one object at the end — `files`, each with its `entries` (a batch with
+/// its `records`, an index entry, a checkpoint line), and the directory
+/// checks' `problems` and `warnings` — printed even when the dump fails.
+#[derive(Default)]
+struct Out {
+    json: bool,
+    files: Vec<serde_json::Value>,
+    problems: Vec<serde_json::Value>,
+    warnings: Vec<serde_json::Value>,
+}
+
+impl Out {
+    /// A file starts.
+    fn file(&mut self, path: &Path) {
+        if self.json {
+            self.files.push(serde_json::json!({
+                "file": path.display().to_string(),
+                "entries": [],
+            }));
+        } else {
+            println!("Dumping {}", path.display());
+        }
+    }
+
+    /// A check of directory `dir` starts: its lines are its own entry in
+    /// `--json`; the text has no heading for it.
+    fn check(&mut self, dir: &Path) {
+        if self.json {
+            self.files.push(serde_json::json!({
+                "check": dir.display().to_string(),
+                "entries": [],
+            }));
+        }
+    }
+
+    /// One line of the current file: `text`, or `json` among its entries.
+    fn line(&mut self, text: String, json: serde_json::Value) {
+        if !self.json {
+            println!("{text}");
+        } else if let Some(entries) = self
+            .files
+            .last_mut()
+            .and_then(|f| f["entries"].as_array_mut())
+        {
+            entries.push(json);
+        }
+    }
+
+    /// One record of the batch just printed.
+    fn record(&mut self, text: String, json: serde_json::Value) {
+        if !self.json {
+            println!("{text}");
+            return;
+        }
+        let batch = self
+            .files
+            .last_mut()
+            .and_then(|f| f["entries"].as_array_mut())
+            .and_then(|e| e.last_mut());
+        if let Some(batch) = batch {
+            match batch["records"].as_array_mut() {
+                Some(records) => records.push(json),
+                None => batch["records"] = serde_json::json!([json]),
+            }
+        }
+    }
+
+    /// A log directory's check, as `log check` reports it.
+    fn findings(&mut self, report: &lithify::log::VerifyReport) {
+        if !self.json {
+            print_findings(report);
+            return;
+        }
+        let finding = |f: &lithify::log::Finding| {
+            serde_json::json!({
+                "file": f.file.display().to_string(),
+                "offset": f.offset,
+                "message": f.message,
+            })
+        };
+        self.problems.extend(report.problems.iter().map(finding));
+        self.warnings.extend(report.warnings.iter().map(finding));
+    }
+
+    /// With `--json`, prints everything gathered.
+    fn finish(self) -> Result<()> {
+        if !self.json {
+            return Ok(());
+        }
+        crate::json::print(&serde_json::json!({
+            "files": self.files,
+            "problems": self.problems,
+            "warnings": self.warnings,
+        }))
+    }
 }
 
 /// Runs `log dump`.
 pub(crate) fn run(a: DumpArgs) -> Result<()> {
+    let mut out = Out {
+        json: a.json.json,
+        ..Out::default()
+    };
+    let result = dump(&mut out, &a);
+    let printed = out.finish();
+    result.and(printed)
+}
+
+fn dump(out: &mut Out, a: &DumpArgs) -> Result<()> {
     let fs = OsFs;
     crate::dump::refuse_other_format(&a.path, FileFormat::KafkaSegment, false)?;
     if fs.is_dir(&a.path) {
         return dump_dir(
+            out,
             &fs,
             &a.path,
             a.print_data_log,
@@ -80,7 +192,7 @@ pub(crate) fn run(a: DumpArgs) -> Result<()> {
     }
     let dir = lithify::vfs::parent_dir(&a.path);
     let _reading = lithify::log::lock_shared(&fs, dir, "log directory").context(LogSnafu)?;
-    dump_file(&fs, &a.path, a.print_data_log)
+    dump_file(out, &fs, &a.path, a.print_data_log)
 }
 
 fn list(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
@@ -92,7 +204,13 @@ fn list(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) -> Result<()> {
+fn dump_dir(
+    out: &mut Out,
+    fs: &dyn FileSystem,
+    dir: &Path,
+    records: bool,
+    check_txns: bool,
+) -> Result<()> {
     let names = list(fs, dir)?;
     let of_kind = |kind: FileKind| -> Vec<&String> {
         names
@@ -113,25 +231,25 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) ->
             }
         };
         for name in logs {
-            note(dump_log(fs, &dir.join(name), records));
+            note(dump_log(out, fs, &dir.join(name), records));
             if let Some(base) = naming::offset_from_file_name(name) {
                 let txn = dir.join(naming::file_name(base, FileKind::TxnIndex, Suffix::None));
                 if fs.exists(&txn) {
-                    note(dump_txn_index(fs, &txn));
+                    note(dump_txn_index(out, fs, &txn));
                 }
             }
         }
         for name in of_kind(FileKind::Snapshot) {
-            note(dump_snapshot(fs, &dir.join(name)));
+            note(dump_snapshot(out, fs, &dir.join(name)));
         }
         if check_txns {
-            note(sanity_check(fs, dir));
+            note(sanity_check(out, fs, dir));
         }
         // The directory as a whole, as open and the cleaner judge it.
         let shared: Arc<dyn FileSystem> = Arc::new(OsFs);
         match lithify::log::verify(&shared, dir) {
             Ok(report) => {
-                print_findings(&report);
+                out.findings(&report);
                 if first_error.is_none() {
                     first_error = fail_on_problems(&report).err();
                 }
@@ -144,7 +262,7 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) ->
     let mut first_error = None;
     for file in [CLEANER_CHECKPOINT, checkpoint::RECOVERY_POINT_FILE_NAME] {
         if names.iter().any(|n| n == file)
-            && let Err(e) = dump_checkpoint(fs, &dir.join(file))
+            && let Err(e) = dump_checkpoint(out, fs, &dir.join(file))
         {
             eprintln!("error: {e}");
             first_error.get_or_insert(e);
@@ -155,7 +273,7 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) ->
         let sub = dir.join(name);
         if fs.is_dir(&sub) && TopicPartition::from_dir_name(name).is_some() {
             found = true;
-            if let Err(e) = dump_dir(fs, &sub, records, check_txns) {
+            if let Err(e) = dump_dir(out, fs, &sub, records, check_txns) {
                 first_error.get_or_insert(e);
             }
         }
@@ -175,20 +293,20 @@ fn dump_dir(fs: &dyn FileSystem, dir: &Path, records: bool, check_txns: bool) ->
     first_error.map_or(Ok(()), Err)
 }
 
-fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
+fn dump_file(out: &mut Out, fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
     if name == CLEANER_CHECKPOINT || name == checkpoint::RECOVERY_POINT_FILE_NAME {
-        return dump_checkpoint(fs, path);
+        return dump_checkpoint(out, fs, path);
     }
     match naming::parse(name).map(|p| p.kind) {
-        Some(FileKind::Log) => dump_log(fs, path, records),
-        Some(FileKind::Index) => dump_index(fs, path, 8),
-        Some(FileKind::TimeIndex) => dump_index(fs, path, 12),
-        Some(FileKind::TxnIndex) => dump_txn_index(fs, path),
-        Some(FileKind::Snapshot) => dump_snapshot(fs, path),
+        Some(FileKind::Log) => dump_log(out, fs, path, records),
+        Some(FileKind::Index) => dump_index(out, fs, path, 8),
+        Some(FileKind::TimeIndex) => dump_index(out, fs, path, 12),
+        Some(FileKind::TxnIndex) => dump_txn_index(out, fs, path),
+        Some(FileKind::Snapshot) => dump_snapshot(out, fs, path),
         _ => UsageSnafu {
             message: format!(
                 "{} is not a .log, .index, .timeindex, .txnindex, .snapshot, cleaner-offset-checkpoint or recovery-point-offset-checkpoint file",
@@ -200,8 +318,8 @@ fn dump_file(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
 }
 
 /// A `cleaner-offset-checkpoint` or `recovery-point-offset-checkpoint`.
-fn dump_checkpoint(fs: &dyn FileSystem, path: &Path) -> Result<()> {
-    println!("Dumping {}", path.display());
+fn dump_checkpoint(out: &mut Out, fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    out.file(path);
     let entries = checkpoint::read_file(fs, path).context(LogSnafu)?;
     let what = if path.file_name().and_then(|n| n.to_str()) == Some(CLEANER_CHECKPOINT) {
         "firstDirtyOffset"
@@ -209,14 +327,17 @@ fn dump_checkpoint(fs: &dyn FileSystem, path: &Path) -> Result<()> {
         "recoveryPoint"
     };
     for (tp, offset) in entries {
-        println!("partition: {tp} {what}: {offset}");
+        out.line(
+            format!("partition: {tp} {what}: {offset}"),
+            serde_json::json!({"partition": tp.to_string(), what: offset}),
+        );
     }
     Ok(())
 }
 
 /// A `.txnindex`, as kafka-dump-log prints a `TransactionIndex`.
-fn dump_txn_index(fs: &dyn FileSystem, path: &Path) -> Result<()> {
-    println!("Dumping {}", path.display());
+fn dump_txn_index(out: &mut Out, fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    out.file(path);
     let base = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -227,17 +348,23 @@ fn dump_txn_index(fs: &dyn FileSystem, path: &Path) -> Result<()> {
         path,
     })?;
     for t in txn_index::decode(path, base, &bytes).context(LogSnafu)? {
-        println!(
-            "version: 0 producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
-            t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset
+        out.line(
+            format!(
+                "version: 0 producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
+                t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset
+            ),
+            serde_json::json!({
+                "producerId": t.producer_id, "firstOffset": t.first_offset,
+                "lastOffset": t.last_offset, "lastStableOffset": t.last_stable_offset,
+            }),
         );
     }
     Ok(())
 }
 
 /// A producer `.snapshot`, as kafka-dump-log prints one.
-fn dump_snapshot(fs: &dyn FileSystem, path: &Path) -> Result<()> {
-    println!("Dumping {}", path.display());
+fn dump_snapshot(out: &mut Out, fs: &dyn FileSystem, path: &Path) -> Result<()> {
+    out.file(path);
     let bytes = lithify::vfs::read_file(fs, path).context(IoSnafu {
         action: "read",
         path,
@@ -252,26 +379,44 @@ fn dump_snapshot(fs: &dyn FileSystem, path: &Path) -> Result<()> {
                 b.last_sequence, b.last_offset, b.offset_delta
             )
         });
-        println!(
-            "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: {txn} lastTimestamp: {}{batch}",
-            e.producer_id, e.producer_epoch, e.coordinator_epoch, e.last_timestamp
+        out.line(
+            format!(
+                "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: {txn} lastTimestamp: {}{batch}",
+                e.producer_id, e.producer_epoch, e.coordinator_epoch, e.last_timestamp
+            ),
+            serde_json::json!({
+                "producerId": e.producer_id, "producerEpoch": e.producer_epoch,
+                "coordinatorEpoch": e.coordinator_epoch,
+                "currentTxnFirstOffset": e.current_txn_first_offset,
+                "lastTimestamp": e.last_timestamp,
+                "lastSequence": e.last_batch.map(|b| b.last_sequence),
+                "lastOffset": e.last_batch.map(|b| b.last_offset),
+                "offsetDelta": e.last_batch.map(|b| b.offset_delta),
+            }),
         );
     }
     Ok(())
 }
 
 /// `--transaction-index-sanity-check` of one log directory.
-fn sanity_check(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+fn sanity_check(out: &mut Out, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     let check = txn_check::check_dir(fs, dir).context(LogSnafu)?;
+    out.check(dir);
     for p in &check.problems {
-        println!("{p}");
+        out.line(p.to_string(), serde_json::json!({"problem": p.to_string()}));
     }
-    println!(
-        "Transaction index sanity check of {}: {} entries, {} aborted transactions with data, {} problems",
-        dir.display(),
-        check.entries,
-        check.aborted_with_data,
-        check.problems.len()
+    out.line(
+        format!(
+            "Transaction index sanity check of {}: {} entries, {} aborted transactions with data, {} problems",
+            dir.display(),
+            check.entries,
+            check.aborted_with_data,
+            check.problems.len()
+        ),
+        serde_json::json!({"sanityCheck": {
+            "dir": dir.display().to_string(), "entries": check.entries,
+            "abortedWithData": check.aborted_with_data, "problems": check.problems.len(),
+        }}),
     );
     if let Some(first) = check.problems.first() {
         return DamagedSnafu {
@@ -286,8 +431,8 @@ fn sanity_check(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn dump_index(fs: &dyn FileSystem, path: &Path, entry: usize) -> Result<()> {
-    println!("Dumping {}", path.display());
+fn dump_index(out: &mut Out, fs: &dyn FileSystem, path: &Path, entry: usize) -> Result<()> {
+    out.file(path);
     let base = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -306,44 +451,50 @@ fn dump_index(fs: &dyn FileSystem, path: &Path, entry: usize) -> Result<()> {
     }
     for (i, e) in bytes.chunks_exact(entry).enumerate() {
         let be32 = |at: usize| u32::from_be_bytes([e[at], e[at + 1], e[at + 2], e[at + 3]]);
-        let (relative, line) = if entry == 8 {
+        let (relative, line, json) = if entry == 8 {
             let rel = be32(0);
+            let offset = base + i64::from(rel);
             (
                 rel,
-                format!("offset: {} position: {}", base + i64::from(rel), be32(4)),
+                format!("offset: {offset} position: {}", be32(4)),
+                serde_json::json!({"offset": offset, "position": be32(4)}),
             )
         } else {
             let mut ts = [0u8; 8];
             ts.copy_from_slice(&e[..8]);
             let rel = be32(8);
+            let (timestamp, offset) = (i64::from_be_bytes(ts), base + i64::from(rel));
             (
                 rel,
-                format!(
-                    "timestamp: {} offset: {}",
-                    i64::from_be_bytes(ts),
-                    base + i64::from(rel)
-                ),
+                format!("timestamp: {timestamp} offset: {offset}"),
+                serde_json::json!({"timestamp": timestamp, "offset": offset}),
             )
         };
         if i > 0 && relative == 0 {
             // The preallocated, unused tail of an active segment's index.
             let rest = bytes.len() / entry - i;
-            println!("({rest} unused preallocated entries follow)");
+            out.line(
+                format!("({rest} unused preallocated entries follow)"),
+                serde_json::json!({"unusedPreallocatedEntries": rest}),
+            );
             break;
         }
-        println!("{line}");
+        out.line(line, json);
     }
     Ok(())
 }
 
-fn dump_log(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
-    println!("Dumping {}", path.display());
+fn dump_log(out: &mut Out, fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
+    out.file(path);
     let base = path
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(naming::offset_from_file_name)
         .unwrap_or(0);
-    println!("Log starting offset: {base}");
+    out.line(
+        format!("Log starting offset: {base}"),
+        serde_json::json!({"logStartingOffset": base}),
+    );
     let file = fs.open(path).context(IoSnafu {
         action: "open",
         path,
@@ -362,7 +513,7 @@ fn dump_log(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
         let batch = match batch {
             Ok(b) => b,
             Err(e) => {
-                println!("{e}");
+                out.line(e.to_string(), serde_json::json!({"error": e.to_string()}));
                 return Err(e).context(LogSnafu);
             }
         };
@@ -372,20 +523,23 @@ fn dump_log(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
             invalid.push(batch.position());
         }
         if let Err(e) = order.check(&batch) {
-            println!("{e}");
+            out.line(e.to_string(), serde_json::json!({"error": e.to_string()}));
             disordered.get_or_insert(e);
         }
-        println!("{}", batch_line(&batch, valid));
+        out.line(batch_line(&batch, valid), batch_json(&batch, valid));
         if records && valid {
-            print_records(&batch)?;
+            print_records(out, &batch)?;
         }
     }
     let end = batches.position();
     if end < size {
-        println!(
-            "Found {} invalid bytes at the end of {} (byte offset {end})",
-            size - end,
-            path.display()
+        out.line(
+            format!(
+                "Found {} invalid bytes at the end of {} (byte offset {end})",
+                size - end,
+                path.display()
+            ),
+            serde_json::json!({"invalidBytes": size - end, "position": end}),
         );
         return DamagedSnafu {
             path,
@@ -410,6 +564,42 @@ fn dump_log(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<()> {
         .fail();
     }
     Ok(())
+}
+
+/// A batch's fields in `--json`, by kafka-dump-log's names.
+fn batch_json(b: &RecordBatch, valid: bool) -> serde_json::Value {
+    let last_sequence = if b.base_sequence() < 0 {
+        -1
+    } else {
+        b.base_sequence().wrapping_add(b.last_offset_delta())
+    };
+    let ts_kind = match b.timestamp_type() {
+        TimestampType::CreateTime => "CreateTime",
+        TimestampType::LogAppendTime => "LogAppendTime",
+    };
+    serde_json::json!({
+        "baseOffset": b.base_offset(),
+        "lastOffset": b.last_offset(),
+        "count": b.records_count(),
+        "baseSequence": b.base_sequence(),
+        "lastSequence": last_sequence,
+        "producerId": b.producer_id(),
+        "producerEpoch": b.producer_epoch(),
+        "partitionLeaderEpoch": b.partition_leader_epoch(),
+        "isTransactional": b.is_transactional(),
+        "isControl": b.is_control(),
+        "deleteHorizonMs": b.delete_horizon_ms(),
+        "position": b.position(),
+        ts_kind: b.max_timestamp(),
+        "size": b.size_in_bytes(),
+        "magic": b.magic(),
+        "compresscodec": b.compression().map_or_else(
+            |_| format!("unknown({})", b.compression_id()),
+            |c| c.name().to_string(),
+        ),
+        "crc": b.checksum(),
+        "isvalid": valid,
+    })
 }
 
 fn batch_line(b: &RecordBatch, valid: bool) -> String {
@@ -455,7 +645,7 @@ fn text(b: Option<&[u8]>) -> String {
     }
 }
 
-fn print_records(b: &RecordBatch) -> Result<(), Error> {
+fn print_records(out: &mut Out, b: &RecordBatch) -> Result<(), Error> {
     let ts_kind = match b.timestamp_type() {
         TimestampType::CreateTime => "CreateTime",
         TimestampType::LogAppendTime => "LogAppendTime",
@@ -486,12 +676,19 @@ fn print_records(b: &RecordBatch) -> Result<(), Error> {
                 Ok(t) => format!("controlType: {t:?}({})", t.id()),
                 Err(e) => format!("controlType: unreadable ({e})"),
             };
-            println!(
-                "| offset: {} {ts_kind}: {} keySize: {} valueSize: {} sequence: -1 headerKeys: [] {what}",
-                r.offset,
-                r.timestamp,
-                key.len(),
-                r.value.as_ref().map_or(-1, |v| v.len() as i64)
+            out.record(
+                format!(
+                    "| offset: {} {ts_kind}: {} keySize: {} valueSize: {} sequence: -1 headerKeys: [] {what}",
+                    r.offset,
+                    r.timestamp,
+                    key.len(),
+                    r.value.as_ref().map_or(-1, |v| v.len() as i64)
+                ),
+                serde_json::json!({
+                    "offset": r.offset, ts_kind: r.timestamp, "keySize": key.len(),
+                    "valueSize": r.value.as_ref().map_or(-1, |v| v.len() as i64),
+                    "control": what,
+                }),
             );
             continue;
         }
@@ -506,15 +703,25 @@ fn print_records(b: &RecordBatch) -> Result<(), Error> {
             .iter()
             .map(|h| String::from_utf8_lossy(&h.key).into_owned())
             .collect();
-        println!(
-            "| offset: {} {ts_kind}: {} keySize: {} valueSize: {} sequence: {sequence} headerKeys: [{}] key: {} payload: {}",
-            r.offset,
-            r.timestamp,
-            r.key.as_ref().map_or(-1, |k| k.len() as i64),
-            r.value.as_ref().map_or(-1, |v| v.len() as i64),
-            header_keys.join(","),
-            text(r.key.as_deref()),
-            text(r.value.as_deref())
+        out.record(
+            format!(
+                "| offset: {} {ts_kind}: {} keySize: {} valueSize: {} sequence: {sequence} headerKeys: [{}] key: {} payload: {}",
+                r.offset,
+                r.timestamp,
+                r.key.as_ref().map_or(-1, |k| k.len() as i64),
+                r.value.as_ref().map_or(-1, |v| v.len() as i64),
+                header_keys.join(","),
+                text(r.key.as_deref()),
+                text(r.value.as_deref())
+            ),
+            serde_json::json!({
+                "offset": r.offset, ts_kind: r.timestamp,
+                "keySize": r.key.as_ref().map_or(-1, |k| k.len() as i64),
+                "valueSize": r.value.as_ref().map_or(-1, |v| v.len() as i64),
+                "sequence": sequence, "headerKeys": header_keys,
+                "key": r.key.as_deref().map(|k| String::from_utf8_lossy(k).into_owned()),
+                "payload": r.value.as_deref().map(|v| String::from_utf8_lossy(v).into_owned()),
+            }),
         );
     }
     Ok(())
