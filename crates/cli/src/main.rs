@@ -415,6 +415,50 @@ mod tests {
         }
     }
 
+    /// The text of every file under `tests/`.
+    fn test_sources() -> String {
+        use lithify::vfs::{FileSystem as _, OsFs};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+        let mut text = String::new();
+        for name in OsFs.list_dir(&dir).unwrap() {
+            let path = dir.join(&name);
+            if name.ends_with(".rs") {
+                let bytes = lithify::vfs::read_file(&OsFs, &path).unwrap();
+                text.push_str(&String::from_utf8(bytes).unwrap());
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn every_command_and_flag_is_run_by_a_test() {
+        let tests = test_sources();
+        let mut all = Vec::new();
+        leaves(&super::command(), "", &mut all);
+        let mut missing = Vec::new();
+        for (path, cmd) in &all {
+            let last = path.rsplit(' ').next().unwrap_or(path);
+            if !tests.contains(&format!("\"{last}\"")) {
+                missing.push(format!("the command `{path}`"));
+            }
+            for arg in cmd.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if matches!(long, "help" | "version") {
+                    continue;
+                }
+                let spelled = [format!("\"--{long}\""), format!("\"--{long}=")];
+                if !spelled.iter().any(|s| tests.contains(s.as_str())) {
+                    missing.push(format!("`{path} --{long}`"));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "no test under crates/cli/tests runs {}",
+            missing.join(", ")
+        );
+    }
+
     #[test]
     fn a_flag_shared_by_commands_has_one_help_text() {
         let mut all = Vec::new();

@@ -1318,6 +1318,21 @@ fn ingest_places_an_external_file_and_bulkload_reads_back_every_key() {
         "{out}"
     );
     assert_eq!(ok(&["get", "--db", db_s, "banana"]).trim(), "yellow");
+    // --move-files: the file is linked in and the original is gone.
+    let moved = tmp.path().join("moved.sst");
+    let mut w = lithify::SstFileWriter::create(&moved, &Options::default()).unwrap();
+    w.put(b"cherry", b"dark").unwrap();
+    w.finish().unwrap();
+    let out = ok(&[
+        "ingest",
+        "--db",
+        db_s,
+        "--move-files",
+        moved.to_str().unwrap(),
+    ]);
+    assert!(out.contains("moved.sst as "), "{out}");
+    assert!(!OsFs.exists(&moved), "the moved file is gone");
+    assert_eq!(ok(&["get", "--db", db_s, "cherry"]).trim(), "dark");
     // Not a table at all: refused, naming it.
     let garbage = tmp.path().join("garbage.sst");
     let mut f = OsFs.create(&garbage).unwrap();

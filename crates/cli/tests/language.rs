@@ -666,3 +666,47 @@ fn log_dump_is_json_on_request() {
         });
     assert!(invalid, "{damaged}");
 }
+
+#[test]
+fn bench_without_a_wal_and_a_small_strategies_report() {
+    let out = ok(&[
+        "bench",
+        "--num",
+        "2000",
+        "--benchmarks",
+        "fillrandom,readrandom",
+        "--disable-wal",
+        "--json",
+    ]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[0]["engine"]["wal_bytes"], 0, "no WAL written: {out}");
+    let (found, ops) = (
+        lines[1]["found"].as_u64().unwrap(),
+        lines[1]["ops"].as_u64().unwrap(),
+    );
+    assert!(found > 0 && found <= ops, "{out}");
+    let report = ok(&[
+        "bench",
+        "--strategies-report",
+        "--num",
+        "2000",
+        "--ops",
+        "2000",
+        "--json",
+    ]);
+    let runs: Vec<serde_json::Value> = report
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Eight workloads (the six steady ones, phase-shift and diurnal),
+    // each under the six fixed strategies and adaptive.
+    assert_eq!(runs.len(), 8 * 7, "{report}");
+    assert!(
+        runs.iter().all(|r| r["ops"].as_u64() == Some(2000)),
+        "{report}"
+    );
+}
