@@ -566,17 +566,36 @@ fn dump_log(out: &mut Out, fs: &dyn FileSystem, path: &Path, records: bool) -> R
     Ok(())
 }
 
-/// A batch's fields in `--json`, by kafka-dump-log's names.
-fn batch_json(b: &RecordBatch, valid: bool) -> serde_json::Value {
-    let last_sequence = if b.base_sequence() < 0 {
+/// The sequence number of a batch's last record (-1 without a producer
+/// sequence), as kafka-dump-log prints it.
+fn last_sequence(b: &RecordBatch) -> i32 {
+    if b.base_sequence() < 0 {
         -1
     } else {
         b.base_sequence().wrapping_add(b.last_offset_delta())
-    };
-    let ts_kind = match b.timestamp_type() {
+    }
+}
+
+/// kafka-dump-log's name of a batch's compression codec.
+fn codec_name(b: &RecordBatch) -> String {
+    b.compression().map_or_else(
+        |_| format!("unknown({})", b.compression_id()),
+        |c| c.name().to_string(),
+    )
+}
+
+/// kafka-dump-log's name of a batch's timestamp type.
+fn timestamp_kind(b: &RecordBatch) -> &'static str {
+    match b.timestamp_type() {
         TimestampType::CreateTime => "CreateTime",
         TimestampType::LogAppendTime => "LogAppendTime",
-    };
+    }
+}
+
+/// A batch's fields in `--json`, by kafka-dump-log's names.
+fn batch_json(b: &RecordBatch, valid: bool) -> serde_json::Value {
+    let last_sequence = last_sequence(b);
+    let ts_kind = timestamp_kind(b);
     serde_json::json!({
         "baseOffset": b.base_offset(),
         "lastOffset": b.last_offset(),
@@ -593,29 +612,16 @@ fn batch_json(b: &RecordBatch, valid: bool) -> serde_json::Value {
         ts_kind: b.max_timestamp(),
         "size": b.size_in_bytes(),
         "magic": b.magic(),
-        "compresscodec": b.compression().map_or_else(
-            |_| format!("unknown({})", b.compression_id()),
-            |c| c.name().to_string(),
-        ),
+        "compresscodec": codec_name(b),
         "crc": b.checksum(),
         "isvalid": valid,
     })
 }
 
 fn batch_line(b: &RecordBatch, valid: bool) -> String {
-    let last_sequence = if b.base_sequence() < 0 {
-        -1
-    } else {
-        b.base_sequence().wrapping_add(b.last_offset_delta())
-    };
-    let ts_kind = match b.timestamp_type() {
-        TimestampType::CreateTime => "CreateTime",
-        TimestampType::LogAppendTime => "LogAppendTime",
-    };
-    let codec = b.compression().map_or_else(
-        |_| format!("unknown({})", b.compression_id()),
-        |c| c.name().to_string(),
-    );
+    let last_sequence = last_sequence(b);
+    let ts_kind = timestamp_kind(b);
+    let codec = codec_name(b);
     format!(
         "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} producerId: {} producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} isControl: {} deleteHorizonMs: {} position: {} {ts_kind}: {} size: {} magic: {} compresscodec: {codec} crc: {} isvalid: {valid}",
         b.base_offset(),
@@ -646,10 +652,7 @@ fn text(b: Option<&[u8]>) -> String {
 }
 
 fn print_records(out: &mut Out, b: &RecordBatch) -> Result<(), Error> {
-    let ts_kind = match b.timestamp_type() {
-        TimestampType::CreateTime => "CreateTime",
-        TimestampType::LogAppendTime => "LogAppendTime",
-    };
+    let ts_kind = timestamp_kind(b);
     for r in b
         .records()
         .map_err(lithify::log::Error::from)
