@@ -1,0 +1,482 @@
+//! Reading a blob file: one value by its index, or every record in order.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use lithify_base::masked_xxh3_64;
+use lithify_vfs::RandomAccessFile;
+use snafu::IntoError as _;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::compression::{CODE_NONE, code_name, decompress};
+use crate::error::{CorruptionSnafu, Error, IoSnafu, Result};
+use crate::format::{
+    BlobFileFooter, BlobFileHeader, BlobIndex, FOOTER_LEN, HEADER_LEN, MAX_BLOB_LEN,
+    RECORD_HEADER_LEN, RecordHeader,
+};
+
+/// How much [`BlobFileReader::records`] reads ahead.
+const READAHEAD: u64 = 256 << 10;
+
+/// One record of a blob file, as [`BlobFileReader::records`] returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobRecord {
+    /// The index that finds the record's value.
+    pub index: BlobIndex,
+    /// The user key stored with it.
+    pub key: Vec<u8>,
+    /// The value, decompressed.
+    pub value: Vec<u8>,
+}
+
+/// What [`BlobFileReader::verify`] found in an intact file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobFileSummary {
+    /// Number of records (equal to the footer's).
+    pub blob_count: u64,
+    /// Sum of their stored value lengths (equal to the footer's).
+    pub blob_bytes: u64,
+    /// The xxh3-64 of the whole file (unmasked), as
+    /// [`BuiltBlobFile::file_checksum`](crate::BuiltBlobFile::file_checksum).
+    pub file_checksum: u64,
+}
+
+/// An open blob file.
+///
+/// [`open`](Self::open) reads and checks the header and the footer; values
+/// are read on demand with [`get`](Self::get), one read each, and are
+/// checked every time. The reader holds no mutable state: it is `Send` and
+/// `Sync`, and any number of threads may read through one.
+#[derive(Debug)]
+pub struct BlobFileReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    header: BlobFileHeader,
+    footer: BlobFileFooter,
+    file_size: u64,
+    header_raw: [u8; HEADER_LEN],
+    footer_raw: [u8; FOOTER_LEN],
+}
+
+impl BlobFileReader {
+    /// Opens the blob file `file`; `path` names it in errors. Checks that it
+    /// holds a header and a footer, their magic, checksums, version and
+    /// reserved bytes, and that the footer's counts fit the file.
+    pub fn open(file: Arc<dyn RandomAccessFile>, path: &Path) -> Result<Self> {
+        let file_size = file
+            .size()
+            .map_err(|e| IoSnafu { path, offset: 0u64 }.into_error(e))?;
+        let min = (HEADER_LEN + FOOTER_LEN) as u64;
+        if file_size < min {
+            return CorruptionSnafu {
+                path,
+                offset: 0u64,
+                message: format!(
+                    "a file of {file_size} bytes is shorter than a blob file's header and footer ({min} bytes)"
+                ),
+            }
+            .fail();
+        }
+        let mut header_raw = [0u8; HEADER_LEN];
+        file.read_exact_at(0, &mut header_raw)
+            .map_err(|e| IoSnafu { path, offset: 0u64 }.into_error(e))?;
+        let header = BlobFileHeader::decode(&header_raw).map_err(|message| {
+            CorruptionSnafu {
+                path,
+                offset: 0u64,
+                message,
+            }
+            .build()
+        })?;
+        let footer_at = file_size - FOOTER_LEN as u64;
+        let mut footer_raw = [0u8; FOOTER_LEN];
+        file.read_exact_at(footer_at, &mut footer_raw)
+            .map_err(|e| {
+                IoSnafu {
+                    path,
+                    offset: footer_at,
+                }
+                .into_error(e)
+            })?;
+        let footer = BlobFileFooter::decode(&footer_raw).map_err(|message| {
+            CorruptionSnafu {
+                path,
+                offset: footer_at,
+                message,
+            }
+            .build()
+        })?;
+        let room = file_size - min;
+        let needed = footer
+            .blob_count
+            .checked_mul(RECORD_HEADER_LEN as u64)
+            .and_then(|n| n.checked_add(footer.blob_bytes));
+        if needed.is_none_or(|n| n > room) {
+            return CorruptionSnafu {
+                path,
+                offset: footer_at,
+                message: format!(
+                    "the footer claims {} records of {} value bytes, more than the {room} bytes between header and footer hold",
+                    footer.blob_count, footer.blob_bytes
+                ),
+            }
+            .fail();
+        }
+        Ok(BlobFileReader {
+            file,
+            path: path.to_path_buf(),
+            header,
+            footer,
+            file_size,
+            header_raw,
+            footer_raw,
+        })
+    }
+
+    /// The file's header.
+    pub fn header(&self) -> &BlobFileHeader {
+        &self.header
+    }
+
+    /// The file's footer.
+    pub fn footer(&self) -> &BlobFileFooter {
+        &self.footer
+    }
+
+    /// The file's size in bytes (when it was opened).
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The file's path, as given to [`open`](Self::open).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Offset of the footer: where the records end.
+    fn footer_offset(&self) -> u64 {
+        self.file_size - FOOTER_LEN as u64
+    }
+
+    fn corruption(&self, offset: u64, message: impl Into<String>) -> Error {
+        CorruptionSnafu {
+            path: self.path.clone(),
+            offset,
+            message: message.into(),
+        }
+        .build()
+    }
+
+    /// Reads the value `index` points at, stored under `user_key`.
+    ///
+    /// One read covers the record (`index.offset - RECORD_HEADER_LEN -
+    /// user_key.len()` up to `index.offset + index.size`). The record
+    /// header's checksum is checked, then that its key length, stored
+    /// length and compression are the index's, then the record checksum
+    /// over key and stored value, then that the key is `user_key`; then the
+    /// value is decompressed. Every failure, an index pointing outside the
+    /// records included, is [`Error::Corruption`] naming the file and the
+    /// record's offset. `index.file_number` is not checked: the caller
+    /// chose this file by it.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use lithify_base::Id;
+    /// use lithify_blob::{BlobCompression, BlobFileHeader, BlobFileReader, BlobFileWriter};
+    /// use lithify_vfs::{FileSystem, MemFs};
+    ///
+    /// let fs = MemFs::new();
+    /// let path = Path::new("/000005.blob");
+    /// let header = BlobFileHeader {
+    ///     table_id: 0,
+    ///     compression: BlobCompression::zstd(),
+    ///     db_id: Id::random(),
+    ///     session_id: Id::random(),
+    ///     file_number: 5,
+    /// };
+    /// let mut w = BlobFileWriter::new(fs.create(path).unwrap(), path, header).unwrap();
+    /// let big = vec![b'x'; 10_000];
+    /// let index = w.add(b"big", &big).unwrap();
+    /// assert_eq!(index.compression, BlobCompression::zstd().code());
+    /// w.finish().unwrap();
+    ///
+    /// let reader = BlobFileReader::open(fs.open(path).unwrap(), path).unwrap();
+    /// assert_eq!(reader.get(b"big", &index).unwrap(), big);
+    /// // Another key, or an index that points elsewhere, is corruption.
+    /// assert!(reader.get(b"bag", &index).unwrap_err().is_corruption());
+    /// let wrong = lithify_blob::BlobIndex { offset: index.offset + 1, ..index };
+    /// assert!(reader.get(b"big", &wrong).unwrap_err().is_corruption());
+    /// ```
+    pub fn get(&self, user_key: &[u8], index: &BlobIndex) -> Result<Bytes> {
+        let key_len = user_key.len();
+        let prefix = RECORD_HEADER_LEN as u64 + key_len as u64;
+        let footer_at = self.footer_offset();
+        let Some(record_at) = index
+            .offset
+            .checked_sub(prefix)
+            .filter(|&at| at >= HEADER_LEN as u64)
+        else {
+            return Err(self.corruption(
+                index.offset,
+                format!(
+                    "{index} with a {key_len}-byte key points before the first record (offset {HEADER_LEN})"
+                ),
+            ));
+        };
+        if index.size > MAX_BLOB_LEN as u64 {
+            return Err(self.corruption(
+                record_at,
+                format!("{index} claims more than the {MAX_BLOB_LEN} bytes a blob may hold"),
+            ));
+        }
+        if index
+            .offset
+            .checked_add(index.size)
+            .is_none_or(|end| end > footer_at)
+        {
+            return Err(self.corruption(
+                record_at,
+                format!("{index} runs past the last record (the footer is at {footer_at})"),
+            ));
+        }
+        // Both fit in the file, hence in memory's address range only if the
+        // file does; a 32-bit reader of a huge file refuses here.
+        let Ok(len) = usize::try_from(prefix + index.size) else {
+            return Err(self.corruption(record_at, format!("{index} is too large to read")));
+        };
+        let buf = self.file.read_vec(record_at, len).map_err(|e| {
+            IoSnafu {
+                path: self.path.clone(),
+                offset: record_at,
+            }
+            .into_error(e)
+        })?;
+        let record =
+            RecordHeader::decode(&buf).map_err(|message| self.corruption(record_at, message))?;
+        if record.key_len as usize != key_len
+            || u64::from(record.stored_len) != index.size
+            || record.compression != index.compression
+        {
+            return Err(self.corruption(
+                record_at,
+                format!(
+                    "the record holds a {}-byte key and a {}-byte {} value, {index} with a {key_len}-byte key does not point at it",
+                    record.key_len,
+                    record.stored_len,
+                    code_name(record.compression),
+                ),
+            ));
+        }
+        let (key, stored) = buf[RECORD_HEADER_LEN..].split_at(key_len);
+        if masked_xxh3_64(&[key, stored]) != record.record_checksum {
+            return Err(self.corruption(record_at, "record checksum mismatch"));
+        }
+        if key != user_key {
+            return Err(self.corruption(
+                record_at,
+                format!("the record holds another key than the one looked up with {index}"),
+            ));
+        }
+        if record.compression == CODE_NONE {
+            let start = RECORD_HEADER_LEN + key_len;
+            return Ok(Bytes::from(buf).slice(start..));
+        }
+        decompress(record.compression, stored)
+            .map(Bytes::from)
+            .map_err(|message| self.corruption(record_at, message))
+    }
+
+    /// Every record in file order, each checked and decompressed; the
+    /// iterator ends after the first error. Reads the file front to back
+    /// with a 256 KiB readahead.
+    pub fn records(&self) -> BlobRecords<'_> {
+        BlobRecords::new(self, None)
+    }
+
+    /// Reads and checks every record, then checks the count and the value
+    /// bytes against the footer, and computes the whole file's xxh3-64 on
+    /// the way. The first damage found is the error.
+    pub fn verify(&self) -> Result<BlobFileSummary> {
+        let mut hasher = Box::new(Xxh3::new());
+        hasher.update(&self.header_raw);
+        let mut records = BlobRecords::new(self, Some(hasher));
+        let (mut blob_count, mut blob_bytes) = (0u64, 0u64);
+        for record in &mut records {
+            let record = record?;
+            blob_count += 1;
+            blob_bytes += record.index.size;
+        }
+        let mut hasher = records
+            .hasher
+            .take()
+            .unwrap_or_else(|| Box::new(Xxh3::new()));
+        hasher.update(&self.footer_raw);
+        if blob_count != self.footer.blob_count || blob_bytes != self.footer.blob_bytes {
+            return Err(self.corruption(
+                self.footer_offset(),
+                format!(
+                    "the footer says {} records of {} value bytes, the file holds {blob_count} of {blob_bytes}",
+                    self.footer.blob_count, self.footer.blob_bytes
+                ),
+            ));
+        }
+        Ok(BlobFileSummary {
+            blob_count,
+            blob_bytes,
+            file_checksum: hasher.digest(),
+        })
+    }
+}
+
+/// The records of a blob file in order: [`BlobFileReader::records`].
+pub struct BlobRecords<'a> {
+    reader: &'a BlobFileReader,
+    /// File bytes from `buf_start` on.
+    buf: Vec<u8>,
+    buf_start: u64,
+    /// Offset of the next record.
+    pos: u64,
+    /// Where the records end (the footer's offset).
+    end: u64,
+    /// Fed every byte read, in file order (for `verify`).
+    hasher: Option<Box<Xxh3>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for BlobRecords<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobRecords")
+            .field("path", &self.reader.path)
+            .field("pos", &self.pos)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> BlobRecords<'a> {
+    fn new(reader: &'a BlobFileReader, hasher: Option<Box<Xxh3>>) -> Self {
+        BlobRecords {
+            reader,
+            buf: Vec::new(),
+            buf_start: HEADER_LEN as u64,
+            pos: HEADER_LEN as u64,
+            end: reader.footer_offset(),
+            hasher,
+            done: false,
+        }
+    }
+
+    /// Makes the buffer cover `[pos, pos + need)`, which lies before `end`,
+    /// reading at least the readahead. Every byte is read once, in order.
+    fn fill(&mut self, need: u64) -> Result<()> {
+        let have_end = self.buf_start + self.buf.len() as u64;
+        let want_end = self.pos + need;
+        if want_end <= have_end {
+            return Ok(());
+        }
+        let consumed = (self.pos - self.buf_start) as usize;
+        self.buf.drain(..consumed);
+        self.buf_start = self.pos;
+        let read_end = want_end.max(have_end + READAHEAD).min(self.end);
+        let old = self.buf.len();
+        let n = usize::try_from(read_end - have_end).map_err(|_| {
+            self.reader
+                .corruption(self.pos, "a record too large to read into memory")
+        })?;
+        self.buf.resize(old + n, 0);
+        if let Err(e) = self
+            .reader
+            .file
+            .read_exact_at(have_end, &mut self.buf[old..])
+        {
+            self.buf.truncate(old);
+            return Err(IoSnafu {
+                path: self.reader.path.clone(),
+                offset: have_end,
+            }
+            .into_error(e));
+        }
+        if let Some(hasher) = &mut self.hasher {
+            hasher.update(&self.buf[old..]);
+        }
+        Ok(())
+    }
+
+    fn read_record(&mut self) -> Result<BlobRecord> {
+        let at = self.pos;
+        let left = self.end - at;
+        if left < RECORD_HEADER_LEN as u64 {
+            return Err(self.reader.corruption(
+                at,
+                format!(
+                    "the {left} bytes between the last record and the footer do not make a record"
+                ),
+            ));
+        }
+        self.fill(RECORD_HEADER_LEN as u64)?;
+        let off = (at - self.buf_start) as usize;
+        let record = RecordHeader::decode(&self.buf[off..])
+            .map_err(|message| self.reader.corruption(at, message))?;
+        if record.stored_len as usize > MAX_BLOB_LEN {
+            return Err(self.reader.corruption(
+                at,
+                format!(
+                    "the record claims a {}-byte value, more than the {MAX_BLOB_LEN} a blob may hold",
+                    record.stored_len
+                ),
+            ));
+        }
+        let key_len = record.key_len as usize;
+        let total =
+            RECORD_HEADER_LEN as u64 + u64::from(record.key_len) + u64::from(record.stored_len);
+        if total > left {
+            return Err(self.reader.corruption(
+                at,
+                format!(
+                    "the record of {total} bytes runs past the footer at {}",
+                    self.end
+                ),
+            ));
+        }
+        self.fill(total)?;
+        let off = (at - self.buf_start) as usize;
+        let body = &self.buf[off + RECORD_HEADER_LEN..off + total as usize];
+        let (key, stored) = body.split_at(key_len);
+        if masked_xxh3_64(&[key, stored]) != record.record_checksum {
+            return Err(self.reader.corruption(at, "record checksum mismatch"));
+        }
+        let value = decompress(record.compression, stored)
+            .map_err(|message| self.reader.corruption(at, message))?;
+        let key = key.to_vec();
+        self.pos = at + total;
+        Ok(BlobRecord {
+            index: BlobIndex {
+                file_number: self.reader.header.file_number,
+                offset: at + (RECORD_HEADER_LEN + key_len) as u64,
+                size: u64::from(record.stored_len),
+                compression: record.compression,
+            },
+            key,
+            value,
+        })
+    }
+}
+
+impl Iterator for BlobRecords<'_> {
+    type Item = Result<BlobRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.pos >= self.end {
+            self.done = true;
+            return None;
+        }
+        let record = self.read_record();
+        if record.is_err() {
+            self.done = true;
+        }
+        Some(record)
+    }
+}
+
+impl std::iter::FusedIterator for BlobRecords<'_> {}
