@@ -177,6 +177,7 @@ fn compaction_job(c: &mut Criterion) {
                     numbers: &numbers,
                     sst_options: sst_options(),
                     identity: Some((lithify_base::Id::random(), lithify_base::Id::random())),
+                    blobs: lithify_compaction::BlobSettings::disabled(),
                 };
                 let result = run_compaction(
                     &compaction,

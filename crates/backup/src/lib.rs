@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! LOCK                                   one BackupEngine at a time
-//! shared/<number>_<xxh3>_<size>.sst      SST files, shared between backups
+//! shared/<number>_<xxh3>_<size>.sst      SST and blob (`.blob`) files, shared between backups
 //! private/<id>/MANIFEST-…, <n>.log       each backup's MANIFEST prefix and WALs
 //! meta/<id>                              each backup's metadata (see `meta`)
 //! ```
@@ -278,10 +278,12 @@ impl BackupEngine {
         lithify_vfs::create_dir_durable(&*self.fs, &private).context(io("creating", &private))?;
         let mut files = Vec::with_capacity(set.files().len());
         for f in set.files() {
-            let (stored, checksum) = if f.kind == LiveFileKind::Sst {
+            let (stored, checksum) = if matches!(f.kind, LiveFileKind::Sst | LiveFileKind::Blob) {
+                // Immutable files are shared between backups by name,
+                // checksum and size (RocksDB's `share_files_with_checksum`).
                 let checksum = checksum_of(src, &f.path, f.size)?;
-                let stem = f.name.trim_end_matches(".sst");
-                let stored = format!("{SHARED}/{stem}_{checksum:016x}_{}.sst", f.size);
+                let (stem, ext) = f.name.rsplit_once('.').unwrap_or((&f.name, "sst"));
+                let stored = format!("{SHARED}/{stem}_{checksum:016x}_{}.{ext}", f.size);
                 let path = self.dir.join(&stored);
                 if self.fs.exists(&path) {
                     stats.tables_shared += 1;
@@ -382,11 +384,29 @@ impl BackupEngine {
                 }
                 .fail();
             }
-            if f.kind == LiveFileKind::Sst {
-                self.verify_table(&path, f.size)?;
+            match f.kind {
+                LiveFileKind::Sst => self.verify_table(&path, f.size)?,
+                LiveFileKind::Blob => self.verify_blob_file(&path)?,
+                LiveFileKind::Manifest | LiveFileKind::Wal => {}
             }
         }
         Ok(info_of(&meta))
+    }
+
+    /// Every value of the blob file at `path` (in the backup directory)
+    /// reads back with its checksum, and the footer's counts match.
+    fn verify_blob_file(&self, path: &Path) -> Result<()> {
+        let file = self.fs.open(path).context(io("opening", path))?;
+        lithify_blob::BlobFileReader::open(file, path)
+            .and_then(|r| r.verify())
+            .map_err(|e| {
+                CorruptSnafu {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                }
+                .build()
+            })?;
+        Ok(())
     }
 
     /// Every block of the table at `path` (in the backup directory) reads

@@ -60,6 +60,7 @@ pub struct Meta {
 fn kind_name(kind: LiveFileKind) -> &'static str {
     match kind {
         LiveFileKind::Sst => "table",
+        LiveFileKind::Blob => "blob",
         LiveFileKind::Manifest => "manifest",
         LiveFileKind::Wal => "wal",
     }
@@ -140,6 +141,7 @@ impl Meta {
             };
             let kind = match kind {
                 "table" => LiveFileKind::Sst,
+                "blob" => LiveFileKind::Blob,
                 "manifest" => LiveFileKind::Manifest,
                 "wal" => LiveFileKind::Wal,
                 other => return Err(bad(format!("unknown file kind {other:?}"))),

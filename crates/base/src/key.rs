@@ -62,6 +62,12 @@ pub enum ValueKind {
     /// A range tombstone: the user key is the start (inclusive), the value
     /// holds the end (exclusive).
     RangeDelete = 15,
+    /// A value kept in a blob file: the entry's value is a blob index
+    /// (file number, offset, size, compression; `lithify-blob`) that
+    /// locates it (RocksDB's `kTypeBlobIndex`, 0x11). Only flush and
+    /// compaction write it, into SSTs; a write batch never carries it.
+    /// Reads resolve it to the value, so it behaves as a `Put`.
+    BlobIndex = 17,
 }
 
 impl ValueKind {
@@ -74,6 +80,7 @@ impl ValueKind {
             2 => Some(ValueKind::Merge),
             7 => Some(ValueKind::SingleDelete),
             15 => Some(ValueKind::RangeDelete),
+            17 => Some(ValueKind::BlobIndex),
             _ => None,
         }
     }
@@ -87,6 +94,7 @@ impl ValueKind {
             ValueKind::Merge => "MERGE",
             ValueKind::SingleDelete => "SINGLE_DELETE",
             ValueKind::RangeDelete => "RANGEDEL",
+            ValueKind::BlobIndex => "BLOB_INDEX",
         }
     }
 
@@ -98,6 +106,7 @@ impl ValueKind {
             "MERGE" => Some(ValueKind::Merge),
             "SINGLE_DELETE" | "SINGLEDEL" => Some(ValueKind::SingleDelete),
             "RANGEDEL" => Some(ValueKind::RangeDelete),
+            "BLOB_INDEX" | "BLOBINDEX" => Some(ValueKind::BlobIndex),
             _ => None,
         }
     }
@@ -116,13 +125,20 @@ impl ValueKind {
     }
 
     /// Every kind, in number order.
-    pub const ALL: [ValueKind; 5] = [
+    pub const ALL: [ValueKind; 6] = [
         ValueKind::Delete,
         ValueKind::Put,
         ValueKind::Merge,
         ValueKind::SingleDelete,
         ValueKind::RangeDelete,
+        ValueKind::BlobIndex,
     ];
+
+    /// Whether the entry holds a value (`Put`, or `BlobIndex` whose value
+    /// lives in a blob file).
+    pub const fn is_value(self) -> bool {
+        matches!(self, ValueKind::Put | ValueKind::BlobIndex)
+    }
 }
 
 /// Packs a seqno and a kind byte into a trailer.
@@ -347,7 +363,7 @@ impl fmt::Display for TextKeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` is not an internal key of the form user_key#seqno,KIND (KIND one of SET, DEL, RANGEDEL, MERGE, SINGLE_DELETE)",
+            "`{}` is not an internal key of the form user_key#seqno,KIND (KIND one of SET, DEL, RANGEDEL, MERGE, SINGLE_DELETE, BLOB_INDEX)",
             self.text
         )
     }

@@ -129,6 +129,7 @@ impl Env {
             numbers,
             sst_options: sst_options(),
             identity: None,
+            blobs: lithify_compaction::BlobSettings::disabled(),
         }
     }
 }

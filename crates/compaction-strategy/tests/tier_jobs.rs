@@ -137,6 +137,7 @@ impl Lsm {
             numbers: &self.set,
             sst_options: sst_options(),
             identity: None,
+            blobs: lithify_compaction::BlobSettings::disabled(),
         }
     }
 

@@ -56,6 +56,29 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
+    /// Writing a blob file failed.
+    #[snafu(display("{source}"))]
+    BlobWrite {
+        /// The blob file's error (it names the file and offset).
+        source: lithify_blob::Error,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+    /// A separated value could not be read (for a compaction filter, a
+    /// merge, or relocation), or its blob index is malformed.
+    #[snafu(display("cannot read the separated value of key {key} ({origin}): {source}"))]
+    BlobRead {
+        /// The key, escaped.
+        key: String,
+        /// Which input it came from.
+        origin: String,
+        /// What went wrong (it names the blob file and offset).
+        source: Box<lithify_base::Error>,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
     /// A `SingleDelete` met a `Delete` of the same key in one snapshot
     /// stripe: the application mixed the two, which RocksDB's contract
     /// forbids (`enforce_single_del_contracts`).
@@ -174,6 +197,8 @@ impl Classify for Error {
             | Error::SingleDeleteContract { .. } => ErrorKind::Corruption,
             Error::InvalidArgument { .. } | Error::Conflict { .. } => ErrorKind::InvalidArgument,
             Error::Version { source, .. } => source.kind(),
+            Error::BlobWrite { source, .. } => source.kind(),
+            Error::BlobRead { source, .. } => source.kind(),
         }
     }
 }

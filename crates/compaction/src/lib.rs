@@ -55,8 +55,9 @@ pub use compaction::{
 pub use compaction_pri::CompactionPri;
 pub use error::{Error, Result};
 pub use job::{
-    CompactionResult, FileNumbers, FlushResult, JobOptions, MemtableInput, OutputFactory,
-    SstOpener, WriteRateLimiter, file_metadata, flush_to_level0, run_compaction, run_flush,
+    BlobSettings, CompactionResult, FileNumbers, FlushResult, JobOptions, MemtableInput,
+    OutputFactory, SstOpener, WriteRateLimiter, file_metadata, flush_to_level0, run_compaction,
+    run_flush,
 };
 pub use picker::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, CompactionPicker,

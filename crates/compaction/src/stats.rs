@@ -20,6 +20,9 @@ pub struct CompactionStats {
     pub bytes_read_output_level: u64,
     /// Bytes of SST files written (`Write`).
     pub bytes_written: u64,
+    /// Bytes of blob files written (`Wblob`): separated values, by a flush
+    /// or by a compaction that separated or relocated them.
+    pub bytes_written_blob: u64,
     /// Bytes moved by trivial moves (`Moved`).
     pub bytes_moved: u64,
     /// Bytes of output-level input files an incremental major compaction
@@ -47,6 +50,7 @@ impl AddAssign<&CompactionStats> for CompactionStats {
         self.bytes_read_non_output_levels += o.bytes_read_non_output_levels;
         self.bytes_read_output_level += o.bytes_read_output_level;
         self.bytes_written += o.bytes_written;
+        self.bytes_written_blob += o.bytes_written_blob;
         self.bytes_moved += o.bytes_moved;
         self.bytes_reused += o.bytes_reused;
         self.num_input_files_non_output_levels += o.num_input_files_non_output_levels;

@@ -25,7 +25,8 @@
 //! * `count` is the number of records.
 //! * `tag & 0x7f` is the [`ValueKind`] number: 0 `Delete` (no value), 1
 //!   `Put`, 2 `Merge` (value = the operand), 7 `SingleDelete` (no value),
-//!   15 `RangeDelete` (key = start, value = end, exclusive). Bit 7
+//!   15 `RangeDelete` (key = start, value = end, exclusive); no other
+//!   kind (17, `BlobIndex`, is written only into SSTs). Bit 7
 //!   set means a table id follows; without it the record belongs to the
 //!   default table (0).
 //!
@@ -448,13 +449,15 @@ impl<'a> BatchIter<'a> {
         } else {
             DEFAULT_TABLE
         };
-        let kind = ValueKind::from_u8(tag & !TABLE_FLAG).ok_or_else(|| {
-            format!(
-                "record at byte {}: unknown kind {:#04x}",
-                HEADER_LEN + at,
-                tag & !TABLE_FLAG
-            )
-        })?;
+        let kind = ValueKind::from_u8(tag & !TABLE_FLAG)
+            .filter(|k| *k != ValueKind::BlobIndex)
+            .ok_or_else(|| {
+                format!(
+                    "record at byte {}: unknown kind {:#04x}",
+                    HEADER_LEN + at,
+                    tag & !TABLE_FLAG
+                )
+            })?;
         let key = self.d.length_prefixed().map_err(err)?;
         let value = if kind.is_point_tombstone() {
             &[][..]

@@ -81,7 +81,7 @@ pub(crate) fn create_checkpoint(
     lithify_vfs::create_dir_durable(fs, dest).context(io("creating", dest))?;
     for f in set.files() {
         let to = dest.join(&f.name);
-        if f.kind == LiveFileKind::Sst {
+        if matches!(f.kind, LiveFileKind::Sst | LiveFileKind::Blob) {
             match fs.hard_link(&f.path, &to) {
                 Ok(()) => {
                     info.tables_linked += 1;

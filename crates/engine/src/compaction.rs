@@ -50,12 +50,12 @@ pub(crate) fn run(db: &DbInner, p: PickedCompaction) -> Result<()> {
     let snapshots = Snapshots::new(db.snapshots.sequences());
     let result = {
         let opener = InputOpener { opener: &db.opener };
-        let factory = db.output_factory();
         let table = db.table(p.table);
         let topts = table.as_ref().map_or_else(
             || StdArc::clone(&db.default_table.options),
             |t| StdArc::clone(&t.options),
         );
+        let factory = db.output_factory(p.table, &topts);
         let filter = topts.compaction_filter.clone();
         let opts = compaction_job_options(&db.options, &topts, db.rate_limiter.as_ref());
         run_compaction(c, &opener, &snapshots, filter.as_deref(), &factory, &opts)
@@ -68,7 +68,10 @@ pub(crate) fn run(db: &DbInner, p: PickedCompaction) -> Result<()> {
     };
     db.apply_and_install(&mut st, p.table, vec![r.edit.clone()], |st| {
         st.record_compaction(p.table, c.output_level, &r.stats);
-        Counters::add(&db.counters.compaction_write_bytes, r.stats.bytes_written);
+        Counters::add(
+            &db.counters.compaction_write_bytes,
+            r.stats.bytes_written + r.stats.bytes_written_blob,
+        );
         db.counters.record_iter_stats(&r.iter_stats);
         if let Some(t) = st.table(p.table) {
             Counters::add(

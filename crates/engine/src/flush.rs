@@ -183,7 +183,10 @@ pub(crate) fn run(db: &DbInner, table: TableId) -> Result<bool> {
         return Err(e);
     }
     drop(st);
-    Counters::add(&db.counters.flush_bytes, flushed.stats.bytes_written);
+    Counters::add(
+        &db.counters.flush_bytes,
+        flushed.stats.bytes_written + flushed.stats.bytes_written_blob,
+    );
     db.counters.record_iter_stats(&flushed.iter_stats);
     if flushed.plan_level.is_some()
         && let Some(t) = db.table(table)
@@ -294,12 +297,16 @@ fn write_flush(
             .table(table)
             .map(|t| std::sync::Arc::clone(&t.options))
             .unwrap_or_else(|| std::sync::Arc::clone(&db.default_table.options));
-        let flushed = flush_memtables(&db.output_factory(), &topts, mems, snapshots)?;
+        let flushed = flush_memtables(&db.output_factory(table, &topts), &topts, mems, snapshots)?;
         let mut edit = VersionEdit::new(table);
         let mut outputs = Vec::new();
         if let Some(f) = flushed.file {
             outputs.push(f.number);
             edit.add_file(0, f);
+        }
+        for b in flushed.blob_files {
+            outputs.push(b.number);
+            edit.blob_file_additions.push(b);
         }
         return Ok(Flushed {
             edit,
@@ -318,7 +325,12 @@ fn write_flush(
         }
     };
     Ok(Flushed {
-        outputs: r.outputs.iter().map(|f| f.number).collect(),
+        outputs: r
+            .outputs
+            .iter()
+            .map(|f| f.number)
+            .chain(r.blob_files.iter().map(|b| b.number))
+            .collect(),
         edit: r.edit,
         stats: r.stats,
         iter_stats: r.iter_stats,
@@ -354,11 +366,11 @@ fn run_flush_plan(
         num_entries,
         flush_time: now,
     };
-    let factory = db.output_factory();
     let topts = db
         .table(table)
         .map(|t| std::sync::Arc::clone(&t.options))
         .unwrap_or_else(|| std::sync::Arc::clone(&db.default_table.options));
+    let factory = db.output_factory(table, &topts);
     let filter = topts.compaction_filter.clone();
     let opts = job_options(&topts).now(Some(now));
     run_flush(

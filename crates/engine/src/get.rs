@@ -51,6 +51,8 @@ enum FileAnswer {
 struct GetCost {
     probed: u64,
     reads: ReadStats,
+    /// Values read through blob indexes.
+    blob_reads: u64,
 }
 
 /// Looks `key` up in `table` at `snapshot` (`None`: the latest state).
@@ -107,6 +109,7 @@ pub(crate) fn get_at(
     Counters::add(&c.get_blocks, cost.reads.blocks_read());
     Counters::add(&c.get_blocks_from_file, cost.reads.blocks_from_file);
     Counters::add(&c.get_filter_negatives, cost.reads.filter_negatives);
+    Counters::add(&c.get_blob_reads, cost.blob_reads);
     let t = &table.counters;
     Counters::add(&t.gets, 1);
     Counters::add(&t.get_tables_probed, cost.probed);
@@ -203,6 +206,9 @@ fn collect_file_operands(
                 }
                 match ValueKind::from_u8(kind) {
                     Some(ValueKind::Put) => return Ok(Some(it.value_bytes())),
+                    Some(ValueKind::BlobIndex) => {
+                        return Ok(Some(opener.blobs.get(key, it.value())?));
+                    }
                     Some(ValueKind::Merge) => operands.push(it.value_bytes()),
                     _ => return Ok(None),
                 }
@@ -291,6 +297,9 @@ fn probe(
     }
     if kind == ValueKind::Put as u8 {
         Ok(Probe::Found(value))
+    } else if kind == ValueKind::BlobIndex as u8 {
+        cost.blob_reads += 1;
+        Ok(Probe::Found(opener.blobs.get(key, &value)?))
     } else if kind == ValueKind::Merge as u8 {
         Ok(Probe::Merge)
     } else {

@@ -41,6 +41,7 @@
 
 mod background;
 mod batch;
+mod blob_files;
 mod checkpoint;
 mod commit_check;
 mod compaction;
@@ -96,6 +97,7 @@ pub use iter::{DbIterator, RawIterator};
 pub use lithify_base::SeqNo;
 pub use lithify_base::clock::{Clock, ManualClock, SystemClock};
 pub use lithify_base::merge::{Max, MergeFailureScope, MergeOperator, StringAppend, UInt64Add};
+pub use lithify_blob::BlobCompression;
 pub use lithify_compaction::iter::{CompactionFilter, FilterDecision};
 pub use lithify_compaction::{BottommostLevelCompaction, CompactRangeOptions, CompactionPri};
 pub use lithify_compaction_strategy::CompactionStrategy;
@@ -109,7 +111,7 @@ pub use lithify_wal::{RecordCompression as WalCompression, RecoveryMode};
 pub use live_set::{
     CheckpointOptions, LiveFile, LiveFileKind, LiveFileMetaData, LiveFileSet, copy_file_prefix,
 };
-pub use options::{Options, ReadOptions, TableOptions, WriteOptions};
+pub use options::{BlobOptions, Options, ReadOptions, TableOptions, WriteOptions};
 pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
 pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 pub use snapshot::Snapshot;

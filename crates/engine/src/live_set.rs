@@ -34,7 +34,7 @@ use std::sync::Arc;
 use lithify_base::SeqNo;
 use lithify_base::sync::atomic::Ordering;
 use lithify_version::TableId;
-use lithify_version::filename::{manifest_file_name, sst_file_name};
+use lithify_version::filename::{blob_file_name, manifest_file_name, sst_file_name};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt;
 
@@ -99,6 +99,9 @@ pub struct LiveFileMetaData {
 pub enum LiveFileKind {
     /// An SST: immutable, may be hard-linked or shared.
     Sst,
+    /// A blob file (separated values): immutable, may be hard-linked or
+    /// shared like an SST.
+    Blob,
     /// The MANIFEST: copy its first `size` bytes.
     Manifest,
     /// A write-ahead log: copy its first `size` bytes.
@@ -246,6 +249,15 @@ pub(crate) fn live_file_set<'a>(
                     kind: LiveFileKind::Sst,
                 });
             }
+        }
+        for blob in version.blob_files().values() {
+            let name = blob_file_name(blob.meta.number);
+            set.files.push(LiveFile {
+                path: db.dir.join(&name),
+                name,
+                size: blob.meta.file_size,
+                kind: LiveFileKind::Blob,
+            });
         }
     }
     let manifest = manifest_file_name(cut.manifest_number);

@@ -165,6 +165,7 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
         get_blocks_read: g(&c.get_blocks),
         get_blocks_from_file: g(&c.get_blocks_from_file),
         get_filter_negatives: g(&c.get_filter_negatives),
+        get_blob_reads: g(&c.get_blob_reads),
         merges: MergeStats {
             reads_merged,
             full_merges: g(&c.full_merges),

@@ -1,4 +1,5 @@
-//! Deleting files nothing needs any more: tables no version references,
+//! Deleting files nothing needs any more: tables and blob files no
+//! version references,
 //! MANIFESTs CURRENT no longer names, WALs below the minimum log number
 //! to keep, and (at open) orphans left by a crashed flush or compaction.
 //! A file being written by a running job is never deleted: running jobs'
@@ -8,7 +9,9 @@
 use std::collections::BTreeSet;
 
 use lithify_base::sync::atomic::Ordering;
-use lithify_version::filename::{FileKind, manifest_file_name, parse_file_name, sst_file_name};
+use lithify_version::filename::{
+    FileKind, blob_file_name, manifest_file_name, parse_file_name, sst_file_name,
+};
 
 use crate::state::DbInner;
 use crate::wal::log_path;
@@ -85,6 +88,10 @@ pub(crate) fn purge_obsolete_files(db: &DbInner) -> Option<(Vec<u64>, HeldBy)> {
     for number in obsolete.tables {
         remove_obsolete(db, &db.dir.join(sst_file_name(number)));
     }
+    for number in obsolete.blob_files {
+        db.opener.blobs.evict(number);
+        remove_obsolete(db, &db.dir.join(blob_file_name(number)));
+    }
     for number in obsolete.manifests {
         remove_obsolete(db, &db.dir.join(manifest_file_name(number)));
     }
@@ -119,8 +126,8 @@ fn remove_obsolete(db: &DbInner, path: &std::path::Path) {
 }
 
 /// Files of a database directory that no live state needs, found at open:
-/// tables not in `live_tables`, WALs below `min_log`, MANIFESTs other than
-/// `manifest`, a leftover `CURRENT.tmp`.
+/// tables and blob files not in `live_tables`, WALs below `min_log`,
+/// MANIFESTs other than `manifest`, a leftover `CURRENT.tmp`.
 pub(crate) fn orphans(
     names: &[String],
     live_tables: &BTreeSet<u64>,
@@ -130,7 +137,7 @@ pub(crate) fn orphans(
     names
         .iter()
         .filter(|name| match parse_file_name(name) {
-            Some(FileKind::Sst(n)) => !live_tables.contains(&n),
+            Some(FileKind::Sst(n) | FileKind::Blob(n)) => !live_tables.contains(&n),
             Some(FileKind::Log(n)) => n < min_log,
             Some(FileKind::Manifest(n)) => n != manifest,
             Some(FileKind::CurrentTmp) => true,
@@ -151,6 +158,8 @@ mod tests {
             "000007.log",
             "000003.sst",
             "000004.sst",
+            "000006.blob",
+            "000008.blob",
             "MANIFEST-000002",
             "MANIFEST-000005",
             "CURRENT",
@@ -161,11 +170,17 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let live = BTreeSet::from([4]);
+        let live = BTreeSet::from([4, 8]);
         let got = orphans(&names, &live, 7, 5);
         assert_eq!(
             got,
-            ["000001.log", "000003.sst", "MANIFEST-000002", "CURRENT.tmp"]
+            [
+                "000001.log",
+                "000003.sst",
+                "000006.blob",
+                "MANIFEST-000002",
+                "CURRENT.tmp"
+            ]
         );
     }
 }

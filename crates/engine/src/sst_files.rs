@@ -1,6 +1,7 @@
 //! The database's SSTs: [`SstFiles`] says where they are and opens a
 //! version's files for reads, through the block cache, with the SST
-//! options of the database; [`InputOpener`] is the compaction core's
+//! options of the database (and holds the blob files their separated
+//! values are in); [`InputOpener`] is the compaction core's
 //! [`SstOpener`], opening a job's inputs for one pass around the cache.
 
 use std::path::PathBuf;
@@ -26,6 +27,8 @@ pub(crate) struct SstFiles {
     pub(crate) dir: PathBuf,
     pub(crate) options: SstOptions<InternalKeyComparator>,
     pub(crate) cache: Option<StdArc<BlockCache>>,
+    /// The blob files the SSTs' blob indexes point into.
+    pub(crate) blobs: crate::blob_files::BlobFiles,
 }
 
 impl SstFiles {

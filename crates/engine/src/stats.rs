@@ -35,6 +35,7 @@ pub(crate) struct Counters {
     pub(crate) get_blocks: AtomicU64,
     pub(crate) get_blocks_from_file: AtomicU64,
     pub(crate) get_filter_negatives: AtomicU64,
+    pub(crate) get_blob_reads: AtomicU64,
     pub(crate) stall_delayed_writes: AtomicU64,
     pub(crate) stall_delayed_micros: AtomicU64,
     pub(crate) stall_stopped_writes: AtomicU64,
@@ -200,6 +201,9 @@ pub struct DbStats {
     pub get_blocks_from_file: u64,
     /// Lookups the bloom filter answered.
     pub get_filter_negatives: u64,
+    /// Values lookups read through blob indexes (from a blob file or the
+    /// cache).
+    pub get_blob_reads: u64,
     /// Merge operands on the read and compaction paths.
     pub merges: MergeStats,
     /// Tables probed per lookup.

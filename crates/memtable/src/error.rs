@@ -62,6 +62,20 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
+    /// An entry of a kind that only SSTs hold (a blob index, which flush
+    /// and compaction write in place of a separated value).
+    #[snafu(display(
+        "a memtable does not hold {kind} entries (entry at seqno {seqno}): only flush and compaction write them, into SSTs"
+    ))]
+    UnsupportedKind {
+        /// The kind's name.
+        kind: &'static str,
+        /// The sequence number of the refused entry.
+        seqno: u64,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
     /// A write to a memtable already marked immutable.
     #[snafu(display("memtable is immutable and accepts no more writes (entry at seqno {seqno})"))]
     Immutable {
@@ -83,6 +97,7 @@ impl Classify for Error {
             | Error::EntryTooLarge { .. }
             | Error::SeqnoOutOfRange { .. }
             | Error::EmptyRange { .. }
+            | Error::UnsupportedKind { .. }
             | Error::Immutable { .. } => ErrorKind::InvalidArgument,
         }
     }

@@ -10,7 +10,7 @@ use snafu::ensure;
 use crate::arena::DEFAULT_BLOCK_SIZE;
 use crate::error::{
     DuplicateEntrySnafu, EmptyRangeSnafu, EntryTooLargeSnafu, ImmutableSnafu, Result,
-    SeqnoOutOfRangeSnafu,
+    SeqnoOutOfRangeSnafu, UnsupportedKindSnafu,
 };
 use crate::filter::{WholeKeyFilter, key_hash};
 use crate::lookup::{DeletedBy, Lookup};
@@ -155,7 +155,8 @@ impl MemTable {
     /// [`Error`](crate::Error) (all `InvalidArgument`): the memtable is
     /// immutable, the same `user_key#seqno,kind` was already added, the
     /// seqno is above [`MAX_SEQNO`], a key or value exceeds
-    /// [`MAX_ENTRY_PART_LEN`], or a range tombstone is empty.
+    /// [`MAX_ENTRY_PART_LEN`], a range tombstone is empty, or the kind is
+    /// [`ValueKind::BlobIndex`] (only SSTs hold those).
     pub fn add(&self, seqno: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<()> {
         ensure!(
             !self.immutable.load(Ordering::Relaxed),
@@ -188,6 +189,13 @@ impl MemTable {
                     }
                 );
                 self.range_dels.insert(user_key, trailer, value)
+            }
+            ValueKind::BlobIndex => {
+                return UnsupportedKindSnafu {
+                    kind: kind.name(),
+                    seqno,
+                }
+                .fail();
             }
             ValueKind::Put | ValueKind::Delete | ValueKind::Merge | ValueKind::SingleDelete => {
                 match &self.filter {
@@ -236,7 +244,7 @@ impl MemTable {
             ValueKind::Merge => {
                 stats.merges.fetch_add(1, Ordering::Relaxed);
             }
-            ValueKind::Put => {}
+            ValueKind::Put | ValueKind::BlobIndex => {}
         }
         // Load first: with increasing seqnos the minimum rarely changes, and
         // a plain load does not take the cache line away from other writers.

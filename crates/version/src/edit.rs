@@ -43,6 +43,7 @@ use std::fmt;
 use lithify_base::coding::{Decoder, put_fixed64, put_length_prefixed, put_varint32, put_varint64};
 use lithify_base::{DecodeError, Id, InternalKey, SeqNo};
 
+use crate::blob_file::{BlobFileGarbage, BlobFileMetadata, BlobRef};
 use crate::error::{BadEditSnafu, Result};
 use crate::file_metadata::FileMetadata;
 
@@ -107,6 +108,17 @@ pub mod tag {
     /// MANIFEST that records it is a version 3 log, which readers from
     /// before identities refuse by its header.
     pub const DB_ID: u32 = SAFE_TO_IGNORE | 2;
+    /// A blob file added to the table (RocksDB's `BlobFileAddition`, same
+    /// number): varint64 file number, varint64 file size, varint64 value
+    /// count, varint64 stored value bytes, a flags byte (bit 0: a fixed64
+    /// whole-file xxh3-64 follows; bit 1: the 16-byte unique id follows),
+    /// then those. Not safe to ignore: a reader that skipped it would not
+    /// know where the table's values are.
+    pub const BLOB_FILE_ADDITION: u32 = 400;
+    /// Values of a blob file that became garbage (RocksDB's
+    /// `BlobFileGarbage`, same number): varint64 file number, varint64
+    /// count, varint64 stored bytes. Not safe to ignore.
+    pub const BLOB_FILE_GARBAGE: u32 = 401;
     /// Unknown tags with this bit set may be skipped.
     pub const SAFE_TO_IGNORE: u32 = 1 << 13;
 }
@@ -138,6 +150,12 @@ pub mod file_tag {
     pub const OLDEST_ANCESTOR_TIME: u32 = 11;
     /// xxh3-64 of the whole file (fixed64).
     pub const FILE_CHECKSUM: u32 = 12;
+    /// The table's references into blob files (key-value separation):
+    /// one triple of varint64 blob file number, varint64 count and varint64
+    /// stored bytes per blob file, ascending by number. Not safe to ignore:
+    /// a reader from before blob files refuses the table instead of reading
+    /// blob indexes as values.
+    pub const BLOB_REFS: u32 = 13;
     /// The table's unique id (16 bytes, RocksDB's `kUniqueId`): what the
     /// table's own properties must derive, checked when the database
     /// opens. Safe to ignore within an edit (bit 13 of the tag).
@@ -187,6 +205,13 @@ pub struct VersionEdit {
     /// The database's identity (global; in the snapshot that starts a
     /// MANIFEST).
     pub db_id: Option<Id>,
+    /// Blob files added to the table.
+    pub blob_file_additions: Vec<BlobFileMetadata>,
+    /// Values of the table's blob files that became garbage. The version
+    /// set computes these from the files an edit deletes and adds
+    /// ([`VersionSet::log_and_apply`](crate::VersionSet::log_and_apply));
+    /// edits given to it carry none.
+    pub blob_file_garbage: Vec<BlobFileGarbage>,
 }
 
 /// A WAL that was synced through `synced_size` bytes (RocksDB's
@@ -306,6 +331,16 @@ impl VersionEdit {
                 put_varint64(b, wal.synced_size);
             });
         }
+        for blob in &self.blob_file_additions {
+            field(dst, tag::BLOB_FILE_ADDITION, &|b| encode_blob_file(b, blob));
+        }
+        for g in &self.blob_file_garbage {
+            field(dst, tag::BLOB_FILE_GARBAGE, &|b| {
+                put_varint64(b, g.number);
+                put_varint64(b, g.count);
+                put_varint64(b, g.bytes);
+            });
+        }
     }
 
     /// Decodes an encoded edit.
@@ -320,7 +355,12 @@ impl VersionEdit {
             let base = d.position() - body.len();
             let is_list = matches!(
                 tag,
-                tag::COMPACT_CURSOR | tag::DELETED_FILE | tag::NEW_FILE | tag::WAL_ADDITION
+                tag::COMPACT_CURSOR
+                    | tag::DELETED_FILE
+                    | tag::NEW_FILE
+                    | tag::WAL_ADDITION
+                    | tag::BLOB_FILE_ADDITION
+                    | tag::BLOB_FILE_GARBAGE
             );
             let known = is_list
                 || matches!(
@@ -343,7 +383,9 @@ impl VersionEdit {
                 }
                 return BadEditSnafu {
                     position: start,
-                    message: format!("unknown tag {tag} that is not marked safe to ignore"),
+                    message: format!(
+                        "unknown tag {tag} that is not marked safe to ignore: the MANIFEST was written by a newer lithify, with a feature this one does not have"
+                    ),
                 }
                 .fail();
             }
@@ -406,6 +448,20 @@ impl VersionEdit {
                     edit.wal_additions.push(WalAddition {
                         number,
                         synced_size,
+                    });
+                }
+                tag::BLOB_FILE_ADDITION => {
+                    edit.blob_file_additions
+                        .push(decode_blob_file(&mut b, base)?);
+                }
+                tag::BLOB_FILE_GARBAGE => {
+                    let number = b.varint64().map_err(shift)?;
+                    let count = b.varint64().map_err(shift)?;
+                    let bytes = b.varint64().map_err(shift)?;
+                    edit.blob_file_garbage.push(BlobFileGarbage {
+                        number,
+                        count,
+                        bytes,
                     });
                 }
                 _ => unreachable!("known tags are matched above"),
@@ -508,6 +564,98 @@ fn encode_file(b: &mut Vec<u8>, f: &FileMetadata) {
     if let Some(id) = &f.unique_id {
         sub(file_tag::UNIQUE_ID, id.as_bytes());
     }
+    if !f.blob_refs.is_empty() {
+        let mut refs = Vec::with_capacity(f.blob_refs.len() * 8);
+        for r in &f.blob_refs {
+            put_varint64(&mut refs, r.file_number);
+            put_varint64(&mut refs, r.count);
+            put_varint64(&mut refs, r.bytes);
+        }
+        sub(file_tag::BLOB_REFS, &refs);
+    }
+}
+
+/// The body of a [`tag::BLOB_FILE_ADDITION`] field.
+fn encode_blob_file(b: &mut Vec<u8>, blob: &BlobFileMetadata) {
+    put_varint64(b, blob.number);
+    put_varint64(b, blob.file_size);
+    put_varint64(b, blob.blob_count);
+    put_varint64(b, blob.blob_bytes);
+    let flags = u8::from(blob.file_checksum.is_some()) | (u8::from(blob.unique_id.is_some()) << 1);
+    b.push(flags);
+    if let Some(sum) = blob.file_checksum {
+        put_fixed64(b, sum);
+    }
+    if let Some(id) = &blob.unique_id {
+        b.extend_from_slice(id.as_bytes());
+    }
+}
+
+/// Decodes the body of a [`tag::BLOB_FILE_ADDITION`] field (`base` is the
+/// body's position, for errors).
+fn decode_blob_file(b: &mut Decoder<'_>, base: usize) -> Result<BlobFileMetadata> {
+    let shift = |e: DecodeError| bad(e.shifted(base));
+    let number = b.varint64().map_err(shift)?;
+    let file_size = b.varint64().map_err(shift)?;
+    let blob_count = b.varint64().map_err(shift)?;
+    let blob_bytes = b.varint64().map_err(shift)?;
+    let flags_at = base + b.position();
+    let flags = b.u8().map_err(shift)?;
+    if flags & !0b11 != 0 {
+        return BadEditSnafu {
+            position: flags_at,
+            message: format!("blob file {number:06} has unknown flags {flags:#04x}"),
+        }
+        .fail();
+    }
+    let file_checksum = if flags & 1 != 0 {
+        Some(b.fixed64().map_err(shift)?)
+    } else {
+        None
+    };
+    let unique_id = if flags & 2 != 0 {
+        let at = base + b.position();
+        let bytes = b.bytes(16, "blob file unique id").map_err(shift)?;
+        Some(id_of(bytes, at, "blob file's unique id")?)
+    } else {
+        None
+    };
+    Ok(BlobFileMetadata {
+        number,
+        file_size,
+        blob_count,
+        blob_bytes,
+        file_checksum,
+        unique_id,
+    })
+}
+
+/// Decodes the body of a [`file_tag::BLOB_REFS`] field: ascending blob
+/// file numbers, each with a count above 0.
+fn decode_blob_refs(body: &[u8], at: usize) -> Result<Vec<BlobRef>> {
+    let mut d = Decoder::new(body);
+    let mut refs: Vec<BlobRef> = Vec::new();
+    while !d.is_empty() {
+        let start = at + d.position();
+        let shift = |e: DecodeError| bad(e.shifted(at));
+        let r = BlobRef {
+            file_number: d.varint64().map_err(shift)?,
+            count: d.varint64().map_err(shift)?,
+            bytes: d.varint64().map_err(shift)?,
+        };
+        if r.count == 0 || refs.last().is_some_and(|p| p.file_number >= r.file_number) {
+            return BadEditSnafu {
+                position: start,
+                message: format!(
+                    "blob reference to {:06} with {} values: references must ascend by blob file and count at least one value",
+                    r.file_number, r.count
+                ),
+            }
+            .fail();
+        }
+        refs.push(r);
+    }
+    Ok(refs)
 }
 
 fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
@@ -520,6 +668,7 @@ fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
     let mut counts = [0u64; 5];
     let mut checksum = None;
     let mut unique_id = None;
+    let mut blob_refs = Vec::new();
     let mut seen: Vec<u32> = Vec::new();
     let mut d = Decoder::new(bytes);
     while !d.is_empty() {
@@ -538,13 +687,15 @@ fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
             unique_id = Some(id_of(body, at, "file's unique id")?);
             continue;
         }
-        if tag > file_tag::FILE_CHECKSUM || tag == 0 {
+        if tag > file_tag::BLOB_REFS || tag == 0 {
             if tag & tag::SAFE_TO_IGNORE != 0 {
                 continue;
             }
             return BadEditSnafu {
                 position: start,
-                message: format!("unknown file field {tag} that is not marked safe to ignore"),
+                message: format!(
+                    "unknown file field {tag} that is not marked safe to ignore: the file was added by a newer lithify, with a feature this one does not have"
+                ),
             }
             .fail();
         }
@@ -575,6 +726,7 @@ fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
             file_tag::LARGEST => largest = Some(internal_key(body, at)?),
             file_tag::SMALLEST_SEQNO => smallest_seqno = Some(whole_varint(body)?),
             file_tag::LARGEST_SEQNO => largest_seqno = Some(whole_varint(body)?),
+            file_tag::BLOB_REFS => blob_refs = decode_blob_refs(body, at)?,
             file_tag::FILE_CHECKSUM => {
                 let mut b = Decoder::new(body);
                 checksum = Some(b.fixed64().map_err(|e| bad(e.shifted(at)))?);
@@ -613,6 +765,7 @@ fn decode_file(bytes: &[u8], base: usize) -> Result<FileMetadata> {
     ] = counts;
     file.file_checksum = checksum;
     file.unique_id = unique_id;
+    file.blob_refs = blob_refs;
     Ok(file)
 }
 
@@ -704,6 +857,27 @@ impl fmt::Display for VersionEdit {
         }
         for wal in &self.wal_additions {
             writeln!(f, "  wal {:06} synced={}", wal.number, wal.synced_size)?;
+        }
+        for blob in &self.blob_file_additions {
+            write!(
+                f,
+                "  add blob {:06} values={} bytes={} size={}",
+                blob.number, blob.blob_count, blob.blob_bytes, blob.file_size
+            )?;
+            if let Some(sum) = blob.file_checksum {
+                write!(f, " checksum={sum:#018x}")?;
+            }
+            if let Some(id) = &blob.unique_id {
+                write!(f, " id={id}")?;
+            }
+            writeln!(f)?;
+        }
+        for g in &self.blob_file_garbage {
+            writeln!(
+                f,
+                "  garbage blob {:06} values={} bytes={}",
+                g.number, g.count, g.bytes
+            )?;
         }
         Ok(())
     }

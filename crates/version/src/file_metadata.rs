@@ -5,6 +5,8 @@ use std::fmt;
 
 use lithify_base::{Id, InternalKey, InternalKeyComparator, SeqNo};
 
+use crate::blob_file::BlobRef;
+
 /// The metadata of one sstable file, as recorded in the MANIFEST.
 ///
 /// Versions hold files as `Arc<FileMetadata>`; the metadata never changes
@@ -47,6 +49,10 @@ pub struct FileMetadata {
     /// added (`None` for files added before ids existed): the file found
     /// under this number must carry it.
     pub unique_id: Option<Id>,
+    /// The file's references into blob files, ascending by blob file
+    /// number: each counts the entries that are blob indexes into that
+    /// file (empty for a table without separated values).
+    pub blob_refs: Vec<BlobRef>,
 }
 
 impl FileMetadata {
@@ -68,7 +74,13 @@ impl FileMetadata {
             oldest_ancestor_time: 0,
             file_checksum: None,
             unique_id: None,
+            blob_refs: Vec::new(),
         }
+    }
+
+    /// The oldest (smallest-numbered) blob file the table refers to.
+    pub fn oldest_blob_file(&self) -> Option<u64> {
+        self.blob_refs.first().map(|r| r.file_number)
     }
 
     /// The smallest user key.

@@ -3,6 +3,7 @@
 //! | file | name |
 //! |---|---|
 //! | sstable | `NNNNNN.sst` |
+//! | blob file (separated values) | `NNNNNN.blob` |
 //! | write-ahead log | `NNNNNN.log` |
 //! | MANIFEST | `MANIFEST-NNNNNN` |
 //! | the live MANIFEST's name | `CURRENT` |
@@ -18,6 +19,7 @@
 //! assert_eq!(sst_file_name(12), "000012.sst");
 //! assert_eq!(parse_file_name("MANIFEST-000003"), Some(FileKind::Manifest(3)));
 //! assert_eq!(parse_file_name("1234567.log"), Some(FileKind::Log(1234567)));
+//! assert_eq!(parse_file_name("000009.blob"), Some(FileKind::Blob(9)));
 //! assert_eq!(parse_file_name("notes.txt"), None);
 //! ```
 
@@ -35,6 +37,8 @@ pub const CURRENT_TMP: &str = "CURRENT.tmp";
 pub enum FileKind {
     /// An SST (sorted string table).
     Sst(u64),
+    /// A blob file: values kept out of the SSTs (key-value separation).
+    Blob(u64),
     /// A write-ahead log.
     Log(u64),
     /// A MANIFEST.
@@ -48,6 +52,11 @@ pub enum FileKind {
 /// `NNNNNN.sst`.
 pub fn sst_file_name(number: u64) -> String {
     format!("{number:06}.sst")
+}
+
+/// `NNNNNN.blob`.
+pub fn blob_file_name(number: u64) -> String {
+    format!("{number:06}.blob")
 }
 
 /// `NNNNNN.log`.
@@ -78,6 +87,9 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
     }
     if let Some(n) = name.strip_suffix(".sst") {
         return number(n).map(FileKind::Sst);
+    }
+    if let Some(n) = name.strip_suffix(".blob") {
+        return number(n).map(FileKind::Blob);
     }
     if let Some(n) = name.strip_suffix(".log") {
         return number(n).map(FileKind::Log);

@@ -216,8 +216,8 @@ pub(crate) fn replay_steps(
             })?;
             let mut builder = VersionBuilder::new(Arc::clone(&t.version));
             builder.apply(edit).map_err(|m| (*offset, m))?;
-            let (version, _) = builder.build().map_err(|m| (*offset, m))?;
-            t.version = Arc::new(version);
+            let built = builder.build().map_err(|m| (*offset, m))?;
+            t.version = Arc::new(built.version);
 
             let removed: BTreeMap<u64, usize> =
                 edit.deleted_files.iter().map(|&(l, n)| (n, l)).collect();

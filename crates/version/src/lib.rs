@@ -1,7 +1,10 @@
 //! The LSM's metadata, durable and crash-safe.
 //!
 //! * [`FileMetadata`]: what the LSM knows about one sstable (number, size,
-//!   key and seqno range, counts, times, optional checksum).
+//!   key and seqno range, counts, times, optional checksum, references
+//!   into blob files).
+//! * [`BlobFile`]: a blob file of separated values, with its garbage
+//!   ([`blob_file`]).
 //! * [`VersionEdit`]: one change — files added and deleted per level,
 //!   per-table log number and compaction cursors, tables added and dropped,
 //!   global counters — with a tagged, forward-compatible encoding
@@ -40,6 +43,7 @@
 //! assert_eq!(v.to_string(), "L0:\n  000012:[a#5,SET-c#3,SET] size=1024\nL1:\n  000007:[a#1,SET-b#1,SET] size=65536\n  000008:[c#1,SET-f#1,SET] size=65536\n");
 //! ```
 
+pub mod blob_file;
 mod builder;
 pub mod edit;
 mod error;
@@ -51,6 +55,7 @@ pub mod text;
 mod version;
 pub mod version_set;
 
+pub use blob_file::{BlobFile, BlobFileGarbage, BlobFileMetadata, BlobRef};
 pub use edit::{DEFAULT_TABLE, DEFAULT_TABLE_NAME, TableId, VersionEdit, WalAddition};
 pub use error::{Error, Result};
 pub use file_metadata::FileMetadata;

@@ -293,10 +293,11 @@ impl<'a> Replayer<'a> {
         wals.retain(|n, _| *n >= min_log);
         let mut tables = BTreeMap::new();
         for (id, t) in self.tables {
-            let (version, _) = t
+            let version = t
                 .builder
                 .build()
-                .map_err(|m| format!("table {id} ({}): {m}", t.name))?;
+                .map_err(|m| format!("table {id} ({}): {m}", t.name))?
+                .version;
             tables.insert(
                 id,
                 ReplayedTable {

@@ -25,7 +25,13 @@
 //!     seqnos;
 //!   * `entries=`, `deletions=`, `rangedels=`, `created=`, `ancestor=`
 //!     (file counts and times; default 0), `checksum=0x<hex>` (default
-//!     none), `id=<unique id>` (default none).
+//!     none), `id=<unique id>` (default none);
+//!   * `blob=<blob file>:<count>/<bytes>`, once per blob file the table
+//!     refers to (its [`BlobRef`](crate::BlobRef)s).
+//! * After the levels, a `blobs:` line starts the table's blob files, one
+//!   per line: `<number>.blob values=<n> bytes=<n> garbage=<count>/<bytes>`.
+//!   Each must be referred to by some file, by exactly its values that are
+//!   not garbage.
 //! * Files may be listed in any order: L0 is sorted newest first, L1+ by
 //!   smallest key; the version's invariants are then checked (L1+ files must
 //!   not overlap).
@@ -40,6 +46,7 @@ use std::sync::Arc;
 
 use lithify_base::{InternalKey, InternalKeyComparator};
 
+use crate::blob_file::{BlobFileGarbage, BlobFileMetadata, BlobRef};
 use crate::builder::VersionBuilder;
 use crate::edit::{TableId, VersionEdit};
 use crate::error::{Result, TextSnafu};
@@ -74,6 +81,9 @@ pub(crate) fn write_file(f: &mut fmt::Formatter<'_>, m: &FileMetadata) -> fmt::R
     if let Some(id) = &m.unique_id {
         write!(f, " id={id}")?;
     }
+    for r in &m.blob_refs {
+        write!(f, " blob={:06}:{}/{}", r.file_number, r.count, r.bytes)?;
+    }
     Ok(())
 }
 
@@ -95,6 +105,12 @@ pub(crate) fn write_version(f: &mut fmt::Formatter<'_>, v: &Version) -> fmt::Res
             writeln!(f)?;
         }
     }
+    if !v.blob_files().is_empty() {
+        writeln!(f, "blobs:")?;
+        for blob in v.blob_files().values() {
+            writeln!(f, "  {blob}")?;
+        }
+    }
     Ok(())
 }
 
@@ -107,6 +123,7 @@ pub fn parse_version(
 ) -> Result<Version> {
     let mut edit = VersionEdit::new(table);
     let mut level: Option<usize> = None;
+    let mut in_blobs = false;
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
         let err = |message: String| TextSnafu {
@@ -114,6 +131,18 @@ pub fn parse_version(
         };
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line == "blobs:" {
+            in_blobs = true;
+            continue;
+        }
+        if in_blobs {
+            let (meta, garbage) = parse_blob_file(line).map_err(|m| err(m).build())?;
+            if garbage.count != 0 || garbage.bytes != 0 {
+                edit.blob_file_garbage.push(garbage);
+            }
+            edit.blob_file_additions.push(meta);
             continue;
         }
         if let Some(rest) = line.strip_prefix('L')
@@ -144,10 +173,10 @@ pub fn parse_version(
     builder
         .apply(&edit)
         .map_err(|message| TextSnafu { message }.build())?;
-    let (version, _) = builder
+    let built = builder
         .build()
         .map_err(|message| TextSnafu { message }.build())?;
-    Ok(version)
+    Ok(built.version)
 }
 
 /// Parses one file line: `000012:[a#5,SET-c#3,SET] size=1024 ...`.
@@ -201,10 +230,69 @@ pub fn parse_file(line: &str) -> std::result::Result<FileMetadata, String> {
                         .ok_or_else(|| format!("`{value}` is not a unique id"))?,
                 );
             }
+            "blob" => {
+                let bad = || format!("`{attr}` is not blob=FILE:COUNT/BYTES");
+                let (number, counts) = value.split_once(':').ok_or_else(bad)?;
+                let (count, bytes) = counts.split_once('/').ok_or_else(bad)?;
+                let p = |s: &str| s.parse::<u64>().map_err(|_| bad());
+                file.blob_refs.push(BlobRef {
+                    file_number: p(number)?,
+                    count: p(count)?,
+                    bytes: p(bytes)?,
+                });
+                file.blob_refs.sort();
+            }
             _ => return Err(format!("unknown attribute `{name}`")),
         }
     }
     Ok(file)
+}
+
+/// Parses one blob file line: `000012.blob values=10 bytes=10240
+/// garbage=2/2048`.
+fn parse_blob_file(line: &str) -> std::result::Result<(BlobFileMetadata, BlobFileGarbage), String> {
+    let mut words = line.split_whitespace();
+    let name = words.next().unwrap_or_default();
+    let number: u64 = name
+        .strip_suffix(".blob")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("`{name}` is not NUMBER.blob"))?;
+    let mut meta = BlobFileMetadata {
+        number,
+        file_size: 0,
+        blob_count: 0,
+        blob_bytes: 0,
+        file_checksum: None,
+        unique_id: None,
+    };
+    let mut garbage = BlobFileGarbage {
+        number,
+        count: 0,
+        bytes: 0,
+    };
+    for attr in words {
+        let (name, value) = attr
+            .split_once('=')
+            .ok_or_else(|| format!("attribute `{attr}` is not NAME=VALUE"))?;
+        let p = |s: &str| {
+            s.parse::<u64>()
+                .map_err(|_| format!("`{s}` is not a number in `{attr}`"))
+        };
+        match name {
+            "values" => meta.blob_count = p(value)?,
+            "bytes" => meta.blob_bytes = p(value)?,
+            "size" => meta.file_size = parse_size(value)?,
+            "garbage" => {
+                let (c, b) = value
+                    .split_once('/')
+                    .ok_or_else(|| format!("`{attr}` is not garbage=COUNT/BYTES"))?;
+                garbage.count = p(c)?;
+                garbage.bytes = p(b)?;
+            }
+            _ => return Err(format!("unknown blob file attribute `{name}`")),
+        }
+    }
+    Ok((meta, garbage))
 }
 
 /// Splits `text` at the end of an internal key's text form followed by
@@ -219,7 +307,7 @@ fn split_key(text: &str, sep: char) -> std::result::Result<(InternalKey, &str), 
         .map(|c| c + hash)
         .ok_or_else(|| format!("no `,KIND` in `{text}`"))?;
     let kind_len = text[comma + 1..]
-        .find(|c: char| !c.is_ascii_uppercase())
+        .find(|c: char| !(c.is_ascii_uppercase() || c == '_'))
         .unwrap_or(text.len() - comma - 1);
     let end = comma + 1 + kind_len;
     let key = InternalKey::from_text(&text[..end]).map_err(|e| e.to_string())?;

@@ -6,6 +6,9 @@ use std::sync::Arc;
 use lithify_base::key::user_key;
 use lithify_base::{Comparator, InternalKey, InternalKeyComparator};
 
+use std::collections::BTreeMap;
+
+use crate::blob_file::BlobFile;
 use crate::edit::TableId;
 use crate::file_metadata::FileMetadata;
 
@@ -14,6 +17,10 @@ pub const DEFAULT_NUM_LEVELS: usize = 7;
 
 /// One level's files, shared between versions that did not change it.
 pub(crate) type LevelFiles = Arc<Vec<Arc<FileMetadata>>>;
+
+/// A table's blob files by number, shared between versions that did not
+/// change them.
+pub(crate) type BlobFiles = Arc<BTreeMap<u64, BlobFile>>;
 
 /// The files of one table at one moment.
 ///
@@ -55,6 +62,7 @@ pub struct Version {
     pub(crate) levels: Vec<LevelFiles>,
     pub(crate) level_bytes: Vec<u64>,
     pub(crate) cursors: Vec<Option<InternalKey>>,
+    pub(crate) blob_files: BlobFiles,
 }
 
 impl Version {
@@ -67,6 +75,7 @@ impl Version {
             levels: vec![empty; num_levels],
             level_bytes: vec![0; num_levels],
             cursors: vec![None; num_levels],
+            blob_files: Arc::new(BTreeMap::new()),
         }
     }
 
@@ -89,6 +98,22 @@ impl Version {
     /// The internal-key comparator of the table.
     pub fn comparator(&self) -> &InternalKeyComparator {
         &self.cmp
+    }
+
+    /// The table's blob files by number: those some file of the version
+    /// refers to (empty without key-value separation).
+    pub fn blob_files(&self) -> &BTreeMap<u64, BlobFile> {
+        &self.blob_files
+    }
+
+    /// Stored value bytes of every blob file, and of the garbage among
+    /// them.
+    pub fn blob_bytes(&self) -> (u64, u64) {
+        self.blob_files
+            .values()
+            .fold((0, 0), |(total, garbage), b| {
+                (total + b.meta.blob_bytes, garbage + b.garbage_bytes)
+            })
     }
 
     /// The number of levels.
@@ -343,6 +368,7 @@ impl PartialEq for Version {
                 .zip(&other.levels)
                 .all(|(a, b)| a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| **x == **y))
             && self.cursors == other.cursors
+            && self.blob_files == other.blob_files
     }
 }
 

@@ -56,6 +56,7 @@ use lithify_vfs::FileSystem;
 use lithify_wal::{Writer, WriterOptions};
 use snafu::ResultExt;
 
+use crate::blob_file::{BlobFileGarbage, BlobFileMetadata, BlobRef};
 use crate::builder::VersionBuilder;
 use crate::edit::{
     DEFAULT_TABLE, DEFAULT_TABLE_NAME, MANIFEST_FORMAT_VERSION, TableId, VersionEdit, WalAddition,
@@ -142,6 +143,8 @@ pub struct TableInfo {
 pub struct ObsoleteFiles {
     /// SST files (`NNNNNN.sst`) to delete, ascending.
     pub tables: Vec<u64>,
+    /// Blob files (`NNNNNN.blob`) to delete, ascending.
+    pub blob_files: Vec<u64>,
     /// MANIFESTs to delete, ascending.
     pub manifests: Vec<u64>,
 }
@@ -187,6 +190,10 @@ struct Inner {
     registry: HashMap<u64, Vec<Weak<FileMetadata>>>,
     /// Numbers that left a current version and may become obsolete.
     candidates: BTreeSet<u64>,
+    /// Weak references to every installed blob file, by number.
+    blob_registry: HashMap<u64, Vec<Weak<BlobFileMetadata>>>,
+    /// Blob files that left a current version and may become obsolete.
+    blob_candidates: BTreeSet<u64>,
     /// Numbers added by failed writes: live until a new MANIFEST is in.
     quarantine: BTreeSet<u64>,
     obsolete_manifests: BTreeSet<u64>,
@@ -231,6 +238,8 @@ struct Plan {
     wals: BTreeMap<u64, u64>,
     created: Vec<Arc<FileMetadata>>,
     removed: Vec<u64>,
+    created_blobs: Vec<Arc<BlobFileMetadata>>,
+    removed_blobs: Vec<u64>,
     next_file_number: u64,
     last_sequence: SeqNo,
 }
@@ -422,6 +431,13 @@ impl VersionSet {
                         .or_default()
                         .push(Arc::downgrade(f));
                 }
+                for blob in version.blob_files().values() {
+                    inner
+                        .blob_registry
+                        .entry(blob.meta.number)
+                        .or_default()
+                        .push(Arc::downgrade(&blob.meta));
+                }
             }
         }
         Ok(set)
@@ -453,6 +469,8 @@ impl VersionSet {
                 manifest_number: initial.manifest_number,
                 registry: HashMap::new(),
                 candidates: BTreeSet::new(),
+                blob_registry: HashMap::new(),
+                blob_candidates: BTreeSet::new(),
                 quarantine: BTreeSet::new(),
                 obsolete_manifests: BTreeSet::new(),
                 failed_manifests: Vec::new(),
@@ -656,8 +674,13 @@ impl VersionSet {
     ///
     /// The group's first record carries the set's next file number and last
     /// sequence (raised to any larger value the edits carry).
-    pub fn log_and_apply(&self, edits: Vec<VersionEdit>) -> Result<()> {
+    ///
+    /// An edit that deletes files whose blob references its added files do
+    /// not carry on gets the garbage that makes of the blob files
+    /// ([`VersionEdit::blob_file_garbage`]), computed here.
+    pub fn log_and_apply(&self, mut edits: Vec<VersionEdit>) -> Result<()> {
         let mut inner = self.inner.lock();
+        account_blob_garbage(&inner.versions, &mut edits)?;
         self.apply_locked(&mut inner, edits, false)
     }
 
@@ -707,6 +730,9 @@ impl VersionSet {
             inner
                 .quarantine
                 .extend(plan.created.iter().map(|f| f.number));
+            inner
+                .quarantine
+                .extend(plan.created_blobs.iter().map(|b| b.number));
             return Err(e);
         }
         self.install(inner, plan);
@@ -720,6 +746,7 @@ impl VersionSet {
         let mut tables = inner.tables.clone();
         let mut builders: BTreeMap<TableId, VersionBuilder> = BTreeMap::new();
         let mut removed = Vec::new();
+        let mut removed_blobs = Vec::new();
         let mut max_table_id = inner.max_table_id;
         let mut wals = inner.wals.clone();
         let mut next_file_number = next_file;
@@ -799,11 +826,15 @@ impl VersionSet {
                 }
                 table.log_number = n;
             }
-            for (_, f) in &edit.new_files {
-                if f.number >= next_file {
+            let numbers = edit
+                .new_files
+                .iter()
+                .map(|(_, f)| f.number)
+                .chain(edit.blob_file_additions.iter().map(|b| b.number));
+            for number in numbers {
+                if number >= next_file {
                     return Err(invalid(format!(
-                        "file {:06} was never allocated (next file number is {next_file})",
-                        f.number
+                        "file {number:06} was never allocated (next file number is {next_file})"
                     )));
                 }
             }
@@ -830,6 +861,7 @@ impl VersionSet {
                 builders.remove(&id);
                 if let Some(v) = inner.versions.get(&id) {
                     removed.extend(v.all_files().map(|(_, f)| f.number));
+                    removed_blobs.extend(v.blob_files().keys().copied());
                 }
                 // Files added to it in this group were never installed.
                 removed.extend(
@@ -838,6 +870,12 @@ impl VersionSet {
                         .filter(|e| e.table == id)
                         .flat_map(|e| e.new_files.iter().map(|(_, f)| f.number)),
                 );
+                removed_blobs.extend(
+                    edits
+                        .iter()
+                        .filter(|e| e.table == id)
+                        .flat_map(|e| e.blob_file_additions.iter().map(|b| b.number)),
+                );
             }
         }
         let min_log = tables.values().map(|t| t.log_number).min().unwrap_or(0);
@@ -845,12 +883,15 @@ impl VersionSet {
         let mut versions = inner.versions.clone();
         versions.retain(|id, _| tables.contains_key(id));
         let mut created = Vec::new();
+        let mut created_blobs = Vec::new();
         for (id, builder) in builders {
-            let (version, new_files) = builder
+            let built = builder
                 .build()
                 .map_err(|m| invalid(format!("table {id}: {m}")))?;
-            created.extend(new_files);
-            versions.insert(id, Arc::new(version));
+            created.extend(built.created);
+            created_blobs.extend(built.created_blobs);
+            removed_blobs.extend(built.removed_blobs);
+            versions.insert(id, Arc::new(built.version));
         }
         Ok(Plan {
             tables,
@@ -859,6 +900,8 @@ impl VersionSet {
             wals,
             created,
             removed,
+            created_blobs,
+            removed_blobs,
             next_file_number,
             last_sequence,
         })
@@ -895,6 +938,16 @@ impl VersionSet {
                 for level in 0..version.num_levels() {
                     if let Some(c) = version.compact_cursor(level) {
                         edit.compact_cursors.push((level, c.clone()));
+                    }
+                }
+                for blob in version.blob_files().values() {
+                    edit.blob_file_additions.push((*blob.meta).clone());
+                    if blob.garbage_count != 0 || blob.garbage_bytes != 0 {
+                        edit.blob_file_garbage.push(BlobFileGarbage {
+                            number: blob.meta.number,
+                            count: blob.garbage_count,
+                            bytes: blob.garbage_bytes,
+                        });
                     }
                 }
             }
@@ -966,6 +1019,14 @@ impl VersionSet {
                 .push(Arc::downgrade(f));
         }
         inner.candidates.extend(plan.removed);
+        for b in &plan.created_blobs {
+            inner
+                .blob_registry
+                .entry(b.number)
+                .or_default()
+                .push(Arc::downgrade(b));
+        }
+        inner.blob_candidates.extend(plan.removed_blobs);
         inner.tables = plan.tables;
         inner.max_table_id = plan.max_table_id;
         inner.wals = plan.wals;
@@ -1003,8 +1064,23 @@ impl VersionSet {
                 tables.push(number);
             }
         }
+        let mut blob_files = Vec::new();
+        for number in std::mem::take(&mut inner.blob_candidates) {
+            let live = inner.quarantine.contains(&number)
+                || inner.blob_registry.get_mut(&number).is_some_and(|weaks| {
+                    weaks.retain(|w| w.strong_count() > 0);
+                    !weaks.is_empty()
+                });
+            if live {
+                inner.blob_candidates.insert(number);
+            } else {
+                inner.blob_registry.remove(&number);
+                blob_files.push(number);
+            }
+        }
         ObsoleteFiles {
             tables,
+            blob_files,
             manifests: std::mem::take(&mut inner.obsolete_manifests)
                 .into_iter()
                 .collect(),
@@ -1016,7 +1092,15 @@ impl VersionSet {
     /// reader, a running job), or [`obsolete_files`](Self::obsolete_files)
     /// has not been asked since they left.
     pub fn pending_obsolete(&self) -> Vec<u64> {
-        self.inner.lock().candidates.iter().copied().collect()
+        let inner = self.inner.lock();
+        let mut pending: Vec<u64> = inner
+            .candidates
+            .iter()
+            .chain(&inner.blob_candidates)
+            .copied()
+            .collect();
+        pending.sort_unstable();
+        pending
     }
 
     /// Every SST file number something may still read: files of live
@@ -1028,6 +1112,12 @@ impl VersionSet {
         let inner = &mut *inner;
         let mut live: BTreeSet<u64> = inner.quarantine.iter().copied().collect();
         for (number, weaks) in inner.registry.iter_mut() {
+            weaks.retain(|w| w.strong_count() > 0);
+            if !weaks.is_empty() {
+                live.insert(*number);
+            }
+        }
+        for (number, weaks) in inner.blob_registry.iter_mut() {
             weaks.retain(|w| w.strong_count() > 0);
             if !weaks.is_empty() {
                 live.insert(*number);
@@ -1077,4 +1167,96 @@ pub(crate) fn set_merge_operator(
             "table {table} uses merge operator {c}, an edit names {n}"
         )),
     }
+}
+
+/// Adds to each edit the garbage it makes of its table's blob files: the
+/// blob references of the files it deletes (found in `versions`, or among
+/// the files an earlier edit of the group adds) that the files it adds do
+/// not carry on. An edit that moves a file deletes and adds the same
+/// references, so it makes none. Edits given to `log_and_apply` carry no
+/// garbage of their own, and an edit whose added files refer to more of an
+/// existing blob file than its deleted files did is refused.
+fn account_blob_garbage(
+    versions: &BTreeMap<TableId, Arc<Version>>,
+    edits: &mut [VersionEdit],
+) -> Result<()> {
+    let invalid = |message: String| InvalidEditSnafu { message }.build();
+    for i in 0..edits.len() {
+        let (earlier, rest) = edits.split_at_mut(i);
+        let edit = &mut rest[0];
+        if !edit.blob_file_garbage.is_empty() {
+            return Err(invalid(
+                "blob file garbage is computed by the version set, not given with an edit"
+                    .to_owned(),
+            ));
+        }
+        if edit.deleted_files.is_empty() || edit.table_drop {
+            continue;
+        }
+        let version = versions.get(&edit.table);
+        let same_table = |e: &&VersionEdit| e.table == edit.table;
+        let has_blobs = version.is_some_and(|v| !v.blob_files().is_empty())
+            || earlier
+                .iter()
+                .filter(same_table)
+                .any(|e| !e.blob_file_additions.is_empty());
+        if !has_blobs {
+            continue;
+        }
+        // The deleted files' references: from the newest place each file
+        // was added (a number the table does not have is refused when the
+        // edit is applied).
+        let deleted: BTreeSet<u64> = edit.deleted_files.iter().map(|&(_, n)| n).collect();
+        let mut refs: BTreeMap<u64, Vec<BlobRef>> = BTreeMap::new();
+        if let Some(v) = version {
+            for (_, f) in v.all_files().filter(|(_, f)| deleted.contains(&f.number)) {
+                refs.insert(f.number, f.blob_refs.clone());
+            }
+        }
+        for e in earlier.iter().filter(same_table) {
+            for (_, f) in e
+                .new_files
+                .iter()
+                .filter(|(_, f)| deleted.contains(&f.number))
+            {
+                refs.insert(f.number, f.blob_refs.clone());
+            }
+        }
+        let mut delta: BTreeMap<u64, (i128, i128)> = BTreeMap::new();
+        for &(_, number) in &edit.deleted_files {
+            for r in refs.get(&number).into_iter().flatten() {
+                let d = delta.entry(r.file_number).or_default();
+                d.0 += i128::from(r.count);
+                d.1 += i128::from(r.bytes);
+            }
+        }
+        let added_here: BTreeSet<u64> = edit.blob_file_additions.iter().map(|b| b.number).collect();
+        for (_, f) in &edit.new_files {
+            for r in f
+                .blob_refs
+                .iter()
+                .filter(|r| !added_here.contains(&r.file_number))
+            {
+                let d = delta.entry(r.file_number).or_default();
+                d.0 -= i128::from(r.count);
+                d.1 -= i128::from(r.bytes);
+            }
+        }
+        for (number, (count, bytes)) in delta {
+            if count < 0 || bytes < 0 {
+                return Err(invalid(format!(
+                    "table {}: the files added refer to more of blob file {number:06} than the files deleted did",
+                    edit.table
+                )));
+            }
+            if count > 0 || bytes > 0 {
+                edit.blob_file_garbage.push(BlobFileGarbage {
+                    number,
+                    count: count as u64,
+                    bytes: bytes as u64,
+                });
+            }
+        }
+    }
+    Ok(())
 }

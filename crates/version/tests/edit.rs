@@ -4,7 +4,9 @@
 use lithify_base::coding::{put_length_prefixed, put_varint32};
 use lithify_base::{Classify, ErrorKind, InternalKey, MAX_SEQNO, ValueKind};
 use lithify_version::edit::{decode_group, encode_group, tag};
-use lithify_version::{FileMetadata, VersionEdit, WalAddition};
+use lithify_version::{
+    BlobFileGarbage, BlobFileMetadata, BlobRef, FileMetadata, VersionEdit, WalAddition,
+};
 use proptest::prelude::*;
 
 fn key(text: &str) -> InternalKey {
@@ -80,7 +82,45 @@ fn unknown_tags() {
     assert_eq!(err.kind(), ErrorKind::Corruption);
     assert_eq!(
         err.to_string(),
-        "malformed version edit at byte 0: unknown tag 99 that is not marked safe to ignore"
+        "malformed version edit at byte 0: unknown tag 99 that is not marked safe to ignore: the MANIFEST was written by a newer lithify, with a feature this one does not have"
+    );
+}
+
+/// Blob files are recorded in fields a reader from before them refuses
+/// (tags 400 and 401, and file field 13, none marked safe to ignore), and
+/// they round-trip.
+#[test]
+fn blob_fields_round_trip_and_are_not_ignorable() {
+    let mut edit = VersionEdit::new(0);
+    let mut f = FileMetadata::new(7, 100, key("a#1,SET"), key("b#1,SET"));
+    f.blob_refs = vec![BlobRef {
+        file_number: 6,
+        count: 2,
+        bytes: 2048,
+    }];
+    edit.add_file(0, f);
+    edit.blob_file_additions.push(BlobFileMetadata {
+        number: 6,
+        file_size: 2200,
+        blob_count: 2,
+        blob_bytes: 2048,
+        file_checksum: Some(0xabcd),
+        unique_id: None,
+    });
+    edit.blob_file_garbage.push(BlobFileGarbage {
+        number: 5,
+        count: 1,
+        bytes: 10,
+    });
+    let bytes = edit.encode();
+    assert_eq!(VersionEdit::decode(&bytes).unwrap(), edit);
+    for t in [tag::BLOB_FILE_ADDITION, tag::BLOB_FILE_GARBAGE] {
+        assert_eq!(t & tag::SAFE_TO_IGNORE, 0);
+    }
+    assert_eq!(lithify_version::edit::file_tag::BLOB_REFS, 13);
+    assert_eq!(
+        edit.to_string(),
+        "edit table=0\n  add L0 000007:[a#1,SET-b#1,SET] size=100 blob=000006:2/2048\n  add blob 000006 values=2 bytes=2048 size=2200 checksum=0x000000000000abcd\n  garbage blob 000005 values=1 bytes=10\n"
     );
 }
 
@@ -173,20 +213,49 @@ fn arb_file() -> impl Strategy<Value = FileMetadata> {
         any::<(u64, u64, u64, u64, u64, u64, u64)>(),
         proptest::option::of(any::<u64>()),
         proptest::option::of(any::<[u8; 16]>()),
+        proptest::collection::btree_map(any::<u64>(), (1..u64::MAX, any::<u64>()), 0..3),
     )
-        .prop_map(|(number, size, a, b, (s1, s2, e, d, r, c, o), sum, id)| {
-            let mut f = FileMetadata::new(number, size, a, b);
-            f.smallest_seqno = s1;
-            f.largest_seqno = s2;
-            f.num_entries = e;
-            f.num_deletions = d;
-            f.num_range_deletions = r;
-            f.creation_time = c;
-            f.oldest_ancestor_time = o;
-            f.file_checksum = sum;
-            f.unique_id = id.map(lithify_base::Id::from_bytes);
-            f
-        })
+        .prop_map(
+            |(number, size, a, b, (s1, s2, e, d, r, c, o), sum, id, refs)| {
+                let mut f = FileMetadata::new(number, size, a, b);
+                f.smallest_seqno = s1;
+                f.largest_seqno = s2;
+                f.num_entries = e;
+                f.num_deletions = d;
+                f.num_range_deletions = r;
+                f.creation_time = c;
+                f.oldest_ancestor_time = o;
+                f.file_checksum = sum;
+                f.unique_id = id.map(lithify_base::Id::from_bytes);
+                f.blob_refs = refs
+                    .into_iter()
+                    .map(|(file_number, (count, bytes))| BlobRef {
+                        file_number,
+                        count,
+                        bytes,
+                    })
+                    .collect();
+                f
+            },
+        )
+}
+
+fn arb_blob_file() -> impl Strategy<Value = BlobFileMetadata> {
+    (
+        any::<(u64, u64, u64, u64)>(),
+        proptest::option::of(any::<u64>()),
+        proptest::option::of(any::<[u8; 16]>()),
+    )
+        .prop_map(
+            |((number, file_size, blob_count, blob_bytes), file_checksum, id)| BlobFileMetadata {
+                number,
+                file_size,
+                blob_count,
+                blob_bytes,
+                file_checksum,
+                unique_id: id.map(lithify_base::Id::from_bytes),
+            },
+        )
 }
 
 prop_compose! {
@@ -206,6 +275,8 @@ prop_compose! {
         added in proptest::collection::vec((0usize..64, arb_file()), 0..4),
         wals in proptest::collection::vec(any::<(u64, u64)>(), 0..3),
         db_id in proptest::option::of(any::<[u8; 16]>()),
+        blobs in proptest::collection::vec(arb_blob_file(), 0..3),
+        garbage in proptest::collection::vec(any::<(u64, u64, u64)>(), 0..3),
     ) -> VersionEdit {
         VersionEdit {
             table,
@@ -226,6 +297,11 @@ prop_compose! {
                 .map(|(number, synced_size)| WalAddition { number, synced_size })
                 .collect(),
             db_id: db_id.map(lithify_base::Id::from_bytes),
+            blob_file_additions: blobs,
+            blob_file_garbage: garbage
+                .into_iter()
+                .map(|(number, count, bytes)| BlobFileGarbage { number, count, bytes })
+                .collect(),
         }
     }
 }
@@ -242,7 +318,7 @@ proptest! {
         }
         // The display form is one header line plus one per list entry.
         let lines = edit.to_string().lines().count();
-        prop_assert_eq!(lines, 1 + edit.compact_cursors.len() + edit.deleted_files.len() + edit.new_files.len() + edit.wal_additions.len());
+        prop_assert_eq!(lines, 1 + edit.compact_cursors.len() + edit.deleted_files.len() + edit.new_files.len() + edit.wal_additions.len() + edit.blob_file_additions.len() + edit.blob_file_garbage.len());
     }
 
     #[test]

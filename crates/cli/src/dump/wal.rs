@@ -129,7 +129,9 @@ pub(crate) fn run(a: DumpWalArgs) -> Result<()> {
                         line.push_str(&format!("table {} ", entry.table));
                     }
                     match entry.kind {
-                        ValueKind::Put => {
+                        // A batch never decodes to a blob index (only
+                        // SSTs hold them); shown like a value if one did.
+                        ValueKind::Put | ValueKind::BlobIndex => {
                             line.push_str("PUT ");
                             enc.write(&mut line, entry.key);
                             line.push_str(" => ");

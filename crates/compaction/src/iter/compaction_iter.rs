@@ -11,19 +11,21 @@ use lithify_base::{
 };
 use snafu::ResultExt as _;
 
+use super::blob::BlobFetcher;
 use super::filter::{CompactionFilter, FilterDecision};
 use super::range_del::RangeDelAggregator;
 use super::snapshots::Snapshots;
 use crate::compaction::DeeperLevels;
 use crate::error::{
-    CorruptKeySnafu, InputSnafu, MergeFailedSnafu, Result, SingleDeleteContractSnafu,
+    BlobReadSnafu, CorruptKeySnafu, InputSnafu, MergeFailedSnafu, Result, SingleDeleteContractSnafu,
 };
 
 /// What ended a run of merge operands.
 enum RunEnd {
-    /// A put (its value, `None` if a range tombstone covers it) or a
-    /// tombstone (`None`), consumed by the merge, with its sequence number.
-    Base(SeqNo, Option<Bytes>),
+    /// A value — a put or a blob index: its kind and stored value, `None`
+    /// if a range tombstone covers it — or a tombstone (`None`), consumed
+    /// by the merge, with its sequence number.
+    Base(SeqNo, Option<(ValueKind, Bytes)>),
     /// The next version is in an older snapshot stripe, or every operand
     /// so far was dropped and the next version is not an operand.
     StripeEnd,
@@ -134,6 +136,9 @@ pub struct CompactionIterOptions<'a> {
     /// `enforce_single_del_contracts`, on by default); otherwise count it
     /// in [`IterStats::single_delete_mismatch`] and drop the single delete.
     pub enforce_single_delete_contracts: bool,
+    /// Reads separated values (blob indexes) for the filter and for
+    /// merges; without one, such a read is an error.
+    pub blobs: Option<&'a dyn BlobFetcher>,
 }
 
 lithify_base::options_builder!(CompactionIterOptions<'a> {
@@ -146,6 +151,7 @@ lithify_base::options_builder!(CompactionIterOptions<'a> {
     origin: String,
     merge_operator: Option<&'a dyn MergeOperator>,
     enforce_single_delete_contracts: bool,
+    blobs: Option<&'a dyn BlobFetcher>,
 });
 
 impl<'a> CompactionIterOptions<'a> {
@@ -162,6 +168,7 @@ impl<'a> CompactionIterOptions<'a> {
             origin: "flush input".to_owned(),
             merge_operator: None,
             enforce_single_delete_contracts: true,
+            blobs: None,
         }
     }
 }
@@ -170,7 +177,8 @@ impl<'a> CompactionIterOptions<'a> {
 /// applying RocksDB's rules in this order to each record:
 ///
 /// 1. **Compaction filter**, on the newest version of each user key when it
-///    is a `Put`: keep, remove (becomes a tombstone at the same seqno),
+///    is a value (a `Put`, or a `BlobIndex`, whose value is read from its
+///    blob file for the filter): keep, remove (becomes a tombstone at the same seqno),
 ///    change the value, or remove and skip input up to a key.
 /// 2. **Hidden** (rule A): a version whose snapshot stripe equals the
 ///    stripe of the newer version just seen is dropped.
@@ -388,9 +396,14 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 self.current_user_key_sequence = MAX_SEQNO;
                 self.current_user_key_snapshot = 0;
                 if let Some(filter) = self.opts.filter
-                    && kind == ValueKind::Put
+                    && kind.is_value()
                 {
-                    match filter.filter(self.opts.filter_level, &self.current_user_key, &value) {
+                    let shown = if kind == ValueKind::BlobIndex {
+                        self.resolve_blob(&value)?
+                    } else {
+                        value.clone()
+                    };
+                    match filter.filter(self.opts.filter_level, &self.current_user_key, &shown) {
                         FilterDecision::Keep => {}
                         FilterDecision::Remove => {
                             kind = ValueKind::Delete;
@@ -398,6 +411,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                             self.stats.filter_removed += 1;
                         }
                         FilterDecision::ChangeValue(v) => {
+                            kind = ValueKind::Put;
                             value = Bytes::from(v);
                             self.stats.filter_changed += 1;
                         }
@@ -514,7 +528,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             }
             // Output; at the bottom a value every snapshot sees loses its
             // seqno (it compresses better and nothing needs it).
-            if self.bottommost && seqno <= self.earliest_snapshot && kind == ValueKind::Put {
+            if self.bottommost && seqno <= self.earliest_snapshot && kind.is_value() {
                 seqno = 0;
             }
             self.advance()?;
@@ -619,7 +633,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 // before its single delete: undefined, it is hidden below.
                 if let Some((s, k)) = self.peek_same_key()?
                     && (prev_snapshot == 0 || s > prev_snapshot)
-                    && k == ValueKind::Put
+                    && k.is_value()
                 {
                     self.stats.single_delete_mismatch += 1;
                 }
@@ -641,7 +655,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
         self.advance()?;
         match self.peek_same_key()? {
             Some((next_seq, next_kind)) if prev_snapshot == 0 || next_seq > prev_snapshot => {
-                if next_kind == ValueKind::Put {
+                if next_kind.is_value() {
                     // Its put, hidden too: both go.
                     self.stats.records_in += 1;
                     self.stats.dropped_hidden += 2;
@@ -736,12 +750,12 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 if next_kind.is_point_tombstone() {
                     self.stats.input_deletions += 1;
                 }
-                let live_put = next_kind == ValueKind::Put
+                let live_put = next_kind.is_value()
                     && !self
                         .opts
                         .range_dels
                         .is_some_and(|agg| agg.should_delete(&self.current_user_key, next_seq));
-                let base = live_put.then(|| self.input.value_bytes());
+                let base = live_put.then(|| (next_kind, self.input.value_bytes()));
                 self.advance()?;
                 break RunEnd::Base(next_seq, base);
             }
@@ -757,13 +771,16 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
         }
         let n = operands.len() as u64;
         let existing = match &end {
-            RunEnd::Base(_, base) => Some(base.as_deref()),
+            RunEnd::Base(_, Some((ValueKind::BlobIndex, index))) => {
+                Some(Some(self.resolve_blob(index)?))
+            }
+            RunEnd::Base(_, base) => Some(base.as_ref().map(|(_, v)| v.clone())),
             // At the bottom, the end of the key is the start of its history.
             RunEnd::KeyEnd if self.bottommost => Some(None),
             _ => None,
         };
         if let Some(existing) = existing {
-            let merged = match self.full_merge(op, existing, &operands) {
+            let merged = match self.full_merge(op, existing.as_deref(), &operands) {
                 Ok(merged) => merged,
                 Err(e) if op.failure_scope() == MergeFailureScope::MustMerge => {
                     tracing::warn!(
@@ -825,11 +842,27 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             .extend(it.map(|(s, v)| (s, ValueKind::Merge, v)));
         if let RunEnd::Base(seq, base) = end {
             self.pending.push_back(match base {
-                Some(value) => (seq, ValueKind::Put, value),
+                Some((kind, value)) => (seq, kind, value),
                 None => (seq, ValueKind::Delete, Bytes::new()),
             });
         }
         self.emit(s, ValueKind::Merge, v);
+    }
+
+    /// The value the blob index `index` of the current user key points at.
+    fn resolve_blob(&self, index: &[u8]) -> Result<Bytes> {
+        let key = &self.current_user_key;
+        let context = || BlobReadSnafu {
+            key: escape(key),
+            origin: self.opts.origin.clone(),
+        };
+        match self.opts.blobs {
+            Some(blobs) => blobs.fetch(key, index).map_err(Box::new).context(context()),
+            None => Err(Box::new(lithify_base::Error::invalid_argument(
+                "the compaction was given no blob reader",
+            )))
+            .context(context()),
+        }
     }
 
     /// Runs the operator's full merge of `operands` (newest first) onto

@@ -5,11 +5,13 @@
 //! to L0 table), so a flush applies the same snapshot rules; it works on
 //! any [`InternalIterator`](lithify_base::InternalIterator).
 
+mod blob;
 mod compaction_iter;
 mod filter;
 mod range_del;
 mod snapshots;
 
+pub use blob::BlobFetcher;
 pub use compaction_iter::{CompactionIterOptions, CompactionIterator, IterStats};
 pub use filter::{CompactionFilter, FilterDecision};
 pub use range_del::RangeDelAggregator;

@@ -12,11 +12,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use lithify_base::{InternalIterator, InternalKeyComparator, MergeOperator, MergingIterator};
 use lithify_sstable::{SstIter, SstReader};
-use lithify_version::{FileMetadata, VersionEdit};
+use lithify_version::{BlobFileMetadata, FileMetadata, VersionEdit};
 use snafu::ResultExt as _;
 
 pub use cutter::{CutLimits, Grandparent, OutputCutter};
-pub use output::{FileNumbers, OutputFactory, file_metadata};
+pub use output::{BlobSettings, FileNumbers, OutputFactory, file_metadata};
 use subcompaction::subcompaction_boundaries;
 
 use crate::bounds::is_sentinel;
@@ -29,7 +29,7 @@ use crate::iter::{
 };
 use crate::stats::CompactionStats;
 use lithify_base::keyspan::RangeTombstone;
-use output::OutputWriter;
+use output::{OutputWriter, Written};
 
 /// A subcompaction's `[lower, upper)` user keys (`None`: unbounded).
 type UserKeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
@@ -134,6 +134,9 @@ pub struct CompactionResult {
     pub edit: VersionEdit,
     /// The output files, in key order.
     pub outputs: Vec<FileMetadata>,
+    /// The blob files written (separated or relocated values); the edit
+    /// adds them.
+    pub blob_files: Vec<BlobFileMetadata>,
     /// Statistics for the "Compaction Stats" table (record them at the
     /// output level).
     pub stats: CompactionStats,
@@ -258,6 +261,7 @@ fn run_job(
         return Ok(CompactionResult {
             edit: c.trivial_move_edit(),
             outputs: c.input_files().map(|(_, f)| (**f).clone()).collect(),
+            blob_files: Vec::new(),
             stats: moved,
             iter_stats: IterStats::default(),
             subcompactions: 0,
@@ -360,13 +364,16 @@ fn run_job(
     let mut created: Vec<PathBuf> = Vec::new();
     let mut first_error = None;
     let mut outputs = Vec::new();
+    let mut blob_files = Vec::new();
     let mut iter_stats = IterStats::default();
     for o in outcomes {
         created.extend(o.created);
         match o.result {
-            Ok((files, bytes, s)) => {
-                outputs.extend(files);
-                stats.bytes_written += bytes;
+            Ok((written, s)) => {
+                outputs.extend(written.files);
+                blob_files.extend(written.blob_files);
+                stats.bytes_written += written.bytes;
+                stats.bytes_written_blob += written.blob_bytes;
                 iter_stats.add(&s);
             }
             Err(e) => {
@@ -415,6 +422,7 @@ fn run_job(
     for f in &outputs {
         edit.add_file(c.output_level, f.clone());
     }
+    edit.blob_file_additions.extend(blob_files.iter().cloned());
     stats.num_output_files = outputs.len() as u64;
     stats.num_input_records = iter_stats.records_in;
     stats.num_dropped_records = iter_stats.dropped();
@@ -423,6 +431,7 @@ fn run_job(
     Ok(CompactionResult {
         edit,
         outputs,
+        blob_files,
         stats,
         iter_stats,
         subcompactions,
@@ -580,7 +589,7 @@ fn split_untouched(
 
 struct SubOutcome {
     created: Vec<PathBuf>,
-    result: Result<(Vec<FileMetadata>, u64, IterStats)>,
+    result: Result<(Written, IterStats)>,
 }
 
 /// What every subcompaction of one job shares.
@@ -659,6 +668,7 @@ impl SubJob<'_, '_> {
                 origin: self.origin.to_owned(),
                 merge_operator: self.merge_operator,
                 enforce_single_delete_contracts: self.enforce_single_delete_contracts,
+                blobs: self.factory.blobs.fetcher,
             },
         );
         let mut writer = OutputWriter::new(
@@ -693,7 +703,7 @@ impl SubJob<'_, '_> {
         let (created, result) = writer.finish();
         SubOutcome {
             created,
-            result: result.map(|(files, bytes)| (files, bytes, stats)),
+            result: result.map(|written| (written, stats)),
         }
     }
 }
@@ -703,6 +713,8 @@ impl SubJob<'_, '_> {
 pub struct FlushResult {
     /// The L0 file, or `None` when nothing survived (nothing to add).
     pub file: Option<FileMetadata>,
+    /// The blob files its separated values went to (added with it).
+    pub blob_files: Vec<BlobFileMetadata>,
     /// Statistics to record at L0 ([`CompactionStatsTable::record_flush`](crate::CompactionStatsTable::record_flush)).
     pub stats: CompactionStats,
     /// The compaction iterator's counts.
@@ -749,6 +761,7 @@ pub fn flush_to_level0(
             enforce_single_delete_contracts: opts.enforce_single_delete_contracts,
             ..CompactionIterOptions::for_flush(snapshots.clone(), Some(&range_dels))
                 .merge_operator(opts.merge_operator.as_deref())
+                .blobs(factory.blobs.fetcher)
         },
     );
     let mut writer = OutputWriter::new(
@@ -779,14 +792,19 @@ pub fn flush_to_level0(
         return Err(e);
     }
     let (created, result) = writer.finish();
-    let (mut files, bytes) = match result {
+    let Written {
+        mut files,
+        blob_files,
+        bytes,
+        blob_bytes,
+    } = match result {
         Ok(r) => r,
         Err(e) => {
             cleanup(&created);
             return Err(e);
         }
     };
-    if !files.is_empty()
+    if (!files.is_empty() || !blob_files.is_empty())
         && let Err(e) = factory.fs.sync_dir(factory.dir)
     {
         cleanup(&created);
@@ -799,6 +817,7 @@ pub fn flush_to_level0(
     let stats = CompactionStats {
         micros: started.elapsed().as_micros() as u64,
         bytes_written: bytes,
+        bytes_written_blob: blob_bytes,
         num_output_files: files.len() as u64,
         num_input_records: iter_stats.records_in,
         num_dropped_records: iter_stats.dropped(),
@@ -808,6 +827,7 @@ pub fn flush_to_level0(
     };
     Ok(FlushResult {
         file: files.pop(),
+        blob_files,
         stats,
         iter_stats,
     })

@@ -2,21 +2,24 @@
 //! file's share of the range tombstones, and their metadata.
 
 use lithify_base::Comparator as _;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lithify_base::{Id, InternalKey, InternalKeyComparator};
+use lithify_base::key::{TRAILER_LEN, escape};
+use lithify_base::{Id, InternalKey, InternalKeyComparator, ValueKind};
+use lithify_blob::{BlobCompression, BlobFileHeader, BlobFileWriter, BlobIndex};
 use lithify_sstable::{SstBuilder, SstOptions};
-use lithify_version::filename::sst_file_name;
-use lithify_version::{FileMetadata, VersionSet};
+use lithify_version::filename::{blob_file_name, sst_file_name};
+use lithify_version::{BlobFileMetadata, BlobRef, FileMetadata, VersionSet};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt as _;
 
 use super::WriteRateLimiter;
 use super::cutter::OutputCutter;
 use crate::bounds::sentinel;
-use crate::error::{IoSnafu, Result, SstSnafu};
-use crate::iter::RangeDelAggregator;
+use crate::error::{BlobReadSnafu, BlobWriteSnafu, IoSnafu, Result, SstSnafu};
+use crate::iter::{BlobFetcher, RangeDelAggregator};
 
 /// Hands out file numbers for outputs.
 pub trait FileNumbers: Send + Sync {
@@ -36,6 +39,59 @@ impl FileNumbers for AtomicU64 {
     }
 }
 
+/// How outputs keep values apart from the SSTs (key-value separation,
+/// RocksDB's integrated BlobDB): a value of at least `min_blob_size`
+/// bytes goes to a blob file and the SST holds a blob index to it.
+#[derive(Clone, Copy)]
+pub struct BlobSettings<'a> {
+    /// Whether new values of at least `min_blob_size` bytes are written to
+    /// blob files (RocksDB's `enable_blob_files`).
+    pub enable_blob_files: bool,
+    /// The smallest value separated (RocksDB's `min_blob_size`).
+    pub min_blob_size: u64,
+    /// A blob file is closed once it reaches this many bytes (RocksDB's
+    /// `blob_file_size`).
+    pub blob_file_size: u64,
+    /// How each value is compressed in its blob file.
+    pub compression: BlobCompression,
+    /// The table the blob files belong to (recorded in their headers).
+    pub table_id: u32,
+    /// Values in blob files numbered below this are copied to the
+    /// output's own blob file, or back into the SST when separation is off
+    /// (garbage collection; 0 relocates nothing).
+    pub relocate_below: u64,
+    /// Reads the values to relocate.
+    pub fetcher: Option<&'a dyn BlobFetcher>,
+}
+
+impl BlobSettings<'_> {
+    /// No separation: every value stays in the SSTs.
+    pub fn disabled() -> Self {
+        BlobSettings {
+            enable_blob_files: false,
+            min_blob_size: 0,
+            blob_file_size: 256 << 20,
+            compression: BlobCompression::None,
+            table_id: 0,
+            relocate_below: 0,
+            fetcher: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for BlobSettings<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobSettings")
+            .field("enable_blob_files", &self.enable_blob_files)
+            .field("min_blob_size", &self.min_blob_size)
+            .field("blob_file_size", &self.blob_file_size)
+            .field("compression", &self.compression)
+            .field("table_id", &self.table_id)
+            .field("relocate_below", &self.relocate_below)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Where and how compaction and flush outputs are written: the file
 /// system, the directory, file-number allocation, and table options (the
 /// compaction's compression replaces `sst_options.compression`).
@@ -52,6 +108,8 @@ pub struct OutputFactory<'a> {
     /// (session) identity, recorded in each output's properties with its
     /// file number (its unique id). `None` records none.
     pub identity: Option<(Id, Id)>,
+    /// Key-value separation.
+    pub blobs: BlobSettings<'a>,
 }
 
 impl OutputFactory<'_> {
@@ -67,6 +125,18 @@ struct OpenOutput {
     path: PathBuf,
     smallest: Vec<u8>,
     largest: Vec<u8>,
+    /// Blob indexes added, per blob file: (count, stored bytes).
+    blob_refs: BTreeMap<u64, (u64, u64)>,
+}
+
+/// What a writer produced.
+pub(crate) struct Written {
+    pub(crate) files: Vec<FileMetadata>,
+    pub(crate) blob_files: Vec<BlobFileMetadata>,
+    /// SST bytes.
+    pub(crate) bytes: u64,
+    /// Blob file bytes.
+    pub(crate) blob_bytes: u64,
 }
 
 /// Writes one (sub)compaction's output files.
@@ -91,6 +161,14 @@ pub(crate) struct OutputWriter<'a> {
     limiter: Option<&'a dyn WriteRateLimiter>,
     /// Bytes of the current file already charged to the limiter.
     charged: u64,
+    /// The blob file being written, if any.
+    blob: Option<BlobFileWriter>,
+    /// Blob files finished.
+    blob_files: Vec<BlobFileMetadata>,
+    blob_bytes_written: u64,
+    /// The entry as added to the SST when its value was separated.
+    scratch_key: Vec<u8>,
+    scratch_value: Vec<u8>,
 }
 
 /// Bytes a writer lets accumulate before asking the rate limiter.
@@ -127,6 +205,11 @@ impl<'a> OutputWriter<'a> {
             bytes_written: 0,
             limiter: None,
             charged: 0,
+            blob: None,
+            blob_files: Vec::new(),
+            blob_bytes_written: 0,
+            scratch_key: Vec::new(),
+            scratch_value: Vec::new(),
         }
     }
 
@@ -136,8 +219,140 @@ impl<'a> OutputWriter<'a> {
         self
     }
 
-    /// Adds a point entry (keys in order).
+    /// Adds a point entry (keys in order). A value the blob settings
+    /// separate goes to a blob file and the SST gets a blob index; a blob
+    /// index into a file being collected has its value relocated.
     pub(crate) fn add(&mut self, key: &[u8], user_key: &[u8], value: &[u8]) -> Result<()> {
+        let kind = key.len().checked_sub(TRAILER_LEN).map_or(0, |n| key[n]);
+        let blobs = self.factory.blobs;
+        if kind == ValueKind::BlobIndex as u8 {
+            let index = BlobIndex::decode(value)
+                .map_err(|e| {
+                    Box::new(lithify_base::Error::invalid_argument(format!(
+                        "malformed blob index: {e}"
+                    )))
+                })
+                .context(BlobReadSnafu {
+                    key: escape(user_key),
+                    origin: "compaction output".to_owned(),
+                })?;
+            if index.file_number >= blobs.relocate_below {
+                return self.add_entry(key, user_key, value, Some(&index));
+            }
+            let fetched = match blobs.fetcher {
+                Some(f) => f.fetch(user_key, value),
+                None => Err(lithify_base::Error::invalid_argument(
+                    "the compaction was given no blob reader to relocate values",
+                )),
+            }
+            .map_err(Box::new)
+            .context(BlobReadSnafu {
+                key: escape(user_key),
+                origin: "compaction output".to_owned(),
+            })?;
+            if blobs.enable_blob_files && fetched.len() as u64 >= blobs.min_blob_size {
+                return self.separate(key, user_key, &fetched);
+            }
+            // Back into the SST as a plain value.
+            let mut put = std::mem::take(&mut self.scratch_key);
+            put.clear();
+            put.extend_from_slice(key);
+            let n = put.len() - TRAILER_LEN;
+            put[n] = ValueKind::Put as u8;
+            let result = self.add_entry(&put, user_key, &fetched, None);
+            self.scratch_key = put;
+            return result;
+        }
+        if kind == ValueKind::Put as u8
+            && blobs.enable_blob_files
+            && value.len() as u64 >= blobs.min_blob_size
+        {
+            return self.separate(key, user_key, value);
+        }
+        self.add_entry(key, user_key, value, None)
+    }
+
+    /// Writes `value` to the blob file and adds the entry with its blob
+    /// index.
+    fn separate(&mut self, key: &[u8], user_key: &[u8], value: &[u8]) -> Result<()> {
+        if self.blob.is_none() {
+            self.open_blob_file()?;
+        }
+        let blob = self.blob.as_mut().expect("opened above");
+        let index = blob.add(user_key, value).context(BlobWriteSnafu)?;
+        let full = blob.file_size() >= self.factory.blobs.blob_file_size;
+        let (mut k, mut v) = (
+            std::mem::take(&mut self.scratch_key),
+            std::mem::take(&mut self.scratch_value),
+        );
+        k.clear();
+        k.extend_from_slice(key);
+        let n = k.len() - TRAILER_LEN;
+        k[n] = ValueKind::BlobIndex as u8;
+        v.clear();
+        index.encode_to(&mut v);
+        let result = self.add_entry(&k, user_key, &v, Some(&index));
+        (self.scratch_key, self.scratch_value) = (k, v);
+        result?;
+        if full {
+            self.finish_blob_file()?;
+        }
+        Ok(())
+    }
+
+    fn open_blob_file(&mut self) -> Result<()> {
+        let number = self.factory.numbers.new_file_number();
+        let path = self.factory.dir.join(blob_file_name(number));
+        let file = self.factory.fs.create(&path).context(IoSnafu {
+            op: "creating",
+            path: path.clone(),
+        })?;
+        self.created.push(path.clone());
+        let (db_id, session_id) = self
+            .factory
+            .identity
+            .unwrap_or((Id::from_bytes([0; 16]), Id::from_bytes([0; 16])));
+        let header = BlobFileHeader {
+            table_id: self.factory.blobs.table_id,
+            compression: self.factory.blobs.compression,
+            db_id,
+            session_id,
+            file_number: number,
+        };
+        self.blob = Some(BlobFileWriter::new(file, &path, header).context(BlobWriteSnafu)?);
+        Ok(())
+    }
+
+    /// Finishes (and syncs) the blob file being written, if any.
+    fn finish_blob_file(&mut self) -> Result<()> {
+        let Some(blob) = self.blob.take() else {
+            return Ok(());
+        };
+        let built = blob.finish().context(BlobWriteSnafu)?;
+        self.blob_bytes_written += built.file_size;
+        if let Some(limiter) = self.limiter {
+            limiter.request(built.file_size);
+        }
+        self.blob_files.push(BlobFileMetadata {
+            number: built.file_number,
+            file_size: built.file_size,
+            blob_count: built.blob_count,
+            blob_bytes: built.blob_bytes,
+            file_checksum: Some(built.file_checksum),
+            unique_id: Some(built.unique_id),
+        });
+        Ok(())
+    }
+
+    /// Adds an entry to the SST being written (`index` is the entry's
+    /// blob index, counted in the file's blob references).
+    fn add_entry(
+        &mut self,
+        key: &[u8],
+        user_key: &[u8],
+        value: &[u8],
+        index: Option<&BlobIndex>,
+    ) -> Result<()> {
         let cmp = self.cmp.clone();
         let size = self
             .current
@@ -174,6 +389,11 @@ impl<'a> OutputWriter<'a> {
         }
         let out = self.current.as_mut().expect("opened above");
         out.builder.add(key, value).context(SstSnafu)?;
+        if let Some(index) = index {
+            let r = out.blob_refs.entry(index.file_number).or_default();
+            r.0 += 1;
+            r.1 += index.size;
+        }
         if out.smallest.is_empty() {
             out.smallest = key.to_vec();
         }
@@ -248,6 +468,7 @@ impl<'a> OutputWriter<'a> {
             path,
             smallest: Vec::new(),
             largest: Vec::new(),
+            blob_refs: BTreeMap::new(),
         });
         Ok(())
     }
@@ -303,6 +524,15 @@ impl<'a> OutputWriter<'a> {
         );
         meta.oldest_ancestor_time = self.oldest_ancestor_time;
         meta.file_checksum = Some(built.file_checksum);
+        meta.blob_refs = out
+            .blob_refs
+            .iter()
+            .map(|(&file_number, &(count, bytes))| BlobRef {
+                file_number,
+                count,
+                bytes,
+            })
+            .collect();
         self.bytes_written += built.file_size;
         if let Some(limiter) = self.limiter {
             limiter.request(built.file_size.saturating_sub(self.charged));
@@ -312,9 +542,9 @@ impl<'a> OutputWriter<'a> {
         Ok(())
     }
 
-    /// Finishes the last file; writes a tombstone-only file when
-    /// tombstones remain in the range and no file is open.
-    pub(crate) fn finish(mut self) -> (Vec<PathBuf>, Result<(Vec<FileMetadata>, u64)>) {
+    /// Finishes the last file and blob file; writes a tombstone-only file
+    /// when tombstones remain in the range and no file is open.
+    pub(crate) fn finish(mut self) -> (Vec<PathBuf>, Result<Written>) {
         let upper = self.upper.clone();
         let result = (|| {
             self.close_segments_through(upper.as_deref())?;
@@ -326,13 +556,19 @@ impl<'a> OutputWriter<'a> {
             {
                 self.open_file()?;
             }
-            self.finish_file(upper.as_deref())
+            self.finish_file(upper.as_deref())?;
+            self.finish_blob_file()
         })();
         let created = std::mem::take(&mut self.created);
         match result {
             Ok(()) => (
                 created,
-                Ok((std::mem::take(&mut self.outputs), self.bytes_written)),
+                Ok(Written {
+                    files: std::mem::take(&mut self.outputs),
+                    blob_files: std::mem::take(&mut self.blob_files),
+                    bytes: self.bytes_written,
+                    blob_bytes: self.blob_bytes_written,
+                }),
             ),
             Err(e) => (created, Err(e)),
         }

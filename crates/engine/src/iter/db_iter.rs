@@ -16,6 +16,10 @@
 //! forward; backward, the operands are gathered oldest first as they
 //! arrive). The merged value is kept in the cursor, which then moves on
 //! from past the versions it read.
+//!
+//! A version that is a blob index shows the value it points at: read from
+//! its blob file (or the block cache) when the cursor stops on it, and
+//! kept in the cursor like a merge result.
 
 use std::sync::Arc as StdArc;
 
@@ -28,6 +32,7 @@ use lithify_base::{InternalIterator, InternalKeyComparator, MAX_SEQNO, Result, S
 use super::{CursorSource, Merged};
 use crate::merge::TableMerge;
 use crate::range_del::Fragments;
+use crate::sst_files::SstFiles;
 use crate::super_version::SuperVersion;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +65,8 @@ pub(crate) struct DbCursor {
     operands: Vec<Bytes>,
     /// Resolves merge operands.
     merge: StdArc<TableMerge>,
+    /// Reads separated values.
+    opener: StdArc<SstFiles>,
     /// Keeps the memtables and files alive.
     _sv: Arc<SuperVersion>,
 }
@@ -83,6 +90,7 @@ impl DbCursor {
             merged: false,
             operands: Vec::new(),
             merge: StdArc::clone(&source.merge),
+            opener: StdArc::clone(&source.opener),
             _sv: Arc::clone(&source.sv),
         }
     }
@@ -315,6 +323,19 @@ impl DbCursor {
                 self.saved_key.clear();
                 self.saved_key.extend_from_slice(ukey);
                 skipping = true;
+                if kind == ValueKind::BlobIndex as u8 && !covered {
+                    // Shown like a merge result: the value is kept, and
+                    // moving on skips the older versions of the key.
+                    return match self.opener.blobs.get(&self.saved_key, self.iter.value()) {
+                        Ok(v) => {
+                            self.saved_value = v;
+                            self.merged = true;
+                            self.valid = true;
+                            Ok(())
+                        }
+                        Err(e) => self.fail(e),
+                    };
+                }
                 if kind == ValueKind::Merge as u8 && !covered {
                     return self.merge_forward();
                 }
@@ -358,6 +379,11 @@ impl DbCursor {
             }
             if kind == ValueKind::Put as u8 {
                 base = Some(self.iter.value_bytes());
+            } else if kind == ValueKind::BlobIndex as u8 {
+                match self.opener.blobs.get(&self.saved_key, self.iter.value()) {
+                    Ok(v) => base = Some(v),
+                    Err(e) => return self.fail(e),
+                }
             }
             break;
         }
@@ -382,8 +408,10 @@ impl DbCursor {
         self.direction = Direction::Reverse;
         self.merged = false;
         let mut found = false;
-        // The value the gathered operands apply to.
+        // The value the gathered operands apply to (a blob index when
+        // `base_is_blob`, read once the key is decided).
         let mut base: Option<Bytes> = None;
+        let mut base_is_blob = false;
         self.saved_key.clear();
         self.operands.clear();
         while self.iter.valid() {
@@ -398,11 +426,13 @@ impl DbCursor {
                     break;
                 }
                 let covered = self.tombstones.covers(&self.icmp, ukey, seq);
-                if kind == ValueKind::Put as u8 && !covered {
+                if (kind == ValueKind::Put as u8 || kind == ValueKind::BlobIndex as u8) && !covered
+                {
                     found = true;
                     self.saved_key.clear();
                     self.saved_key.extend_from_slice(ukey);
                     base = Some(self.iter.value_bytes());
+                    base_is_blob = kind == ValueKind::BlobIndex as u8;
                     self.operands.clear();
                 } else if kind == ValueKind::Merge as u8 && !covered {
                     if !found {
@@ -412,12 +442,14 @@ impl DbCursor {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(ukey);
                         base = None;
+                        base_is_blob = false;
                     }
                     self.operands.push(self.iter.value_bytes());
                 } else {
                     found = false;
                     self.saved_key.clear();
                     base = None;
+                    base_is_blob = false;
                     self.operands.clear();
                 }
             }
@@ -426,6 +458,12 @@ impl DbCursor {
             }
         }
         if found && !self.at_or_above_upper(&self.saved_key) {
+            if base_is_blob && let Some(index) = base.take() {
+                match self.opener.blobs.get(&self.saved_key, &index) {
+                    Ok(v) => base = Some(v),
+                    Err(e) => return self.fail(e),
+                }
+            }
             if self.operands.is_empty() {
                 self.saved_value = base.unwrap_or_default();
             } else {

@@ -158,6 +158,11 @@ pub(crate) fn open(
         dir: dir.to_path_buf(),
         options: sst_options(&opts),
         cache: cache.clone(),
+        blobs: crate::blob_files::BlobFiles::new(
+            StdArc::clone(&fs),
+            dir.to_path_buf(),
+            cache.clone(),
+        ),
     });
 
     // Tables, with empty memtables.
@@ -184,6 +189,7 @@ pub(crate) fn open(
                 mem,
                 imm: Vec::new(),
                 files: Vec::new(),
+                blob_files: Vec::new(),
                 stats: lithify_compaction::CompactionStatsTable::new(opts.num_levels),
             },
         );
@@ -459,6 +465,7 @@ fn finish_recovery(
         for f in r.files.drain(..) {
             edit.add_file(0, f);
         }
+        edit.blob_file_additions.append(&mut r.blob_files);
         edits.push(edit);
     }
     if !replay_logs.is_empty() || tables.values().any(|r| r.log_number < new_log) {
@@ -487,7 +494,12 @@ fn finish_recovery(
         versions.min_log_number_to_keep(),
         versions.manifest_number(),
     ) {
-        if manifest_torn && matches!(parse_file_name(&name), Some(FileKind::Sst(_))) {
+        if manifest_torn
+            && matches!(
+                parse_file_name(&name),
+                Some(FileKind::Sst(_) | FileKind::Blob(_))
+            )
+        {
             keep.insert(name.clone());
         }
         if !keep.contains(&name) {

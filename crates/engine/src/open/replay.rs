@@ -59,6 +59,8 @@ pub(super) struct Replay {
     pub(super) imm: Vec<Arc<MemTable>>,
     /// L0 files written by a read-write replay.
     pub(super) files: Vec<FileMetadata>,
+    /// The blob files their separated values went to.
+    pub(super) blob_files: Vec<lithify_version::BlobFileMetadata>,
     /// The recovery flushes, recorded at L0.
     pub(super) stats: CompactionStatsTable,
 }
@@ -555,12 +557,14 @@ pub(super) fn flush_replayed(
         numbers: versions,
         sst_options: opener.options.clone(),
         identity: Some(identity),
+        blobs: crate::options::translate::blob_settings(&options, r.state.id, 0, &opener.blobs),
     };
     let flushed = flush_memtables(&factory, &options, std::slice::from_ref(&r.mem), &[])?;
     r.stats.record_flush(&flushed.stats);
     if let Some(f) = flushed.file {
         r.files.push(f);
     }
+    r.blob_files.extend(flushed.blob_files);
     r.mem = Arc::new(new_memtable(&r.state.icmp, &r.state.options));
     Ok(())
 }

@@ -1,6 +1,7 @@
-//! The verified open (RocksDB's `paranoid_checks`): every SST file the
-//! MANIFEST lists exists with the size it records, and carries the unique
-//! id it records (RocksDB's `verify_sst_unique_id_in_manifest`; see
+//! The verified open (RocksDB's `paranoid_checks`): every SST file and
+//! blob file the MANIFEST lists exists with the size it records, and
+//! carries the unique id it records (a blob file also its header, footer
+//! and value counts) (RocksDB's `verify_sst_unique_id_in_manifest`; see
 //! [`check_sst_identity`](crate::check_sst_identity)).
 //!
 //! RocksDB refuses to open a database whose live files are missing; so do
@@ -14,8 +15,9 @@
 
 use std::path::Path;
 
+use lithify_blob::BlobFileReader;
 use lithify_version::VersionSet;
-use lithify_version::filename::{manifest_file_name, sst_file_name};
+use lithify_version::filename::{blob_file_name, manifest_file_name, sst_file_name};
 use lithify_vfs::FileSystem;
 
 use crate::error::{CorruptionSnafu, Result};
@@ -65,6 +67,80 @@ pub(super) fn live_files(fs: &dyn FileSystem, dir: &Path, versions: &VersionSet)
                 return CorruptionSnafu { path, message }.fail();
             }
         }
+        for blob in version.blob_files().values() {
+            if let Some(message) = blob_problem(fs, dir, &blob.meta) {
+                let path = dir.join(blob_file_name(blob.meta.number));
+                return CorruptionSnafu {
+                    path,
+                    message: format!("{message} ({manifest} lists it in table {:?})", info.name),
+                }
+                .fail();
+            }
+        }
     }
     Ok(())
+}
+
+/// What is wrong with blob file `meta` in `dir`, if anything: missing, of
+/// another size, a header or footer a writer could not have written,
+/// another file's identity, or other value counts than recorded.
+fn blob_problem(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    meta: &lithify_version::BlobFileMetadata,
+) -> Option<String> {
+    let path = dir.join(blob_file_name(meta.number));
+    let actual = match fs.file_size(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Some(format!(
+                "the blob file is missing, with {} values of {} bytes",
+                meta.blob_count, meta.blob_bytes
+            ));
+        }
+        Err(e) => return Some(format!("the size of the blob file cannot be read: {e}")),
+        Ok(actual) => actual,
+    };
+    if actual != meta.file_size {
+        return Some(format!(
+            "the blob file has {actual} bytes, the MANIFEST records {} (it is {} at offset {})",
+            meta.file_size,
+            if actual < meta.file_size {
+                "cut short"
+            } else {
+                "extended"
+            },
+            actual.min(meta.file_size)
+        ));
+    }
+    let reader = match fs
+        .open(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|f| BlobFileReader::open(f, &path).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r,
+        Err(e) => return Some(e),
+    };
+    let header = reader.header();
+    if header.file_number != meta.number {
+        return Some(format!(
+            "the blob file's header names file {} (a file copied in under another name)",
+            header.file_number
+        ));
+    }
+    if let Some(id) = meta.unique_id
+        && header.unique_id() != id
+    {
+        return Some(format!(
+            "the blob file's identity {} is not the {id} the MANIFEST records (a file from another database)",
+            header.unique_id()
+        ));
+    }
+    let footer = reader.footer();
+    if (footer.blob_count, footer.blob_bytes) != (meta.blob_count, meta.blob_bytes) {
+        return Some(format!(
+            "the blob file's footer counts {} values of {} bytes, the MANIFEST {} of {}",
+            footer.blob_count, footer.blob_bytes, meta.blob_count, meta.blob_bytes
+        ));
+    }
+    None
 }

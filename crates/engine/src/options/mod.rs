@@ -1,7 +1,10 @@
 //! Options of the database, of reads and of writes, with RocksDB's names
 //! and defaults.
 
+mod blob;
 pub(crate) mod translate;
+
+pub use blob::BlobOptions;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -211,6 +214,8 @@ pub struct Options {
     pub compression: Compression,
     /// Verify block checksums on every read from a file (default true).
     pub verify_checksums: bool,
+    /// Key-value separation: large values in blob files (default off).
+    pub blob: BlobOptions,
 
     // ----- strategies, tables and resources -----
     /// The compaction strategy of the default table and of tables created
@@ -294,6 +299,7 @@ lithify_base::options_builder!(Options {
     bloom_bits_per_key: f64,
     compression: Compression,
     verify_checksums: bool,
+    blob: BlobOptions,
     compaction_strategy: CompactionStrategy,
     table_options: BTreeMap<String, TableOptions>,
     max_total_wal_size: u64,
@@ -336,6 +342,8 @@ pub struct TableOptions {
     /// A daily time (`"HH:mm"`, UTC) for a major compaction of the whole
     /// table.
     pub scheduled_major_time_utc: Option<String>,
+    /// The table's key-value separation.
+    pub blob: Option<BlobOptions>,
 }
 
 lithify_base::options_builder!(TableOptions {
@@ -348,6 +356,7 @@ lithify_base::options_builder!(TableOptions {
     compaction_filter: Option<Arc<dyn CompactionFilter>>,
     merge_operator: Option<Arc<dyn MergeOperator>>,
     scheduled_major_time_utc: Option<String>,
+    blob: Option<BlobOptions>,
 });
 
 impl fmt::Debug for TableOptions {
@@ -371,6 +380,7 @@ impl fmt::Debug for TableOptions {
                 &self.merge_operator.as_ref().map(|m| m.name().to_owned()),
             )
             .field("scheduled_major_time_utc", &self.scheduled_major_time_utc)
+            .field("blob", &self.blob)
             .finish()
     }
 }
@@ -405,6 +415,9 @@ impl TableOptions {
         }
         if let Some(t) = &self.scheduled_major_time_utc {
             o.scheduled_major_time_utc = Some(t.clone());
+        }
+        if let Some(b) = self.blob {
+            o.blob = b;
         }
         o
     }
@@ -462,6 +475,7 @@ impl Default for Options {
             bloom_bits_per_key: 10.0,
             compression: Compression::None,
             verify_checksums: true,
+            blob: BlobOptions::default(),
             compaction_strategy: CompactionStrategy::default(),
             table_options: BTreeMap::new(),
             max_total_wal_size: 0,
@@ -511,6 +525,7 @@ impl fmt::Debug for Options {
                 "enforce_single_delete_contracts",
                 &self.enforce_single_delete_contracts,
             )
+            .field("blob", &self.blob)
             .field("compaction_strategy", &self.compaction_strategy.to_string())
             .field("table_options", &self.table_options)
             .field("max_total_wal_size", &self.max_total_wal_size)
@@ -535,6 +550,12 @@ impl Options {
         }
         if o.max_background_jobs == 0 {
             return fail("max_background_jobs must be at least 1".to_owned());
+        }
+        o.blob.validate()?;
+        for t in o.table_options.values() {
+            if let Some(b) = &t.blob {
+                b.validate()?;
+            }
         }
         if o.block_size == 0 {
             return fail("block_size must be positive, not 0".to_owned());

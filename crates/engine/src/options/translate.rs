@@ -21,6 +21,24 @@ use crate::error::{CompactionSnafu, Result};
 use crate::resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 
 /// The SST options of `o`.
+/// The output side of a table's key-value separation.
+pub(crate) fn blob_settings<'a>(
+    o: &Options,
+    table: lithify_version::TableId,
+    relocate_below: u64,
+    fetcher: &'a dyn lithify_compaction::iter::BlobFetcher,
+) -> lithify_compaction::BlobSettings<'a> {
+    lithify_compaction::BlobSettings {
+        enable_blob_files: o.blob.enable_blob_files,
+        min_blob_size: o.blob.min_blob_size,
+        blob_file_size: o.blob.blob_file_size,
+        compression: o.blob.blob_compression,
+        table_id: table,
+        relocate_below,
+        fetcher: Some(fetcher),
+    }
+}
+
 pub(crate) fn sst_options(o: &Options) -> SstOptions<InternalKeyComparator> {
     let mut t = SstOptions::for_internal_keys(InternalKeyComparator::new(o.comparator.clone()));
     t.block_size = o.block_size;

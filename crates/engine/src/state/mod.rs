@@ -269,15 +269,32 @@ impl DbInner {
         (self.versions.db_id(), self.session_id)
     }
 
-    /// Where flushes and compactions write their tables: this directory,
-    /// numbers from the version set, this open's identity.
-    pub(crate) fn output_factory(&self) -> lithify_compaction::OutputFactory<'_> {
+    /// Where flushes and compactions of `table` (with its `options`)
+    /// write their tables: this directory, numbers from the version set,
+    /// this open's identity, the table's key-value separation (with the
+    /// garbage collection cutoff of its current blob files).
+    pub(crate) fn output_factory(
+        &self,
+        table: TableId,
+        options: &Options,
+    ) -> lithify_compaction::OutputFactory<'_> {
+        let blob_numbers: Vec<u64> = self
+            .versions
+            .current(table)
+            .map(|v| v.blob_files().keys().copied().collect())
+            .unwrap_or_default();
         lithify_compaction::OutputFactory {
             fs: &*self.fs,
             dir: &self.dir,
             numbers: &self.versions,
             sst_options: self.opener.options.clone(),
             identity: Some(self.writer_identity()),
+            blobs: crate::options::translate::blob_settings(
+                options,
+                table,
+                options.blob.relocate_below(&blob_numbers),
+                &self.opener.blobs,
+            ),
         }
     }
 

@@ -1,0 +1,201 @@
+//! Key-value separation end to end: values of at least `min_blob_size`
+//! bytes go to blob files at flush, reads in every direction return them,
+//! compaction carries their blob indexes (and relocates the oldest with
+//! garbage collection on, so old blob files are deleted), checkpoints and
+//! reopens keep them, and a missing or damaged blob file is refused at
+//! open or reported on read, naming the file.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{Model, scan, small_options};
+use lithify_base::ErrorKind;
+use lithify_engine::{BlobOptions, Db, Options, ReadOptions};
+use lithify_version::filename::{FileKind, parse_file_name};
+use lithify_vfs::{FileSystem, MemFs};
+
+fn options(fs: Arc<MemFs>, blob: BlobOptions) -> Options {
+    small_options(fs).blob(blob.blob_file_size(16 << 10))
+}
+
+fn blob_files(fs: &MemFs, dir: &str) -> Vec<u64> {
+    let mut n: Vec<u64> = fs
+        .list_dir(Path::new(dir))
+        .unwrap()
+        .iter()
+        .filter_map(|name| match parse_file_name(name) {
+            Some(FileKind::Blob(n)) => Some(n),
+            _ => None,
+        })
+        .collect();
+    n.sort_unstable();
+    n
+}
+
+fn value(i: u32, round: u32, len: usize) -> Vec<u8> {
+    let mut v = format!("value-{i}-{round}-").into_bytes();
+    v.resize(len, b'a' + (i % 26) as u8);
+    v
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+#[test]
+fn large_values_live_in_blob_files_and_read_back_everywhere() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(100))).unwrap();
+    let mut model = Model::new();
+    for i in 0..300u32 {
+        // Every third value stays inline (under min_blob_size).
+        let len = if i % 3 == 0 { 40 } else { 700 };
+        let v = value(i, 0, len);
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    let snap = db.snapshot();
+    let before = model.clone();
+    db.flush().unwrap();
+    assert!(
+        !blob_files(&fs, "/db").is_empty(),
+        "the flush wrote blob files"
+    );
+    for (k, v) in &model {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]));
+    }
+    assert_eq!(
+        scan(&db, &ReadOptions::default()),
+        common::model_pairs(&model)
+    );
+    let backward: Vec<_> = db
+        .iter_opt(&ReadOptions::default())
+        .rev()
+        .map(|kv| kv.unwrap())
+        .map(|(k, v)| (k.to_vec(), v.to_vec()))
+        .collect();
+    let mut expected = common::model_pairs(&model);
+    expected.reverse();
+    assert_eq!(backward, expected);
+    assert!(db.stats().get_blob_reads > 0);
+
+    // Overwrite half, compact: the snapshot still sees the old values.
+    for i in (0..300u32).step_by(2) {
+        let v = value(i, 1, 900);
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(
+        scan(&db, &ReadOptions::default()),
+        common::model_pairs(&model)
+    );
+    assert_eq!(
+        scan(&db, &ReadOptions::at(&snap)),
+        common::model_pairs(&before)
+    );
+    drop(snap);
+
+    // A checkpoint holds the blob files, and opens with every value.
+    db.create_checkpoint("/cp").unwrap();
+    assert_eq!(blob_files(&fs, "/cp").len(), {
+        let live = blob_files(&fs, "/db");
+        live.len()
+    });
+    db.close().unwrap();
+    let cp = Db::open("/cp", options(fs.clone(), BlobOptions::enabled(100))).unwrap();
+    assert_eq!(
+        scan(&cp, &ReadOptions::default()),
+        common::model_pairs(&model)
+    );
+    cp.close().unwrap();
+    let db = Db::open("/db", options(fs.clone(), BlobOptions::default())).unwrap();
+    assert_eq!(
+        scan(&db, &ReadOptions::default()),
+        common::model_pairs(&model)
+    );
+}
+
+#[test]
+fn garbage_collection_empties_and_deletes_old_blob_files() {
+    let fs = Arc::new(MemFs::new());
+    let gc = BlobOptions::enabled(100)
+        .enable_blob_garbage_collection(true)
+        .blob_garbage_collection_age_cutoff(1.0);
+    let db = Db::open("/db", options(fs.clone(), gc)).unwrap();
+    let mut model = Model::new();
+    for round in 0..3u32 {
+        for i in 0..200u32 {
+            let v = value(i, round, 600);
+            db.put(key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.flush().unwrap();
+    }
+    let before = blob_files(&fs, "/db");
+    assert!(before.len() >= 3);
+    // With the cutoff at 1.0 a full compaction relocates every value: the
+    // old blob files lose their last reference and are deleted.
+    db.compact_range(None, None).unwrap();
+    let after = blob_files(&fs, "/db");
+    assert!(
+        after.iter().all(|n| !before.contains(n)),
+        "{before:?} -> {after:?}"
+    );
+    assert_eq!(
+        scan(&db, &ReadOptions::default()),
+        common::model_pairs(&model)
+    );
+    db.close().unwrap();
+    let db = Db::open("/db", options(fs.clone(), gc)).unwrap();
+    assert_eq!(
+        scan(&db, &ReadOptions::default()),
+        common::model_pairs(&model)
+    );
+}
+
+#[test]
+fn a_missing_cut_or_foreign_blob_file_is_refused_at_open() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(10))).unwrap();
+    for i in 0..50u32 {
+        db.put(key(i), value(i, 0, 300)).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let blob = blob_files(&fs, "/db")[0];
+    let path = Path::new("/db").join(format!("{blob:06}.blob"));
+    let bytes = lithify_vfs::read_file(&*fs, &path).unwrap();
+
+    // Cut short.
+    lithify_vfs::write_file_atomic(&*fs, &path, &bytes[..bytes.len() - 5]).unwrap();
+    let err = Db::open("/db", options(fs.clone(), BlobOptions::enabled(10))).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corruption);
+    assert!(
+        err.to_string().contains(&format!("{blob:06}.blob")),
+        "{err}"
+    );
+
+    // Missing.
+    fs.remove_file(&path).unwrap();
+    let err = Db::open("/db", options(fs.clone(), BlobOptions::enabled(10))).unwrap_err();
+    assert!(err.to_string().contains("missing"), "{err}");
+
+    // A bit flipped inside a value: the open succeeds (sizes and footer
+    // are right), the read of that value names the file and offset.
+    let mut flipped = bytes.clone();
+    flipped[64 + 21 + 8 + 3] ^= 0x10;
+    lithify_vfs::write_file_atomic(&*fs, &path, &flipped).unwrap();
+    let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(10))).unwrap();
+    let errors: Vec<_> = (0..50u32).filter_map(|i| db.get(key(i)).err()).collect();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].kind(), ErrorKind::Corruption);
+    assert!(
+        errors[0].to_string().contains(&format!("{blob:06}.blob")),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].to_string().contains("offset 64"), "{}", errors[0]);
+}
