@@ -109,7 +109,9 @@ pub(crate) fn get_at(
     Counters::add(&c.get_blocks, cost.reads.blocks_read());
     Counters::add(&c.get_blocks_from_file, cost.reads.blocks_from_file);
     Counters::add(&c.get_filter_negatives, cost.reads.filter_negatives);
-    Counters::add(&c.get_blob_reads, cost.blob_reads);
+    if cost.blob_reads > 0 {
+        Counters::add(&c.get_blob_reads, cost.blob_reads);
+    }
     let t = &table.counters;
     Counters::add(&t.gets, 1);
     Counters::add(&t.get_tables_probed, cost.probed);
