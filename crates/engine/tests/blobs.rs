@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use common::{Model, scan, small_options};
 use lithify_base::ErrorKind;
-use lithify_engine::{BlobOptions, Db, Options, ReadOptions};
+use lithify_engine::{
+    BlobOptions, BottommostLevelCompaction, CompactRangeOptions, Db, Options, ReadOptions,
+};
 use lithify_version::filename::{FileKind, parse_file_name};
 use lithify_vfs::{FileSystem, MemFs};
 
@@ -136,9 +138,13 @@ fn garbage_collection_empties_and_deletes_old_blob_files() {
     }
     let before = blob_files(&fs, "/db");
     assert!(before.len() >= 3);
-    // With the cutoff at 1.0 a full compaction relocates every value: the
-    // old blob files lose their last reference and are deleted.
-    db.compact_range(None, None).unwrap();
+    // With the cutoff at 1.0 a compaction relocates every value it reads:
+    // a full compaction that also rewrites the bottom level (files moved
+    // there trivially keep their references, as in RocksDB) leaves the old
+    // blob files without a reference, and they are deleted.
+    let force = CompactRangeOptions::default()
+        .bottommost_level_compaction(BottommostLevelCompaction::Force);
+    db.compact_range_opt(None, None, &force).unwrap();
     let after = blob_files(&fs, "/db");
     assert!(
         after.iter().all(|n| !before.contains(n)),
