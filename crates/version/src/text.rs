@@ -27,7 +27,7 @@
 //!     (file counts and times; default 0), `checksum=0x<hex>` (default
 //!     none), `id=<unique id>` (default none);
 //!   * `blob=<blob file>:<count>/<bytes>`, once per blob file the table
-//!     refers to (its [`BlobRef`](crate::BlobRef)s).
+//!     refers to (its [`BlobRef`]s).
 //! * After the levels, a `blobs:` line starts the table's blob files, one
 //!   per line: `<number>.blob values=<n> bytes=<n> garbage=<count>/<bytes>`.
 //!   Each must be referred to by some file, by exactly its values that are
