@@ -49,6 +49,14 @@ pub enum Error {
         /// What is damaged (file and offset).
         source: lithify_sstable::Error,
     },
+    /// A blob file of the database is damaged: it is not backed up.
+    #[snafu(display("not backed up: blob file {} of the database is damaged: {source}", path.display()))]
+    DamagedSourceBlob {
+        /// The database's blob file.
+        path: PathBuf,
+        /// What is damaged (file and offset).
+        source: lithify_blob::Error,
+    },
     /// No backup with this id.
     #[snafu(display("no backup {id} in {}", dir.display()))]
     NoSuchBackup {
@@ -73,6 +81,7 @@ impl lithify_base::Classify for Error {
             Error::Engine { source } => source.kind(),
             Error::Corrupt { .. } => ErrorKind::Corruption,
             Error::Table { source } | Error::DamagedSource { source, .. } => source.kind(),
+            Error::DamagedSourceBlob { source, .. } => source.kind(),
             Error::NoSuchBackup { .. } | Error::InvalidArgument { .. } => {
                 ErrorKind::InvalidArgument
             }

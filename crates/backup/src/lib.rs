@@ -77,8 +77,8 @@ use lithify_vfs::{FileLock, FileSystem, OsFs};
 use snafu::ResultExt;
 
 use error::{
-    CorruptSnafu, DamagedSourceSnafu, EngineSnafu, InvalidArgumentSnafu, IoSnafu,
-    NoSuchBackupSnafu, TableSnafu,
+    CorruptSnafu, DamagedSourceBlobSnafu, DamagedSourceSnafu, EngineSnafu, InvalidArgumentSnafu,
+    IoSnafu, NoSuchBackupSnafu, TableSnafu,
 };
 pub use error::{Error, Result};
 use meta::{BackupFile, Meta};
@@ -288,7 +288,7 @@ impl BackupEngine {
                 if self.fs.exists(&path) {
                     stats.tables_shared += 1;
                 } else {
-                    self.copy_in(src, &f.path, &path, f.size, Some(checksum), true)?;
+                    self.copy_in(src, &f.path, &path, f.size, Some(checksum), Some(f.kind))?;
                     stats.tables_copied += 1;
                     stats.bytes_copied += f.size;
                 }
@@ -296,7 +296,7 @@ impl BackupEngine {
             } else {
                 let stored = format!("{PRIVATE}/{id}/{}", f.name);
                 let checksum =
-                    self.copy_in(src, &f.path, &self.dir.join(&stored), f.size, None, false)?;
+                    self.copy_in(src, &f.path, &self.dir.join(&stored), f.size, None, None)?;
                 stats.bytes_copied += f.size;
                 (stored, checksum)
             };
@@ -563,8 +563,8 @@ impl BackupEngine {
     /// temporary name, synced; returns their checksum. With `expected`, a
     /// copy whose checksum differs (the source changed or was misread
     /// between two reads) is refused and never takes the final name; with
-    /// `table`, so is a copy whose blocks do not read back intact (the
-    /// source table is damaged).
+    /// `check` an SST or a blob file, so is a copy whose blocks or records
+    /// do not read back intact (the source file is damaged).
     fn copy_in(
         &self,
         src: &dyn FileSystem,
@@ -572,7 +572,7 @@ impl BackupEngine {
         to: &Path,
         len: u64,
         expected: Option<u64>,
-        table: bool,
+        check: Option<LiveFileKind>,
     ) -> Result<u64> {
         let tmp = PathBuf::from(format!("{}{TMP}", to.display()));
         if self.fs.exists(&tmp) {
@@ -594,12 +594,22 @@ impl BackupEngine {
             }
             .fail();
         }
-        if table {
+        if matches!(check, Some(LiveFileKind::Sst | LiveFileKind::Blob)) {
             let file = self.fs.open(&tmp).context(io("opening", &tmp))?;
             // The error names the source file: the copy is byte for byte.
-            if let Err(e) = lithify_sstable::verify_file(&*file, from, len) {
+            let damage = if check == Some(LiveFileKind::Sst) {
+                lithify_sstable::verify_file(&*file, from, len)
+                    .map(drop)
+                    .context(DamagedSourceSnafu { path: from })
+            } else {
+                lithify_blob::BlobFileReader::open(file, from)
+                    .and_then(|r| r.verify())
+                    .map(drop)
+                    .context(DamagedSourceBlobSnafu { path: from })
+            };
+            if let Err(e) = damage {
                 let _ = self.fs.remove_file(&tmp);
-                return Err(e).context(DamagedSourceSnafu { path: from });
+                return Err(e);
             }
         }
         self.fs.rename(&tmp, to).context(io("renaming", &tmp))?;

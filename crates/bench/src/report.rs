@@ -53,7 +53,7 @@ pub struct EngineJson {
     pub read_amp_tables: f64,
     /// Data blocks read per point lookup.
     pub read_amp_blocks: f64,
-    /// (table + WAL bytes) / estimated live bytes.
+    /// (table + blob file + WAL bytes) / estimated live bytes.
     pub space_amp: f64,
     /// Key and value bytes written by users.
     pub user_bytes: u64,
@@ -69,6 +69,14 @@ pub struct EngineJson {
     pub sst_bytes: u64,
     /// Estimated live bytes.
     pub live_bytes: u64,
+    /// Live blob files (key-value separation).
+    pub blob_files: usize,
+    /// Their bytes on disk.
+    pub blob_file_bytes: u64,
+    /// Stored value bytes in them no SST refers to any more.
+    pub blob_garbage_bytes: u64,
+    /// Values point lookups read through blob indexes.
+    pub get_blob_reads: u64,
     /// Write groups slowed down by a stall.
     pub stall_delayed_writes: u64,
     /// Microseconds spent slowed down.
@@ -102,6 +110,12 @@ pub struct TableJson {
     pub sst_bytes: u64,
     /// Estimated live bytes.
     pub live_bytes: u64,
+    /// Its live blob files.
+    pub blob_files: usize,
+    /// Their bytes on disk.
+    pub blob_file_bytes: u64,
+    /// Stored value bytes in them no SST refers to any more.
+    pub blob_garbage_bytes: u64,
     /// Bytes compactions still owe.
     pub pending_compaction_bytes: u64,
     /// Bytes of its memtables.
@@ -110,7 +124,7 @@ pub struct TableJson {
     pub write_amp: f64,
     /// Tables probed per point lookup.
     pub read_amp_tables: f64,
-    /// (table bytes) / estimated live bytes.
+    /// (table + blob file bytes) / estimated live bytes.
     pub space_amp: f64,
     /// Its levels that hold files or have history.
     pub levels: Vec<LevelJson>,
@@ -144,6 +158,10 @@ impl EngineJson {
             compaction_write_bytes: stats.compaction_write_bytes,
             sst_bytes: stats.sst_bytes,
             live_bytes: stats.live_bytes,
+            blob_files: stats.blob_files,
+            blob_file_bytes: stats.blob_file_bytes,
+            blob_garbage_bytes: stats.blob_garbage_bytes,
+            get_blob_reads: stats.get_blob_reads,
             stall_delayed_writes: stats.stalls.delayed_writes,
             stall_delayed_micros: stats.stalls.delayed_time.as_micros() as u64,
             stall_stopped_writes: stats.stalls.stopped_writes,
@@ -166,6 +184,9 @@ impl EngineJson {
                     files: t.sum.files,
                     sst_bytes: t.sst_bytes,
                     live_bytes: t.live_bytes,
+                    blob_files: t.blob_files,
+                    blob_file_bytes: t.blob_file_bytes,
+                    blob_garbage_bytes: t.blob_garbage_bytes,
                     pending_compaction_bytes: t.pending_compaction_bytes,
                     memtable_bytes: t.memtable_bytes,
                     write_amp: t.write_amp,

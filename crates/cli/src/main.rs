@@ -116,6 +116,9 @@ enum Command {
     /// Print an SST file: properties, blocks, entries; verify every
     /// checksum.
     DumpSst(dump::sst::DumpSstArgs),
+    /// Print a blob file (key-value separation): header, records, footer;
+    /// verify every record's checksums.
+    DumpBlob(dump::blob::DumpBlobArgs),
     /// Print the records and writes of a write-ahead log.
     DumpWal(dump::wal::DumpWalArgs),
     /// Print the MANIFEST of a database: version edits and the LSM shape.
@@ -152,6 +155,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Check(a) => db::check(a),
         Command::DumpSst(a) => dump::sst::run(a),
         Command::DumpWal(a) => dump::wal::run(a),
+        Command::DumpBlob(a) => dump::blob::run(a),
         Command::DumpManifest(a) => dump::manifest::run(a),
         Command::Log(cmd) => log::run(cmd),
         Command::Stress(cmd) => stress::run(cmd),

@@ -1618,3 +1618,68 @@ fn an_output_that_cannot_be_written_is_named_in_one_sentence() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(!OsFs.exists(&tmp.path().join("no-such-dir")));
 }
+
+#[test]
+fn blob_files_are_dumped_checked_counted_and_drawn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let options = Options::default().blob(lithify::BlobOptions::enabled(100));
+    let db = Db::open(&dir, options).unwrap();
+    for i in 0..20u32 {
+        db.put(format!("key{i:02}"), vec![b'a' + i as u8; 300])
+            .unwrap();
+    }
+    db.put("small", "inline").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let blobs = files_ending(&dir, ".blob");
+    assert_eq!(blobs.len(), 1, "{blobs:?}");
+
+    let out = ok(&["dump-blob", s(&blobs[0]), "--entries", "--limit", "2"]);
+    assert!(out.contains("  compression:         none\n"), "{out}");
+    assert!(
+        out.contains("footer:                20 values, 6000 stored value bytes\n"),
+        "{out}"
+    );
+    assert!(out.contains(": key00 (300 bytes)\n"), "{out}");
+    assert!(!out.contains(": key02 "), "{out}");
+    assert!(
+        out.contains("checksums: 20 records read, every record verified"),
+        "{out}"
+    );
+    let sst = &files_ending(&dir, ".sst")[0];
+    let out = ok(&["dump-sst", s(sst), "--entries"]);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("    key00#1,BLOB_INDEX => blob ")),
+        "{out}"
+    );
+    assert!(out.contains("    small#21,SET => inline\n"), "{out}");
+    let out = ok(&["check", "--db", s(&dir)]);
+    assert!(out.contains("1 blob files (20 values)"), "{out}");
+    let out = ok(&["stats", "--db", s(&dir)]);
+    assert!(out.contains("Blob files: 1, "), "{out}");
+    let html = tmp.path().join("lsm.html");
+    ok(&["lsm", "--db", s(&dir), "--html", s(&html)]);
+    let page = String::from_utf8(lithify::vfs::read_file(&OsFs, &html).unwrap()).unwrap();
+    assert!(page.contains("blob files: 1, "), "{page}");
+
+    // A flipped bit in a value: `dump-blob` and `check` name the file and
+    // the record's offset, and fail.
+    let mut bytes = lithify::vfs::read_file(&OsFs, &blobs[0]).unwrap();
+    bytes[64 + 21 + 5 + 10] ^= 1;
+    lithify::vfs::write_file_atomic(&OsFs, &blobs[0], &bytes).unwrap();
+    let (err, _) = fails(&["dump-blob", s(&blobs[0])]);
+    assert!(
+        err.contains(s(&blobs[0])) && err.contains("offset 64"),
+        "{err}"
+    );
+    let (_, out) = fails(&["check", "--db", s(&dir)]);
+    assert!(
+        out.contains(&format!("problem: {}: ", s(&blobs[0]))),
+        "{out}"
+    );
+    // The SST reader refers a blob file to `dump-blob`.
+    let (err, _) = fails(&["dump-sst", s(&blobs[0])]);
+    assert!(err.contains("lithify dump-blob"), "{err}");
+}

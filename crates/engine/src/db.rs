@@ -515,6 +515,26 @@ impl Db {
         crate::live_set::live_files(&self.inner)
     }
 
+    /// Every live blob file of every table (RocksDB's `BlobMetaData`s of
+    /// `GetColumnFamilyMetaData`): empty without key-value separation.
+    ///
+    /// ```
+    /// use lithify_engine::{BlobOptions, Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let options = Options::default().blob(BlobOptions::enabled(64));
+    /// let db = Db::open(dir.path(), options).unwrap();
+    /// db.put(b"small", b"inline").unwrap();
+    /// db.put(b"large", vec![7u8; 1000]).unwrap();
+    /// db.flush().unwrap();
+    /// let blobs = db.live_blob_files();
+    /// assert_eq!(blobs.len(), 1);
+    /// assert_eq!((blobs[0].blob_count, blobs[0].garbage_count), (1, 0));
+    /// assert_eq!(db.get(b"large").unwrap().unwrap().len(), 1000);
+    /// ```
+    pub fn live_blob_files(&self) -> Vec<crate::LiveBlobFileMetaData> {
+        crate::live_set::live_blob_files(&self.inner)
+    }
+
     /// Stops deleting obsolete files (tables, MANIFESTs, WALs) until a
     /// matching [`enable_file_deletions`](Db::enable_file_deletions): calls
     /// nest, as RocksDB's do.

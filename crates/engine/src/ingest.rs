@@ -275,9 +275,17 @@ fn check_external(db: &DbInner, path: &Path, move_files: bool) -> Result<Externa
     let mut it = reader.iter();
     it.first().context(ReadSnafu)?;
     while it.valid() {
-        let (seq, _) = unpack_trailer(trailer(it.key()));
+        let (seq, kind) = unpack_trailer(trailer(it.key()));
         if seq != 0 {
             return Err(not_external(format!("an entry has sequence number {seq}")));
+        }
+        if kind == ValueKind::BlobIndex as u8 {
+            // Its value is in a blob file of the database that wrote it,
+            // which ingestion does not bring along.
+            return Err(not_external(format!(
+                "key {} holds a blob index, a value kept in another database's blob file",
+                lithify_base::key::escape(user_key(it.key()))
+            )));
         }
         widen(user_key(it.key()));
         it.next().context(ReadSnafu)?;

@@ -109,7 +109,8 @@ pub use lithify_compaction_tiered::{MajorOnlyOptions, MinorPolicy, TwoTierOption
 pub use lithify_sstable::{BlockCache, Compression};
 pub use lithify_wal::{RecordCompression as WalCompression, RecoveryMode};
 pub use live_set::{
-    CheckpointOptions, LiveFile, LiveFileKind, LiveFileMetaData, LiveFileSet, copy_file_prefix,
+    CheckpointOptions, LiveBlobFileMetaData, LiveFile, LiveFileKind, LiveFileMetaData, LiveFileSet,
+    copy_file_prefix,
 };
 pub use options::{BlobOptions, Options, ReadOptions, TableOptions, WriteOptions};
 pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};

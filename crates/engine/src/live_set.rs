@@ -91,6 +91,34 @@ pub struct LiveFileMetaData {
     pub file_checksum: Option<u64>,
 }
 
+/// One live blob file (RocksDB's `BlobMetaData`, part of its
+/// `ColumnFamilyMetaData`): the values key-value separation keeps out of
+/// a table's SSTs, and how many of them are garbage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LiveBlobFileMetaData {
+    /// The table (column family) it belongs to.
+    pub table: String,
+    /// Its file number (`NNNNNN.blob`).
+    pub number: u64,
+    /// Its path.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Values it holds.
+    pub blob_count: u64,
+    /// Their stored bytes (after compression).
+    pub blob_bytes: u64,
+    /// Values no SST refers to any more.
+    pub garbage_count: u64,
+    /// Their stored bytes.
+    pub garbage_bytes: u64,
+    /// Its unique id as the MANIFEST records it.
+    pub unique_id: Option<lithify_base::Id>,
+    /// The xxh3-64 of the whole file as the MANIFEST records it.
+    pub file_checksum: Option<u64>,
+}
+
 /// What a file of a [`LiveFileSet`] is.
 ///
 /// Exhaustive on purpose: checkpoints and backups copy every kind of live
@@ -205,6 +233,38 @@ pub(crate) fn live_files(db: &DbInner) -> Vec<LiveFileMetaData> {
                     file_checksum: f.file_checksum,
                 });
             }
+        }
+    }
+    out
+}
+
+/// Every live blob file of every table, by table and number.
+pub(crate) fn live_blob_files(db: &DbInner) -> Vec<LiveBlobFileMetaData> {
+    let names: std::collections::BTreeMap<TableId, String> = db
+        .versions
+        .tables()
+        .into_iter()
+        .map(|t| (t.id, t.name))
+        .collect();
+    let mut out = Vec::new();
+    for (id, version) in db.versions.current_all() {
+        let table = names.get(&id).cloned().unwrap_or_default();
+        for blob in version.blob_files().values() {
+            let meta = &blob.meta;
+            out.push(LiveBlobFileMetaData {
+                table: table.clone(),
+                number: meta.number,
+                path: db
+                    .dir
+                    .join(lithify_version::filename::blob_file_name(meta.number)),
+                size: meta.file_size,
+                blob_count: meta.blob_count,
+                blob_bytes: meta.blob_bytes,
+                garbage_count: blob.garbage_count,
+                garbage_bytes: blob.garbage_bytes,
+                unique_id: meta.unique_id,
+                file_checksum: meta.file_checksum,
+            });
         }
     }
     out

@@ -23,6 +23,9 @@ pub(crate) const NAMES: &[&str] = &[
     "lithify.estimate-pending-compaction-bytes",
     "lithify.total-sst-files-size",
     "lithify.estimate-live-data-size",
+    "lithify.num-blob-files",
+    "lithify.live-blob-file-size",
+    "lithify.live-blob-file-garbage-size",
     "lithify.num-snapshots",
     "lithify.is-write-stopped",
     "lithify.actual-delayed-write-rate",
@@ -68,6 +71,9 @@ pub(crate) fn property(inner: &DbInner, table: &TableState, name: &str) -> Optio
         "estimate-pending-compaction-bytes" => default().pending_compaction_bytes.to_string(),
         "total-sst-files-size" => default().sst_bytes.to_string(),
         "estimate-live-data-size" => default().live_bytes.to_string(),
+        "num-blob-files" => default().blob_files.to_string(),
+        "live-blob-file-size" => default().blob_file_bytes.to_string(),
+        "live-blob-file-garbage-size" => default().blob_garbage_bytes.to_string(),
         "num-snapshots" => inner.snapshots.count().to_string(),
         "is-write-stopped" => {
             let st = inner.lock_state();
@@ -109,8 +115,12 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
             // plans at their output level.
             let flush_bytes = t.stats().bytes_flushed() + g(&t.state().counters.flush_plan_bytes);
             let predicted = t.strategy().adaptive().and_then(|a| a.prediction());
+            let blob_files = version.blob_files();
             tables.push(TableStats {
                 name: t.state().name.clone(),
+                blob_files: blob_files.len(),
+                blob_file_bytes: blob_files.values().map(|b| b.meta.file_size).sum(),
+                blob_garbage_bytes: blob_files.values().map(|b| b.garbage_bytes).sum(),
                 levels,
                 sum,
                 flush_bytes,

@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lithify_base::Id;
-use lithify_version::filename::{CURRENT, manifest_file_name, sst_file_name};
-use lithify_version::{VersionSet, VersionSetOptions};
+use lithify_blob::BlobFileReader;
+use lithify_version::filename::{CURRENT, blob_file_name, manifest_file_name, sst_file_name};
+use lithify_version::{BlobFileMetadata, VersionSet, VersionSetOptions};
 use lithify_vfs::FileSystem;
 use snafu::ResultExt;
 
@@ -131,6 +132,89 @@ fn open(
     })
 }
 
+/// Opens the blob file at `path`, recorded as `meta`, after checking what
+/// can be checked without reading its records: it exists with the
+/// recorded size, its header and footer are ones a writer wrote, and it
+/// carries the recorded file number, unique id and value counts. The
+/// error says what is wrong (missing, another size, another file's
+/// identity, other counts, or the header's or footer's damage with its
+/// offset).
+pub(crate) fn open_blob_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    meta: &BlobFileMetadata,
+) -> std::result::Result<BlobFileReader, String> {
+    let actual = match fs.file_size(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "the blob file is missing, with {} values of {} bytes",
+                meta.blob_count, meta.blob_bytes
+            ));
+        }
+        Err(e) => return Err(format!("the size of the blob file cannot be read: {e}")),
+        Ok(actual) => actual,
+    };
+    if actual != meta.file_size {
+        return Err(format!(
+            "the blob file has {actual} bytes, the MANIFEST records {} (it is {} at offset {})",
+            meta.file_size,
+            if actual < meta.file_size {
+                "cut short"
+            } else {
+                "extended"
+            },
+            actual.min(meta.file_size)
+        ));
+    }
+    let reader = fs
+        .open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|f| BlobFileReader::open(f, path).map_err(|e| e.to_string()))?;
+    let header = reader.header();
+    if header.file_number != meta.number {
+        return Err(format!(
+            "the blob file's header names file {} (a file copied in under another name)",
+            header.file_number
+        ));
+    }
+    if let Some(id) = meta.unique_id
+        && header.unique_id() != id
+    {
+        return Err(format!(
+            "the blob file's identity {} is not the {id} the MANIFEST records (a file from another database)",
+            header.unique_id()
+        ));
+    }
+    let footer = reader.footer();
+    if (footer.blob_count, footer.blob_bytes) != (meta.blob_count, meta.blob_bytes) {
+        return Err(format!(
+            "the blob file's footer counts {} values of {} bytes, the MANIFEST {} of {}",
+            footer.blob_count, footer.blob_bytes, meta.blob_count, meta.blob_bytes
+        ));
+    }
+    Ok(reader)
+}
+
+/// [`open_blob_file`], then every record of the file read back and
+/// checked, and its whole-file checksum against the recorded one.
+/// Returns the values checked, or what is wrong.
+fn verify_blob_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    meta: &BlobFileMetadata,
+) -> std::result::Result<u64, String> {
+    let summary = open_blob_file(fs, path, meta)?
+        .verify()
+        .map_err(|e| e.to_string())?;
+    match meta.file_checksum {
+        Some(recorded) if recorded != summary.file_checksum => Err(format!(
+            "the whole-file checksum of its {} bytes is {:016x}, the MANIFEST records {recorded:016x}",
+            meta.file_size, summary.file_checksum
+        )),
+        _ => Ok(summary.blob_count),
+    }
+}
+
 /// One problem [`verify_sst_files`] found: the file it is in and what is
 /// wrong, with the byte offset where there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +238,10 @@ pub struct SstFilesCheck {
     pub data_blocks: u64,
     /// Entries in those blocks.
     pub entries: u64,
+    /// Live blob files checked.
+    pub blob_files: u64,
+    /// Values read back from them.
+    pub blob_values: u64,
     /// Every problem, in the order found.
     pub problems: Vec<FileProblem>,
 }
@@ -169,7 +257,11 @@ pub struct SstFilesCheck {
 ///    holds keys in order, with the counts its properties record
 ///    ([`SstReader::verify`](lithify_sstable::SstReader::verify));
 /// 3. an intact file carries the unique id and whole-file checksum the
-///    MANIFEST records ([`check_sst_identity`], [`check_sst_checksum`]).
+///    MANIFEST records ([`check_sst_identity`], [`check_sst_checksum`]);
+/// 4. every blob file the state lists (key-value separation) exists with
+///    its recorded size, carries the file number, unique id, value counts
+///    and whole-file checksum recorded, and every record reads back with
+///    matching checksums.
 ///
 /// Every problem names its file (and the byte offset where there is
 /// one); the walk goes on past each.
@@ -195,9 +287,9 @@ pub fn verify_sst_files(fs: Arc<dyn FileSystem>, dir: &Path) -> SstFilesCheck {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct VerifyProgress {
-    /// Live SSTs checked so far.
+    /// Live SSTs and blob files checked so far.
     pub files_done: u64,
-    /// Live SSTs the MANIFEST lists.
+    /// Live SSTs and blob files the MANIFEST lists.
     pub files_total: u64,
     /// Their recorded bytes checked so far.
     pub bytes_done: u64,
@@ -253,12 +345,17 @@ pub fn verify_sst_files_with(
         );
     }
     let (mut files, mut data_blocks, mut entries) = (0, 0, 0);
+    let (mut blob_files, mut blob_values) = (0, 0);
     let mut done = VerifyProgress::default();
     for info in versions.tables() {
         if let Some(version) = versions.current(info.id) {
             for (_, f) in version.all_files() {
                 done.files_total += 1;
                 done.bytes_total += f.size;
+            }
+            for blob in version.blob_files().values() {
+                done.files_total += 1;
+                done.bytes_total += blob.meta.file_size;
             }
         }
     }
@@ -268,10 +365,10 @@ pub fn verify_sst_files_with(
             continue;
         };
         for (level, f) in version.all_files() {
-            files += 1;
-            if files > 1 {
+            if files + blob_files > 0 {
                 progress(&done);
             }
+            files += 1;
             done.files_done += 1;
             done.bytes_done += f.size;
             let path = dir.join(sst_file_name(f.number));
@@ -319,13 +416,35 @@ pub fn verify_sst_files_with(
                 problem(&path, e.to_string());
             }
         }
+        for blob in version.blob_files().values() {
+            if files + blob_files > 0 {
+                progress(&done);
+            }
+            blob_files += 1;
+            done.files_done += 1;
+            done.bytes_done += blob.meta.file_size;
+            let path = dir.join(blob_file_name(blob.meta.number));
+            match verify_blob_file(&*fs, &path, &blob.meta) {
+                Ok(values) => blob_values += values,
+                Err(message) => problem(
+                    &path,
+                    format!(
+                        "{message} ({} lists it in table {:?})",
+                        manifest.display(),
+                        info.name
+                    ),
+                ),
+            }
+        }
     }
-    if files > 0 {
+    if files + blob_files > 0 {
         progress(&done);
     }
     check.manifest = Some(manifest);
     check.files = files;
     check.data_blocks = data_blocks;
     check.entries = entries;
+    check.blob_files = blob_files;
+    check.blob_values = blob_values;
     check
 }

@@ -109,8 +109,18 @@ pub struct TableStats {
     /// Bytes of all SST files.
     pub sst_bytes: u64,
     /// Estimated live data: non-overlapping files from the bottom up
-    /// (RocksDB's `EstimateLiveDataSize`).
+    /// (RocksDB's `EstimateLiveDataSize`), blob indexes counted as the
+    /// bytes they take in the SSTs.
     pub live_bytes: u64,
+    /// Live blob files (key-value separation; RocksDB's
+    /// `rocksdb.num-blob-files`).
+    pub blob_files: usize,
+    /// Their bytes on disk (`rocksdb.live-blob-file-size`).
+    pub blob_file_bytes: u64,
+    /// Stored value bytes in them that no SST refers to any more
+    /// (`rocksdb.live-blob-file-garbage-size`): what blob garbage
+    /// collection can reclaim.
+    pub blob_garbage_bytes: u64,
     /// Immutable memtables not yet flushed.
     pub immutable_memtables: usize,
     /// Bytes of the memtables.
@@ -212,11 +222,18 @@ pub struct DbStats {
     pub read_amp_blocks: f64,
     /// Bytes of SST files.
     pub sst_bytes: u64,
+    /// Live blob files of every table.
+    pub blob_files: usize,
+    /// Their bytes on disk.
+    pub blob_file_bytes: u64,
+    /// Stored value bytes in them that are garbage.
+    pub blob_garbage_bytes: u64,
     /// Bytes of WAL files alive.
     pub wal_file_bytes: u64,
     /// Estimated live bytes (see [`TableStats::live_bytes`]).
     pub live_bytes: u64,
-    /// `(sst_bytes + wal_file_bytes) / live_bytes`.
+    /// `(sst_bytes + blob_file_bytes + wal_file_bytes) / (live_bytes +
+    /// blob_file_bytes - blob_garbage_bytes)`.
     pub space_amp: f64,
     /// Stall counters.
     pub stalls: StallStats,
@@ -257,7 +274,10 @@ impl DbStats {
                 wal_share + t.flush_bytes + t.compaction_write_bytes,
                 t.user_bytes,
             );
-            t.space_amp = ratio(t.sst_bytes, t.live_bytes);
+            t.space_amp = ratio(
+                t.sst_bytes + t.blob_file_bytes,
+                t.live_bytes + t.blob_file_bytes.saturating_sub(t.blob_garbage_bytes),
+            );
         }
         self.write_amp = ratio(
             self.wal_bytes + self.flush_bytes + self.compaction_write_bytes,
@@ -267,7 +287,13 @@ impl DbStats {
         self.read_amp_blocks = ratio(self.get_blocks_read, self.gets);
         self.sst_bytes = self.tables.iter().map(|t| t.sst_bytes).sum();
         self.live_bytes = self.tables.iter().map(|t| t.live_bytes).sum();
-        self.space_amp = ratio(self.sst_bytes + self.wal_file_bytes, self.live_bytes);
+        self.blob_files = self.tables.iter().map(|t| t.blob_files).sum();
+        self.blob_file_bytes = self.tables.iter().map(|t| t.blob_file_bytes).sum();
+        self.blob_garbage_bytes = self.tables.iter().map(|t| t.blob_garbage_bytes).sum();
+        self.space_amp = ratio(
+            self.sst_bytes + self.blob_file_bytes + self.wal_file_bytes,
+            self.live_bytes + self.blob_file_bytes.saturating_sub(self.blob_garbage_bytes),
+        );
     }
 }
 
@@ -337,6 +363,15 @@ impl fmt::Display for DbStats {
                 t.sst_bytes,
                 human_size(t.live_bytes)
             )?;
+            if t.blob_files > 0 {
+                writeln!(
+                    out,
+                    "Blob files: {}, {} on disk, {} garbage",
+                    t.blob_files,
+                    human_size(t.blob_file_bytes),
+                    human_size(t.blob_garbage_bytes)
+                )?;
+            }
             writeln!(
                 out,
                 "Strategy: {} ({} switches) - {}",
@@ -413,12 +448,27 @@ impl fmt::Display for DbStats {
         )?;
         writeln!(
             out,
-            "Space amplification: {:.2} (tables {} + WAL {} on disk / {} live)",
+            "Space amplification: {:.2} (tables {} + blob files {} + WAL {} on disk / {} live)",
             self.space_amp,
             human_size(self.sst_bytes),
+            human_size(self.blob_file_bytes),
             human_size(self.wal_file_bytes),
-            human_size(self.live_bytes)
+            human_size(
+                self.live_bytes + self.blob_file_bytes.saturating_sub(self.blob_garbage_bytes)
+            )
         )?;
+        if self.blob_files > 0 || self.get_blob_reads > 0 {
+            writeln!(
+                out,
+                "Blob files: {}, {} on disk, {} garbage; {} blob reads by {} gets ({:.2} per get)",
+                self.blob_files,
+                human_size(self.blob_file_bytes),
+                human_size(self.blob_garbage_bytes),
+                self.get_blob_reads,
+                self.gets,
+                ratio(self.get_blob_reads, self.gets)
+            )?;
+        }
         let s = &self.stalls;
         writeln!(
             out,

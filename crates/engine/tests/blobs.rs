@@ -205,3 +205,127 @@ fn a_missing_cut_or_foreign_blob_file_is_refused_at_open() {
     );
     assert!(errors[0].to_string().contains("offset 64"), "{}", errors[0]);
 }
+
+#[test]
+fn stats_properties_and_live_blob_files_count_blob_files_and_their_garbage() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(100))).unwrap();
+    for i in 0..100u32 {
+        db.put(key(i), value(i, 0, 500)).unwrap();
+    }
+    db.flush().unwrap();
+    // The second round overwrites the even keys: once compacted, half of
+    // each first-round blob file is garbage (none is all garbage, which
+    // would drop it).
+    for i in (0..100u32).step_by(2) {
+        db.put(key(i), value(i, 1, 500)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let blobs = db.live_blob_files();
+    assert!(blobs.iter().all(|b| b.table == "default"));
+    assert_eq!(
+        blobs.iter().map(|b| b.blob_count).sum::<u64>(),
+        150,
+        "{blobs:?}"
+    );
+    let garbage: u64 = blobs.iter().map(|b| b.garbage_count).sum();
+    assert_eq!(garbage, 50, "{blobs:?}");
+    let garbage_bytes: u64 = blobs.iter().map(|b| b.garbage_bytes).sum();
+    let file_bytes: u64 = blobs.iter().map(|b| b.size).sum();
+    for b in &blobs {
+        assert_eq!(fs.file_size(&b.path).unwrap(), b.size);
+    }
+
+    let stats = db.stats();
+    assert_eq!(stats.blob_files, blobs.len());
+    assert_eq!(stats.blob_file_bytes, file_bytes);
+    assert_eq!(stats.blob_garbage_bytes, garbage_bytes);
+    assert_eq!(stats.tables[0].blob_files, blobs.len());
+    // Space amplification counts the blob files and their garbage.
+    assert!(stats.space_amp > 1.0, "{}", stats.space_amp);
+    let property = |name: &str| db.property(name).unwrap();
+    assert_eq!(property("lithify.num-blob-files"), blobs.len().to_string());
+    assert_eq!(
+        property("lithify.live-blob-file-size"),
+        file_bytes.to_string()
+    );
+    assert_eq!(
+        property("lithify.live-blob-file-garbage-size"),
+        garbage_bytes.to_string()
+    );
+
+    let gets_before = db.stats().get_blob_reads;
+    for i in 0..10u32 {
+        let round = if i % 2 == 0 { 1 } else { 0 };
+        assert_eq!(db.get(key(i)).unwrap().unwrap(), value(i, round, 500));
+    }
+    let stats = db.stats();
+    assert_eq!(stats.get_blob_reads - gets_before, 10);
+    let text = stats.to_string();
+    assert!(text.contains("Blob files: "), "{text}");
+    assert!(text.contains("blob reads by"), "{text}");
+}
+
+#[test]
+fn the_file_check_reads_every_blob_record_and_names_damage() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(10))).unwrap();
+    for i in 0..50u32 {
+        db.put(key(i), value(i, 0, 300)).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let check = lithify_engine::verify_sst_files(fs.clone(), Path::new("/db"));
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
+    assert_eq!(check.blob_values, 50);
+    assert!(check.blob_files >= 1);
+
+    // A flipped bit inside the last value: the open does not read it,
+    // the check does, naming the file and the record's offset.
+    let blob = *blob_files(&fs, "/db").last().unwrap();
+    let path = Path::new("/db").join(format!("{blob:06}.blob"));
+    let mut bytes = lithify_vfs::read_file(&*fs, &path).unwrap();
+    let at = bytes.len() - 32 - 10;
+    bytes[at] ^= 0x01;
+    lithify_vfs::write_file_atomic(&*fs, &path, &bytes).unwrap();
+    let check = lithify_engine::verify_sst_files(fs.clone(), Path::new("/db"));
+    assert_eq!(check.problems.len(), 1, "{:?}", check.problems);
+    let problem = &check.problems[0];
+    assert_eq!(problem.path, path);
+    assert!(problem.message.contains("offset"), "{}", problem.message);
+
+    // Cut short: named as such.
+    lithify_vfs::write_file_atomic(&*fs, &path, &bytes[..bytes.len() - 1]).unwrap();
+    let check = lithify_engine::verify_sst_files(fs.clone(), Path::new("/db"));
+    assert_eq!(check.problems.len(), 1, "{:?}", check.problems);
+    assert!(
+        check.problems[0].message.contains("cut short"),
+        "{}",
+        check.problems[0].message
+    );
+}
+
+#[test]
+fn ingestion_refuses_a_table_of_blob_indexes() {
+    // A fully compacted bottom level zeroes sequence numbers: its SST then
+    // looks external, but its blob indexes point into this database's
+    // blob files, which ingestion would not bring along.
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/a", options(fs.clone(), BlobOptions::enabled(10))).unwrap();
+    for i in 0..20u32 {
+        db.put(key(i), value(i, 0, 200)).unwrap();
+    }
+    db.flush().unwrap();
+    let force = CompactRangeOptions::default()
+        .bottommost_level_compaction(BottommostLevelCompaction::Force);
+    db.compact_range_opt(None, None, &force).unwrap();
+    let sst = db.live_files()[0].path.clone();
+    let other = Db::open("/b", options(fs.clone(), BlobOptions::enabled(10))).unwrap();
+    let err = other
+        .ingest_external_file(&[&sst], &lithify_engine::IngestOptions::default())
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("blob index"), "{err}");
+    assert_eq!(other.get(key(0)).unwrap(), None);
+}

@@ -17,6 +17,8 @@ pub enum FileFormat {
     RecordLog,
     /// A lithify SST (its last bytes are the table footer's magic).
     Table,
+    /// A lithify blob file (its first bytes are the blob format's magic).
+    Blob,
     /// A Kafka log segment (`.log`): it starts with a record batch of
     /// format v2 whose CRC-32C matches.
     KafkaSegment,
@@ -31,6 +33,7 @@ impl FileFormat {
             FileFormat::Empty => "an empty file",
             FileFormat::RecordLog => "a lithify write-ahead log or MANIFEST",
             FileFormat::Table => "a lithify SST",
+            FileFormat::Blob => "a lithify blob file",
             FileFormat::KafkaSegment => "a Kafka log segment",
             FileFormat::Unknown => "no format lithify knows",
         }
@@ -43,7 +46,7 @@ impl FileFormat {
 const MAX_FIRST_BATCH: u64 = 64 << 20;
 
 /// Reads as little of `path` as it takes to tell its [`FileFormat`]: the
-/// first 24 bytes, the last 8, and for a Kafka segment its first batch
+/// first 8 bytes, the last 8, and for a Kafka segment its first batch
 /// (one larger than 64 MiB is not read: the file reads as unknown).
 /// Only intact magic numbers (and the Kafka batch's checksum) count, so
 /// a damaged file of a known format may read as [`FileFormat::Unknown`].
@@ -72,6 +75,12 @@ pub fn identify_file(fs: &dyn FileSystem, path: &Path) -> std::io::Result<FileFo
             file.read_exact_at(0, &mut head)?;
             if head == lithify_wal::format::MAGIC {
                 return Ok(FileFormat::RecordLog);
+            }
+        }
+        if size >= lithify_blob::HEADER_LEN as u64 {
+            file.read_exact_at(0, &mut head)?;
+            if head == lithify_blob::BLOB_MAGIC.to_le_bytes() {
+                return Ok(FileFormat::Blob);
             }
         }
         let mut tail = [0u8; 8];
@@ -126,6 +135,9 @@ mod tests {
         let mut sst = vec![0u8; lithify_sstable::FOOTER_LEN - 8];
         sst.extend_from_slice(&lithify_sstable::MAGIC);
         assert_eq!(identify(&sst), FileFormat::Table);
+        let mut blob = lithify_blob::BLOB_MAGIC.to_le_bytes().to_vec();
+        blob.resize(lithify_blob::HEADER_LEN, 0);
+        assert_eq!(identify(&blob), FileFormat::Blob);
         let mut builder = lithify_kafka_format::record::BatchBuilder::new(0);
         builder.append(0, 1, Some(b"k"), Some(b"v"), &[]).unwrap();
         let mut segment = builder.build().to_vec();

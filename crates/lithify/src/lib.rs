@@ -143,19 +143,22 @@ pub use lithify_compaction_strategy::cost_model::{Mix, TableSize};
 pub use lithify_engine::Error as DbError;
 #[cfg(feature = "db")]
 pub use lithify_engine::{
-    AdaptiveLimits, AdaptiveObjective, AdaptiveOptions, AdaptiveThresholds, BlockCache,
-    BottommostLevelCompaction, CheckpointInfo, CheckpointOptions, CompactRangeOptions,
-    CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy, Compression, CpuCosts,
-    Db, DbIterator, DbStats, DroppedBytes, EventListener, ExternalSstInfo, FilterDecision,
-    FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LevelStats, LiveFileMetaData,
-    MajorOnlyOptions, Max, MergeFailure, MergeFailureScope, MergeOperator, MergeStats, MinorPolicy,
-    OffpeakWindow, Options, Prediction, RawIterator, ReadOptions, RecoveryMode, RecoveryReport,
-    SeqNo, Snapshot, SstFileWriter, StallCause, StallCondition, StallStats, StrategySwitchInfo,
-    StringAppend, Table, TableOptions, TableStats, TwoTierOptions, UInt64Add, WalCompression,
-    WriteBatch, WriteOptions, WriteStallInfo, check_sst_checksum, check_sst_identity,
+    AdaptiveLimits, AdaptiveObjective, AdaptiveOptions, AdaptiveThresholds, BlobCompression,
+    BlobOptions, BlockCache, BottommostLevelCompaction, CheckpointInfo, CheckpointOptions,
+    CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy,
+    Compression, CpuCosts, Db, DbIterator, DbStats, DroppedBytes, EventListener, ExternalSstInfo,
+    FilterDecision, FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LevelStats,
+    LiveFileMetaData, MajorOnlyOptions, Max, MergeFailure, MergeFailureScope, MergeOperator,
+    MergeStats, MinorPolicy, OffpeakWindow, Options, Prediction, RawIterator, ReadOptions,
+    RecoveryMode, RecoveryReport, SeqNo, Snapshot, SstFileWriter, StallCause, StallCondition,
+    StallStats, StrategySwitchInfo, StringAppend, Table, TableOptions, TableStats, TwoTierOptions,
+    UInt64Add, WalCompression, WriteBatch, WriteOptions, WriteStallInfo, check_sst_checksum,
+    check_sst_identity,
 };
 #[cfg(feature = "db")]
-pub use lithify_engine::{BatchEntry, BatchIter, CommitView, LiveFile, LiveFileKind, LiveFileSet};
+pub use lithify_engine::{
+    BatchEntry, BatchIter, CommitView, LiveBlobFileMetaData, LiveFile, LiveFileKind, LiveFileSet,
+};
 #[cfg(feature = "db")]
 pub use lithify_engine::{
     FileProblem, SstFilesCheck, VerifyProgress, verify_sst_files, verify_sst_files_with,
@@ -278,7 +281,8 @@ pub mod txn {
 #[cfg(feature = "db")]
 pub mod files {
     pub use lithify_version::filename::{
-        CURRENT, FileKind, log_file_name, manifest_file_name, parse_file_name, sst_file_name,
+        CURRENT, FileKind, blob_file_name, log_file_name, manifest_file_name, parse_file_name,
+        sst_file_name,
     };
 }
 
@@ -332,6 +336,16 @@ pub mod inspect {
             DroppedRange, LogEnd, OwnedRecord, ReadStats, Reader, Record, Records, Reporter,
         };
     }
+    /// Blob files (the values key-value separation keeps out of the SSTs):
+    /// [`BlobFileReader::records`](crate::inspect::blob::BlobFileReader::records)
+    /// walks one, [`verify`](crate::inspect::blob::BlobFileReader::verify) checks
+    /// every record.
+    pub mod blob {
+        pub use lithify_blob::{
+            BlobFileFooter, BlobFileHeader, BlobFileReader, BlobFileSummary, BlobIndex, BlobRecord,
+            BlobRecords,
+        };
+    }
     /// `CURRENT` and the MANIFEST.
     pub mod manifest {
         pub use lithify_version::history::{
@@ -371,6 +385,8 @@ pub mod vfs {
 /// `Error` with `?`).
 pub mod error {
     pub use lithify_base::Error as BaseError;
+    #[cfg(feature = "db")]
+    pub use lithify_blob::Error as BlobError;
     #[cfg(feature = "log")]
     pub use lithify_kafka_format::Error as FormatError;
     #[cfg(feature = "db")]
@@ -404,7 +420,10 @@ pub mod compaction {
         DeeperLevels, LevelScore, ManualOutput, ManualPick, ManualRequest, PickContext,
         RunningCompaction,
     };
-    pub use lithify_version::{FileMetadata, Version, VersionEdit, WalAddition};
+    pub use lithify_version::{
+        BlobFile, BlobFileGarbage, BlobFileMetadata, BlobRef, FileMetadata, Version, VersionEdit,
+        WalAddition,
+    };
 }
 
 /// Any error of lithify: the database's, the log's or the log cleaner's.

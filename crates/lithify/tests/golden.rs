@@ -6,6 +6,8 @@
 //! * `2026-12-a`: before file identity and WAL format version 3 (the
 //!   "Contain every failure" issue);
 //! * `2026-12-b`: after it (owned logs, writer identity in every table).
+//! * `2026-12-c`: key-value separation (blob files, their MANIFEST records
+//!   and the blob indexes in the tables; blob files shared in backups).
 //!
 //! Every later build must open every generation and read back exactly what
 //! was written: these tests are the promise that a format change never
@@ -35,8 +37,8 @@ use lithify::log::{
 };
 use lithify::vfs::OsFs;
 use lithify::{
-    CompactionStrategy, Compression, Db, ManualClock, Options, StringAppend, TableOptions,
-    WalCompression, WriteBatch,
+    BlobCompression, BlobOptions, CompactionStrategy, Compression, Db, ManualClock, Options,
+    StringAppend, TableOptions, WalCompression, WriteBatch,
 };
 
 fn golden_dir() -> PathBuf {
@@ -46,7 +48,7 @@ fn golden_dir() -> PathBuf {
 /// The golden generations, oldest first (`docs/FORMATS.md`, "Compatibility",
 /// says what each one's formats are). A format change adds one; none is
 /// ever removed.
-const GENERATIONS: [&str; 2] = ["2026-12-a", "2026-12-b"];
+const GENERATIONS: [&str; 3] = ["2026-12-a", "2026-12-b", "2026-12-c"];
 
 /// Runs `check` on every generation, saying which one failed.
 fn each_generation(check: fn(&str)) {
@@ -90,10 +92,18 @@ fn db_options() -> Options {
             .compaction_strategy(CompactionStrategy::parse("two-tier:write-only"))
             .compression(Some(Compression::None)),
     );
+    // Values of 32 bytes and more go to blob files (the generations before
+    // 2026-12-c hold none; opened with this, their next flushes write
+    // some), with LZ4 and garbage collection of the older half.
+    let blob = BlobOptions::enabled(32)
+        .blob_compression(BlobCompression::Lz4)
+        .enable_blob_garbage_collection(true)
+        .blob_garbage_collection_age_cutoff(0.5);
     Options::default()
         .merge_operator(Some(Arc::new(StringAppend::default())))
         .compression(Compression::zstd())
         .table_options(table_options)
+        .blob(blob)
 }
 
 fn value(i: u32, tag: &str) -> String {
@@ -340,18 +350,38 @@ fn each_generation_holds_its_log_formats() {
     assert_eq!(versions("2026-12-a", "db", "MANIFEST-000001"), 1);
     assert_eq!(versions("2026-12-a", "db", "000013.log"), 1);
     assert_eq!(versions("2026-12-a", "db-lz4-wal", "000002.log"), 2);
-    let newest = golden_dir().join("2026-12-b");
-    for name in ["db", "db-lz4-wal"] {
-        let mut logs = 0;
-        for entry in std::fs::read_dir(newest.join(name)).unwrap() {
-            let file = entry.unwrap().file_name().into_string().unwrap();
-            if file.ends_with(".log") || file.starts_with("MANIFEST-") {
-                assert_eq!(versions("2026-12-b", name, &file), 3, "{name}/{file}");
-                logs += 1;
+    for generation in ["2026-12-b", "2026-12-c"] {
+        for name in ["db", "db-lz4-wal"] {
+            let mut logs = 0;
+            for entry in std::fs::read_dir(golden_dir().join(generation).join(name)).unwrap() {
+                let file = entry.unwrap().file_name().into_string().unwrap();
+                if file.ends_with(".log") || file.starts_with("MANIFEST-") {
+                    assert_eq!(versions(generation, name, &file), 3, "{name}/{file}");
+                    logs += 1;
+                }
             }
+            assert!(logs >= 2, "{generation}/{name}: a WAL and a MANIFEST");
         }
-        assert!(logs >= 2, "{name}: a WAL and a MANIFEST");
     }
+    // Blob files are new in 2026-12-c: in its database, and shared by its
+    // backups.
+    let blob_files = |dir: PathBuf| {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".blob")
+            })
+            .count()
+    };
+    for generation in ["2026-12-a", "2026-12-b"] {
+        assert_eq!(blob_files(golden_dir().join(generation).join("db")), 0);
+    }
+    assert!(blob_files(golden_dir().join("2026-12-c/db")) > 0);
+    assert!(blob_files(golden_dir().join("2026-12-c/backups/shared")) > 0);
 }
 
 // ----- the database with an LZ4 WAL -----

@@ -68,9 +68,10 @@ pub struct HistoryStep {
     pub from_levels: Vec<usize>,
     /// Levels files were added to, ascending.
     pub to_levels: Vec<usize>,
-    /// Bytes of the files it wrote (0 for a trivial move).
+    /// Bytes of the SST and blob files it wrote (0 for a trivial move).
     pub bytes_written: u64,
-    /// Bytes flushes wrote so far: the user data that reached SSTs.
+    /// Bytes flushes wrote so far: the user data that reached SSTs and
+    /// blob files.
     pub flushed_total: u64,
     /// Bytes flushes and compactions wrote so far.
     pub written_total: u64,
@@ -232,6 +233,13 @@ pub(crate) fn replay_steps(
                 }
                 to_levels.push(*level);
             }
+            // Blob files the step wrote (key-value separation) count as
+            // written too.
+            written += edit
+                .blob_file_additions
+                .iter()
+                .map(|b| b.file_size)
+                .sum::<u64>();
             let kind = if removed.is_empty() {
                 StepKind::Flush
             } else if moved_only {

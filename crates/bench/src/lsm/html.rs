@@ -11,7 +11,7 @@ use std::path::Path;
 
 use lithify::inspect::manifest::TableId;
 
-use super::{Current, FileBox, Step, TableTree};
+use super::{BlobBox, Current, FileBox, Step, TableTree};
 use crate::chart::{Paint, Svg, html_head, xml_escape as esc};
 
 /// What the page shows.
@@ -147,6 +147,49 @@ fn tree_svg(
     svg.close();
 }
 
+/// A table's blob files as one SVG row: a bar per file, in number order,
+/// as wide as its share of the bytes drawn; the part of each that is
+/// garbage in grey, the rest blue.
+fn blob_svg(out: &mut String, blobs: &[BlobBox], width: f64) {
+    if blobs.is_empty() {
+        return;
+    }
+    let total: u64 = blobs.iter().map(|b| b.size).sum::<u64>().max(1);
+    let garbage: u64 = blobs.iter().map(|b| b.garbage_bytes).sum();
+    let values: u64 = blobs.iter().map(|b| b.blob_bytes).sum::<u64>().max(1);
+    let mut svg = Svg::open(out, width, ROW + 4.0);
+    let plot = width - LABEL - 10.0;
+    let label = format!(
+        "blob files: {}, {}, {:.0}% garbage",
+        blobs.len(),
+        mb(total),
+        garbage as f64 * 100.0 / values as f64
+    );
+    svg.text((4.0, ROW / 2.0 + 6.0), &label, None);
+    let mut x = LABEL;
+    for b in blobs {
+        let w = (b.size as f64 / total as f64 * plot).max(2.0);
+        let share = (b.garbage_bytes as f64 / b.blob_bytes.max(1) as f64).clamp(0.0, 1.0);
+        let tooltip = format!(
+            "{:06}.blob, {}, {:.0}% garbage",
+            b.number,
+            mb(b.size),
+            share * 100.0
+        );
+        let h = ROW - 4.0;
+        svg.rect((x, 2.0, w, h), Paint::Class("blob"), Some(&tooltip));
+        if share > 0.0 {
+            svg.rect(
+                (x, 2.0, w, h * share),
+                Paint::Class("garbage"),
+                Some(&tooltip),
+            );
+        }
+        x += w;
+    }
+    svg.close();
+}
+
 fn history_levels(t: &TableTree) -> Vec<(String, Vec<&FileBox>)> {
     t.levels
         .iter()
@@ -188,6 +231,8 @@ pub(super) fn page(p: &Page<'_>) -> String {
         &title,
         ".file { fill: #3b7dd8; fill-opacity: 0.75; stroke: #1d3f70; stroke-width: 0.5; }\n\
          .file:hover { fill: #e0662d; }\n\
+         .blob { fill: #3b7dd8; fill-opacity: 0.45; stroke: #1d3f70; stroke-width: 0.5; }\n\
+         .garbage { fill: #999999; fill-opacity: 0.8; }\n\
          .note { color: #555; font-size: 13px; }\n",
     ));
     out.push_str("<h2>The tree now</h2>\n");
@@ -229,6 +274,7 @@ pub(super) fn page(p: &Page<'_>) -> String {
             })
             .collect();
         tree_svg(&mut out, &levels, &scale, max_size, p.show, WIDTH);
+        blob_svg(&mut out, &t.blob_files, WIDTH);
     }
 
     out.push_str("<h2>How it got here</h2>\n");
@@ -268,7 +314,7 @@ pub(super) fn page(p: &Page<'_>) -> String {
         let ids: Vec<&TableId> = s.tree.keys().collect();
         for id in ids {
             let t = &s.tree[id];
-            if t.levels.iter().all(BTreeMap::is_empty) {
+            if t.levels.iter().all(BTreeMap::is_empty) && t.blob_files.is_empty() {
                 continue;
             }
             let _ = write!(out, r#"<p class="note">table "{}"</p>"#, esc(&t.name));
@@ -280,6 +326,7 @@ pub(super) fn page(p: &Page<'_>) -> String {
                 p.show,
                 WIDTH,
             );
+            blob_svg(&mut out, &t.blob_files, WIDTH);
         }
         out.push_str("</div>\n");
     }

@@ -3,7 +3,8 @@
 //! self-contained HTML page drawn with [`chart::Svg`](crate::chart::Svg).
 //!
 //! The current tree comes from an open database (read-only is enough):
-//! levels, files, scores and each table's strategy. The history comes from
+//! levels, files, scores and each table's strategy, and its blob files
+//! (key-value separation) with the share of each that is garbage. The history comes from
 //! the MANIFEST `CURRENT` names: every record since that MANIFEST was
 //! started (at the last open or MANIFEST roll) is replayed, and each
 //! record that changed the files of a table becomes one step — a flush
@@ -55,6 +56,20 @@ pub struct FileBox {
     pub largest: Vec<u8>,
 }
 
+/// One blob file as drawn (key-value separation): its bytes and how much
+/// of its values are garbage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobBox {
+    /// The file's number (`000013.blob`).
+    pub number: u64,
+    /// Its bytes.
+    pub size: u64,
+    /// Stored value bytes in it.
+    pub blob_bytes: u64,
+    /// Of those, bytes no SST refers to any more.
+    pub garbage_bytes: u64,
+}
+
 /// One table's levels.
 #[derive(Debug, Clone, Default)]
 pub struct TableTree {
@@ -62,6 +77,8 @@ pub struct TableTree {
     pub name: String,
     /// Per level, its files by number.
     pub levels: Vec<BTreeMap<u64, FileBox>>,
+    /// Its blob files by number.
+    pub blob_files: Vec<BlobBox>,
 }
 
 /// One change of the tree.
@@ -103,6 +120,8 @@ pub struct CurrentTable {
     pub levels: BTreeMap<usize, (usize, u64, f64)>,
     /// Its live files with their levels.
     pub files: Vec<(usize, FileBox)>,
+    /// Its live blob files by number.
+    pub blob_files: Vec<BlobBox>,
 }
 
 /// What the page draws: the current tree and the MANIFEST's history.
@@ -123,6 +142,7 @@ impl Picture {
         let dir = db.path();
         let stats = db.stats();
         let live = db.live_files();
+        let blobs = db.live_blob_files();
         let mut tables = Vec::new();
         for t in &stats.tables {
             let files = live
@@ -150,6 +170,16 @@ impl Picture {
                     .filter_map(|l| Some((l.level?, (l.files, l.size_bytes, l.score))))
                     .collect(),
                 files,
+                blob_files: blobs
+                    .iter()
+                    .filter(|b| b.table == t.name)
+                    .map(|b| BlobBox {
+                        number: b.number,
+                        size: b.size,
+                        blob_bytes: b.blob_bytes,
+                        garbage_bytes: b.garbage_bytes,
+                    })
+                    .collect(),
             });
         }
         let options = db.options();
@@ -204,6 +234,17 @@ fn drawn(step: &HistoryStep) -> Step {
             let tree = TableTree {
                 name: t.name.clone(),
                 levels,
+                blob_files: t
+                    .version
+                    .blob_files()
+                    .values()
+                    .map(|b| BlobBox {
+                        number: b.number(),
+                        size: b.meta.file_size,
+                        blob_bytes: b.meta.blob_bytes,
+                        garbage_bytes: b.garbage_bytes,
+                    })
+                    .collect(),
             };
             (*id, tree)
         })

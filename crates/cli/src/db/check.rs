@@ -9,7 +9,10 @@
 //!    records (files written before they were recorded have none), opens,
 //!    and every data block reads back with a matching checksum,
 //!    decodes, and holds keys in order, with the counts its properties
-//!    record (steps 1 and 2 are `lithify::verify_sst_files`);
+//!    record, and every blob file (key-value separation) exists with its
+//!    recorded size, identity and counts, and every record reads back
+//!    with matching checksums (steps 1 and 2 are
+//!    `lithify::verify_sst_files`);
 //! 3. the WALs replay read-only in the chosen recovery mode: whatever the
 //!    recovery would refuse or drop is a problem;
 //! 4. every key whose merge operands do not merge is a problem
@@ -92,6 +95,14 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
         return finish(&problems, "the MANIFEST could not be replayed");
     };
     let (files, blocks, entries) = (ssts.files, ssts.data_blocks, ssts.entries);
+    let blobs = if ssts.blob_files > 0 {
+        format!(
+            ", {} blob files ({} values)",
+            ssts.blob_files, ssts.blob_values
+        )
+    } else {
+        String::new()
+    };
 
     // 3. The WALs, as a read-only open would replay them; then every key
     //    whose merge operands do not merge.
@@ -160,7 +171,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<()> {
     finish(
         &problems,
         &format!(
-            "{}, {files} SST files ({blocks} data blocks, {entries} entries), {wals} WAL(s)",
+            "{}, {files} SST files ({blocks} data blocks, {entries} entries){blobs}, {wals} WAL(s)",
             manifest.display()
         ),
     )

@@ -1,9 +1,11 @@
 //! The file dumps: `dump-sst` (as RocksDB's `sst_dump`), `dump-wal` and
-//! `dump-manifest` (as `ldb dump_wal` / `ldb manifest_dump`). Each reads
+//! `dump-manifest` (as `ldb dump_wal` / `ldb manifest_dump`), `dump-blob`
+//! (as `blob_dump`). Each reads
 //! one file without opening the database, prints what it holds, checks
 //! every checksum, and fails naming the file and byte offset when it finds
 //! damage.
 
+pub(crate) mod blob;
 pub(crate) mod manifest;
 pub(crate) mod sst;
 pub(crate) mod wal;
@@ -42,6 +44,7 @@ fn reader_of(format: FileFormat) -> &'static str {
     match format {
         FileFormat::RecordLog => "`lithify dump-wal` (or `dump-manifest` for a MANIFEST)",
         FileFormat::Table => "`lithify dump-sst`",
+        FileFormat::Blob => "`lithify dump-blob`",
         FileFormat::KafkaSegment => "`lithify log dump`",
         _ => "no lithify command",
     }

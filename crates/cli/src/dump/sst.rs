@@ -261,7 +261,15 @@ impl SstVisitor for Printer {
             let mut line = String::from("    ");
             line.push_str(&self.keys.show(key));
             line.push_str(" => ");
-            self.keys.enc.write(&mut line, value);
+            let blob_index = self.keys.internal
+                && ParsedInternalKey::parse(key)
+                    .is_ok_and(|k| k.kind == lithify::ValueKind::BlobIndex);
+            match blob_index.then(|| lithify::inspect::blob::BlobIndex::decode(value)) {
+                // A separated value: where it is (`dump-blob` prints it).
+                Some(Ok(index)) => line.push_str(&index.to_string()),
+                Some(Err(e)) => line.push_str(&format!("<bad blob index: {e}>")),
+                None => self.keys.enc.write(&mut line, value),
+            }
             self.entries.push(line);
         }
     }

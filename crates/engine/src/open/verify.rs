@@ -15,7 +15,6 @@
 
 use std::path::Path;
 
-use lithify_blob::BlobFileReader;
 use lithify_version::VersionSet;
 use lithify_version::filename::{blob_file_name, manifest_file_name, sst_file_name};
 use lithify_vfs::FileSystem;
@@ -68,8 +67,8 @@ pub(super) fn live_files(fs: &dyn FileSystem, dir: &Path, versions: &VersionSet)
             }
         }
         for blob in version.blob_files().values() {
-            if let Some(message) = blob_problem(fs, dir, &blob.meta) {
-                let path = dir.join(blob_file_name(blob.meta.number));
+            let path = dir.join(blob_file_name(blob.meta.number));
+            if let Err(message) = crate::sst_check::open_blob_file(fs, &path, &blob.meta) {
                 return CorruptionSnafu {
                     path,
                     message: format!("{message} ({manifest} lists it in table {:?})", info.name),
@@ -79,68 +78,4 @@ pub(super) fn live_files(fs: &dyn FileSystem, dir: &Path, versions: &VersionSet)
         }
     }
     Ok(())
-}
-
-/// What is wrong with blob file `meta` in `dir`, if anything: missing, of
-/// another size, a header or footer a writer could not have written,
-/// another file's identity, or other value counts than recorded.
-fn blob_problem(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    meta: &lithify_version::BlobFileMetadata,
-) -> Option<String> {
-    let path = dir.join(blob_file_name(meta.number));
-    let actual = match fs.file_size(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Some(format!(
-                "the blob file is missing, with {} values of {} bytes",
-                meta.blob_count, meta.blob_bytes
-            ));
-        }
-        Err(e) => return Some(format!("the size of the blob file cannot be read: {e}")),
-        Ok(actual) => actual,
-    };
-    if actual != meta.file_size {
-        return Some(format!(
-            "the blob file has {actual} bytes, the MANIFEST records {} (it is {} at offset {})",
-            meta.file_size,
-            if actual < meta.file_size {
-                "cut short"
-            } else {
-                "extended"
-            },
-            actual.min(meta.file_size)
-        ));
-    }
-    let reader = match fs
-        .open(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|f| BlobFileReader::open(f, &path).map_err(|e| e.to_string()))
-    {
-        Ok(r) => r,
-        Err(e) => return Some(e),
-    };
-    let header = reader.header();
-    if header.file_number != meta.number {
-        return Some(format!(
-            "the blob file's header names file {} (a file copied in under another name)",
-            header.file_number
-        ));
-    }
-    if let Some(id) = meta.unique_id
-        && header.unique_id() != id
-    {
-        return Some(format!(
-            "the blob file's identity {} is not the {id} the MANIFEST records (a file from another database)",
-            header.unique_id()
-        ));
-    }
-    let footer = reader.footer();
-    if (footer.blob_count, footer.blob_bytes) != (meta.blob_count, meta.blob_bytes) {
-        return Some(format!(
-            "the blob file's footer counts {} values of {} bytes, the MANIFEST {} of {}",
-            footer.blob_count, footer.blob_bytes, meta.blob_count, meta.blob_bytes
-        ));
-    }
-    None
 }

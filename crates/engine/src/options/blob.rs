@@ -44,7 +44,9 @@ pub struct BlobOptions {
     /// compaction relocates when garbage collection is on (default 0.25).
     pub blob_garbage_collection_age_cutoff: f64,
     /// When the oldest blob files' garbage share passes this ratio,
-    /// compaction of the SSTs that refer to them is forced (default 1.0).
+    /// compaction of the SSTs that refer to them is to be forced (default
+    /// 1.0: never). Validated and kept, but not acted on yet: forced
+    /// blob garbage collection is a later part of key-value separation.
     pub blob_garbage_collection_force_threshold: f64,
 }
 
