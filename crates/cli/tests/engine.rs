@@ -1647,6 +1647,18 @@ fn blob_files_are_dumped_checked_counted_and_drawn() {
         out.contains("checksums: 20 records read, every record verified"),
         "{out}"
     );
+    let out = ok(&[
+        "dump-blob",
+        s(&blobs[0]),
+        "--entries",
+        "--values",
+        "--limit",
+        "1",
+    ]);
+    assert!(
+        out.contains(&format!(": key00 => {}\n", "a".repeat(300))),
+        "{out}"
+    );
     let sst = &files_ending(&dir, ".sst")[0];
     let out = ok(&["dump-sst", s(sst), "--entries"]);
     assert!(

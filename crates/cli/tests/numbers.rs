@@ -108,6 +108,7 @@ const NUMERIC: &[(&str, &str, Range)] = &[
     ("backup restore", "--id", Int(1, U32)),
     ("backup purge", "--keep", Int(0, U32)),
     ("dump-sst", "--limit", Int(0, U64)),
+    ("dump-blob", "--limit", Int(0, U64)),
     ("log produce", "--records", Int(0, OPS)),
     ("log produce", "--keys", Int(1, OPS)),
     ("log produce", "--value-size", Int(0, 16 << 20)),
@@ -236,6 +237,7 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
     ("backup purge", &["--backup-dir"]),
     ("check", &[]),
     ("dump-sst", &["<FILE>"]),
+    ("dump-blob", &["<FILE>"]),
     ("dump-wal", &["<FILE>", "--wal-recovery-mode"]),
     ("dump-manifest", &["<PATH>"]),
     ("log produce", &["<LOG_DIR>", "--config"]),
@@ -486,7 +488,7 @@ fn stopper(cmd: &str, tmp: &Path) -> (Vec<String>, &'static [&'static str]) {
             }
             &["does not exist"]
         }
-        "dump-sst" => {
+        "dump-sst" | "dump-blob" => {
             args.push(missing);
             &["missing"]
         }
@@ -764,6 +766,17 @@ fn every_command_runs_with_extreme_numbers() {
         (
             "dump-wal",
             &["dump-wal", "{T}/18446744073709551615.log"],
+            false,
+        ),
+        (
+            "dump-blob",
+            &[
+                "dump-blob",
+                "{T}/18446744073709551615.blob",
+                "--entries",
+                "--limit",
+                MAX,
+            ],
             false,
         ),
         ("dump-manifest", &["dump-manifest", "{D}"], true),

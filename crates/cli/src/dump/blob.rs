@@ -23,13 +23,15 @@ use crate::text::HexArgs;
 pub(crate) struct DumpBlobArgs {
     /// The blob file (`NNNNNN.blob`).
     pub file: PathBuf,
-    /// Print every record: its offset, key, stored size and compression.
+    /// Print every entry: an SST's keys and values (internal keys as
+    /// `key#seq,KIND`), a WAL's writes record by record, a blob file's
+    /// records (offset, key, size; `--values` adds each value).
     #[arg(long)]
     pub entries: bool,
     /// With `--entries`, print each value too (decompressed).
     #[arg(long)]
     pub values: bool,
-    /// Print at most this many records [range: any u64].
+    /// Print at most this many entries [range: any u64].
     #[arg(long, value_parser = crate::numbers::int::<u64>(0, u64::MAX))]
     pub limit: Option<u64>,
     #[command(flatten)]

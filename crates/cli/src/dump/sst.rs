@@ -29,7 +29,8 @@ pub(crate) struct DumpSstArgs {
     #[arg(long)]
     pub blocks: bool,
     /// Print every entry: an SST's keys and values (internal keys as
-    /// `key#seq,KIND`), a WAL's writes record by record.
+    /// `key#seq,KIND`), a WAL's writes record by record, a blob file's
+    /// records (offset, key, size; `--values` adds each value).
     #[arg(long)]
     pub entries: bool,
     /// Print at most this many entries [range: any u64].

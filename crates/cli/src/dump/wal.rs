@@ -36,7 +36,8 @@ pub(crate) struct DumpWalArgs {
     /// The log file (`NNNNNN.log`).
     pub file: PathBuf,
     /// Print every entry: an SST's keys and values (internal keys as
-    /// `key#seq,KIND`), a WAL's writes record by record.
+    /// `key#seq,KIND`), a WAL's writes record by record, a blob file's
+    /// records (offset, key, size; `--values` adds each value).
     #[arg(long)]
     pub entries: bool,
     #[command(flatten)]
