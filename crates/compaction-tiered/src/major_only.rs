@@ -83,9 +83,10 @@ impl CompactionPicker for MajorOnlyPicker {
 
     fn needs_compaction(&self, version: &Version, ctx: &PickContext<'_>) -> bool {
         !self.opts.disable_auto_compactions
-            && delta_files(version)
+            && (delta_files(version)
                 .iter()
                 .any(|(_, f)| !ctx.in_progress.is_being_compacted(f.number))
+                || tiers::forced_blob_gc(version, ctx, &self.output()).is_some())
     }
 
     fn pick_auto(&self, version: &Version, ctx: &PickContext<'_>) -> Option<Compaction> {
@@ -98,7 +99,7 @@ impl CompactionPicker for MajorOnlyPicker {
             .map(|(_, f)| f.number)
             .collect();
         if seeds.is_empty() {
-            return None;
+            return tiers::forced_blob_gc(version, ctx, &self.output());
         }
         let reason = if tiers::has_middle_levels(version) {
             CompactionReason::Reshape

@@ -404,6 +404,48 @@ pub(crate) fn build(
     })
 }
 
+/// Forced blob garbage collection in the two-tier shapes (lithify's own
+/// rule: RocksDB defines one for leveled compaction only). When the
+/// oldest blob files are mostly garbage
+/// ([`forced_blob_gc_files`](lithify_compaction::forced_blob_gc_files)),
+/// one major-level SST that pins the oldest blob file is rewritten in
+/// place, relocating those values. Delta files (L0 and middle levels) are
+/// left alone: every minor or major compaction that merges them relocates
+/// what they hold from old blob files anyway, and the major level is
+/// where data otherwise sits untouched between majors. One file at a time
+/// keeps each rewrite small (a striped or progressive major's budget is
+/// not spent on it), and the next pick takes the next file.
+pub(crate) fn forced_blob_gc(
+    version: &Version,
+    ctx: &PickContext<'_>,
+    out: &TierOutput,
+) -> Option<Compaction> {
+    let policy = ctx.blob_gc?;
+    let major = major_level(version);
+    if major == 0 {
+        return None;
+    }
+    lithify_compaction::forced_blob_gc_files(version, policy, ctx.in_progress)
+        .into_iter()
+        .filter(|(level, _)| *level == major)
+        .find_map(|(_, f)| {
+            let inputs = vec![CompactionInputs {
+                level: major,
+                files: vec![f],
+            }];
+            let pick = TierPick {
+                reason: CompactionReason::ForcedBlobGc,
+                output_level: major,
+                score: 0.0,
+                manual: false,
+                stripes: &[],
+                reuse_untouched_files: false,
+                memtable_range: None,
+            };
+            build(version, ctx, out, inputs, pick)
+        })
+}
+
 /// Whether no two input files share a user key (so moving them all into
 /// the major level keeps it one sorted run).
 fn pairwise_disjoint(cmp: &InternalKeyComparator, inputs: &[CompactionInputs]) -> bool {

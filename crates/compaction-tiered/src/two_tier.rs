@@ -390,7 +390,7 @@ impl CompactionPicker for TwoTierPicker {
         self.stripe_scores(version, &boundaries).iter().any(|s| {
             let free = !ctx.in_progress.any_being_compacted(&s.l0);
             (free && self.wants_major(s)) || self.minor_candidates(s, ctx).is_some()
-        })
+        }) || tiers::forced_blob_gc(version, ctx, &self.output()).is_some()
     }
 
     fn pick_auto(&self, version: &Version, ctx: &PickContext<'_>) -> Option<Compaction> {
@@ -407,6 +407,7 @@ impl CompactionPicker for TwoTierPicker {
         let scores = self.stripe_scores(version, &boundaries);
         self.pick_major(version, ctx, &boundaries, &scores)
             .or_else(|| self.pick_minor(version, ctx, &boundaries, &scores))
+            .or_else(|| tiers::forced_blob_gc(version, ctx, &self.output()))
     }
 
     fn pick_flush(

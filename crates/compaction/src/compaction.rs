@@ -47,6 +47,10 @@ pub enum CompactionReason {
     /// major flush into the major level, or a flush merged with the
     /// previous L0 table).
     Flush,
+    /// SSTs that pin the oldest blob file, rewritten so its values are
+    /// relocated when the oldest blob files are mostly garbage
+    /// ([`forced_blob_gc_files`](crate::forced_blob_gc_files)).
+    ForcedBlobGc,
 }
 
 impl CompactionReason {
@@ -67,6 +71,7 @@ impl CompactionReason {
             CompactionReason::Major => "Major",
             CompactionReason::Reshape => "Reshape",
             CompactionReason::Flush => "Flush",
+            CompactionReason::ForcedBlobGc => "ForcedBlobGC",
         }
     }
 }

@@ -60,8 +60,9 @@ pub use job::{
     run_flush,
 };
 pub use picker::{
-    BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, CompactionPicker,
-    LevelScore, ManualCompaction, ManualOutput, ManualPick, ManualRequest, ManualStep, PickContext,
+    BlobGcPolicy, BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions,
+    CompactionPicker, LevelScore, ManualCompaction, ManualOutput, ManualPick, ManualRequest,
+    ManualStep, PickContext, forced_blob_gc_files,
 };
 pub use stats::{
     CompactionStats, CompactionStatsTable, LevelShape, LevelStats, exact_size, human_count,

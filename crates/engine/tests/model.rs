@@ -141,12 +141,14 @@ fn options(fs: Arc<MemFs>, variant: u8, strategy: usize) -> Options {
     if variant >= 3 {
         // Key-value separation: every value of 8 bytes or more (counters
         // included, so merges meet separated base values) in small blob
-        // files; garbage collection of the older half in variants 4 and 5.
+        // files; garbage collection of the older half in variants 4 and 5,
+        // forced in variant 5 once that half is 30% garbage.
         base = base.blob(
             BlobOptions::enabled(8)
                 .blob_file_size(4 << 10)
                 .enable_blob_garbage_collection(variant >= 4)
                 .blob_garbage_collection_age_cutoff(0.5)
+                .blob_garbage_collection_force_threshold(if variant == 5 { 0.3 } else { 1.0 })
                 .blob_compression(if variant == 5 {
                     BlobCompression::Lz4
                 } else {

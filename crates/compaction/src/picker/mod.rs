@@ -11,6 +11,7 @@
 //! added beside RocksDB's leveled picker (`lithify-compaction-leveled`)
 //! without engine changes: the engine only talks to [`CompactionPicker`].
 
+mod blob_gc;
 mod manual;
 
 use std::collections::HashSet;
@@ -18,6 +19,7 @@ use std::collections::HashSet;
 use lithify_base::SeqNo;
 use lithify_version::{Version, VersionEdit};
 
+pub use blob_gc::{BlobGcPolicy, forced_blob_gc_files};
 pub use manual::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, ManualCompaction,
     ManualOutput, ManualPick, ManualRequest, ManualStep, sanitize_compact_files,
@@ -57,13 +59,17 @@ pub struct PickContext<'a> {
     /// then never trivial moves, and `kIfHaveCompactionFilter` rewrites the
     /// bottommost level.
     pub has_compaction_filter: bool,
+    /// Forced blob garbage collection, when the table's blob options turn
+    /// it on ([`forced_blob_gc_files`] says which files are due).
+    pub blob_gc: Option<BlobGcPolicy>,
 }
 
 static NO_MARKED_FILES: std::sync::LazyLock<HashSet<u64>> = std::sync::LazyLock::new(HashSet::new);
 
 impl<'a> PickContext<'a> {
     /// A context with the compactions in `in_progress`, time 0, no
-    /// bottommost threshold, no marked files and no compaction filter.
+    /// bottommost threshold, no marked files, no compaction filter and no
+    /// forced blob garbage collection.
     pub fn new(in_progress: &'a CompactionsInProgress) -> Self {
         PickContext {
             in_progress,
@@ -71,6 +77,7 @@ impl<'a> PickContext<'a> {
             bottommost_mark_threshold: 0,
             marked_files: &NO_MARKED_FILES,
             has_compaction_filter: false,
+            blob_gc: None,
         }
     }
 }

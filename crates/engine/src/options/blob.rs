@@ -43,10 +43,13 @@ pub struct BlobOptions {
     /// The oldest fraction of blob files (by number) whose values
     /// compaction relocates when garbage collection is on (default 0.25).
     pub blob_garbage_collection_age_cutoff: f64,
-    /// When the oldest blob files' garbage share passes this ratio,
-    /// compaction of the SSTs that refer to them is to be forced (default
-    /// 1.0: never). Validated and kept, but not acted on yet: forced
-    /// blob garbage collection is a later part of key-value separation.
+    /// When the garbage share of the blob files the age cutoff selects
+    /// reaches this ratio, the SSTs that refer to the oldest of them are
+    /// compacted so its values are relocated and it is deleted (default
+    /// 1.0: never; only with garbage collection on). The leveled strategy
+    /// rewrites each at its level, as RocksDB does; the two-tier
+    /// strategies rewrite those of the major level and leave L0 to their
+    /// minor and major compactions.
     pub blob_garbage_collection_force_threshold: f64,
 }
 
@@ -107,6 +110,17 @@ impl BlobOptions {
             .fail();
         }
         Ok(())
+    }
+
+    /// Forced garbage collection's settings, when it is on.
+    pub(crate) fn forced_gc_policy(&self) -> Option<lithify_compaction::BlobGcPolicy> {
+        if !self.enable_blob_garbage_collection {
+            return None;
+        }
+        lithify_compaction::BlobGcPolicy::new(
+            self.blob_garbage_collection_age_cutoff,
+            self.blob_garbage_collection_force_threshold,
+        )
     }
 
     /// The blob file number below which compaction relocates values:

@@ -23,7 +23,7 @@ use crate::targets::LevelTargets;
 use lithify_compaction::bounds::{key_range, overlapping_files};
 use lithify_compaction::{
     Compaction, CompactionInputs, CompactionPicker, CompactionPri, CompactionReason, LevelScore,
-    ManualPick, ManualRequest, PickContext, Result,
+    ManualPick, ManualRequest, PickContext, Result, forced_blob_gc_files,
 };
 
 /// RocksDB's `kMaxMultiTrivialMove`.
@@ -442,6 +442,7 @@ impl<'a> Builder<'a> {
         self.score = 0.0;
         let marked = MarkedFiles::compute(self.version, self.opts(), self.ctx);
         if !marked.any() {
+            self.pick_forced_blob_gc();
             return;
         }
         if self.pick_from_list(&marked.marked, NextLevel::Yes, true) {
@@ -475,6 +476,21 @@ impl<'a> Builder<'a> {
         };
         if self.pick_from_list(&marked.periodic, periodic_next, false) {
             self.reason = CompactionReason::PeriodicCompaction;
+            return;
+        }
+        self.pick_forced_blob_gc();
+    }
+
+    /// Last in RocksDB's order: an SST that pins the oldest blob file when
+    /// the oldest blob files are mostly garbage, rewritten at its level
+    /// (`PickFileToCompact(files_marked_for_forced_blob_gc, false)`).
+    fn pick_forced_blob_gc(&mut self) {
+        let Some(policy) = self.ctx.blob_gc else {
+            return;
+        };
+        let due = forced_blob_gc_files(self.version, policy, self.ctx.in_progress);
+        if self.pick_from_list(&due, NextLevel::No, false) {
+            self.reason = CompactionReason::ForcedBlobGc;
         }
     }
 
@@ -755,6 +771,9 @@ impl CompactionPicker for LeveledPicker {
         }
         self.scores(version, ctx).any_at_least_one()
             || MarkedFiles::compute(version, &self.opts, ctx).any()
+            || ctx
+                .blob_gc
+                .is_some_and(|p| !forced_blob_gc_files(version, p, ctx.in_progress).is_empty())
     }
 
     fn pick_auto(&self, version: &Version, ctx: &PickContext<'_>) -> Option<Compaction> {
