@@ -50,12 +50,9 @@ pub(crate) fn run(db: &DbInner, p: PickedCompaction) -> Result<()> {
     let snapshots = Snapshots::new(db.snapshots.sequences());
     let result = {
         let opener = InputOpener { opener: &db.opener };
-        let table = db.table(p.table);
-        let topts = table.as_ref().map_or_else(
-            || StdArc::clone(&db.default_table.options),
-            |t| StdArc::clone(&t.options),
-        );
-        let factory = db.output_factory(p.table, &topts);
+        let state = db.table_or_default(p.table);
+        let topts = StdArc::clone(&state.options);
+        let factory = db.output_factory(p.table, &state.blob_options());
         let filter = topts.compaction_filter.clone();
         let opts = compaction_job_options(&db.options, &topts, db.rate_limiter.as_ref());
         run_compaction(c, &opener, &snapshots, filter.as_deref(), &factory, &opts)

@@ -493,6 +493,21 @@ impl Db {
         }
     }
 
+    /// [`Table::set_options`] on the default table (RocksDB's `SetOptions`
+    /// without a column family).
+    ///
+    /// ```
+    /// use lithify_engine::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// db.set_options(&[("enable_blob_files", "true"), ("blob_compression_type", "kLZ4Compression")])
+    ///     .unwrap();
+    /// assert!(db.default_table().blob_options().unwrap().enable_blob_files);
+    /// ```
+    pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
+        self.default_table().set_options(changes)
+    }
+
     /// The names of the tables, the default table first.
     pub fn table_names(&self) -> Vec<String> {
         crate::table::table_names(&self.inner)

@@ -293,11 +293,10 @@ fn write_flush(
         }
     };
     let Some((c, id)) = plan else {
-        let topts = db
-            .table(table)
-            .map(|t| std::sync::Arc::clone(&t.options))
-            .unwrap_or_else(|| std::sync::Arc::clone(&db.default_table.options));
-        let flushed = flush_memtables(&db.output_factory(table, &topts), &topts, mems, snapshots)?;
+        let state = db.table_or_default(table);
+        let topts = std::sync::Arc::clone(&state.options);
+        let factory = db.output_factory(table, &state.blob_options());
+        let flushed = flush_memtables(&factory, &topts, mems, snapshots)?;
         let mut edit = VersionEdit::new(table);
         let mut outputs = Vec::new();
         if let Some(f) = flushed.file {
@@ -366,11 +365,9 @@ fn run_flush_plan(
         num_entries,
         flush_time: now,
     };
-    let topts = db
-        .table(table)
-        .map(|t| std::sync::Arc::clone(&t.options))
-        .unwrap_or_else(|| std::sync::Arc::clone(&db.default_table.options));
-    let factory = db.output_factory(table, &topts);
+    let state = db.table_or_default(table);
+    let topts = std::sync::Arc::clone(&state.options);
+    let factory = db.output_factory(table, &state.blob_options());
     let filter = topts.compaction_filter.clone();
     let opts = job_options(&topts).now(Some(now));
     run_flush(

@@ -356,6 +356,64 @@ impl Table {
         crate::strategy::set_strategy(&*self.db()?, self.state.id, strategy)
     }
 
+    /// Changes the table's options while it is open (RocksDB's
+    /// `SetOptions`), by RocksDB's names and value spellings: today the
+    /// key-value separation settings of [`BlobOptions`](crate::BlobOptions)
+    /// (`enable_blob_files`, `min_blob_size`, `blob_file_size`,
+    /// `blob_compression_type`, `enable_blob_garbage_collection`,
+    /// `blob_garbage_collection_age_cutoff`,
+    /// `blob_garbage_collection_force_threshold`).
+    ///
+    /// All changes apply together or none does (an unknown name, a value
+    /// that does not parse, or settings that do not hold together are an
+    /// invalid argument). They apply to the flushes and compactions that
+    /// start afterwards: files written before keep what they hold. Like
+    /// RocksDB's, the change is not stored: the next open takes the
+    /// options it is given.
+    ///
+    /// ```
+    /// use lithify_engine::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// let table = db.default_table();
+    /// db.put(b"before", vec![1u8; 500]).unwrap();
+    /// db.flush().unwrap();
+    /// assert!(db.live_blob_files().is_empty());
+    ///
+    /// table
+    ///     .set_options(&[("enable_blob_files", "true"), ("min_blob_size", "100")])
+    ///     .unwrap();
+    /// db.put(b"after", vec![2u8; 500]).unwrap();
+    /// db.flush().unwrap();
+    /// assert_eq!(db.live_blob_files()[0].blob_count, 1);
+    /// assert_eq!(table.blob_options().unwrap().min_blob_size, 100);
+    ///
+    /// let err = table.set_options(&[("min_blob_size", "many")]).unwrap_err();
+    /// assert!(err.to_string().contains("min_blob_size"));
+    /// ```
+    pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
+        let db = self.db()?;
+        let blob = crate::options::set::apply(self.state.blob_options(), changes)?;
+        self.state.set_blob_options(blob);
+        tracing::info!(
+            target: "lithify::engine",
+            table = %self.state.name,
+            changes = ?changes,
+            "options changed"
+        );
+        // A changed garbage collection rule may make compactions due.
+        db.wake_background();
+        Ok(())
+    }
+
+    /// The table's key-value separation settings in force (its options'
+    /// [`blob`](crate::Options::blob), or what
+    /// [`set_options`](Self::set_options) changed them to).
+    pub fn blob_options(&self) -> Result<crate::BlobOptions> {
+        self.db()?;
+        Ok(self.state.blob_options())
+    }
+
     /// The strategy in force and why (for `Adaptive`: its latest choice and
     /// the workload figures behind it).
     pub fn compaction_strategy(&self) -> Result<(CompactionStrategy, String)> {

@@ -381,3 +381,62 @@ fn forced_garbage_collection_rewrites_what_pins_a_mostly_garbage_blob_file() {
         common::model_pairs(&model)
     );
 }
+
+#[test]
+fn set_options_turns_separation_and_collection_on_and_off_for_new_files() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone(), BlobOptions::default())).unwrap();
+    let table = db.default_table();
+    let mut model = Model::new();
+    let mut write = |round: u32| {
+        for i in 0..60u32 {
+            let v = value(i, round, 400);
+            db.put(key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.flush().unwrap();
+    };
+    write(0);
+    assert!(db.live_blob_files().is_empty());
+
+    // On: the next flush separates.
+    table
+        .set_options(&[("enable_blob_files", "true"), ("min_blob_size", "100")])
+        .unwrap();
+    write(1);
+    assert!(!db.live_blob_files().is_empty());
+
+    // Off, with garbage collection of every blob file: a full compaction
+    // brings every separated value back inline, and the blob files go.
+    table
+        .set_options(&[
+            ("enable_blob_files", "false"),
+            ("enable_blob_garbage_collection", "true"),
+            ("blob_garbage_collection_age_cutoff", "1.0"),
+        ])
+        .unwrap();
+    let force = CompactRangeOptions::default()
+        .bottommost_level_compaction(BottommostLevelCompaction::Force);
+    db.compact_range_opt(None, None, &force).unwrap();
+    assert!(
+        db.live_blob_files().is_empty(),
+        "{:?}",
+        db.live_blob_files()
+    );
+    assert!(blob_files(&fs, "/db").is_empty());
+    assert_eq!(
+        scan(&db, &ReadOptions::default()),
+        common::model_pairs(&model)
+    );
+
+    // A bad change changes nothing.
+    let before = table.blob_options().unwrap();
+    let err = table
+        .set_options(&[
+            ("min_blob_size", "10"),
+            ("blob_garbage_collection_age_cutoff", "2"),
+        ])
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(table.blob_options().unwrap(), before);
+}

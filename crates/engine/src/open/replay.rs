@@ -557,7 +557,12 @@ pub(super) fn flush_replayed(
         numbers: versions,
         sst_options: opener.options.clone(),
         identity: Some(identity),
-        blobs: crate::options::translate::blob_settings(&options, r.state.id, 0, &opener.blobs),
+        blobs: crate::options::translate::blob_settings(
+            &options.blob,
+            r.state.id,
+            0,
+            &opener.blobs,
+        ),
     };
     let flushed = flush_memtables(&factory, &options, std::slice::from_ref(&r.mem), &[])?;
     r.stats.record_flush(&flushed.stats);

@@ -2,6 +2,7 @@
 //! and defaults.
 
 mod blob;
+pub(crate) mod set;
 pub(crate) mod translate;
 
 pub use blob::BlobOptions;

@@ -20,19 +20,18 @@ use super::Options;
 use crate::error::{CompactionSnafu, Result};
 use crate::resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 
-/// The SST options of `o`.
 /// The output side of a table's key-value separation.
 pub(crate) fn blob_settings<'a>(
-    o: &Options,
+    o: &crate::BlobOptions,
     table: lithify_version::TableId,
     relocate_below: u64,
     fetcher: &'a dyn lithify_compaction::iter::BlobFetcher,
 ) -> lithify_compaction::BlobSettings<'a> {
     lithify_compaction::BlobSettings {
-        enable_blob_files: o.blob.enable_blob_files,
-        min_blob_size: o.blob.min_blob_size,
-        blob_file_size: o.blob.blob_file_size,
-        compression: o.blob.blob_compression,
+        enable_blob_files: o.enable_blob_files,
+        min_blob_size: o.min_blob_size,
+        blob_file_size: o.blob_file_size,
+        compression: o.blob_compression,
         table_id: table,
         relocate_below,
         fetcher: Some(fetcher),

@@ -242,7 +242,7 @@ impl DbInner {
             bottommost_mark_threshold: self.snapshots.bottommost_threshold(),
             marked_files: &NO_MARKED,
             has_compaction_filter: t.state.options.compaction_filter.is_some(),
-            blob_gc: t.state.options.blob.forced_gc_policy(),
+            blob_gc: t.state.blob_options().forced_gc_policy(),
         }
     }
 

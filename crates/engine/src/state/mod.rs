@@ -269,14 +269,14 @@ impl DbInner {
         (self.versions.db_id(), self.session_id)
     }
 
-    /// Where flushes and compactions of `table` (with its `options`)
-    /// write their tables: this directory, numbers from the version set,
-    /// this open's identity, the table's key-value separation (with the
-    /// garbage collection cutoff of its current blob files).
+    /// Where flushes and compactions of `table` write their tables: this
+    /// directory, numbers from the version set, this open's identity, the
+    /// table's key-value separation `blob` (with the garbage collection
+    /// cutoff of its current blob files).
     pub(crate) fn output_factory(
         &self,
         table: TableId,
-        options: &Options,
+        blob: &crate::BlobOptions,
     ) -> lithify_compaction::OutputFactory<'_> {
         let blob_numbers: Vec<u64> = self
             .versions
@@ -290,9 +290,9 @@ impl DbInner {
             sst_options: self.opener.options.clone(),
             identity: Some(self.writer_identity()),
             blobs: crate::options::translate::blob_settings(
-                options,
+                blob,
                 table,
-                options.blob.relocate_below(&blob_numbers),
+                blob.relocate_below(&blob_numbers),
                 &self.opener.blobs,
             ),
         }
@@ -306,6 +306,13 @@ impl DbInner {
 
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, DbState> {
         self.state.lock()
+    }
+
+    /// The table `id`, or the default table's state when `id` was dropped
+    /// (a job finishing for a dropped table writes with its options).
+    pub(crate) fn table_or_default(&self, id: TableId) -> StdArc<TableState> {
+        self.table(id)
+            .unwrap_or_else(|| StdArc::clone(&self.default_table))
     }
 
     /// The table `id`.

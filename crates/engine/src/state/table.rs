@@ -42,6 +42,9 @@ pub(crate) struct TableState {
     /// The oldest WAL the mutable memtable may hold data of (the live WAL
     /// when it was created); written and read by the write leader only.
     pub(crate) mem_first_log: AtomicU64,
+    /// Key-value separation as in force: `options.blob` at open, changed
+    /// by `set_options`; each flush and compaction reads it when it starts.
+    blob: Mutex<crate::BlobOptions>,
 }
 
 /// What one table did, counted without locks.
@@ -215,6 +218,7 @@ impl TableState {
         recorded_merge_operator: Option<String>,
     ) -> TableState {
         TableState {
+            blob: Mutex::new(options.blob),
             merge: StdArc::new(TableMerge::new(
                 &name,
                 options.merge_operator.clone(),
@@ -231,6 +235,17 @@ impl TableState {
             dropped: AtomicBool::new(false),
             mem_first_log: AtomicU64::new(0),
         }
+    }
+
+    /// The key-value separation settings in force.
+    pub(crate) fn blob_options(&self) -> crate::BlobOptions {
+        *self.blob.lock()
+    }
+
+    /// Puts `blob` in force for the flushes and compactions that start
+    /// from now on.
+    pub(crate) fn set_blob_options(&self, blob: crate::BlobOptions) {
+        *self.blob.lock() = blob;
     }
 
     pub(crate) fn mark_dropped(&self) {
