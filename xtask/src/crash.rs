@@ -254,6 +254,28 @@ fn stress_command(bin: &Path, target: Target, dir: &Path, run_seed: u64, rng: &m
             flag("flush-one-in", rng.pick::<&str>(&["500", "2000", "20000"]));
             flag("compact-range-one-in", rng.pick::<&str>(&["2000", "10000"]));
             flag("wal-compression", rng.pick::<&str>(&["none", "lz4"]));
+            // Key-value separation in half the runs: blob files are cut by
+            // the kill like every other file.
+            if rng.below(2) == 0 {
+                flag("enable-blob-files", "true");
+                flag("min-blob-size", rng.pick::<&str>(&["0", "64", "512"]));
+                flag("blob-file-size", rng.pick::<&str>(&["65536", "1048576"]));
+                flag(
+                    "blob-compression-type",
+                    rng.pick::<&str>(&["none", "lz4", "zstd"]),
+                );
+                if rng.below(2) == 0 {
+                    flag("enable-blob-garbage-collection", "true");
+                    flag(
+                        "blob-garbage-collection-age-cutoff",
+                        rng.pick::<&str>(&["0.25", "0.5", "1.0"]),
+                    );
+                    flag(
+                        "blob-garbage-collection-force-threshold",
+                        rng.pick::<&str>(&["0.3", "1.0"]),
+                    );
+                }
+            }
         }
         Target::Bank => {
             let mut flag = |name: &str, value: &str| {

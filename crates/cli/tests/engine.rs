@@ -1695,3 +1695,50 @@ fn blob_files_are_dumped_checked_counted_and_drawn() {
     let (err, _) = fails(&["dump-sst", s(&blobs[0])]);
     assert!(err.contains("lithify dump-blob"), "{err}");
 }
+
+#[test]
+fn bench_with_blob_files_separates_values_and_reports_them() {
+    let out = ok(&[
+        "bench",
+        "--json",
+        "--num",
+        "3000",
+        "--value-size",
+        "400",
+        "--benchmarks",
+        "fillrandom,overwrite,readrandom",
+        "--write-buffer-size",
+        "262144",
+        "--enable-blob-files",
+        "true",
+        "--min-blob-size",
+        "256",
+        "--blob-file-size",
+        "131072",
+        "--blob-compression-type",
+        "lz4",
+        "--enable-blob-garbage-collection",
+        "true",
+        "--blob-garbage-collection-age-cutoff",
+        "0.5",
+        "--blob-garbage-collection-force-threshold",
+        "0.8",
+    ]);
+    // One JSON object per benchmark: readrandom's is the last.
+    let o: Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
+    let engine = &o["engine"];
+    assert!(engine["blob_files"].as_u64().unwrap() > 0, "{engine}");
+    assert!(engine["blob_file_bytes"].as_u64().unwrap() > 0, "{engine}");
+    assert!(engine["get_blob_reads"].as_u64().unwrap() > 0, "{engine}");
+    let (err, _) = fails(&[
+        "bench",
+        "--num",
+        "10",
+        "--blob-garbage-collection-age-cutoff",
+        "2",
+    ]);
+    assert!(
+        err.contains("--blob-garbage-collection-age-cutoff"),
+        "{err}"
+    );
+}

@@ -93,6 +93,18 @@ const NUMERIC: &[(&str, &str, Range)] = &[
         "--hard-pending-compaction-bytes-limit",
         Int(0, 1 << 50),
     ),
+    ("bench", "--min-blob-size", Int(0, U64)),
+    ("bench", "--blob-file-size", Int(1, 1 << 40)),
+    (
+        "bench",
+        "--blob-garbage-collection-age-cutoff",
+        Float(0.0, 1.0),
+    ),
+    (
+        "bench",
+        "--blob-garbage-collection-force-threshold",
+        Float(0.0, 1.0),
+    ),
     (
         "bench",
         "--max-write-batch-group-size-bytes",
@@ -201,6 +213,9 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
             "--compression-type",
             "--level-compaction-dynamic-level-bytes",
             "--disable-auto-compactions",
+            "--enable-blob-files",
+            "--blob-compression-type",
+            "--enable-blob-garbage-collection",
             "--manual-wal-flush",
             "--release-memory-after-jobs",
             "--wal-compression",

@@ -1,5 +1,5 @@
 //! The damage matrix: every database file kind (WAL, MANIFEST, CURRENT,
-//! table) × every damage (missing, empty, cut at five points, a flipped
+//! table, blob file) × every damage (missing, empty, cut at five points, a flipped
 //! bit in three places, random bytes, the same-named file of another
 //! database written by the same work), on `MemFs` and on real files, on the
 //! image a clean close leaves and on the image a crash leaves.
@@ -49,6 +49,9 @@ enum Kind {
     Manifest,
     Current,
     Table,
+    /// A blob file of key-value separation (its images are built with
+    /// separation on).
+    Blob,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +118,11 @@ fn expected(kind: Kind, damage: Damage, image: Image) -> &'static [Outcome] {
         // a data block at its first read.
         (Kind::Table, Damage::Flip(Point::Header | Point::Middle)) => &[RefusedAtRead],
         (Kind::Table, _) => &[Refused],
+        // The open checks each blob file's size, header, footer, identity
+        // and counts: damage inside a record is found by the read of that
+        // value (a scan reads them all).
+        (Kind::Blob, Damage::Flip(Point::Middle)) => &[RefusedAtRead],
+        (Kind::Blob, _) => &[Refused],
         // Another database's MANIFEST records other tables' identities (the
         // open names the first table that does not match) and another
         // database's identity (which the WALs do not carry); another's WAL
@@ -167,15 +175,21 @@ impl Place {
         }
     }
 
-    fn options(&self) -> Options {
-        Options::default()
+    /// The options of the images; `blob` puts every value in blob files.
+    fn options(&self, blob: bool) -> Options {
+        let options = Options::default()
             .fs(self.fs.clone())
             .write_buffer_size(64 << 10)
             .target_file_size_base(16 << 10)
             .max_bytes_for_level_base(64 << 10)
             .block_size(1024)
             .disable_auto_compactions(true)
-            .wal_compression(self.wal_compression)
+            .wal_compression(self.wal_compression);
+        if blob {
+            options.blob(lithify_engine::BlobOptions::enabled(64).blob_file_size(32 << 10))
+        } else {
+            options
+        }
     }
 }
 
@@ -190,9 +204,9 @@ fn value(i: u32) -> Vec<u8> {
 /// Builds a database in `place.root/src`: tables on two levels, several
 /// MANIFEST records, and synced writes still only in the WAL. Returns the
 /// model and the directory of the image.
-fn build(place: &Place, image: Image, name: &str) -> (Model, PathBuf) {
+fn build(place: &Place, image: Image, name: &str, blob: bool) -> (Model, PathBuf) {
     let src = place.root.join(name);
-    let db = Db::open(&src, place.options()).unwrap();
+    let db = Db::open(&src, place.options(blob)).unwrap();
     let mut model = Model::new();
     let sync = WriteOptions::default().sync(true);
     for i in 0..1200 {
@@ -294,6 +308,12 @@ fn file_of(fs: &Arc<dyn FileSystem>, dir: &Path, kind: Kind) -> String {
                 .max()
                 .unwrap();
             sst_file_name(newest)
+        }
+        Kind::Blob => {
+            let set = VersionSet::recover(fs.clone(), dir, VersionSetOptions::default()).unwrap();
+            let version = set.current(lithify_version::DEFAULT_TABLE).unwrap();
+            let newest = *version.blob_files().keys().max().unwrap();
+            lithify_version::filename::blob_file_name(newest)
         }
     }
 }
@@ -498,12 +518,22 @@ fn verdict(cell: &Cell<'_>, read_only: bool) -> Outcome {
 }
 
 fn run_matrix(make: fn() -> Place) {
-    for image in [Image::Closed, Image::Crashed] {
+    for (image, blob) in [
+        (Image::Closed, false),
+        (Image::Crashed, false),
+        (Image::Closed, true),
+        (Image::Crashed, true),
+    ] {
         let place = make();
-        let (model, src) = build(&place, image, "src");
-        let (_, other) = build(&place, image, "other");
-        let opts = place.options();
-        for kind in [Kind::Wal, Kind::Manifest, Kind::Current, Kind::Table] {
+        let (model, src) = build(&place, image, "src", blob);
+        let (_, other) = build(&place, image, "other", blob);
+        let opts = place.options(blob);
+        let kinds: &[Kind] = if blob {
+            &[Kind::Blob]
+        } else {
+            &[Kind::Wal, Kind::Manifest, Kind::Current, Kind::Table]
+        };
+        for &kind in kinds {
             for d in DAMAGES {
                 if kind == Kind::Current && d == Damage::Foreign {
                     // CURRENT holds only a MANIFEST's name: another
@@ -562,9 +592,9 @@ fn every_damage_is_refused_or_reported_on_real_files() {
 #[test]
 fn a_read_only_open_changes_nothing_and_takes_no_writes() {
     let place = Place::mem();
-    let (model, dir) = build(&place, Image::Crashed, "src");
+    let (model, dir) = build(&place, Image::Crashed, "src", false);
     let before = snapshot(&*place.fs, &dir);
-    let db = Db::open_read_only(&dir, place.options()).unwrap();
+    let db = Db::open_read_only(&dir, place.options(false)).unwrap();
     assert_eq!(try_scan(&db).unwrap(), model_pairs(&model));
     assert_eq!(db.get(key(1250)).unwrap().unwrap(), value(1250));
     let _ = db.stats();
@@ -579,13 +609,13 @@ fn a_read_only_open_changes_nothing_and_takes_no_writes() {
         assert!(err.to_string().contains("opened read-only"), "{err}");
     }
     // Two read-only opens at once: no LOCK is taken.
-    let second = Db::open_read_only(&dir, place.options()).unwrap();
+    let second = Db::open_read_only(&dir, place.options(false)).unwrap();
     assert_eq!(try_scan(&second).unwrap(), model_pairs(&model));
     drop((db, second));
     assert_eq!(snapshot(&*place.fs, &dir), before);
     // A directory without a database is refused, and nothing is created.
     let empty = place.root.join("empty");
-    let err = Db::open_read_only(&empty, place.options()).unwrap_err();
+    let err = Db::open_read_only(&empty, place.options(false)).unwrap_err();
     assert!(err.to_string().contains("no database"), "{err}");
     assert!(!place.fs.exists(&empty));
 }
@@ -641,7 +671,7 @@ fn a_bad_merge_operand_stays_with_its_key() {
                 let place = make();
                 let dir = place.root.join("merge");
                 let options = place
-                    .options()
+                    .options(false)
                     .merge_operator(Some(Arc::new(Strict(scope))))
                     .disable_auto_compactions(true);
                 let db = Db::open(&dir, options.clone()).unwrap();
@@ -697,8 +727,8 @@ fn a_bad_merge_operand_stays_with_its_key() {
 fn an_output_aimed_at_a_database_file_is_refused_and_changes_nothing() {
     for make in [Place::mem as fn() -> Place, Place::os] {
         let place = make();
-        let (model, dir) = build(&place, Image::Closed, "out");
-        let db = Db::open(&dir, place.options()).unwrap();
+        let (model, dir) = build(&place, Image::Closed, "out", false);
+        let db = Db::open(&dir, place.options(false)).unwrap();
         let before = snapshot(&*place.fs, &dir);
         // Each live file is taken (refused as existing); a new name in
         // the directory or below any of its files is inside the database.

@@ -2,7 +2,8 @@
 //!
 //! Each scenario draws a workload (puts, deletes, range deletions, batches,
 //! some with `sync`, flushes, manual compactions) and engine options
-//! (block shape, compression, background jobs, compaction strategy) from
+//! (block shape, compression, background jobs, compaction strategy,
+//! key-value separation in half of them) from
 //! its seed, and runs it on a `MemFs` with torn tails while the background
 //! threads flush and compact. Crash points come two ways:
 //!
@@ -33,7 +34,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use lithify::vfs::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
-use lithify::{CompactionStrategy, Compression, Db, Options, WriteBatch, WriteOptions};
+use lithify::{
+    BlobCompression, BlobOptions, CompactionStrategy, Compression, Db, Options, WriteBatch,
+    WriteOptions,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -100,6 +104,24 @@ impl Scenario {
                 let name = STRATEGIES[rng.below(STRATEGIES.len() as u64) as usize];
                 CompactionStrategy::parse(name).expect("a strategy name")
             });
+        // Key-value separation in half the scenarios: blob files are cut by
+        // the power too, and must never lose an acknowledged value.
+        let options = if rng.below(2) == 0 {
+            options.blob(
+                BlobOptions::enabled([64, 512, 1024][rng.below(3) as usize])
+                    .blob_file_size([8 << 10, 64 << 10][rng.below(2) as usize])
+                    .blob_compression(if rng.below(2) == 0 {
+                        BlobCompression::Lz4
+                    } else {
+                        BlobCompression::None
+                    })
+                    .enable_blob_garbage_collection(rng.below(2) == 0)
+                    .blob_garbage_collection_age_cutoff(0.5)
+                    .blob_garbage_collection_force_threshold([0.3, 1.0][rng.below(2) as usize]),
+            )
+        } else {
+            options
+        };
         let n = 200 + rng.below(400);
         let sync_one_in = [0, 5, 20, 60][rng.below(4) as usize];
         let mut counter = 0u64;

@@ -135,6 +135,36 @@ pub(crate) struct EngineArgs {
     #[arg(long,
           value_parser = numbers::rocksdb::<u64>("hard_pending_compaction_bytes_limit", 0, 1 << 50))]
     pub hard_pending_compaction_bytes_limit: Option<u64>,
+    /// Key-value separation: values of at least --min-blob-size bytes go
+    /// to blob files at flush (RocksDB's `enable_blob_files`; default
+    /// false).
+    #[arg(long)]
+    pub enable_blob_files: Option<bool>,
+    /// The smallest value kept in a blob file (default 0: every value).
+    /// [range: any u64]
+    #[arg(long,
+          value_parser = numbers::rocksdb::<u64>("min_blob_size", 0, u64::MAX))]
+    pub min_blob_size: Option<u64>,
+    /// A blob file is closed when it reaches this size (default 256 MiB).
+    /// [range: 1..=1099511627776]
+    #[arg(long,
+          value_parser = numbers::rocksdb::<u64>("blob_file_size", 1, 1 << 40))]
+    pub blob_file_size: Option<u64>,
+    /// How each value is compressed in its blob file (default none).
+    #[arg(long, value_parser = ["none", "zstd", "lz4"])]
+    pub blob_compression_type: Option<String>,
+    /// Relocate values out of the oldest blob files when compaction meets
+    /// them (default false).
+    #[arg(long)]
+    pub enable_blob_garbage_collection: Option<bool>,
+    /// The oldest fraction of blob files garbage collection relocates from
+    /// (default 0.25). [range: 0..=1]
+    #[arg(long, value_name = "F", value_parser = numbers::float(0.0, 1.0))]
+    pub blob_garbage_collection_age_cutoff: Option<f64>,
+    /// Garbage share of those files that forces compactions of the SSTs
+    /// pinning the oldest (default 1.0: never). [range: 0..=1]
+    #[arg(long, value_name = "F", value_parser = numbers::float(0.0, 1.0))]
+    pub blob_garbage_collection_force_threshold: Option<f64>,
     /// Bytes one write group commits at most (default 1 MiB).
     /// [range: 1..=1073741824]
     #[arg(long,
@@ -275,6 +305,33 @@ impl EngineArgs {
             memtable_whole_key_filtering,
             release_memory_after_jobs,
         );
+        let b = &mut o.blob;
+        if let Some(v) = self.enable_blob_files {
+            b.enable_blob_files = v;
+        }
+        if let Some(v) = self.min_blob_size {
+            b.min_blob_size = v;
+        }
+        if let Some(v) = self.blob_file_size {
+            b.blob_file_size = v;
+        }
+        if let Some(name) = &self.blob_compression_type {
+            b.blob_compression = lithify::BlobCompression::from_name(name).ok_or_else(|| {
+                UsageSnafu {
+                    message: format!("--blob-compression-type {name:?} is not none, zstd or lz4"),
+                }
+                .build()
+            })?;
+        }
+        if let Some(v) = self.enable_blob_garbage_collection {
+            b.enable_blob_garbage_collection = v;
+        }
+        if let Some(v) = self.blob_garbage_collection_age_cutoff {
+            b.blob_garbage_collection_age_cutoff = v;
+        }
+        if let Some(v) = self.blob_garbage_collection_force_threshold {
+            b.blob_garbage_collection_force_threshold = v;
+        }
         if let Some(bits) = self.bloom_bits {
             o.bloom_bits_per_key = bits;
         }
