@@ -79,6 +79,8 @@ impl Feeder {
             } else {
                 self.flushed.1 as f64 / self.flushed.0 as f64
             },
+            // The simulator models tables without key-value separation.
+            blob_bytes_per_user_byte: 0.0,
         }
     }
 

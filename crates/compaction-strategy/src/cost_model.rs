@@ -189,6 +189,12 @@ pub struct TableSize {
     /// Bytes above the last level (L0 and middle levels): what a
     /// reshaping compaction starts from.
     pub upper_bytes: u64,
+    /// Bytes flushes write to blob files per byte the user writes (key-value
+    /// separation; 0 without it). A separated value is written once, at
+    /// flush, whatever the shape: every strategy's write amplification
+    /// carries it, while the tables (the other fields) hold only blob
+    /// indexes in its place, which is what makes their compactions cheap.
+    pub blob_bytes_per_user_byte: f64,
 }
 
 impl TableSize {
@@ -201,6 +207,7 @@ impl TableSize {
             table_bytes_per_user_byte: 1.0,
             flush_distinct_share: 1.0,
             upper_bytes: live_bytes,
+            blob_bytes_per_user_byte: 0.0,
         }
     }
 
@@ -289,8 +296,19 @@ pub fn predict(strategy: &CompactionStrategy, mix: &Mix, size: &TableSize) -> Pr
     let merged = (p.write_amp - flush_files.min(1.0)).max(0.0) * size.flushed_bytes();
     p.files_per_flush = flush_files + merged / file_size.max(1) as f64;
     Prediction {
-        write_amp: p.write_amp * size.table_bytes_per_user_byte * size.distinct(),
+        write_amp: p.write_amp * size.table_bytes_per_user_byte * size.distinct()
+            + blob_share(size),
         ..p
+    }
+}
+
+/// Blob bytes per user byte, as a prediction's write amplification counts
+/// them (0 when unknown or nonsense).
+fn blob_share(size: &TableSize) -> f64 {
+    if size.blob_bytes_per_user_byte.is_finite() {
+        size.blob_bytes_per_user_byte.max(0.0)
+    } else {
+        0.0
     }
 }
 
@@ -791,6 +809,51 @@ mod tests {
         assert_eq!(r[0].strategy.kind_name(), "leveled");
         assert_eq!(r[0].excess, 0.0);
         assert!(r[1].excess > 0.0);
+    }
+
+    #[test]
+    fn separated_values_add_their_one_write_to_every_shape_and_keep_the_ranking() {
+        // Key-value separation: the tables hold 40-byte entries where the
+        // user writes 1 KiB, and the flushes write 0.95 blob bytes per user
+        // byte to blob files.
+        let plain = TableSize {
+            table_bytes_per_user_byte: 40.0 / 1024.0,
+            ..TableSize::new(64 << 20, 1 << 20, 40)
+        };
+        let separated = TableSize {
+            blob_bytes_per_user_byte: 0.95,
+            ..plain
+        };
+        let mix = random_writes(1.0);
+        let strategies = [
+            CompactionStrategy::Leveled(LeveledOptions::default()),
+            CompactionStrategy::parse("major-only").unwrap(),
+            CompactionStrategy::parse("two-tier").unwrap(),
+        ];
+        for s in &strategies {
+            let (a, b) = (predict(s, &mix, &plain), predict(s, &mix, &separated));
+            assert!((b.write_amp - a.write_amp - 0.95).abs() < 1e-9, "{s:?}");
+            assert_eq!((a.read_amp, a.space_amp), (b.read_amp, b.space_amp));
+        }
+        let order = |size: &TableSize| {
+            let mut w: Vec<(f64, usize)> = strategies
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (predict(s, &mix, size).write_amp, i))
+                .collect();
+            w.sort_by(|x, y| x.0.total_cmp(&y.0));
+            w.into_iter().map(|(_, i)| i).collect::<Vec<_>>()
+        };
+        assert_eq!(order(&plain), order(&separated));
+        // Nonsense is ignored.
+        let nan = TableSize {
+            blob_bytes_per_user_byte: f64::NAN,
+            ..plain
+        };
+        assert_eq!(
+            predict(&strategies[0], &mix, &nan),
+            predict(&strategies[0], &mix, &plain)
+        );
     }
 
     #[test]

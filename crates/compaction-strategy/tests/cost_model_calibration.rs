@@ -72,6 +72,7 @@ fn rows() -> Vec<Row> {
                     table_bytes_per_user_byte: entry_bytes as f64 / num("kv_bytes"),
                     flush_distinct_share: num("flush_distinct"),
                     upper_bytes: num("live_bytes") as u64,
+                    blob_bytes_per_user_byte: 0.0,
                 },
                 steady: get("steady") == "1",
                 measured: Prediction {

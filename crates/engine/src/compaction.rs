@@ -75,6 +75,10 @@ pub(crate) fn run(db: &DbInner, p: PickedCompaction) -> Result<()> {
                 &t.state().counters.compaction_write_bytes,
                 r.stats.bytes_written,
             );
+            Counters::add(
+                &t.state().counters.blob_write_bytes,
+                r.stats.bytes_written_blob,
+            );
         }
         Counters::add(&db.counters.compaction_read_bytes, r.stats.bytes_read());
     })?;

@@ -188,10 +188,14 @@ pub(crate) fn run(db: &DbInner, table: TableId) -> Result<bool> {
         flushed.stats.bytes_written + flushed.stats.bytes_written_blob,
     );
     db.counters.record_iter_stats(&flushed.iter_stats);
-    if flushed.plan_level.is_some()
-        && let Some(t) = db.table(table)
-    {
-        Counters::add(&t.counters.flush_plan_bytes, flushed.stats.bytes_written);
+    if let Some(t) = db.table(table) {
+        if flushed.plan_level.is_some() {
+            Counters::add(&t.counters.flush_plan_bytes, flushed.stats.bytes_written);
+        }
+        Counters::add(
+            &t.counters.blob_write_bytes,
+            flushed.stats.bytes_written_blob,
+        );
     }
     // Listeners hear of the flush before its waiters wake.
     info.output_level = flushed.plan_level.unwrap_or(0);

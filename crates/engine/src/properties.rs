@@ -140,6 +140,7 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
                 keys_written: g(&t.state().counters.keys_written),
                 user_bytes: g(&t.state().counters.user_bytes),
                 compaction_write_bytes: g(&t.state().counters.compaction_write_bytes),
+                blob_write_bytes: g(&t.state().counters.blob_write_bytes),
                 gets: g(&t.state().counters.gets),
                 read_amp_tables: ratio(
                     g(&t.state().counters.get_tables_probed),

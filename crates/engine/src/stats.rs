@@ -102,7 +102,7 @@ pub struct TableStats {
     pub levels: Vec<LevelStats>,
     /// The `Sum` row.
     pub sum: LevelStats,
-    /// Bytes written by flushes.
+    /// Bytes of tables written by flushes (blob files: `blob_write_bytes`).
     pub flush_bytes: u64,
     /// RocksDB's estimate of the bytes compaction still has to rewrite.
     pub pending_compaction_bytes: u64,
@@ -142,8 +142,12 @@ pub struct TableStats {
     pub user_bytes: u64,
     /// Bytes of tables written by the table's compactions.
     pub compaction_write_bytes: u64,
-    /// `(WAL share + flush_bytes + compaction_write_bytes) / user_bytes`,
-    /// the WAL's bytes shared out by user bytes.
+    /// Bytes flushes and compactions wrote to blob files (key-value
+    /// separation; not in `flush_bytes` and `compaction_write_bytes`).
+    pub blob_write_bytes: u64,
+    /// `(WAL share + flush_bytes + compaction_write_bytes +
+    /// blob_write_bytes) / user_bytes`, the WAL's bytes shared out by user
+    /// bytes.
     pub write_amp: f64,
     /// Point lookups of the table.
     pub gets: u64,
@@ -193,9 +197,9 @@ pub struct DbStats {
     pub wal_bytes: u64,
     /// WAL syncs.
     pub wal_syncs: u64,
-    /// Bytes of tables written by flushes.
+    /// Bytes of tables and blob files written by flushes.
     pub flush_bytes: u64,
-    /// Bytes of tables written by compactions.
+    /// Bytes of tables and blob files written by compactions.
     pub compaction_write_bytes: u64,
     /// Bytes of tables read by compactions.
     pub compaction_read_bytes: u64,
@@ -271,7 +275,7 @@ impl DbStats {
                 (self.wal_bytes as u128 * t.user_bytes as u128 / total_user as u128) as u64
             };
             t.write_amp = ratio(
-                wal_share + t.flush_bytes + t.compaction_write_bytes,
+                wal_share + t.flush_bytes + t.compaction_write_bytes + t.blob_write_bytes,
                 t.user_bytes,
             );
             t.space_amp = ratio(
@@ -388,8 +392,9 @@ impl fmt::Display for DbStats {
                 t.space_amp
             )?;
             if let Some(p) = &t.predicted {
-                let tables_wa =
-                    (t.flush_bytes + t.compaction_write_bytes) as f64 / t.user_bytes.max(1) as f64;
+                let tables_wa = (t.flush_bytes + t.compaction_write_bytes + t.blob_write_bytes)
+                    as f64
+                    / t.user_bytes.max(1) as f64;
                 writeln!(
                     out,
                     "Predicted by the cost model (measured): write {:.2} ({:.2} by flushes and compactions), read {:.2} ({:.2}) tables per get, space {:.2} ({:.2}), {:.1} sorted runs per scan, {:.2} CPU us/op",

@@ -242,6 +242,14 @@ fn stats_properties_and_live_blob_files_count_blob_files_and_their_garbage() {
     assert_eq!(stats.blob_file_bytes, file_bytes);
     assert_eq!(stats.blob_garbage_bytes, garbage_bytes);
     assert_eq!(stats.tables[0].blob_files, blobs.len());
+    // The table's write amplification counts what it wrote to blob files.
+    let t = &stats.tables[0];
+    assert!(t.blob_write_bytes >= file_bytes, "{t:?}");
+    assert!(
+        t.write_amp * t.user_bytes as f64
+            >= (t.flush_bytes + t.compaction_write_bytes + t.blob_write_bytes) as f64 - 1.0,
+        "{t:?}"
+    );
     // Space amplification counts the blob files and their garbage.
     assert!(stats.space_amp > 1.0, "{}", stats.space_amp);
     let property = |name: &str| db.property(name).unwrap();

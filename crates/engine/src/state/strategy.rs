@@ -168,23 +168,28 @@ fn day_part(o: &crate::Options, opened: Option<u64>, now: u64) -> DayPart {
 /// last level, and the part of the levels above that is not updates of
 /// it, at the window's `update_share`), and what its plain flushes wrote
 /// per memtable (before any flush, a full memtable of the writes so far,
-/// at 0.8 table bytes per memtable byte).
+/// at 0.8 table bytes per memtable byte). With key-value separation the
+/// tables' bytes are those of the SSTs (blob indexes in place of the
+/// values), and the flushes' blob bytes per user byte are the write every
+/// shape pays once.
 fn table_size(t: &TableMut, update_share: f64) -> TableSize {
     let c = &t.state().counters;
     let keys = c.keys_written.load(Ordering::Relaxed).max(1);
     let user_per_write = (c.user_bytes.load(Ordering::Relaxed) as f64 / keys as f64).max(1.0);
     let f = t.flush_shape();
     let write_buffer = t.state().options.write_buffer_size as f64;
-    let (entry_bytes, distinct, per_memtable) = if f.records_out > 0 && f.memtables > 0 {
-        (
-            f.bytes as f64 / f.records_out as f64,
-            (f.records_out as f64 / f.records_in.max(1) as f64).min(1.0),
-            f.bytes as f64 / f.memtables as f64,
-        )
-    } else {
-        let entry = user_per_write + 16.0;
-        (entry, 1.0, 0.8 * write_buffer)
-    };
+    let (entry_bytes, distinct, per_memtable, blob_per_user) =
+        if f.records_out > 0 && f.memtables > 0 {
+            (
+                f.bytes as f64 / f.records_out as f64,
+                (f.records_out as f64 / f.records_in.max(1) as f64).min(1.0),
+                f.bytes as f64 / f.memtables as f64,
+                f.blob_bytes as f64 / (f.records_in.max(1) as f64 * user_per_write),
+            )
+        } else {
+            let entry = user_per_write + 16.0;
+            (entry, 1.0, 0.8 * write_buffer, 0.0)
+        };
     let distinct = distinct.max(1e-3);
     let v = t.version();
     let last = v.num_levels().saturating_sub(1);
@@ -197,6 +202,7 @@ fn table_size(t: &TableMut, update_share: f64) -> TableSize {
         entry_bytes: entry_bytes.round().max(1.0) as u64,
         table_bytes_per_user_byte: entry_bytes / user_per_write,
         flush_distinct_share: distinct,
+        blob_bytes_per_user_byte: blob_per_user,
     }
 }
 

@@ -58,6 +58,8 @@ pub(crate) struct TableCounters {
     /// Bytes written by flush plans (flushes merged into files).
     pub(crate) flush_plan_bytes: AtomicU64,
     pub(crate) compaction_write_bytes: AtomicU64,
+    /// Bytes flushes and compactions wrote to blob files.
+    pub(crate) blob_write_bytes: AtomicU64,
 }
 
 /// The `Adaptive` strategy's observation of a table: reads counted with
@@ -346,8 +348,10 @@ pub(crate) struct FlushShape {
     pub(crate) records_in: u64,
     /// Entries the flushes wrote.
     pub(crate) records_out: u64,
-    /// Bytes the flushes wrote.
+    /// Bytes the flushes wrote to tables.
     pub(crate) bytes: u64,
+    /// Bytes the flushes wrote to blob files (key-value separation).
+    pub(crate) blob_bytes: u64,
 }
 
 impl FlushShape {
@@ -359,11 +363,13 @@ impl FlushShape {
             self.records_in /= 2;
             self.records_out /= 2;
             self.bytes /= 2;
+            self.blob_bytes /= 2;
         }
         self.memtables += memtables as u64;
         self.records_in += stats.num_input_records;
         self.records_out += stats.num_output_records;
         self.bytes += stats.bytes_written;
+        self.blob_bytes += stats.bytes_written_blob;
     }
 }
 
