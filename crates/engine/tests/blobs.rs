@@ -448,3 +448,38 @@ fn set_options_turns_separation_and_collection_on_and_off_for_new_files() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert_eq!(table.blob_options().unwrap(), before);
 }
+
+#[test]
+fn obsolete_blob_files_wait_for_file_deletions_to_be_enabled_again() {
+    let fs = Arc::new(MemFs::new());
+    let gc = BlobOptions::enabled(100)
+        .enable_blob_garbage_collection(true)
+        .blob_garbage_collection_age_cutoff(1.0);
+    let db = Db::open("/db", options(fs.clone(), gc)).unwrap();
+    for i in 0..100u32 {
+        db.put(key(i), value(i, 0, 500)).unwrap();
+    }
+    db.flush().unwrap();
+    let before = blob_files(&fs, "/db");
+    db.disable_file_deletions();
+    // Every value relocated: the old blob files leave the version, but
+    // stay on disk while deletions are disabled (a backup may be copying
+    // them).
+    let force = CompactRangeOptions::default()
+        .bottommost_level_compaction(BottommostLevelCompaction::Force);
+    db.compact_range_opt(None, None, &force).unwrap();
+    let live: Vec<u64> = db.live_blob_files().iter().map(|b| b.number).collect();
+    assert!(
+        before.iter().all(|n| !live.contains(n)),
+        "{before:?} {live:?}"
+    );
+    let on_disk = blob_files(&fs, "/db");
+    assert!(before.iter().all(|n| on_disk.contains(n)), "{on_disk:?}");
+    assert_eq!(db.enable_file_deletions(), 0);
+    let on_disk = blob_files(&fs, "/db");
+    assert!(before.iter().all(|n| !on_disk.contains(n)), "{on_disk:?}");
+    assert_eq!(on_disk, live);
+    for i in 0..100u32 {
+        assert_eq!(db.get(key(i)).unwrap().unwrap(), value(i, 0, 500));
+    }
+}

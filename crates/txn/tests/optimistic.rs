@@ -294,3 +294,46 @@ fn get_for_update_alone_is_validated_at_commit() {
     db.put(b"x", 2u64.to_le_bytes()).unwrap();
     t.commit().unwrap();
 }
+
+/// Key-value separation under transactions: reads of the transaction
+/// (its own writes over the database's blob-held values) return the real
+/// values, forward and backward, and commits flush into blob files.
+#[test]
+fn transactions_read_values_kept_in_blob_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options::default().blob(lithify_engine::BlobOptions::enabled(64));
+    let db = OptimisticDb::open(dir.path(), options).unwrap();
+    let big = |i: u8| vec![i; 300];
+    for i in 0..10u8 {
+        db.put([b'k', b'0' + i], big(i)).unwrap();
+    }
+    db.db().flush().unwrap();
+    assert!(!db.db().live_blob_files().is_empty());
+
+    let mut t = db.transaction();
+    t.put(b"k3", big(33)).unwrap();
+    t.delete(b"k4").unwrap();
+    assert_eq!(t.get(b"k2").unwrap().as_deref(), Some(&big(2)[..]));
+    assert_eq!(t.get(b"k3").unwrap().as_deref(), Some(&big(33)[..]));
+    assert_eq!(t.get(b"k4").unwrap(), None);
+    let mut it = t.iter().unwrap();
+    it.seek_to_first().unwrap();
+    let mut seen = Vec::new();
+    while it.valid() {
+        seen.push((it.key().unwrap().to_vec(), it.value().unwrap().to_vec()));
+        it.next().unwrap();
+    }
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = (0..10u8)
+        .filter(|&i| i != 4)
+        .map(|i| (vec![b'k', b'0' + i], if i == 3 { big(33) } else { big(i) }))
+        .collect();
+    assert_eq!(seen, expected);
+    it.seek_to_last().unwrap();
+    assert_eq!(it.value().unwrap(), &big(9)[..]);
+    it.prev().unwrap();
+    assert_eq!(it.value().unwrap(), &big(8)[..]);
+    drop(it);
+    t.commit().unwrap();
+    db.db().flush().unwrap();
+    assert_eq!(db.get(b"k3").unwrap().as_deref(), Some(&big(33)[..]));
+}
