@@ -75,7 +75,7 @@ pub use format::{
     BLOB_FORMAT_VERSION, BLOB_MAGIC, BlobFileFooter, BlobFileHeader, BlobIndex, FOOTER_LEN,
     HEADER_LEN, MAX_BLOB_LEN, RECORD_HEADER_LEN,
 };
-pub use reader::{BlobFileReader, BlobFileSummary, BlobRecord, BlobRecords};
+pub use reader::{BlobFileReader, BlobFileSummary, BlobRecord, BlobRecords, Readahead};
 pub use writer::{BlobFileWriter, BuiltBlobFile};
 
 /// The README's example, run as a doctest so it stays true.

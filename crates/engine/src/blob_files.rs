@@ -1,7 +1,9 @@
 //! The database's blob files: opened on first need and kept open, their
 //! values read through the block cache (RocksDB's blob cache shared with
 //! the block cache). Reads ([`BlobFiles::get`]) turn a blob index into the
-//! value; compaction reads through the same handle ([`BlobFetcher`]).
+//! value; iterators read ahead ([`BlobFiles::get_sequential`]) when they
+//! go through a blob file in order; compaction reads through the same
+//! handle ([`BlobFetcher`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -9,7 +11,7 @@ use std::sync::Arc as StdArc;
 
 use bytes::Bytes;
 use lithify_base::sync::Mutex;
-use lithify_blob::{BlobFileReader, BlobIndex};
+use lithify_blob::{BlobFileReader, BlobIndex, Readahead};
 use lithify_compaction::iter::BlobFetcher;
 use lithify_sstable::BlockCache;
 use lithify_version::filename::blob_file_name;
@@ -80,6 +82,27 @@ impl BlobFiles {
     /// The value of `user_key` that the encoded blob index `index` points
     /// at, from the block cache or the blob file.
     pub(crate) fn get(&self, user_key: &[u8], index: &[u8]) -> lithify_base::Result<Bytes> {
+        self.read(user_key, index, None)
+    }
+
+    /// [`get`](Self::get) for a reader going through values in file
+    /// order (an iterator): misses of the cache read ahead through
+    /// `ahead` ([`BlobFileReader::get_sequential`]).
+    pub(crate) fn get_sequential(
+        &self,
+        user_key: &[u8],
+        index: &[u8],
+        ahead: &mut Readahead,
+    ) -> lithify_base::Result<Bytes> {
+        self.read(user_key, index, Some(ahead))
+    }
+
+    fn read(
+        &self,
+        user_key: &[u8],
+        index: &[u8],
+        ahead: Option<&mut Readahead>,
+    ) -> lithify_base::Result<Bytes> {
         let index = BlobIndex::decode(index).map_err(|e| {
             lithify_base::Error::invalid_argument(format!(
                 "malformed blob index of key {}: {e}",
@@ -92,10 +115,11 @@ impl BlobFiles {
         {
             return Ok(value);
         }
-        let value = open
-            .reader
-            .get(user_key, &index)
-            .map_err(lithify_base::Error::external)?;
+        let value = match ahead {
+            Some(ahead) => open.reader.get_sequential(user_key, &index, ahead),
+            None => open.reader.get(user_key, &index),
+        }
+        .map_err(lithify_base::Error::external)?;
         if let Some(cache) = &self.cache {
             cache.insert(open.cache_id, index.offset, value.clone());
         }

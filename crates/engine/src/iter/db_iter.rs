@@ -67,6 +67,9 @@ pub(crate) struct DbCursor {
     merge: StdArc<TableMerge>,
     /// Reads separated values.
     opener: StdArc<SstFiles>,
+    /// The readahead of separated values read in file order (a scan of
+    /// keys a flush wrote together).
+    blob_ahead: lithify_blob::Readahead,
     /// Keeps the memtables and files alive.
     _sv: Arc<SuperVersion>,
 }
@@ -91,6 +94,7 @@ impl DbCursor {
             operands: Vec::new(),
             merge: StdArc::clone(&source.merge),
             opener: StdArc::clone(&source.opener),
+            blob_ahead: lithify_blob::Readahead::default(),
             _sv: Arc::clone(&source.sv),
         }
     }
@@ -326,7 +330,12 @@ impl DbCursor {
                 if kind == ValueKind::BlobIndex as u8 && !covered {
                     // Shown like a merge result: the value is kept, and
                     // moving on skips the older versions of the key.
-                    return match self.opener.blobs.get(&self.saved_key, self.iter.value()) {
+                    let read = self.opener.blobs.get_sequential(
+                        &self.saved_key,
+                        self.iter.value(),
+                        &mut self.blob_ahead,
+                    );
+                    return match read {
                         Ok(v) => {
                             self.saved_value = v;
                             self.merged = true;
@@ -380,7 +389,12 @@ impl DbCursor {
             if kind == ValueKind::Put as u8 {
                 base = Some(self.iter.value_bytes());
             } else if kind == ValueKind::BlobIndex as u8 {
-                match self.opener.blobs.get(&self.saved_key, self.iter.value()) {
+                let read = self.opener.blobs.get_sequential(
+                    &self.saved_key,
+                    self.iter.value(),
+                    &mut self.blob_ahead,
+                );
+                match read {
                     Ok(v) => base = Some(v),
                     Err(e) => return self.fail(e),
                 }
@@ -459,7 +473,11 @@ impl DbCursor {
         }
         if found && !self.at_or_above_upper(&self.saved_key) {
             if base_is_blob && let Some(index) = base.take() {
-                match self.opener.blobs.get(&self.saved_key, &index) {
+                let read =
+                    self.opener
+                        .blobs
+                        .get_sequential(&self.saved_key, &index, &mut self.blob_ahead);
+                match read {
                     Ok(v) => base = Some(v),
                     Err(e) => return self.fail(e),
                 }
