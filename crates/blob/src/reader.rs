@@ -20,33 +20,66 @@ use crate::format::{
 const READAHEAD: u64 = 256 << 10;
 
 /// The first window [`BlobFileReader::get_sequential`] reads ahead (it
-/// doubles up to [`READAHEAD`]).
+/// doubles up to [`READAHEAD_WINDOW`]).
 const READAHEAD_MIN: u64 = 16 << 10;
+/// The largest window of one file.
+const READAHEAD_WINDOW: u64 = 128 << 10;
+/// Files a [`Readahead`] keeps a window of: a scan of a compacted table
+/// goes through the blob files of several flushes at once, each in order.
+const READAHEAD_FILES: usize = 8;
 
-/// The readahead state of one reader of blob values in file order (an
-/// iterator): the window read last and where the next in-order read
-/// starts. [`BlobFileReader::get_sequential`] keeps it; a new file starts
-/// over.
+/// The readahead state of one reader of blob values (an iterator): per
+/// blob file it reads (the 8 used last), the window read last and where
+/// the next in-order read starts. [`BlobFileReader::get_sequential`]
+/// keeps it.
 #[derive(Debug, Clone, Default)]
 pub struct Readahead {
-    /// The file the window is of.
-    file: Option<u64>,
-    /// The window: `buf` holds the file's bytes from `start`.
+    windows: Vec<Window>,
+    /// Reads of files made so far.
+    file_reads: u64,
+}
+
+/// One file's window: `buf` holds the file's bytes from `start`.
+#[derive(Debug, Clone, Default)]
+struct Window {
+    file: u64,
     start: u64,
     buf: Bytes,
     /// Where the last record read ended.
     next: u64,
     /// The current readahead size (0: reads are not in order).
     size: u64,
-    /// Reads of the file made so far (all files).
-    file_reads: u64,
 }
 
 impl Readahead {
-    /// Reads of blob files made through this state (each miss of the
+    /// Reads of blob files made through this state (each miss of a
     /// window is one).
     pub fn file_reads(&self) -> u64 {
         self.file_reads
+    }
+
+    /// The window of `file`, moved to the front (the most recently used
+    /// first; the least recently used is dropped past
+    /// [`READAHEAD_FILES`]).
+    fn window(&mut self, file: u64) -> &mut Window {
+        match self.windows.iter().position(|w| w.file == file) {
+            Some(0) => {}
+            Some(i) => {
+                let w = self.windows.remove(i);
+                self.windows.insert(0, w);
+            }
+            None => {
+                self.windows.truncate(READAHEAD_FILES - 1);
+                self.windows.insert(
+                    0,
+                    Window {
+                        file,
+                        ..Window::default()
+                    },
+                );
+            }
+        }
+        &mut self.windows[0]
     }
 }
 
@@ -247,9 +280,10 @@ impl BlobFileReader {
 
     /// [`get`](Self::get) for reads that go through the file in order (a
     /// scan of keys whose values a flush wrote together): once two reads
-    /// follow each other, each miss of the window reads ahead (16 KiB,
-    /// doubling to 256 KiB), and the next values come from memory. Reads
-    /// out of order fall back to one read each. The checks are
+    /// follow each other in a file, each miss of that file's window reads
+    /// ahead (16 KiB, doubling to 128 KiB), and the next values come from
+    /// memory; `ahead` keeps a window for each of the last 8 files read.
+    /// Reads out of order fall back to one read each. The checks are
     /// [`get`](Self::get)'s.
     ///
     /// ```
@@ -291,39 +325,34 @@ impl BlobFileReader {
     ) -> Result<Bytes> {
         let (record_at, len) = self.locate(user_key, index)?;
         let end = record_at + len as u64;
-        let number = self.header.file_number;
-        if ahead.file != Some(number) {
-            *ahead = Readahead {
-                file: Some(number),
-                file_reads: ahead.file_reads,
-                ..Readahead::default()
-            };
-        }
-        if record_at >= ahead.start && end <= ahead.start + ahead.buf.len() as u64 {
-            let from = (record_at - ahead.start) as usize;
-            let record = ahead.buf.slice(from..from + len);
-            ahead.next = end;
+        let w = ahead.window(self.header.file_number);
+        if record_at >= w.start && end <= w.start + w.buf.len() as u64 {
+            let from = (record_at - w.start) as usize;
+            let record = w.buf.slice(from..from + len);
+            w.next = end;
             return self.check_record(record, record_at, user_key, index);
         }
         // In order: this record starts where the last one read ended.
-        ahead.size = if record_at == ahead.next {
-            (ahead.size * 2).clamp(READAHEAD_MIN, READAHEAD)
+        w.size = if record_at == w.next {
+            (w.size * 2).clamp(READAHEAD_MIN, READAHEAD_WINDOW)
         } else {
             0
         };
-        ahead.next = end;
-        ahead.file_reads += 1;
+        w.next = end;
         let read_len = (len as u64)
-            .max(ahead.size)
+            .max(w.size)
             .min(self.footer_offset() - record_at);
         let Ok(read_len) = usize::try_from(read_len) else {
             return Err(self.corruption(record_at, format!("{index} is too large to read")));
         };
         let buf = Bytes::from(self.read(record_at, read_len)?);
-        if ahead.size > 0 {
-            ahead.start = record_at;
-            ahead.buf = buf.clone();
+        if w.size > 0 {
+            w.start = record_at;
+            w.buf = buf.clone();
+        } else {
+            w.buf = Bytes::new();
         }
+        ahead.file_reads += 1;
         self.check_record(buf.slice(..len), record_at, user_key, index)
     }
 
