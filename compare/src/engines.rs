@@ -19,6 +19,12 @@ pub struct Config {
     /// lithify's `release_memory_after_jobs` (on unless `run` is given
     /// `--no-release-memory`, which measures the library's default).
     pub release_memory: bool,
+    /// Key-value separation for values of at least this many bytes
+    /// (`--blob-min-size`): lithify's and RocksDB's blob files
+    /// (`enable_blob_files`, `min_blob_size`), fjall's KV separation
+    /// (`separation_threshold`); each engine's other blob settings at
+    /// their defaults.
+    pub blob_min_size: Option<u64>,
 }
 
 const MEMTABLE: usize = 64 << 20;
@@ -104,6 +110,10 @@ fn lithify_db(dir: &Path, config: Config) -> Result<lithify::Db> {
         } else {
             lithify::WalCompression::None
         });
+    let options = match config.blob_min_size {
+        Some(min) => options.blob(lithify::BlobOptions::enabled(min)),
+        None => options,
+    };
     lithify::Db::open(dir, options).map_err(text)
 }
 
@@ -116,8 +126,7 @@ impl Lithify {
 impl Kv for Lithify {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
         if sync {
-            let o = lithify::WriteOptions::default()
-                .sync(true);
+            let o = lithify::WriteOptions::default().sync(true);
             self.0.put_opt(key, value, &o).map_err(text)
         } else {
             self.0.put(key, value).map_err(text)
@@ -193,6 +202,10 @@ fn rocks_options(config: Config) -> rocksdb::Options {
     } else {
         rocksdb::DBCompressionType::None
     });
+    if let Some(min) = config.blob_min_size {
+        o.set_enable_blob_files(true);
+        o.set_min_blob_size(min);
+    }
     o
 }
 
@@ -277,7 +290,16 @@ impl Fjall {
             .cache_size(CACHE as u64)
             .open()
             .map_err(text)?;
-        let ks = db.keyspace("default", fjall_keyspace).map_err(text)?;
+        let ks = match config.blob_min_size {
+            None => db.keyspace("default", fjall_keyspace),
+            Some(min) => db.keyspace("default", || {
+                let threshold = u32::try_from(min).unwrap_or(u32::MAX);
+                fjall_keyspace().with_kv_separation(Some(
+                    fjall::KvSeparationOptions::default().separation_threshold(threshold),
+                ))
+            }),
+        }
+        .map_err(text)?;
         Ok(Fjall { db, ks })
     }
 }

@@ -96,6 +96,10 @@ fn run(args: &[String]) -> Result<(), String> {
         zstd: a.flag("--zstd"),
         wal_compression: a.flag("--wal-compression"),
         release_memory: !a.flag("--no-release-memory"),
+        blob_min_size: match a.value("--blob-min-size") {
+            None => None,
+            Some(_) => Some(a.number("--blob-min-size", 0)?),
+        },
     };
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -38,6 +38,8 @@ struct Row {
     wal_compressed: bool,
     /// randomtransaction's `--txn` mode.
     txn: Option<&'static str>,
+    /// Key-value separation from this value size on (`--blob-min-size`).
+    blob_min_size: Option<u64>,
     metric: Metric,
 }
 
@@ -63,6 +65,7 @@ fn row(
         zstd: flags.1,
         wal_compressed: false,
         txn: None,
+        blob_min_size: None,
         metric,
     }
 }
@@ -73,6 +76,52 @@ impl Row {
         self.wal_compressed = true;
         self
     }
+
+    /// The row with every value in blob files (its values are at least
+    /// 1 KiB: separation from 512 bytes on).
+    fn separated(mut self) -> Row {
+        self.blob_min_size = Some(512);
+        self
+    }
+}
+
+/// Key-value separation's rows: fill, write amplification and point
+/// reads with 1, 4 and 16 KiB values, every engine separating them (the
+/// "1 KiB values" rows above are the same runs without separation).
+fn separated_rows(full: bool) -> Vec<Row> {
+    use Metric::*;
+    let sizes: [(u64, u64); 3] = if full {
+        [(1024, 1_000_000), (4096, 1_000_000), (16384, 250_000)]
+    } else {
+        [(1024, 300_000), (4096, 100_000), (16384, 25_000)]
+    };
+    let mut rows = Vec::new();
+    for (value_size, keys) in sizes {
+        let what = format!("{} KiB values, blob files", value_size / 1024);
+        let n = if keys >= 1_000_000 {
+            format!("{}M", keys / 1_000_000)
+        } else {
+            format!("{}K", keys / 1000)
+        };
+        let plain = (false, false);
+        for (name, workload, metric) in [
+            (format!("{what}: fillrandom {n}"), "fillrandom", Throughput),
+            (
+                format!("{what}: write amplification"),
+                "fillrandom",
+                WriteAmp,
+            ),
+            (
+                format!("{what}: bytes after compact-all"),
+                "compact",
+                DirBytes,
+            ),
+            (format!("{what}: readrandom"), "readrandom", Throughput),
+        ] {
+            rows.push(row(name, workload, keys, keys, 1, value_size, plain, metric).separated());
+        }
+    }
+    rows
 }
 
 /// The rows; `full` uses the sizes (10M keys), else a tenth of
@@ -86,7 +135,7 @@ fn rows(full: bool) -> Vec<Row> {
     let plain = (false, false);
     let sync = (true, false);
     let zstd = (false, true);
-    vec![
+    let mut rows = vec![
         row(
             "fillrandom 1M, 2 writer threads",
             "fillrandom",
@@ -179,7 +228,10 @@ fn rows(full: bool) -> Vec<Row> {
         )
         .wal_compressed(),
         row(
-            format!("write amplification, fillrandom {}M, WAL compressed", fill / m),
+            format!(
+                "write amplification, fillrandom {}M, WAL compressed",
+                fill / m
+            ),
             "fillrandom",
             fill,
             fill,
@@ -300,7 +352,9 @@ fn rows(full: bool) -> Vec<Row> {
             zstd,
             DirBytes,
         ),
-    ]
+    ];
+    rows.extend(separated_rows(full));
+    rows
 }
 
 /// randomtransaction's rows: each mode in `modes` with each thread count
@@ -323,6 +377,7 @@ fn txn_rows(modes: &[&'static str], threads: &[u64], num: u64, keys: u64) -> Vec
                 zstd: false,
                 wal_compressed: false,
                 txn: Some(mode),
+                blob_min_size: None,
                 metric: Metric::Commits,
             });
         }
@@ -411,7 +466,11 @@ pub fn table(args: &[String]) -> Result<(), String> {
     // Runs with the same parameters are shared between rows (a row per
     // metric of one run).
     let mut cache: Vec<(String, Option<Value>)> = Vec::new();
-    for r in selected_rows(&a, full)? {
+    let only = a.value("--rows");
+    for r in selected_rows(&a, full)?
+        .into_iter()
+        .filter(|r| only.is_none_or(|o| r.name.contains(o)))
+    {
         let mut results = Vec::new();
         for engine in &engines {
             if let Some(why) = not_applicable(&r, engine) {
@@ -447,6 +506,9 @@ pub fn table(args: &[String]) -> Result<(), String> {
             }
             if r.wal_compressed {
                 cmd_args.push("--wal-compression".into());
+            }
+            if let Some(min) = r.blob_min_size {
+                cmd_args.extend(["--blob-min-size".into(), min.to_string()]);
             }
             if let Some(mode) = r.txn {
                 cmd_args.extend(["--txn".into(), mode.into()]);
@@ -527,7 +589,11 @@ fn show(metric: Metric, v: &Value) -> String {
             let sa = v.get("space_amp").and_then(Value::as_f64).unwrap_or(0.0);
             let user = v.get("user_bytes").and_then(Value::as_f64).unwrap_or(0.0);
             let part = |k: &str| v.get(k).and_then(Value::as_f64).map(|b| b / user);
-            match (part("wal_bytes"), part("flush_bytes"), part("compaction_bytes")) {
+            match (
+                part("wal_bytes"),
+                part("flush_bytes"),
+                part("compaction_bytes"),
+            ) {
                 (Some(w), Some(f), Some(c)) if user > 0.0 => format!(
                     "WA {x:.2}, engine count WAL {w:.2} + flush {f:.2} + compaction {c:.2} (space amp {sa:.2})"
                 ),
