@@ -204,14 +204,18 @@ impl Drop for LiveFileSet<'_> {
     }
 }
 
-/// Every live SST file of every table, by table, level and key.
-pub(crate) fn live_files(db: &DbInner) -> Vec<LiveFileMetaData> {
-    let names: std::collections::BTreeMap<TableId, String> = db
-        .versions
+/// Every table's name, by id.
+fn table_names(db: &DbInner) -> std::collections::BTreeMap<TableId, String> {
+    db.versions
         .tables()
         .into_iter()
         .map(|t| (t.id, t.name))
-        .collect();
+        .collect()
+}
+
+/// Every live SST file of every table, by table, level and key.
+pub(crate) fn live_files(db: &DbInner) -> Vec<LiveFileMetaData> {
+    let names = table_names(db);
     let mut out = Vec::new();
     for (id, version) in db.versions.current_all() {
         let table = names.get(&id).cloned().unwrap_or_default();
@@ -240,12 +244,7 @@ pub(crate) fn live_files(db: &DbInner) -> Vec<LiveFileMetaData> {
 
 /// Every live blob file of every table, by table and number.
 pub(crate) fn live_blob_files(db: &DbInner) -> Vec<LiveBlobFileMetaData> {
-    let names: std::collections::BTreeMap<TableId, String> = db
-        .versions
-        .tables()
-        .into_iter()
-        .map(|t| (t.id, t.name))
-        .collect();
+    let names = table_names(db);
     let mut out = Vec::new();
     for (id, version) in db.versions.current_all() {
         let table = names.get(&id).cloned().unwrap_or_default();

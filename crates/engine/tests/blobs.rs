@@ -42,6 +42,14 @@ fn value(i: u32, round: u32, len: usize) -> Vec<u8> {
     v
 }
 
+/// Puts `keys` keys of round `round` with `len`-byte values, then flushes.
+fn put_and_flush(db: &Db, keys: u32, round: u32, len: usize) {
+    for i in 0..keys {
+        db.put(key(i), value(i, round, len)).unwrap();
+    }
+    db.flush().unwrap();
+}
+
 /// A full compaction that rewrites the bottom level as well.
 fn force_bottom() -> CompactRangeOptions {
     CompactRangeOptions::default().bottommost_level_compaction(BottommostLevelCompaction::Force)
@@ -171,10 +179,7 @@ fn garbage_collection_empties_and_deletes_old_blob_files() {
 fn a_missing_cut_or_foreign_blob_file_is_refused_at_open() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(10))).unwrap();
-    for i in 0..50u32 {
-        db.put(key(i), value(i, 0, 300)).unwrap();
-    }
-    db.flush().unwrap();
+    put_and_flush(&db, 50, 0, 300);
     db.close().unwrap();
     let blob = blob_files(&fs, "/db")[0];
     let path = Path::new("/db").join(format!("{blob:06}.blob"));
@@ -215,10 +220,7 @@ fn a_missing_cut_or_foreign_blob_file_is_refused_at_open() {
 fn stats_properties_and_live_blob_files_count_blob_files_and_their_garbage() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(100))).unwrap();
-    for i in 0..100u32 {
-        db.put(key(i), value(i, 0, 500)).unwrap();
-    }
-    db.flush().unwrap();
+    put_and_flush(&db, 100, 0, 500);
     // The second round overwrites the even keys: once compacted, half of
     // each first-round blob file is garbage (none is all garbage, which
     // would drop it).
@@ -286,10 +288,7 @@ fn stats_properties_and_live_blob_files_count_blob_files_and_their_garbage() {
 fn the_file_check_reads_every_blob_record_and_names_damage() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(10))).unwrap();
-    for i in 0..50u32 {
-        db.put(key(i), value(i, 0, 300)).unwrap();
-    }
-    db.flush().unwrap();
+    put_and_flush(&db, 50, 0, 300);
     db.close().unwrap();
     let check = lithify_engine::verify_sst_files(fs.clone(), Path::new("/db"));
     assert!(check.problems.is_empty(), "{:?}", check.problems);
@@ -328,10 +327,7 @@ fn ingestion_refuses_a_table_of_blob_indexes() {
     // blob files, which ingestion would not bring along.
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/a", options(fs.clone(), BlobOptions::enabled(10))).unwrap();
-    for i in 0..20u32 {
-        db.put(key(i), value(i, 0, 200)).unwrap();
-    }
-    db.flush().unwrap();
+    put_and_flush(&db, 20, 0, 200);
     let force = CompactRangeOptions::default()
         .bottommost_level_compaction(BottommostLevelCompaction::Force);
     db.compact_range_opt(None, None, &force).unwrap();
@@ -466,10 +462,7 @@ fn obsolete_blob_files_wait_for_file_deletions_to_be_enabled_again() {
         .enable_blob_garbage_collection(true)
         .blob_garbage_collection_age_cutoff(1.0);
     let db = Db::open("/db", options(fs.clone(), gc)).unwrap();
-    for i in 0..100u32 {
-        db.put(key(i), value(i, 0, 500)).unwrap();
-    }
-    db.flush().unwrap();
+    put_and_flush(&db, 100, 0, 500);
     let before = blob_files(&fs, "/db");
     db.disable_file_deletions();
     // Every value relocated: the old blob files leave the version, but

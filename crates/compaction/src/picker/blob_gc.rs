@@ -69,8 +69,15 @@ impl BlobGcPolicy {
 }
 
 /// The SSTs of `version` due for forced blob garbage collection under
-/// `policy` (see the [module documentation](self)), as `(level, file)` in
-/// level order; files being compacted are left out.
+/// `policy`, as `(level, file)` in level order; files being compacted are
+/// left out. The rule (RocksDB's):
+///
+/// 1. the batch is the oldest `floor(age_cutoff × count)` of the table's
+///    blob files (none: nothing is due);
+/// 2. when the batch's garbage is at least `force_threshold` of its
+///    stored value bytes, the SSTs that refer to the **oldest** blob file
+///    are due: compacting them relocates its values, and once none refers
+///    to it the file is deleted and the rule looks at the next oldest.
 ///
 /// ```
 /// use lithify_compaction::{BlobGcPolicy, CompactionsInProgress, forced_blob_gc_files};
