@@ -343,7 +343,7 @@ pub mod inspect {
     pub mod blob {
         pub use lithify_blob::{
             BlobFileFooter, BlobFileHeader, BlobFileReader, BlobFileSummary, BlobIndex, BlobRecord,
-            BlobRecords,
+            BlobRecords, Readahead,
         };
     }
     /// `CURRENT` and the MANIFEST.
@@ -416,9 +416,9 @@ pub mod compaction {
     pub use lithify_base::key::TextKeyError;
     pub use lithify_base::{DecodeError, InternalKey, InternalKeyComparator, ParsedInternalKey};
     pub use lithify_compaction::{
-        Compaction, CompactionInputs, CompactionPicker, CompactionReason, CompactionsInProgress,
-        DeeperLevels, LevelScore, ManualOutput, ManualPick, ManualRequest, PickContext,
-        RunningCompaction,
+        BlobGcPolicy, Compaction, CompactionInputs, CompactionPicker, CompactionReason,
+        CompactionsInProgress, DeeperLevels, LevelScore, ManualOutput, ManualPick, ManualRequest,
+        PickContext, RunningCompaction, forced_blob_gc_files,
     };
     pub use lithify_version::{
         BlobFile, BlobFileGarbage, BlobFileMetadata, BlobRef, FileMetadata, Version, VersionEdit,
