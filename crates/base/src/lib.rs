@@ -45,6 +45,8 @@ pub mod merge;
 pub mod options;
 pub mod rand;
 pub mod sync;
+#[cfg(feature = "zstd")]
+pub mod zstd;
 
 pub use checksum::{mask_checksum, masked_xxh3_64, unmask_checksum, xxh3_64};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -1,6 +1,5 @@
 //! How a record's value is stored: raw, zstd or lz4.
 
-use std::cell::RefCell;
 use std::io;
 
 use lithify_base::coding::{Decoder, put_varint32};
@@ -180,13 +179,6 @@ impl ValueCompressor {
     }
 }
 
-thread_local! {
-    /// One zstd decompression context per thread: creating one costs more
-    /// than decompressing a small value.
-    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-        const { RefCell::new(None) };
-}
-
 /// The value stored as `stored` under compression `code`. The error is a
 /// phrase; the caller adds file and offset. Never allocates more than
 /// [`MAX_BLOB_LEN`] bytes, nor more than an lz4 block of that size could
@@ -220,25 +212,7 @@ fn decompress_zstd(stored: &[u8]) -> Result<Vec<u8>, String> {
             "zstd frame holds {content} bytes, its length prefix says {raw_len}"
         ));
     }
-    let mut out = Vec::with_capacity(raw_len);
-    let n = DECOMPRESSOR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
-        }
-        let Some(decompressor) = slot.as_mut() else {
-            return Err("no zstd decompressor".to_string());
-        };
-        decompressor
-            .decompress_to_buffer(frame, &mut out)
-            .map_err(|e| format!("zstd decompression failed: {e}"))
-    })?;
-    if n != raw_len || out.len() != raw_len {
-        return Err(format!(
-            "zstd value decompressed to {n} bytes, its length prefix says {raw_len}"
-        ));
-    }
-    Ok(out)
+    lithify_base::zstd::decompress_exact(frame, raw_len)
 }
 
 /// The most an lz4 block of `len` bytes can decompress to: every input

@@ -1,6 +1,5 @@
 //! Per-block compression.
 
-use std::cell::RefCell;
 use std::io;
 
 use lithify_base::coding::{Decoder, put_varint32};
@@ -87,13 +86,6 @@ impl BlockCompressor {
     }
 }
 
-thread_local! {
-    /// One decompression context per thread: creating one costs more than
-    /// decompressing a 4 KiB block.
-    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-        const { RefCell::new(None) };
-}
-
 /// Decompresses a stored zstd block (`varint32 length ++ frame`). The
 /// error is a phrase; the caller adds file and offset.
 pub(crate) fn decompress_zstd(stored: &[u8]) -> Result<Vec<u8>, String> {
@@ -107,25 +99,7 @@ pub(crate) fn decompress_zstd(stored: &[u8]) -> Result<Vec<u8>, String> {
         ));
     }
     let frame = d.remaining();
-    let mut out = Vec::with_capacity(raw_len);
-    let n = DECOMPRESSOR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
-        }
-        let Some(decompressor) = slot.as_mut() else {
-            return Err("no zstd decompressor".to_string());
-        };
-        decompressor
-            .decompress_to_buffer(frame, &mut out)
-            .map_err(|e| format!("zstd decompression failed: {e}"))
-    })?;
-    if n != raw_len || out.len() != raw_len {
-        return Err(format!(
-            "zstd block decompressed to {n} bytes, its header says {raw_len}"
-        ));
-    }
-    Ok(out)
+    lithify_base::zstd::decompress_exact(frame, raw_len)
 }
 
 #[cfg(test)]
