@@ -735,24 +735,30 @@ pub fn holds_database(fs: &dyn lithify_vfs::FileSystem, dir: &Path) -> Option<St
     let current = lithify_version::manifest::read_current(fs, dir)
         .ok()
         .filter(|&n| fs.exists(&dir.join(manifest_file_name(n))));
-    let (mut manifests, mut tables, mut wals) = (0, 0, 0);
+    let (mut manifests, mut tables, mut blobs, mut wals) = (0, 0, 0, 0);
     for name in &names {
         match parse_file_name(name) {
             Some(FileKind::Manifest(_)) => manifests += 1,
             Some(FileKind::Sst(_)) => tables += 1,
+            Some(FileKind::Blob(_)) => blobs += 1,
             Some(FileKind::Log(_)) => wals += 1,
             _ => {}
         }
     }
-    if current.is_none() && manifests == 0 && tables == 0 {
+    if current.is_none() && manifests == 0 && tables == 0 && blobs == 0 {
         return None;
     }
     let mut found = Vec::new();
     if let Some(n) = current {
         found.push(format!("CURRENT naming {}", manifest_file_name(n)));
     }
+    let blobs = if blobs > 0 {
+        format!(", {blobs} blob file(s)")
+    } else {
+        String::new()
+    };
     found.push(format!(
-        "{manifests} MANIFEST(s), {tables} SST file(s), {wals} WAL(s)"
+        "{manifests} MANIFEST(s), {tables} SST file(s){blobs}, {wals} WAL(s)"
     ));
     Some(found.join(", "))
 }
