@@ -121,6 +121,7 @@ pub(crate) fn cross(args: &[String]) -> Result {
                 "--test",
                 "damage",
             ]))?;
+            remove_target_dir(target)?;
             times.push((target.triple, "built, tests NOT run", started.elapsed()));
             continue;
         }
@@ -134,6 +135,8 @@ pub(crate) fn cross(args: &[String]) -> Result {
             }
             run(&mut test)?;
             run(cross_cargo(target, "test").args(["-p", "lithify-engine", "--test", "damage"]))?;
+            // The next target needs the room (CI disks may be nearly full).
+            remove_target_dir(target)?;
         } else {
             // Everything builds, the tools included; the libraries' tests run.
             run(&mut cross_cargo(target, "build"))?;
@@ -151,6 +154,15 @@ pub(crate) fn cross(args: &[String]) -> Result {
             "xtask: cross {triple} {outcome} in {:.0}s",
             took.as_secs_f64()
         );
+    }
+    Ok(())
+}
+
+/// Removes the build directory of `target` (`target/<triple>`).
+fn remove_target_dir(target: &Target) -> Result {
+    let dir = root().join("target").join(target.triple);
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
     }
     Ok(())
 }

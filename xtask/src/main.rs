@@ -340,8 +340,52 @@ fn fuzz_cargo() -> Command {
     }
 }
 
+/// The build directories `cargo xtask ci` removes once the step that
+/// alone uses them has passed: a CI machine's disk may be nearly full, and
+/// the whole run builds the workspace seven ways (test, docs, MSRV, fuzz,
+/// loom, two cross targets), more than 10 GB when kept together.
+const CI_STEP_DIRS: &[(&str, &[&str])] = &[
+    ("docs", &["target/doc", "target/docsrs"]),
+    ("msrv", &["target/msrv"]),
+    ("fuzz", &["fuzz/target"]),
+    ("loom", &["target/loom"]),
+];
+
+/// Removes the build directories of the CI step `step` and says how much
+/// room the disk has left.
+fn free_step_dirs(step: &str) -> Result {
+    for (name, dirs) in CI_STEP_DIRS {
+        if *name != step {
+            continue;
+        }
+        for dir in *dirs {
+            let path = root().join(dir);
+            if path.exists() {
+                fs::remove_dir_all(&path)
+                    .map_err(|e| format!("removing {}: {e}", path.display()))?;
+            }
+        }
+    }
+    report_free_disk(&format!("after {step}"));
+    Ok(())
+}
+
+/// Prints the room left on the disk of the workspace (`df`), so a CI run
+/// that fills the disk shows where.
+fn report_free_disk(when: &str) {
+    if let Ok(out) = Command::new("df")
+        .args(["-h", "--output=avail"])
+        .arg(root())
+        .output()
+        && let Some(avail) = String::from_utf8_lossy(&out.stdout).lines().nth(1)
+    {
+        eprintln!("xtask: disk {when}: {} available", avail.trim());
+    }
+}
+
 fn ci() -> Result {
     let start = Instant::now();
+    report_free_disk("at the start");
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
         "clippy",
@@ -353,15 +397,20 @@ fn ci() -> Result {
     ]))?;
     // The README's test command.
     run(cargo().args(["test"]))?;
+    report_free_disk("after cargo test");
     api::api()?;
     docs()?;
+    free_step_dirs("docs")?;
     msrv()?;
+    free_step_dirs("msrv")?;
     // The whole calibration grid, not only the small one `cargo test`
     // checks, must still be what the simulator gives.
     calibrate(true)?;
     kafka_compat()?;
     fuzz(&["--smoke".to_string()])?;
+    free_step_dirs("fuzz")?;
     loom(None)?;
+    free_step_dirs("loom")?;
     bench(&["--smoke".to_string()])?;
     // The short crash loops, on the test build `cargo test` just made.
     crash::crash(&["--dev".to_string()])?;
