@@ -28,15 +28,17 @@ const READAHEAD_WINDOW: u64 = 128 << 10;
 /// goes through the blob files of several flushes at once, each in order.
 const READAHEAD_FILES: usize = 8;
 
-/// The readahead state of one reader of blob values (an iterator): per
-/// blob file it reads (the 8 used last), the window read last and where
-/// the next in-order read starts. [`BlobFileReader::get_sequential`]
-/// keeps it.
-#[derive(Debug, Clone, Default)]
+/// The readahead state of one reader of blob values (an iterator, a
+/// compaction): per blob file it reads (the 8 used last), the window read
+/// last and where the last record read starts and ends.
+/// [`BlobFileReader::get_sequential`] keeps it.
+#[derive(Debug, Clone)]
 pub struct Readahead {
     windows: Vec<Window>,
     /// Reads of files made so far.
     file_reads: u64,
+    /// The largest window (0: never read ahead).
+    max_window: u64,
 }
 
 /// One file's window: `buf` holds the file's bytes from `start`.
@@ -45,13 +47,47 @@ struct Window {
     file: u64,
     start: u64,
     buf: Bytes,
-    /// Where the last record read ended.
+    /// Where the last record read starts.
+    last_at: u64,
+    /// Where the last record read ends.
     next: u64,
     /// The current readahead size (0: reads are not in order).
     size: u64,
 }
 
+impl Default for Readahead {
+    /// Windows of 16 KiB, doubling to 128 KiB (what iterators use).
+    fn default() -> Self {
+        Readahead::with_max_window(READAHEAD_WINDOW)
+    }
+}
+
 impl Readahead {
+    /// Windows that start at 16 KiB (or `max_window`, if smaller) and
+    /// double up to `max_window` bytes; 0 never reads ahead (each value is
+    /// one read, as [`BlobFileReader::get`]). Compaction uses it for
+    /// RocksDB's `blob_compaction_readahead_size`.
+    ///
+    /// ```
+    /// use lithify_blob::Readahead;
+    ///
+    /// let ahead = Readahead::with_max_window(2 << 20);
+    /// assert_eq!(ahead.max_window(), 2 << 20);
+    /// assert_eq!(Readahead::default().max_window(), 128 << 10);
+    /// ```
+    pub fn with_max_window(max_window: u64) -> Self {
+        Readahead {
+            windows: Vec::new(),
+            file_reads: 0,
+            max_window,
+        }
+    }
+
+    /// The largest window read ahead, in bytes.
+    pub fn max_window(&self) -> u64 {
+        self.max_window
+    }
+
     /// Reads of blob files made through this state (each miss of a
     /// window is one).
     pub fn file_reads(&self) -> u64 {
@@ -279,12 +315,13 @@ impl BlobFileReader {
     }
 
     /// [`get`](Self::get) for reads that go through the file in order (a
-    /// scan of keys whose values a flush wrote together): once two reads
-    /// follow each other in a file, each miss of that file's window reads
-    /// ahead (16 KiB, doubling to 128 KiB), and the next values come from
-    /// memory; `ahead` keeps a window for each of the last 8 files read.
-    /// Reads out of order fall back to one read each. The checks are
-    /// [`get`](Self::get)'s.
+    /// scan of keys whose values a flush wrote together), forwards or
+    /// backwards: once two reads follow each other in a file, each miss of
+    /// that file's window reads ahead in the same direction (16 KiB,
+    /// doubling to 128 KiB by default, see [`Readahead::with_max_window`]),
+    /// and the next values come from memory; `ahead` keeps a window for
+    /// each of the last 8 files read. Reads out of order fall back to one
+    /// read each. The checks are [`get`](Self::get)'s.
     ///
     /// ```
     /// use std::path::Path;
@@ -325,35 +362,52 @@ impl BlobFileReader {
     ) -> Result<Bytes> {
         let (record_at, len) = self.locate(user_key, index)?;
         let end = record_at + len as u64;
+        let max_window = ahead.max_window;
         let w = ahead.window(self.header.file_number);
         if record_at >= w.start && end <= w.start + w.buf.len() as u64 {
             let from = (record_at - w.start) as usize;
             let record = w.buf.slice(from..from + len);
-            w.next = end;
+            (w.last_at, w.next) = (record_at, end);
             return self.check_record(record, record_at, user_key, index);
         }
-        // In order: this record starts where the last one read ended.
-        w.size = if record_at == w.next {
-            (w.size * 2).clamp(READAHEAD_MIN, READAHEAD_WINDOW)
+        // In order: this record starts where the last one read ended
+        // (forwards), or ends where it started (backwards).
+        let in_order = w.next != 0 && (record_at == w.next || end == w.last_at);
+        w.size = if in_order {
+            (w.size * 2).clamp(READAHEAD_MIN.min(max_window), max_window)
         } else {
             0
         };
-        w.next = end;
-        let read_len = (len as u64)
-            .max(w.size)
-            .min(self.footer_offset() - record_at);
+        let (read_at, read_len) = if w.size == 0 {
+            (record_at, len as u64)
+        } else if record_at == w.next {
+            (
+                record_at,
+                (len as u64)
+                    .max(w.size)
+                    .min(self.footer_offset() - record_at),
+            )
+        } else {
+            // Backwards: the window ends with this record.
+            let from = end
+                .saturating_sub(w.size)
+                .clamp(HEADER_LEN as u64, record_at);
+            (from, end - from)
+        };
+        (w.last_at, w.next) = (record_at, end);
         let Ok(read_len) = usize::try_from(read_len) else {
             return Err(self.corruption(record_at, format!("{index} is too large to read")));
         };
-        let buf = Bytes::from(self.read(record_at, read_len)?);
+        let buf = Bytes::from(self.read(read_at, read_len)?);
         if w.size > 0 {
-            w.start = record_at;
+            w.start = read_at;
             w.buf = buf.clone();
         } else {
             w.buf = Bytes::new();
         }
         ahead.file_reads += 1;
-        self.check_record(buf.slice(..len), record_at, user_key, index)
+        let from = (record_at - read_at) as usize;
+        self.check_record(buf.slice(from..from + len), record_at, user_key, index)
     }
 
     /// Where the record `index` points at starts, and its length: an

@@ -1723,6 +1723,8 @@ fn bench_with_blob_files_separates_values_and_reports_them() {
         "0.5",
         "--blob-garbage-collection-force-threshold",
         "0.8",
+        "--blob-compaction-readahead-size",
+        "65536",
     ]);
     // One JSON object per benchmark: readrandom's is the last.
     let o: Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();

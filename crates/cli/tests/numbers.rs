@@ -105,6 +105,7 @@ const NUMERIC: &[(&str, &str, Range)] = &[
         "--blob-garbage-collection-force-threshold",
         Float(0.0, 1.0),
     ),
+    ("bench", "--blob-compaction-readahead-size", Int(0, 1 << 30)),
     (
         "bench",
         "--max-write-batch-group-size-bytes",

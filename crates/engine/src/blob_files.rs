@@ -3,7 +3,9 @@
 //! the block cache). Reads ([`BlobFiles::get`]) turn a blob index into the
 //! value; iterators read ahead ([`BlobFiles::get_sequential`]) when they
 //! go through a blob file in order; compaction reads through the same
-//! handle ([`BlobFetcher`]).
+//! handle ([`BlobFetcher`]), ahead when it relocates values, and without
+//! filling the cache (RocksDB's compaction reads with `fill_cache =
+//! false`: a relocated value is about to move to another file).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -82,7 +84,7 @@ impl BlobFiles {
     /// The value of `user_key` that the encoded blob index `index` points
     /// at, from the block cache or the blob file.
     pub(crate) fn get(&self, user_key: &[u8], index: &[u8]) -> lithify_base::Result<Bytes> {
-        self.read(user_key, index, None)
+        self.read(user_key, index, None, true)
     }
 
     /// [`get`](Self::get) for a reader going through values in file
@@ -94,7 +96,7 @@ impl BlobFiles {
         index: &[u8],
         ahead: &mut Readahead,
     ) -> lithify_base::Result<Bytes> {
-        self.read(user_key, index, Some(ahead))
+        self.read(user_key, index, Some(ahead), true)
     }
 
     fn read(
@@ -102,6 +104,7 @@ impl BlobFiles {
         user_key: &[u8],
         index: &[u8],
         ahead: Option<&mut Readahead>,
+        fill_cache: bool,
     ) -> lithify_base::Result<Bytes> {
         let index = BlobIndex::decode(index).map_err(|e| {
             lithify_base::Error::invalid_argument(format!(
@@ -120,7 +123,7 @@ impl BlobFiles {
             None => open.reader.get(user_key, &index),
         }
         .map_err(lithify_base::Error::external)?;
-        if let Some(cache) = &self.cache {
+        if fill_cache && let Some(cache) = &self.cache {
             cache.insert(open.cache_id, index.offset, value.clone());
         }
         Ok(value)
@@ -134,6 +137,15 @@ impl BlobFiles {
 
 impl BlobFetcher for BlobFiles {
     fn fetch(&self, user_key: &[u8], index: &[u8]) -> lithify_base::Result<Bytes> {
-        self.get(user_key, index)
+        self.read(user_key, index, None, false)
+    }
+
+    fn fetch_sequential(
+        &self,
+        user_key: &[u8],
+        index: &[u8],
+        ahead: &mut Readahead,
+    ) -> lithify_base::Result<Bytes> {
+        self.read(user_key, index, Some(ahead), false)
     }
 }

@@ -362,7 +362,8 @@ impl Table {
     /// (`enable_blob_files`, `min_blob_size`, `blob_file_size`,
     /// `blob_compression_type`, `enable_blob_garbage_collection`,
     /// `blob_garbage_collection_age_cutoff`,
-    /// `blob_garbage_collection_force_threshold`).
+    /// `blob_garbage_collection_force_threshold`,
+    /// `blob_compaction_readahead_size`).
     ///
     /// All changes apply together or none does (an unknown name, a value
     /// that does not parse, or settings that do not hold together are an

@@ -176,6 +176,42 @@ fn garbage_collection_empties_and_deletes_old_blob_files() {
 }
 
 #[test]
+fn garbage_collection_reads_old_blob_files_ahead() {
+    // The same relocation with each value read alone and with readahead:
+    // the result is the same, the reads of the file system far fewer.
+    let relocate = |readahead: u64| {
+        let fs = Arc::new(lithify_vfs::FaultFs::new(MemFs::new()));
+        let gc = BlobOptions::enabled(100)
+            .enable_blob_garbage_collection(true)
+            .blob_garbage_collection_age_cutoff(1.0)
+            .blob_compaction_readahead_size(readahead);
+        let db = Db::open("/db", small_options(fs.clone()).blob(gc)).unwrap();
+        for round in 0..3u32 {
+            put_and_flush(&db, 300, round, 600);
+        }
+        fs.reset_counts();
+        db.compact_range_opt(None, None, &force_bottom()).unwrap();
+        let reads = fs.counts().reads;
+        let pairs = scan(&db, &ReadOptions::default());
+        (reads, pairs)
+    };
+    let (alone, pairs) = relocate(0);
+    let (ahead, same) = relocate(1 << 20);
+    assert_eq!(pairs, same);
+    assert_eq!(pairs.len(), 300);
+    assert!(pairs.iter().all(|(k, v)| {
+        let i: u32 = std::str::from_utf8(&k[3..]).unwrap().parse().unwrap();
+        *v == value(i, 2, 600)
+    }));
+    // 300 values relocated: at least one read each without readahead.
+    assert!(alone >= 300, "{alone}");
+    assert!(
+        ahead * 2 < alone,
+        "{ahead} reads with readahead, {alone} without"
+    );
+}
+
+#[test]
 fn a_missing_cut_or_foreign_blob_file_is_refused_at_open() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(10))).unwrap();

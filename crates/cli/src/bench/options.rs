@@ -165,6 +165,12 @@ pub(crate) struct EngineArgs {
     /// pinning the oldest (default 1.0: never). [range: 0..=1]
     #[arg(long, value_name = "F", value_parser = numbers::float(0.0, 1.0))]
     pub blob_garbage_collection_force_threshold: Option<f64>,
+    /// How far garbage collection reads old blob files ahead while it
+    /// relocates their values (default 2 MiB; 0 reads each value alone).
+    /// [range: 0..=1073741824]
+    #[arg(long,
+          value_parser = numbers::rocksdb::<u64>("blob_compaction_readahead_size", 0, 1 << 30))]
+    pub blob_compaction_readahead_size: Option<u64>,
     /// Bytes one write group commits at most (default 1 MiB).
     /// [range: 1..=1073741824]
     #[arg(long,
@@ -331,6 +337,9 @@ impl EngineArgs {
         }
         if let Some(v) = self.blob_garbage_collection_force_threshold {
             b.blob_garbage_collection_force_threshold = v;
+        }
+        if let Some(v) = self.blob_compaction_readahead_size {
+            b.blob_compaction_readahead_size = v;
         }
         if let Some(bits) = self.bloom_bits {
             o.bloom_bits_per_key = bits;

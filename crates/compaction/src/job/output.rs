@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lithify_base::key::{TRAILER_LEN, escape};
 use lithify_base::{Id, InternalKey, InternalKeyComparator, ValueKind};
-use lithify_blob::{BlobCompression, BlobFileHeader, BlobFileWriter, BlobIndex};
+use lithify_blob::{BlobCompression, BlobFileHeader, BlobFileWriter, BlobIndex, Readahead};
 use lithify_sstable::{SstBuilder, SstOptions};
 use lithify_version::filename::{blob_file_name, sst_file_name};
 use lithify_version::{BlobFileMetadata, BlobRef, FileMetadata, VersionSet};
@@ -62,6 +62,10 @@ pub struct BlobSettings<'a> {
     pub relocate_below: u64,
     /// Reads the values to relocate.
     pub fetcher: Option<&'a dyn BlobFetcher>,
+    /// The largest window each output writer reads old blob files ahead
+    /// with while it relocates their values (RocksDB's
+    /// `blob_compaction_readahead_size`; 0 reads each value alone).
+    pub readahead_size: u64,
 }
 
 impl BlobSettings<'_> {
@@ -75,6 +79,7 @@ impl BlobSettings<'_> {
             table_id: 0,
             relocate_below: 0,
             fetcher: None,
+            readahead_size: 0,
         }
     }
 }
@@ -88,6 +93,7 @@ impl std::fmt::Debug for BlobSettings<'_> {
             .field("compression", &self.compression)
             .field("table_id", &self.table_id)
             .field("relocate_below", &self.relocate_below)
+            .field("readahead_size", &self.readahead_size)
             .finish_non_exhaustive()
     }
 }
@@ -166,6 +172,8 @@ pub(crate) struct OutputWriter<'a> {
     /// Blob files finished.
     blob_files: Vec<BlobFileMetadata>,
     blob_bytes_written: u64,
+    /// Readahead through the old blob files values are relocated from.
+    relocation_readahead: Readahead,
     /// The entry as added to the SST when its value was separated.
     scratch_key: Vec<u8>,
     scratch_value: Vec<u8>,
@@ -208,6 +216,7 @@ impl<'a> OutputWriter<'a> {
             blob: None,
             blob_files: Vec::new(),
             blob_bytes_written: 0,
+            relocation_readahead: Readahead::with_max_window(factory.blobs.readahead_size),
             scratch_key: Vec::new(),
             scratch_value: Vec::new(),
         }
@@ -240,7 +249,7 @@ impl<'a> OutputWriter<'a> {
                 return self.add_entry(key, user_key, value, Some(&index));
             }
             let fetched = match blobs.fetcher {
-                Some(f) => f.fetch(user_key, value),
+                Some(f) => f.fetch_sequential(user_key, value, &mut self.relocation_readahead),
                 None => Err(lithify_base::Error::invalid_argument(
                     "the compaction was given no blob reader to relocate values",
                 )),

@@ -20,6 +20,7 @@ pub(crate) const SETTABLE: &[&str] = &[
     "enable_blob_garbage_collection",
     "blob_garbage_collection_age_cutoff",
     "blob_garbage_collection_force_threshold",
+    "blob_compaction_readahead_size",
 ];
 
 /// `blob` with every change of `changes` made, checked as a whole: the
@@ -61,6 +62,7 @@ pub(crate) fn apply(mut blob: BlobOptions, changes: &[(&str, &str)]) -> Result<B
             "blob_garbage_collection_force_threshold" => {
                 blob.blob_garbage_collection_force_threshold = ratio()?;
             }
+            "blob_compaction_readahead_size" => blob.blob_compaction_readahead_size = bytes()?,
             _ => {
                 return InvalidArgumentSnafu {
                     message: format!(
@@ -92,6 +94,7 @@ mod tests {
                 ("enable_blob_garbage_collection", "1"),
                 ("blob_garbage_collection_age_cutoff", "0.5"),
                 ("blob_garbage_collection_force_threshold", "0.75"),
+                ("blob_compaction_readahead_size", "0"),
             ],
         )
         .unwrap();
@@ -100,7 +103,8 @@ mod tests {
             .blob_compression(lithify_blob::BlobCompression::zstd())
             .enable_blob_garbage_collection(true)
             .blob_garbage_collection_age_cutoff(0.5)
-            .blob_garbage_collection_force_threshold(0.75);
+            .blob_garbage_collection_force_threshold(0.75)
+            .blob_compaction_readahead_size(0);
         assert_eq!(blob, expected);
         assert_eq!(
             apply(blob, &[("blob_compression_type", "lz4")])

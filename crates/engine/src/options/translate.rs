@@ -35,6 +35,7 @@ pub(crate) fn blob_settings<'a>(
         table_id: table,
         relocate_below,
         fetcher: Some(fetcher),
+        readahead_size: o.blob_compaction_readahead_size,
     }
 }
 
