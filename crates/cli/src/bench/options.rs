@@ -166,7 +166,7 @@ pub(crate) struct EngineArgs {
     #[arg(long, value_name = "F", value_parser = numbers::float(0.0, 1.0))]
     pub blob_garbage_collection_force_threshold: Option<f64>,
     /// How far garbage collection reads old blob files ahead while it
-    /// relocates their values (default 2 MiB; 0 reads each value alone).
+    /// relocates their values (default 64 KiB; 0 reads each value alone).
     /// [range: 0..=1073741824]
     #[arg(long,
           value_parser = numbers::rocksdb::<u64>("blob_compaction_readahead_size", 0, 1 << 30))]

@@ -53,7 +53,11 @@ pub struct BlobOptions {
     pub blob_garbage_collection_force_threshold: f64,
     /// While garbage collection relocates values, each compaction reads
     /// the old blob files ahead in windows of up to this many bytes
-    /// (default 2 MiB; 0 reads each value alone, RocksDB's default).
+    /// (default 64 KiB; 0 reads each value alone, RocksDB's default). With
+    /// the files in the page cache, windows of 16–64 KiB made a
+    /// relocating compaction 9–13% faster than reading each value alone,
+    /// and windows of 128 KiB and more slower (they read garbage values
+    /// too, into larger buffers).
     pub blob_compaction_readahead_size: u64,
 }
 
@@ -69,7 +73,7 @@ lithify_base::options_builder!(BlobOptions {
 });
 
 /// [`BlobOptions::blob_compaction_readahead_size`]'s default.
-const DEFAULT_COMPACTION_READAHEAD: u64 = 2 << 20;
+const DEFAULT_COMPACTION_READAHEAD: u64 = 64 << 10;
 
 impl Default for BlobOptions {
     fn default() -> Self {
