@@ -22,8 +22,10 @@ pub struct Config {
     /// Key-value separation for values of at least this many bytes
     /// (`--blob-min-size`): lithify's and RocksDB's blob files
     /// (`enable_blob_files`, `min_blob_size`), fjall's KV separation
-    /// (`separation_threshold`); each engine's other blob settings at
-    /// their defaults.
+    /// (`separation_threshold`). Garbage collection is on in lithify and
+    /// RocksDB (`enable_blob_garbage_collection`, age cutoff 0.25); fjall
+    /// collects by its own defaults. Other blob settings are each
+    /// engine's defaults.
     pub blob_min_size: Option<u64>,
 }
 
@@ -71,6 +73,18 @@ impl std::ops::Sub for WriteCounters {
 /// The engine names `--engine` takes.
 pub const ENGINES: [&str; 3] = ["lithify", "rocksdb", "fjall"];
 
+/// Whether `path` (relative to the database directory) is one of
+/// `engine`'s write-ahead log files, all in the directory itself:
+/// `NNNNNN.log` for lithify and RocksDB, `N.jnl` for fjall's journals.
+pub fn is_wal_file(engine: &str, path: &Path) -> bool {
+    let suffix = if engine == "fjall" { ".jnl" } else { ".log" };
+    path.parent().is_some_and(|p| p.as_os_str().is_empty())
+        && path
+            .to_str()
+            .and_then(|n| n.strip_suffix(suffix))
+            .is_some_and(|stem| !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Opens (creating) the named engine's database in `dir`.
 pub fn open(engine: &str, dir: &Path, config: Config) -> Result<Box<dyn Kv>> {
     match engine {
@@ -111,7 +125,9 @@ fn lithify_db(dir: &Path, config: Config) -> Result<lithify::Db> {
             lithify::WalCompression::None
         });
     let options = match config.blob_min_size {
-        Some(min) => options.blob(lithify::BlobOptions::enabled(min)),
+        Some(min) => {
+            options.blob(lithify::BlobOptions::enabled(min).enable_blob_garbage_collection(true))
+        }
         None => options,
     };
     lithify::Db::open(dir, options).map_err(text)
@@ -205,6 +221,7 @@ fn rocks_options(config: Config) -> rocksdb::Options {
     if let Some(min) = config.blob_min_size {
         o.set_enable_blob_files(true);
         o.set_min_blob_size(min);
+        o.set_enable_blob_gc(true);
     }
     o
 }

@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use engines::{Config, ENGINES, TXN_MODES, TxnMode};
+use serde_json::Value;
 use workloads::{Outcome, Spec, WORKLOADS};
 
 fn main() {
@@ -108,6 +109,9 @@ fn run(args: &[String]) -> Result<(), String> {
         let mode = TxnMode::parse(a.value("--txn").unwrap_or("optimistic"))?;
         return run_txn(engine, mode, &dir, &spec, config);
     }
+    if workload == "fill-overwrite" {
+        return run_fill_overwrite(engine, &dir, &spec, config);
+    }
     let db = engines::open(engine, &dir, config)?;
     // The state a workload starts from (not measured).
     let preload = match workload {
@@ -160,17 +164,11 @@ fn run(args: &[String]) -> Result<(), String> {
         k * (1.0 - (-n / k).exp())
     };
     let live_bytes = live_keys * (16 + spec.value_size) as f64;
-    let (p50, p99) = percentiles(&out);
-    let json = serde_json::json!({
+    let mut json = phase(&out);
+    let rest = serde_json::json!({
         "engine": engine,
         "workload": workload,
         "threads": spec.threads,
-        "ops": out.ops,
-        "seconds": out.seconds,
-        "ops_per_sec": out.ops as f64 / out.seconds,
-        "p50_us": p50,
-        "p99_us": p99,
-        "found": out.found,
         "user_bytes": out.user_bytes,
         "written_bytes": written,
         "write_amp": if out.user_bytes > 0 { written as f64 / out.user_bytes as f64 } else { 0.0 },
@@ -182,8 +180,112 @@ fn run(args: &[String]) -> Result<(), String> {
         "compaction_bytes": split.map(|s| s.compaction),
         "wal_syncs": split.map(|s| s.wal_syncs),
     });
+    if let (Some(json), Value::Object(rest)) = (json.as_object_mut(), rest) {
+        json.extend(rest);
+    }
     println!("{json}");
     std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(())
+}
+
+/// One phase of a multi-phase run, as JSON: throughput and latencies.
+fn phase(out: &Outcome) -> Value {
+    let (p50, p99) = percentiles(out);
+    serde_json::json!({
+        "ops": out.ops,
+        "seconds": out.seconds,
+        "ops_per_sec": out.ops as f64 / out.seconds,
+        "p50_us": p50,
+        "p99_us": p99,
+        "found": out.found,
+    })
+}
+
+/// `run --workload fill-overwrite`, the key-value separation sequence:
+/// fillrandom of `keys` keys, overwrite of twice the key space, then
+/// readrandom (`keys` reads) and seekrandom (`keys / 4` seeks) on the
+/// tree as the overwrite left it. Write amplification is that of fill
+/// plus overwrite **without the WAL**: the bytes the process wrote, less
+/// the WAL files' bytes ([`metrics::WalBytes`], the same measure for every
+/// engine), over the user bytes; the WAL bytes are reported beside it.
+/// Space amplification is the directory's bytes once the overwrite
+/// returned (the database open) over the live bytes.
+fn run_fill_overwrite(
+    engine: &str,
+    dir: &std::path::Path,
+    spec: &Spec,
+    config: Config,
+) -> Result<(), String> {
+    let db = engines::open(engine, dir, config)?;
+    let owned = engine.to_owned();
+    let wal = metrics::WalBytes::watch(dir, move |p| engines::is_wal_file(&owned, p));
+    let written_before = metrics::write_bytes();
+    let counters_before = db.write_counters();
+    let fill = workloads::write_random(
+        &*db,
+        &Spec {
+            ops: spec.keys,
+            ..*spec
+        },
+    )?;
+    let overwrite = workloads::write_random(
+        &*db,
+        &Spec {
+            ops: 2 * spec.keys,
+            seed: spec.seed ^ 0x0fe1,
+            ..*spec
+        },
+    )?;
+    let written = metrics::write_bytes() - written_before;
+    let wal_bytes = wal.finish();
+    let counters = db
+        .write_counters()
+        .zip(counters_before)
+        .map(|(after, before)| after - before);
+    let dir_bytes = metrics::dir_bytes(dir);
+    let reads = workloads::read_random(
+        &*db,
+        &Spec {
+            ops: spec.keys,
+            ..*spec
+        },
+    )?;
+    let seeks = workloads::seek_random(
+        &*db,
+        &Spec {
+            ops: (spec.keys / 4).max(1),
+            ..*spec
+        },
+    )?;
+    db.close()?;
+    let user_bytes = fill.user_bytes + overwrite.user_bytes;
+    let live_bytes = spec.keys as f64 * (16 + spec.value_size) as f64;
+    let per_user = |b: u64| b as f64 / user_bytes.max(1) as f64;
+    let json = serde_json::json!({
+        "engine": engine,
+        "workload": "fill-overwrite",
+        "keys": spec.keys,
+        "value_size": spec.value_size,
+        "blob_min_size": config.blob_min_size,
+        "fill": phase(&fill),
+        "overwrite": phase(&overwrite),
+        "readrandom": phase(&reads),
+        "seekrandom": phase(&seeks),
+        "writes": {
+            "user_bytes": user_bytes,
+            "written_bytes": written,
+            "wal_bytes": wal_bytes,
+            "write_amp": per_user(written.saturating_sub(wal_bytes)),
+            "wal_amp": per_user(wal_bytes),
+            "engine_wal_bytes": counters.map(|c| c.wal),
+            "engine_flush_bytes": counters.map(|c| c.flush),
+            "engine_compaction_bytes": counters.map(|c| c.compaction),
+            "dir_bytes": dir_bytes,
+            "space_amp": dir_bytes as f64 / live_bytes,
+        },
+    });
+    println!("{json}");
+    std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(())
 }
 

@@ -2,7 +2,13 @@
 //! (`/proc/self/io`), peak resident memory (`/proc/self/status`, reset
 //! through `/proc/self/clear_refs`) and the bytes of a directory.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// `write_bytes` of `/proc/self/io`: bytes this process caused to be sent
 /// to storage (page-cache writes count when they are dirtied).
@@ -44,4 +50,73 @@ pub fn dir_bytes(dir: &Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
+}
+
+/// Watches a database directory's write-ahead log files while a workload
+/// runs, and adds up the bytes each one held at its largest: the WAL bytes
+/// written, measured the same way for every engine (whatever each engine's
+/// own counters include). Sizes are the blocks a file has allocated, so a
+/// file made long in advance and written later (fjall's journals) counts
+/// what was written; files deleted between two looks 5 ms apart are
+/// counted as last seen.
+pub struct WalBytes {
+    stop: Arc<AtomicBool>,
+    watcher: JoinHandle<HashMap<PathBuf, u64>>,
+}
+
+impl WalBytes {
+    /// Starts watching the files under `dir` for which `is_wal` (given the
+    /// path relative to `dir`) holds.
+    pub fn watch(dir: &Path, is_wal: impl Fn(&Path) -> bool + Send + 'static) -> WalBytes {
+        let stop = Arc::new(AtomicBool::new(false));
+        let dir = dir.to_path_buf();
+        let done = Arc::clone(&stop);
+        let watcher = std::thread::spawn(move || {
+            let mut largest = HashMap::new();
+            loop {
+                let last = done.load(Ordering::Acquire);
+                look(&dir, &dir, &is_wal, &mut largest);
+                if last {
+                    return largest;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        WalBytes { stop, watcher }
+    }
+
+    /// Stops watching (after one last look) and returns the bytes.
+    pub fn finish(self) -> u64 {
+        self.stop.store(true, Ordering::Release);
+        self.watcher
+            .join()
+            .map(|largest| largest.values().sum())
+            .unwrap_or(0)
+    }
+}
+
+fn look(
+    root: &Path,
+    dir: &Path,
+    is_wal: &impl Fn(&Path) -> bool,
+    largest: &mut HashMap<PathBuf, u64>,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        match e.metadata() {
+            Ok(m) if m.is_dir() => look(root, &path, is_wal, largest),
+            Ok(m) => {
+                let rel = path.strip_prefix(root).unwrap_or(&path);
+                if is_wal(rel) {
+                    let bytes = (m.blocks() * 512).min(m.len());
+                    let seen = largest.entry(rel.to_path_buf()).or_insert(0);
+                    *seen = (*seen).max(bytes);
+                }
+            }
+            Err(_) => {}
+        }
+    }
 }

@@ -23,6 +23,11 @@ enum Metric {
     /// Committed transactions per second (higher is better), with the
     /// conflict rate and p99.
     Commits,
+    /// Bytes written without the WAL over user bytes (lower is better),
+    /// with the WAL's beside it.
+    WriteAmpWithoutWal,
+    /// Directory bytes over live bytes (lower is better).
+    SpaceAmp,
 }
 
 struct Row {
@@ -40,6 +45,9 @@ struct Row {
     txn: Option<&'static str>,
     /// Key-value separation from this value size on (`--blob-min-size`).
     blob_min_size: Option<u64>,
+    /// The part of a multi-phase run's result the row shows (`fill`,
+    /// `overwrite`, `writes`, ...), or the whole result.
+    phase: Option<&'static str>,
     metric: Metric,
 }
 
@@ -66,6 +74,7 @@ fn row(
         wal_compressed: false,
         txn: None,
         blob_min_size: None,
+        phase: None,
         metric,
     }
 }
@@ -76,49 +85,81 @@ impl Row {
         self.wal_compressed = true;
         self
     }
-
-    /// The row with every value in blob files (its values are at least
-    /// 1 KiB: separation from 512 bytes on).
-    fn separated(mut self) -> Row {
-        self.blob_min_size = Some(512);
-        self
-    }
 }
 
-/// Key-value separation's rows: fill, write amplification and point
-/// reads with 1, 4 and 16 KiB values, every engine separating them (the
-/// "1 KiB values" rows above are the same runs without separation).
+/// Key-value separation's rows: for 1, 4 and 16 KiB values, each engine
+/// separating them (from 512 bytes, garbage collection on) and the same
+/// runs inline, the `fill-overwrite` sequence: fillrandom, overwrite of
+/// twice the key space, write amplification of both without the WAL (the
+/// WAL beside it), space amplification after the overwrite, then
+/// readrandom and seekrandom on that tree. 100-byte values with
+/// separation configured stay inline: those rows show what configuring it
+/// costs values below `min_blob_size`.
 fn separated_rows(full: bool) -> Vec<Row> {
     use Metric::*;
-    let sizes: [(u64, u64); 3] = if full {
-        [(1024, 1_000_000), (4096, 1_000_000), (16384, 250_000)]
+    let sizes: [(u64, u64); 4] = if full {
+        [
+            (1024, 1_000_000),
+            (4096, 1_000_000),
+            (16384, 250_000),
+            (100, 1_000_000),
+        ]
     } else {
-        [(1024, 300_000), (4096, 100_000), (16384, 25_000)]
+        [
+            (1024, 100_000),
+            (4096, 30_000),
+            (16384, 8_000),
+            (100, 300_000),
+        ]
     };
     let mut rows = Vec::new();
     for (value_size, keys) in sizes {
-        let what = format!("{} KiB values, blob files", value_size / 1024);
+        let what = if value_size < 1024 {
+            format!("{value_size}-byte values")
+        } else {
+            format!("{} KiB values", value_size / 1024)
+        };
         let n = if keys >= 1_000_000 {
             format!("{}M", keys / 1_000_000)
         } else {
             format!("{}K", keys / 1000)
         };
-        let plain = (false, false);
-        for (name, workload, metric) in [
-            (format!("{what}: fillrandom {n}"), "fillrandom", Throughput),
-            (
-                format!("{what}: write amplification"),
-                "fillrandom",
-                WriteAmp,
-            ),
-            (
-                format!("{what}: bytes after compact-all"),
-                "compact",
-                DirBytes,
-            ),
-            (format!("{what}: readrandom"), "readrandom", Throughput),
-        ] {
-            rows.push(row(name, workload, keys, keys, 1, value_size, plain, metric).separated());
+        let configured = if value_size < 512 {
+            "blob files configured"
+        } else {
+            "blob files"
+        };
+        for (label, blob_min_size) in [(configured, Some(512)), ("inline", None)] {
+            for (name, phase, metric) in [
+                (format!("fillrandom {n}"), "fill", Throughput),
+                ("overwrite 2x".to_owned(), "overwrite", Throughput),
+                (
+                    "write amplification without WAL".to_owned(),
+                    "writes",
+                    WriteAmpWithoutWal,
+                ),
+                (
+                    "space amplification after overwrite".to_owned(),
+                    "writes",
+                    SpaceAmp,
+                ),
+                ("readrandom".to_owned(), "readrandom", Throughput),
+                ("seekrandom".to_owned(), "seekrandom", Throughput),
+            ] {
+                let mut r = row(
+                    format!("{what}, {label}: {name}"),
+                    "fill-overwrite",
+                    keys,
+                    keys,
+                    1,
+                    value_size,
+                    (false, false),
+                    metric,
+                );
+                r.blob_min_size = blob_min_size;
+                r.phase = Some(phase);
+                rows.push(r);
+            }
         }
     }
     rows
@@ -378,6 +419,7 @@ fn txn_rows(modes: &[&'static str], threads: &[u64], num: u64, keys: u64) -> Vec
                 wal_compressed: false,
                 txn: Some(mode),
                 blob_min_size: None,
+                phase: None,
                 metric: Metric::Commits,
             });
         }
@@ -559,6 +601,8 @@ fn headline(metric: Metric, v: &Value) -> Option<f64> {
         Metric::DirBytes => "dir_bytes",
         Metric::PeakRss => "peak_rss_bytes",
         Metric::Commits => "ops_per_sec",
+        Metric::WriteAmpWithoutWal => "write_amp",
+        Metric::SpaceAmp => "space_amp",
     };
     v.get(field)?.as_f64()
 }
@@ -601,6 +645,14 @@ fn show(metric: Metric, v: &Value) -> String {
             }
         }
         Metric::DirBytes => format!("{:.1} MB", x / 1e6),
+        Metric::WriteAmpWithoutWal => {
+            let wal = v.get("wal_amp").and_then(Value::as_f64).unwrap_or(0.0);
+            format!("WA {x:.2} without WAL (WAL {wal:.2})")
+        }
+        Metric::SpaceAmp => {
+            let bytes = v.get("dir_bytes").and_then(Value::as_f64).unwrap_or(0.0);
+            format!("{x:.2} ({:.0} MB)", bytes / 1e6)
+        }
         Metric::PeakRss => format!("{:.0} MB", x / 1e6),
         Metric::Commits => {
             let p99 = v.get("p99_us").and_then(Value::as_f64).unwrap_or(0.0);
@@ -619,8 +671,16 @@ fn show(metric: Metric, v: &Value) -> String {
 }
 
 fn format_row(r: &Row, engines: &[String], results: &[Option<Value>]) -> Vec<String> {
+    // The row's part of a multi-phase result.
+    let results: Vec<Option<Value>> = results
+        .iter()
+        .map(|v| match (v, r.phase) {
+            (Some(v), Some(p)) if v.get("not_applicable").is_none() => v.get(p).cloned(),
+            (v, _) => v.clone(),
+        })
+        .collect();
     let mut cells = vec![r.name.clone()];
-    for v in results {
+    for v in &results {
         cells.push(v.as_ref().map_or("–".into(), |v| show(r.metric, v)));
     }
     let value_of = |name: &str| {

@@ -19,7 +19,7 @@ use lithify_bench::data::{Values, make_key};
 use crate::engines::{Kv, Result, TxnKv};
 
 /// The workloads `--workload` takes.
-pub const WORKLOADS: [&str; 7] = [
+pub const WORKLOADS: [&str; 8] = [
     "fillrandom",
     "overwrite",
     "readrandom",
@@ -27,6 +27,7 @@ pub const WORKLOADS: [&str; 7] = [
     "readwhilewriting",
     "compact",
     "randomtransaction",
+    "fill-overwrite",
 ];
 
 /// What one workload does.
