@@ -530,8 +530,8 @@ fn wait_for_stall(db: &DbInner, bytes: u64, no_slowdown: bool) -> Result<()> {
                 drop(st);
                 let t0 = Instant::now();
                 // Sleep in 1 ms steps, leaving early if the delay ends.
-                while t0.elapsed() < delay {
-                    std::thread::sleep(Duration::from_millis(1).min(delay - t0.elapsed()));
+                while let Some(step) = delay_step(delay, t0.elapsed()) {
+                    std::thread::sleep(step);
                     if !db.stalled.load(Ordering::Acquire) {
                         break;
                     }
@@ -551,6 +551,14 @@ fn wait_for_stall(db: &DbInner, bytes: u64, no_slowdown: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The next sleep of a delayed write, `elapsed` into a `delay`: at most
+/// 1 ms, and none once the delay is over (also when `elapsed` has gone
+/// past it between two readings of the clock).
+fn delay_step(delay: Duration, elapsed: Duration) -> Option<Duration> {
+    let left = delay.saturating_sub(elapsed);
+    (!left.is_zero()).then(|| left.min(Duration::from_millis(1)))
 }
 
 fn count_cause(db: &DbInner, cause: Option<StallCause>) {
@@ -588,4 +596,25 @@ pub(crate) fn close_wals(db: &DbInner) -> Result<()> {
 pub(crate) fn flush_wal(db: &DbInner) -> Result<()> {
     let mut leader = db.leader.lock();
     leader.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delay_sleeps_in_steps_of_at_most_a_millisecond_and_ends_once_over() {
+        let ms = Duration::from_millis;
+        assert_eq!(delay_step(ms(5), ms(0)), Some(ms(1)));
+        assert_eq!(
+            delay_step(ms(5), Duration::from_micros(4_700)),
+            Some(Duration::from_micros(300))
+        );
+        assert_eq!(delay_step(ms(5), ms(5)), None);
+        // The clock read after the loop's check may be past the delay: the
+        // step is none, not a negative duration (which panicked in a
+        // 1M-key fill of 4 KiB values under write delays).
+        assert_eq!(delay_step(ms(5), ms(6)), None);
+        assert_eq!(delay_step(Duration::ZERO, ms(1)), None);
+    }
 }
