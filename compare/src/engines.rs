@@ -27,6 +27,9 @@ pub struct Config {
     /// collects by its own defaults. Other blob settings are each
     /// engine's defaults.
     pub blob_min_size: Option<u64>,
+    /// `blob_garbage_collection_age_cutoff` of lithify and RocksDB when
+    /// separating (`--blob-age-cutoff`; their default, 0.25, otherwise).
+    pub blob_age_cutoff: Option<f64>,
 }
 
 const MEMTABLE: usize = 64 << 20;
@@ -126,7 +129,11 @@ fn lithify_db(dir: &Path, config: Config) -> Result<lithify::Db> {
         });
     let options = match config.blob_min_size {
         Some(min) => {
-            options.blob(lithify::BlobOptions::enabled(min).enable_blob_garbage_collection(true))
+            let mut blob = lithify::BlobOptions::enabled(min).enable_blob_garbage_collection(true);
+            if let Some(cutoff) = config.blob_age_cutoff {
+                blob = blob.blob_garbage_collection_age_cutoff(cutoff);
+            }
+            options.blob(blob)
         }
         None => options,
     };
@@ -222,6 +229,9 @@ fn rocks_options(config: Config) -> rocksdb::Options {
         o.set_enable_blob_files(true);
         o.set_min_blob_size(min);
         o.set_enable_blob_gc(true);
+        if let Some(cutoff) = config.blob_age_cutoff {
+            o.set_blob_gc_age_cutoff(cutoff);
+        }
     }
     o
 }

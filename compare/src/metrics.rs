@@ -37,6 +37,24 @@ fn proc_field(file: &str, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Waits until this process has written nothing for `quiet` (an engine's
+/// flushes and compactions have caught up with the writes), looking every
+/// 100 ms, for at most `limit`; returns how long it waited.
+pub fn settle(quiet: Duration, limit: Duration) -> Duration {
+    let start = std::time::Instant::now();
+    let mut last = write_bytes();
+    let mut since = start;
+    while since.elapsed() < quiet && start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = write_bytes();
+        if now != last {
+            last = now;
+            since = std::time::Instant::now();
+        }
+    }
+    start.elapsed()
+}
+
 /// Bytes of every file under `dir`.
 pub fn dir_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
