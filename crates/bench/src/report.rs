@@ -89,6 +89,10 @@ pub struct EngineJson {
     pub block_cache_hits: u64,
     /// Block cache misses.
     pub block_cache_misses: u64,
+    /// Hits of a blob cache of its own (0 without one).
+    pub blob_cache_hits: u64,
+    /// Misses of a blob cache of its own.
+    pub blob_cache_misses: u64,
     /// The levels of every table that hold files or have history.
     pub levels: Vec<LevelJson>,
     /// Each table: its strategy, size and amplification.
@@ -146,6 +150,10 @@ impl EngineJson {
             .block_cache
             .as_ref()
             .map_or((0, 0), |c| (c.hits, c.misses));
+        let (blob_hits, blob_misses) = stats
+            .blob_cache
+            .as_ref()
+            .map_or((0, 0), |c| (c.hits, c.misses));
         EngineJson {
             write_amp: stats.write_amp,
             read_amp_tables: stats.read_amp_tables,
@@ -168,6 +176,8 @@ impl EngineJson {
             stall_stopped_micros: stats.stalls.stopped_time.as_micros() as u64,
             block_cache_hits: hits,
             block_cache_misses: misses,
+            blob_cache_hits: blob_hits,
+            blob_cache_misses: blob_misses,
             levels: stats
                 .tables
                 .iter()

@@ -112,15 +112,39 @@ fn reads_in_reverse_file_order_read_ahead_backwards() {
     }
     assert!(ahead.file_reads() < 25, "{}", ahead.file_reads());
     // Forwards again from the middle: the direction follows the reads.
+    // Three reads alone (the run is not yet four long), then windows of
+    // 16, 32, 64 and 128 KiB, three of 128 KiB, for ~500 KB.
     let before = ahead.file_reads();
     for (i, index) in indexes.iter().enumerate().skip(1000).take(500) {
         r.get_sequential(&key(4, i), index, &mut ahead).unwrap();
     }
-    assert!(
-        ahead.file_reads() - before < 10,
-        "{}",
-        ahead.file_reads() - before
-    );
+    assert_eq!(ahead.file_reads() - before, 10);
+}
+
+#[test]
+fn short_runs_in_order_are_read_value_by_value() {
+    let fs = MemFs::new();
+    let indexes = write(&fs, 6, &[1000; 400], BlobCompression::None);
+    let r = reader(&fs, 6);
+    let mut ahead = Readahead::default();
+    // Runs of three values side by side, each run elsewhere in the file
+    // (a seek and a few nexts): no run is long enough to read ahead.
+    for start in (0..40).map(|run| (run * 37) % 380) {
+        for (i, index) in indexes.iter().enumerate().skip(start).take(3) {
+            assert_eq!(
+                r.get_sequential(&key(6, i), index, &mut ahead).unwrap(),
+                value(i, 1000)
+            );
+        }
+    }
+    assert_eq!(ahead.file_reads(), 120);
+    // The fourth read in a row reads ahead: the next 14 come from its
+    // 16 KiB window.
+    let before = ahead.file_reads();
+    for (i, index) in indexes.iter().enumerate().skip(200).take(18) {
+        r.get_sequential(&key(6, i), index, &mut ahead).unwrap();
+    }
+    assert_eq!(ahead.file_reads() - before, 4);
 }
 
 #[test]

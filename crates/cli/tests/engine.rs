@@ -1744,3 +1744,69 @@ fn bench_with_blob_files_separates_values_and_reports_them() {
         "{err}"
     );
 }
+
+#[test]
+fn bench_caches_blob_values_only_when_asked() {
+    let run = |cache: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--json",
+            "--num",
+            "2000",
+            "--value-size",
+            "400",
+            "--benchmarks",
+            "fillseq,flush,readrandom",
+            "--write-buffer-size",
+            "262144",
+            // The same keys read from files in every run: lookups are
+            // comparable.
+            "--disable-auto-compactions",
+            "true",
+            "--seed",
+            "7",
+            "--enable-blob-files",
+            "true",
+            "--min-blob-size",
+            "256",
+        ];
+        args.extend_from_slice(cache);
+        let out = ok(&args);
+        let o: Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
+        o["engine"].clone()
+    };
+    let count = |e: &Value, name: &str| e[name].as_u64().unwrap();
+    // Default: no blob cache; the block cache sees only table blocks.
+    let none = run(&[]);
+    assert_eq!(
+        count(&none, "blob_cache_hits") + count(&none, "blob_cache_misses"),
+        0
+    );
+    // A cache of its own: one lookup per value read.
+    let own = run(&[
+        "--use-blob-cache",
+        "true",
+        "--use-shared-block-and-blob-cache",
+        "false",
+        "--blob-cache-size",
+        "1048576",
+    ]);
+    let reads = count(&own, "get_blob_reads");
+    assert!(reads > 0, "{own}");
+    assert_eq!(
+        count(&own, "blob_cache_hits") + count(&own, "blob_cache_misses"),
+        reads,
+        "{own}"
+    );
+    // Shared: the values' lookups count in the block cache.
+    let shared = run(&["--use-blob-cache", "true"]);
+    assert_eq!(
+        count(&shared, "blob_cache_hits") + count(&shared, "blob_cache_misses"),
+        0
+    );
+    let lookups = |e: &Value| count(e, "block_cache_hits") + count(e, "block_cache_misses");
+    assert_eq!(count(&none, "get_blob_reads"), reads, "{none}");
+    assert_eq!(lookups(&shared), lookups(&none) + reads, "{shared} {none}");
+    let (err, _) = fails(&["bench", "--num", "10", "--blob-cache-size", "1024"]);
+    assert!(err.contains("--use-blob-cache"), "{err}");
+}

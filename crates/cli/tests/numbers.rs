@@ -106,6 +106,7 @@ const NUMERIC: &[(&str, &str, Range)] = &[
         Float(0.0, 1.0),
     ),
     ("bench", "--blob-compaction-readahead-size", Int(0, 1 << 30)),
+    ("bench", "--blob-cache-size", Int(1, 1 << 40)),
     (
         "bench",
         "--max-write-batch-group-size-bytes",

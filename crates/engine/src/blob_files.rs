@@ -1,6 +1,7 @@
 //! The database's blob files: opened on first need and kept open, their
-//! values read through the block cache (RocksDB's blob cache shared with
-//! the block cache). Reads ([`BlobFiles::get`]) turn a blob index into the
+//! values read through the blob cache when there is one
+//! ([`Options::blob_cache`](crate::Options::blob_cache); none by default,
+//! as in RocksDB). Reads ([`BlobFiles::get`]) turn a blob index into the
 //! value; iterators read ahead ([`BlobFiles::get_sequential`]) when they
 //! go through a blob file in order; compaction reads through the same
 //! handle ([`BlobFetcher`]), ahead when it relocates values, and without
@@ -19,7 +20,7 @@ use lithify_sstable::BlockCache;
 use lithify_version::filename::blob_file_name;
 use lithify_vfs::FileSystem;
 
-/// An open blob file and its id in the block cache.
+/// An open blob file and its id in the blob cache.
 struct OpenBlob {
     reader: StdArc<BlobFileReader>,
     cache_id: u64,
@@ -82,7 +83,7 @@ impl BlobFiles {
     }
 
     /// The value of `user_key` that the encoded blob index `index` points
-    /// at, from the block cache or the blob file.
+    /// at, from the blob cache or the blob file.
     pub(crate) fn get(&self, user_key: &[u8], index: &[u8]) -> lithify_base::Result<Bytes> {
         self.read(user_key, index, None, true)
     }

@@ -196,6 +196,16 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
             pending_compaction_bytes: g(&c.stall_pending_bytes),
         },
         block_cache: db.cache.as_ref().map(|c| c.stats()),
+        blob_cache: db
+            .options
+            .blob_cache
+            .as_ref()
+            .filter(|b| {
+                !db.cache
+                    .as_ref()
+                    .is_some_and(|c| std::sync::Arc::ptr_eq(b, c))
+            })
+            .map(|b| b.stats()),
         rate_limited_bytes: db.rate_limiter.as_ref().map_or(0, |r| r.total_bytes()),
         rate_limit_wait: Duration::from_micros(
             db.rate_limiter

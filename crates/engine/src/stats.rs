@@ -243,6 +243,10 @@ pub struct DbStats {
     pub stalls: StallStats,
     /// The block cache's counters.
     pub block_cache: Option<CacheStats>,
+    /// The blob cache's counters, when it is a cache of its own
+    /// ([`Options::blob_cache`](crate::Options::blob_cache); a blob cache
+    /// shared with the block cache counts in `block_cache`).
+    pub blob_cache: Option<CacheStats>,
     /// Bytes compactions wrote through the rate limiter (0 without one).
     pub rate_limited_bytes: u64,
     /// Time compactions waited for the rate limiter.
@@ -494,15 +498,17 @@ impl fmt::Display for DbStats {
                 self.rate_limit_wait.as_secs_f64()
             )?;
         }
-        if let Some(c) = &self.block_cache {
-            writeln!(
-                out,
-                "Block cache: {} hits, {} misses, {} of {} used",
-                c.hits,
-                c.misses,
-                human_size(c.usage as u64),
-                human_size(c.capacity as u64)
-            )?;
+        for (name, cache) in [("Block", &self.block_cache), ("Blob", &self.blob_cache)] {
+            if let Some(c) = cache {
+                writeln!(
+                    out,
+                    "{name} cache: {} hits, {} misses, {} of {} used",
+                    c.hits,
+                    c.misses,
+                    human_size(c.usage as u64),
+                    human_size(c.capacity as u64)
+                )?;
+            }
         }
         writeln!(
             out,

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use common::{Model, scan, small_options};
 use lithify_base::ErrorKind;
 use lithify_engine::{
-    BlobOptions, BottommostLevelCompaction, CompactRangeOptions, Db, Options, ReadOptions,
+    BlobOptions, BlockCache, BottommostLevelCompaction, CompactRangeOptions, Db, Options,
+    ReadOptions,
 };
 use lithify_version::filename::{FileKind, parse_file_name};
 use lithify_vfs::{FileSystem, MemFs};
@@ -521,4 +522,64 @@ fn obsolete_blob_files_wait_for_file_deletions_to_be_enabled_again() {
     for i in 0..100u32 {
         assert_eq!(db.get(key(i)).unwrap().unwrap(), value(i, 0, 500));
     }
+}
+
+#[test]
+fn values_are_cached_only_in_a_blob_cache_the_options_name() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone(), BlobOptions::enabled(100))).unwrap();
+    put_and_flush(&db, 100, 0, 500);
+    drop(db);
+
+    // Two passes over the same ten keys, each with fresh caches: the
+    // counters each pass adds, (block hits, block misses, blob hits, blob
+    // misses).
+    let passes = |blob_cache: Option<Arc<BlockCache>>, shared: bool| {
+        let block_cache = Arc::new(BlockCache::new(1 << 20));
+        let blob_cache = if shared {
+            Some(Arc::clone(&block_cache))
+        } else {
+            blob_cache
+        };
+        let opts = options(fs.clone(), BlobOptions::enabled(100))
+            .block_cache(Some(block_cache))
+            .blob_cache(blob_cache);
+        let db = Db::open("/db", opts).unwrap();
+        let counters = |db: &Db| {
+            let s = db.stats();
+            let block = s.block_cache.unwrap();
+            let blob = s.blob_cache.map_or((0, 0), |c| (c.hits, c.misses));
+            [block.hits, block.misses, blob.0, blob.1]
+        };
+        let mut deltas = Vec::new();
+        for _ in 0..2 {
+            let before = counters(&db);
+            for i in 0..10u32 {
+                assert_eq!(db.get(key(i)).unwrap().unwrap(), value(i, 0, 500));
+            }
+            let after = counters(&db);
+            deltas.push([0, 1, 2, 3].map(|c| after[c] - before[c]));
+        }
+        deltas
+    };
+
+    // No blob cache (the default): values are read from the blob file
+    // each time and never enter the block cache, whose second pass hits
+    // every block.
+    let none = passes(None, false);
+    assert_eq!(none[1][1], 0, "{none:?}");
+    assert_eq!([none[0][2], none[0][3], none[1][2], none[1][3]], [0; 4]);
+    // A cache of its own: ten misses, then ten hits; the block cache's
+    // counters are those without a blob cache.
+    let separate = passes(Some(Arc::new(BlockCache::new(1 << 20))), false);
+    assert_eq!(separate[0][2..], [0, 10]);
+    assert_eq!(separate[1][2..], [10, 0]);
+    assert_eq!(separate[0][..2], none[0][..2]);
+    assert_eq!(separate[1][..2], none[1][..2]);
+    // Shared with the block cache: the values count there.
+    let shared = passes(None, true);
+    assert_eq!(shared[0][1], none[0][1] + 10, "{shared:?} {none:?}");
+    assert_eq!(shared[1][0], none[1][0] + 10, "{shared:?} {none:?}");
+    assert_eq!(shared[1][1], 0);
+    assert_eq!([shared[0][2], shared[0][3]], [0, 0]);
 }

@@ -171,6 +171,19 @@ pub(crate) struct EngineArgs {
     #[arg(long,
           value_parser = numbers::rocksdb::<u64>("blob_compaction_readahead_size", 0, 1 << 30))]
     pub blob_compaction_readahead_size: Option<u64>,
+    /// Cache separated values (RocksDB's `blob_cache`; default false: a
+    /// get reads its value from the blob file each time).
+    #[arg(long)]
+    pub use_blob_cache: Option<bool>,
+    /// With --use-blob-cache: share the block cache (default true) or use
+    /// a cache of --blob-cache-size bytes.
+    #[arg(long)]
+    pub use_shared_block_and_blob_cache: Option<bool>,
+    /// Capacity of a blob cache of its own (default 8 MiB).
+    /// [range: 1..=1099511627776]
+    #[arg(long,
+          value_parser = numbers::rocksdb::<usize>("blob_cache_size", 1, 1 << 40))]
+    pub blob_cache_size: Option<usize>,
     /// Bytes one write group commits at most (default 1 MiB).
     /// [range: 1..=1073741824]
     #[arg(long,
@@ -277,6 +290,38 @@ impl EngineArgs {
 
     /// `base` with every given flag applied (a command with defaults of
     /// its own, such as `stress`, starts from those).
+    /// db_bench's blob cache flags: none, the block cache shared, or a
+    /// cache of its own.
+    fn apply_blob_cache(&self, o: &mut Options) -> Result<()> {
+        if !self.use_blob_cache.unwrap_or(false) {
+            if self.use_shared_block_and_blob_cache.is_some() || self.blob_cache_size.is_some() {
+                return UsageSnafu {
+                    message: "--use-shared-block-and-blob-cache and --blob-cache-size need --use-blob-cache true".to_owned(),
+                }
+                .fail();
+            }
+            return Ok(());
+        }
+        if self.use_shared_block_and_blob_cache.unwrap_or(true) {
+            if o.block_cache.is_none() && o.block_cache_size == 0 {
+                return UsageSnafu {
+                    message: "--use-shared-block-and-blob-cache needs a block cache (--cache-size above 0)".to_owned(),
+                }
+                .fail();
+            }
+            let size = o.block_cache_size;
+            let shared = o
+                .block_cache
+                .get_or_insert_with(|| Arc::new(BlockCache::new(size)));
+            o.blob_cache = Some(Arc::clone(shared));
+        } else {
+            o.blob_cache = Some(Arc::new(BlockCache::new(
+                self.blob_cache_size.unwrap_or(8 << 20),
+            )));
+        }
+        Ok(())
+    }
+
     pub(crate) fn apply_to(&self, base: Options) -> Result<Options> {
         let mut o = base;
         macro_rules! set {
@@ -373,6 +418,7 @@ impl EngineArgs {
             o.block_cache = Some(Arc::new(BlockCache::new(size)));
             o.block_cache_size = size;
         }
+        self.apply_blob_cache(&mut o)?;
         match (self.compression_type.as_deref(), self.compression_level) {
             (Some("zstd"), level) => {
                 o.compression = Compression::Zstd {

@@ -161,7 +161,7 @@ pub(crate) fn open(
         blobs: crate::blob_files::BlobFiles::new(
             StdArc::clone(&fs),
             dir.to_path_buf(),
-            cache.clone(),
+            opts.blob_cache.clone(),
         ),
     });
 
