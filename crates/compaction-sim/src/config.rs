@@ -3,7 +3,7 @@
 use lithify_base::InternalKeyComparator;
 use lithify_sstable::SstOptions;
 
-use crate::{KeyDistribution, WorkloadKind};
+use crate::{KeyDistribution, SimBlobOptions, WorkloadKind};
 
 use lithify_compaction_leveled::LeveledOptions;
 use lithify_compaction_strategy::CompactionStrategy;
@@ -42,6 +42,8 @@ pub struct SimConfig {
     pub read_sample: u64,
     /// Random seed.
     pub seed: u64,
+    /// Key-value separation of every value (`None`: values inline).
+    pub blob: Option<SimBlobOptions>,
 }
 
 impl SimConfig {
@@ -64,6 +66,7 @@ impl SimConfig {
             adaptive_window: 0,
             read_sample: 4,
             seed: 0x5eed,
+            blob: None,
         }
     }
 

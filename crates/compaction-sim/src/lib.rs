@@ -26,8 +26,16 @@
 //! (tables probed per read), and `Adaptive` observes the operations in
 //! windows and switches strategy as
 //! [`AdaptiveState`](lithify_compaction_strategy::adaptive::AdaptiveState) decides.
+//!
+//! With key-value separation ([`SimConfig::blob`]) every value goes to a
+//! blob file at flush, the tables hold blob indexes, and the simulator
+//! follows which blob file each entry's value is in: garbage when an
+//! entry is dropped, relocation by garbage collection when a compaction
+//! writes an entry whose blob file is among the oldest (the engine's
+//! rule, [`relocate_below`](lithify_compaction::relocate_below)).
 
 mod bitmap;
+mod blobs;
 pub mod calibration;
 mod config;
 mod error;
@@ -39,12 +47,13 @@ mod size_model;
 mod strategies;
 mod workload;
 
+pub use blobs::SimBlobOptions;
 pub use config::SimConfig;
 pub use error::{Error, Result};
 pub use ops::{
     DIURNAL_DAYTIME_TENTHS, DIURNAL_OFFPEAK_UTC, Op, OpGenerator, SCAN_LENGTH, WorkloadKind,
 };
-pub use report::{SimCounts, SimReport, SimSwitch};
+pub use report::{SimBlobReport, SimCounts, SimReport, SimSwitch};
 pub use simulate::simulate;
 pub use size_model::{SizeModel, calibrate, db_bench_key};
 pub use strategies::{report_strategies, sized_strategy, strategies_table};

@@ -21,6 +21,7 @@ use snafu::ResultExt as _;
 
 use super::SimCounts;
 use super::bitmap::{Bitmap, LevelBits, MemKeys, TOMB};
+use super::blobs::SimBlobs;
 use super::size_model::SizeModel;
 use crate::error::{InvalidArgumentSnafu, Result, VersionSnafu};
 use lithify_compaction::job::{CutLimits, Grandparent, OutputCutter};
@@ -36,6 +37,17 @@ enum Contents {
     List(Vec<u32>),
     /// An L1+ file: the keys of its level's bitmaps in `[lo, hi]`.
     Range { lo: u32, hi: u32 },
+}
+
+/// The key ids of the bits set in `bits`, word `word` of a bitmap.
+fn bits(word: usize, mut bits: u64) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let b = bits.trailing_zeros();
+            bits &= bits - 1;
+            (word * 64) as u32 + b
+        })
+    })
 }
 
 pub(crate) fn id_of(key: &InternalKey) -> u32 {
@@ -74,6 +86,8 @@ pub(crate) struct SimLsm {
     pub(crate) peak_bytes: u64,
     seen: Vec<u64>,
     tomb: Vec<u64>,
+    /// Key-value separation: where each entry's value is.
+    pub(crate) blobs: Option<SimBlobs>,
 }
 
 impl SimLsm {
@@ -98,6 +112,7 @@ impl SimLsm {
             peak_bytes: 0,
             seen: Vec::new(),
             tomb: Vec::new(),
+            blobs: None,
         })
     }
 
@@ -113,6 +128,9 @@ impl SimLsm {
         self.counts = SimCounts::default();
         self.bytes_written = 0;
         self.peak_bytes = self.current().total_bytes();
+        if let Some(b) = &mut self.blobs {
+            b.reset_counters();
+        }
     }
 
     fn file(&self, number: u64, ids: (u32, u32), count: u64, seqnos: (u64, u64)) -> FileMetadata {
@@ -174,6 +192,9 @@ impl SimLsm {
         let size = meta.size;
         let mut edit = VersionEdit::new(DEFAULT_TABLE);
         edit.add_file(0, meta);
+        if let Some(b) = &mut self.blobs {
+            b.flush_to_l0(number, &entries, TOMB);
+        }
         self.contents.insert(number, Contents::List(entries));
         self.apply(edit, size)
     }
@@ -200,6 +221,9 @@ impl SimLsm {
             let (lo, hi) = (id_of(&f.smallest), id_of(&f.largest));
             match self.contents.remove(&f.number) {
                 Some(Contents::List(ids)) => {
+                    if let Some(b) = &mut self.blobs {
+                        b.move_l0(f.number, &ids, TOMB, c.output_level);
+                    }
                     let out = &mut self.levels[c.output_level];
                     for e in ids {
                         out.keys.set(e & !TOMB);
@@ -218,6 +242,11 @@ impl SimLsm {
                             src.tombs.words[w] &= !m;
                             (k, t)
                         };
+                        if let Some(b) = &mut self.blobs {
+                            for id in bits(w, k) {
+                                b.move_key(level, c.output_level, id);
+                            }
+                        }
                         let dst = &mut self.levels[c.output_level];
                         dst.keys.words[w] |= k;
                         dst.tombs.words[w] |= t;
@@ -245,15 +274,22 @@ impl SimLsm {
     fn absorb(&mut self, level: usize, f: &FileMetadata, base: usize) {
         match self.contents.remove(&f.number) {
             Some(Contents::List(ids)) => {
-                for e in ids {
+                for (i, e) in ids.into_iter().enumerate() {
                     let id = e & !TOMB;
                     let (w, bit) = (id as usize / 64 - base, 1u64 << (id % 64));
-                    if self.seen[w] & bit == 0 {
+                    let fresh = self.seen[w] & bit == 0;
+                    if fresh {
                         self.seen[w] |= bit;
                         if e & TOMB != 0 {
                             self.tomb[w] |= bit;
                         }
                     }
+                    if let Some(b) = &mut self.blobs {
+                        b.merge_l0(f.number, i, id as usize - base * 64, fresh);
+                    }
+                }
+                if let Some(b) = &mut self.blobs {
+                    b.forget_l0(f.number);
                 }
             }
             Some(Contents::Range { lo, hi }) => {
@@ -264,6 +300,12 @@ impl SimLsm {
                     src.keys.words[w] &= !m;
                     src.tombs.words[w] &= !m;
                     let fresh = k & !self.seen[w - base];
+                    if let Some(b) = &mut self.blobs {
+                        for id in bits(w, k) {
+                            let slot = id as usize - base * 64;
+                            b.merge_level(level, id, slot, fresh & (1 << (id % 64)) != 0);
+                        }
+                    }
                     self.seen[w - base] |= k;
                     self.tomb[w - base] |= t & fresh;
                 }
@@ -317,6 +359,9 @@ impl SimLsm {
         tomb.resize(words, 0);
         self.seen = seen;
         self.tomb = tomb;
+        if let Some(b) = &mut self.blobs {
+            b.begin(words);
+        }
         if let Some((entries, _, _)) = mem {
             for &e in entries {
                 let id = e & !TOMB;
@@ -324,6 +369,9 @@ impl SimLsm {
                 self.seen[w] |= bit;
                 if e & TOMB != 0 {
                     self.tomb[w] |= bit;
+                }
+                if let Some(b) = &mut self.blobs {
+                    b.merge_new(id as usize - base * 64, e & TOMB != 0);
                 }
             }
         }
@@ -414,6 +462,9 @@ impl SimLsm {
                 records_out += ids.len() as u64;
                 outputs += 1;
                 edit.add_file(0, meta);
+                if let Some(blobs) = &mut self.blobs {
+                    blobs.write_l0(number, ids.iter().map(|e| (e & !TOMB) as usize - base * 64));
+                }
                 self.contents.insert(number, Contents::List(ids));
             }
         } else {
@@ -422,6 +473,13 @@ impl SimLsm {
             for (i, (&w, &t)) in self.seen.iter().zip(self.tomb.iter()).enumerate() {
                 out.keys.words[base + i] |= w;
                 out.tombs.words[base + i] |= t;
+            }
+            if let Some(b) = &mut self.blobs {
+                for (i, &w) in self.seen.iter().enumerate() {
+                    for id in bits(base + i, w) {
+                        b.write_level(c.output_level, id, id as usize - base * 64);
+                    }
+                }
             }
             for (a, b, n) in ranges {
                 let number = self.set.new_file_number();
@@ -560,6 +618,31 @@ impl SimLsm {
             }
         }
         probes
+    }
+
+    /// Entries that are not tombstones, over all files.
+    #[cfg(test)]
+    pub(crate) fn values_held(&self) -> u64 {
+        let levels: u64 = self.levels[1..]
+            .iter()
+            .map(|l| {
+                l.keys
+                    .words
+                    .iter()
+                    .zip(&l.tombs.words)
+                    .map(|(k, t)| (k & !t).count_ones() as u64)
+                    .sum::<u64>()
+            })
+            .sum();
+        let l0: u64 = self
+            .contents
+            .values()
+            .map(|c| match c {
+                Contents::List(ids) => ids.iter().filter(|&&e| e & TOMB == 0).count() as u64,
+                Contents::Range { .. } => 0,
+            })
+            .sum();
+        levels + l0
     }
 
     /// Keys held anywhere, tombstones included.

@@ -89,6 +89,24 @@ pub struct SimReport {
     pub flush_distinct_share: f64,
     /// Wall time of the simulation.
     pub elapsed_secs: f64,
+    /// The blob files, with key-value separation.
+    pub blobs: Option<SimBlobReport>,
+}
+
+/// The blob files of a simulation with key-value separation.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SimBlobReport {
+    /// Blob files on disk at the end.
+    pub files: usize,
+    /// Their bytes.
+    pub disk_bytes: u64,
+    /// Bytes of the values the live keys hold (one per key).
+    pub live_bytes: u64,
+    /// Bytes flushes and relocations wrote to blob files (after the load
+    /// phase, as `bytes_written`).
+    pub written_bytes: u64,
+    /// Of those, bytes garbage collection relocated.
+    pub relocated_bytes: u64,
 }
 
 impl SimReport {
@@ -101,13 +119,15 @@ impl SimReport {
 
     /// All bytes written per byte the user wrote (key + value).
     pub fn write_amplification_vs_user(&self) -> f64 {
-        self.bytes_written as f64 / self.user_bytes.max(1) as f64
+        let blob = self.blobs.map_or(0, |b| b.written_bytes);
+        (self.bytes_written + blob) as f64 / self.user_bytes.max(1) as f64
     }
 
     /// Bytes on disk per byte of live data (one version of each key in one
-    /// sorted run).
+    /// sorted run), blob files and live values included.
     pub fn space_amplification(&self) -> f64 {
-        self.version.total_bytes() as f64 / self.logical_bytes.max(1) as f64
+        let (disk, live) = self.blobs.map_or((0, 0), |b| (b.disk_bytes, b.live_bytes));
+        (self.version.total_bytes() + disk) as f64 / (self.logical_bytes + live).max(1) as f64
     }
 
     /// Tables a point read probed on average (no bloom filters; 0 without
@@ -207,6 +227,17 @@ impl fmt::Display for SimReport {
             self.space_amplification(),
             self.peak_space_amplification
         )?;
+        if let Some(b) = &self.blobs {
+            writeln!(
+                f,
+                "blob files {} ({} on disk, {} live); wrote {} to blob files, {} of it relocated",
+                b.files,
+                human_size(b.disk_bytes),
+                human_size(b.live_bytes),
+                human_size(b.written_bytes),
+                human_size(b.relocated_bytes)
+            )?;
+        }
         write!(f, "simulated in {:.2} s", self.elapsed_secs)
     }
 }

@@ -62,7 +62,7 @@ pub use job::{
 pub use picker::{
     BlobGcPolicy, BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions,
     CompactionPicker, LevelScore, ManualCompaction, ManualOutput, ManualPick, ManualRequest,
-    ManualStep, PickContext, forced_blob_gc_files,
+    ManualStep, PickContext, forced_blob_gc_files, relocate_below,
 };
 pub use stats::{
     CompactionStats, CompactionStatsTable, LevelShape, LevelStats, exact_size, human_count,

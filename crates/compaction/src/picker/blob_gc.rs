@@ -68,6 +68,30 @@ impl BlobGcPolicy {
     }
 }
 
+/// The blob file number below which a compaction relocates the values
+/// it writes (RocksDB's `blob_garbage_collection_age_cutoff`): the file
+/// at position `floor(age_cutoff × count)` among `numbers`, the table's
+/// blob files in ascending order, so the oldest `age_cutoff` of them are
+/// relocated from; one past the newest when that position is past the
+/// end; 0 (nothing) when there are no blob files.
+///
+/// ```
+/// use lithify_compaction::relocate_below;
+///
+/// let files = [3, 7, 9, 12];
+/// assert_eq!(relocate_below(&files, 0.25), 7); // file 3, the oldest quarter
+/// assert_eq!(relocate_below(&files, 0.0), 3); // none
+/// assert_eq!(relocate_below(&files, 1.0), 13); // all
+/// assert_eq!(relocate_below(&[], 0.25), 0);
+/// ```
+pub fn relocate_below(numbers: &[u64], age_cutoff: f64) -> u64 {
+    let Some(&newest) = numbers.last() else {
+        return 0;
+    };
+    let cut = (numbers.len() as f64 * age_cutoff.clamp(0.0, 1.0)).floor() as usize;
+    numbers.get(cut).copied().unwrap_or(newest + 1)
+}
+
 /// The SSTs of `version` due for forced blob garbage collection under
 /// `policy`, as `(level, file)` in level order; files being compacted are
 /// left out. The rule (RocksDB's):

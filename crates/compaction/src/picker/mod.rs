@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use lithify_base::SeqNo;
 use lithify_version::{Version, VersionEdit};
 
-pub use blob_gc::{BlobGcPolicy, forced_blob_gc_files};
+pub use blob_gc::{BlobGcPolicy, forced_blob_gc_files, relocate_below};
 pub use manual::{
     BottommostLevelCompaction, CompactFilesOptions, CompactRangeOptions, ManualCompaction,
     ManualOutput, ManualPick, ManualRequest, ManualStep, sanitize_compact_files,

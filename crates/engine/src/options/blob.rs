@@ -140,14 +140,10 @@ impl BlobOptions {
     /// the file at the age cutoff among `numbers` (the table's blob files,
     /// ascending), or 0 (relocate nothing) without garbage collection.
     pub(crate) fn relocate_below(&self, numbers: &[u64]) -> u64 {
-        if !self.enable_blob_garbage_collection || numbers.is_empty() {
+        if !self.enable_blob_garbage_collection {
             return 0;
         }
-        let cut = (numbers.len() as f64 * self.blob_garbage_collection_age_cutoff).floor() as usize;
-        match numbers.get(cut) {
-            Some(&n) => n,
-            None => numbers[numbers.len() - 1] + 1,
-        }
+        lithify_compaction::relocate_below(numbers, self.blob_garbage_collection_age_cutoff)
     }
 }
 
