@@ -11,14 +11,14 @@
 
 use lithify_compaction_strategy::CompactionStrategy;
 
-use crate::{Result, SimConfig, SimReport, WorkloadKind, simulate, sized_strategy};
+use crate::{Result, SimBlobOptions, SimConfig, SimReport, WorkloadKind, simulate, sized_strategy};
 
 /// The fixed strategies the table covers, by the names
 /// [`CompactionStrategy::parse`] reads.
 pub const SHAPES: [&str; 6] = CompactionStrategy::FIXED;
 
 /// The header line of the table (tab-separated).
-pub const HEADER: &str = "workload\tshape\tkeys\tops\twrite_buffer\tfile_size\tlevel_base\twrite_share\tupdate_share\tordered_share\thot_share\tlive_bytes\tflush_bytes\tflush_distinct\tentry_bytes\tkv_bytes\tsteady\twrite_amp\tread_amp\tspace_amp";
+pub const HEADER: &str = "workload\tshape\tkeys\tops\twrite_buffer\tfile_size\tlevel_base\twrite_share\tupdate_share\tordered_share\thot_share\tlive_bytes\tflush_bytes\tflush_distinct\tentry_bytes\tkv_bytes\tblob_share\tblob_cutoff\tsteady\twrite_amp\tread_amp\tspace_amp";
 
 /// One size of the grid: keys, with the memtable, file and level sizes
 /// that go with them.
@@ -32,38 +32,71 @@ pub struct GridSize {
     pub file_size: u64,
     /// `max_bytes_for_level_base`.
     pub level_base: u64,
+    /// Values of 1000 bytes, every one in a blob file, with garbage
+    /// collection at RocksDB's age cutoff (0.25) and blob files of 16
+    /// memtables; otherwise 100-byte values inline.
+    pub separated: bool,
 }
 
-/// The sizes of the small grid (the test's): tables of 9 to 23 flushes.
-pub const SMALL: [GridSize; 1] = [GridSize {
-    keys: 10_000,
-    write_buffer: 128 << 10,
-    file_size: 128 << 10,
-    level_base: 512 << 10,
-}];
+/// The value size of separated rows.
+const SEPARATED_VALUE_SIZE: usize = 1000;
+/// The age cutoff of separated rows.
+const SEPARATED_AGE_CUTOFF: f64 = 0.25;
 
-/// The sizes of the full grid (`cargo xtask calibrate`): the small one,
+/// The sizes of the small grid (the test's): tables of 9 to 23 flushes,
+/// and the same keys with separated values (tables of about 80 flushes,
+/// one level of blob indexes).
+pub const SMALL: [GridSize; 2] = [
+    GridSize {
+        keys: 10_000,
+        write_buffer: 128 << 10,
+        file_size: 128 << 10,
+        level_base: 512 << 10,
+        separated: false,
+    },
+    GridSize {
+        keys: 10_000,
+        write_buffer: 128 << 10,
+        file_size: 128 << 10,
+        level_base: 512 << 10,
+        separated: true,
+    },
+];
+
+/// The sizes of the full grid (`cargo xtask calibrate`): the small ones,
 /// then tables of 3 – 8, 46 – 113 and 182 – 446 flushes (of distinct
-/// keys; the range is over the workloads).
-pub const FULL: [GridSize; 4] = [
+/// keys; the range is over the workloads), and separated values in a
+/// table of several levels of blob indexes.
+pub const FULL: [GridSize; 6] = [
     SMALL[0],
+    SMALL[1],
     GridSize {
         keys: 10_000,
         write_buffer: 512 << 10,
         file_size: 256 << 10,
         level_base: 1 << 20,
+        separated: false,
     },
     GridSize {
         keys: 100_000,
         write_buffer: 256 << 10,
         file_size: 256 << 10,
         level_base: 1 << 20,
+        separated: false,
     },
     GridSize {
         keys: 200_000,
         write_buffer: 128 << 10,
         file_size: 256 << 10,
         level_base: 1 << 20,
+        separated: false,
+    },
+    GridSize {
+        keys: 100_000,
+        write_buffer: 1 << 20,
+        file_size: 256 << 10,
+        level_base: 1 << 20,
+        separated: true,
     },
 ];
 
@@ -89,6 +122,13 @@ pub fn simulate_cell(kind: WorkloadKind, shape: &str, size: GridSize) -> Result<
     config.options.target_file_size_base = size.file_size;
     config.workload = Some(kind);
     config.adaptive_window = (ops / 40).max(1);
+    if size.separated {
+        config.value_size = SEPARATED_VALUE_SIZE;
+        config.blob = Some(SimBlobOptions {
+            age_cutoff: Some(SEPARATED_AGE_CUTOFF),
+            blob_file_size: 16 * size.write_buffer,
+        });
+    }
     config.read_sample = 2;
     let strategy = CompactionStrategy::parse(shape).unwrap_or_default();
     config.strategy = Some(sized_strategy(strategy, &config.options, size.file_size));
@@ -100,9 +140,21 @@ pub fn simulate_cell(kind: WorkloadKind, shape: &str, size: GridSize) -> Result<
 /// amplification is the steady state's), else 0.
 pub fn line(kind: WorkloadKind, shape: &str, size: GridSize, r: &SimReport) -> String {
     let o = &r.observed;
-    let steady = r.user_bytes >= 2 * r.logical_bytes.max(r.mean_live_bytes);
+    // Separated, the table the writes are measured against is the user
+    // data (values in blob files), not the tables' blob indexes.
+    let table = match r.blobs {
+        Some(_) => r.live_keys * r.key_value_bytes,
+        None => r.logical_bytes.max(r.mean_live_bytes),
+    };
+    let steady = r.user_bytes >= 2 * table;
+    let (blob_share, blob_cutoff) = r.blobs.map_or((0.0, 0.0), |b| {
+        (
+            b.record_bytes as f64 / r.key_value_bytes.max(1) as f64,
+            b.age_cutoff,
+        )
+    });
     format!(
-        "{}\t{shape}\t{}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{}\t{}\t{:.4}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}",
+        "{}\t{shape}\t{}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\t{}\t{}\t{:.4}\t{}\t{}\t{:.4}\t{:.2}\t{}\t{:.3}\t{:.3}\t{:.3}",
         kind.name(),
         size.keys,
         size.keys * ops_per_key(kind),
@@ -118,6 +170,8 @@ pub fn line(kind: WorkloadKind, shape: &str, size: GridSize, r: &SimReport) -> S
         r.flush_distinct_share,
         r.size_model.per_entry.round() as u64,
         r.key_value_bytes,
+        blob_share,
+        blob_cutoff,
         u8::from(steady),
         r.write_amplification_vs_user(),
         r.read_amplification(),
@@ -132,7 +186,7 @@ pub fn line(kind: WorkloadKind, shape: &str, size: GridSize, r: &SimReport) -> S
 /// use lithify_compaction_sim::calibration::{SMALL, table};
 ///
 /// let text = table(&SMALL).unwrap();
-/// assert_eq!(text.lines().count(), 1 + 6 * 6);
+/// assert_eq!(text.lines().count(), 1 + 2 * 6 * 6);
 /// ```
 pub fn table(sizes: &[GridSize]) -> Result<String> {
     let mut out = String::from(HEADER);

@@ -107,6 +107,10 @@ pub struct SimBlobReport {
     pub written_bytes: u64,
     /// Of those, bytes garbage collection relocated.
     pub relocated_bytes: u64,
+    /// Bytes of one value's record in a blob file.
+    pub record_bytes: u64,
+    /// The age cutoff of garbage collection (0: off).
+    pub age_cutoff: f64,
 }
 
 impl SimReport {

@@ -45,6 +45,8 @@ struct Feeder {
     flushed: (u64, u64),
     /// Blob bytes a flush writes per user byte (0 without separation).
     blob_bytes_per_user_byte: f64,
+    /// Garbage collection's age cutoff (0: off, or no separation).
+    blob_gc_age_cutoff: f64,
 }
 
 impl Feeder {
@@ -83,6 +85,7 @@ impl Feeder {
                 self.flushed.1 as f64 / self.flushed.0 as f64
             },
             blob_bytes_per_user_byte: self.blob_bytes_per_user_byte,
+            blob_gc_age_cutoff: self.blob_gc_age_cutoff,
         }
     }
 
@@ -185,6 +188,7 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
             }
             None => 0.0,
         },
+        blob_gc_age_cutoff: config.blob.and_then(|b| b.age_cutoff).unwrap_or(0.0),
     };
     let mut live = Bitmap::new(key_ids);
     let mut user_writes = 0u64;
@@ -414,6 +418,8 @@ fn finish(
             live_bytes: live_keys * blob_record_bytes(config.key_size, config.value_size),
             written_bytes: b.written_bytes,
             relocated_bytes: b.relocated_bytes,
+            record_bytes: blob_record_bytes(config.key_size, config.value_size),
+            age_cutoff: config.blob.and_then(|o| o.age_cutoff).unwrap_or(0.0),
         }),
     })
 }

@@ -23,6 +23,12 @@
 //!   walk the L0 tables a key's stripe holds until one has it; space adds
 //!   the duplicates L0 holds, `u·n/(2k)`.
 //!
+//! With key-value separation the tables hold blob indexes, every value
+//! is written once more to a blob file at flush, and garbage collection
+//! relocates values out of the oldest blob files at a rate set by how
+//! often the shape rewrites an entry (`blob_terms`); blob garbage counts
+//! in space amplification.
+//!
 //! Keys in increasing order (`s = 2·ordered − 1`, 0 for random keys)
 //! move down without merging, so merges scale by `1 − s⁸`
 //! ([`Mix::overlap`]): a few writes out of order make most flushes
@@ -77,6 +83,24 @@ pub const TOLERANCE: Tolerance = Tolerance {
     read_amp_slack: 1.0,
     space_amp_diff: 0.9,
     median_factor: 1.2,
+};
+
+/// [`TOLERANCE`] for the calibration table's rows with key-value
+/// separation (values in blob files, garbage collection at the oldest
+/// quarter), where write and space amplification include the blob files.
+/// With the table of this build the median factors are 1.10 (write) and
+/// 1.18 (space); write amplification is within 1.33× on every row but two
+/// (major-only at 10 000 keys with write-only and write-mostly loads:
+/// 16.2 and 15.6 predicted, 6.7 and 6.8 measured), and space is under
+/// predicted by up to 4.8 (a leveled table of several levels under
+/// read-mostly-many updates: 1.8 against 6.6). Both come from rewrites
+/// that leave part of the table in place (see `blob_terms`).
+pub const TOLERANCE_SEPARATED: Tolerance = Tolerance {
+    write_amp_factor: 2.5,
+    read_amp_factor: 2.0,
+    read_amp_slack: 1.0,
+    space_amp_diff: 5.0,
+    median_factor: 1.25,
 };
 
 /// See [`TOLERANCE`].
@@ -195,6 +219,10 @@ pub struct TableSize {
     /// carries it, while the tables (the other fields) hold only blob
     /// indexes in its place, which is what makes their compactions cheap.
     pub blob_bytes_per_user_byte: f64,
+    /// The oldest share of the blob files whose values compactions
+    /// relocate (`blob_garbage_collection_age_cutoff` with garbage
+    /// collection on; 0 when it is off, or without separation).
+    pub blob_gc_age_cutoff: f64,
 }
 
 impl TableSize {
@@ -208,6 +236,7 @@ impl TableSize {
             flush_distinct_share: 1.0,
             upper_bytes: live_bytes,
             blob_bytes_per_user_byte: 0.0,
+            blob_gc_age_cutoff: 0.0,
         }
     }
 
@@ -295,10 +324,99 @@ pub fn predict(strategy: &CompactionStrategy, mix: &Mix, size: &TableSize) -> Pr
     // Bytes beyond the flush's own go out in files of the target size.
     let merged = (p.write_amp - flush_files.min(1.0)).max(0.0) * size.flushed_bytes();
     p.files_per_flush = flush_files + merged / file_size.max(1) as f64;
+    let tables = size.table_bytes_per_user_byte * size.distinct();
+    let blob = blob_share(size);
+    if blob == 0.0 {
+        return Prediction {
+            write_amp: p.write_amp * tables,
+            ..p
+        };
+    }
+    let (relocated, blob_space) = blob_terms(rewrite_interval(strategy, mix, size), mix, size);
+    let table_space = size.table_bytes_per_user_byte.max(0.0);
     Prediction {
-        write_amp: p.write_amp * size.table_bytes_per_user_byte * size.distinct()
-            + blob_share(size),
+        write_amp: p.write_amp * tables + blob * (1.0 + relocated),
+        space_amp: (p.space_amp * table_space + blob_space * blob) / (table_space + blob),
         ..p
+    }
+}
+
+/// How often a shape rewrites an entry of its last level, in tables of
+/// user writes (as many writes as the table holds keys): a leveled
+/// table's one level every `trigger` flushes, its last level as the
+/// level above merges into it (`1 / (β·T)`); a major-only table each
+/// time a flush touches its file (`1 / (φ·k)`); a two-tier stripe at
+/// each major (`n / k`). Merges scale by [`Mix::overlap`]: keys in
+/// increasing order are moved down, not rewritten.
+fn rewrite_interval(strategy: &CompactionStrategy, mix: &Mix, size: &TableSize) -> f64 {
+    let k = size.flushes();
+    // 0 for pure appends: never rewritten (an infinite interval).
+    let random = mix.overlap();
+    match strategy {
+        CompactionStrategy::Leveled(o) => {
+            let n_bytes = size.live_bytes.max(1) as f64;
+            if level_count(o, n_bytes) <= 1.0 {
+                o.level0_file_num_compaction_trigger.max(1) as f64 / k / random
+            } else {
+                1.0 / (LEVEL_MERGE_SHARE * o.max_bytes_for_level_multiplier.max(2.0)) / random
+            }
+        }
+        CompactionStrategy::MajorOnly(o) => {
+            1.0 / (major_share(o.target_file_size, mix, size) * k).max(1e-9)
+        }
+        CompactionStrategy::TwoTier(o) => cycle_flushes(o, size) / k / random,
+        CompactionStrategy::Adaptive(a) => rewrite_interval(&a.initial, mix, size),
+    }
+}
+
+/// Garbage collection's terms for a table whose last level is rewritten
+/// every `interval` tables of writes: the bytes it relocates per byte
+/// separated, and the blob files' bytes per live value byte.
+///
+/// With an age cutoff `c`, each rewrite relocates the live values of the
+/// oldest `c` of the blob files, which are then deleted; so a blob file
+/// lives `interval / c` tables of writes, in which a value survives with
+/// probability `s = e^(−u·interval/c)` (`u` the update share). A relocated
+/// value ages in a new file and may be relocated again: `s / (1 − s)`
+/// relocations per value, at most `c / interval` (a rewrite relocates at
+/// most `c` of the values). Files of ages spread evenly up to `A` hold
+/// `u·A / (1 − e^(−u·A))` bytes per live byte. Without collection a file
+/// goes only once all its values are garbage: `A = ln(E) / u` for `E`
+/// values per file (a flush's); with no updates there is no garbage.
+///
+/// This is the steady state of whole rewrites. Where a rewrite leaves
+/// part of the table in place (a major-only flush that reuses the files
+/// it does not touch, a leveled table's deeper levels), a value or two in
+/// an old file pins it for many rewrites; such files fill the oldest `c`
+/// by count, so less is relocated and more garbage stays than predicted
+/// ([`TOLERANCE_SEPARATED`]).
+fn blob_terms(interval: f64, mix: &Mix, size: &TableSize) -> (f64, f64) {
+    let u = mix.update();
+    let cutoff = if size.blob_gc_age_cutoff.is_finite() {
+        size.blob_gc_age_cutoff.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let spread = |x: f64| {
+        if x < 1e-9 {
+            1.0
+        } else {
+            x / (1.0 - (-x).exp())
+        }
+    };
+    if cutoff > 0.0 && interval.is_finite() && interval > 0.0 {
+        let age = interval / cutoff;
+        let survive = (-u * age).exp();
+        let relocated = if survive >= 1.0 {
+            cutoff / interval
+        } else {
+            (survive / (1.0 - survive)).min(cutoff / interval)
+        };
+        (relocated, spread(u * age))
+    } else if u > 0.0 {
+        (0.0, spread(size.flush_entries().max(2.0).ln()))
+    } else {
+        (0.0, 1.0)
     }
 }
 
@@ -312,18 +430,24 @@ fn blob_share(size: &TableSize) -> f64 {
     }
 }
 
+/// Levels a leveled table of `n_bytes` fills (L0 aside).
+fn level_count(o: &LeveledOptions, n_bytes: f64) -> f64 {
+    let base = o.max_bytes_for_level_base.max(1) as f64;
+    let fanout = o.max_bytes_for_level_multiplier.max(2.0);
+    let max_levels = o.num_levels.saturating_sub(1).max(1) as f64;
+    if n_bytes <= base {
+        1.0
+    } else {
+        (1.0 + ((n_bytes / base).ln() / fanout.ln()).ceil()).min(max_levels)
+    }
+}
+
 fn leveled(o: &LeveledOptions, mix: &Mix, size: &TableSize) -> Prediction {
     let n_bytes = size.live_bytes.max(1) as f64;
     let flush = size.flushed_bytes();
     let trigger = o.level0_file_num_compaction_trigger.max(1) as f64;
-    let base = o.max_bytes_for_level_base.max(1) as f64;
     let fanout = o.max_bytes_for_level_multiplier.max(2.0);
-    let max_levels = o.num_levels.saturating_sub(1).max(1) as f64;
-    let levels = if n_bytes <= base {
-        1.0
-    } else {
-        (1.0 + ((n_bytes / base).ln() / fanout.ln()).ceil()).min(max_levels)
-    };
+    let levels = level_count(o, n_bytes);
     let lbase = n_bytes / fanout.powf(levels - 1.0);
     let random = mix.overlap();
     let u = mix.update();
@@ -362,6 +486,17 @@ fn leveled(o: &LeveledOptions, mix: &Mix, size: &TableSize) -> Prediction {
 }
 
 fn major_only(file_size: u64, mix: &Mix, size: &TableSize) -> Prediction {
+    Prediction {
+        write_amp: 1.0 + major_share(file_size, mix, size) * size.flushes(),
+        read_amp: memtable_miss(size),
+        space_amp: 1.0,
+        sorted_runs: 1.0,
+        files_per_flush: 0.0,
+    }
+}
+
+/// `φ`: the share of a major-only table's files one flush rewrites.
+fn major_share(file_size: u64, mix: &Mix, size: &TableSize) -> f64 {
     let files = (size.live_bytes as f64 / file_size.max(1) as f64).max(1.0);
     let seq = mix.sequential();
     let random_entries = (1.0 - seq) * size.flush_entries();
@@ -380,14 +515,7 @@ fn major_only(file_size: u64, mix: &Mix, size: &TableSize) -> Prediction {
         seq + spread_over(files / 8.0, hot * random_entries)
             + spread_over(files * 7.0 / 8.0, (1.0 - hot) * random_entries)
     };
-    let share = (touched / files).min(1.0);
-    Prediction {
-        write_amp: 1.0 + share * size.flushes(),
-        read_amp: memtable_miss(size),
-        space_amp: 1.0,
-        sorted_runs: 1.0,
-        files_per_flush: 0.0,
-    }
+    (touched / files).min(1.0)
 }
 
 /// Share of random reads the memtables do not answer (on average half a
@@ -830,10 +958,17 @@ mod tests {
             CompactionStrategy::parse("major-only").unwrap(),
             CompactionStrategy::parse("two-tier").unwrap(),
         ];
+        // Without garbage collection: one write each, and the garbage of
+        // files that go only when all their values are overwritten
+        // (26 214 values a flush: ln 26 214 = 10.17).
+        let garbage = 10.174 / (1.0 - (-10.174f64).exp());
         for s in &strategies {
             let (a, b) = (predict(s, &mix, &plain), predict(s, &mix, &separated));
             assert!((b.write_amp - a.write_amp - 0.95).abs() < 1e-9, "{s:?}");
-            assert_eq!((a.read_amp, a.space_amp), (b.read_amp, b.space_amp));
+            assert_eq!(a.read_amp, b.read_amp);
+            let t = 40.0 / 1024.0;
+            let space = (a.space_amp * t + garbage * 0.95) / (t + 0.95);
+            assert!((b.space_amp - space).abs() < 1e-3, "{s:?}: {b:?}");
         }
         let order = |size: &TableSize| {
             let mut w: Vec<(f64, usize)> = strategies
@@ -845,6 +980,42 @@ mod tests {
             w.into_iter().map(|(_, i)| i).collect::<Vec<_>>()
         };
         assert_eq!(order(&plain), order(&separated));
+
+        // With garbage collection at the oldest quarter: the 64-flush
+        // table is one level, rewritten every 4 flushes (1/16 of a table
+        // of writes), so a blob file lives 1/4 of a table, a value
+        // survives it with e^(−1/4) = 0.779, and is relocated
+        // 0.779 / 0.221 = 3.52 times; the files hold
+        // 0.25 / 0.221 = 1.130 bytes per live byte.
+        let collected = TableSize {
+            blob_gc_age_cutoff: 0.25,
+            ..separated
+        };
+        let lev = &strategies[0];
+        let (a, c) = (predict(lev, &mix, &plain), predict(lev, &mix, &collected));
+        let survive = (-0.25f64).exp();
+        let relocated = survive / (1.0 - survive);
+        assert!((c.write_amp - a.write_amp - 0.95 * (1.0 + relocated)).abs() < 1e-9);
+        let t = 40.0 / 1024.0;
+        let space = (a.space_amp * t + 0.25 / (1.0 - survive) * 0.95) / (t + 0.95);
+        assert!((c.space_amp - space).abs() < 1e-9, "{c:?}");
+        // A major-only table rewrites most of itself at every flush, and
+        // relocates the oldest quarter each time.
+        let major = predict(&strategies[1], &mix, &collected);
+        assert!(major.write_amp > c.write_amp, "{major:?} {c:?}");
+        // Keys in increasing order are moved down, never rewritten: no
+        // relocation.
+        let appends = Mix {
+            ordered_share: 1.0,
+            update_share: 0.0,
+            ..mix
+        };
+        let (a, c) = (
+            predict(lev, &appends, &separated),
+            predict(lev, &appends, &collected),
+        );
+        assert_eq!(a.write_amp, c.write_amp);
+
         // Nonsense is ignored.
         let nan = TableSize {
             blob_bytes_per_user_byte: f64::NAN,

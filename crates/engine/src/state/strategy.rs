@@ -170,13 +170,15 @@ fn day_part(o: &crate::Options, opened: Option<u64>, now: u64) -> DayPart {
 /// per memtable (before any flush, a full memtable of the writes so far,
 /// at 0.8 table bytes per memtable byte). With key-value separation the
 /// tables' bytes are those of the SSTs (blob indexes in place of the
-/// values), and the flushes' blob bytes per user byte are the write every
-/// shape pays once.
+/// values), the flushes' blob bytes per user byte are the write every
+/// shape pays once, and garbage collection's age cutoff sets what each
+/// shape relocates.
 fn table_size(t: &TableMut, update_share: f64) -> TableSize {
     let c = &t.state().counters;
     let keys = c.keys_written.load(Ordering::Relaxed).max(1);
     let user_per_write = (c.user_bytes.load(Ordering::Relaxed) as f64 / keys as f64).max(1.0);
     let f = t.flush_shape();
+    let blob = t.state().blob_options();
     let write_buffer = t.state().options.write_buffer_size as f64;
     let (entry_bytes, distinct, per_memtable, blob_per_user) =
         if f.records_out > 0 && f.memtables > 0 {
@@ -203,6 +205,11 @@ fn table_size(t: &TableMut, update_share: f64) -> TableSize {
         table_bytes_per_user_byte: entry_bytes / user_per_write,
         flush_distinct_share: distinct,
         blob_bytes_per_user_byte: blob_per_user,
+        blob_gc_age_cutoff: if blob.enable_blob_garbage_collection {
+            blob.blob_garbage_collection_age_cutoff
+        } else {
+            0.0
+        },
     }
 }
 
