@@ -1807,6 +1807,25 @@ fn bench_caches_blob_values_only_when_asked() {
     let lookups = |e: &Value| count(e, "block_cache_hits") + count(e, "block_cache_misses");
     assert_eq!(count(&none, "get_blob_reads"), reads, "{none}");
     assert_eq!(lookups(&shared), lookups(&none) + reads, "{shared} {none}");
-    let (err, _) = fails(&["bench", "--num", "10", "--blob-cache-size", "1024"]);
-    assert!(err.contains("--use-blob-cache"), "{err}");
+    // `--blob-cache-size` alone asks for a cache of its own, as above.
+    let sized = run(&["--blob-cache-size", "1048576"]);
+    assert_eq!(
+        count(&sized, "blob_cache_hits") + count(&sized, "blob_cache_misses"),
+        reads,
+        "{sized}"
+    );
+    for contradiction in [
+        &["--use-blob-cache", "false", "--blob-cache-size", "1024"][..],
+        &[
+            "--use-shared-block-and-blob-cache",
+            "true",
+            "--blob-cache-size",
+            "1024",
+        ],
+    ] {
+        let mut args = vec!["bench", "--num", "10"];
+        args.extend_from_slice(contradiction);
+        let (err, _) = fails(&args);
+        assert!(err.contains("--blob-cache-size"), "{err}");
+    }
 }

@@ -218,6 +218,8 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
             "--enable-blob-files",
             "--blob-compression-type",
             "--enable-blob-garbage-collection",
+            "--use-blob-cache",
+            "--use-shared-block-and-blob-cache",
             "--manual-wal-flush",
             "--release-memory-after-jobs",
             "--wal-compression",

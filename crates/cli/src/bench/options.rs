@@ -175,11 +175,13 @@ pub(crate) struct EngineArgs {
     /// get reads its value from the blob file each time).
     #[arg(long)]
     pub use_blob_cache: Option<bool>,
-    /// With --use-blob-cache: share the block cache (default true) or use
-    /// a cache of --blob-cache-size bytes.
+    /// With --use-blob-cache: share the block cache (default true, false
+    /// when --blob-cache-size is given) or use a cache of --blob-cache-size
+    /// bytes.
     #[arg(long)]
     pub use_shared_block_and_blob_cache: Option<bool>,
-    /// Capacity of a blob cache of its own (default 8 MiB).
+    /// Capacity of a blob cache of its own (default 8 MiB; given alone,
+    /// it asks for one).
     /// [range: 1..=1099511627776]
     #[arg(long,
           value_parser = numbers::rocksdb::<usize>("blob_cache_size", 1, 1 << 40))]
@@ -291,29 +293,47 @@ impl EngineArgs {
     /// `base` with every given flag applied (a command with defaults of
     /// its own, such as `stress`, starts from those).
     /// db_bench's blob cache flags: none, the block cache shared, or a
-    /// cache of its own.
+    /// cache of its own. `--blob-cache-size` alone asks for a cache of its
+    /// own, and `--use-shared-block-and-blob-cache true` alone for the
+    /// shared one; flags that contradict each other are refused.
     fn apply_blob_cache(&self, o: &mut Options) -> Result<()> {
-        if !self.use_blob_cache.unwrap_or(false) {
-            if self.use_shared_block_and_blob_cache.is_some() || self.blob_cache_size.is_some() {
-                return UsageSnafu {
-                    message: "--use-shared-block-and-blob-cache and --blob-cache-size need --use-blob-cache true".to_owned(),
-                }
-                .fail();
+        let shared = self
+            .use_shared_block_and_blob_cache
+            .unwrap_or(self.blob_cache_size.is_none());
+        let asked =
+            self.use_shared_block_and_blob_cache == Some(true) || self.blob_cache_size.is_some();
+        let usage = |message: &str| {
+            UsageSnafu {
+                message: message.to_owned(),
             }
-            return Ok(());
+            .fail()
+        };
+        match self.use_blob_cache {
+            Some(false) if asked => {
+                return usage(
+                    "--use-shared-block-and-blob-cache true and --blob-cache-size ask for a blob cache, but --use-blob-cache is false",
+                );
+            }
+            Some(true) => {}
+            _ if asked => {}
+            _ => return Ok(()),
         }
-        if self.use_shared_block_and_blob_cache.unwrap_or(true) {
+        if shared && self.blob_cache_size.is_some() {
+            return usage(
+                "--blob-cache-size sizes a blob cache of its own: not with --use-shared-block-and-blob-cache true",
+            );
+        }
+        if shared {
             if o.block_cache.is_none() && o.block_cache_size == 0 {
-                return UsageSnafu {
-                    message: "--use-shared-block-and-blob-cache needs a block cache (--cache-size above 0)".to_owned(),
-                }
-                .fail();
+                return usage(
+                    "--use-shared-block-and-blob-cache needs a block cache (--cache-size above 0)",
+                );
             }
             let size = o.block_cache_size;
-            let shared = o
+            let block = o
                 .block_cache
                 .get_or_insert_with(|| Arc::new(BlockCache::new(size)));
-            o.blob_cache = Some(Arc::clone(shared));
+            o.blob_cache = Some(Arc::clone(block));
         } else {
             o.blob_cache = Some(Arc::new(BlockCache::new(
                 self.blob_cache_size.unwrap_or(8 << 20),
