@@ -13,6 +13,7 @@
 //! | `message.max.bytes` | 1048588 | with the log's `max.message.bytes`, the largest batch the cleaner accepts |
 //! | `producer.id.expiration.ms` | 86400000 | how long an idempotent producer stays active (its last batch is kept) |
 //! | `lithify.cleaner.digest` | `md5` | `md5` (Kafka's) or `xxh3` (faster, same map layout) |
+//! | `lithify.cleaner.read.ahead` | `true` | a round reads, checks and decompresses batches ahead on a second thread while a core is idle (no cleaner thread awake on it) |
 //!
 //! Kafka requires more than 1 MiB of map memory per thread; we accept any
 //! memory that holds a map able to make progress (`slots * load factor >
@@ -57,6 +58,10 @@ pub struct CleanerConfig {
     pub producer_id_expiration_ms: i64,
     /// `lithify.cleaner.digest`: the offset map's key digest.
     pub digest: DigestKind,
+    /// `lithify.cleaner.read.ahead`: whether a round may read, check and
+    /// decompress batches ahead on a second thread while a core of the
+    /// machine is idle. The round's outcome is the same either way.
+    pub read_ahead: bool,
 }
 
 lithify_base::options_builder!(CleanerConfig {
@@ -69,6 +74,7 @@ lithify_base::options_builder!(CleanerConfig {
     max_message_bytes: i32,
     producer_id_expiration_ms: i64,
     digest: DigestKind,
+    read_ahead: bool,
 });
 
 impl Default for CleanerConfig {
@@ -83,6 +89,7 @@ impl Default for CleanerConfig {
             max_message_bytes: 1_048_588,
             producer_id_expiration_ms: 86_400_000,
             digest: DigestKind::Md5,
+            read_ahead: true,
         }
     }
 }
@@ -102,7 +109,7 @@ fn invalid<T>(message: String) -> Result<T> {
 
 impl CleanerConfig {
     /// Every setting name [`CleanerConfig::set`] accepts.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "log.cleaner.threads",
         "log.cleaner.dedupe.buffer.size",
         "log.cleaner.io.buffer.load.factor",
@@ -112,6 +119,7 @@ impl CleanerConfig {
         "message.max.bytes",
         "producer.id.expiration.ms",
         "lithify.cleaner.digest",
+        "lithify.cleaner.read.ahead",
     ];
 
     /// The defaults with `props` (Kafka names and values) applied in order.
@@ -181,6 +189,13 @@ impl CleanerConfig {
                     _ => return invalid(format!("{name}={value:?} is not md5 or xxh3")),
                 }
             }
+            "lithify.cleaner.read.ahead" => {
+                self.read_ahead = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return invalid(format!("{name}={value:?} is not true or false")),
+                }
+            }
             other => return invalid(format!("unknown cleaner setting {other:?}")),
         }
         Ok(self)
@@ -211,7 +226,7 @@ mod tests {
     #[test]
     fn every_name_is_accepted_and_bad_values_are_named() {
         let good = [
-            "4", "1000000", "0.5", "65536", "1e6", "10", "2000000", "1000", "xxh3",
+            "4", "1000000", "0.5", "65536", "1e6", "10", "2000000", "1000", "xxh3", "false",
         ];
         let mut c = CleanerConfig::default();
         for (name, value) in CleanerConfig::NAMES.iter().zip(good) {
@@ -222,12 +237,14 @@ mod tests {
         assert_eq!(c.map_memory_per_thread(), 250_000);
         assert_eq!(c.write_buffer_per_thread(), 8192);
         assert_eq!(c.digest, DigestKind::Xxh3_128);
+        assert!(!c.read_ahead);
         for (name, value) in [
             ("log.cleaner.threads", "0"),
             ("log.cleaner.io.buffer.load.factor", "0"),
             ("log.cleaner.io.buffer.load.factor", "1.5"),
             ("log.cleaner.io.max.bytes.per.second", "-1"),
             ("lithify.cleaner.digest", "sha1"),
+            ("lithify.cleaner.read.ahead", "yes"),
             ("log.cleaner.enable.magic", "true"),
         ] {
             let err = CleanerConfig::default().set(name, value).unwrap_err();

@@ -81,6 +81,17 @@ pub enum Error {
         location: Location,
     },
 
+    /// A round's read-ahead thread failed (it panicked): the round
+    /// stops, nothing of it is swapped in.
+    #[snafu(display("the cleaner's read-ahead thread failed: {message}"))]
+    ReadAhead {
+        /// What the thread said.
+        message: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// A cleaner thread could not be started.
     #[snafu(display("I/O error while trying to spawn {name}: {source}"))]
     Spawn {
@@ -133,6 +144,8 @@ impl Classify for Error {
             Error::InvalidArgument { .. }
             | Error::CleaningAborted { .. }
             | Error::OffsetMap { .. } => ErrorKind::InvalidArgument,
+            // A panic: a defect, not the data nor the caller.
+            Error::ReadAhead { .. } => ErrorKind::Poisoned,
         }
     }
 }

@@ -21,7 +21,10 @@
 //! The kept records are written as:
 //!
 //! * the **original bytes**, when every record stays and no delete horizon
-//!   needs setting;
+//!   needs setting (or dropping). Pass 1's marks decide it without
+//!   decoding the batch when they cover all of its records; they also
+//!   drop a batch none of whose records stays without decoding it
+//!   ([`marked_fate`]);
 //! * a **rebuilt batch** otherwise: same base offset, last offset (so the
 //!   last sequence survives), producer fields, partition leader epoch,
 //!   flags and codec; base timestamp = the first kept record's timestamp,
@@ -35,10 +38,9 @@
 use lithify_offsetmap::OffsetMap;
 
 use crate::error::Result;
-use crate::latest_marks::LatestMarks;
-use lithify_kafka_log::record::{
-    BatchBuilder, BatchRecords, RecordBatch, RecordView, TimestampType,
-};
+use crate::latest_marks::{LatestMarks, MarkedBatch};
+use crate::read_ahead::FedBatch;
+use lithify_kafka_log::record::{BatchBuilder, RecordBatch, RecordView, TimestampType};
 
 /// What a round knows when it filters a batch.
 #[derive(Debug, Clone, Copy)]
@@ -146,12 +148,57 @@ enum Keep {
     Invalid,
 }
 
+/// What pass 1's marks alone decide of a data batch all of whose records
+/// they cover: see [`marked_fate`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MarkedFate {
+    /// No record stays (each was replaced by a later put of its key).
+    Dropped {
+        /// Tombstones among them.
+        tombstones: u64,
+    },
+    /// Every record stays and the batch needs no change: written as its
+    /// original bytes.
+    Copied,
+}
+
+/// What the marks decide of `batch` before the round's decision about it
+/// as a whole ([`BatchDecision`]), if they decide it: every record was
+/// put in pass 1 (so each has a key and lies within the map's range),
+/// and either all were replaced, or none was and no delete horizon needs
+/// setting or dropping (no tombstone under a batch without a horizon;
+/// tombstones, still before the horizon, under one that has it). `None`:
+/// the records must be read.
+/// `marks`, `latest_offset` and `now` are the [`FilterContext`]'s.
+pub(crate) fn marked_fate(
+    batch: &RecordBatch,
+    marks: &LatestMarks,
+    latest_offset: i64,
+    now: i64,
+) -> Option<MarkedFate> {
+    if batch.is_control() || batch.last_offset() > latest_offset {
+        return None;
+    }
+    let records = batch.records_count().max(0) as u64;
+    match marks.batch(batch.base_offset(), batch.last_offset(), records)? {
+        MarkedBatch::Superseded { tombstones } => Some(MarkedFate::Dropped { tombstones }),
+        MarkedBatch::Latest { tombstones } => {
+            let unchanged = match batch.delete_horizon_ms() {
+                None => tombstones == 0,
+                Some(h) => tombstones > 0 && now < h,
+            };
+            unchanged.then_some(MarkedFate::Copied)
+        }
+    }
+}
+
 /// Filters a batch as `decision` says.
 pub(crate) fn filter_batch(
-    batch: &RecordBatch,
+    fed: &FedBatch,
     ctx: &FilterContext<'_>,
     decision: BatchDecision,
 ) -> Result<Filtered> {
+    let batch = fed.batch();
     let horizon = batch.delete_horizon_ms();
     let mut out = Filtered {
         fate: BatchFate::Dropped,
@@ -167,25 +214,28 @@ pub(crate) fn filter_batch(
         out.records_read = batch.records_count().max(0) as u64;
         return Ok(out);
     }
-    // A data batch all of whose records pass 1 mapped and later puts
-    // replaced keeps none of them: dropped without decoding it again (with
-    // the tombstones pass 1 saw among them), as the loop below would.
-    if decision.retention == BatchRetention::DeleteEmpty
-        && !decision.discard_records
-        && !batch.is_control()
-        && batch.last_offset() <= ctx.latest_offset
-    {
-        let records = batch.records_count().max(0) as u64;
-        if let Some(tombstones) =
-            ctx.marks
-                .superseded_batch(batch.base_offset(), batch.last_offset(), records)
-        {
-            out.records_read = records;
-            out.tombstones_dropped = tombstones;
-            return Ok(out);
+    // What pass 1's marks decide of the whole batch, without decoding
+    // it again; the loop below would decide the same.
+    if decision.retention != BatchRetention::Delete && !decision.discard_records {
+        match marked_fate(batch, ctx.marks, ctx.latest_offset, ctx.now) {
+            Some(MarkedFate::Dropped { tombstones })
+                if decision.retention == BatchRetention::DeleteEmpty =>
+            {
+                out.records_read = batch.records_count().max(0) as u64;
+                out.tombstones_dropped = tombstones;
+                return Ok(out);
+            }
+            Some(MarkedFate::Copied) => {
+                out.records_read = batch.records_count().max(0) as u64;
+                out.records_kept = out.records_read;
+                out.fate = BatchFate::Copied;
+                out.delete_horizon_ms = horizon;
+                return Ok(out);
+            }
+            _ => {}
         }
     }
-    let records = BatchRecords::decompress(batch)?;
+    let records = fed.records()?;
     let control = batch.is_control();
     let mut kept_tombstone = false;
     let mut kept: Vec<RecordView<'_>> = Vec::new();

@@ -15,8 +15,8 @@
 //!
 //! A third bit says the mapped record is a tombstone, so that a batch
 //! whose records were all mapped and all superseded can be dropped in pass
-//! 2 without decompressing or decoding it again
-//! ([`superseded_batch`](LatestMarks::superseded_batch)).
+//! 2 without decompressing or decoding it again, and one whose records
+//! all stay can be copied as it is ([`batch`](LatestMarks::batch)).
 //!
 //! The marks cover at most a bounded span of offsets from the round's
 //! first dirty offset (three bits each); a record outside the span, or one
@@ -76,15 +76,34 @@ impl LatestMarks {
     }
 }
 
+/// What the marks say of a batch all of whose records pass 1 put, when
+/// they say the same of every record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MarkedBatch {
+    /// Every record was replaced by a later put of its key.
+    Superseded {
+        /// Tombstones among them.
+        tombstones: u64,
+    },
+    /// Every record is its key's latest.
+    Latest {
+        /// Tombstones among them.
+        tombstones: u64,
+    },
+}
+
 impl LatestMarks {
     /// For a batch holding `records` records at offsets within `[first,
-    /// last]`: if the marks cover the range and exactly `records` of its
-    /// offsets were put and superseded — every record of the batch was
-    /// mapped and none is its key's latest — the number of tombstones
-    /// among them; otherwise `None`.
-    pub(crate) fn superseded_batch(&self, first: i64, last: i64, records: u64) -> Option<u64> {
+    /// last]`: if the marks cover the range, exactly `records` of its
+    /// offsets were put, and they were all superseded or all left latest,
+    /// which and how many tombstones are among them; otherwise `None`
+    /// (also for a batch without records: the marks say nothing of it).
+    pub(crate) fn batch(&self, first: i64, last: i64, records: u64) -> Option<MarkedBatch> {
+        if records == 0 {
+            return None;
+        }
         let (lo, hi) = (self.index(first)?, self.index(last)?);
-        let (mut mapped, mut tombstones) = (0u64, 0u64);
+        let (mut mapped, mut superseded, mut tombstones) = (0u64, 0u64, 0u64);
         for w in lo / 64..=hi / 64 {
             let mut mask = u64::MAX;
             if w == lo / 64 {
@@ -94,13 +113,22 @@ impl LatestMarks {
                 mask &= u64::MAX >> (63 - hi % 64);
             }
             let m = self.mapped[w] & mask;
-            if m & !self.superseded[w] != 0 {
-                return None; // a latest record stays
-            }
+            let gone = self.superseded[w] & m;
             mapped += u64::from(m.count_ones());
+            superseded += u64::from(gone.count_ones());
+            if superseded != 0 && superseded != mapped {
+                return None; // some go, some stay
+            }
             tombstones += u64::from((self.tombstone[w] & m).count_ones());
         }
-        (mapped == records).then_some(tombstones)
+        if mapped != records {
+            return None;
+        }
+        Some(if superseded == 0 {
+            MarkedBatch::Latest { tombstones }
+        } else {
+            MarkedBatch::Superseded { tombstones }
+        })
     }
 }
 
@@ -159,10 +187,11 @@ mod tests {
         assert_eq!(marks.is_latest(15), None);
     }
 
-    /// A batch is superseded only when every one of its records was mapped
-    /// and replaced, across word boundaries; tombstones are counted.
+    /// A batch is superseded (or latest) only when every one of its
+    /// records was mapped and replaced (or none was), across word
+    /// boundaries; tombstones are counted.
     #[test]
-    fn superseded_batches_need_every_record_mapped_and_replaced() {
+    fn batches_are_decided_only_when_every_record_agrees() {
         let mut marks = LatestMarks::default();
         marks.reset(1_000, 300);
         // Offsets 1_060 ..= 1_140 (crossing two word boundaries) put, then
@@ -177,19 +206,27 @@ mod tests {
         for o in 1_150..=1_159 {
             marks.on_put(o, false, None);
         }
-        assert_eq!(marks.superseded_batch(1_060, 1_099, 40), Some(1));
-        assert_eq!(marks.superseded_batch(1_101, 1_140, 40), Some(0));
+        let gone = |tombstones| Some(MarkedBatch::Superseded { tombstones });
+        let latest = |tombstones| Some(MarkedBatch::Latest { tombstones });
+        assert_eq!(marks.batch(1_060, 1_099, 40), gone(1));
+        assert_eq!(marks.batch(1_101, 1_140, 40), gone(0));
+        assert_eq!(marks.batch(1_060, 1_140, 81), None, "1_100 is latest");
+        assert_eq!(marks.batch(1_100, 1_100, 1), latest(0));
+        assert_eq!(marks.batch(1_150, 1_159, 10), latest(0), "all latest");
         assert_eq!(
-            marks.superseded_batch(1_060, 1_140, 81),
+            marks.batch(1_140, 1_159, 11),
             None,
-            "1_100 is latest"
+            "1_140 goes, 1_150.. stay"
         );
-        assert_eq!(marks.superseded_batch(1_150, 1_159, 10), None, "all latest");
+        // Replaced by the puts at 1_200 ..: latest, across a word boundary.
+        assert_eq!(marks.batch(1_200, 1_279, 80), latest(0));
         // A count that the marks do not account for (a record never put).
-        assert_eq!(marks.superseded_batch(1_060, 1_099, 41), None);
-        assert_eq!(marks.superseded_batch(1_055, 1_099, 45), None);
+        assert_eq!(marks.batch(1_060, 1_099, 41), None);
+        assert_eq!(marks.batch(1_055, 1_099, 45), None);
+        assert_eq!(marks.batch(1_150, 1_160, 11), None);
+        assert_eq!(marks.batch(1_150, 1_150, 0), None, "an empty header");
         // Outside the span.
-        assert_eq!(marks.superseded_batch(990, 1_010, 21), None);
-        assert_eq!(marks.superseded_batch(1_290, 1_310, 21), None);
+        assert_eq!(marks.batch(990, 1_010, 21), None);
+        assert_eq!(marks.batch(1_290, 1_310, 21), None);
     }
 }

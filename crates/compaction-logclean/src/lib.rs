@@ -62,6 +62,7 @@ mod filter;
 mod grouping;
 mod latest_marks;
 mod manager;
+mod read_ahead;
 mod round;
 mod service;
 mod states;

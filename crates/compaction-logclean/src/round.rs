@@ -75,15 +75,18 @@ use snafu::ResultExt as _;
 
 use crate::config::CleanerConfig;
 use crate::error::{OffsetMapSnafu, Result, TransactionIndexMismatchSnafu};
-use crate::filter::{BatchDecision, BatchFate, BatchRetention, FilterContext, filter_batch};
+use crate::filter::{
+    BatchDecision, BatchFate, BatchRetention, FilterContext, filter_batch, marked_fate,
+};
 use crate::grouping::{GroupInput, group_segments_by_size};
 use crate::latest_marks::LatestMarks;
+use crate::read_ahead::{Busy, Cores, Feed, with_feed};
 use crate::stats::{CleanerStats, RoundReport};
 use crate::throttler::Throttler;
 use crate::to_clean::LogToClean;
 use crate::txn_metadata::CleanedTransactionMetadata;
 use lithify_kafka_log::naming::Suffix;
-use lithify_kafka_log::record::{BatchRecords, RecordBatch};
+use lithify_kafka_log::record::RecordBatch;
 use lithify_kafka_log::{
     AppendedBatch, Log, LogSegment, LogSnapshot, OffsetOrder, SegmentSnapshot,
 };
@@ -149,6 +152,13 @@ pub struct Cleaner {
     /// Where the snapshot of a round that replaced segments goes instead
     /// of being dropped on this thread (see [`Cleaner::close_elsewhere`]).
     closer: Option<Sender<LogSnapshot>>,
+    /// The cores a pass may borrow one from for its read-ahead thread
+    /// (`None`: `lithify.cleaner.read.ahead=false`).
+    read_ahead: Option<Arc<Cores>>,
+    /// Whether this cleaner counts itself busy during a round (a cleaner
+    /// of its own), or its service's thread counts it (see
+    /// [`Cleaner::share_cores`]).
+    counts_itself: bool,
 }
 
 /// Where pass 2 is within the round.
@@ -191,6 +201,8 @@ impl Cleaner {
             write_buffer: Vec::new(),
             written: Vec::new(),
             closer: None,
+            read_ahead: config.read_ahead.then(Cores::of_machine),
+            counts_itself: true,
         })
     }
 
@@ -216,6 +228,16 @@ impl Cleaner {
         self.closer = Some(closer);
     }
 
+    /// Makes this cleaner's read-ahead threads share `cores` with the
+    /// other threads of a service, which counts this cleaner's thread
+    /// itself while it is awake.
+    pub(crate) fn share_cores(&mut self, cores: Arc<Cores>) {
+        if self.read_ahead.is_some() {
+            self.read_ahead = Some(cores);
+        }
+        self.counts_itself = false;
+    }
+
     /// The offset map (after a round: its last state).
     pub fn offset_map(&self) -> &OffsetMap {
         &self.map
@@ -232,6 +254,11 @@ impl Cleaner {
         check_done: &dyn Fn() -> Result<()>,
     ) -> Result<RoundOutcome> {
         let started = Instant::now();
+        let _awake = self
+            .read_ahead
+            .as_ref()
+            .filter(|_| self.counts_itself)
+            .map(Cores::awake);
         let snap = log.lock().snapshot(to_clean.first_dirty_offset);
         let outcome = self.clean_snapshot(log, &snap, started, to_clean, now, check_done);
         if let (Ok(o), Some(closer)) = (&outcome, &self.closer)
@@ -300,6 +327,7 @@ impl Cleaner {
             snap.config.segment_index_bytes,
             upper_bound,
         );
+        let core = self.read_ahead_core();
         let mut pass = Pass2 {
             snap,
             ctx: FilterContext {
@@ -323,7 +351,13 @@ impl Cleaner {
             since_check: 0,
         };
         let mut cleaned: Vec<LogSegment> = Vec::with_capacity(groups.len());
-        let result = (|| -> Result<()> {
+        let regions: Vec<(&SegmentSnapshot, u64)> = rewrite.iter().map(|s| (*s, 0)).collect();
+        // Records pass 2 reads: not a control batch's (tiny, and not
+        // compressed), not a batch the marks decide alone.
+        let (marks, latest, now) = (pass.ctx.marks, pass.ctx.latest_offset, pass.ctx.now);
+        let want =
+            move |b: &RecordBatch| !b.is_control() && marked_fate(b, marks, latest, now).is_none();
+        let result = with_feed(&regions, &want, core, |feed| {
             for (g, group) in groups.iter().enumerate() {
                 let first = rewrite[group.start];
                 let mut dest = LogSegment::create(
@@ -350,6 +384,7 @@ impl Cleaner {
                             .add_aborted(snap.collect_aborted_transactions(seg.base_offset, upper));
                         io.clean_into(
                             &mut pass,
+                            feed,
                             seg,
                             &mut dest,
                             last_of_round,
@@ -363,7 +398,7 @@ impl Cleaner {
                 result?;
             }
             check_done()
-        })();
+        });
         if let Err(e) = result {
             for seg in cleaned {
                 // Best effort: recovery removes any `.cleaned` file left.
@@ -437,29 +472,51 @@ impl Cleaner {
         self.marks.reset(start, marked);
         let mut txns = CleanedTransactionMetadata::default();
         txns.add_aborted(snap.collect_aborted_transactions(start, end));
+        let regions: Vec<(&SegmentSnapshot, u64)> =
+            dirty.iter().map(|s| (s, s.lookup_position)).collect();
+        // Control batches never enter the map: their records are not read.
+        let want = |b: &RecordBatch| !b.is_control();
+        let core = self.read_ahead_core();
+        with_feed(&regions, &want, core, |feed| {
+            self.map_regions(feed, dirty, start, end, &mut txns, stats, check_done)
+        })
+    }
+
+    /// Pass 1's loop over the batches of the dirty segments, fed by
+    /// `feed`.
+    #[allow(clippy::too_many_arguments)]
+    fn map_regions(
+        &mut self,
+        feed: &mut Feed<'_>,
+        dirty: &[SegmentSnapshot],
+        start: i64,
+        end: i64,
+        txns: &mut CleanedTransactionMetadata,
+        stats: &mut CleanerStats,
+        check_done: &dyn Fn() -> Result<()>,
+    ) -> Result<()> {
         let mut since_check = 0u64;
         for (i, seg) in dirty.iter().enumerate() {
             check_done()?;
             let next_start = dirty.get(i + 1).map_or(end, |s| s.base_offset);
-            let mut batches = seg.batches_from(seg.lookup_position);
             let mut order = OffsetOrder::new(seg.base_offset, next_start);
-            for batch in &mut batches {
-                let batch = batch?;
-                check_batch(&batch)?;
-                order.check(&batch)?;
+            while let Some(fed) = feed.next() {
+                let fed = fed?;
+                let batch = fed.batch();
+                order.check(batch)?;
                 if batch.is_control() {
                     // Control records never enter the map.
-                    txns.on_control_batch_read(&batch, batch.control_type()?)
-                        .map_err(|message| mismatch(&batch, message))?;
+                    txns.on_control_batch_read(batch, batch.control_type()?)
+                        .map_err(|message| mismatch(batch, message))?;
                     stats.map_messages_read += 1;
-                } else if txns.on_batch_read(&batch) {
+                } else if txns.on_batch_read(batch) {
                     // Aborted data never enters the map.
                     stats.map_messages_read += batch.records_count().max(0) as u64;
                 } else {
                     // The batch's digests first (MD5 several keys side by
                     // side), their slots prefetched, then the puts: the
                     // puts' cache misses overlap.
-                    let records = BatchRecords::decompress(&batch)?;
+                    let records = fed.records()?;
                     let mut pending = std::mem::take(&mut self.pending);
                     pending.clear();
                     let mut keys = reuse(std::mem::take(&mut self.keys));
@@ -502,7 +559,7 @@ impl Cleaner {
                     check_done()?;
                 }
             }
-            batches.check_complete()?;
+            feed.end_region()?;
             self.map
                 .update_latest_offset((next_start - 1).max(0) as u64);
         }
@@ -510,6 +567,11 @@ impl Cleaner {
             self.throttler.maybe_throttle(since_check as f64);
         }
         Ok(())
+    }
+
+    /// A core for a read-ahead thread, when enabled and one is idle.
+    fn read_ahead_core(&self) -> Option<Busy> {
+        self.read_ahead.as_ref().and_then(Cores::try_idle)
     }
 }
 
@@ -641,9 +703,11 @@ struct CleanIo<'a> {
 
 impl CleanIo<'_> {
     /// Cleans one source segment into `dest`.
+    #[allow(clippy::too_many_arguments)]
     fn clean_into(
         &mut self,
         pass: &mut Pass2<'_>,
+        feed: &mut Feed<'_>,
         seg: &SegmentSnapshot,
         dest: &mut LogSegment,
         last_of_round: bool,
@@ -652,13 +716,12 @@ impl CleanIo<'_> {
     ) -> Result<()> {
         self.write_buffer.clear();
         self.written.clear();
-        let mut batches = seg.batches_from(0);
         let mut order =
             OffsetOrder::new(seg.base_offset, pass.snap.next_base_after(seg.base_offset));
-        for batch in &mut batches {
-            let batch = batch?;
-            check_batch(&batch)?;
-            order.check(&batch)?;
+        while let Some(fed) = feed.next() {
+            let fed = fed?;
+            let batch = fed.batch();
+            order.check(batch)?;
             let size = batch.size_in_bytes() as u64;
             let ends_segment = batch.position() + size == seg.size;
             // Kafka's `checkBatchRetention`.
@@ -666,15 +729,15 @@ impl CleanIo<'_> {
             let can_discard = if control {
                 let outcome = pass
                     .txns
-                    .on_control_batch_read(&batch, batch.control_type()?)
-                    .map_err(|message| mismatch(&batch, message))?;
+                    .on_control_batch_read(batch, batch.control_type()?)
+                    .map_err(|message| mismatch(batch, message))?;
                 if let Some(txn) = outcome.index {
                     dest.append_aborted_txn(txn)?;
                     stats.aborted_txns_indexed += 1;
                 }
                 outcome.can_discard
             } else {
-                pass.txns.on_batch_read(&batch)
+                pass.txns.on_batch_read(batch)
             };
             let discard_records = if control {
                 can_discard && batch.delete_horizon_ms().is_some_and(|h| h <= pass.ctx.now)
@@ -683,7 +746,7 @@ impl CleanIo<'_> {
             };
             let retention = if batch.next_offset() == pass.upper_bound
                 || (last_of_round && ends_segment)
-                || self.is_producers_last_batch(pass, &batch)
+                || self.is_producers_last_batch(pass, batch)
             {
                 BatchRetention::RetainEmpty
             } else if discard_records {
@@ -696,7 +759,7 @@ impl CleanIo<'_> {
                 discard_records,
                 marker_for_empty_txn: can_discard && control,
             };
-            let f = filter_batch(&batch, &pass.ctx, decision)?;
+            let f = filter_batch(&fed, &pass.ctx, decision)?;
             if control {
                 if f.records_kept > 0 {
                     stats.markers_kept += 1;
@@ -721,7 +784,7 @@ impl CleanIo<'_> {
             if let Some(h) = f.delete_horizon_ms {
                 pass.earliest_horizon = Some(pass.earliest_horizon.map_or(h, |e| e.min(h)));
             }
-            if let Some(written) = f.written(&batch) {
+            if let Some(written) = f.written(batch) {
                 let bytes = written.raw();
                 self.write_buffer.extend_from_slice(bytes);
                 self.written.push(AppendedBatch {
@@ -741,7 +804,7 @@ impl CleanIo<'_> {
                 check_done()?;
             }
         }
-        batches.check_complete()?;
+        feed.end_region()?;
         self.flush(dest)
     }
 
@@ -799,7 +862,7 @@ fn mismatch(batch: &RecordBatch, message: String) -> crate::Error {
 /// is cleaned like any other, as Kafka's cleaner grows its read buffer to
 /// the next batch's size (`growBuffersOrFail`). The batch was read whole
 /// already, and its length was checked against the segment's size.
-fn check_batch(batch: &RecordBatch) -> Result<()> {
+pub(crate) fn check_batch(batch: &RecordBatch) -> Result<()> {
     Ok(batch.ensure_valid()?)
 }
 

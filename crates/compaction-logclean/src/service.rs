@@ -32,6 +32,7 @@ use snafu::ResultExt as _;
 use crate::config::CleanerConfig;
 use crate::error::{CleaningAbortedSnafu, Error, Result, SpawnSnafu};
 use crate::manager::LogCleanerManager;
+use crate::read_ahead::Cores;
 use crate::round::Cleaner;
 use crate::stats::RoundReport;
 use crate::throttler::Throttler;
@@ -240,8 +241,15 @@ impl LogCleaner {
                 });
             }
         }
+        // The threads share the machine's cores with their rounds'
+        // read-ahead threads: a thread counts busy while awake (cleaning,
+        // or looking for a log), so read-ahead only takes the cores of
+        // threads asleep for lack of work.
+        let cores = Cores::of_machine();
         for mut cleaner in cleaners {
             cleaner.close_elsewhere(closer.clone());
+            cleaner.share_cores(cores.clone());
+            let cores = cores.clone();
             let manager = self.manager.clone();
             let shutdown = self.shutdown.clone();
             let events = self.events.0.clone();
@@ -249,6 +257,7 @@ impl LogCleaner {
             let handle = std::thread::Builder::new()
                 .name(format!("lithify-log-cleaner-thread-{}", cleaner.id()))
                 .spawn(move || {
+                    let mut awake = Some(cores.awake());
                     while !shutdown.is_set() {
                         let mut cleaned = false;
                         let grab = manager.grab_filthiest_log(&HashSet::new());
@@ -260,8 +269,13 @@ impl LogCleaner {
                             cleaned = matches!(event, CleanerEvent::Cleaned(_));
                             let _ = events.try_send(event);
                         }
-                        if !cleaned && shutdown.sleep(backoff) {
-                            break;
+                        if !cleaned {
+                            drop(awake.take());
+                            let stop = shutdown.sleep(backoff);
+                            awake.replace(cores.awake());
+                            if stop {
+                                break;
+                            }
                         }
                         manager.maintain_uncleanable_partitions();
                     }

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use lithify_vfs::RandomAccessFile;
 use snafu::ResultExt as _;
 
@@ -33,6 +33,11 @@ use crate::record::{BatchOrigin, BatchPrefix, DELETE_HORIZON_FLAG_MASK, RecordBa
 /// Bytes read from the file at a time (more when a batch is larger).
 const CHUNK: usize = 256 * 1024;
 
+/// Earlier chunks kept for their memory: those batches still use, and
+/// free ones (the log cleaner's read-ahead queue keeps two or three
+/// chunks' batches alive).
+const SPARE_CHUNKS: usize = 6;
+
 /// An iterator over the batches of a file region.
 #[derive(Debug)]
 pub struct FileBatches {
@@ -42,6 +47,9 @@ pub struct FileBatches {
     end: u64,
     chunk: Bytes,
     chunk_start: u64,
+    /// Earlier chunks, oldest first: their memory is read into again
+    /// once no batch uses it.
+    spare: Vec<Bytes>,
     done: bool,
 }
 
@@ -55,6 +63,7 @@ impl FileBatches {
             end,
             chunk: Bytes::new(),
             chunk_start: start,
+            spare: Vec::new(),
             done: false,
         }
     }
@@ -95,12 +104,14 @@ impl FileBatches {
             return Ok(self.chunk.slice(from..from + len));
         }
         let want = (len.max(CHUNK) as u64).min(self.end - self.position) as usize;
-        // Read into the last chunk's memory when no batch of it is alive
-        // any more (a reader that drops each batch before asking for the
-        // next, as the log cleaner does): a fresh allocation is fresh
-        // pages, and the kernel's copy into them faults on every 4 KiB.
-        let buf = match std::mem::take(&mut self.chunk).try_into_mut() {
-            Ok(mut b) if b.capacity() >= want => {
+        // Read into the memory of an earlier chunk none of whose batches
+        // is alive any more (a reader that drops each batch before asking
+        // for the next, as the log cleaner does, or one a few batches
+        // behind, as the cleaner's read-ahead queue is): a fresh
+        // allocation is fresh pages, and the kernel's copy into them
+        // faults on every 4 KiB.
+        let buf = match self.reclaim_chunk(want) {
+            Some(mut b) => {
                 // The read overwrites all `want` bytes: zero only what the
                 // buffer did not hold before.
                 if b.len() >= want {
@@ -116,7 +127,7 @@ impl FileBatches {
                     })?;
                 b.freeze()
             }
-            _ => Bytes::from(self.file.read_vec(self.position, want).context(IoSnafu {
+            None => Bytes::from(self.file.read_vec(self.position, want).context(IoSnafu {
                 action: "read",
                 path: self.path.as_path(),
             })?),
@@ -124,6 +135,32 @@ impl FileBatches {
         self.chunk = buf;
         self.chunk_start = self.position;
         Ok(self.chunk.slice(..len))
+    }
+
+    /// Memory of at least `want` bytes from the current chunk or a spare
+    /// one that no batch uses any more. The other chunks stay spares,
+    /// free or still in use (the [`SPARE_CHUNKS`] newest): dropping a free
+    /// one would give its pages back to the system, which costs every
+    /// other core of the process a TLB flush, and the next chunk would
+    /// fault its pages in again.
+    fn reclaim_chunk(&mut self, want: usize) -> Option<BytesMut> {
+        let current = std::mem::take(&mut self.chunk);
+        if !current.is_empty() {
+            self.spare.push(current);
+        }
+        let mut found = None;
+        let mut kept = Vec::with_capacity(self.spare.len());
+        for chunk in self.spare.drain(..) {
+            match chunk.try_into_mut() {
+                Ok(b) if found.is_none() && b.capacity() >= want => found = Some(b),
+                Ok(b) => kept.push(b.freeze()),
+                Err(chunk) => kept.push(chunk),
+            }
+        }
+        let excess = kept.len().saturating_sub(SPARE_CHUNKS);
+        kept.drain(..excess);
+        self.spare = kept;
+        found
     }
 
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {

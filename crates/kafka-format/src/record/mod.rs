@@ -19,4 +19,4 @@ pub use batch::{
 pub use builder::BatchBuilder;
 pub use control::{ControlRecordType, EndTransactionMarker, TransactionResult};
 pub use record::{Header, Record, SimpleRecord};
-pub use view::{BatchRecords, HeaderView, RecordView, RecordViews};
+pub use view::{BatchRecords, DecompressedBatch, HeaderView, RecordView, RecordViews};

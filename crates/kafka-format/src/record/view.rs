@@ -219,6 +219,64 @@ impl<'b> BatchRecords<'b> {
     }
 }
 
+/// A batch that owns its decompressed records: what one thread prepares
+/// so that another decodes the records without decompressing them (the
+/// log cleaner's read-ahead thread).
+///
+/// ```
+/// use lithify_kafka_format::codec::Compression;
+/// use lithify_kafka_format::record::{BatchBuilder, DecompressedBatch, RecordBatch};
+///
+/// let mut b = BatchBuilder::new(7).compression(Compression::Zstd);
+/// b.append(7, 1000, Some(b"k"), Some(b"v"), &[]).unwrap();
+/// let batch = RecordBatch::parse(b.build()).unwrap();
+/// let ready = std::thread::spawn(move || DecompressedBatch::new(batch).unwrap())
+///     .join()
+///     .unwrap();
+/// let records = ready.records();
+/// let first = records.iter().next().unwrap().unwrap();
+/// assert_eq!((first.offset, first.value), (7, Some(&b"v"[..])));
+/// ```
+#[derive(Debug, Clone)]
+pub struct DecompressedBatch {
+    batch: RecordBatch,
+    buf: Bytes,
+    compressed: bool,
+}
+
+impl DecompressedBatch {
+    /// Decompresses `batch`'s records, as [`BatchRecords::decompress`]
+    /// does (same limit, same errors).
+    pub fn new(batch: RecordBatch) -> Result<Self> {
+        let compressed = batch.compression()? != Compression::None;
+        let buf = batch.uncompressed_records(MAX_DECOMPRESSED_BYTES)?;
+        Ok(DecompressedBatch {
+            batch,
+            buf,
+            compressed,
+        })
+    }
+
+    /// The batch.
+    pub fn batch(&self) -> &RecordBatch {
+        &self.batch
+    }
+
+    /// Its records, without decompressing again.
+    pub fn records(&self) -> BatchRecords<'_> {
+        BatchRecords {
+            batch: &self.batch,
+            buf: self.buf.clone(),
+            compressed: self.compressed,
+        }
+    }
+
+    /// The batch, its records dropped.
+    pub fn into_batch(self) -> RecordBatch {
+        self.batch
+    }
+}
+
 /// Iterator over the [`RecordView`]s of a batch; see [`BatchRecords::iter`].
 #[derive(Debug)]
 pub struct RecordViews<'a> {

@@ -1,0 +1,350 @@
+//! A round's batches, read, checked and decompressed ahead on a second
+//! thread while a core is idle.
+//!
+//! Both passes of a round read every batch they clean, check its CRC and
+//! decompress the records they look at: on a zstd log that decompression
+//! is nearly half of the round. When the machine has a core that no
+//! cleaner thread is using ([`Cores`]), a pass hands that work to a
+//! read-ahead thread, which sends the batches, in order, through a short
+//! queue, so the decompression of the next batches overlaps the decoding,
+//! hashing and filtering of this one. Without an idle core (or with
+//! `lithify.cleaner.read.ahead=false`) the pass reads inline, as before.
+//! Either way the round sees the same batches, the same errors at the
+//! same batches, and makes the same decisions: only the thread that does
+//! the work changes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+use lithify_kafka_log::codec::Compression;
+use lithify_kafka_log::record::{BatchRecords, DecompressedBatch, RecordBatch};
+use lithify_kafka_log::{FileBatches, SegmentSnapshot};
+
+use crate::error::{ReadAheadSnafu, Result};
+
+/// Batches the read-ahead thread sends at a time: one channel operation
+/// (and at most one wake-up of a waiting thread) per group, not per batch.
+const GROUP: usize = 8;
+
+/// Groups the read-ahead thread may be ahead of the pass.
+const QUEUE_GROUPS: usize = 4;
+
+/// Queued groups below which the read-ahead thread leaves the next
+/// batch's decompression to the pass.
+const SHARE_BELOW: usize = 2;
+
+/// The cores of the machine, and how many the cleaner's threads use: one
+/// for each thread awake (in a round, or looking for one), one for each
+/// read-ahead thread.
+#[derive(Debug)]
+pub(crate) struct Cores {
+    total: usize,
+    busy: AtomicUsize,
+}
+
+impl Cores {
+    /// This machine's cores, none busy yet.
+    pub(crate) fn of_machine() -> Arc<Cores> {
+        Arc::new(Cores::new(
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        ))
+    }
+
+    fn new(total: usize) -> Cores {
+        Cores {
+            total,
+            busy: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts a cleaner thread busy until the guard drops.
+    pub(crate) fn awake(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        Busy(self.clone())
+    }
+
+    /// A core for a read-ahead thread, if one is idle.
+    pub(crate) fn try_idle(self: &Arc<Self>) -> Option<Busy> {
+        self.busy
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |busy| {
+                (busy < self.total).then_some(busy + 1)
+            })
+            .ok()
+            .map(|_| Busy(self.clone()))
+    }
+}
+
+/// One busy core of [`Cores`], given back on drop.
+#[derive(Debug)]
+pub(crate) struct Busy(Arc<Cores>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A batch whose CRC was checked, with its records decompressed when the
+/// read-ahead thread did that already.
+#[derive(Debug)]
+pub(crate) enum FedBatch {
+    /// Records not decompressed yet.
+    Raw(RecordBatch),
+    /// Records decompressed by the read-ahead thread.
+    Ready(DecompressedBatch),
+}
+
+impl FedBatch {
+    /// The batch.
+    pub(crate) fn batch(&self) -> &RecordBatch {
+        match self {
+            FedBatch::Raw(b) => b,
+            FedBatch::Ready(d) => d.batch(),
+        }
+    }
+
+    /// Its records, decompressed now if they were not yet.
+    pub(crate) fn records(&self) -> Result<BatchRecords<'_>> {
+        Ok(match self {
+            FedBatch::Raw(b) => BatchRecords::decompress(b)?,
+            FedBatch::Ready(d) => d.records(),
+        })
+    }
+}
+
+/// What the read-ahead thread sends.
+enum Item {
+    /// Up to [`GROUP`] batches of a region, in order; an error ends the
+    /// reading.
+    Batches(Vec<Result<FedBatch>>),
+    /// The end of a segment: whether its bytes ended with a whole batch.
+    End(Result<()>),
+}
+
+/// The regions a pass reads: each segment from a byte position.
+pub(crate) type Regions<'a> = [(&'a SegmentSnapshot, u64)];
+
+/// Which batches are worth decompressing ahead.
+pub(crate) type WantRecords<'a> = dyn Fn(&RecordBatch) -> bool + Sync + 'a;
+
+/// The batches of a pass, region by region: [`next`](Feed::next) until
+/// `None`, then [`end_region`](Feed::end_region).
+pub(crate) struct Feed<'a> {
+    source: Source<'a>,
+}
+
+enum Source<'a> {
+    Inline {
+        regions: &'a Regions<'a>,
+        next_region: usize,
+        current: Option<FileBatches>,
+    },
+    Ahead {
+        items: Receiver<Item>,
+        group: std::vec::IntoIter<Result<FedBatch>>,
+        ended: Option<Result<()>>,
+    },
+}
+
+impl Feed<'_> {
+    /// The next batch of the current region, its CRC checked.
+    pub(crate) fn next(&mut self) -> Option<Result<FedBatch>> {
+        match &mut self.source {
+            Source::Inline {
+                regions,
+                next_region,
+                current,
+            } => {
+                let batches = current.get_or_insert_with(|| {
+                    let (seg, position) = regions[*next_region];
+                    *next_region += 1;
+                    seg.batches_from(position)
+                });
+                let batch = batches.next()?;
+                Some(
+                    batch
+                        .map_err(Into::into)
+                        .and_then(checked)
+                        .map(FedBatch::Raw),
+                )
+            }
+            Source::Ahead {
+                items,
+                group,
+                ended,
+            } => loop {
+                if let Some(batch) = group.next() {
+                    return Some(batch);
+                }
+                match items.recv() {
+                    Ok(Item::Batches(batches)) => *group = batches.into_iter(),
+                    Ok(Item::End(end)) => {
+                        *ended = Some(end);
+                        return None;
+                    }
+                    // The thread sends an error before it stops early.
+                    Err(_) => {
+                        return Some(
+                            ReadAheadSnafu {
+                                message: "it stopped without a word",
+                            }
+                            .fail(),
+                        );
+                    }
+                }
+            },
+        }
+    }
+
+    /// After [`next`](Feed::next) returned `None`: whether the region
+    /// ended with a whole batch (see
+    /// [`FileBatches::check_complete`]).
+    pub(crate) fn end_region(&mut self) -> Result<()> {
+        match &mut self.source {
+            Source::Inline { current, .. } => match current.take() {
+                Some(batches) => Ok(batches.check_complete()?),
+                None => Ok(()),
+            },
+            Source::Ahead { ended, .. } => ended.take().unwrap_or(Ok(())),
+        }
+    }
+}
+
+/// Runs `pass` over the batches of `regions`: read ahead, with the
+/// batches `want` names decompressed, on a thread of its own when `core`
+/// is granted; inline otherwise.
+pub(crate) fn with_feed<R>(
+    regions: &Regions<'_>,
+    want: &WantRecords<'_>,
+    core: Option<Busy>,
+    pass: impl FnOnce(&mut Feed<'_>) -> Result<R>,
+) -> Result<R> {
+    let Some(core) = core else {
+        return pass(&mut Feed {
+            source: inline(regions),
+        });
+    };
+    let (send, items) = bounded(QUEUE_GROUPS);
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("lithify-read-ahead".to_string())
+            .spawn_scoped(scope, move || {
+                let _core = core;
+                // A panic stays on this thread: the pass gets it as an
+                // error at the batch it was waiting for, and the round
+                // fails alone.
+                let read = std::panic::AssertUnwindSafe(|| read_regions(regions, want, &send));
+                if let Err(panic) = std::panic::catch_unwind(read) {
+                    let message = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    let _ = send.send(Item::Batches(vec![ReadAheadSnafu { message }.fail()]));
+                }
+            });
+        let source = match spawned {
+            // `items` drops when the pass returns, which stops the thread.
+            Ok(_) => Source::Ahead {
+                items,
+                group: Vec::new().into_iter(),
+                ended: None,
+            },
+            // No thread to be had: the pass reads inline.
+            Err(e) => {
+                tracing::debug!(error = %e, "no read-ahead thread, reading inline");
+                inline(regions)
+            }
+        };
+        pass(&mut Feed { source })
+    })
+}
+
+fn inline<'a>(regions: &'a Regions<'a>) -> Source<'a> {
+    Source::Inline {
+        regions,
+        next_region: 0,
+        current: None,
+    }
+}
+
+/// The read-ahead thread's work: every batch of `regions`, in order, then
+/// each region's end, until the pass stops listening or an error is sent.
+fn read_regions(regions: &Regions<'_>, want: &WantRecords<'_>, send: &Sender<Item>) {
+    for &(seg, position) in regions {
+        let mut batches = seg.batches_from(position);
+        let mut group = Vec::with_capacity(GROUP);
+        for batch in &mut batches {
+            let fed = batch.map_err(Into::into).and_then(checked).map(|b| {
+                // With few batches queued the pass is about to wait for
+                // this thread: it gets this one raw and decompresses it
+                // itself, so the two threads share the decompression.
+                if !want(&b) || !worth_moving(&b) || send.len() < SHARE_BELOW {
+                    return FedBatch::Raw(b);
+                }
+                // A batch that fails to decompress goes raw: the pass
+                // decompresses it itself, if it needs its records, and
+                // meets the error there.
+                match DecompressedBatch::new(b.clone()) {
+                    Ok(d) => FedBatch::Ready(d),
+                    Err(_) => FedBatch::Raw(b),
+                }
+            });
+            let failed = fed.is_err();
+            group.push(fed);
+            if failed || group.len() == GROUP {
+                let full = std::mem::replace(&mut group, Vec::with_capacity(GROUP));
+                // A pass that has stopped (its receiver gone) or an error
+                // sent ends the reading.
+                if send.send(Item::Batches(full)).is_err() || failed {
+                    return;
+                }
+            }
+        }
+        if !group.is_empty() && send.send(Item::Batches(group)).is_err() {
+            return;
+        }
+        let end = batches.check_complete().map_err(Into::into);
+        if send.send(Item::End(end)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Whether decompressing `batch` on the read-ahead thread saves the pass
+/// anything: not for an uncompressed batch, whose records are its bytes.
+fn worth_moving(batch: &RecordBatch) -> bool {
+    batch.compression().is_ok_and(|c| c != Compression::None)
+}
+
+/// `batch`, if its CRC holds (see [`check_batch`](crate::round)).
+fn checked(batch: RecordBatch) -> Result<RecordBatch> {
+    crate::round::check_batch(&batch)?;
+    Ok(batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_ahead_takes_only_idle_cores() {
+        let cores = Arc::new(Cores::new(2));
+        let a = cores.awake();
+        let helper = cores.try_idle().expect("one core idle");
+        assert!(cores.try_idle().is_none(), "both cores busy");
+        let b = cores.awake();
+        assert_eq!(
+            cores.busy.load(Ordering::Acquire),
+            3,
+            "threads always count"
+        );
+        drop(helper);
+        assert!(cores.try_idle().is_none(), "two threads awake on two cores");
+        drop(b);
+        assert!(cores.try_idle().is_some());
+        drop(a);
+        assert_eq!(cores.busy.load(Ordering::Acquire), 0);
+    }
+}
