@@ -144,8 +144,7 @@ impl<'b> BatchRecords<'b> {
 
     /// Like [`BatchRecords::decompress`], producing at most `limit` bytes.
     pub fn decompress_with_limit(batch: &'b RecordBatch, limit: usize) -> Result<Self> {
-        let compressed = batch.compression()? != Compression::None;
-        let buf = batch.uncompressed_records(limit)?;
+        let (buf, compressed) = uncompressed(batch, limit)?;
         Ok(BatchRecords {
             batch,
             buf,
@@ -219,6 +218,13 @@ impl<'b> BatchRecords<'b> {
     }
 }
 
+/// `batch`'s records, at most `limit` bytes of them, and whether they
+/// were compressed.
+fn uncompressed(batch: &RecordBatch, limit: usize) -> Result<(Bytes, bool)> {
+    let compressed = batch.compression()? != Compression::None;
+    Ok((batch.uncompressed_records(limit)?, compressed))
+}
+
 /// A batch that owns its decompressed records: what one thread prepares
 /// so that another decodes the records without decompressing them (the
 /// log cleaner's read-ahead thread).
@@ -248,8 +254,7 @@ impl DecompressedBatch {
     /// Decompresses `batch`'s records, as [`BatchRecords::decompress`]
     /// does (same limit, same errors).
     pub fn new(batch: RecordBatch) -> Result<Self> {
-        let compressed = batch.compression()? != Compression::None;
-        let buf = batch.uncompressed_records(MAX_DECOMPRESSED_BYTES)?;
+        let (buf, compressed) = uncompressed(&batch, MAX_DECOMPRESSED_BYTES)?;
         Ok(DecompressedBatch {
             batch,
             buf,
