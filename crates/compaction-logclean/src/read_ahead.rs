@@ -34,6 +34,12 @@ const QUEUE_GROUPS: usize = 4;
 /// batch's decompression to the pass.
 const SHARE_BELOW: usize = 2;
 
+/// Bytes of decompressed records the read-ahead thread may have sent and
+/// the pass not yet dropped: beyond it batches go raw, so a log of very
+/// compressible batches (each may decompress to 128 MiB) holds about one
+/// batch's records more than reading inline does, not a queue of them.
+const AHEAD_BYTES: usize = 16 << 20;
+
 /// The cores of the machine, and how many the cleaner's threads use: one
 /// for each thread awake (in a round, or looking for one), one for each
 /// read-ahead thread.
@@ -92,7 +98,22 @@ pub(crate) enum FedBatch {
     /// Records not decompressed yet.
     Raw(RecordBatch),
     /// Records decompressed by the read-ahead thread.
-    Ready(DecompressedBatch),
+    Ready(Ready),
+}
+
+/// Records the read-ahead thread decompressed, counted in its budget
+/// until the pass drops them.
+#[derive(Debug)]
+pub(crate) struct Ready {
+    records: DecompressedBatch,
+    bytes: usize,
+    ahead: Arc<AtomicUsize>,
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        self.ahead.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
 }
 
 impl FedBatch {
@@ -100,7 +121,7 @@ impl FedBatch {
     pub(crate) fn batch(&self) -> &RecordBatch {
         match self {
             FedBatch::Raw(b) => b,
-            FedBatch::Ready(d) => d.batch(),
+            FedBatch::Ready(r) => r.records.batch(),
         }
     }
 
@@ -108,7 +129,7 @@ impl FedBatch {
     pub(crate) fn records(&self) -> Result<BatchRecords<'_>> {
         Ok(match self {
             FedBatch::Raw(b) => BatchRecords::decompress(b)?,
-            FedBatch::Ready(d) => d.records(),
+            FedBatch::Ready(r) => r.records.records(),
         })
     }
 }
@@ -226,23 +247,20 @@ pub(crate) fn with_feed<R>(
         });
     };
     let (send, items) = bounded(QUEUE_GROUPS);
+    let ahead = Arc::new(AtomicUsize::new(0));
     std::thread::scope(|scope| {
+        let reader = ReadAhead {
+            regions,
+            want,
+            send,
+            ahead,
+            group: Vec::with_capacity(GROUP),
+        };
         let spawned = std::thread::Builder::new()
             .name("lithify-read-ahead".to_string())
             .spawn_scoped(scope, move || {
                 let _core = core;
-                // A panic stays on this thread: the pass gets it as an
-                // error at the batch it was waiting for, and the round
-                // fails alone.
-                let read = std::panic::AssertUnwindSafe(|| read_regions(regions, want, &send));
-                if let Err(panic) = std::panic::catch_unwind(read) {
-                    let message = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_default();
-                    let _ = send.send(Item::Batches(vec![ReadAheadSnafu { message }.fail()]));
-                }
+                reader.run();
             });
         let source = match spawned {
             // `items` drops when the pass returns, which stops the thread.
@@ -269,47 +287,115 @@ fn inline<'a>(regions: &'a Regions<'a>) -> Source<'a> {
     }
 }
 
-/// The read-ahead thread's work: every batch of `regions`, in order, then
-/// each region's end, until the pass stops listening or an error is sent.
-fn read_regions(regions: &Regions<'_>, want: &WantRecords<'_>, send: &Sender<Item>) {
-    for &(seg, position) in regions {
-        let mut batches = seg.batches_from(position);
-        let mut group = Vec::with_capacity(GROUP);
-        for batch in &mut batches {
-            let fed = batch.map_err(Into::into).and_then(checked).map(|b| {
-                // With few batches queued the pass is about to wait for
-                // this thread: it gets this one raw and decompresses it
-                // itself, so the two threads share the decompression.
-                if !want(&b) || !worth_moving(&b) || send.len() < SHARE_BELOW {
-                    return FedBatch::Raw(b);
+/// The read-ahead thread's state.
+struct ReadAhead<'a> {
+    regions: &'a Regions<'a>,
+    want: &'a WantRecords<'a>,
+    send: Sender<Item>,
+    /// Bytes of decompressed records sent and not yet dropped by the pass.
+    ahead: Arc<AtomicUsize>,
+    /// The batches read and not sent yet.
+    group: Vec<Result<FedBatch>>,
+}
+
+impl ReadAhead<'_> {
+    /// Reads everything, containing a panic: the pass gets the batches
+    /// read before it, then the panic as an error, and the round fails
+    /// alone.
+    fn run(mut self) {
+        let read = std::panic::AssertUnwindSafe(|| self.read_regions());
+        if let Err(panic) = std::panic::catch_unwind(read) {
+            self.group.push(
+                ReadAheadSnafu {
+                    message: panic_message(&*panic),
                 }
-                // A batch that fails to decompress goes raw: the pass
-                // decompresses it itself, if it needs its records, and
-                // meets the error there.
-                match DecompressedBatch::new(b.clone()) {
-                    Ok(d) => FedBatch::Ready(d),
-                    Err(_) => FedBatch::Raw(b),
-                }
-            });
-            let failed = fed.is_err();
-            group.push(fed);
-            if failed || group.len() == GROUP {
-                let full = std::mem::replace(&mut group, Vec::with_capacity(GROUP));
-                // A pass that has stopped (its receiver gone) or an error
-                // sent ends the reading.
-                if send.send(Item::Batches(full)).is_err() || failed {
-                    return;
-                }
-            }
-        }
-        if !group.is_empty() && send.send(Item::Batches(group)).is_err() {
-            return;
-        }
-        let end = batches.check_complete().map_err(Into::into);
-        if send.send(Item::End(end)).is_err() {
-            return;
+                .fail(),
+            );
+            let _ = self.send_group();
         }
     }
+
+    /// Every batch of the regions, in order, then each region's end,
+    /// until the pass stops listening or an error is sent.
+    fn read_regions(&mut self) {
+        for &(seg, position) in self.regions {
+            let mut batches = seg.batches_from(position);
+            for batch in &mut batches {
+                let fed = batch
+                    .map_err(Into::into)
+                    .and_then(checked)
+                    .map(|b| self.prepare(b));
+                let failed = fed.is_err();
+                self.group.push(fed);
+                // A pass that has stopped (its receiver gone) or an error
+                // sent ends the reading.
+                if failed || self.group.len() == GROUP {
+                    let sent = self.send_group();
+                    if !sent || failed {
+                        return;
+                    }
+                }
+            }
+            if !self.send_group() {
+                return;
+            }
+            let end = batches.check_complete().map_err(Into::into);
+            if self.send.send(Item::End(end)).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Sends the batches read so far, if any; false if the pass has
+    /// stopped.
+    fn send_group(&mut self) -> bool {
+        if self.group.is_empty() {
+            return true;
+        }
+        let group = std::mem::replace(&mut self.group, Vec::with_capacity(GROUP));
+        self.send.send(Item::Batches(group)).is_ok()
+    }
+
+    /// `batch` with its records decompressed, or raw: when the pass does
+    /// not want them, when fewer than [`SHARE_BELOW`] groups are queued
+    /// (the pass is about to wait for this thread: it decompresses this
+    /// one itself, so the two share the work), or when the records sent
+    /// ahead already take [`AHEAD_BYTES`].
+    fn prepare(&self, batch: RecordBatch) -> FedBatch {
+        if !(self.want)(&batch)
+            || !worth_moving(&batch)
+            || self.send.len() < SHARE_BELOW
+            || self.ahead.load(Ordering::Acquire) >= AHEAD_BYTES
+        {
+            return FedBatch::Raw(batch);
+        }
+        // A batch that fails to decompress, or whose decompression panics,
+        // goes raw: the pass decompresses it itself, if it needs its
+        // records, and meets the error (or the panic) exactly as it would
+        // without this thread.
+        let attempt = std::panic::catch_unwind(|| DecompressedBatch::new(batch.clone()));
+        match attempt {
+            Ok(Ok(records)) => {
+                let bytes = records.records_len();
+                self.ahead.fetch_add(bytes, Ordering::AcqRel);
+                FedBatch::Ready(Ready {
+                    records,
+                    bytes,
+                    ahead: self.ahead.clone(),
+                })
+            }
+            _ => FedBatch::Raw(batch),
+        }
+    }
+}
+
+/// What a panic said, if it said it as a string.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 /// Whether decompressing `batch` on the read-ahead thread saves the pass
@@ -327,6 +413,97 @@ fn checked(batch: RecordBatch) -> Result<RecordBatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lithify_kafka_log::record::SimpleRecord;
+    use lithify_kafka_log::{Log, LogConfig};
+    use lithify_vfs::MemFs;
+
+    /// A log of ten one-record batches (offsets 0 ..= 9) in one inactive
+    /// segment.
+    fn ten_batches() -> Log {
+        let mut log = Log::open(
+            Arc::new(MemFs::new()),
+            std::path::Path::new("/k/t-0"),
+            LogConfig::default(),
+        )
+        .unwrap();
+        for i in 0..10 {
+            log.append(&[SimpleRecord::new(i, format!("k{i}"), "v")])
+                .unwrap();
+        }
+        log.roll().unwrap();
+        log
+    }
+
+    /// Every batch's base offset, or the error that ended the pass.
+    fn offsets(feed: &mut Feed<'_>) -> Result<Vec<i64>> {
+        let mut seen = Vec::new();
+        while let Some(b) = feed.next() {
+            seen.push(b?.batch().base_offset());
+        }
+        feed.end_region()?;
+        Ok(seen)
+    }
+
+    #[test]
+    fn both_feeds_give_the_same_batches() {
+        let log = ten_batches();
+        let snap = log.snapshot(0);
+        let regions: Vec<_> = snap.inactive().iter().map(|s| (s, 0)).collect();
+        let want = |_: &RecordBatch| true;
+        let cores = Arc::new(Cores::new(2));
+        let inline = with_feed(&regions, &want, None, offsets).unwrap();
+        let ahead = with_feed(&regions, &want, cores.try_idle(), offsets).unwrap();
+        assert_eq!(inline, (0..10).collect::<Vec<_>>());
+        assert_eq!(ahead, inline);
+        assert_eq!(
+            cores.busy.load(Ordering::Acquire),
+            0,
+            "the core is given back"
+        );
+    }
+
+    /// A panic on the read-ahead thread reaches the pass as an error after
+    /// the batches read before it, and does not take the pass's thread
+    /// down.
+    #[test]
+    fn a_panic_on_the_read_ahead_thread_fails_the_pass_alone() {
+        let log = ten_batches();
+        let snap = log.snapshot(0);
+        let regions: Vec<_> = snap.inactive().iter().map(|s| (s, 0)).collect();
+        let want = |b: &RecordBatch| {
+            assert!(b.base_offset() != 5, "read-ahead test panic");
+            true
+        };
+        let cores = Arc::new(Cores::new(2));
+        let mut seen = Vec::new();
+        let err = with_feed(&regions, &want, cores.try_idle(), |feed| {
+            while let Some(b) = feed.next() {
+                seen.push(b?.batch().base_offset());
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(matches!(err, crate::Error::ReadAhead { .. }), "{err}");
+        assert!(err.to_string().contains("read-ahead test panic"), "{err}");
+        assert_eq!(seen, [0, 1, 2, 3, 4]);
+    }
+
+    /// A pass that stops early (the map is full, the round is aborted)
+    /// does not wait for the thread to read the rest.
+    #[test]
+    fn a_pass_that_stops_early_stops_the_thread() {
+        let log = ten_batches();
+        let snap = log.snapshot(0);
+        let regions: Vec<_> = snap.inactive().iter().map(|s| (s, 0)).collect();
+        let want = |_: &RecordBatch| true;
+        let cores = Arc::new(Cores::new(2));
+        let first = with_feed(&regions, &want, cores.try_idle(), |feed| {
+            Ok(feed.next().expect("a batch")?.batch().base_offset())
+        })
+        .unwrap();
+        assert_eq!(first, 0);
+        assert_eq!(cores.busy.load(Ordering::Acquire), 0);
+    }
 
     #[test]
     fn read_ahead_takes_only_idle_cores() {

@@ -67,6 +67,13 @@ thread_local! {
 
 /// Decodes LZ4 frames, producing at most `limit` bytes.
 pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>, String> {
+    if !is_kafka_frame(input) {
+        // Any other frame (legacy, linked blocks, other block sizes,
+        // checksums, several frames) gets a decoder of its own, so the
+        // reused one only ever sees one layout and ends each input
+        // between frames.
+        return super::read_bounded(FrameDecoder::new(input), limit);
+    }
     DECODER.with(|cell| {
         let mut slot = cell.borrow_mut();
         let mut decoder = slot
@@ -77,14 +84,38 @@ pub(crate) fn decompress(input: &[u8], limit: usize) -> Result<Vec<u8>, String> 
         source.bytes.extend_from_slice(input);
         source.at = 0;
         let out = super::read_bounded(&mut decoder, limit);
-        // Only a decoder that read to the end of its input (between two
-        // frames) is reused: one stopped by an error or by the limit is
-        // in the middle of a frame.
+        // A decoder stopped by an error or by the limit may be in the
+        // middle of a frame: only one that read the whole frame is kept.
         if out.is_ok() {
             *slot = Some(decoder);
         }
         out
     })
+}
+
+/// Whether `input` is exactly one frame as Kafka writes it (the header
+/// [`compress`] writes: FLG `0x60`, BD `0x40`), whose block sizes lead,
+/// within 64 KiB each, to the end mark as the input's last four bytes.
+/// Only the structure is checked; the decoder checks the rest.
+fn is_kafka_frame(input: &[u8]) -> bool {
+    const HEADER: usize = 7;
+    const MAX_BLOCK: usize = 64 << 10;
+    if input.len() < HEADER + 4 || input[..6] != [0x04, 0x22, 0x4d, 0x18, 0x60, 0x40] {
+        return false;
+    }
+    let mut at = HEADER;
+    while let Some(word) = input.get(at..at + 4) {
+        let size = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        if size == 0 {
+            return at + 4 == input.len();
+        }
+        let len = (size & 0x7fff_ffff) as usize;
+        if len > MAX_BLOCK {
+            return false;
+        }
+        at += 4 + len;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -121,6 +152,47 @@ mod tests {
             let mut twice = packed.clone();
             twice.extend_from_slice(&packed);
             assert!(decompress(&twice, 1 << 21) == fresh(&twice, 1 << 21));
+        }
+    }
+
+    /// Frames of another layout, or inputs that are not exactly one frame,
+    /// never reach (or leave their state in) the reused decoder: a legacy
+    /// frame or one without its end mark would leave it mid-frame, and
+    /// larger blocks would grow its buffers.
+    #[test]
+    fn only_kafkas_single_frames_use_the_reused_decoder() {
+        let data: Vec<u8> = (0..200_000u32).map(|j| (j % 253) as u8).collect();
+        let mut kafka = Vec::new();
+        compress(&data, &mut kafka);
+        assert!(is_kafka_frame(&kafka));
+        let no_end_mark = &kafka[..kafka.len() - 4];
+        assert!(!is_kafka_frame(no_end_mark));
+        let mut twice = kafka.clone();
+        twice.extend_from_slice(&kafka);
+        assert!(!is_kafka_frame(&twice));
+        let mut other = Vec::new();
+        let info = FrameInfo::new()
+            .block_size(BlockSize::Max256KB)
+            .block_mode(BlockMode::Linked)
+            .content_checksum(true);
+        let mut enc = FrameEncoder::with_frame_info(info, &mut other);
+        enc.write_all(&data).unwrap();
+        enc.finish().unwrap();
+        assert!(!is_kafka_frame(&other));
+        let legacy_magic = [0x02, 0x21, 0x4c, 0x18];
+        assert!(!is_kafka_frame(&legacy_magic));
+        // Each of them, in any order, decodes as a fresh decoder does,
+        // and leaves the next Kafka frame decoding right.
+        let fresh = |input: &[u8]| super::super::read_bounded(FrameDecoder::new(input), 1 << 20);
+        for input in [
+            no_end_mark,
+            &twice[..],
+            &other[..],
+            &legacy_magic[..],
+            &kafka[..],
+        ] {
+            assert!(decompress(input, 1 << 20) == fresh(input));
+            assert!(decompress(&kafka, 1 << 20).as_deref() == Ok(&data[..]));
         }
     }
 

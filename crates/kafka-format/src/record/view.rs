@@ -276,6 +276,11 @@ impl DecompressedBatch {
         }
     }
 
+    /// Bytes of the decompressed records.
+    pub fn records_len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The batch, its records dropped.
     pub fn into_batch(self) -> RecordBatch {
         self.batch
