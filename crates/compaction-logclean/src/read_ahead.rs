@@ -46,7 +46,8 @@ const AHEAD_BYTES: usize = 16 << 20;
 #[derive(Debug)]
 pub(crate) struct Cores {
     total: usize,
-    busy: AtomicUsize,
+    /// The `lithify_base::sync` atomic, so that loom checks the grants.
+    busy: lithify_base::sync::atomic::AtomicUsize,
 }
 
 impl Cores {
@@ -60,7 +61,7 @@ impl Cores {
     fn new(total: usize) -> Cores {
         Cores {
             total,
-            busy: AtomicUsize::new(0),
+            busy: lithify_base::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -410,7 +411,29 @@ fn checked(batch: RecordBatch) -> Result<RecordBatch> {
     Ok(batch)
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use lithify_base::sync::thread;
+
+    /// Two read-ahead threads ask for the one idle core at once: exactly
+    /// one gets it, and every core comes back.
+    #[test]
+    fn loom_one_idle_core_goes_to_one_read_ahead_thread() {
+        loom::model(|| {
+            let cores = Arc::new(Cores::new(3));
+            let awake = [cores.awake(), cores.awake()];
+            let ask = |cores: Arc<Cores>| thread::spawn(move || cores.try_idle());
+            let (a, b) = (ask(cores.clone()), ask(cores.clone()));
+            let (a, b) = (a.join().unwrap(), b.join().unwrap());
+            assert_eq!(usize::from(a.is_some()) + usize::from(b.is_some()), 1);
+            drop((a, b, awake));
+            assert_eq!(cores.busy.load(Ordering::Acquire), 0);
+        });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use lithify_kafka_log::record::SimpleRecord;
