@@ -437,12 +437,12 @@ mod loom_tests {
 mod tests {
     use super::*;
     use lithify_kafka_log::record::SimpleRecord;
-    use lithify_kafka_log::{Log, LogConfig};
+    use lithify_kafka_log::{Log, LogConfig, LogSnapshot};
     use lithify_vfs::MemFs;
 
-    /// A log of ten one-record batches (offsets 0 ..= 9) in one inactive
-    /// segment.
-    fn ten_batches() -> Log {
+    /// A snapshot of a log of ten one-record batches (offsets 0 ..= 9) in
+    /// one inactive segment.
+    fn ten_batches() -> LogSnapshot {
         let mut log = Log::open(
             Arc::new(MemFs::new()),
             std::path::Path::new("/k/t-0"),
@@ -454,7 +454,12 @@ mod tests {
                 .unwrap();
         }
         log.roll().unwrap();
-        log
+        log.snapshot(0)
+    }
+
+    /// Every inactive segment of `snap`, from its start.
+    fn regions(snap: &LogSnapshot) -> Vec<(&SegmentSnapshot, u64)> {
+        snap.inactive().iter().map(|s| (s, 0)).collect()
     }
 
     /// Every batch's base offset, or the error that ended the pass.
@@ -469,9 +474,8 @@ mod tests {
 
     #[test]
     fn both_feeds_give_the_same_batches() {
-        let log = ten_batches();
-        let snap = log.snapshot(0);
-        let regions: Vec<_> = snap.inactive().iter().map(|s| (s, 0)).collect();
+        let snap = ten_batches();
+        let regions = regions(&snap);
         let want = |_: &RecordBatch| true;
         let cores = Arc::new(Cores::new(2));
         let inline = with_feed(&regions, &want, None, offsets).unwrap();
@@ -490,9 +494,8 @@ mod tests {
     /// down.
     #[test]
     fn a_panic_on_the_read_ahead_thread_fails_the_pass_alone() {
-        let log = ten_batches();
-        let snap = log.snapshot(0);
-        let regions: Vec<_> = snap.inactive().iter().map(|s| (s, 0)).collect();
+        let snap = ten_batches();
+        let regions = regions(&snap);
         let want = |b: &RecordBatch| {
             assert!(b.base_offset() != 5, "read-ahead test panic");
             true
@@ -515,9 +518,8 @@ mod tests {
     /// does not wait for the thread to read the rest.
     #[test]
     fn a_pass_that_stops_early_stops_the_thread() {
-        let log = ten_batches();
-        let snap = log.snapshot(0);
-        let regions: Vec<_> = snap.inactive().iter().map(|s| (s, 0)).collect();
+        let snap = ten_batches();
+        let regions = regions(&snap);
         let want = |_: &RecordBatch| true;
         let cores = Arc::new(Cores::new(2));
         let first = with_feed(&regions, &want, cores.try_idle(), |feed| {

@@ -141,3 +141,79 @@ fn rounds_with_and_without_read_ahead_write_the_same_bytes() {
         }
     }
 }
+
+/// A batch whose CRC holds but whose compressed records do not decompress
+/// (written so by a faulty producer or tool): with read-ahead on and off
+/// the round fails with the same error, naming the file and byte offset,
+/// whichever thread met it.
+#[test]
+fn a_batch_that_does_not_decompress_fails_the_round_the_same_either_way() {
+    use lithify_kafka_log::record::compute_crc;
+    use lithify_kafka_log::record::layout::{ATTRIBUTES_OFFSET, CRC_OFFSET, RECORD_BATCH_OVERHEAD};
+    use lithify_vfs::{FileSystem, read_file, write_file_atomic};
+
+    for codec in Compression::ALL
+        .into_iter()
+        .filter(|c| *c != Compression::None)
+    {
+        let mut outcomes = Vec::new();
+        let mut victim_at = 0;
+        for read_ahead in [true, false] {
+            let fs = Arc::new(MemFs::new());
+            let config = compact(&[("segment.bytes", "1000000")]);
+            let mut log = open(fs.clone(), "/k/t-0", config.clone(), 0);
+            for b in 0..40i64 {
+                let mut builder = BatchBuilder::new(log.log_end_offset()).compression(codec);
+                for i in 0..20 {
+                    let offset = log.log_end_offset() + i;
+                    builder
+                        .append(
+                            offset,
+                            b * 20 + i,
+                            Some(format!("key-{}", i % 7).as_bytes()),
+                            Some(&[b as u8; 64][..]),
+                            &[],
+                        )
+                        .unwrap();
+                }
+                log.append_batch(RecordBatch::parse(builder.build()).unwrap())
+                    .unwrap();
+            }
+            log.roll().unwrap();
+            let victim = batches(&log)[25].clone();
+            let at = victim.position() as usize;
+            victim_at = at as u64;
+            let size = victim.size_in_bytes();
+            let path = victim.path().unwrap().to_path_buf();
+            drop(log);
+            // Garble the start of the compressed records (each codec's
+            // frame header), then make the CRC agree.
+            let mut bytes = read_file(&*fs, &path).unwrap();
+            let records = at + RECORD_BATCH_OVERHEAD;
+            for b in &mut bytes[records..records + 8] {
+                *b ^= 0x5a;
+            }
+            let crc = compute_crc(&bytes[at..at + size]);
+            bytes[at + CRC_OFFSET..at + ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
+            write_file_atomic(&*fs, &path, &bytes).unwrap();
+            assert!(fs.exists(&path));
+            let log = Mutex::new(open(fs.clone(), "/k/t-0", config, 0));
+            let mut c = cleaner(1 << 20, read_ahead);
+            let ltc = LogToClean::from_log(&log.lock(), Some(0), 1_000).unwrap();
+            let outcome = c.clean(&log, &ltc, 1_000, &|| Ok(()));
+            outcomes.push(outcome.map(|o| o.report.end_offset).map_err(|e| {
+                let place = e.file_offset().map(|(p, o)| (p.to_path_buf(), o));
+                (e.to_string(), place)
+            }));
+        }
+        let what = format!("{codec:?}");
+        assert_eq!(outcomes[0], outcomes[1], "{what}");
+        let (message, place) = outcomes[0].clone().expect_err(&what);
+        let (file, offset) = place.unwrap_or_else(|| panic!("{what}: {message} names no place"));
+        assert!(
+            file.ends_with("00000000000000000000.log"),
+            "{what}: {message}"
+        );
+        assert_eq!(offset, victim_at, "{what}: {message}");
+    }
+}
