@@ -221,6 +221,7 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
             "--use-blob-cache",
             "--use-shared-block-and-blob-cache",
             "--manual-wal-flush",
+            "--wal-preallocate",
             "--release-memory-after-jobs",
             "--wal-compression",
             "--verify-checksum",

@@ -72,8 +72,9 @@ fn engine_runs_survive_kills_and_verify() {
         "{out}"
     );
     assert!(OsFs.exists(&dir.path().join("db.expected-state")));
-    // Killed twice in the middle of work (one run with a buffered WAL, so
-    // that only synced writes survive); each next run verifies first.
+    // Killed twice in the middle of work (the first into WALs sized up
+    // front, the second with a buffered WAL that grows as it is written,
+    // so that only synced writes survive); each next run verifies first.
     let mut long = vec![
         "stress",
         "db",
@@ -85,7 +86,14 @@ fn engine_runs_survive_kills_and_verify() {
     ];
     long.extend(SMALL_DB);
     kill_during_workload(&long, Duration::from_millis(400));
-    long.extend(["--manual-wal-flush", "true", "--sync-percent", "30"]);
+    long.extend([
+        "--manual-wal-flush",
+        "true",
+        "--wal-preallocate",
+        "false",
+        "--sync-percent",
+        "30",
+    ]);
     kill_during_workload(&long, Duration::from_millis(300));
     let out = ok(&["stress", "db", s(&db), "--verify-only"]);
     assert!(out.contains("verified 400 keys at the start"), "{out}");

@@ -409,6 +409,9 @@ fn cuts(db: &DbInner) -> Result<Cuts> {
             op: "reading the size of",
             path,
         })?;
+        // A WAL this process writes is copied up to its last record (it
+        // was flushed above), not with its preallocated space.
+        let size = leader.wal_len(number).map_or(size, |len| len.min(size));
         wals.push((number, size));
     }
     Ok((cut, wals, sequence))

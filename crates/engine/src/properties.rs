@@ -104,7 +104,23 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
     let g = Counters::get;
     let mut tables = Vec::new();
     let mut reads_merged = 0;
-    let (wal_file_bytes, read_only) = {
+    // The WALs this process writes count up to their last record, not
+    // with their preallocated space (the leader's lock comes first).
+    let leader = db.leader.lock();
+    let wal_lens: Vec<(u64, Option<u64>)> = db
+        .lock_state()
+        .live_logs()
+        .iter()
+        .map(|&n| (n, leader.wal_len(n)))
+        .collect();
+    drop(leader);
+    let wal_file_bytes: u64 = wal_lens
+        .iter()
+        .filter_map(|&(n, len)| {
+            len.or_else(|| db.fs.file_size(&crate::wal::log_path(&db.dir, n)).ok())
+        })
+        .sum();
+    let read_only = {
         let st = db.lock_state();
         for (_, t) in st.tables() {
             reads_merged += t.state().merge.reads_merged();
@@ -153,12 +169,7 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
                 ..TableStats::default()
             });
         }
-        let wal_bytes: u64 = st
-            .live_logs()
-            .iter()
-            .filter_map(|&n| db.fs.file_size(&crate::wal::log_path(&db.dir, n)).ok())
-            .sum();
-        (wal_bytes, st.bg_error().is_some())
+        st.bg_error().is_some()
     };
     let mut s = DbStats {
         uptime_secs: db.opened_at.elapsed().as_secs_f64(),

@@ -33,6 +33,25 @@ use snafu::ResultExt;
 
 use crate::batch::Predecessor;
 use crate::error::{IoSnafu, Result};
+use crate::options::Options;
+
+/// How new WALs are written, from the options.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogSettings {
+    /// How records are stored.
+    pub(crate) compression: RecordCompression,
+    /// Bytes each WAL is sized to up front (0: none).
+    pub(crate) preallocate: u64,
+}
+
+impl LogSettings {
+    pub(crate) fn of(options: &Options) -> LogSettings {
+        LogSettings {
+            compression: options.wal_compression,
+            preallocate: options.wal_preallocation(),
+        }
+    }
+}
 
 /// One WAL being written.
 pub(crate) struct LogWriter {
@@ -48,14 +67,14 @@ pub(crate) struct LogWriter {
 
 impl LogWriter {
     /// Creates WAL `number` in `dir`, owned by database `owner`, starting
-    /// with the predecessor note if there is one; its records are stored
-    /// as `compression` says.
+    /// with the predecessor note if there is one, written as `settings`
+    /// say.
     pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
         predecessor: Option<Predecessor>,
-        compression: RecordCompression,
+        settings: LogSettings,
         owner: Id,
     ) -> Result<LogWriter> {
         let path = log_path(dir, number);
@@ -64,14 +83,16 @@ impl LogWriter {
             path: path.clone(),
         })?;
         let options = WriterOptions::default()
-            .compression(compression)
+            .compression(settings.compression)
+            .preallocate(settings.preallocate)
             .owner(Some(owner));
         let mut writer = Writer::with_options(file, &path, number, options)?;
         if let Some(p) = predecessor {
             writer.add_record(&p.encode())?;
         }
-        // The header (and note) reach the file now: an empty WAL then only
-        // ever means a power cut before its first sync, or damage.
+        // The header (and note) reach the file now, and the file gets its
+        // size: an empty WAL then only ever means a power cut before its
+        // first sync, or damage.
         writer.flush()?;
         Ok(LogWriter {
             writer,

@@ -18,7 +18,7 @@ use crate::stall::{StallCause, StallCondition};
 use crate::state::leader::{LeaderState, MemSet};
 use crate::state::{DbInner, WriteGroup};
 use crate::stats::Counters;
-use crate::wal::LogWriter;
+use crate::wal::{LogSettings, LogWriter};
 use crate::write_thread::GroupCommit;
 
 /// One writer's request.
@@ -407,14 +407,15 @@ pub(crate) fn switch_memtables(
         log_number: l.number,
         last_sequence: l.last_seq,
     });
-    let compression = db.options.wal_compression;
+    let settings = LogSettings::of(&db.options);
     let owner = db.versions.db_id();
     let result =
-        LogWriter::create(&*db.fs, &db.dir, number, old, compression, owner).and_then(|new| {
+        LogWriter::create(&*db.fs, &db.dir, number, old, settings, owner).and_then(|new| {
             if let Some(mut prev) = leader.log.take() {
-                // Hand the old log's buffer to the OS; keep it for a later
-                // sync unless it is durable already.
-                if let Err(e) = prev.writer.flush() {
+                // Hand the old log's buffer to the OS and cut off its
+                // preallocated space; keep it for a later sync unless it
+                // is durable already.
+                if let Err(e) = prev.writer.trim() {
                     leader.log = Some(prev);
                     return Err(e.into());
                 }

@@ -149,8 +149,10 @@ struct Place {
     root: PathBuf,
     _tmp: Option<tempfile::TempDir>,
     /// How the WALs are written (the in-memory matrix runs on LZ4
-    /// compressed WALs, the real-file one on plain ones).
+    /// compressed WALs that grow as they are written, the real-file one on
+    /// plain ones sized up front).
     wal_compression: WalCompression,
+    wal_preallocate: bool,
 }
 
 impl Place {
@@ -162,6 +164,7 @@ impl Place {
             root: PathBuf::from("/t"),
             _tmp: None,
             wal_compression: WalCompression::Lz4,
+            wal_preallocate: false,
         }
     }
 
@@ -172,6 +175,7 @@ impl Place {
             root: tmp.path().to_path_buf(),
             _tmp: Some(tmp),
             wal_compression: WalCompression::None,
+            wal_preallocate: true,
         }
     }
 
@@ -184,7 +188,8 @@ impl Place {
             .max_bytes_for_level_base(64 << 10)
             .block_size(1024)
             .disable_auto_compactions(true)
-            .wal_compression(self.wal_compression);
+            .wal_compression(self.wal_compression)
+            .wal_preallocate(self.wal_preallocate);
         if blob {
             options.blob(lithify_engine::BlobOptions::enabled(64).blob_file_size(32 << 10))
         } else {
@@ -336,6 +341,17 @@ fn offset(kind: Kind, point: Point, len: u64) -> u64 {
     at.min(len.saturating_sub(1))
 }
 
+/// Where the WAL `name` at `path` has its last record's end: the start of
+/// its zero tail, or its size.
+fn records_len(fs: &dyn FileSystem, path: &Path, name: &str) -> u64 {
+    let Some(FileKind::Log(number)) = parse_file_name(name) else {
+        panic!("{name} is not a WAL");
+    };
+    let mut reader = lithify_wal::Reader::new(fs.open(path).unwrap(), path, number).unwrap();
+    while reader.read_record().unwrap().is_some() {}
+    reader.zero_tail().unwrap_or(reader.file_len())
+}
+
 /// Damages `name` in `dir` (`other` is another database that did the same
 /// work); returns the offset of the damage, if it has one.
 fn damage(
@@ -348,7 +364,12 @@ fn damage(
 ) -> Option<u64> {
     let path = dir.join(name);
     let bytes = lithify_vfs::read_file(fs, &path).unwrap();
-    let len = bytes.len() as u64;
+    // A live WAL's damage goes into its records, not into the zeros of
+    // its preallocated space after them.
+    let len = match kind {
+        Kind::Wal => records_len(fs, &path, name),
+        _ => bytes.len() as u64,
+    };
     let rewrite = |b: &[u8]| {
         let mut f = fs.create(&path).unwrap();
         f.append(b).unwrap();

@@ -95,6 +95,7 @@ impl Scenario {
             .block_restart_interval([1, 4, 16][rng.below(3) as usize])
             .max_background_jobs(1 + rng.below(2) as usize)
             .manual_wal_flush(rng.below(4) == 0)
+            .wal_preallocate(rng.below(4) != 0)
             .compression(if rng.below(3) == 0 {
                 Compression::Zstd { level: 1 }
             } else {

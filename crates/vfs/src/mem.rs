@@ -7,11 +7,17 @@
 //! current entries and the entries that the last `sync_dir` made durable.
 //! [`MemFs::crash`] (power loss) keeps only what is durable:
 //!
-//! 1. **File data**: every byte written after the file's last sync is lost.
-//!    With torn tails enabled ([`MemFs::set_torn_tails`]), a file that was
-//!    only appended to since its last sync keeps a random prefix of the
-//!    unsynced suffix instead, as a disk that wrote some sectors would.
-//!    Overwrites and truncations of synced bytes are undone.
+//! 1. **File data**: every byte written after the file's last sync is lost:
+//!    the file is back at its synced size, and overwrites and truncations
+//!    of synced bytes (including writes into space a synced `set_len`
+//!    preallocated) are undone. With torn writes enabled
+//!    ([`MemFs::set_torn_tails`]), a disk that wrote some sectors: a random
+//!    prefix of the unsynced overwrites survives, in the order they were
+//!    made, the last of them possibly in part, and so does a random prefix
+//!    of the unsynced bytes past the synced size.
+//!
+//!    Space added by `set_len` is held as implicit zeros, so a large
+//!    preallocation costs no memory until it is written.
 //! 2. **Directory entries**: a create, rename or remove is durable only once
 //!    its directory has been synced. An unsynced create disappears, an
 //!    unsynced rename reverts (the file is back under its old name), an
@@ -113,75 +119,197 @@ enum Node {
     Dir,
 }
 
+/// One file: its current contents and what a crash would leave of them.
+///
+/// The contents are `data` followed by zeros up to `len`: a file extended
+/// with `set_len` (a preallocated log) holds its zeros implicitly, so a
+/// large preallocation costs no memory until it is written.
 #[derive(Debug, Default)]
 struct Inode {
+    /// The file's bytes, up to the first implicit zero.
     data: Vec<u8>,
-    synced: Synced,
+    /// The file's size; bytes from `data.len()` to here are zeros.
+    len: usize,
+    /// Every change since the last sync, oldest first, with what it
+    /// overwrote: undone newest first, they give back the synced file.
+    changes: Vec<Change>,
 }
 
-/// What survives a crash of one file.
+/// One write or size change, and what it replaced.
 #[derive(Debug)]
-enum Synced {
-    /// The durable bytes are `data[..n]`: since the last sync the file was
-    /// only extended.
-    Prefix(usize),
-    /// Bytes below the synced length were changed since the last sync: the
-    /// durable contents are this copy.
-    Snapshot(Vec<u8>),
+struct Change {
+    /// The file's size before the change.
+    len_before: usize,
+    kind: ChangeKind,
 }
 
-impl Default for Synced {
-    fn default() -> Self {
-        Synced::Prefix(0)
+#[derive(Debug)]
+enum ChangeKind {
+    /// `len` bytes written at `offset`; `old` are the bytes they replaced
+    /// (those below `len_before`).
+    Write {
+        offset: usize,
+        len: usize,
+        old: OldBytes,
+    },
+    /// A `set_len`; `old` are the bytes a truncation cut off.
+    SetLen { old: OldBytes },
+}
+
+#[derive(Debug)]
+enum OldBytes {
+    /// `n` zero bytes (a write into preallocated space, kept cheaply).
+    Zeros(usize),
+    Bytes(Vec<u8>),
+}
+
+impl OldBytes {
+    fn len(&self) -> usize {
+        match self {
+            OldBytes::Zeros(n) => *n,
+            OldBytes::Bytes(b) => b.len(),
+        }
     }
 }
 
 impl Inode {
-    /// Before changing bytes at `offset..`, keep a copy of the durable
-    /// contents if the change reaches into them.
-    fn before_modify(&mut self, offset: usize) {
-        if let Synced::Prefix(n) = self.synced
-            && offset < n
-        {
-            self.synced = Synced::Snapshot(self.data[..n].to_vec());
+    /// The current bytes `offset..end` (`end` at most `len`).
+    fn old_bytes(&self, offset: usize, end: usize) -> OldBytes {
+        if offset >= end {
+            return OldBytes::Zeros(0);
         }
+        let stored_end = end.min(self.data.len());
+        if offset >= stored_end || self.data[offset..stored_end].iter().all(|&b| b == 0) {
+            return OldBytes::Zeros(end - offset);
+        }
+        let mut bytes = self.data[offset..stored_end].to_vec();
+        bytes.resize(end - offset, 0);
+        OldBytes::Bytes(bytes)
     }
 
     fn write_at(&mut self, offset: usize, bytes: &[u8]) {
-        self.before_modify(offset);
         let end = offset + bytes.len();
+        let len_before = self.len;
+        let old = self.old_bytes(offset, end.min(len_before));
+        match (self.changes.last_mut(), old) {
+            // A write right after a write, both over zeros or past the
+            // end (appends, or records written into preallocated space):
+            // one change, since a prefix of the pair is a prefix of the
+            // first or of the second.
+            (
+                Some(Change {
+                    kind:
+                        ChangeKind::Write {
+                            offset: o,
+                            len,
+                            old: OldBytes::Zeros(z),
+                        },
+                    ..
+                }),
+                OldBytes::Zeros(more),
+            ) if *o + *len == offset => {
+                *len += bytes.len();
+                *z += more;
+            }
+            (_, old) => self.changes.push(Change {
+                len_before,
+                kind: ChangeKind::Write {
+                    offset,
+                    len: bytes.len(),
+                    old,
+                },
+            }),
+        }
         if self.data.len() < end {
             self.data.resize(end, 0);
         }
         self.data[offset..end].copy_from_slice(bytes);
+        self.len = self.len.max(end);
     }
 
     fn set_len(&mut self, len: usize) {
-        if len < self.data.len() {
-            self.before_modify(len);
-        }
-        self.data.resize(len, 0);
+        let old = self.old_bytes(len, self.len);
+        self.changes.push(Change {
+            len_before: self.len,
+            kind: ChangeKind::SetLen { old },
+        });
+        self.data.truncate(len);
+        self.len = len;
     }
 
     fn sync(&mut self) {
-        self.synced = Synced::Prefix(self.data.len());
+        self.changes.clear();
     }
 
-    /// The contents after a crash.
-    fn durable_contents(&self, torn: &mut Option<SplitMix64>) -> Vec<u8> {
-        match &self.synced {
-            Synced::Prefix(n) => {
-                let mut keep = *n;
-                let unsynced = self.data.len() - n;
-                if unsynced > 0
-                    && let Some(rng) = torn
-                {
-                    keep += rng.below(unsynced as u64 + 1) as usize;
-                }
-                self.data[..keep].to_vec()
-            }
-            Synced::Snapshot(copy) => copy.clone(),
+    /// Copies the bytes at `offset` into `buf`; returns how many there were.
+    fn read_at(&self, offset: usize, buf: &mut [u8]) -> usize {
+        if offset >= self.len {
+            return 0;
         }
+        let n = buf.len().min(self.len - offset);
+        let stored = self.data.len().saturating_sub(offset).min(n);
+        if stored > 0 {
+            buf[..stored].copy_from_slice(&self.data[offset..offset + stored]);
+        }
+        buf[stored..n].fill(0);
+        n
+    }
+
+    /// The file a crash leaves behind: the synced file. With torn writes
+    /// (`torn`), a disk that wrote some sectors: the unsynced changes up
+    /// to a random one survive, in the order they were made, and that
+    /// last one possibly in part.
+    fn after_crash(&self, torn: &mut Option<SplitMix64>) -> Inode {
+        let mut file = Inode {
+            data: self.data.clone(),
+            len: self.len,
+            changes: Vec::new(),
+        };
+        let n = self.changes.len();
+        let kept = match torn {
+            Some(rng) if n > 0 => rng.below(n as u64 + 1) as usize,
+            _ => 0,
+        };
+        for (i, change) in self.changes.iter().enumerate().rev() {
+            if i < kept {
+                break;
+            }
+            // The first change undone may keep a prefix of what it wrote.
+            let part = match (torn.as_mut(), &change.kind) {
+                (Some(rng), ChangeKind::Write { len, .. }) if i == kept => {
+                    rng.below(*len as u64 + 1) as usize
+                }
+                _ => 0,
+            };
+            file.undo(change, part);
+        }
+        file
+    }
+
+    /// Undoes `change`, keeping the first `part` bytes it wrote.
+    fn undo(&mut self, change: &Change, part: usize) {
+        let (at, old) = match &change.kind {
+            ChangeKind::Write { offset, len, old } => {
+                self.len = change.len_before.max(offset + part.min(*len));
+                (offset + part, (old, part))
+            }
+            ChangeKind::SetLen { old } => {
+                self.len = change.len_before;
+                (self.len - old.len(), (old, 0))
+            }
+        };
+        let (old, skip) = old;
+        if old.len() > skip {
+            let end = at + old.len() - skip;
+            if self.data.len() < end {
+                self.data.resize(end, 0);
+            }
+            match old {
+                OldBytes::Zeros(_) => self.data[at..end].fill(0),
+                OldBytes::Bytes(b) => self.data[at..end].copy_from_slice(&b[skip..]),
+            }
+        }
+        self.data.truncate(self.len);
     }
 }
 
@@ -297,12 +425,7 @@ impl State {
                 let node = match node {
                     Node::File(inode) => {
                         let copy = copies.entry(Arc::as_ptr(inode)).or_insert_with(|| {
-                            let data = inode.lock().durable_contents(&mut torn);
-                            let len = data.len();
-                            Arc::new(Mutex::new(Inode {
-                                data,
-                                synced: Synced::Prefix(len),
-                            }))
+                            Arc::new(Mutex::new(inode.lock().after_crash(&mut torn)))
                         });
                         Node::File(copy.clone())
                     }
@@ -375,7 +498,7 @@ impl MemFs {
                 if let Node::File(inode) = node
                     && seen.insert(Arc::as_ptr(inode))
                 {
-                    total += inode.lock().data.len() as u64;
+                    total += inode.lock().len as u64;
                 }
             }
         }
@@ -423,7 +546,9 @@ impl MemHandle {
 impl WritableFile for MemHandle {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
         self.check()?;
-        self.inode.lock().data.extend_from_slice(data);
+        let mut inode = self.inode.lock();
+        let end = inode.len;
+        inode.write_at(end, data);
         Ok(())
     }
 
@@ -442,7 +567,7 @@ impl WritableFile for MemHandle {
     }
 
     fn len(&self) -> u64 {
-        self.inode.lock().data.len() as u64
+        self.inode.lock().len as u64
     }
 
     fn sync_data(&mut self) -> io::Result<()> {
@@ -459,21 +584,15 @@ impl WritableFile for MemHandle {
 impl RandomAccessFile for MemHandle {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         self.check()?;
-        let inode = self.inode.lock();
         let Ok(start) = usize::try_from(offset) else {
             return Ok(0);
         };
-        if start >= inode.data.len() {
-            return Ok(0);
-        }
-        let n = buf.len().min(inode.data.len() - start);
-        buf[..n].copy_from_slice(&inode.data[start..start + n]);
-        Ok(n)
+        Ok(self.inode.lock().read_at(start, buf))
     }
 
     fn size(&self) -> io::Result<u64> {
         self.check()?;
-        Ok(self.inode.lock().data.len() as u64)
+        Ok(self.inode.lock().len as u64)
     }
 }
 
@@ -662,7 +781,7 @@ impl FileSystem for MemFs {
 
     fn file_size(&self, path: &Path) -> io::Result<u64> {
         let inode = self.shared.state.lock().file(path)?;
-        let len = inode.lock().data.len() as u64;
+        let len = inode.lock().len as u64;
         Ok(len)
     }
 

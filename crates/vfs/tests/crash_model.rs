@@ -327,3 +327,81 @@ fn a_hard_link_is_durable_once_its_directory_is_synced() {
     assert!(!fs.exists(p("/d/f")));
     assert_eq!(read_file(&fs, p("/e/g")).unwrap(), b"shared");
 }
+
+#[test]
+fn writes_into_preallocated_space_are_lost_unless_synced() {
+    let fs = fs_with_dir();
+    durable_file(&fs, b"head");
+    let mut f = fs.open_append(p("/d/f")).unwrap();
+    f.set_len(1 << 30).unwrap(); // a gigabyte of zeros, held implicitly
+    f.sync_data().unwrap();
+    f.write_at(4, b"synced").unwrap();
+    f.sync_data().unwrap();
+    f.write_at(10, b"lost").unwrap();
+    assert_eq!(fs.file_size(p("/d/f")).unwrap(), 1 << 30);
+    let mut buf = [9u8; 16];
+    fs.open(p("/d/f"))
+        .unwrap()
+        .read_exact_at(0, &mut buf)
+        .unwrap();
+    assert_eq!(&buf, b"headsyncedlost\0\0");
+    drop(f);
+    fs.crash();
+    let after = fs.open(p("/d/f")).unwrap();
+    assert_eq!(after.size().unwrap(), 1 << 30);
+    after.read_exact_at(0, &mut buf).unwrap();
+    assert_eq!(&buf, b"headsynced\0\0\0\0\0\0");
+    let mut end = [9u8; 4];
+    after.read_exact_at((1 << 30) - 4, &mut end).unwrap();
+    assert_eq!(end, [0; 4]);
+}
+
+#[test]
+fn torn_overwrites_keep_a_prefix_of_the_unsynced_writes_in_order() {
+    let mut outcomes = std::collections::BTreeSet::new();
+    for seed in 0..300 {
+        let fs = fs_with_dir();
+        durable_file(&fs, b"");
+        let mut f = fs.open_append(p("/d/f")).unwrap();
+        f.set_len(12).unwrap();
+        f.sync_data().unwrap();
+        fs.set_torn_tails(Some(seed));
+        f.write_at(0, b"abcd").unwrap();
+        f.write_at(4, b"efgh").unwrap();
+        f.write_at(8, b"ijkl").unwrap();
+        drop(f);
+        fs.crash();
+        let data = read_file(&fs, p("/d/f")).unwrap();
+        assert_eq!(data.len(), 12, "a synced size was lost with seed {seed}");
+        let written = data.iter().take_while(|&&b| b != 0).count();
+        assert!(
+            data[written..].iter().all(|&b| b == 0),
+            "not a prefix with seed {seed}: {data:?}"
+        );
+        assert_eq!(&data[..written], &b"abcdefghijkl"[..written]);
+        outcomes.insert(written);
+    }
+    // Every cut, from no write kept to all three, happens.
+    assert_eq!(
+        outcomes.into_iter().collect::<Vec<_>>(),
+        (0..=12).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn truncating_preallocated_space_then_crashing_keeps_the_synced_size() {
+    let fs = fs_with_dir();
+    durable_file(&fs, b"");
+    let mut f = fs.open_append(p("/d/f")).unwrap();
+    f.set_len(64).unwrap();
+    f.sync_data().unwrap();
+    f.write_at(0, b"record").unwrap();
+    f.sync_data().unwrap();
+    f.set_len(6).unwrap(); // trimmed, not synced
+    drop(f);
+    fs.crash();
+    let data = read_file(&fs, p("/d/f")).unwrap();
+    assert_eq!(data.len(), 64);
+    assert_eq!(&data[..6], b"record");
+    assert!(data[6..].iter().all(|&b| b == 0));
+}

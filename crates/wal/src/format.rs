@@ -58,8 +58,10 @@
 //!
 //! Fragment types with bit 7 set are **safe to ignore**: a reader that does
 //! not know one skips it (after checking its checksum). Type 0 is never
-//! written: an all-zero header marks zero-filled space (preallocated, or
-//! exposed by a crash) and is treated as damage.
+//! written: an all-zero header marks zero-filled space. When the zeros run
+//! to the end of the file, they are the log's **zero tail**, its clean end
+//! (space a preallocating writer has not written yet, or writes a crash
+//! left unwritten); followed by anything else, they are damage.
 //!
 //! The per-fragment log number lets a reader tell stale bytes of another log
 //! (a reused or recycled file) from records of this one.

@@ -11,8 +11,9 @@
 //!
 //! * [`Writer`] appends records to a new file through any
 //!   [`lithify_vfs::WritableFile`], buffering them (no system call per small
-//!   record) until [`Writer::flush`] or [`Writer::sync`]; a failed write or
-//!   sync poisons it.
+//!   record) until [`Writer::flush`] or [`Writer::sync`], optionally into
+//!   space it sized up front so that a sync rarely changes the file's size;
+//!   a failed write or sync poisons it.
 //! * [`Reader`] returns the records in order and handles damage according
 //!   to a [`RecoveryMode`] (RocksDB's four `WALRecoveryMode`s), passing every
 //!   dropped byte range to a [`Reporter`].
@@ -47,6 +48,12 @@
 //! a middle or last fragment without a first, a record whose last fragment
 //! never came, an unknown fragment type. The bytes of the record the
 //! problem belongs to (from its first fragment on) are **dropped**.
+//!
+//! Zeros from where the next fragment would start to the end of the file
+//! are not a problem: they are the log's **zero tail**, its clean end in
+//! every mode ([`Reader::zero_tail`] says where they begin), the space a
+//! preallocating writer ([`WriterOptions::preallocate`]) has not written
+//! yet.
 //!
 //! A problem is at the **tail** if no valid fragment of this log (checksum
 //! correct, this log's number) starts after it: what a crash in the middle

@@ -328,6 +328,9 @@ pub struct Reader {
     reporter: Option<Box<dyn Reporter>>,
     /// Size of the file when the reader was created.
     file_len: u64,
+    /// Where the zeros that run from after the last record to the end of
+    /// the file begin, once reading met them.
+    zero_tail: Option<u64>,
     /// The current block's bytes.
     block: Vec<u8>,
     /// File offset of `block[0]`.
@@ -396,6 +399,7 @@ impl Reader {
             mode: RecoveryMode::default(),
             reporter: None,
             file_len,
+            zero_tail: None,
             block: Vec::with_capacity(BLOCK_SIZE),
             block_offset: 0,
             pos: 0,
@@ -418,6 +422,38 @@ impl Reader {
     /// The size of the file when the reader was made: it reads no further.
     pub fn file_len(&self) -> u64 {
         self.file_len
+    }
+
+    /// Where the log's **zero tail** begins, if reading ended at one:
+    /// zeros that run from where the next fragment would start to the end
+    /// of the file. That is the space a preallocating writer
+    /// ([`WriterOptions::preallocate`](crate::WriterOptions::preallocate))
+    /// had not written yet, or an unsynced write a crash left unwritten,
+    /// and the log's clean end in every recovery mode; nothing there is
+    /// reported as dropped. `None` when the log ended otherwise, or before
+    /// the end.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use lithify_vfs::{FileSystem, MemFs};
+    /// use lithify_wal::{LogEnd, Reader, RecoveryMode, Writer, WriterOptions};
+    ///
+    /// let fs = MemFs::new();
+    /// let path = Path::new("/000004.log");
+    /// let options = WriterOptions::default().preallocate(1 << 20);
+    /// let mut w = Writer::with_options(fs.create(path).unwrap(), path, 4, options).unwrap();
+    /// w.add_record(b"only").unwrap();
+    /// w.sync().unwrap();
+    ///
+    /// let file = fs.open(path).unwrap();
+    /// let mut r = Reader::new(file, path, 4).unwrap().with_mode(RecoveryMode::AbsoluteConsistency);
+    /// assert_eq!(r.read_record().unwrap().unwrap().payload, b"only");
+    /// assert!(r.read_record().unwrap().is_none());
+    /// assert_eq!(r.end(), Some(LogEnd::Clean));
+    /// assert_eq!(r.zero_tail(), Some(w.bytes_written()));
+    /// ```
+    pub fn zero_tail(&self) -> Option<u64> {
+        self.zero_tail
     }
 
     /// Sets the recovery mode.
@@ -781,9 +817,21 @@ impl Reader {
     }
 
     fn next_physical(&mut self) -> Result<Physical> {
+        if self.zero_tail.is_some() {
+            return Ok(Physical::End);
+        }
         loop {
             let here = self.block_offset + self.pos as u64;
             let left = self.block.len().saturating_sub(self.pos);
+            if left > 0
+                && left < FRAGMENT_HEADER_LEN
+                && self.block.len() < BLOCK_SIZE
+                && self.zeros_to_end(here)?
+            {
+                // Zeros where a header would start, through the end of
+                // the file: the space after the last record.
+                return Ok(Physical::End);
+            }
             if left < FRAGMENT_HEADER_LEN {
                 if self.block.len() == BLOCK_SIZE {
                     // Block trailer (or exactly the block end): next block.
@@ -827,6 +875,9 @@ impl Reader {
                 tail,
             };
             if header.is_zero() {
+                if self.zeros_to_end(here)? {
+                    return Ok(Physical::End);
+                }
                 return Ok(damaged(DropReason::Zeroed, next_block, Tail::Scan));
             }
             let len = usize::from(header.length);
@@ -1002,6 +1053,34 @@ impl Reader {
 
     /// Whether an intact fragment of this log starts at `from` or at any
     /// later block start.
+    /// Whether every byte from `from` (inside the current block) to the
+    /// end of the file is zero; if so, reading ends there (`zero_tail`).
+    fn zeros_to_end(&mut self, from: u64) -> Result<bool> {
+        let in_block = (from - self.block_offset) as usize;
+        if !all_zero(&self.block[in_block.min(self.block.len())..]) {
+            return Ok(false);
+        }
+        const CHUNK: u64 = 1 << 20;
+        let mut at = self.block_offset + self.block.len() as u64;
+        while at < self.file_len {
+            let len = (self.file_len - at).min(CHUNK) as usize;
+            self.scan_buf.resize(len, 0);
+            self.file
+                .read_exact_at(at, &mut self.scan_buf)
+                .context(ReadSnafu {
+                    path: self.path.clone(),
+                    offset: at,
+                })?;
+            if !all_zero(&self.scan_buf) {
+                return Ok(false);
+            }
+            at += len as u64;
+        }
+        self.zero_tail = Some(from);
+        self.pos = self.block.len();
+        Ok(true)
+    }
+
     fn valid_fragment_from(&mut self, from: u64) -> Result<bool> {
         let block = BLOCK_SIZE as u64;
         let mut at = from;
@@ -1057,6 +1136,13 @@ impl Reader {
             })?;
         Ok(fragment_checksum(&self.scan_buf) == header.checksum)
     }
+}
+
+/// Whether `bytes` are all zero (a branch per 4 KiB, so it vectorizes).
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes
+        .chunks(4096)
+        .all(|c| c.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
 /// The records of a [`Reader`] as owned values; see

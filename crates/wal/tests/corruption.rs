@@ -15,6 +15,14 @@ use lithify_wal::format::{
 use lithify_wal::format::{DecompressError, compress_record};
 use lithify_wal::{DropReason, LogEnd, RecordCompression, RecoveryMode};
 
+/// Every recovery mode.
+const MODES: [RecoveryMode; 4] = [
+    RecoveryMode::TolerateCorruptedTailRecords,
+    RecoveryMode::AbsoluteConsistency,
+    RecoveryMode::PointInTimeRecovery,
+    RecoveryMode::SkipAnyCorruptedRecords,
+];
+
 /// A log whose records span blocks in every way: small, block-crossing,
 /// multi-block.
 fn sample() -> (Vec<u8>, Vec<Written>) {
@@ -186,38 +194,103 @@ fn damaged_length_drops_rest_of_block() {
     );
 }
 
+/// Zeros from where the next fragment would start to the end of the file
+/// are the space a preallocating writer had not written yet, or what a
+/// crash leaves of writes the file system had sized but not written: the
+/// log's clean end in every mode, with nothing dropped.
 #[test]
-fn zero_filled_tail() {
-    // A crash on a file system that extended the file but not its data.
-    let (mut data, written) = sample();
-    let clean_len = data.len();
-    data.resize(clean_len + 3 * BLOCK_SIZE + 100, 0);
+fn zero_filled_tail_is_a_clean_end_in_every_mode() {
+    let (clean, written) = sample();
+    let clean_len = clean.len();
+    for extra in [1, 10, BLOCK_SIZE - 1, 3 * BLOCK_SIZE + 100] {
+        let mut data = clean.clone();
+        data.resize(clean_len + extra, 0);
+        let data = Arc::new(data);
+        for mode in MODES {
+            let out = read_all(slice_file(&data, data.len()), 21, mode);
+            assert!(
+                out.error.is_none(),
+                "{mode:?}, {extra} zeros: {:?}",
+                out.error
+            );
+            assert_eq!(out.records.len(), written.len(), "{mode:?}, {extra} zeros");
+            assert_eq!(out.end, Some(LogEnd::Clean), "{mode:?}, {extra} zeros");
+            assert!(out.dropped.is_empty(), "{mode:?}: {:?}", out.dropped);
+            assert_eq!(
+                out.zero_tail,
+                Some(clean_len as u64),
+                "{mode:?}, {extra} zeros"
+            );
+        }
+    }
+    // Without zeros there is no zero tail.
+    let data = Arc::new(clean);
+    let out = read_all(
+        slice_file(&data, data.len()),
+        21,
+        RecoveryMode::AbsoluteConsistency,
+    );
+    assert_eq!((out.end, out.zero_tail), (Some(LogEnd::Clean), None));
+}
+
+/// Zeros followed by a valid fragment are a hole, not an end: a zeroed
+/// block in the middle of a log is damage as before.
+#[test]
+fn zeros_followed_by_records_are_still_damage() {
+    let records: Vec<Vec<u8>> = (0..40).map(|i| pattern(3000, i)).collect();
+    let (mut data, written) = write_log(21, &records);
+    // Zero the whole second block: the records after it are intact.
+    for b in &mut data[BLOCK_SIZE..2 * BLOCK_SIZE] {
+        *b = 0;
+    }
     let data = Arc::new(data);
-    let f = || slice_file(&data, data.len());
-    let pit = read_all(f(), 21, RecoveryMode::PointInTimeRecovery);
-    assert_eq!(pit.records.len(), written.len());
+    let pit = read_all(
+        slice_file(&data, data.len()),
+        21,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert!(
+        matches!(pit.end, Some(LogEnd::Corruption { .. })),
+        "{:?}",
+        pit.end
+    );
+    assert_eq!(pit.zero_tail, None);
+    assert!(pit.records.len() < written.len());
+    let strict = read_all(
+        slice_file(&data, data.len()),
+        21,
+        RecoveryMode::AbsoluteConsistency,
+    );
+    assert!(strict.error.unwrap().is_corruption());
+}
+
+/// A record whose first fragments were written but whose last fell in
+/// the zeros is a torn write, dropped from its first fragment on.
+#[test]
+fn a_record_cut_by_the_zero_tail_is_incomplete() {
+    let records = [pattern(100, 1), pattern(3 * BLOCK_SIZE, 2)];
+    let (data, written) = write_log(21, &records);
+    let mut cut = data[..2 * BLOCK_SIZE].to_vec();
+    cut.resize(data.len() + BLOCK_SIZE, 0);
+    let cut = Arc::new(cut);
+    let pit = read_all(
+        slice_file(&cut, cut.len()),
+        21,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert_eq!(pit.records.len(), 1);
     assert_eq!(
         pit.end,
         Some(LogEnd::TornTail {
-            offset: clean_len as u64,
-            reason: DropReason::Zeroed
+            offset: written[1].offset,
+            reason: DropReason::IncompleteRecord
         })
     );
-    assert_eq!(pit.dropped[0].len, (data.len() - clean_len) as u64);
-    let tol = read_all(f(), 21, RecoveryMode::TolerateCorruptedTailRecords);
-    assert!(tol.error.is_none());
-    assert_eq!(tol.records.len(), written.len());
-    let skip = read_all(f(), 21, RecoveryMode::SkipAnyCorruptedRecords);
-    assert_eq!(skip.records.len(), written.len());
-    assert_eq!(
-        skip.dropped.len(),
-        1,
-        "adjacent zero blocks merge: {:?}",
-        skip.dropped
+    let strict = read_all(
+        slice_file(&cut, cut.len()),
+        21,
+        RecoveryMode::AbsoluteConsistency,
     );
-    assert_eq!(skip.dropped[0].end(), data.len() as u64);
-    assert!(matches!(skip.end, Some(LogEnd::TornTail { .. })));
-    let strict = read_all(f(), 21, RecoveryMode::AbsoluteConsistency);
     assert!(strict.error.unwrap().is_corruption());
 }
 

@@ -194,6 +194,10 @@ pub(crate) struct EngineArgs {
     /// Buffer WAL records until 64 KiB, a sync or close (default false).
     #[arg(long)]
     pub manual_wal_flush: Option<bool>,
+    /// Size each new WAL up front to 1.1 × the write buffer, so a sync
+    /// rarely changes the file's size (default true).
+    #[arg(long)]
+    pub wal_preallocate: Option<bool>,
     /// Give the allocator's free memory back to the kernel after
     /// flushes and compactions (`malloc_trim`; default true here, false in
     /// the library, where it would reach into the host's heap).
@@ -373,6 +377,7 @@ impl EngineArgs {
             hard_pending_compaction_bytes_limit,
             max_write_batch_group_size_bytes,
             manual_wal_flush,
+            wal_preallocate,
             memtable_whole_key_filtering,
             release_memory_after_jobs,
         );

@@ -249,7 +249,7 @@ pub(crate) fn open(
             &replay_logs,
             last_seq,
             &mut report,
-            opts.wal_compression,
+            crate::wal::LogSettings::of(&opts),
             session_id,
         )?)
     };
@@ -441,7 +441,7 @@ fn finish_recovery(
     replay_logs: &[u64],
     last_seq: SeqNo,
     report: &mut RecoveryReport,
-    wal_compression: lithify_wal::RecordCompression,
+    wal: crate::wal::LogSettings,
     session_id: Id,
 ) -> Result<LogWriter> {
     let identity = (versions.db_id(), session_id);
@@ -451,7 +451,7 @@ fn finish_recovery(
         }
     }
     let new_log = versions.new_file_number();
-    let log = LogWriter::create(fs, dir, new_log, None, wal_compression, versions.db_id())?;
+    let log = LogWriter::create(fs, dir, new_log, None, wal, versions.db_id())?;
     let mut edits = Vec::new();
     for (id, r) in tables.iter_mut() {
         let mut edit = VersionEdit::new(*id);

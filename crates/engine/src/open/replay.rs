@@ -209,7 +209,22 @@ impl WalReplay<'_> {
                 });
             }
             let read = self.replay_one(number, &path, file_len, min_log, prev, tables, &mut out)?;
-            // Damage below the synced size is not a crash's doing.
+            // Damage below the synced size is not a crash's doing, and
+            // neither are zeros there.
+            if let Some(size) = synced_size
+                && !salvage
+                && let Some(zeros) = read.zero_tail
+                && zeros < size
+            {
+                return Err(self.corrupt(
+                    &path,
+                    zeros,
+                    format!(
+                        "the WAL holds only zeros from offset {zeros} on, below the {size} bytes {} records as synced (only bytes past the last sync may be lost)",
+                        self.manifest
+                    ),
+                ));
+            }
             if let Some(size) = synced_size
                 && !salvage
                 && let Some(d) = out
@@ -306,6 +321,7 @@ impl WalReplay<'_> {
                 last_seq: out.last_seq,
                 last_in_log: 0,
                 stop: None,
+                zero_tail: None,
             });
         }
         let mut first = true;
@@ -447,6 +463,7 @@ impl WalReplay<'_> {
             last_seq: max_seq,
             last_in_log,
             stop,
+            zero_tail: reader.zero_tail(),
         })
     }
 
@@ -503,6 +520,8 @@ struct OneLog {
     last_seq: SeqNo,
     last_in_log: SeqNo,
     stop: Option<Stop>,
+    /// Where the zeros after the WAL's last record begin, if it ended so.
+    zero_tail: Option<u64>,
 }
 
 /// The entries of a replayed batch, if the batch can be applied whole:

@@ -121,6 +121,10 @@ impl LeaderState {
         dir: &Path,
     ) -> Result<Vec<WalAddition>> {
         self.sync_all(fs, dir)?;
+        if let Some(log) = &mut self.log {
+            // The preallocated space after its last record goes.
+            log.writer.trim()?;
+        }
         self.synced_closed.clear();
         let mut sizes: Vec<WalAddition> = self
             .closed_sizes
@@ -137,6 +141,16 @@ impl LeaderState {
             });
         }
         Ok(sizes)
+    }
+
+    /// The length of WAL `number`'s records if this process wrote it: up
+    /// to its last record, without the preallocated space after it
+    /// (buffered bytes included). `None` for a WAL it did not write.
+    pub(crate) fn wal_len(&self, number: u64) -> Option<u64> {
+        match &self.log {
+            Some(log) if log.number == number => Some(log.writer.bytes_written()),
+            _ => self.closed_sizes.get(&number).copied(),
+        }
     }
 
     /// Bytes of the live WALs, and the oldest of them.

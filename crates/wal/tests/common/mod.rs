@@ -90,6 +90,7 @@ pub(crate) struct Outcome {
     pub(crate) dropped: Vec<DroppedRange>,
     pub(crate) error: Option<lithify_wal::Error>,
     pub(crate) end: Option<lithify_wal::LogEnd>,
+    pub(crate) zero_tail: Option<u64>,
 }
 
 pub(crate) fn read_all(
@@ -117,6 +118,7 @@ pub(crate) fn read_all(
     // Fused: nothing more after the end or an error.
     assert!(reader.read_record().unwrap().is_none());
     out.end = reader.end();
+    out.zero_tail = reader.zero_tail();
     out.dropped = dropped.lock().unwrap().clone();
     let stats = reader.stats();
     assert_eq!(stats.records, out.records.len() as u64);
