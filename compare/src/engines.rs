@@ -30,9 +30,17 @@ pub struct Config {
     /// `blob_garbage_collection_age_cutoff` of lithify and RocksDB when
     /// separating (`--blob-age-cutoff`; their default, 0.25, otherwise).
     pub blob_age_cutoff: Option<f64>,
+    /// lithify and RocksDB keep 4 obsolete WAL files to write later WALs
+    /// over (`recycle_log_file_num`, `--recycle-wal`); fjall has no such
+    /// setting.
+    pub recycle_wal: bool,
+    /// Memtable bytes of every engine (`--write-buffer-size`; 64 MiB).
+    pub write_buffer_size: usize,
 }
 
-const MEMTABLE: usize = 64 << 20;
+/// The memtable size unless `--write-buffer-size` says otherwise.
+pub const MEMTABLE: usize = 64 << 20;
+
 const CACHE: usize = 64 << 20;
 
 /// The operations the workloads need.
@@ -108,7 +116,8 @@ struct Lithify(lithify::Db);
 fn lithify_db(dir: &Path, config: Config) -> Result<lithify::Db> {
     use std::sync::Arc;
     let options = lithify::Options::default()
-        .write_buffer_size(MEMTABLE)
+        .write_buffer_size(config.write_buffer_size)
+        .recycle_log_file_num(if config.recycle_wal { 4 } else { 0 })
         .block_cache(Some(Arc::new(lithify::BlockCache::new(CACHE))))
         .block_cache_size(CACHE)
         .bloom_bits_per_key(10.0)
@@ -209,7 +218,10 @@ fn rocks_options(config: Config) -> rocksdb::Options {
     table.set_bloom_filter(10.0, false);
     let mut o = rocksdb::Options::default();
     o.create_if_missing(true);
-    o.set_write_buffer_size(MEMTABLE);
+    o.set_write_buffer_size(config.write_buffer_size);
+    if config.recycle_wal {
+        o.set_recycle_log_file_num(4);
+    }
     o.set_max_background_jobs(2);
     o.set_block_based_table_factory(&table);
     // For the WAL / flush / compaction split of the bytes written: tickers
@@ -294,9 +306,9 @@ impl Kv for Rocks {
 }
 
 /// The options of every fjall keyspace.
-fn fjall_keyspace() -> fjall::KeyspaceCreateOptions {
+fn fjall_keyspace(config: Config) -> fjall::KeyspaceCreateOptions {
     fjall::KeyspaceCreateOptions::default()
-        .max_memtable_size(MEMTABLE as u64)
+        .max_memtable_size(config.write_buffer_size as u64)
         .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
 }
 
@@ -313,15 +325,18 @@ impl Fjall {
         if config.wal_compression {
             return Err("fjall compresses only journal values of 4 KiB or more".to_owned());
         }
+        if config.recycle_wal {
+            return Err("fjall has no WAL recycling".to_owned());
+        }
         let db = fjall::Database::builder(dir)
             .cache_size(CACHE as u64)
             .open()
             .map_err(text)?;
         let ks = match config.blob_min_size {
-            None => db.keyspace("default", fjall_keyspace),
+            None => db.keyspace("default", || fjall_keyspace(config)),
             Some(min) => db.keyspace("default", || {
                 let threshold = u32::try_from(min).unwrap_or(u32::MAX);
-                fjall_keyspace().with_kv_separation(Some(
+                fjall_keyspace(config).with_kv_separation(Some(
                     fjall::KvSeparationOptions::default().separation_threshold(threshold),
                 ))
             }),
@@ -660,7 +675,9 @@ impl FjallTxn {
             .cache_size(CACHE as u64)
             .open()
             .map_err(text)?;
-        let ks = db.keyspace("default", fjall_keyspace).map_err(text)?;
+        let ks = db
+            .keyspace("default", || fjall_keyspace(config))
+            .map_err(text)?;
         Ok(FjallTxn { db, ks })
     }
 }

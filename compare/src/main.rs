@@ -108,6 +108,8 @@ fn run(args: &[String]) -> Result<(), String> {
                     .map_err(|e| format!("--blob-age-cutoff {v}: {e}"))?,
             ),
         },
+        recycle_wal: a.flag("--recycle-wal"),
+        write_buffer_size: a.number("--write-buffer-size", engines::MEMTABLE as u64)? as usize,
     };
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -45,6 +45,9 @@ struct Row {
     txn: Option<&'static str>,
     /// Key-value separation from this value size on (`--blob-min-size`).
     blob_min_size: Option<u64>,
+    /// WAL recycling on, with memtables of this many bytes so that WALs
+    /// roll over during the row (`--recycle-wal --write-buffer-size`).
+    recycled_wal: Option<u64>,
     /// The part of a multi-phase run's result the row shows (`fill`,
     /// `overwrite`, `writes`, ...), or the whole result.
     phase: Option<&'static str>,
@@ -74,6 +77,7 @@ fn row(
         wal_compressed: false,
         txn: None,
         blob_min_size: None,
+        recycled_wal: None,
         phase: None,
         metric,
     }
@@ -83,6 +87,12 @@ impl Row {
     /// The row with WAL compression on.
     fn wal_compressed(mut self) -> Row {
         self.wal_compressed = true;
+        self
+    }
+
+    /// The row with WAL recycling on and memtables of `memtable` bytes.
+    fn recycled_wal(mut self, memtable: u64) -> Row {
+        self.recycled_wal = Some(memtable);
         self
     }
 }
@@ -227,6 +237,17 @@ fn rows(full: bool) -> Vec<Row> {
             sync,
             Throughput,
         ),
+        row(
+            "fillrandom, fsync every write, 1 thread, WALs recycled (1 MiB memtables)",
+            "fillrandom",
+            30_000,
+            30_000,
+            1,
+            100,
+            sync,
+            Throughput,
+        )
+        .recycled_wal(1 << 20),
         row(
             "fillrandom, fsync every write, 8 threads",
             "fillrandom",
@@ -419,6 +440,7 @@ fn txn_rows(modes: &[&'static str], threads: &[u64], num: u64, keys: u64) -> Vec
                 wal_compressed: false,
                 txn: Some(mode),
                 blob_min_size: None,
+                recycled_wal: None,
                 phase: None,
                 metric: Metric::Commits,
             });
@@ -435,6 +457,9 @@ fn not_applicable(r: &Row, engine: &str) -> Option<&'static str> {
     }
     if r.txn == Some("pessimistic") {
         return Some("fjall has no pessimistic transactions");
+    }
+    if r.recycled_wal.is_some() {
+        return Some("fjall has no WAL recycling");
     }
     r.wal_compressed
         .then_some("fjall compresses only journal values of 4 KiB or more")
@@ -551,6 +576,13 @@ pub fn table(args: &[String]) -> Result<(), String> {
             }
             if let Some(min) = r.blob_min_size {
                 cmd_args.extend(["--blob-min-size".into(), min.to_string()]);
+            }
+            if let Some(memtable) = r.recycled_wal {
+                cmd_args.extend([
+                    "--recycle-wal".into(),
+                    "--write-buffer-size".into(),
+                    memtable.to_string(),
+                ]);
             }
             if let Some(mode) = r.txn {
                 cmd_args.extend(["--txn".into(), mode.into()]);

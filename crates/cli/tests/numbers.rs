@@ -112,6 +112,7 @@ const NUMERIC: &[(&str, &str, Range)] = &[
         "--max-write-batch-group-size-bytes",
         Int(1, 1 << 30),
     ),
+    ("bench", "--recycle-log-file-num", Int(0, 1024)),
     ("bench", "--adaptive-max-space-amp", Positive(1000.0)),
     ("bench", "--adaptive-max-write-amp", Positive(1000.0)),
     ("bench", "--adaptive-max-read-amp", Positive(1000.0)),

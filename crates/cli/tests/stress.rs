@@ -74,7 +74,8 @@ fn engine_runs_survive_kills_and_verify() {
     assert!(OsFs.exists(&dir.path().join("db.expected-state")));
     // Killed twice in the middle of work (the first into WALs sized up
     // front, the second with a buffered WAL that grows as it is written,
-    // so that only synced writes survive); each next run verifies first.
+    // over obsolete WALs' files, so that only synced writes survive);
+    // each next run verifies first.
     let mut long = vec![
         "stress",
         "db",
@@ -91,6 +92,8 @@ fn engine_runs_survive_kills_and_verify() {
         "true",
         "--wal-preallocate",
         "false",
+        "--recycle-log-file-num",
+        "2",
         "--sync-percent",
         "30",
     ]);

@@ -100,8 +100,17 @@ pub(crate) fn purge_obsolete_files(db: &DbInner) -> Option<(Vec<u64>, HeldBy)> {
     let min_log = db.versions.min_log_number_to_keep();
     let dead = db.lock_state().take_logs_below(min_log);
     if !dead.is_empty() {
-        db.leader.lock().drop_logs_below(min_log);
-        for n in dead {
+        let mut leader = db.leader.lock();
+        leader.drop_logs_below(min_log);
+        // Up to `recycle_log_file_num` of them wait to be written over.
+        let keep = db
+            .options
+            .recycle_log_file_num
+            .saturating_sub(leader.recyclable.len())
+            .min(dead.len());
+        leader.recyclable.extend(&dead[dead.len() - keep..]);
+        drop(leader);
+        for &n in &dead[..dead.len() - keep] {
             remove_obsolete(db, &log_path(&db.dir, n));
         }
     }

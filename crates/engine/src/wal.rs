@@ -69,6 +69,10 @@ impl LogWriter {
     /// Creates WAL `number` in `dir`, owned by database `owner`, starting
     /// with the predecessor note if there is one, written as `settings`
     /// say.
+    ///
+    /// With `recycle`, the file of that obsolete WAL is renamed and
+    /// written over ([`Writer::recycle`]); if that cannot be done (the file
+    /// is gone, say), the WAL is created anew and the old file removed.
     pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -76,17 +80,54 @@ impl LogWriter {
         predecessor: Option<Predecessor>,
         settings: LogSettings,
         owner: Id,
+        recycle: Option<u64>,
     ) -> Result<LogWriter> {
         let path = log_path(dir, number);
-        let file = fs.create(&path).context(IoSnafu {
-            op: "creating WAL",
-            path: path.clone(),
-        })?;
         let options = WriterOptions::default()
             .compression(settings.compression)
             .preallocate(settings.preallocate)
             .owner(Some(owner));
-        let mut writer = Writer::with_options(file, &path, number, options)?;
+        let recycled = recycle.and_then(|old| {
+            let from = log_path(dir, old);
+            let reused = fs
+                .rename(&from, &path)
+                .and_then(|()| fs.open_append(&path))
+                .map_err(|e| e.to_string())
+                .and_then(|file| {
+                    Writer::recycle(file, &path, number, old, options).map_err(|e| e.to_string())
+                });
+            match reused {
+                Ok(writer) => {
+                    tracing::debug!(
+                        target: "lithify::wal",
+                        old,
+                        new = number,
+                        "WAL {old}'s file recycled as WAL {number}"
+                    );
+                    Some(writer)
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        target: "lithify::wal",
+                        old,
+                        new = number,
+                        "WAL {old}'s file cannot be recycled ({e}); WAL {number} is created anew"
+                    );
+                    let _ = fs.remove_file(&from);
+                    None
+                }
+            }
+        });
+        let mut writer = match recycled {
+            Some(writer) => writer,
+            None => {
+                let file = fs.create(&path).context(IoSnafu {
+                    op: "creating WAL",
+                    path: path.clone(),
+                })?;
+                Writer::with_options(file, &path, number, options)?
+            }
+        };
         if let Some(p) = predecessor {
             writer.add_record(&p.encode())?;
         }

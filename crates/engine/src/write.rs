@@ -409,8 +409,9 @@ pub(crate) fn switch_memtables(
     });
     let settings = LogSettings::of(&db.options);
     let owner = db.versions.db_id();
-    let result =
-        LogWriter::create(&*db.fs, &db.dir, number, old, settings, owner).and_then(|new| {
+    let recycle = leader.recyclable.pop_front();
+    let result = LogWriter::create(&*db.fs, &db.dir, number, old, settings, owner, recycle)
+        .and_then(|new| {
             if let Some(mut prev) = leader.log.take() {
                 // Hand the old log's buffer to the OS and cut off its
                 // preallocated space; keep it for a later sync unless it

@@ -150,9 +150,10 @@ struct Place {
     _tmp: Option<tempfile::TempDir>,
     /// How the WALs are written (the in-memory matrix runs on LZ4
     /// compressed WALs that grow as they are written, the real-file one on
-    /// plain ones sized up front).
+    /// plain ones sized up front, written over obsolete WALs' files).
     wal_compression: WalCompression,
     wal_preallocate: bool,
+    recycle_log_file_num: usize,
 }
 
 impl Place {
@@ -165,6 +166,7 @@ impl Place {
             _tmp: None,
             wal_compression: WalCompression::Lz4,
             wal_preallocate: false,
+            recycle_log_file_num: 0,
         }
     }
 
@@ -176,6 +178,7 @@ impl Place {
             _tmp: Some(tmp),
             wal_compression: WalCompression::None,
             wal_preallocate: true,
+            recycle_log_file_num: 2,
         }
     }
 
@@ -189,7 +192,8 @@ impl Place {
             .block_size(1024)
             .disable_auto_compactions(true)
             .wal_compression(self.wal_compression)
-            .wal_preallocate(self.wal_preallocate);
+            .wal_preallocate(self.wal_preallocate)
+            .recycle_log_file_num(self.recycle_log_file_num);
         if blob {
             options.blob(lithify_engine::BlobOptions::enabled(64).blob_file_size(32 << 10))
         } else {
@@ -219,12 +223,30 @@ fn build(place: &Place, image: Image, name: &str, blob: bool) -> (Model, PathBuf
         model.insert(key(i), value(i));
         if i % 400 == 399 {
             db.flush().unwrap();
+            // The purge that follows runs now, not when the background
+            // gets to it: the flushed WAL is deleted, or kept for
+            // recycling, before the next one is created, in both images.
+            db.disable_file_deletions();
+            db.enable_file_deletions();
         }
     }
     db.compact_range(None, None).unwrap();
     for i in 1200..1300 {
         db.put_opt(key(i), value(i), &sync).unwrap();
         model.insert(key(i), value(i));
+    }
+    if place.recycle_log_file_num > 0 {
+        // The live WAL was written over an obsolete one's file.
+        let name = file_of(&place.fs, &src, Kind::Wal);
+        let Some(FileKind::Log(number)) = parse_file_name(&name) else {
+            unreachable!()
+        };
+        let path = src.join(&name);
+        let mut r = lithify_wal::Reader::new(place.fs.open(&path).unwrap(), &path, number).unwrap();
+        assert!(
+            r.recycled_from().unwrap().is_some(),
+            "{name} is not recycled"
+        );
     }
     match image {
         Image::Closed => {
@@ -342,14 +364,14 @@ fn offset(kind: Kind, point: Point, len: u64) -> u64 {
 }
 
 /// Where the WAL `name` at `path` has its last record's end: the start of
-/// its zero tail, or its size.
+/// its zero tail or of a recycled file's stale tail, or its size.
 fn records_len(fs: &dyn FileSystem, path: &Path, name: &str) -> u64 {
     let Some(FileKind::Log(number)) = parse_file_name(name) else {
         panic!("{name} is not a WAL");
     };
     let mut reader = lithify_wal::Reader::new(fs.open(path).unwrap(), path, number).unwrap();
     while reader.read_record().unwrap().is_some() {}
-    reader.zero_tail().unwrap_or(reader.file_len())
+    reader.records_end().unwrap_or(reader.file_len())
 }
 
 /// Damages `name` in `dir` (`other` is another database that did the same

@@ -96,6 +96,7 @@ impl Scenario {
             .max_background_jobs(1 + rng.below(2) as usize)
             .manual_wal_flush(rng.below(4) == 0)
             .wal_preallocate(rng.below(4) != 0)
+            .recycle_log_file_num(rng.below(3) as usize)
             .compression(if rng.below(3) == 0 {
                 Compression::Zstd { level: 1 }
             } else {

@@ -56,6 +56,22 @@
 //! header: a database whose logs name their owner cannot be opened by
 //! them, which is what protects the identity checks from a downgrade.
 //!
+//! **Recycled logs** (any version). A log written over the file of an
+//! older log (RocksDB's `recycle_log_file_num`) has, right after the file
+//! header and the `Identity` fragment if there is one, a `Recycled`
+//! fragment (type `0x82`) whose 8-byte payload is the older log's number
+//! (u64, little-endian). Its file still holds the older log's bytes after
+//! the new log's last record: the **stale tail**. Each write ends with an
+//! **end marker**, zeros through the next fragment header's 11 bytes (past
+//! a block trailer if one comes first), which the next write overwrites.
+//! To a reader that saw the `Recycled` fragment, a zero-filled header or
+//! an intact fragment of the older log met where a record would start,
+//! after which no intact fragment of this log follows, is the stale tail
+//! and the log's clean end, in every recovery mode; any other problem
+//! there is damage as usual. The fragment is safe to ignore, so no version
+//! changes: a reader that does not know it takes the stale tail for damage
+//! at the end of the log.
+//!
 //! Fragment types with bit 7 set are **safe to ignore**: a reader that does
 //! not know one skips it (after checking its checksum). Type 0 is never
 //! written: an all-zero header marks zero-filled space. When the zeros run
@@ -83,6 +99,9 @@ pub const FORMAT_VERSION_COMPRESSED: u32 = 2;
 /// The format version of logs whose header is followed by an `Identity`
 /// fragment naming their owner (they may hold compressed records too).
 pub const FORMAT_VERSION_OWNED: u32 = 3;
+
+/// Length of a `Recycled` fragment's payload (the older log's number).
+pub const RECYCLED_LEN: usize = 8;
 
 /// Length of an owner identity (the `Identity` fragment's payload).
 pub const OWNER_LEN: usize = 16;
@@ -121,6 +140,9 @@ pub enum FragmentType {
     /// The log's owner, right after the file header (version 3): a
     /// 16-byte identity, not a record. Safe to ignore (bit 7).
     Identity = 0x81,
+    /// The file held an older log before this one (any version): an
+    /// 8-byte payload, the older log's number. Safe to ignore (bit 7).
+    Recycled = 0x82,
 }
 
 impl FragmentType {
@@ -134,6 +156,7 @@ impl FragmentType {
             5 => Some(FragmentType::Lz4Full),
             6 => Some(FragmentType::Lz4First),
             0x81 => Some(FragmentType::Identity),
+            0x82 => Some(FragmentType::Recycled),
             _ => None,
         }
     }

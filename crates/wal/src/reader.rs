@@ -12,8 +12,8 @@ use snafu::ResultExt;
 use crate::error::{CorruptionSnafu, Error, NotALogSnafu, ReadSnafu, Result};
 use crate::format::{
     BLOCK_SIZE, DecompressError, FILE_HEADER_LEN, FORMAT_VERSION_OWNED, FRAGMENT_HEADER_LEN,
-    FileHeader, FileHeaderError, FragmentHeader, FragmentType, OWNER_LEN, SAFE_TO_IGNORE,
-    decompress_record, fragment_checksum, log_number_tag,
+    FileHeader, FileHeaderError, FragmentHeader, FragmentType, OWNER_LEN, RECYCLED_LEN,
+    SAFE_TO_IGNORE, decompress_record, fragment_checksum, log_number_tag,
 };
 
 /// What the reader does with damaged records (RocksDB's `WALRecoveryMode`).
@@ -362,6 +362,12 @@ pub struct Reader {
     owner: Option<Id>,
     /// The format version of an intact file header.
     version: Option<u32>,
+    /// The older log's number a `Recycled` fragment right after the
+    /// header names: the file may end in that log's stale bytes.
+    recycled: Option<u64>,
+    /// Where the stale tail of a recycled file begins, once reading met
+    /// it.
+    stale_tail: Option<u64>,
 }
 
 impl fmt::Debug for Reader {
@@ -416,6 +422,8 @@ impl Reader {
             scan_buf: Vec::new(),
             owner: None,
             version: None,
+            recycled: None,
+            stale_tail: None,
         })
     }
 
@@ -454,6 +462,66 @@ impl Reader {
     /// ```
     pub fn zero_tail(&self) -> Option<u64> {
         self.zero_tail
+    }
+
+    /// The number of the older log whose file this log was written over
+    /// (a `Recycled` fragment right after the header names it), if it
+    /// was. Reads the file header if no record was read yet.
+    pub fn recycled_from(&mut self) -> Result<Option<u64>> {
+        self.start()?;
+        Ok(self.recycled)
+    }
+
+    /// Where a recycled log's **stale tail** begins, if reading ended at
+    /// one: the older log's bytes after this log's last record (see
+    /// [`recycled_from`](Reader::recycled_from)). The zeros of the
+    /// writer's end marker, or an intact fragment of the older log, met
+    /// where a record would start, after which no intact fragment of this
+    /// log follows, are that tail: the log's clean end in every recovery
+    /// mode, and nothing there is reported as dropped. Anything else there
+    /// (a cut or changed record) is damage, as in any log. A recycled log
+    /// that ends at the end of its file, or in zeros through it, has none.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use lithify_vfs::{FileSystem, MemFs};
+    /// use lithify_wal::{LogEnd, Reader, Writer, WriterOptions};
+    ///
+    /// let fs = MemFs::new();
+    /// let old = Path::new("/000003.log");
+    /// let mut w = Writer::new(fs.create(old).unwrap(), old, 3).unwrap();
+    /// for i in 0..100u32 {
+    ///     w.add_record(&i.to_le_bytes().repeat(20)).unwrap();
+    /// }
+    /// w.close().unwrap();
+    ///
+    /// // Log 3 is obsolete: log 8 is written over its file.
+    /// let new = Path::new("/000008.log");
+    /// fs.rename(old, new).unwrap();
+    /// let file = fs.open_append(new).unwrap();
+    /// let mut w = Writer::recycle(file, new, 8, 3, WriterOptions::default()).unwrap();
+    /// let end = {
+    ///     w.add_record(b"fresh").unwrap();
+    ///     w.sync().unwrap();
+    ///     w.bytes_written()
+    /// };
+    ///
+    /// let mut r = Reader::new(fs.open(new).unwrap(), new, 8).unwrap();
+    /// assert_eq!(r.recycled_from().unwrap(), Some(3));
+    /// assert_eq!(r.read_record().unwrap().unwrap().payload, b"fresh");
+    /// assert!(r.read_record().unwrap().is_none());
+    /// assert_eq!(r.end(), Some(LogEnd::Clean));
+    /// assert_eq!(r.stale_tail(), Some(end));
+    /// ```
+    pub fn stale_tail(&self) -> Option<u64> {
+        self.stale_tail
+    }
+
+    /// Where this log's records end, if reading ended cleanly before the
+    /// end of the file: at its [zero tail](Reader::zero_tail) or its
+    /// [stale tail](Reader::stale_tail).
+    pub fn records_end(&self) -> Option<u64> {
+        self.zero_tail.or(self.stale_tail)
     }
 
     /// Sets the recovery mode.
@@ -652,8 +720,8 @@ impl Reader {
                     self.record_start = None;
                     (record, Payload::Scratch, self.record_compressed)
                 }
-                // Not a record: its owner was taken with the header.
-                Some(FragmentType::Identity) => continue,
+                // Not records: taken with the header.
+                Some(FragmentType::Identity | FragmentType::Recycled) => continue,
                 None if ty & SAFE_TO_IGNORE != 0 => continue,
                 None => {
                     let start = self.record_start.unwrap_or(offset);
@@ -732,6 +800,7 @@ impl Reader {
                 if header.version == FORMAT_VERSION_OWNED {
                     self.read_owner();
                 }
+                self.read_recycled();
                 Ok(true)
             }
             Ok(header) => self.problem(
@@ -760,6 +829,29 @@ impl Reader {
                 message: e.to_string(),
             }
             .fail(),
+        }
+    }
+
+    /// Takes a `Recycled` fragment at the current position (right after
+    /// the header and owner), if there is an intact one.
+    fn read_recycled(&mut self) {
+        let start = self.pos;
+        let end = start + FRAGMENT_HEADER_LEN + RECYCLED_LEN;
+        let Some(bytes) = self.block.get(start..end) else {
+            return;
+        };
+        let mut raw = [0u8; FRAGMENT_HEADER_LEN];
+        raw.copy_from_slice(&bytes[..FRAGMENT_HEADER_LEN]);
+        let header = FragmentHeader::decode(&raw);
+        if header.ty == FragmentType::Recycled as u8
+            && usize::from(header.length) == RECYCLED_LEN
+            && header.log_tag == self.log_tag
+            && fragment_checksum(&bytes[4..]) == header.checksum
+        {
+            let mut number = [0u8; RECYCLED_LEN];
+            number.copy_from_slice(&bytes[FRAGMENT_HEADER_LEN..]);
+            self.recycled = Some(u64::from_le_bytes(number));
+            self.pos = end;
         }
     }
 
@@ -945,6 +1037,14 @@ impl Reader {
         self.record_start = None;
         self.scratch.clear();
         let eof = self.file_len;
+        if self.is_stale_tail(start, at, reason) && self.is_tail(tail, resume)? {
+            // Where a record would start, the writer's end marker or an
+            // intact fragment of the older log, and nothing of this log
+            // follows: the stale tail, a clean end.
+            self.stale_tail = Some(start);
+            self.finish_clean();
+            return Ok(false);
+        }
         if self.mode == RecoveryMode::SkipAnyCorruptedRecords {
             let resume = resume.max(start).min(eof);
             self.drop_range(start, resume, reason);
@@ -961,12 +1061,7 @@ impl Reader {
             len: eof - start,
             reason,
         });
-        let is_tail = match tail {
-            Tail::Yes => true,
-            Tail::No => false,
-            Tail::Scan => !self.valid_fragment_from(resume)?,
-            Tail::ScanFrom(from) => !self.valid_fragment_from(from.min(resume))?,
-        };
+        let is_tail = self.is_tail(tail, resume)?;
         let corruption = || -> Error {
             CorruptionSnafu {
                 path: self.path.clone(),
@@ -1001,6 +1096,33 @@ impl Reader {
                 Ok(false)
             }
         }
+    }
+
+    /// Whether a problem found at `at`, in a record starting at `start`,
+    /// may begin a recycled log's stale tail: it is where a record would
+    /// start, and it is the zeros of the writer's end marker or an intact
+    /// fragment of the log the file held before.
+    fn is_stale_tail(&self, start: u64, at: u64, reason: DropReason) -> bool {
+        let Some(previous) = self.recycled else {
+            return false;
+        };
+        start == at
+            && match reason {
+                DropReason::Zeroed => true,
+                DropReason::OtherLog(tag) => tag == log_number_tag(previous),
+                _ => false,
+            }
+    }
+
+    /// Whether a problem is at the tail: no intact fragment of this log
+    /// follows it.
+    fn is_tail(&mut self, tail: Tail, resume: u64) -> Result<bool> {
+        Ok(match tail {
+            Tail::Yes => true,
+            Tail::No => false,
+            Tail::Scan => !self.valid_fragment_from(resume)?,
+            Tail::ScanFrom(from) => !self.valid_fragment_from(from.min(resume))?,
+        })
     }
 
     /// Skip mode: drops `[start, end)`, merging with a pending adjacent range.

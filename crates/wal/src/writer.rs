@@ -145,8 +145,14 @@ pub struct Writer {
     compressed: Vec<u8>,
     /// Bytes of records given to `add_record`, before compression.
     record_bytes: u64,
-    /// The file's size: past `flushed` it holds preallocated zeros.
+    /// The file's size: past `flushed` it holds preallocated zeros (or a
+    /// recycled file's stale bytes).
     allocated: u64,
+    /// Records are written at their offsets (`write_at`), not appended:
+    /// the file is preallocated or recycled.
+    in_place: bool,
+    /// The file held an older log: each write ends with an end marker.
+    recycled: bool,
 }
 
 impl fmt::Debug for Writer {
@@ -190,6 +196,52 @@ impl Writer {
             }
             .fail();
         }
+        Ok(Self::start(file, path, log_number, None, options))
+    }
+
+    /// A writer for log `log_number` over `file`, which holds the older
+    /// log `previous` (RocksDB's recycled WAL files): the new log is
+    /// written from offset 0 over the old bytes, without truncating the
+    /// file first, so a sync does not change the file's size until the
+    /// new log outgrows the old one. A `Recycled` fragment after the
+    /// header names `previous`, which tells a [`Reader`](crate::Reader)
+    /// that the old bytes after the new log's last record are its stale
+    /// tail (a clean end), not damage; each fragment's log number tells
+    /// them apart from the new log's records. See
+    /// [`Reader::stale_tail`](crate::Reader::stale_tail) for an example.
+    pub fn recycle(
+        file: Box<dyn WritableFile>,
+        path: impl AsRef<Path>,
+        log_number: u64,
+        previous: u64,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        let path = path.as_ref().to_path_buf();
+        if log_number_tag(previous) == log_number_tag(log_number) {
+            return InvalidArgumentSnafu {
+                path,
+                message: format!(
+                    "log {log_number} cannot be written over log {previous}: their fragments carry the same number"
+                ),
+            }
+            .fail();
+        }
+        let mut writer = Self::start(file, path, log_number, Some(previous), options);
+        writer.allocated = writer.file.len();
+        writer.in_place = true;
+        writer.recycled = true;
+        Ok(writer)
+    }
+
+    /// A writer whose buffer holds the file header, the `Identity` and
+    /// the `Recycled` fragments as the options and `previous` ask.
+    fn start(
+        file: Box<dyn WritableFile>,
+        path: PathBuf,
+        log_number: u64,
+        previous: Option<u64>,
+        options: WriterOptions,
+    ) -> Writer {
         let mut buf = Vec::with_capacity(options.buffer_size.clamp(4096, 1 << 20));
         let header = match (options.owner, options.compression) {
             (Some(_), _) => FileHeader::owned(log_number),
@@ -205,8 +257,16 @@ impl Writer {
                 owner.as_bytes(),
             );
         }
+        if let Some(previous) = previous {
+            put_fragment(
+                &mut buf,
+                FragmentType::Recycled,
+                log_number_tag(log_number),
+                &previous.to_le_bytes(),
+            );
+        }
         let block_pos = buf.len();
-        Ok(Writer {
+        Writer {
             file,
             path,
             log_number,
@@ -220,7 +280,9 @@ impl Writer {
             compressed: Vec::new(),
             record_bytes: 0,
             allocated: 0,
-        })
+            in_place: options.preallocate > 0,
+            recycled: false,
+        }
     }
 
     /// Appends one record and returns the file offset of its first fragment.
@@ -295,12 +357,26 @@ impl Writer {
         self.check_poisoned()?;
         if !self.buf.is_empty() {
             let offset = self.flushed;
-            let end = offset + self.buf.len() as u64;
-            let written = if self.options.preallocate == 0 {
+            let len = self.buf.len();
+            let written = if !self.in_place {
                 self.file.append(&self.buf)
             } else {
-                self.grow_to(end)
-                    .and_then(|()| self.file.write_at(offset, &self.buf))
+                // A recycled file's write ends with zeros where the next
+                // fragment header would go (the end marker): what follows
+                // the log's last record then reads as its end, not as the
+                // older log's bytes. The next write overwrites it.
+                let marker = if self.recycled {
+                    self.end_marker_len()
+                } else {
+                    0
+                };
+                self.buf.resize(len + marker, 0);
+                let end = offset + self.buf.len() as u64;
+                let written = self
+                    .grow_to(end)
+                    .and_then(|()| self.file.write_at(offset, &self.buf));
+                self.buf.truncate(len);
+                written
             };
             if let Err(err) = written {
                 self.poisoned = Some(format!("write at offset {offset} failed: {err}"));
@@ -373,10 +449,26 @@ impl Writer {
         Ok(())
     }
 
+    /// Zeros from the end of the buffer through the header of the next
+    /// fragment (past a block trailer, if one comes first).
+    fn end_marker_len(&self) -> usize {
+        let left = BLOCK_SIZE - self.block_pos;
+        if left >= FRAGMENT_HEADER_LEN {
+            FRAGMENT_HEADER_LEN
+        } else {
+            left + FRAGMENT_HEADER_LEN
+        }
+    }
+
     /// Sizes the file to hold at least `end` bytes, a whole preallocation
     /// step at a time.
     fn grow_to(&mut self, end: u64) -> std::io::Result<()> {
         if end <= self.allocated {
+            return Ok(());
+        }
+        if self.options.preallocate == 0 {
+            // A recycled file outgrown: the write extends it.
+            self.allocated = end;
             return Ok(());
         }
         let block = BLOCK_SIZE as u64;

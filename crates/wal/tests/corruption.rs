@@ -6,7 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use common::{
-    Written, fragments, half_compressible, pattern, read_all, slice_file, write_log, write_log_with,
+    MODES, Written, fragments, half_compressible, pattern, read_all, slice_file, write_log,
+    write_log_with,
 };
 use lithify_base::{Classify, ErrorKind};
 use lithify_wal::format::{
@@ -14,14 +15,6 @@ use lithify_wal::format::{
 };
 use lithify_wal::format::{DecompressError, compress_record};
 use lithify_wal::{DropReason, LogEnd, RecordCompression, RecoveryMode};
-
-/// Every recovery mode.
-const MODES: [RecoveryMode; 4] = [
-    RecoveryMode::TolerateCorruptedTailRecords,
-    RecoveryMode::AbsoluteConsistency,
-    RecoveryMode::PointInTimeRecovery,
-    RecoveryMode::SkipAnyCorruptedRecords,
-];
 
 /// A log whose records span blocks in every way: small, block-crossing,
 /// multi-block.

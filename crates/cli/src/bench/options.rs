@@ -198,6 +198,12 @@ pub(crate) struct EngineArgs {
     /// rarely changes the file's size (default true).
     #[arg(long)]
     pub wal_preallocate: Option<bool>,
+    /// Obsolete WAL files kept to be written over by later WALs
+    /// (RocksDB's recycle_log_file_num; default 0).
+    /// [range: 0..=1024]
+    #[arg(long,
+          value_parser = numbers::rocksdb::<usize>("recycle_log_file_num", 0, 1024))]
+    pub recycle_log_file_num: Option<usize>,
     /// Give the allocator's free memory back to the kernel after
     /// flushes and compactions (`malloc_trim`; default true here, false in
     /// the library, where it would reach into the host's heap).
@@ -378,6 +384,7 @@ impl EngineArgs {
             max_write_batch_group_size_bytes,
             manual_wal_flush,
             wal_preallocate,
+            recycle_log_file_num,
             memtable_whole_key_filtering,
             release_memory_after_jobs,
         );

@@ -451,7 +451,7 @@ fn finish_recovery(
         }
     }
     let new_log = versions.new_file_number();
-    let log = LogWriter::create(fs, dir, new_log, None, wal, versions.db_id())?;
+    let log = LogWriter::create(fs, dir, new_log, None, wal, versions.db_id(), None)?;
     let mut edits = Vec::new();
     for (id, r) in tables.iter_mut() {
         let mut edit = VersionEdit::new(*id);
@@ -628,6 +628,7 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
             log_bytes: new_log.map(|n| (n, 0)).into_iter().collect(),
             closed_sizes: BTreeMap::new(),
             synced_closed: Vec::new(),
+            recyclable: Default::default(),
         }),
         visible_seq: AtomicU64::new(p.last_seq),
         snapshots: StdArc::new(SnapshotList::new()),

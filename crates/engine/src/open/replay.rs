@@ -210,17 +210,17 @@ impl WalReplay<'_> {
             }
             let read = self.replay_one(number, &path, file_len, min_log, prev, tables, &mut out)?;
             // Damage below the synced size is not a crash's doing, and
-            // neither are zeros there.
+            // neither is an end of the records there.
             if let Some(size) = synced_size
                 && !salvage
-                && let Some(zeros) = read.zero_tail
-                && zeros < size
+                && let Some(end) = read.records_end
+                && end < size
             {
                 return Err(self.corrupt(
                     &path,
-                    zeros,
+                    end,
                     format!(
-                        "the WAL holds only zeros from offset {zeros} on, below the {size} bytes {} records as synced (only bytes past the last sync may be lost)",
+                        "the WAL's records end at offset {end} (only zeros, or an older log's bytes, follow), below the {size} bytes {} records as synced (only bytes past the last sync may be lost)",
                         self.manifest
                     ),
                 ));
@@ -321,7 +321,7 @@ impl WalReplay<'_> {
                 last_seq: out.last_seq,
                 last_in_log: 0,
                 stop: None,
-                zero_tail: None,
+                records_end: None,
             });
         }
         let mut first = true;
@@ -463,7 +463,7 @@ impl WalReplay<'_> {
             last_seq: max_seq,
             last_in_log,
             stop,
-            zero_tail: reader.zero_tail(),
+            records_end: reader.records_end(),
         })
     }
 
@@ -520,8 +520,9 @@ struct OneLog {
     last_seq: SeqNo,
     last_in_log: SeqNo,
     stop: Option<Stop>,
-    /// Where the zeros after the WAL's last record begin, if it ended so.
-    zero_tail: Option<u64>,
+    /// Where the WAL's records end when that is before the end of its
+    /// file: zeros after them, or a recycled file's stale tail.
+    records_end: Option<u64>,
 }
 
 /// The entries of a replayed batch, if the batch can be applied whole:

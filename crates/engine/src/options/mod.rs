@@ -95,6 +95,18 @@ pub struct Options {
     /// closed; after a crash, recovery takes the zeros after the last
     /// record as the WAL's clean end in every recovery mode.
     pub wal_preallocate: bool,
+    /// Obsolete WAL files kept to be written over by later WALs (RocksDB's
+    /// `recycle_log_file_num`; default 0, none). A recycled WAL is renamed
+    /// to its new number and written from its start over the old log's
+    /// bytes, so its syncs do not change the file's size; the new log's
+    /// first fragment names the old one, and recovery takes the old bytes
+    /// after the new log's last record as its clean end. As in RocksDB,
+    /// recycling is turned off under `TolerateCorruptedTailRecords` and
+    /// `AbsoluteConsistency` recovery (a stale tail and a torn one look
+    /// alike there). RocksDB also turns it off when WALs are archived
+    /// (`WAL_ttl_seconds`, `WAL_size_limit_MB`); lithify does not archive
+    /// WALs.
+    pub recycle_log_file_num: usize,
     /// Hand the allocator's free memory back to the kernel after
     /// background jobs (once they wrote 32 MiB since the last time) and
     /// after each manual compaction (`malloc_trim(0)` under glibc; nothing
@@ -280,6 +292,7 @@ lithify_base::options_builder!(Options {
     manual_wal_flush: bool,
     wal_compression: WalCompression,
     wal_preallocate: bool,
+    recycle_log_file_num: usize,
     release_memory_after_jobs: bool,
     delayed_write_rate: u64,
     max_manifest_file_size: u64,
@@ -458,6 +471,7 @@ impl Default for Options {
             manual_wal_flush: false,
             wal_compression: WalCompression::None,
             wal_preallocate: true,
+            recycle_log_file_num: 0,
             release_memory_after_jobs: false,
             delayed_write_rate: 16 << 20,
             max_manifest_file_size: 1 << 30,
@@ -524,6 +538,7 @@ impl fmt::Debug for Options {
             .field("manual_wal_flush", &self.manual_wal_flush)
             .field("wal_compression", &self.wal_compression)
             .field("wal_preallocate", &self.wal_preallocate)
+            .field("recycle_log_file_num", &self.recycle_log_file_num)
             .field("paranoid_checks", &self.paranoid_checks)
             .field("info_log", &self.info_log)
             .field("listeners", &self.listeners.len())
@@ -589,6 +604,14 @@ impl Options {
         }
         if o.max_background_jobs == 0 {
             return fail("max_background_jobs must be at least 1".to_owned());
+        }
+        if matches!(
+            o.wal_recovery_mode,
+            RecoveryMode::TolerateCorruptedTailRecords | RecoveryMode::AbsoluteConsistency
+        ) {
+            // A recycled WAL's stale tail cannot be told from a torn write
+            // there (RocksDB's SanitizeOptions does the same).
+            o.recycle_log_file_num = 0;
         }
         o.blob.validate()?;
         for t in o.table_options.values() {

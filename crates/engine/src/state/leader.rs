@@ -56,6 +56,9 @@ pub(crate) struct LeaderState {
     /// Closed WALs now wholly synced whose size no edit recorded yet: the
     /// next flush's edit carries them (`WalAddition`s).
     pub(crate) synced_closed: Vec<WalAddition>,
+    /// Obsolete WALs whose files wait to be written over by new WALs
+    /// (`recycle_log_file_num`), oldest first.
+    pub(crate) recyclable: std::collections::VecDeque<u64>,
 }
 
 impl LeaderState {

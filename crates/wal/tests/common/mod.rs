@@ -9,6 +9,14 @@ use lithify_vfs::{FileSystem, MemFs, RandomAccessFile};
 use lithify_wal::format::{BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN};
 use lithify_wal::{DroppedRange, Reader, RecordCompression, RecoveryMode, Writer, WriterOptions};
 
+/// Every recovery mode.
+pub(crate) const MODES: [RecoveryMode; 4] = [
+    RecoveryMode::TolerateCorruptedTailRecords,
+    RecoveryMode::AbsoluteConsistency,
+    RecoveryMode::PointInTimeRecovery,
+    RecoveryMode::SkipAnyCorruptedRecords,
+];
+
 /// An in-memory file that is a prefix of shared bytes (no copy per cut).
 #[derive(Debug)]
 pub(crate) struct SliceFile {
@@ -91,6 +99,7 @@ pub(crate) struct Outcome {
     pub(crate) error: Option<lithify_wal::Error>,
     pub(crate) end: Option<lithify_wal::LogEnd>,
     pub(crate) zero_tail: Option<u64>,
+    pub(crate) stale_tail: Option<u64>,
 }
 
 pub(crate) fn read_all(
@@ -119,6 +128,7 @@ pub(crate) fn read_all(
     assert!(reader.read_record().unwrap().is_none());
     out.end = reader.end();
     out.zero_tail = reader.zero_tail();
+    out.stale_tail = reader.stale_tail();
     out.dropped = dropped.lock().unwrap().clone();
     let stats = reader.stats();
     assert_eq!(stats.records, out.records.len() as u64);

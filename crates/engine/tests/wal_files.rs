@@ -1,8 +1,9 @@
-//! WALs sized up front (`Options::wal_preallocate`): the live WAL holds
-//! zeros after its last record, which every place that sizes, copies or
-//! recovers a WAL takes as the end of its records; power cuts into that
-//! space lose nothing synced; zeros below a recorded synced size are
-//! refused.
+//! WAL files sized up front (`Options::wal_preallocate`) and written over
+//! obsolete ones (`Options::recycle_log_file_num`): the live WAL holds
+//! zeros, or an older log's bytes, after its last record, which every
+//! place that sizes, copies or recovers a WAL takes as the end of its
+//! records; power cuts into that space lose nothing synced; an end of the
+//! records below a recorded synced size is refused.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -208,7 +209,7 @@ fn zeros_below_the_synced_size_are_refused() {
     let err = Db::open("/db", options(&fs)).unwrap_err().to_string();
     assert!(err.contains(&path.display().to_string()), "{err}");
     assert!(
-        err.contains(&format!("only zeros from offset {from} on")),
+        err.contains(&format!("records end at offset {from}")),
         "{err}"
     );
 }
@@ -235,4 +236,143 @@ fn a_checkpoint_copies_the_live_wal_up_to_its_last_record() {
     for i in 0..30 {
         assert_eq!(copy.get(key(i)).unwrap().as_deref(), Some(&value(i)[..]));
     }
+}
+
+/// Forces the purge that follows a flush to run now (it deletes the
+/// obsolete WALs, or keeps them for recycling).
+fn purge(db: &Db) {
+    db.disable_file_deletions();
+    db.enable_file_deletions();
+}
+
+/// The number of the WAL the live WAL's file held before, if it was
+/// recycled.
+fn recycled_from(fs: &MemFs, dir: &str, number: u64) -> Option<u64> {
+    let path = Path::new(dir).join(lithify_version::filename::log_file_name(number));
+    let mut r = lithify_wal::Reader::new(fs.open(&path).unwrap(), &path, number).unwrap();
+    r.recycled_from().unwrap()
+}
+
+#[test]
+fn obsolete_wals_are_written_over_up_to_the_limit() {
+    let fs = Arc::new(MemFs::new());
+    let opts = options(&fs).recycle_log_file_num(2);
+    let db = Db::open("/db", opts.clone().create_if_missing(true)).unwrap();
+    let mut first_logs = Vec::new();
+    for round in 0..6u32 {
+        for i in 0..50 {
+            db.put(key(round * 50 + i), value(round * 50 + i)).unwrap();
+        }
+        let live = wals(&*fs, "/db").iter().map(|w| w.0).max().unwrap();
+        first_logs.push(live);
+        db.flush().unwrap();
+        purge(&db);
+        // The live WAL, and at most two obsolete ones kept for recycling.
+        assert!(
+            wals(&*fs, "/db").len() <= 3,
+            "round {round}: {:?}",
+            wals(&*fs, "/db")
+        );
+    }
+    db.put(key(1000), value(1000)).unwrap();
+    let live = wals(&*fs, "/db").iter().map(|w| w.0).max().unwrap();
+    let from = recycled_from(&fs, "/db", live).expect("the live WAL is a recycled one");
+    assert!(first_logs.contains(&from));
+    db.close().unwrap();
+    // The recycled WAL was cut to its records at close; everything reads
+    // back, strictly.
+    let db = Db::open(
+        "/db",
+        opts.wal_recovery_mode(RecoveryMode::AbsoluteConsistency),
+    )
+    .unwrap();
+    assert!(db.recovery_report().is_clean());
+    for i in 0..300 {
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&value(i)[..]));
+    }
+    assert_eq!(
+        db.get(key(1000)).unwrap().as_deref(),
+        Some(&value(1000)[..])
+    );
+}
+
+#[test]
+fn recycling_is_off_under_the_strict_recovery_modes() {
+    for mode in [
+        RecoveryMode::TolerateCorruptedTailRecords,
+        RecoveryMode::AbsoluteConsistency,
+    ] {
+        let fs = Arc::new(MemFs::new());
+        let opts = options(&fs)
+            .recycle_log_file_num(2)
+            .wal_recovery_mode(mode)
+            .create_if_missing(true);
+        let db = Db::open("/db", opts).unwrap();
+        for round in 0..3u32 {
+            db.put(key(round), value(round)).unwrap();
+            db.flush().unwrap();
+            purge(&db);
+        }
+        db.put(key(99), value(99)).unwrap();
+        let live = wals(&*fs, "/db");
+        assert_eq!(live.len(), 1, "{mode:?}: {live:?}");
+        assert_eq!(recycled_from(&fs, "/db", live[0].0), None, "{mode:?}");
+    }
+}
+
+/// Power cuts at random points while WALs are written over obsolete
+/// ones (torn writes, flushes that switch WALs): every synced write
+/// survives, and what survives is a prefix of the writes.
+#[test]
+fn power_cuts_while_wals_are_recycled_keep_every_synced_write() {
+    let mut recycled = 0;
+    for seed in 0..40u64 {
+        let fs = Arc::new(MemFs::new());
+        fs.set_torn_tails(Some(seed));
+        let opts = options(&fs)
+            .recycle_log_file_num(1 + seed as usize % 2)
+            .wal_preallocate(seed % 3 != 0);
+        let db = Db::open("/db", opts.clone().create_if_missing(true)).unwrap();
+        let mut synced = 0;
+        let writes = 60 + (seed as u32 * 37) % 200;
+        for i in 0..writes {
+            let durable = (i + seed as u32).is_multiple_of(4);
+            db.put_opt(key(i), value(i), &WriteOptions::default().sync(durable))
+                .unwrap();
+            if durable {
+                synced = i + 1;
+            }
+            if i % 25 == 24 {
+                db.flush().unwrap();
+                purge(&db);
+            }
+        }
+        let live = wals(&*fs, "/db").iter().map(|w| w.0).max().unwrap();
+        recycled += usize::from(recycled_from(&fs, "/db", live).is_some());
+        fs.crash();
+        drop(db);
+        let db = Db::open("/db", opts).unwrap();
+        let present: Vec<bool> = (0..writes)
+            .map(|i| match db.get(key(i)).unwrap() {
+                Some(v) => {
+                    assert_eq!(&v[..], &value(i)[..], "seed {seed}: key {i}");
+                    true
+                }
+                None => false,
+            })
+            .collect();
+        let n = present.iter().take_while(|&&p| p).count();
+        assert!(
+            n >= synced as usize,
+            "seed {seed}: {n} of {synced} synced writes"
+        );
+        assert!(
+            present[n..].iter().all(|&p| !p),
+            "seed {seed}: not a prefix"
+        );
+    }
+    assert!(
+        recycled > 30,
+        "only {recycled} of 40 runs ended on a recycled WAL"
+    );
 }
