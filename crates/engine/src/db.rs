@@ -695,6 +695,7 @@ impl Db {
             crate::write::flush_wal(&self.inner)
         };
         crate::purge::purge_obsolete_files(&self.inner);
+        crate::purge::remove_recyclable_wals(&self.inner);
         self.inner.events.deliver();
         self.inner.events.emit(
             crate::events::Level::Info,

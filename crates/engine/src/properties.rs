@@ -105,20 +105,22 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
     let mut tables = Vec::new();
     let mut reads_merged = 0;
     // The WALs this process writes count up to their last record, not
-    // with their preallocated space (the leader's lock comes first).
-    let leader = db.leader.lock();
-    let wal_lens: Vec<(u64, Option<u64>)> = db
-        .lock_state()
-        .live_logs()
+    // with their preallocated space; obsolete WALs kept for recycling
+    // count whole. (The two locks are taken one after the other.)
+    let live: Vec<u64> = db.lock_state().live_logs().iter().copied().collect();
+    let (lens, recyclable): (Vec<Option<u64>>, Vec<u64>) = {
+        let leader = db.leader.lock();
+        (
+            live.iter().map(|&n| leader.wal_len(n)).collect(),
+            leader.recyclable.iter().copied().collect(),
+        )
+    };
+    let file_size = |n: u64| db.fs.file_size(&crate::wal::log_path(&db.dir, n)).ok();
+    let wal_file_bytes: u64 = live
         .iter()
-        .map(|&n| (n, leader.wal_len(n)))
-        .collect();
-    drop(leader);
-    let wal_file_bytes: u64 = wal_lens
-        .iter()
-        .filter_map(|&(n, len)| {
-            len.or_else(|| db.fs.file_size(&crate::wal::log_path(&db.dir, n)).ok())
-        })
+        .zip(&lens)
+        .filter_map(|(&n, len)| len.or_else(|| file_size(n)))
+        .chain(recyclable.into_iter().filter_map(file_size))
         .sum();
     let read_only = {
         let st = db.lock_state();

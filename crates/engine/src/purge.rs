@@ -117,6 +117,18 @@ pub(crate) fn purge_obsolete_files(db: &DbInner) -> Option<(Vec<u64>, HeldBy)> {
     held
 }
 
+/// Removes the obsolete WALs kept for recycling (at close: no later WAL
+/// of this open will reuse them).
+pub(crate) fn remove_recyclable_wals(db: &DbInner) {
+    if file_deletions_disabled(db) {
+        return;
+    }
+    let numbers: Vec<u64> = db.leader.lock().recyclable.drain(..).collect();
+    for n in numbers {
+        remove_obsolete(db, &log_path(&db.dir, n));
+    }
+}
+
 /// Removes an obsolete file; a failure is reported (an event and a
 /// `LOG` line naming it) and left to the next open's orphan sweep.
 fn remove_obsolete(db: &DbInner, path: &std::path::Path) {

@@ -279,6 +279,8 @@ fn obsolete_wals_are_written_over_up_to_the_limit() {
     let from = recycled_from(&fs, "/db", live).expect("the live WAL is a recycled one");
     assert!(first_logs.contains(&from));
     db.close().unwrap();
+    // The obsolete WALs kept for recycling go at close.
+    assert_eq!(wals(&*fs, "/db").len(), 1, "{:?}", wals(&*fs, "/db"));
     // The recycled WAL was cut to its records at close; everything reads
     // back, strictly.
     let db = Db::open(

@@ -11,10 +11,10 @@
 //!    the file is back at its synced size, and overwrites and truncations
 //!    of synced bytes (including writes into space a synced `set_len`
 //!    preallocated) are undone. With torn writes enabled
-//!    ([`MemFs::set_torn_tails`]), a disk that wrote some sectors: a random
-//!    prefix of the unsynced overwrites survives, in the order they were
-//!    made, the last of them possibly in part, and so does a random prefix
-//!    of the unsynced bytes past the synced size.
+//!    ([`MemFs::set_torn_tails`]), a disk that wrote some sectors: the
+//!    unsynced changes (writes, appends, overwrites, size changes) survive
+//!    up to a random one, in the order they were made, that last one
+//!    possibly in part.
 //!
 //!    Space added by `set_len` is held as implicit zeros, so a large
 //!    preallocation costs no memory until it is written.

@@ -72,12 +72,20 @@
 //! changes: a reader that does not know it takes the stale tail for damage
 //! at the end of the log.
 //!
+//! **Preallocated logs** (any version). A log whose writer sizes the file
+//! ahead of its records has, after the header and the `Identity` and
+//! `Recycled` fragments it has, a `Preallocated` fragment (type `0x83`,
+//! no payload). To a reader that saw it, zeros from where the next
+//! fragment would start to the end of the file are the log's **zero
+//! tail**: space not written yet, its clean end in every recovery mode.
+//! In a log without it (a MANIFEST, say), such zeros are a torn tail, as
+//! they always were. A file of zeros only, header included, is an empty
+//! log whatever it holds: nothing of it was written.
+//!
 //! Fragment types with bit 7 set are **safe to ignore**: a reader that does
 //! not know one skips it (after checking its checksum). Type 0 is never
-//! written: an all-zero header marks zero-filled space. When the zeros run
-//! to the end of the file, they are the log's **zero tail**, its clean end
-//! (space a preallocating writer has not written yet, or writes a crash
-//! left unwritten); followed by anything else, they are damage.
+//! written: an all-zero header marks zero-filled space, damage unless it
+//! is a preallocated log's zero tail or a recycled log's end marker.
 //!
 //! The per-fragment log number lets a reader tell stale bytes of another log
 //! (a reused or recycled file) from records of this one.
@@ -143,6 +151,10 @@ pub enum FragmentType {
     /// The file held an older log before this one (any version): an
     /// 8-byte payload, the older log's number. Safe to ignore (bit 7).
     Recycled = 0x82,
+    /// The file is sized ahead of its records (any version): zeros after
+    /// the last record are space not written yet. No payload. Safe to
+    /// ignore (bit 7).
+    Preallocated = 0x83,
 }
 
 impl FragmentType {
@@ -157,6 +169,7 @@ impl FragmentType {
             6 => Some(FragmentType::Lz4First),
             0x81 => Some(FragmentType::Identity),
             0x82 => Some(FragmentType::Recycled),
+            0x83 => Some(FragmentType::Preallocated),
             _ => None,
         }
     }

@@ -49,11 +49,14 @@
 //! never came, an unknown fragment type. The bytes of the record the
 //! problem belongs to (from its first fragment on) are **dropped**.
 //!
-//! Zeros from where the next fragment would start to the end of the file
-//! are not a problem: they are the log's **zero tail**, its clean end in
-//! every mode ([`Reader::zero_tail`] says where they begin), the space a
-//! preallocating writer ([`WriterOptions::preallocate`]) has not written
-//! yet.
+//! In a log written by a preallocating writer
+//! ([`WriterOptions::preallocate`], which says so in a `Preallocated`
+//! fragment), zeros from where the next fragment would start to the end of
+//! the file are not a problem: they are the log's **zero tail**, space not
+//! written yet, its clean end in every mode ([`Reader::zero_tail`] says
+//! where they begin). A recycled log's older bytes after its records are
+//! its **stale tail**, a clean end too ([`Reader::stale_tail`]). A file of
+//! zeros only is an empty log.
 //!
 //! A problem is at the **tail** if no valid fragment of this log (checksum
 //! correct, this log's number) starts after it: what a crash in the middle

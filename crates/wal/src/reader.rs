@@ -365,6 +365,9 @@ pub struct Reader {
     /// The older log's number a `Recycled` fragment right after the
     /// header names: the file may end in that log's stale bytes.
     recycled: Option<u64>,
+    /// A `Preallocated` fragment right after the header says the file
+    /// may end in zeros not written yet.
+    preallocated: bool,
     /// Where the stale tail of a recycled file begins, once reading met
     /// it.
     stale_tail: Option<u64>,
@@ -423,6 +426,7 @@ impl Reader {
             owner: None,
             version: None,
             recycled: None,
+            preallocated: false,
             stale_tail: None,
         })
     }
@@ -721,7 +725,9 @@ impl Reader {
                     (record, Payload::Scratch, self.record_compressed)
                 }
                 // Not records: taken with the header.
-                Some(FragmentType::Identity | FragmentType::Recycled) => continue,
+                Some(
+                    FragmentType::Identity | FragmentType::Recycled | FragmentType::Preallocated,
+                ) => continue,
                 None if ty & SAFE_TO_IGNORE != 0 => continue,
                 None => {
                     let start = self.record_start.unwrap_or(offset);
@@ -786,6 +792,11 @@ impl Reader {
         }
         self.load_block(0)?;
         if self.block.len() < FILE_HEADER_LEN {
+            if self.zeros_to_end(0)? {
+                // Zeros only: nothing of the log was written.
+                self.finish_clean();
+                return Ok(false);
+            }
             let eof = self.file_len;
             return self.problem(0, 0, DropReason::TruncatedHeader, eof, Tail::Yes);
         }
@@ -798,9 +809,14 @@ impl Reader {
                 self.pos = FILE_HEADER_LEN;
                 self.version = Some(header.version);
                 if header.version == FORMAT_VERSION_OWNED {
-                    self.read_owner();
+                    self.owner = self
+                        .take_fragment(FragmentType::Identity, OWNER_LEN)
+                        .map(|p| Id::from_bytes(p.try_into().expect("OWNER_LEN bytes")));
                 }
-                self.read_recycled();
+                self.recycled = self
+                    .take_fragment(FragmentType::Recycled, RECYCLED_LEN)
+                    .map(|p| u64::from_le_bytes(p.try_into().expect("RECYCLED_LEN bytes")));
+                self.preallocated = self.take_fragment(FragmentType::Preallocated, 0).is_some();
                 Ok(true)
             }
             Ok(header) => self.problem(
@@ -811,6 +827,13 @@ impl Reader {
                 Tail::Scan,
             ),
             Err(FileHeaderError::Zeroed) => {
+                if self.zeros_to_end(0)? {
+                    // Zeros only: nothing of the log was written (a file
+                    // sized before a power cut let its header reach the
+                    // disk), an empty log like an empty file.
+                    self.finish_clean();
+                    return Ok(false);
+                }
                 self.problem(0, 0, DropReason::Zeroed, after, Tail::Scan)
             }
             Err(FileHeaderError::ChecksumMismatch) => {
@@ -832,51 +855,27 @@ impl Reader {
         }
     }
 
-    /// Takes a `Recycled` fragment at the current position (right after
-    /// the header and owner), if there is an intact one.
-    fn read_recycled(&mut self) {
+    /// Takes an intact fragment of this log of type `ty` with a
+    /// `len`-byte payload at the current position (the header's metadata
+    /// fragments: `Identity`, `Recycled`, `Preallocated`), and returns its
+    /// payload; otherwise leaves the position to the fragment loop, which
+    /// reports whatever is wrong there.
+    fn take_fragment(&mut self, ty: FragmentType, len: usize) -> Option<Vec<u8>> {
         let start = self.pos;
-        let end = start + FRAGMENT_HEADER_LEN + RECYCLED_LEN;
-        let Some(bytes) = self.block.get(start..end) else {
-            return;
-        };
+        let end = start + FRAGMENT_HEADER_LEN + len;
+        let bytes = self.block.get(start..end)?;
         let mut raw = [0u8; FRAGMENT_HEADER_LEN];
         raw.copy_from_slice(&bytes[..FRAGMENT_HEADER_LEN]);
         let header = FragmentHeader::decode(&raw);
-        if header.ty == FragmentType::Recycled as u8
-            && usize::from(header.length) == RECYCLED_LEN
+        let intact = header.ty == ty as u8
+            && usize::from(header.length) == len
             && header.log_tag == self.log_tag
-            && fragment_checksum(&bytes[4..]) == header.checksum
-        {
-            let mut number = [0u8; RECYCLED_LEN];
-            number.copy_from_slice(&bytes[FRAGMENT_HEADER_LEN..]);
-            self.recycled = Some(u64::from_le_bytes(number));
-            self.pos = end;
+            && fragment_checksum(&bytes[4..]) == header.checksum;
+        if !intact {
+            return None;
         }
-    }
-
-    /// Takes the `Identity` fragment right after a version 3 header, if it
-    /// is intact; otherwise leaves it to the fragment loop, which reports
-    /// whatever is wrong there.
-    fn read_owner(&mut self) {
-        let start = self.pos;
-        let end = start + FRAGMENT_HEADER_LEN + OWNER_LEN;
-        let Some(bytes) = self.block.get(start..end) else {
-            return;
-        };
-        let mut raw = [0u8; FRAGMENT_HEADER_LEN];
-        raw.copy_from_slice(&bytes[..FRAGMENT_HEADER_LEN]);
-        let header = FragmentHeader::decode(&raw);
-        if header.ty == FragmentType::Identity as u8
-            && usize::from(header.length) == OWNER_LEN
-            && header.log_tag == self.log_tag
-            && fragment_checksum(&bytes[4..]) == header.checksum
-        {
-            let mut owner = [0u8; OWNER_LEN];
-            owner.copy_from_slice(&bytes[FRAGMENT_HEADER_LEN..]);
-            self.owner = Some(Id::from_bytes(owner));
-            self.pos = end;
-        }
+        self.pos = end;
+        Some(bytes[FRAGMENT_HEADER_LEN..].to_vec())
     }
 
     /// Reads the block starting at `offset` (a multiple of `BLOCK_SIZE`)
@@ -918,6 +917,7 @@ impl Reader {
             if left > 0
                 && left < FRAGMENT_HEADER_LEN
                 && self.block.len() < BLOCK_SIZE
+                && self.may_end_in_zeros()
                 && self.zeros_to_end(here)?
             {
                 // Zeros where a header would start, through the end of
@@ -967,7 +967,7 @@ impl Reader {
                 tail,
             };
             if header.is_zero() {
-                if self.zeros_to_end(here)? {
+                if self.may_end_in_zeros() && self.zeros_to_end(here)? {
                     return Ok(Physical::End);
                 }
                 return Ok(damaged(DropReason::Zeroed, next_block, Tail::Scan));
@@ -1037,7 +1037,10 @@ impl Reader {
         self.record_start = None;
         self.scratch.clear();
         let eof = self.file_len;
-        if self.is_stale_tail(start, at, reason) && self.is_tail(tail, resume)? {
+        if self.is_stale_tail(start, at, reason)
+            && !self.valid_fragment_in_block(at + 1)?
+            && self.is_tail(tail, resume)?
+        {
             // Where a record would start, the writer's end marker or an
             // intact fragment of the older log, and nothing of this log
             // follows: the stale tail, a clean end.
@@ -1198,9 +1201,54 @@ impl Reader {
             }
             at += len as u64;
         }
-        self.zero_tail = Some(from);
+        // A record whose first fragments came before the zeros ends
+        // the records where it starts (it is dropped as incomplete).
+        self.zero_tail = Some(self.record_start.unwrap_or(from));
         self.pos = self.block.len();
         Ok(true)
+    }
+
+    /// Whether the file may end in zeros not written yet: the log says it
+    /// is preallocated, or recycled (whose writer's end marker is zeros).
+    fn may_end_in_zeros(&self) -> bool {
+        self.preallocated || self.recycled.is_some()
+    }
+
+    /// Whether an intact fragment of this log starts at any offset from
+    /// `from` to the end of `from`'s block (a stricter look than the tail
+    /// scan's block starts, for a recycled log's stale tail: damage inside
+    /// the last block must not pass for one).
+    fn valid_fragment_in_block(&mut self, from: u64) -> Result<bool> {
+        let block = BLOCK_SIZE as u64;
+        let block_start = from - from % block;
+        let first =
+            ((from - block_start) as usize).max(if block_start == 0 { FILE_HEADER_LEN } else { 0 });
+        let block_len = (self.file_len - block_start).min(block) as usize;
+        let tag = self.log_tag.to_le_bytes();
+        let mut bytes = vec![0u8; block_len];
+        self.file
+            .read_exact_at(block_start, &mut bytes)
+            .context(ReadSnafu {
+                path: self.path.clone(),
+                offset: block_start,
+            })?;
+        for pos in first..block_len.saturating_sub(FRAGMENT_HEADER_LEN - 1) {
+            // The log number tag first: a cheap filter.
+            if bytes[pos + 7..pos + 11] != tag {
+                continue;
+            }
+            let mut raw = [0u8; FRAGMENT_HEADER_LEN];
+            raw.copy_from_slice(&bytes[pos..pos + FRAGMENT_HEADER_LEN]);
+            let header = FragmentHeader::decode(&raw);
+            let end = pos + FRAGMENT_HEADER_LEN + usize::from(header.length);
+            if !header.is_zero()
+                && end <= block_len
+                && fragment_checksum(&bytes[pos + 4..end]) == header.checksum
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     fn valid_fragment_from(&mut self, from: u64) -> Result<bool> {

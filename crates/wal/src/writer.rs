@@ -57,11 +57,13 @@ pub struct WriterOptions {
     /// (rounded up to whole blocks), and grown by as much again whenever
     /// the log reaches its end; records are written into that space. A
     /// sync then rarely changes the file's size, which makes it cheaper
-    /// (fjall sizes its journals so; RocksDB preallocates its WALs). The
-    /// zeros after the last record are the log's clean end to a
-    /// [`Reader`](crate::Reader), and [`Writer::close`] and
-    /// [`Writer::trim`] cut them off. Default 0 (the file grows with each
-    /// write).
+    /// (fjall sizes its journals so; RocksDB preallocates its WALs). A
+    /// `Preallocated` fragment after the header says so, and to a
+    /// [`Reader`](crate::Reader) the zeros after the last record are then
+    /// the log's clean end; [`Writer::close`] and [`Writer::trim`] cut
+    /// them off. Best effort: a file system that cannot size the file
+    /// gets plain writes (and a `tracing` warning). Default 0 (the file
+    /// grows with each write).
     pub preallocate: u64,
 }
 
@@ -265,6 +267,14 @@ impl Writer {
                 &previous.to_le_bytes(),
             );
         }
+        if options.preallocate > 0 {
+            put_fragment(
+                &mut buf,
+                FragmentType::Preallocated,
+                log_number_tag(log_number),
+                &[],
+            );
+        }
         let block_pos = buf.len();
         Writer {
             file,
@@ -372,9 +382,8 @@ impl Writer {
                 };
                 self.buf.resize(len + marker, 0);
                 let end = offset + self.buf.len() as u64;
-                let written = self
-                    .grow_to(end)
-                    .and_then(|()| self.file.write_at(offset, &self.buf));
+                self.grow_to(end);
+                let written = self.file.write_at(offset, &self.buf);
                 self.buf.truncate(len);
                 written
             };
@@ -412,11 +421,13 @@ impl Writer {
         self.trim()
     }
 
-    /// Flushes, then cuts the file's preallocated space off after the
-    /// last record (see [`WriterOptions::preallocate`]): for a log that
-    /// will take no more records. The cut needs no sync: a crash that
-    /// undoes it leaves zeros after the last record, which a reader takes
-    /// as the log's clean end. Records added later grow the file again.
+    /// Flushes, then cuts the file off after the last record: the
+    /// preallocated space (see [`WriterOptions::preallocate`]), or a
+    /// recycled file's older bytes. For a log that will take no more
+    /// records; records added later grow the file again. The cut needs no
+    /// sync: a crash that undoes it leaves what was there after the last
+    /// record (zeros, or the end marker and the older log's bytes), which
+    /// a reader takes as the log's clean end.
     ///
     /// ```
     /// use std::path::Path;
@@ -433,18 +444,22 @@ impl Writer {
     /// w.trim().unwrap();
     /// assert_eq!(fs.file_size(path).unwrap(), w.bytes_written());
     /// ```
+    ///
+    /// A failed cut is not an error (it is reported as a `tracing`
+    /// warning): what stays after the records still reads as their end.
     pub fn trim(&mut self) -> Result<()> {
         self.flush()?;
         if self.allocated > self.flushed {
             let offset = self.flushed;
-            if let Err(err) = self.file.set_len(offset) {
-                self.poisoned = Some(format!("cutting the file at offset {offset} failed: {err}"));
-                return Err(err).context(WriteSnafu {
-                    path: self.path.clone(),
+            match self.file.set_len(offset) {
+                Ok(()) => self.allocated = offset,
+                Err(err) => tracing::warn!(
+                    target: "lithify::wal",
+                    path = %self.path.display(),
                     offset,
-                });
+                    "cannot cut the log's unused space off at offset {offset}: {err}"
+                ),
             }
-            self.allocated = offset;
         }
         Ok(())
     }
@@ -461,22 +476,36 @@ impl Writer {
     }
 
     /// Sizes the file to hold at least `end` bytes, a whole preallocation
-    /// step at a time.
-    fn grow_to(&mut self, end: u64) -> std::io::Result<()> {
+    /// step at a time. Best effort, as RocksDB's preallocation is: a file
+    /// system that cannot size the file (no space to reserve, no sparse
+    /// files, no growing `ftruncate`) gets the writes alone, which extend
+    /// it, and a `tracing` warning; preallocation stops for this log.
+    fn grow_to(&mut self, end: u64) {
         if end <= self.allocated {
-            return Ok(());
+            return;
         }
         if self.options.preallocate == 0 {
-            // A recycled file outgrown: the write extends it.
+            // A recycled file outgrown, or preallocation given up: the
+            // write extends it.
             self.allocated = end;
-            return Ok(());
+            return;
         }
         let block = BLOCK_SIZE as u64;
         let step = self.options.preallocate.div_ceil(block) * block;
         let size = (self.allocated + step).max(end.div_ceil(block) * block);
-        self.file.set_len(size)?;
-        self.allocated = size;
-        Ok(())
+        match self.file.set_len(size) {
+            Ok(()) => self.allocated = size,
+            Err(err) => {
+                tracing::warn!(
+                    target: "lithify::wal",
+                    path = %self.path.display(),
+                    size,
+                    "cannot size the log to {size} bytes ahead of its records ({err}); it grows with its writes"
+                );
+                self.options.preallocate = 0;
+                self.allocated = end;
+            }
+        }
     }
 
     fn sync_file(&mut self) -> Result<()> {

@@ -6,8 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use common::{
-    MODES, Written, fragments, half_compressible, pattern, read_all, slice_file, write_log,
-    write_log_with,
+    MODES, Written, fragments, half_compressible, pattern, preallocated_log, read_all, slice_file,
+    write_log, write_log_with,
 };
 use lithify_base::{Classify, ErrorKind};
 use lithify_wal::format::{
@@ -187,13 +187,62 @@ fn damaged_length_drops_rest_of_block() {
     );
 }
 
-/// Zeros from where the next fragment would start to the end of the file
-/// are the space a preallocating writer had not written yet, or what a
-/// crash leaves of writes the file system had sized but not written: the
-/// log's clean end in every mode, with nothing dropped.
+/// In a log not sized ahead of its records (no `Preallocated` fragment:
+/// a MANIFEST, say), zeros after the last record are what a crash leaves
+/// on a file system that extended the file but not its data: a torn tail.
+#[test]
+fn zero_filled_tail_of_a_log_not_preallocated_is_a_torn_tail() {
+    let (mut data, written) = sample();
+    let clean_len = data.len();
+    data.resize(clean_len + 3 * BLOCK_SIZE + 100, 0);
+    let data = Arc::new(data);
+    let f = || slice_file(&data, data.len());
+    let pit = read_all(f(), 21, RecoveryMode::PointInTimeRecovery);
+    assert_eq!(pit.records.len(), written.len());
+    assert_eq!(
+        pit.end,
+        Some(LogEnd::TornTail {
+            offset: clean_len as u64,
+            reason: DropReason::Zeroed
+        })
+    );
+    assert_eq!(pit.dropped[0].len, (data.len() - clean_len) as u64);
+    let tol = read_all(f(), 21, RecoveryMode::TolerateCorruptedTailRecords);
+    assert!(tol.error.is_none());
+    assert_eq!(tol.records.len(), written.len());
+    let skip = read_all(f(), 21, RecoveryMode::SkipAnyCorruptedRecords);
+    assert_eq!(skip.records.len(), written.len());
+    assert_eq!(
+        skip.dropped.len(),
+        1,
+        "adjacent zero blocks merge: {:?}",
+        skip.dropped
+    );
+    assert_eq!(skip.dropped[0].end(), data.len() as u64);
+    assert!(matches!(skip.end, Some(LogEnd::TornTail { .. })));
+    let strict = read_all(f(), 21, RecoveryMode::AbsoluteConsistency);
+    assert!(strict.error.unwrap().is_corruption());
+}
+
+/// [`sample`]'s records written by a writer that sizes the file ahead of
+/// them (it says so in a `Preallocated` fragment), cut to the records.
+fn preallocated_sample() -> (Vec<u8>, Vec<Written>) {
+    let sizes = [10, 0, 3000, 40_000, 5, 70_000, 200, 31_000, 1, 900];
+    let records: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| pattern(n, i as u64 + 50))
+        .collect();
+    preallocated_log(21, &records)
+}
+
+/// In a preallocated log, zeros from where the next fragment would start
+/// to the end of the file are the space the writer had not written yet,
+/// or what a crash leaves of writes the file system had sized but not
+/// written: the log's clean end in every mode, with nothing dropped.
 #[test]
 fn zero_filled_tail_is_a_clean_end_in_every_mode() {
-    let (clean, written) = sample();
+    let (clean, written) = preallocated_sample();
     let clean_len = clean.len();
     for extra in [1, 10, BLOCK_SIZE - 1, 3 * BLOCK_SIZE + 100] {
         let mut data = clean.clone();
@@ -231,7 +280,7 @@ fn zero_filled_tail_is_a_clean_end_in_every_mode() {
 #[test]
 fn zeros_followed_by_records_are_still_damage() {
     let records: Vec<Vec<u8>> = (0..40).map(|i| pattern(3000, i)).collect();
-    let (mut data, written) = write_log(21, &records);
+    let (mut data, written) = preallocated_log(21, &records);
     // Zero the whole second block: the records after it are intact.
     for b in &mut data[BLOCK_SIZE..2 * BLOCK_SIZE] {
         *b = 0;
@@ -262,7 +311,7 @@ fn zeros_followed_by_records_are_still_damage() {
 #[test]
 fn a_record_cut_by_the_zero_tail_is_incomplete() {
     let records = [pattern(100, 1), pattern(3 * BLOCK_SIZE, 2)];
-    let (data, written) = write_log(21, &records);
+    let (data, written) = preallocated_log(21, &records);
     let mut cut = data[..2 * BLOCK_SIZE].to_vec();
     cut.resize(data.len() + BLOCK_SIZE, 0);
     let cut = Arc::new(cut);
@@ -285,6 +334,27 @@ fn a_record_cut_by_the_zero_tail_is_incomplete() {
         RecoveryMode::AbsoluteConsistency,
     );
     assert!(strict.error.unwrap().is_corruption());
+}
+
+/// A file of zeros only, header included, is an empty log in every mode:
+/// a file sized before a power cut let any of its bytes reach the disk.
+#[test]
+fn a_file_of_zeros_is_an_empty_log() {
+    for len in [1, 23, 24, 100, BLOCK_SIZE, 3 * BLOCK_SIZE + 7] {
+        let data = Arc::new(vec![0u8; len]);
+        for mode in MODES {
+            let out = read_all(slice_file(&data, len), 21, mode);
+            assert!(
+                out.error.is_none(),
+                "{len} zeros, {mode:?}: {:?}",
+                out.error
+            );
+            assert!(out.records.is_empty());
+            assert_eq!(out.end, Some(LogEnd::Clean), "{len} zeros, {mode:?}");
+            assert_eq!(out.zero_tail, Some(0));
+            assert!(out.dropped.is_empty());
+        }
+    }
 }
 
 /// A last record whose header is whole but whose bytes end in zeros (as

@@ -322,3 +322,30 @@ fn bytes_per_sync_syncs_as_it_goes() {
     assert!(w.flushed_len() - w.synced_len() < 10_000);
     assert_eq!(w.flushed_len(), w.bytes_written());
 }
+
+/// Preallocation is best effort: a file system that cannot size the file
+/// gets plain writes, and every record reads back.
+#[test]
+fn a_file_that_cannot_be_sized_is_written_all_the_same() {
+    let fs = FaultFs::new(MemFs::new());
+    let path = Path::new("/000003.log");
+    let file = fs.create(path).unwrap();
+    // The first write is the `set_len` that sizes the file.
+    fs.add_rule(FaultRule::fail_nth(OpKind::Write, 1));
+    let mut w = Writer::with_options(
+        file,
+        path,
+        3,
+        WriterOptions::default().owner(None).preallocate(1 << 20),
+    )
+    .unwrap();
+    for i in 0..20 {
+        w.add_record(&pattern(500, i)).unwrap();
+    }
+    w.sync().unwrap();
+    assert!(!w.is_poisoned());
+    assert_eq!(fs.file_size(path).unwrap(), w.bytes_written());
+    let out = read_all(fs.open(path).unwrap(), 3, RecoveryMode::AbsoluteConsistency);
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.records.len(), 20);
+}

@@ -316,3 +316,37 @@ fn golden_recycled_bytes() {
     // After the end marker, log 5's record bytes are still there.
     assert_eq!(&data[67..], &[7; 68][..]);
 }
+
+/// A header zeroed at a record boundary inside the last block, with
+/// intact records of the log after it in that block, is damage, not the
+/// end marker of a recycled log: the records from it on are reported
+/// dropped.
+#[test]
+fn zeros_before_records_in_the_same_block_are_not_a_stale_tail() {
+    let (fs, path, ends) = recycled(
+        &[100; 400],
+        &[100; 30],
+        WriterOptions::default().owner(None),
+    );
+    let mut data = lithify_vfs::read_file(&fs, path).unwrap();
+    // Zero the header of record 20 (all 30 records sit in block 0).
+    let at = ends[19] as usize;
+    assert!(ends[29] < BLOCK_SIZE as u64);
+    data[at..at + 11].fill(0);
+    let data = Arc::new(data);
+    let pit = read_all(
+        slice_file(&data, data.len()),
+        NEW,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert_eq!(pit.records.len(), 20);
+    assert_eq!(pit.stale_tail, None);
+    // Reported as a non-recycled log reports it (the tail scan looks at
+    // later block starts only), with the records after it dropped.
+    assert!(
+        matches!(pit.end, Some(LogEnd::TornTail { offset, .. }) if offset == ends[19]),
+        "{:?}",
+        pit.end
+    );
+    assert_eq!(pit.dropped.len(), 1);
+}

@@ -299,3 +299,37 @@ fn a_damaged_owner_is_reported_not_trusted() {
     let err = r.read_record().unwrap_err();
     assert!(err.to_string().contains("checksum mismatch"), "{err}");
 }
+
+/// Log 5 holding "ab", written into preallocated space: pins the
+/// `Preallocated` fragment (`docs/FORMATS.md`, "The zero tail").
+#[test]
+fn golden_preallocated_bytes() {
+    let fs = MemFs::new();
+    let path = Path::new("/000005.log");
+    let options = WriterOptions::default().owner(None).preallocate(1);
+    let mut w = Writer::with_options(fs.create(path).unwrap(), path, 5, options).unwrap();
+    assert_eq!(w.add_record(b"ab").unwrap(), 35);
+    w.sync().unwrap();
+    let data = lithify_vfs::read_file(&fs, path).unwrap();
+    assert_eq!(data.len(), 32 * 1024, "one block, sized up front");
+    assert!(data[48..].iter().all(|&b| b == 0));
+    let hex: String = data[..48].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        hex,
+        concat!(
+            "4c544846594c4f47",
+            "01000000",
+            "0500000000000000",
+            "aa10b806",
+            "74ceb275",
+            "0000",
+            "83",
+            "05000000",
+            "c40d7cba",
+            "0200",
+            "01",
+            "05000000",
+            "6162",
+        )
+    );
+}

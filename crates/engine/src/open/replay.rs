@@ -209,6 +209,25 @@ impl WalReplay<'_> {
                 });
             }
             let read = self.replay_one(number, &path, file_len, min_log, prev, tables, &mut out)?;
+            if read.records_end == Some(0) && file_len > 0 {
+                // Zeros only: the file was sized, then the power cut before
+                // its header reached the disk (or it was damaged); say so,
+                // as for an empty WAL.
+                out.dropped.push(DroppedBytes {
+                    file: path.clone(),
+                    offset: 0,
+                    len: 0,
+                    reason: format!("the WAL holds {file_len} zero bytes and nothing else: not even its header reached the disk (a power cut right after it was created, or damage)"),
+                    kept: None,
+                });
+            }
+            if let Some(end) = read.records_end
+                && let Some(size) = out.wal_sizes.last_mut()
+            {
+                // What a copy of this open needs: the records, not the
+                // zeros or the older log's bytes after them.
+                size.1 = end.min(size.1);
+            }
             // Damage below the synced size is not a crash's doing, and
             // neither is an end of the records there.
             if let Some(size) = synced_size

@@ -91,6 +91,35 @@ pub(crate) fn write_log_with(
     (lithify_vfs::read_file(&fs, path).unwrap(), written)
 }
 
+/// Writes `records` as log `log_number` with a writer that sizes the file
+/// ahead of them, and returns the file bytes up to the last record (its
+/// `Preallocated` fragment included) and where each record landed.
+pub(crate) fn preallocated_log(log_number: u64, records: &[Vec<u8>]) -> (Vec<u8>, Vec<Written>) {
+    let fs = MemFs::new();
+    let path = Path::new("/log");
+    let mut w = Writer::with_options(
+        fs.create(path).unwrap(),
+        path,
+        log_number,
+        WriterOptions::default()
+            .buffer_size(4096)
+            .owner(None)
+            .preallocate(1 << 20),
+    )
+    .unwrap();
+    let mut written = Vec::new();
+    for r in records {
+        let offset = w.add_record(r).unwrap();
+        written.push(Written {
+            offset,
+            end: w.bytes_written(),
+            payload: r.clone(),
+        });
+    }
+    w.close().unwrap();
+    (lithify_vfs::read_file(&fs, path).unwrap(), written)
+}
+
 /// Everything a reader produced.
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
