@@ -19,13 +19,17 @@ use lithify_wal::{DropReason, LogEnd, RecordCompression, RecoveryMode};
 /// A log whose records span blocks in every way: small, block-crossing,
 /// multi-block.
 fn sample() -> (Vec<u8>, Vec<Written>) {
+    write_log(21, &sample_records())
+}
+
+/// The records of [`sample`].
+fn sample_records() -> Vec<Vec<u8>> {
     let sizes = [10, 0, 3000, 40_000, 5, 70_000, 200, 31_000, 1, 900];
-    let records: Vec<Vec<u8>> = sizes
+    sizes
         .iter()
         .enumerate()
         .map(|(i, &n)| pattern(n, i as u64 + 50))
-        .collect();
-    write_log(21, &records)
+        .collect()
 }
 
 /// [`sample`]'s sizes, compressible, stored LZ4-compressed (the 40 000-,
@@ -227,13 +231,7 @@ fn zero_filled_tail_of_a_log_not_preallocated_is_a_torn_tail() {
 /// [`sample`]'s records written by a writer that sizes the file ahead of
 /// them (it says so in a `Preallocated` fragment), cut to the records.
 fn preallocated_sample() -> (Vec<u8>, Vec<Written>) {
-    let sizes = [10, 0, 3000, 40_000, 5, 70_000, 200, 31_000, 1, 900];
-    let records: Vec<Vec<u8>> = sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| pattern(n, i as u64 + 50))
-        .collect();
-    preallocated_log(21, &records)
+    preallocated_log(21, &sample_records())
 }
 
 /// In a preallocated log, zeros from where the next fragment would start

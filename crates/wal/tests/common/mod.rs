@@ -64,49 +64,35 @@ pub(crate) fn write_log_with(
     records: &[Vec<u8>],
     compression: RecordCompression,
 ) -> (Vec<u8>, Vec<Written>) {
-    let fs = MemFs::new();
-    let path = Path::new("/log");
-    let mut w = Writer::with_options(
-        fs.create(path).unwrap(),
-        path,
-        log_number,
-        WriterOptions::default()
-            .buffer_size(4096)
-            .bytes_per_sync(0)
-            .compression(compression)
-            .owner(None),
-    )
-    .unwrap();
-    let mut written = Vec::new();
-    for r in records {
-        let offset = w.add_record(r).unwrap();
-        written.push(Written {
-            offset,
-            end: w.bytes_written(),
-            payload: r.clone(),
-        });
-    }
-    w.sync().unwrap();
-    drop(w);
-    (lithify_vfs::read_file(&fs, path).unwrap(), written)
+    let options = WriterOptions::default()
+        .bytes_per_sync(0)
+        .compression(compression);
+    write_records(log_number, records, options)
 }
 
 /// Writes `records` as log `log_number` with a writer that sizes the file
 /// ahead of them, and returns the file bytes up to the last record (its
 /// `Preallocated` fragment included) and where each record landed.
 pub(crate) fn preallocated_log(log_number: u64, records: &[Vec<u8>]) -> (Vec<u8>, Vec<Written>) {
+    write_records(
+        log_number,
+        records,
+        WriterOptions::default().preallocate(1 << 20),
+    )
+}
+
+/// Writes `records` as log `log_number` with `options` (4 KiB buffer, no
+/// owner), closes it, and returns the file bytes and where each record
+/// landed.
+fn write_records(
+    log_number: u64,
+    records: &[Vec<u8>],
+    options: WriterOptions,
+) -> (Vec<u8>, Vec<Written>) {
     let fs = MemFs::new();
     let path = Path::new("/log");
-    let mut w = Writer::with_options(
-        fs.create(path).unwrap(),
-        path,
-        log_number,
-        WriterOptions::default()
-            .buffer_size(4096)
-            .owner(None)
-            .preallocate(1 << 20),
-    )
-    .unwrap();
+    let options = options.buffer_size(4096).owner(None);
+    let mut w = Writer::with_options(fs.create(path).unwrap(), path, log_number, options).unwrap();
     let mut written = Vec::new();
     for r in records {
         let offset = w.add_record(r).unwrap();
