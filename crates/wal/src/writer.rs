@@ -235,8 +235,9 @@ impl Writer {
         Ok(writer)
     }
 
-    /// A writer whose buffer holds the file header, the `Identity` and
-    /// the `Recycled` fragments as the options and `previous` ask.
+    /// A writer whose buffer holds the file header, then the `Identity`,
+    /// `Recycled` and `Preallocated` fragments the options and `previous`
+    /// ask for.
     fn start(
         file: Box<dyn WritableFile>,
         path: PathBuf,
