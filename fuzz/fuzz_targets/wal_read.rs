@@ -6,7 +6,8 @@
 //! instead: they describe records to write with the real `Writer`, then
 //! byte flips and a truncation to apply to the file. Those reach every
 //! fragment type, block crossings and each kind of damage; half of them
-//! are written LZ4-compressed (format version 2).
+//! are written LZ4-compressed (format version 2), and half with compact
+//! 7-byte fragment headers (format version 4).
 #![no_main]
 
 use std::io;
@@ -14,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use libfuzzer_sys::fuzz_target;
 use lithify_vfs::{FileSystem, MemFs, RandomAccessFile};
-use lithify_wal::format::FileHeader;
+use lithify_wal::format::{FileHeader, Framing};
 use lithify_wal::{
     DroppedRange, LogEnd, Reader, RecordCompression, RecoveryMode, Writer, WriterOptions,
 };
@@ -98,8 +99,9 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// Builds a damaged log from a description: up to 8 records whose sizes are
-/// 16-bit values (the first byte: how many, and with bit 7 whether they are
-/// compressed), then (position, xor) flips, then a final cut.
+/// 16-bit values (the first byte: how many, with bit 7 whether they are
+/// compressed and bit 6 whether the log is compact), then (position, xor)
+/// flips, then a final cut.
 fn structured(input: &[u8]) -> Vec<u8> {
     let Some((&count, mut input)) = input.split_first() else {
         return Vec::new();
@@ -112,6 +114,13 @@ fn structured(input: &[u8]) -> Vec<u8> {
         } else {
             RecordCompression::None
         });
+    let options = if count & 0x40 != 0 {
+        options
+            .owner(Some(lithify_base::Id::from_bytes([7; 16])))
+            .framing(Framing::Compact)
+    } else {
+        options
+    };
     let mut w = Writer::with_options(fs.create(path).unwrap(), path, 1, options).unwrap();
     for i in 0..(count % 9) {
         let Some((size, rest)) = input.split_first_chunk::<2>() else {

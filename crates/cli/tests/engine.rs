@@ -724,9 +724,9 @@ fn dump_manifest_shows_edits_and_the_lsm_shape() {
     make_database(tmp.path());
     let out = ok(&["dump-manifest", s(tmp.path())]);
     assert!(out.starts_with("MANIFEST-"), "{out}");
-    // The first record follows the 24-byte header and the 27-byte
-    // fragment naming the database.
-    assert!(out.contains("record 1 at offset 51:"), "{out}");
+    // The first record follows the 24-byte header and the 23-byte
+    // fragment naming the database (compact framing).
+    assert!(out.contains("record 1 at offset 47:"), "{out}");
     assert!(
         out.contains("table 0 \"default\" comparator=lithify.BytewiseComparator"),
         "{out}"

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use lithify_base::{Id, SeqNo};
 use lithify_version::filename::log_file_name;
 use lithify_vfs::FileSystem;
+use lithify_wal::format::Framing;
 use lithify_wal::{RecordCompression, Writer, WriterOptions};
 use snafu::ResultExt;
 
@@ -42,6 +43,9 @@ pub(crate) struct LogSettings {
     pub(crate) compression: RecordCompression,
     /// Bytes each WAL is sized to up front (0: none).
     pub(crate) preallocate: u64,
+    /// The fragment headers: compact, unless WALs are recycled (then
+    /// every WAL is tagged, as any of them may be written over later).
+    pub(crate) framing: Framing,
 }
 
 impl LogSettings {
@@ -49,6 +53,11 @@ impl LogSettings {
         LogSettings {
             compression: options.wal_compression,
             preallocate: options.wal_preallocation(),
+            framing: if options.recycle_log_file_num > 0 {
+                Framing::Tagged
+            } else {
+                Framing::Compact
+            },
         }
     }
 }
@@ -86,6 +95,7 @@ impl LogWriter {
         let options = WriterOptions::default()
             .compression(settings.compression)
             .preallocate(settings.preallocate)
+            .framing(settings.framing)
             .owner(Some(owner));
         let recycled = recycle.and_then(|old| {
             let from = log_path(dir, old);

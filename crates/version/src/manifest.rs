@@ -516,7 +516,7 @@ pub fn read_edit_groups(fs: &dyn FileSystem, path: &Path) -> Result<Vec<(u64, Ve
 /// let mut out = String::new();
 /// let path = Path::new("/db").join(lithify_version::filename::manifest_file_name(number));
 /// manifest::dump(&*fs, &path, &mut out).unwrap();
-/// assert!(out.starts_with("MANIFEST-000001\nrecord 1 at offset 51:\n  edit table=0 format=1 db_id="));
+/// assert!(out.starts_with("MANIFEST-000001\nrecord 1 at offset 47:\n  edit table=0 format=1 db_id="));
 /// assert!(out.contains("table 0 \"default\" comparator=lithify.BytewiseComparator log=0"));
 /// ```
 pub fn dump(fs: &dyn FileSystem, path: &Path, out: &mut String) -> Result<()> {

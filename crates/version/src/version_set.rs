@@ -53,6 +53,7 @@ use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lithify_base::sync::{Mutex, RwLock};
 use lithify_base::{BytewiseComparator, Comparator, Id, InternalKeyComparator, SeqNo};
 use lithify_vfs::FileSystem;
+use lithify_wal::format::Framing;
 use lithify_wal::{Writer, WriterOptions};
 use snafu::ResultExt;
 
@@ -975,6 +976,7 @@ impl VersionSet {
                 number,
                 WriterOptions::default()
                     .buffer_size(1 << 20)
+                    .framing(Framing::Compact)
                     .owner(Some(self.db_id)),
             )?;
             writer.add_record(&encode_group(&Self::snapshot(plan, self.db_id)))?;

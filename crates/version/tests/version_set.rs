@@ -661,20 +661,21 @@ fn dump_is_readable() {
     let path = Path::new(DIR).join(manifest_file_name(set.manifest_number()));
     let mut out = String::new();
     manifest::dump(&*fs, &path, &mut out).unwrap();
-    // Records start after the 24-byte header and the 27-byte identity
-    // fragment; the identity is the set's own, random.
+    // Records start after the 24-byte header and the 23-byte identity
+    // fragment (compact framing, format version 4: 7-byte fragment
+    // headers); the identity is the set's own, random.
     let out = out.replace(&set.db_id().to_string(), "<db_id>");
     assert_eq!(
         out,
         "MANIFEST-000001
-record 1 at offset 51:
+record 1 at offset 47:
   edit table=0 format=1 db_id=<db_id> add=\"default\" comparator=lithify.BytewiseComparator log=0 next_file=2 last_seq=0 max_table=0
-record 2 at offset 136:
+record 2 at offset 128:
   edit table=0 log=3 next_file=3 last_seq=5
     add L0 000002:[000002a#5,SET-000002z#5,DEL] size=1002 entries=2 created=20
-record 3 at offset 213:
+record 3 at offset 201:
   edit table=1 add=\"users\" comparator=lithify.BytewiseComparator log=3 next_file=3 last_seq=5 max_table=1
-record 4 at offset 278:
+record 4 at offset 262:
   edit table=0 next_file=4 last_seq=5
     delete L0 000002
     add L1 000002:[000002a#5,SET-000002z#5,DEL] size=1002 entries=2 created=20

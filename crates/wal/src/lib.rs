@@ -4,10 +4,12 @@
 //! A log is a file of 32 KiB blocks holding checksummed **fragments**; a
 //! record of any size (including zero bytes) is one fragment or a
 //! `First`/`Middle`.../`Last` chain spanning blocks. The file starts with a
-//! header naming the format and the log number, and every fragment carries
-//! the log number too, so stale bytes of a reused file are never taken for
-//! records of this log. The byte-by-byte format is in [`format`](mod@format) and in
-//! `docs/FORMATS.md`.
+//! header naming the format and the log number. Every fragment of a
+//! tagged log carries the log number too, so stale bytes of a reused file
+//! are never taken for records of this log; a compact log
+//! ([`format::Framing::Compact`]) leaves it out, 4 bytes less per
+//! fragment, and is only written into new files. The byte-by-byte format
+//! is in [`format`](mod@format) and in `docs/FORMATS.md`.
 //!
 //! * [`Writer`] appends records to a new file through any
 //!   [`lithify_vfs::WritableFile`], buffering them (no system call per small

@@ -11,9 +11,9 @@ use snafu::ResultExt;
 
 use crate::error::{CorruptionSnafu, Error, NotALogSnafu, ReadSnafu, Result};
 use crate::format::{
-    BLOCK_SIZE, DecompressError, FILE_HEADER_LEN, FORMAT_VERSION_OWNED, FRAGMENT_HEADER_LEN,
-    FileHeader, FileHeaderError, FragmentHeader, FragmentType, OWNER_LEN, RECYCLED_LEN,
-    SAFE_TO_IGNORE, decompress_record, fragment_checksum, log_number_tag,
+    BLOCK_SIZE, DecompressError, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FileHeaderError,
+    FragmentHeader, FragmentType, Framing, OWNER_LEN, RECYCLED_LEN, SAFE_TO_IGNORE,
+    decompress_record, fragment_checksum, log_number_tag,
 };
 
 /// What the reader does with damaged records (RocksDB's `WALRecoveryMode`).
@@ -324,6 +324,8 @@ pub struct Reader {
     path: PathBuf,
     log_number: u64,
     log_tag: u32,
+    /// The framing of the log's fragments: the header's, once it is read.
+    framing: Framing,
     mode: RecoveryMode,
     reporter: Option<Box<dyn Reporter>>,
     /// Size of the file when the reader was created.
@@ -405,6 +407,7 @@ impl Reader {
             path,
             log_number,
             log_tag: log_number_tag(log_number),
+            framing: Framing::Tagged,
             mode: RecoveryMode::default(),
             reporter: None,
             file_len,
@@ -562,7 +565,7 @@ impl Reader {
     }
 
     /// The log's owner: the identity in the `Identity` fragment right
-    /// after a version 3 header; `None` for versions 1 and 2, or when that
+    /// after a version 3 or 4 header; `None` for versions 1 and 2, or when that
     /// fragment is damaged (then reading reports it like any damage). Reads
     /// the file header if no record was read yet.
     pub fn owner(&mut self) -> Result<Option<Id>> {
@@ -570,7 +573,7 @@ impl Reader {
         Ok(self.owner)
     }
 
-    /// The format version of the log's file header (1, 2 or 3); `None`
+    /// The format version of the log's file header (1 to 4); `None`
     /// when the header is damaged, missing or another log's (reading
     /// reports that like any damage). Reads the file header if no record
     /// was read yet.
@@ -681,7 +684,7 @@ impl Reader {
                     len,
                 } => (ty, offset, start, len),
             };
-            let fragment_end = offset + (FRAGMENT_HEADER_LEN + len) as u64;
+            let fragment_end = offset + (self.framing.header_len() + len) as u64;
             // A record this fragment completes: where it starts, where its
             // stored bytes are, and whether they are compressed.
             let (record, stored, compressed) = match FragmentType::from_u8(ty) {
@@ -808,14 +811,20 @@ impl Reader {
             Ok(header) if header.log_number == self.log_number => {
                 self.pos = FILE_HEADER_LEN;
                 self.version = Some(header.version);
-                if header.version == FORMAT_VERSION_OWNED {
+                self.framing = header.framing();
+                if header.is_owned() {
                     self.owner = self
                         .take_fragment(FragmentType::Identity, OWNER_LEN)
                         .map(|p| Id::from_bytes(p.try_into().expect("OWNER_LEN bytes")));
                 }
-                self.recycled = self
-                    .take_fragment(FragmentType::Recycled, RECYCLED_LEN)
-                    .map(|p| u64::from_le_bytes(p.try_into().expect("RECYCLED_LEN bytes")));
+                if self.framing == Framing::Tagged {
+                    // Only a tagged log can tell the older log's bytes
+                    // from its own; a compact one's `Recycled` fragment
+                    // is ignored like any unknown one.
+                    self.recycled = self
+                        .take_fragment(FragmentType::Recycled, RECYCLED_LEN)
+                        .map(|p| u64::from_le_bytes(p.try_into().expect("RECYCLED_LEN bytes")));
+                }
                 self.preallocated = self.take_fragment(FragmentType::Preallocated, 0).is_some();
                 Ok(true)
             }
@@ -827,6 +836,7 @@ impl Reader {
                 Tail::Scan,
             ),
             Err(FileHeaderError::Zeroed) => {
+                self.framing = self.guess_framing();
                 if self.zeros_to_end(0)? {
                     // Zeros only: nothing of the log was written (a file
                     // sized before a power cut let its header reach the
@@ -837,6 +847,7 @@ impl Reader {
                 self.problem(0, 0, DropReason::Zeroed, after, Tail::Scan)
             }
             Err(FileHeaderError::ChecksumMismatch) => {
+                self.framing = self.guess_framing();
                 self.problem(0, 0, DropReason::ChecksumMismatch, after, Tail::Scan)
             }
             Err(FileHeaderError::BadMagic) => NotALogSnafu {
@@ -855,6 +866,33 @@ impl Reader {
         }
     }
 
+    /// The framing of a log whose header is damaged: compact if the
+    /// fragment right after the header verifies as a compact one and not
+    /// as a tagged one of this log (version 4 logs start with their
+    /// `Identity` fragment there), else tagged. A damaged header then costs
+    /// only itself, not every record after it.
+    fn guess_framing(&self) -> Framing {
+        let verifies = |framing: Framing| {
+            let at = FILE_HEADER_LEN;
+            let Some(raw) = self.block.get(at..at + framing.header_len()) else {
+                return false;
+            };
+            let header = FragmentHeader::decode(raw, framing);
+            let end = at + framing.header_len() + usize::from(header.length);
+            !header.is_zero()
+                && header.is_of(self.log_tag)
+                && self
+                    .block
+                    .get(at + 4..end)
+                    .is_some_and(|b| fragment_checksum(b) == header.checksum)
+        };
+        if !verifies(Framing::Tagged) && verifies(Framing::Compact) {
+            Framing::Compact
+        } else {
+            Framing::Tagged
+        }
+    }
+
     /// Takes an intact fragment of this log of type `ty` with a
     /// `len`-byte payload at the current position (the header's metadata
     /// fragments: `Identity`, `Recycled`, `Preallocated`), and returns its
@@ -862,20 +900,19 @@ impl Reader {
     /// reports whatever is wrong there.
     fn take_fragment(&mut self, ty: FragmentType, len: usize) -> Option<Vec<u8>> {
         let start = self.pos;
-        let end = start + FRAGMENT_HEADER_LEN + len;
+        let header_len = self.framing.header_len();
+        let end = start + header_len + len;
         let bytes = self.block.get(start..end)?;
-        let mut raw = [0u8; FRAGMENT_HEADER_LEN];
-        raw.copy_from_slice(&bytes[..FRAGMENT_HEADER_LEN]);
-        let header = FragmentHeader::decode(&raw);
+        let header = FragmentHeader::decode(bytes, self.framing);
         let intact = header.ty == ty as u8
             && usize::from(header.length) == len
-            && header.log_tag == self.log_tag
+            && header.is_of(self.log_tag)
             && fragment_checksum(&bytes[4..]) == header.checksum;
         if !intact {
             return None;
         }
         self.pos = end;
-        Some(bytes[FRAGMENT_HEADER_LEN..].to_vec())
+        Some(bytes[header_len..].to_vec())
     }
 
     /// Reads the block starting at `offset` (a multiple of `BLOCK_SIZE`)
@@ -911,11 +948,12 @@ impl Reader {
         if self.zero_tail.is_some() {
             return Ok(Physical::End);
         }
+        let header_len = self.framing.header_len();
         loop {
             let here = self.block_offset + self.pos as u64;
             let left = self.block.len().saturating_sub(self.pos);
             if left > 0
-                && left < FRAGMENT_HEADER_LEN
+                && left < header_len
                 && self.block.len() < BLOCK_SIZE
                 && self.may_end_in_zeros()
                 && self.zeros_to_end(here)?
@@ -924,7 +962,7 @@ impl Reader {
                 // the file: the space after the last record.
                 return Ok(Physical::End);
             }
-            if left < FRAGMENT_HEADER_LEN {
+            if left < header_len {
                 if self.block.len() == BLOCK_SIZE {
                     // Block trailer (or exactly the block end): next block.
                     let next = self.block_offset + BLOCK_SIZE as u64;
@@ -939,7 +977,7 @@ impl Reader {
                 if left == 0 {
                     return Ok(Physical::End);
                 }
-                let in_trailer = self.pos > BLOCK_SIZE - FRAGMENT_HEADER_LEN;
+                let in_trailer = self.pos > BLOCK_SIZE - header_len;
                 if in_trailer && self.block[self.pos..].iter().all(|&b| b == 0) {
                     // Padding the writer put before a fragment that never
                     // made it to disk: nothing of a record is lost here.
@@ -956,9 +994,7 @@ impl Reader {
                 });
             }
             let next_block = (self.block_offset + BLOCK_SIZE as u64).min(self.file_len);
-            let mut raw = [0u8; FRAGMENT_HEADER_LEN];
-            raw.copy_from_slice(&self.block[self.pos..self.pos + FRAGMENT_HEADER_LEN]);
-            let header = FragmentHeader::decode(&raw);
+            let header = FragmentHeader::decode(&self.block[self.pos..], self.framing);
             let damaged = |reason, resume, tail| Physical::Damaged {
                 offset: here,
                 reason,
@@ -973,7 +1009,7 @@ impl Reader {
                 return Ok(damaged(DropReason::Zeroed, next_block, Tail::Scan));
             }
             let len = usize::from(header.length);
-            let start = self.pos + FRAGMENT_HEADER_LEN;
+            let start = self.pos + header_len;
             if start + len > self.block.len() {
                 return Ok(if self.block.len() < BLOCK_SIZE {
                     // The file ends inside the fragment: a write a crash
@@ -1001,17 +1037,13 @@ impl Reader {
                     offset: here,
                     reason: DropReason::ChecksumMismatch,
                     resume: next_block,
-                    scan_from: here + (FRAGMENT_HEADER_LEN + len) as u64,
+                    scan_from: here + (header_len + len) as u64,
                     tail: Tail::Scan,
                 });
             }
-            let fragment_end = here + (FRAGMENT_HEADER_LEN + len) as u64;
-            if header.log_tag != self.log_tag {
-                return Ok(damaged(
-                    DropReason::OtherLog(header.log_tag),
-                    fragment_end,
-                    Tail::Scan,
-                ));
+            let fragment_end = here + (header_len + len) as u64;
+            if let Some(tag) = header.log_tag.filter(|&t| t != self.log_tag) {
+                return Ok(damaged(DropReason::OtherLog(tag), fragment_end, Tail::Scan));
             }
             self.pos = start + len;
             return Ok(Physical::Fragment {
@@ -1232,14 +1264,14 @@ impl Reader {
                 path: self.path.clone(),
                 offset: block_start,
             })?;
+        // Only recycled logs, which are tagged, ask.
+        debug_assert_eq!(self.framing, Framing::Tagged);
         for pos in first..block_len.saturating_sub(FRAGMENT_HEADER_LEN - 1) {
             // The log number tag first: a cheap filter.
             if bytes[pos + 7..pos + 11] != tag {
                 continue;
             }
-            let mut raw = [0u8; FRAGMENT_HEADER_LEN];
-            raw.copy_from_slice(&bytes[pos..pos + FRAGMENT_HEADER_LEN]);
-            let header = FragmentHeader::decode(&raw);
+            let header = FragmentHeader::decode(&bytes[pos..], Framing::Tagged);
             let end = pos + FRAGMENT_HEADER_LEN + usize::from(header.length);
             if !header.is_zero()
                 && end <= block_len
@@ -1261,7 +1293,7 @@ impl Reader {
             } else {
                 0
             });
-            if pos + FRAGMENT_HEADER_LEN <= BLOCK_SIZE
+            if pos + self.framing.header_len() <= BLOCK_SIZE
                 && self.fragment_is_valid(block_start, pos)?
             {
                 return Ok(true);
@@ -1273,33 +1305,27 @@ impl Reader {
 
     fn fragment_is_valid(&mut self, block_start: u64, pos: usize) -> Result<bool> {
         let block_len = (self.file_len - block_start).min(BLOCK_SIZE as u64) as usize;
-        if pos + FRAGMENT_HEADER_LEN > block_len {
+        let header_len = self.framing.header_len();
+        if pos + header_len > block_len {
             return Ok(false);
         }
         let mut raw = [0u8; FRAGMENT_HEADER_LEN];
+        let raw = &mut raw[..header_len];
         let offset = block_start + pos as u64;
-        self.file
-            .read_exact_at(offset, &mut raw)
-            .context(ReadSnafu {
-                path: self.path.clone(),
-                offset,
-            })?;
-        let header = FragmentHeader::decode(&raw);
+        self.file.read_exact_at(offset, raw).context(ReadSnafu {
+            path: self.path.clone(),
+            offset,
+        })?;
+        let header = FragmentHeader::decode(raw, self.framing);
         let len = usize::from(header.length);
-        if header.is_zero()
-            || header.log_tag != self.log_tag
-            || pos + FRAGMENT_HEADER_LEN + len > block_len
-        {
+        if header.is_zero() || !header.is_of(self.log_tag) || pos + header_len + len > block_len {
             return Ok(false);
         }
-        self.scan_buf.resize(FRAGMENT_HEADER_LEN - 4 + len, 0);
-        self.scan_buf[..FRAGMENT_HEADER_LEN - 4].copy_from_slice(&raw[4..]);
-        let payload_offset = offset + FRAGMENT_HEADER_LEN as u64;
+        self.scan_buf.resize(header_len - 4 + len, 0);
+        self.scan_buf[..header_len - 4].copy_from_slice(&raw[4..]);
+        let payload_offset = offset + header_len as u64;
         self.file
-            .read_exact_at(
-                payload_offset,
-                &mut self.scan_buf[FRAGMENT_HEADER_LEN - 4..],
-            )
+            .read_exact_at(payload_offset, &mut self.scan_buf[header_len - 4..])
             .context(ReadSnafu {
                 path: self.path.clone(),
                 offset: payload_offset,

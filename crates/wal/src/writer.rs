@@ -9,8 +9,7 @@ use snafu::ResultExt;
 
 use crate::error::{InvalidArgumentSnafu, PoisonedSnafu, Result, SyncSnafu, WriteSnafu};
 use crate::format::{
-    BLOCK_SIZE, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, compress_record, log_number_tag,
-    put_fragment,
+    BLOCK_SIZE, FileHeader, FragmentType, Framing, compress_record, log_number_tag, put_fragment,
 };
 
 /// How a [`Writer`] stores records.
@@ -65,6 +64,14 @@ pub struct WriterOptions {
     /// gets plain writes (and a `tracing` warning). Default 0 (the file
     /// grows with each write).
     pub preallocate: u64,
+    /// Which header the fragments have. [`Framing::Compact`] (format
+    /// version 4) saves 4 bytes per fragment and needs an
+    /// [`owner`](Self::owner); a log written over a recycled file
+    /// ([`Writer::recycle`]) is always [`Framing::Tagged`], which is what
+    /// tells its records from the older log's bytes. A writer that
+    /// recycles files should keep every log tagged, since any of them may
+    /// be recycled later. Default tagged.
+    pub framing: Framing,
 }
 
 lithify_base::options_builder!(WriterOptions {
@@ -73,6 +80,7 @@ lithify_base::options_builder!(WriterOptions {
     compression: RecordCompression,
     owner: Option<Id>,
     preallocate: u64,
+    framing: Framing,
 });
 
 impl Default for WriterOptions {
@@ -83,6 +91,7 @@ impl Default for WriterOptions {
             compression: RecordCompression::None,
             owner: None,
             preallocate: 0,
+            framing: Framing::Tagged,
         }
     }
 }
@@ -132,6 +141,8 @@ pub struct Writer {
     path: PathBuf,
     log_number: u64,
     log_tag: u32,
+    /// Bytes of a fragment header (the framing's).
+    header_len: usize,
     options: WriterOptions,
     /// Framed bytes not yet handed to the file.
     buf: Vec<u8>,
@@ -198,6 +209,13 @@ impl Writer {
             }
             .fail();
         }
+        if options.framing == Framing::Compact && options.owner.is_none() {
+            return InvalidArgumentSnafu {
+                path,
+                message: "compact framing (format version 4) needs an owner".to_owned(),
+            }
+            .fail();
+        }
         Ok(Self::start(file, path, log_number, None, options))
     }
 
@@ -209,7 +227,8 @@ impl Writer {
     /// header names `previous`, which tells a [`Reader`](crate::Reader)
     /// that the old bytes after the new log's last record are its stale
     /// tail (a clean end), not damage; each fragment's log number tells
-    /// them apart from the new log's records. See
+    /// them apart from the new log's records, so the new log is always
+    /// [`Framing::Tagged`], whatever the options say. See
     /// [`Reader::stale_tail`](crate::Reader::stale_tail) for an example.
     pub fn recycle(
         file: Box<dyn WritableFile>,
@@ -228,6 +247,10 @@ impl Writer {
             }
             .fail();
         }
+        let options = WriterOptions {
+            framing: Framing::Tagged,
+            ..options
+        };
         let mut writer = Self::start(file, path, log_number, Some(previous), options);
         writer.allocated = writer.file.len();
         writer.in_place = true;
@@ -246,42 +269,42 @@ impl Writer {
         options: WriterOptions,
     ) -> Writer {
         let mut buf = Vec::with_capacity(options.buffer_size.clamp(4096, 1 << 20));
-        let header = match (options.owner, options.compression) {
-            (Some(_), _) => FileHeader::owned(log_number),
-            (None, RecordCompression::None) => FileHeader::new(log_number),
-            (None, RecordCompression::Lz4) => FileHeader::compressed(log_number),
+        let header = match (options.owner, options.framing, options.compression) {
+            (Some(_), Framing::Compact, _) => FileHeader::compact(log_number),
+            (Some(_), _, _) => FileHeader::owned(log_number),
+            (None, _, RecordCompression::None) => FileHeader::new(log_number),
+            (None, _, RecordCompression::Lz4) => FileHeader::compressed(log_number),
         };
+        let (framing, tag) = (header.framing(), log_number_tag(log_number));
         buf.extend_from_slice(&header.encode());
         if let Some(owner) = options.owner {
             put_fragment(
                 &mut buf,
+                framing,
                 FragmentType::Identity,
-                log_number_tag(log_number),
+                tag,
                 owner.as_bytes(),
             );
         }
         if let Some(previous) = previous {
             put_fragment(
                 &mut buf,
+                framing,
                 FragmentType::Recycled,
-                log_number_tag(log_number),
+                tag,
                 &previous.to_le_bytes(),
             );
         }
         if options.preallocate > 0 {
-            put_fragment(
-                &mut buf,
-                FragmentType::Preallocated,
-                log_number_tag(log_number),
-                &[],
-            );
+            put_fragment(&mut buf, framing, FragmentType::Preallocated, tag, &[]);
         }
         let block_pos = buf.len();
         Writer {
             file,
             path,
             log_number,
-            log_tag: log_number_tag(log_number),
+            log_tag: tag,
+            header_len: framing.header_len(),
             options,
             buf,
             flushed: 0,
@@ -332,7 +355,7 @@ impl Writer {
         let mut record_offset = 0;
         loop {
             let room = BLOCK_SIZE - self.block_pos;
-            if room < FRAGMENT_HEADER_LEN {
+            if room < self.header_len {
                 // Block trailer: too short for a header, zero-filled.
                 self.buf.resize(self.buf.len() + room, 0);
                 self.block_pos = 0;
@@ -340,7 +363,7 @@ impl Writer {
             if first {
                 record_offset = self.bytes_written();
             }
-            let avail = BLOCK_SIZE - self.block_pos - FRAGMENT_HEADER_LEN;
+            let avail = BLOCK_SIZE - self.block_pos - self.header_len;
             let n = left.len().min(avail);
             let last = n == left.len();
             let ty = match (first, last) {
@@ -349,8 +372,14 @@ impl Writer {
                 (false, true) => FragmentType::Last,
                 (false, false) => FragmentType::Middle,
             };
-            put_fragment(&mut self.buf, ty, self.log_tag, &left[..n]);
-            self.block_pos += FRAGMENT_HEADER_LEN + n;
+            put_fragment(
+                &mut self.buf,
+                self.options.framing,
+                ty,
+                self.log_tag,
+                &left[..n],
+            );
+            self.block_pos += self.header_len + n;
             left = &left[n..];
             first = false;
             if self.buf.len() >= self.options.buffer_size {
@@ -469,10 +498,10 @@ impl Writer {
     /// fragment (past a block trailer, if one comes first).
     fn end_marker_len(&self) -> usize {
         let left = BLOCK_SIZE - self.block_pos;
-        if left >= FRAGMENT_HEADER_LEN {
-            FRAGMENT_HEADER_LEN
+        if left >= self.header_len {
+            self.header_len
         } else {
-            left + FRAGMENT_HEADER_LEN
+            left + self.header_len
         }
     }
 
@@ -563,7 +592,8 @@ impl Writer {
         self.poisoned.is_some()
     }
 
-    /// The log number written in the header and in every fragment.
+    /// The log number written in the header (and in every fragment of a
+    /// tagged log).
     pub fn log_number(&self) -> u64 {
         self.log_number
     }

@@ -6,15 +6,16 @@ mod common;
 use std::sync::Arc;
 
 use common::{
-    MODES, Written, fragments, half_compressible, pattern, preallocated_log, read_all, slice_file,
-    write_log, write_log_with,
+    MODES, Written, compact_log, fragments, half_compressible, pattern, preallocated_log, read_all,
+    slice_file, write_log, write_log_with,
 };
 use lithify_base::{Classify, ErrorKind};
 use lithify_wal::format::{
-    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, put_fragment,
+    BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN, FileHeader, FragmentType, Framing,
+    put_fragment,
 };
 use lithify_wal::format::{DecompressError, compress_record};
-use lithify_wal::{DropReason, LogEnd, RecordCompression, RecoveryMode};
+use lithify_wal::{DropReason, LogEnd, RecordCompression, RecoveryMode, WriterOptions};
 
 /// A log whose records span blocks in every way: small, block-crossing,
 /// multi-block.
@@ -36,14 +37,18 @@ fn sample_records() -> Vec<Vec<u8>> {
 /// 70 000- and 31 000-byte records still span blocks), plus one record
 /// that does not compress.
 fn compressed_sample() -> (Vec<u8>, Vec<Written>) {
+    write_log_with(21, &compressed_sample_records(), RecordCompression::Lz4)
+}
+
+/// The records of [`compressed_sample`].
+fn compressed_sample_records() -> Vec<Vec<u8>> {
     let sizes = [10, 0, 3000, 40_000, 5, 70_000, 200, 31_000, 1, 900];
-    let records: Vec<Vec<u8>> = sizes
+    sizes
         .iter()
         .enumerate()
         .map(|(i, &n)| half_compressible(n, i as u64 + 50))
         .chain([pattern(700, 3)])
-        .collect();
-    write_log_with(21, &records, RecordCompression::Lz4)
+        .collect()
 }
 
 /// Which records each mode should return when the fragment at `frag_offset`
@@ -63,6 +68,19 @@ fn bit_flip_in_each_fragment_under_each_mode() {
 }
 
 #[test]
+fn bit_flip_in_each_fragment_of_a_compact_log() {
+    let (data, written) = compact_log(21, &sample_records(), WriterOptions::default());
+    assert_eq!(common::header_len(&data), 7);
+    bit_flip_in_each_fragment(data, written);
+    let (data, written) = compact_log(
+        21,
+        &compressed_sample_records(),
+        WriterOptions::default().compression(RecordCompression::Lz4),
+    );
+    bit_flip_in_each_fragment(data, written);
+}
+
+#[test]
 fn bit_flip_in_each_fragment_of_a_compressed_log() {
     let (data, written) = compressed_sample();
     let types: Vec<u8> = fragments(&data).iter().map(|f| f.ty).collect();
@@ -71,6 +89,7 @@ fn bit_flip_in_each_fragment_of_a_compressed_log() {
 }
 
 fn bit_flip_in_each_fragment(data: Vec<u8>, written: Vec<Written>) {
+    let header_len = common::header_len(&data);
     let frags = fragments(&data);
     assert!(frags.len() > 12);
     let record_of = |off: usize| {
@@ -80,11 +99,15 @@ fn bit_flip_in_each_fragment(data: Vec<u8>, written: Vec<Written>) {
             .unwrap()
     };
     for (fi, frag) in frags.iter().enumerate() {
+        if frag.ty & 0x80 != 0 {
+            // The header's metadata (an `Identity` fragment), not a record.
+            continue;
+        }
         let victim = record_of(frag.offset);
         // Flip a bit in the checksum, the type, and the payload (if any).
         let mut spots = vec![frag.offset + 1, frag.offset + 6];
         if frag.len > 0 {
-            spots.push(frag.offset + FRAGMENT_HEADER_LEN + frag.len / 2);
+            spots.push(frag.offset + header_len + frag.len / 2);
         }
         for spot in spots {
             let mut bad = data.clone();
@@ -92,8 +115,7 @@ fn bit_flip_in_each_fragment(data: Vec<u8>, written: Vec<Written>) {
             let bad = Arc::new(bad);
             let file = || slice_file(&bad, bad.len());
             let later_valid = frags[fi + 1..].iter().any(|f| {
-                f.offset % BLOCK_SIZE == 0
-                    || f.offset == frag.offset + FRAGMENT_HEADER_LEN + frag.len
+                f.offset % BLOCK_SIZE == 0 || f.offset == frag.offset + header_len + frag.len
             });
             let ctx = format!("fragment {fi} at {} byte {spot}", frag.offset);
 
@@ -240,7 +262,17 @@ fn preallocated_sample() -> (Vec<u8>, Vec<Written>) {
 /// written: the log's clean end in every mode, with nothing dropped.
 #[test]
 fn zero_filled_tail_is_a_clean_end_in_every_mode() {
-    let (clean, written) = preallocated_sample();
+    let compact = compact_log(
+        21,
+        &sample_records(),
+        WriterOptions::default().preallocate(1 << 20),
+    );
+    for (clean, written) in [preallocated_sample(), compact] {
+        zero_filled_tail_is_a_clean_end(clean, written);
+    }
+}
+
+fn zero_filled_tail_is_a_clean_end(clean: Vec<u8>, written: Vec<Written>) {
     let clean_len = clean.len();
     for extra in [1, 10, BLOCK_SIZE - 1, 3 * BLOCK_SIZE + 100] {
         let mut data = clean.clone();
@@ -475,11 +507,19 @@ fn handmade(log: u64, frags: &[(FragmentTypeOrRaw, &[u8])]) -> Arc<Vec<u8>> {
     let mut data = FileHeader::new(log).encode().to_vec();
     for (ty, payload) in frags {
         match ty {
-            FragmentTypeOrRaw::Known(t) => put_fragment(&mut data, *t, log as u32, payload),
+            FragmentTypeOrRaw::Known(t) => {
+                put_fragment(&mut data, Framing::Tagged, *t, log as u32, payload)
+            }
             FragmentTypeOrRaw::Raw(t) => {
                 // Same layout with a raw type byte and a correct checksum.
                 let start = data.len();
-                put_fragment(&mut data, FragmentType::Full, log as u32, payload);
+                put_fragment(
+                    &mut data,
+                    Framing::Tagged,
+                    FragmentType::Full,
+                    log as u32,
+                    payload,
+                );
                 data[start + 6] = *t;
                 let crc = lithify_wal::format::fragment_checksum(&data[start + 4..]);
                 data[start..start + 4].copy_from_slice(&crc.to_le_bytes());
@@ -805,10 +845,10 @@ fn file_header_problems() {
         err.to_string().contains("is not a readable lithify log"),
         "{err}"
     );
-    // Version 2 (compressed records allowed) is read; version 3 is not.
-    // Version 3 without its identity fragment reads (the owner is unknown);
-    // a version from the future is refused by name.
-    for (version, readable) in [(2u8, true), (3, true), (4, false)] {
+    // Version 2 (compressed records allowed) is read. Version 3 without
+    // its identity fragment reads (the owner is unknown); a version from
+    // the future is refused by name.
+    for (version, readable) in [(2u8, true), (3, true), (5, false)] {
         let mut v = (*data).clone();
         v[8] = version;
         let crc = lithify_base::masked_xxh3_64(&[&v[..20]]) as u32;
@@ -824,8 +864,49 @@ fn file_header_problems() {
             assert_eq!(out.records.len(), written.len());
         } else {
             let text = out.error.unwrap().to_string();
-            assert!(text.contains("format version 4"), "{text}");
+            assert!(text.contains("format version 5"), "{text}");
         }
+    }
+}
+
+/// A compact log (version 4) whose file header is damaged: its fragments
+/// are still found, by the framing the first one verifies with.
+#[test]
+fn a_compact_log_with_a_damaged_header_keeps_its_records() {
+    let records = sample_records();
+    let (data, written) = compact_log(21, &records, WriterOptions::default());
+    for spot in [1, 8, 13, 22] {
+        let mut bad = data.clone();
+        bad[spot] ^= 1;
+        let bad = Arc::new(bad);
+        let skip = read_all(
+            slice_file(&bad, bad.len()),
+            21,
+            RecoveryMode::SkipAnyCorruptedRecords,
+        );
+        assert!(skip.error.is_none(), "byte {spot}: {:?}", skip.error);
+        let got: Vec<u64> = skip.records.iter().map(|r| r.0).collect();
+        let want: Vec<u64> = written.iter().map(|w| w.offset).collect();
+        assert_eq!(got, want, "byte {spot}");
+        assert_eq!(
+            (skip.dropped[0].offset, skip.dropped[0].len),
+            (0, FILE_HEADER_LEN as u64),
+            "byte {spot}"
+        );
+        let pit = read_all(
+            slice_file(&bad, bad.len()),
+            21,
+            RecoveryMode::PointInTimeRecovery,
+        );
+        assert!(pit.records.is_empty());
+        assert_eq!(
+            pit.end,
+            Some(LogEnd::Corruption {
+                offset: 0,
+                reason: DropReason::ChecksumMismatch
+            }),
+            "byte {spot}: the compact fragments after it are found"
+        );
     }
 }
 
@@ -853,7 +934,7 @@ fn a_newer_format_version_is_refused_in_every_mode() {
     let (data, _) = sample();
     let mut newer = data.clone();
     let header = FileHeader {
-        version: 4,
+        version: 5,
         log_number: 21,
     };
     newer[..FILE_HEADER_LEN].copy_from_slice(&header.encode());
@@ -871,8 +952,7 @@ fn a_newer_format_version_is_refused_in_every_mode() {
         let text = err.to_string();
         assert!(
             text.contains("/log")
-                && text
-                    .contains("format version 4 is not supported (this reader knows 1, 2 and 3)"),
+                && text.contains("format version 5 is not supported (this reader knows 1 to 4)"),
             "{mode:?}: {text}"
         );
         // The kind of any file this build cannot read as a log.

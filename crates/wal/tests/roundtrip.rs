@@ -6,22 +6,30 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{half_compressible, pattern, read_all, slice_file, write_log};
+use common::{compact_log, half_compressible, pattern, read_all, slice_file, write_log};
 use lithify_vfs::{FileSystem, MemFs, OsFs};
 use lithify_wal::format::{
-    BLOCK_SIZE, FILE_HEADER_LEN, FORMAT_VERSION_COMPRESSED, FRAGMENT_HEADER_LEN, FileHeader,
-    FragmentType, MAX_FRAGMENT_PAYLOAD,
+    BLOCK_SIZE, COMPACT_FRAGMENT_HEADER_LEN, FILE_HEADER_LEN, FORMAT_VERSION_COMPACT,
+    FORMAT_VERSION_COMPRESSED, FORMAT_VERSION_OWNED, FRAGMENT_HEADER_LEN, FileHeader, FragmentType,
+    Framing, MAX_FRAGMENT_PAYLOAD,
 };
 use lithify_wal::{LogEnd, Reader, RecordCompression, RecoveryMode, Writer, WriterOptions};
 use proptest::prelude::*;
 
 fn check_round_trip(sizes: &[usize]) {
+    check_round_trip_as(sizes, Framing::Tagged);
+}
+
+fn check_round_trip_as(sizes: &[usize], framing: Framing) {
     let records: Vec<Vec<u8>> = sizes
         .iter()
         .enumerate()
         .map(|(i, &n)| pattern(n, i as u64))
         .collect();
-    let (data, written) = write_log(9, &records);
+    let (data, written) = match framing {
+        Framing::Compact => compact_log(9, &records, WriterOptions::default()),
+        _ => write_log(9, &records),
+    };
     let data = Arc::new(data);
     for mode in [
         RecoveryMode::AbsoluteConsistency,
@@ -55,6 +63,78 @@ fn edge_sizes_round_trip() {
     check_round_trip(&[BLOCK_SIZE - FILE_HEADER_LEN - FRAGMENT_HEADER_LEN - 5, 7, 0]);
     check_round_trip(&[1 << 20]);
     check_round_trip(&[0, 0, 0, MAX_FRAGMENT_PAYLOAD, 0, 1 << 20, 1]);
+}
+
+#[test]
+fn edge_sizes_round_trip_in_a_compact_log() {
+    const H: usize = COMPACT_FRAGMENT_HEADER_LEN;
+    // The `Identity` fragment after the file header.
+    const ID: usize = H + 16;
+    let compact = |sizes: &[usize]| check_round_trip_as(sizes, Framing::Compact);
+    compact(&[0]);
+    compact(&[BLOCK_SIZE - H]);
+    compact(&[BLOCK_SIZE - FILE_HEADER_LEN - ID - H, 5]);
+    compact(&[BLOCK_SIZE - FILE_HEADER_LEN - ID - 2 * H, 0, 3]);
+    compact(&[BLOCK_SIZE - FILE_HEADER_LEN - ID - H - 5, 7, 0]);
+    compact(&[BLOCK_SIZE - FILE_HEADER_LEN - ID - H - 4, 7, 0]);
+    compact(&[1 << 20]);
+    compact(&[0, 0, 0, BLOCK_SIZE - H, 0, 1 << 20, 1]);
+    // A record that leaves exactly a compact header's room in block 0 (an
+    // empty `First` fragment goes there), and one that leaves a byte less
+    // (a 6-byte trailer).
+    let first = BLOCK_SIZE - FILE_HEADER_LEN - ID - 2 * H;
+    let (data, written) = compact_log(1, &[vec![1; first], vec![2; 10]], WriterOptions::default());
+    let types: Vec<(usize, usize, u8)> = common::fragments(&data)
+        .iter()
+        .map(|f| (f.offset, f.len, f.ty))
+        .collect();
+    assert_eq!(
+        types,
+        vec![
+            (FILE_HEADER_LEN, 16, FragmentType::Identity as u8),
+            (FILE_HEADER_LEN + ID, first, 1),
+            (BLOCK_SIZE - H, 0, 2),
+            (BLOCK_SIZE, 10, 4),
+        ]
+    );
+    assert_eq!(written[1].offset, (BLOCK_SIZE - H) as u64);
+    let (data, written) = compact_log(
+        1,
+        &[vec![1; first + 1], vec![2; 10]],
+        WriterOptions::default(),
+    );
+    assert_eq!(written[1].offset, BLOCK_SIZE as u64);
+    assert!(data[BLOCK_SIZE - 6..BLOCK_SIZE].iter().all(|&b| b == 0));
+}
+
+/// Compact framing saves 4 bytes per fragment, and names the owner it
+/// needs; a recycled log stays tagged whatever its options say.
+#[test]
+fn compact_framing_needs_an_owner_and_is_never_recycled() {
+    let records: Vec<Vec<u8>> = (0..100).map(|i| pattern(100, i)).collect();
+    let (tagged, _) = common::write_log_with(3, &records, RecordCompression::None);
+    let (compact, _) = compact_log(3, &records, WriterOptions::default());
+    // Tagged: no identity; compact: a 23-byte identity, 4 bytes less per record.
+    assert_eq!(compact.len() + 400, tagged.len() + 23);
+    let data = Arc::new(compact);
+    let mut r = Reader::new(slice_file(&data, data.len()), "/log", 3).unwrap();
+    assert_eq!(r.format_version().unwrap(), Some(FORMAT_VERSION_COMPACT));
+    assert_eq!(r.owner().unwrap(), Some(common::OWNER));
+
+    let fs = MemFs::new();
+    let path = Path::new("/000006.log");
+    let options = WriterOptions::default().framing(Framing::Compact);
+    let err = Writer::with_options(fs.create(path).unwrap(), path, 6, options).unwrap_err();
+    assert!(err.to_string().contains("needs an owner"), "{err}");
+    let mut old = fs.create(path).unwrap();
+    old.append(&[1; 100]).unwrap();
+    let options = options.owner(Some(common::OWNER));
+    let mut w = Writer::recycle(old, path, 6, 5, options).unwrap();
+    w.add_record(b"x").unwrap();
+    w.close().unwrap();
+    let bytes = lithify_vfs::read_file(&fs, path).unwrap();
+    let header = FileHeader::decode(bytes[..FILE_HEADER_LEN].try_into().unwrap()).unwrap();
+    assert_eq!(header.version, FORMAT_VERSION_OWNED);
 }
 
 #[test]
@@ -159,6 +239,7 @@ proptest! {
         buffer_size in prop_oneof![Just(0usize), 1usize..100_000],
         compression in prop_oneof![Just(RecordCompression::None), Just(RecordCompression::Lz4)],
         compressible in proptest::collection::vec(any::<bool>(), 24),
+        compact in any::<bool>(),
     ) {
         let fs = MemFs::new();
         let path = Path::new("/p.log");
@@ -168,7 +249,8 @@ proptest! {
                 .buffer_size(buffer_size)
                 .bytes_per_sync(0)
                 .compression(compression)
-                .owner(None),
+                .owner(compact.then_some(common::OWNER))
+                .framing(if compact { Framing::Compact } else { Framing::Tagged }),
         ).unwrap();
         let record = |i: usize, n: usize| if compressible[i] {
             half_compressible(n, i as u64)
@@ -330,6 +412,36 @@ fn golden_preallocated_bytes() {
             "01",
             "05000000",
             "6162",
+        )
+    );
+}
+
+#[test]
+fn golden_compact_bytes() {
+    // Compact log 5 (format version 4) owned by [7; 16], holding "ab" and
+    // an empty record. Pins the whole format.
+    let (data, _) = compact_log(5, &[b"ab".to_vec(), Vec::new()], WriterOptions::default());
+    let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        hex,
+        concat!(
+            "4c544846594c4f47",
+            "04000000",
+            "0500000000000000",
+            "ca13ae00",
+            // Identity: checksum, length 16, type 0x81, the owner.
+            "a68afa91",
+            "1000",
+            "81",
+            "07070707070707070707070707070707",
+            // "ab": checksum, length 2, type Full, payload; no log number.
+            "a3459697",
+            "0200",
+            "01",
+            "6162",
+            "96c4a295",
+            "0000",
+            "01",
         )
     );
 }

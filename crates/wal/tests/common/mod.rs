@@ -5,8 +5,9 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use lithify_base::Id;
 use lithify_vfs::{FileSystem, MemFs, RandomAccessFile};
-use lithify_wal::format::{BLOCK_SIZE, FILE_HEADER_LEN, FRAGMENT_HEADER_LEN};
+use lithify_wal::format::{BLOCK_SIZE, FILE_HEADER_LEN, Framing};
 use lithify_wal::{DroppedRange, Reader, RecordCompression, RecoveryMode, Writer, WriterOptions};
 
 /// Every recovery mode.
@@ -81,9 +82,27 @@ pub(crate) fn preallocated_log(log_number: u64, records: &[Vec<u8>]) -> (Vec<u8>
     )
 }
 
+/// The owner of the logs [`compact_log`] writes.
+pub(crate) const OWNER: Id = Id::from_bytes([7; 16]);
+
+/// Writes `records` as a compact log (format version 4, owned by
+/// [`OWNER`]) with `options`, and returns the file bytes and where each
+/// record landed.
+pub(crate) fn compact_log(
+    log_number: u64,
+    records: &[Vec<u8>],
+    options: WriterOptions,
+) -> (Vec<u8>, Vec<Written>) {
+    write_records(
+        log_number,
+        records,
+        options.owner(Some(OWNER)).framing(Framing::Compact),
+    )
+}
+
 /// Writes `records` as log `log_number` with `options` (4 KiB buffer, no
-/// owner), closes it, and returns the file bytes and where each record
-/// landed.
+/// owner unless the options name one), closes it, and returns the file
+/// bytes and where each record landed.
 fn write_records(
     log_number: u64,
     records: &[Vec<u8>],
@@ -91,7 +110,7 @@ fn write_records(
 ) -> (Vec<u8>, Vec<Written>) {
     let fs = MemFs::new();
     let path = Path::new("/log");
-    let options = options.buffer_size(4096).owner(None);
+    let options = options.buffer_size(4096);
     let mut w = Writer::with_options(fs.create(path).unwrap(), path, log_number, options).unwrap();
     let mut written = Vec::new();
     for r in records {
@@ -167,13 +186,21 @@ pub(crate) struct Fragment {
     pub(crate) ty: u8,
 }
 
+/// The length of a fragment header in the log `data`, by its header's
+/// version.
+pub(crate) fn header_len(data: &[u8]) -> usize {
+    let version = u32::from_le_bytes(data[8..12].try_into().unwrap());
+    Framing::of_version(version).header_len()
+}
+
 /// Walks the fragments of an undamaged log.
 pub(crate) fn fragments(data: &[u8]) -> Vec<Fragment> {
+    let header_len = header_len(data);
     let mut out = Vec::new();
     let mut pos = FILE_HEADER_LEN;
     while pos < data.len() {
         let in_block = pos % BLOCK_SIZE;
-        if BLOCK_SIZE - in_block < FRAGMENT_HEADER_LEN {
+        if BLOCK_SIZE - in_block < header_len {
             pos += BLOCK_SIZE - in_block;
             continue;
         }
@@ -183,7 +210,7 @@ pub(crate) fn fragments(data: &[u8]) -> Vec<Fragment> {
             len,
             ty: data[pos + 6],
         });
-        pos += FRAGMENT_HEADER_LEN + len;
+        pos += header_len + len;
     }
     out
 }
