@@ -102,22 +102,15 @@ pub(crate) fn purge_obsolete_files(db: &DbInner) -> Option<(Vec<u64>, HeldBy)> {
     if !dead.is_empty() {
         let mut leader = db.leader.lock();
         leader.drop_logs_below(min_log);
-        // Up to `recycle_log_file_num` of them wait to be written over,
-        // the newest first, and only WALs this open wrote: an older one
-        // may be compact-framed, which cannot be written over (RocksDB's
-        // `min_log_number_to_recycle` rule, for its legacy WAL format).
-        let mut dead = dead;
-        let room = db
+        // Up to `recycle_log_file_num` of them wait to be written over.
+        let keep = db
             .options
             .recycle_log_file_num
-            .saturating_sub(leader.recyclable.len());
-        let mut kept = Vec::new();
-        while kept.len() < room && dead.last().is_some_and(|&n| n >= leader.first_log_of_open) {
-            kept.extend(dead.pop());
-        }
-        leader.recyclable.extend(kept.iter().rev());
+            .saturating_sub(leader.recyclable.len())
+            .min(dead.len());
+        leader.recyclable.extend(&dead[dead.len() - keep..]);
         drop(leader);
-        for &n in &dead {
+        for &n in &dead[..dead.len() - keep] {
             remove_obsolete(db, &log_path(&db.dir, n));
         }
     }

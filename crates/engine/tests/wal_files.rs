@@ -103,9 +103,13 @@ fn a_memtable_switch_cuts_the_closed_wal_and_sizes_the_new_one() {
         db.put(key(i), value(i)).unwrap();
     }
     let (first, _) = wals(&*fs, "/db")[0];
+    // The closed WAL stays to be looked at (else the purge after the flush
+    // may delete it while it is read).
+    db.disable_file_deletions();
     db.flush().unwrap();
     db.put(key(100), value(100)).unwrap();
     let after = wals(&*fs, "/db");
+    assert!(after.len() >= 2, "{after:?}");
     let newest = after.iter().map(|w| w.0).max().unwrap();
     assert!(newest > first);
     for &(number, size) in &after {
@@ -296,6 +300,61 @@ fn obsolete_wals_are_written_over_up_to_the_limit() {
         db.get(key(1000)).unwrap().as_deref(),
         Some(&value(1000)[..])
     );
+}
+
+/// The format version of WAL `number`'s header.
+fn wal_version(fs: &MemFs, dir: &str, number: u64) -> Option<u32> {
+    let path = Path::new(dir).join(lithify_version::filename::log_file_name(number));
+    let mut r = lithify_wal::Reader::new(fs.open(&path).unwrap(), &path, number).unwrap();
+    r.format_version().unwrap()
+}
+
+/// WALs are compact (format version 4) unless they are recycled; then
+/// every WAL is tagged, and a compact WAL an earlier open left is never
+/// written over: the open replays it, flushes what it held and deletes
+/// it, and only WALs of this open are kept for recycling.
+#[test]
+fn wals_are_compact_unless_recycled_and_a_compact_one_is_never_written_over() {
+    use lithify_wal::format::{FORMAT_VERSION_COMPACT, FORMAT_VERSION_OWNED};
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(&fs).create_if_missing(true)).unwrap();
+    db.put(key(1), value(1)).unwrap();
+    let compact = wals(&*fs, "/db")[0].0;
+    assert_eq!(
+        wal_version(&fs, "/db", compact),
+        Some(FORMAT_VERSION_COMPACT)
+    );
+    // Left behind unflushed, as a crash leaves it.
+    drop(db);
+
+    let opts = options(&fs).recycle_log_file_num(4);
+    let db = Db::open("/db", opts.clone()).unwrap();
+    assert_eq!(db.get(key(1)).unwrap().as_deref(), Some(&value(1)[..]));
+    let mut seen = Vec::new();
+    for round in 2..8u32 {
+        db.put(key(round), value(round)).unwrap();
+        let live = wals(&*fs, "/db").iter().map(|w| w.0).max().unwrap();
+        assert_eq!(wal_version(&fs, "/db", live), Some(FORMAT_VERSION_OWNED));
+        seen.extend(recycled_from(&fs, "/db", live));
+        db.flush().unwrap();
+        purge(&db);
+        assert!(
+            wals(&*fs, "/db").iter().all(|w| w.0 != compact),
+            "round {round}: the compact WAL {compact} is kept: {:?}",
+            wals(&*fs, "/db")
+        );
+    }
+    assert!(!seen.is_empty(), "no WAL was recycled");
+    assert!(!seen.contains(&compact));
+    db.close().unwrap();
+    let db = Db::open(
+        "/db",
+        opts.wal_recovery_mode(RecoveryMode::AbsoluteConsistency),
+    )
+    .unwrap();
+    for i in 1..8 {
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&value(i)[..]));
+    }
 }
 
 #[test]

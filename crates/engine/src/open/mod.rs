@@ -629,7 +629,6 @@ fn assemble(p: AssembleParts<'_>) -> Result<StdArc<DbInner>> {
             closed_sizes: BTreeMap::new(),
             synced_closed: Vec::new(),
             recyclable: Default::default(),
-            first_log_of_open: new_log.unwrap_or(u64::MAX),
         }),
         visible_seq: AtomicU64::new(p.last_seq),
         snapshots: StdArc::new(SnapshotList::new()),

@@ -59,9 +59,6 @@ pub(crate) struct LeaderState {
     /// Obsolete WALs whose files wait to be written over by new WALs
     /// (`recycle_log_file_num`), oldest first.
     pub(crate) recyclable: std::collections::VecDeque<u64>,
-    /// The number of the first WAL this open created (`u64::MAX` for a
-    /// read-only open): only WALs from it on are recycled.
-    pub(crate) first_log_of_open: u64,
 }
 
 impl LeaderState {
