@@ -1,6 +1,7 @@
 //! Benchmarks of the compaction crates (`lithify-compaction-leveled`,
 //! `-tiered`, `-sim`): the compaction iterator
-//! (records per second over an in-memory stream), a compaction job on
+//! (records per second over an in-memory stream, and over a memtable as a
+//! flush reads it), a compaction job on
 //! real tables in a `MemFs` (MB/s of input, one and four subcompactions),
 //! picking on a large LSM shape (leveled, two-tier reshape and striped
 //! majors, a major-only flush plan), and the simulator (writes or
@@ -83,6 +84,30 @@ fn compaction_iterator(c: &mut Criterion) {
             );
         });
     }
+    // A flush: the same versions read from a memtable, whose values are
+    // not shared bytes.
+    let mem = Arc::new(lithify_memtable::MemTable::new(cmp.clone()));
+    for (key, value) in &entries {
+        let parsed = InternalKey::from_encoded(key.clone()).unwrap();
+        mem.add(parsed.seqno(), ValueKind::Put, parsed.user_key(), value)
+            .unwrap();
+    }
+    g.bench_function("memtable_flush", |b| {
+        b.iter(|| {
+            let mut it = CompactionIterator::new(
+                lithify_memtable::MemTableIter::new(mem.clone()),
+                cmp.clone(),
+                CompactionIterOptions::for_flush(Snapshots::none(), None),
+            );
+            it.seek_to_first().unwrap();
+            let mut n = 0u64;
+            while it.valid() {
+                n += it.value().len() as u64;
+                it.next().unwrap();
+            }
+            black_box(n)
+        });
+    });
     g.finish();
 }
 

@@ -236,7 +236,9 @@ pub struct CompactionIterator<'a, I> {
     bottommost: bool,
     // Output.
     key: Vec<u8>,
-    value: Bytes,
+    /// The current value, copied out of the input before it moves on (a
+    /// buffer kept across entries: no allocation per entry).
+    value: Vec<u8>,
     kind: ValueKind,
     seqno: SeqNo,
     valid: bool,
@@ -263,7 +265,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             earliest_snapshot,
             bottommost,
             key: Vec::new(),
-            value: Bytes::new(),
+            value: Vec::new(),
             kind: ValueKind::Put,
             seqno: 0,
             valid: false,
@@ -315,7 +317,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
     }
 
     /// The current value.
-    pub fn value(&self) -> &Bytes {
+    pub fn value(&self) -> &[u8] {
         &self.value
     }
 
@@ -368,7 +370,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
     fn next_from_input(&mut self) -> Result<()> {
         self.valid = false;
         if let Some((seqno, kind, value)) = self.pending.pop_front() {
-            self.emit(seqno, kind, value);
+            self.emit(seqno, kind, &value);
             return Ok(());
         }
         while self.input.valid() {
@@ -380,7 +382,10 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             if kind.is_point_tombstone() {
                 self.stats.input_deletions += 1;
             }
-            let mut value = self.input.value_bytes();
+            // The version's value when a filter replaced it; otherwise it
+            // is the input's, read only where it is needed (most versions
+            // a compaction drops are never looked at).
+            let mut replaced: Option<Bytes> = None;
             let mut skip_until: Option<Vec<u8>> = None;
 
             let new_user_key = !self.has_current_user_key
@@ -398,21 +403,22 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 if let Some(filter) = self.opts.filter
                     && kind.is_value()
                 {
-                    let shown = if kind == ValueKind::BlobIndex {
-                        self.resolve_blob(&value)?
+                    let resolved = if kind == ValueKind::BlobIndex {
+                        Some(self.resolve_blob(self.input.value())?)
                     } else {
-                        value.clone()
+                        None
                     };
-                    match filter.filter(self.opts.filter_level, &self.current_user_key, &shown) {
+                    let shown = resolved.as_deref().unwrap_or(self.input.value());
+                    match filter.filter(self.opts.filter_level, &self.current_user_key, shown) {
                         FilterDecision::Keep => {}
                         FilterDecision::Remove => {
                             kind = ValueKind::Delete;
-                            value = Bytes::new();
+                            replaced = Some(Bytes::new());
                             self.stats.filter_removed += 1;
                         }
                         FilterDecision::ChangeValue(v) => {
                             kind = ValueKind::Put;
-                            value = Bytes::from(v);
+                            replaced = Some(Bytes::from(v));
                             self.stats.filter_changed += 1;
                         }
                         FilterDecision::RemoveAndSkipUntil(until) => {
@@ -476,6 +482,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             if kind == ValueKind::Delete && self.bottommost {
                 // Swallow the older versions of this stripe; keep the
                 // tombstone only if older stripes still hold versions.
+                let value = replaced.unwrap_or_else(|| self.input.value_bytes());
                 self.advance()?;
                 let mut more = false;
                 while self.input.valid() {
@@ -495,7 +502,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                     self.advance()?;
                 }
                 if more {
-                    self.emit(seqno, kind, value);
+                    self.emit(seqno, kind, &value);
                     return Ok(());
                 }
                 self.stats.dropped_obsolete += 1;
@@ -505,6 +512,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             if kind == ValueKind::Merge
                 && let Some(op) = self.opts.merge_operator
             {
+                let value = replaced.unwrap_or_else(|| self.input.value_bytes());
                 if self.merge_until(op, seqno, value, prev_snapshot)? {
                     return Ok(());
                 }
@@ -531,8 +539,14 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             if self.bottommost && seqno <= self.earliest_snapshot && kind.is_value() {
                 seqno = 0;
             }
+            // Copied out before the input moves on.
+            self.value.clear();
+            match &replaced {
+                Some(v) => self.value.extend_from_slice(v),
+                None => self.value.extend_from_slice(self.input.value()),
+            }
             self.advance()?;
-            self.emit(seqno, kind, value);
+            self.emit_key(seqno, kind);
             return Ok(());
         }
         Ok(())
@@ -587,13 +601,13 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 self.stats.dropped_obsolete += 1;
                 return Ok(false);
             }
-            self.emit(seqno, ValueKind::SingleDelete, Bytes::new());
+            self.emit(seqno, ValueKind::SingleDelete, &[]);
             return Ok(true);
         };
         if prev_snapshot != 0 && next_seq <= prev_snapshot {
             // The next version is in an older stripe: a snapshot sees it,
             // so the single delete stays to hide it from newer readers.
-            self.emit(seqno, ValueKind::SingleDelete, Bytes::new());
+            self.emit(seqno, ValueKind::SingleDelete, &[]);
             return Ok(true);
         }
         match next_kind {
@@ -681,7 +695,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                     self.stats.dropped_hidden += 1;
                     return Ok(false);
                 }
-                self.emit(seqno, ValueKind::SingleDelete, Bytes::new());
+                self.emit(seqno, ValueKind::SingleDelete, &[]);
                 Ok(true)
             }
         }
@@ -804,7 +818,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             } else {
                 first_seq
             };
-            self.emit(out_seq, ValueKind::Put, Bytes::from(merged));
+            self.emit(out_seq, ValueKind::Put, &merged);
             return Ok(true);
         }
         if operands.len() >= 2 {
@@ -812,7 +826,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             if let Some(one) = op.partial_merge_multi(&self.current_user_key, &oldest_first) {
                 self.stats.partial_merges += 1;
                 self.stats.dropped_merged += n - 1;
-                self.emit(operands[0].0, ValueKind::Merge, Bytes::from(one));
+                self.emit(operands[0].0, ValueKind::Merge, &one);
                 return Ok(true);
             }
         }
@@ -822,7 +836,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
             self.pending.clear();
             self.pending
                 .extend(it.map(|(s, v)| (s, ValueKind::Merge, v)));
-            self.emit(s, ValueKind::Merge, v);
+            self.emit(s, ValueKind::Merge, &v);
         }
         Ok(true)
     }
@@ -846,7 +860,7 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
                 None => (seq, ValueKind::Delete, Bytes::new()),
             });
         }
-        self.emit(s, ValueKind::Merge, v);
+        self.emit(s, ValueKind::Merge, &v);
     }
 
     /// The value the blob index `index` of the current user key points at.
@@ -885,10 +899,17 @@ impl<'a, I: InternalIterator> CompactionIterator<'a, I> {
         }
     }
 
-    fn emit(&mut self, seqno: SeqNo, kind: ValueKind, value: Bytes) {
+    fn emit(&mut self, seqno: SeqNo, kind: ValueKind, value: &[u8]) {
+        self.value.clear();
+        self.value.extend_from_slice(value);
+        self.emit_key(seqno, kind);
+    }
+
+    /// Outputs `current_user_key#seqno,kind` with the value already in
+    /// `self.value`.
+    fn emit_key(&mut self, seqno: SeqNo, kind: ValueKind) {
         self.key.clear();
         append_internal_key(&mut self.key, &self.current_user_key, seqno, kind as u8);
-        self.value = value;
         self.kind = kind;
         self.seqno = seqno;
         self.valid = true;
