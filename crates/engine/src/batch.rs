@@ -91,6 +91,38 @@ struct SavePoint {
     valid: bool,
 }
 
+/// The largest batch buffer kept for reuse by [`keep_spare`].
+const SPARE_MAX: usize = 64 << 10;
+
+std::thread_local! {
+    /// A batch whose group completed on this thread, kept for the next
+    /// `Db::put` or `Db::delete` of this thread (a single writer is the
+    /// leader of every group it writes in, so its puts allocate no batch).
+    static SPARE: std::cell::Cell<Option<WriteBatch>> = const { std::cell::Cell::new(None) };
+}
+
+/// An empty batch with room for `bytes` bytes of records: this thread's
+/// spare batch if it has one, else a new one.
+pub(crate) fn spare(bytes: usize) -> WriteBatch {
+    match SPARE.try_with(|s| s.take()).ok().flatten() {
+        Some(mut batch) => {
+            batch.clear();
+            batch.rep.reserve(bytes);
+            batch
+        }
+        None => WriteBatch::with_capacity(bytes),
+    }
+}
+
+/// Keeps `batch`, whose group completed, as this thread's spare batch,
+/// unless its buffer is large.
+pub(crate) fn keep_spare(batch: WriteBatch) {
+    if batch.rep.capacity() <= SPARE_MAX {
+        // Not kept while the thread's locals are being destroyed.
+        let _ = SPARE.try_with(|s| s.set(Some(batch)));
+    }
+}
+
 impl Default for WriteBatch {
     fn default() -> Self {
         WriteBatch::new()
@@ -584,6 +616,29 @@ impl<'a> WalRecord<'a> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A thread's spare batch comes back empty, whatever it held; a large
+    /// one is not kept.
+    #[test]
+    fn a_spare_batch_is_reused_empty() {
+        let mut used = WriteBatch::with_capacity(1000);
+        used.put(b"k", b"v");
+        used.set_save_point();
+        used.merge(b"m", b"x");
+        used.delete_range(b"a", b"b");
+        used.set_sequence(9);
+        let capacity = used.rep.capacity();
+        keep_spare(used);
+        let b = spare(10);
+        assert_eq!(b.rep.capacity(), capacity, "the kept buffer");
+        assert_eq!(b, WriteBatch::new());
+        assert_eq!((b.len(), b.user_bytes()), (0, 0));
+        assert!(!b.has_merges() && !b.has_range_deletes());
+        // Taken: the next one is new.
+        assert_eq!(spare(10).rep.capacity(), HEADER_LEN + 10);
+        keep_spare(WriteBatch::with_capacity(SPARE_MAX + 1));
+        assert_eq!(spare(10).rep.capacity(), HEADER_LEN + 10);
+    }
 
     #[test]
     fn golden_bytes() {

@@ -167,7 +167,7 @@ impl Db {
         options: &WriteOptions,
     ) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());
-        let mut b = WriteBatch::with_capacity(key.len() + value.len() + 11);
+        let mut b = crate::batch::spare(key.len() + value.len() + 11);
         b.put(key, value);
         self.write_opt(b, options)
     }
@@ -179,7 +179,8 @@ impl Db {
 
     /// Deletes `key` with explicit write options.
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, options: &WriteOptions) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let key = key.as_ref();
+        let mut b = crate::batch::spare(key.len() + 6);
         b.delete(key);
         self.write_opt(b, options)
     }

@@ -105,6 +105,10 @@ impl GroupCommit for WriteGroup {
         db.options.max_write_batch_group_size_bytes as usize
     }
 
+    fn reclaim(_db: &DbInner, w: Writer) {
+        crate::batch::keep_spare(w.batch);
+    }
+
     fn prepare(db: &DbInner, group: &mut [Writer]) -> Result<(InsertCtx, u64), StdArc<Error>> {
         prepare_group(db, group).map_err(StdArc::new)
     }

@@ -82,6 +82,10 @@ pub(crate) trait GroupCommit {
     }
     /// The upper bound of a group's bytes.
     fn max_group_bytes(target: &Self::Target) -> usize;
+    /// Takes back a batch of a group the leader inserted alone, once the
+    /// group is complete (on the leader's thread), e.g. to reuse its
+    /// buffer. By default it is dropped.
+    fn reclaim(_target: &Self::Target, _batch: Self::Batch) {}
 
     /// Leader only, groups never overlap: everything before the memtable
     /// inserts. Returns the shared insert context and the group's last
@@ -478,7 +482,9 @@ impl<C: GroupCommit> WriteThread<C> {
                 Self::finish_inserts(c, &g.ctx, last_seq, inserted)
             }
         };
-        group.clear();
+        for batch in group.drain(..) {
+            C::reclaim(c, batch);
+        }
         let mut st = self.state.lock();
         if sync {
             // Before the tickets complete: a member coming back must find
