@@ -415,8 +415,98 @@ fn rows(full: bool) -> Vec<Row> {
             DirBytes,
         ),
     ];
+    if full {
+        // At 50M keys a leveled tree has 4-5 levels: write amplification
+        // and memory look different from 10M.
+        let deep = 50 * m;
+        rows.extend([
+            row(
+                "fillrandom 50M, 1 thread",
+                "fillrandom",
+                deep,
+                deep,
+                1,
+                100,
+                plain,
+                Throughput,
+            ),
+            row(
+                "write amplification, fillrandom 50M",
+                "fillrandom",
+                deep,
+                deep,
+                1,
+                100,
+                plain,
+                WriteAmp,
+            ),
+            row(
+                "readrandom 1M on 50M",
+                "readrandom",
+                m,
+                deep,
+                1,
+                100,
+                plain,
+                Throughput,
+            ),
+            row(
+                "peak RSS during readrandom on 50M",
+                "readrandom",
+                m,
+                deep,
+                1,
+                100,
+                plain,
+                PeakRss,
+            ),
+        ]);
+    }
     rows.extend(separated_rows(full));
     rows
+}
+
+/// Whether a row's measured phase writes (its throughput is then shown
+/// against the disk's sequential write bandwidth).
+fn writes(r: &Row) -> bool {
+    matches!(r.workload, "fillrandom" | "overwrite")
+}
+
+/// The disk's sequential write bandwidth in bytes per second: 1 GiB
+/// written with `dd` (`oflag=direct`, 1 MiB blocks, `conv=fdatasync`)
+/// into `dir`, timed; `None` (with a message) if `dd` cannot run there.
+fn disk_bandwidth(dir: &str) -> Option<f64> {
+    const MIB: u64 = 1 << 20;
+    const COUNT: u64 = 1024;
+    std::fs::create_dir_all(dir).ok()?;
+    let path = format!("{dir}/disk-bandwidth");
+    let start = std::time::Instant::now();
+    let out = Command::new("dd")
+        .args([
+            "if=/dev/zero".to_owned(),
+            format!("of={path}"),
+            format!("bs={MIB}"),
+            format!("count={COUNT}"),
+            "oflag=direct".to_owned(),
+            "conv=fdatasync".to_owned(),
+        ])
+        .output();
+    let seconds = start.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&path);
+    match out {
+        Ok(out) if out.status.success() && seconds > 0.0 => Some((MIB * COUNT) as f64 / seconds),
+        Ok(out) => {
+            eprintln!(
+                "lithify-compare: dd could not measure the disk: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("lithify-compare: dd could not run: {e}");
+            None
+        }
+    }
 }
 
 /// randomtransaction's rows: each mode in `modes` with each thread count
@@ -528,6 +618,14 @@ pub fn table(args: &[String]) -> Result<(), String> {
     );
     let dir = a.value("--dir").unwrap_or("compare-db").to_owned();
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // The physical limit beside each write row.
+    let disk = disk_bandwidth(&dir);
+    if let Some(bw) = disk {
+        eprintln!(
+            "lithify-compare: the disk writes {:.0} MB/s sequentially (dd, oflag=direct)",
+            bw / 1e6
+        );
+    }
     let mut all = Vec::new();
     let mut lines = Vec::new();
     // Runs with the same parameters are shared between rows (a row per
@@ -615,10 +713,25 @@ pub fn table(args: &[String]) -> Result<(), String> {
             };
             results.push(result);
         }
-        lines.push(format_row(&r, &engines, &results));
+        lines.push(format_row(
+            &r,
+            &engines,
+            &results,
+            disk.filter(|_| writes(&r)),
+        ));
     }
     print_table(&engines, &lines);
+    match disk {
+        Some(bw) => println!(
+            "Write rows show the bytes each engine wrote per second against the disk's \
+             sequential write bandwidth, measured before the rows: {:.0} MB/s (`dd \
+             if=/dev/zero bs=1M count=1024 oflag=direct conv=fdatasync`).",
+            bw / 1e6
+        ),
+        None => println!("The disk's sequential write bandwidth could not be measured."),
+    }
     if let Some(path) = a.value("--json") {
+        all.push(serde_json::json!({ "disk_write_bytes_per_sec": disk }));
         let text = serde_json::to_string_pretty(&Value::Array(all)).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
         eprintln!("lithify-compare: wrote {path}");
@@ -639,7 +752,9 @@ fn headline(metric: Metric, v: &Value) -> Option<f64> {
     v.get(field)?.as_f64()
 }
 
-fn show(metric: Metric, v: &Value) -> String {
+/// A result's cell; `disk` is the disk's sequential write bandwidth for
+/// a write row, which a throughput cell shows the engine's share of.
+fn show(metric: Metric, v: &Value, disk: Option<f64>) -> String {
     if v.get("not_applicable").is_some() {
         return "n/a".into();
     }
@@ -650,7 +765,16 @@ fn show(metric: Metric, v: &Value) -> String {
         Metric::Throughput => {
             let p99 = v.get("p99_us").and_then(Value::as_f64).unwrap_or(0.0);
             let ops = v.get("ops").and_then(Value::as_f64).unwrap_or(0.0);
-            match v.get("wal_syncs").and_then(Value::as_f64) {
+            let field = |k: &str| v.get(k).and_then(Value::as_f64);
+            let disk_use = match (disk, field("written_bytes"), field("seconds")) {
+                (Some(bw), Some(bytes), Some(secs)) if secs > 0.0 && bw > 0.0 => format!(
+                    ", disk {:.0} MB/s = {:.0}%",
+                    bytes / secs / 1e6,
+                    100.0 * bytes / secs / bw
+                ),
+                _ => String::new(),
+            };
+            let cell = match v.get("wal_syncs").and_then(Value::as_f64) {
                 // Rows with synced writes: how well syncs were shared.
                 Some(syncs) if syncs > 0.0 && ops > 0.0 => format!(
                     "{:.1}K ops/s, p99 {:.1} µs, {:.2} syncs/write",
@@ -659,7 +783,8 @@ fn show(metric: Metric, v: &Value) -> String {
                     syncs / ops
                 ),
                 _ => format!("{:.0}K ops/s, p99 {:.1} µs", x / 1000.0, p99),
-            }
+            };
+            cell + &disk_use
         }
         Metric::WriteAmp => {
             let sa = v.get("space_amp").and_then(Value::as_f64).unwrap_or(0.0);
@@ -702,7 +827,12 @@ fn show(metric: Metric, v: &Value) -> String {
     }
 }
 
-fn format_row(r: &Row, engines: &[String], results: &[Option<Value>]) -> Vec<String> {
+fn format_row(
+    r: &Row,
+    engines: &[String],
+    results: &[Option<Value>],
+    disk: Option<f64>,
+) -> Vec<String> {
     // The row's part of a multi-phase result.
     let results: Vec<Option<Value>> = results
         .iter()
@@ -713,7 +843,7 @@ fn format_row(r: &Row, engines: &[String], results: &[Option<Value>]) -> Vec<Str
         .collect();
     let mut cells = vec![r.name.clone()];
     for v in &results {
-        cells.push(v.as_ref().map_or("–".into(), |v| show(r.metric, v)));
+        cells.push(v.as_ref().map_or("–".into(), |v| show(r.metric, v, disk)));
     }
     let value_of = |name: &str| {
         let i = engines.iter().position(|e| e == name)?;
