@@ -731,7 +731,10 @@ pub fn table(args: &[String]) -> Result<(), String> {
         None => println!("The disk's sequential write bandwidth could not be measured."),
     }
     if let Some(path) = a.value("--json") {
-        all.push(serde_json::json!({ "disk_write_bytes_per_sec": disk }));
+        all.push(serde_json::json!({
+            "row": "disk sequential write bandwidth (dd, oflag=direct)",
+            "result": { "bytes_per_sec": disk },
+        }));
         let text = serde_json::to_string_pretty(&Value::Array(all)).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))?;
         eprintln!("lithify-compare: wrote {path}");

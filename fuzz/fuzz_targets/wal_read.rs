@@ -49,10 +49,16 @@ fuzz_target!(|data: &[u8]| {
     let file = if control & 8 != 0 {
         structured(rest)
     } else {
-        // Half the raw inputs get a valid header to reach the fragments.
+        // Half the raw inputs get a valid header to reach the fragments,
+        // tagged (version 1) or compact (version 4).
         let mut file = Vec::with_capacity(rest.len() + 24);
         if control & 4 != 0 {
-            file.extend_from_slice(&FileHeader::new(1).encode());
+            let header = if control & 16 != 0 {
+                FileHeader::compact(1)
+            } else {
+                FileHeader::new(1)
+            };
+            file.extend_from_slice(&header.encode());
         }
         file.extend_from_slice(rest);
         file

@@ -13,6 +13,10 @@ use lithify::{Db, Options, WriteBatch};
 use lithify_sstable::{Compression, SstBuilder, SstOptions};
 use serde_json::Value;
 
+/// Bytes of a fragment header in the logs lithify writes (compact framing,
+/// log format version 4; WALs stay tagged, 11 bytes, only when recycled).
+const COMPACT_HEADER: usize = lithify::inspect::wal::Framing::Compact.header_len();
+
 fn lithify_with(args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lithify"));
     // The events a test reads are the CLI's defaults, whatever the caller's.
@@ -670,7 +674,7 @@ fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
         .unwrap()
         .parse()
         .unwrap();
-    flip_byte(log, batch_offset + 11 + 3);
+    flip_byte(log, batch_offset + COMPACT_HEADER + 3);
     let (err, out) = fails(&["dump-wal", s(log), "--entries"]);
     assert!(
         err.contains(s(log))
@@ -700,7 +704,7 @@ fn dump_wal_prints_records_and_writes_and_fails_on_damage_naming_the_file() {
     assert!(out.contains("PUT wal149"), "{out}");
 
     // A cut tail is what a crash leaves: reported, not a failure.
-    flip_byte(log, batch_offset + 11 + 3);
+    flip_byte(log, batch_offset + COMPACT_HEADER + 3);
     let data = lithify::vfs::read_file(&OsFs, log).unwrap();
     lithify::vfs::write_file_atomic(&OsFs, log, &data[..data.len() - 100]).unwrap();
     for mode in ["point-in-time", "skip"] {
@@ -736,7 +740,9 @@ fn dump_manifest_shows_edits_and_the_lsm_shape() {
     assert_eq!(ok(&["dump-manifest", s(manifest)]), out);
     // A damaged record in the middle fails, naming the file.
     let len = OsFs.file_size(manifest).unwrap() as usize;
-    flip_byte(manifest, 51 + 11 + 2);
+    // Inside the first record's payload (after the 24-byte file header,
+    // the 23-byte identity fragment and the record's 7-byte header).
+    flip_byte(manifest, 47 + COMPACT_HEADER + 2);
     assert!(len > 60);
     let (err, out) = fails(&["dump-manifest", s(tmp.path())]);
     assert!(err.contains(s(manifest)), "{err}");

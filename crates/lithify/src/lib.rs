@@ -331,7 +331,7 @@ pub mod inspect {
     /// Write-ahead logs: the record log's reader, and the engine's payloads.
     pub mod wal {
         pub use lithify_engine::{DecodedBatch, Predecessor, WalRecord};
-        pub use lithify_wal::format::{FILE_HEADER_LEN, FileHeader, FileHeaderError};
+        pub use lithify_wal::format::{FILE_HEADER_LEN, FileHeader, FileHeaderError, Framing};
         pub use lithify_wal::{
             DroppedRange, LogEnd, OwnedRecord, ReadStats, Reader, Record, Records, Reporter,
         };

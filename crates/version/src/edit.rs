@@ -105,8 +105,9 @@ pub mod tag {
     /// The database's identity (16 bytes; RocksDB's `kDbId`), in the
     /// snapshot that starts every MANIFEST once the database has one. Safe
     /// to ignore within an edit (such a reader only checks less), though a
-    /// MANIFEST that records it is a version 3 log, which readers from
-    /// before identities refuse by its header.
+    /// MANIFEST that records it is an owned log (version 3, or 4 with
+    /// compact framing), which readers from before identities refuse by
+    /// its header.
     pub const DB_ID: u32 = SAFE_TO_IGNORE | 2;
     /// A blob file added to the table (RocksDB's `BlobFileAddition`, same
     /// number): varint64 file number, varint64 file size, varint64 value

@@ -10,7 +10,7 @@
 //! file header (offset 0, 24 bytes)
 //! +----------------+---------------+-----------------+---------------+
 //! | magic (8 B)    | version u32   | log number u64  | checksum u32  |
-//! | "LTHFYLOG"     | = 1, 2 or 3   |                 | of bytes 0..20|
+//! | "LTHFYLOG"     | = 1 to 4      |                 | of bytes 0..20|
 //! +----------------+---------------+-----------------+---------------+
 //!
 //! tagged fragment (versions 1 to 3: 11-byte header, then the payload)
@@ -340,8 +340,11 @@ pub struct FragmentHeader {
 }
 
 impl FragmentHeader {
-    /// Decodes the first `framing.header_len()` bytes of `b` (which must
-    /// hold that many).
+    /// Decodes the first `framing.header_len()` bytes of `b`.
+    ///
+    /// # Panics
+    ///
+    /// If `b` is shorter than `framing.header_len()`.
     #[inline]
     pub fn decode(b: &[u8], framing: Framing) -> Self {
         FragmentHeader {

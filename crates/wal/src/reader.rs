@@ -812,20 +812,7 @@ impl Reader {
                 self.pos = FILE_HEADER_LEN;
                 self.version = Some(header.version);
                 self.framing = header.framing();
-                if header.is_owned() {
-                    self.owner = self
-                        .take_fragment(FragmentType::Identity, OWNER_LEN)
-                        .map(|p| Id::from_bytes(p.try_into().expect("OWNER_LEN bytes")));
-                }
-                if self.framing == Framing::Tagged {
-                    // Only a tagged log can tell the older log's bytes
-                    // from its own; a compact one's `Recycled` fragment
-                    // is ignored like any unknown one.
-                    self.recycled = self
-                        .take_fragment(FragmentType::Recycled, RECYCLED_LEN)
-                        .map(|p| u64::from_le_bytes(p.try_into().expect("RECYCLED_LEN bytes")));
-                }
-                self.preallocated = self.take_fragment(FragmentType::Preallocated, 0).is_some();
+                self.take_metadata(header.is_owned());
                 Ok(true)
             }
             Ok(header) => self.problem(
@@ -836,7 +823,6 @@ impl Reader {
                 Tail::Scan,
             ),
             Err(FileHeaderError::Zeroed) => {
-                self.framing = self.guess_framing();
                 if self.zeros_to_end(0)? {
                     // Zeros only: nothing of the log was written (a file
                     // sized before a power cut let its header reach the
@@ -844,10 +830,11 @@ impl Reader {
                     self.finish_clean();
                     return Ok(false);
                 }
+                self.after_damaged_header()?;
                 self.problem(0, 0, DropReason::Zeroed, after, Tail::Scan)
             }
             Err(FileHeaderError::ChecksumMismatch) => {
-                self.framing = self.guess_framing();
+                self.after_damaged_header()?;
                 self.problem(0, 0, DropReason::ChecksumMismatch, after, Tail::Scan)
             }
             Err(FileHeaderError::BadMagic) => NotALogSnafu {
@@ -866,31 +853,91 @@ impl Reader {
         }
     }
 
-    /// The framing of a log whose header is damaged: compact if the
-    /// fragment right after the header verifies as a compact one and not
-    /// as a tagged one of this log (version 4 logs start with their
-    /// `Identity` fragment there), else tagged. A damaged header then costs
-    /// only itself, not every record after it.
-    fn guess_framing(&self) -> Framing {
-        let verifies = |framing: Framing| {
-            let at = FILE_HEADER_LEN;
-            let Some(raw) = self.block.get(at..at + framing.header_len()) else {
-                return false;
-            };
-            let header = FragmentHeader::decode(raw, framing);
-            let end = at + framing.header_len() + usize::from(header.length);
-            !header.is_zero()
-                && header.is_of(self.log_tag)
-                && self
-                    .block
-                    .get(at + 4..end)
-                    .is_some_and(|b| fragment_checksum(b) == header.checksum)
-        };
-        if !verifies(Framing::Tagged) && verifies(Framing::Compact) {
-            Framing::Compact
-        } else {
-            Framing::Tagged
+    /// Takes the metadata fragments that follow the file header, each
+    /// only if it is intact: the `Identity` fragment of an owned log, the
+    /// `Recycled` fragment (tagged logs only: only they can tell the older
+    /// log's bytes from their own; a compact log's is skipped like any
+    /// unknown fragment), the `Preallocated` fragment. Leaves the position
+    /// after the last one taken.
+    fn take_metadata(&mut self, owned: bool) {
+        if owned {
+            self.owner = self
+                .take_fragment(FragmentType::Identity, OWNER_LEN)
+                .map(|p| Id::from_bytes(p.try_into().expect("OWNER_LEN bytes")));
         }
+        if self.framing == Framing::Tagged {
+            self.recycled = self
+                .take_fragment(FragmentType::Recycled, RECYCLED_LEN)
+                .map(|p| u64::from_le_bytes(p.try_into().expect("RECYCLED_LEN bytes")));
+        }
+        self.preallocated = self.take_fragment(FragmentType::Preallocated, 0).is_some();
+    }
+
+    /// The file header is damaged (block 0 is loaded): which framing the
+    /// log has and what its intact metadata fragments say are found from
+    /// the fragments themselves, so that a damaged header costs only its
+    /// own bytes, not every record or the zero tail after it. The
+    /// position is left at the header, for the damage to be reported.
+    fn after_damaged_header(&mut self) -> Result<()> {
+        self.framing = self.guess_framing()?;
+        self.pos = FILE_HEADER_LEN;
+        self.take_metadata(true);
+        self.pos = 0;
+        Ok(())
+    }
+
+    /// The framing of a log whose header is damaged: the first fragment
+    /// found intact under one framing and not the other decides, looking
+    /// right after the header (a version 4 log's `Identity` fragment is
+    /// there) and then at each block start. Tagged if nothing decides.
+    fn guess_framing(&mut self) -> Result<Framing> {
+        let block = BLOCK_SIZE as u64;
+        let mut at = FILE_HEADER_LEN as u64;
+        while at < self.file_len {
+            let tagged = self.intact_fragment_at(at, Framing::Tagged)?;
+            let compact = self.intact_fragment_at(at, Framing::Compact)?;
+            if tagged != compact {
+                return Ok(if compact {
+                    Framing::Compact
+                } else {
+                    Framing::Tagged
+                });
+            }
+            at = at - at % block + block;
+        }
+        Ok(Framing::Tagged)
+    }
+
+    /// Whether an intact fragment of this log framed as `framing` starts
+    /// at file offset `at` (and ends in its block).
+    fn intact_fragment_at(&mut self, at: u64, framing: Framing) -> Result<bool> {
+        let block = BLOCK_SIZE as u64;
+        let block_end = (at - at % block + block).min(self.file_len);
+        let header_len = framing.header_len() as u64;
+        if at + header_len > block_end {
+            return Ok(false);
+        }
+        let mut raw = [0u8; FRAGMENT_HEADER_LEN];
+        let raw = &mut raw[..header_len as usize];
+        self.file.read_exact_at(at, raw).context(ReadSnafu {
+            path: self.path.clone(),
+            offset: at,
+        })?;
+        let header = FragmentHeader::decode(raw, framing);
+        let end = at + header_len + u64::from(header.length);
+        if header.is_zero() || !header.is_of(self.log_tag) || end > block_end {
+            return Ok(false);
+        }
+        self.scan_buf.resize((end - at - 4) as usize, 0);
+        self.scan_buf[..raw.len() - 4].copy_from_slice(&raw[4..]);
+        let payload_at = at + header_len;
+        self.file
+            .read_exact_at(payload_at, &mut self.scan_buf[raw.len() - 4..])
+            .context(ReadSnafu {
+                path: self.path.clone(),
+                offset: payload_at,
+            })?;
+        Ok(fragment_checksum(&self.scan_buf) == header.checksum)
     }
 
     /// Takes an intact fragment of this log of type `ty` with a
@@ -1294,43 +1341,13 @@ impl Reader {
                 0
             });
             if pos + self.framing.header_len() <= BLOCK_SIZE
-                && self.fragment_is_valid(block_start, pos)?
+                && self.intact_fragment_at(block_start + pos as u64, self.framing)?
             {
                 return Ok(true);
             }
             at = block_start + block;
         }
         Ok(false)
-    }
-
-    fn fragment_is_valid(&mut self, block_start: u64, pos: usize) -> Result<bool> {
-        let block_len = (self.file_len - block_start).min(BLOCK_SIZE as u64) as usize;
-        let header_len = self.framing.header_len();
-        if pos + header_len > block_len {
-            return Ok(false);
-        }
-        let mut raw = [0u8; FRAGMENT_HEADER_LEN];
-        let raw = &mut raw[..header_len];
-        let offset = block_start + pos as u64;
-        self.file.read_exact_at(offset, raw).context(ReadSnafu {
-            path: self.path.clone(),
-            offset,
-        })?;
-        let header = FragmentHeader::decode(raw, self.framing);
-        let len = usize::from(header.length);
-        if header.is_zero() || !header.is_of(self.log_tag) || pos + header_len + len > block_len {
-            return Ok(false);
-        }
-        self.scan_buf.resize(header_len - 4 + len, 0);
-        self.scan_buf[..header_len - 4].copy_from_slice(&raw[4..]);
-        let payload_offset = offset + header_len as u64;
-        self.file
-            .read_exact_at(payload_offset, &mut self.scan_buf[header_len - 4..])
-            .context(ReadSnafu {
-                path: self.path.clone(),
-                offset: payload_offset,
-            })?;
-        Ok(fragment_checksum(&self.scan_buf) == header.checksum)
     }
 }
 

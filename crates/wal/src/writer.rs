@@ -49,8 +49,9 @@ pub struct WriterOptions {
     /// Whether records are compressed. Default none.
     pub compression: RecordCompression,
     /// The identity of the log's owner (the database), written in an
-    /// `Identity` fragment after the header (format version 3), so a log
-    /// copied in from another database is told apart. Default none.
+    /// `Identity` fragment after the header (format version 3, or 4 with
+    /// compact framing), so a log copied in from another database is told
+    /// apart. Default none.
     pub owner: Option<Id>,
     /// When non-zero, the file is sized up front to hold this many bytes
     /// (rounded up to whole blocks), and grown by as much again whenever
@@ -141,6 +142,8 @@ pub struct Writer {
     path: PathBuf,
     log_number: u64,
     log_tag: u32,
+    /// The fragments' framing: the file header's.
+    framing: Framing,
     /// Bytes of a fragment header (the framing's).
     header_len: usize,
     options: WriterOptions,
@@ -304,6 +307,7 @@ impl Writer {
             path,
             log_number,
             log_tag: tag,
+            framing,
             header_len: framing.header_len(),
             options,
             buf,
@@ -372,13 +376,7 @@ impl Writer {
                 (false, true) => FragmentType::Last,
                 (false, false) => FragmentType::Middle,
             };
-            put_fragment(
-                &mut self.buf,
-                self.options.framing,
-                ty,
-                self.log_tag,
-                &left[..n],
-            );
+            put_fragment(&mut self.buf, self.framing, ty, self.log_tag, &left[..n]);
             self.block_pos += self.header_len + n;
             left = &left[n..];
             first = false;

@@ -869,6 +869,68 @@ fn file_header_problems() {
     }
 }
 
+/// A compact log whose header and `Identity` fragment are both damaged
+/// (a zeroed first sector, say): the framing is found at a later block
+/// start, so the damage is a hole before intact records, not a torn tail.
+#[test]
+fn a_compact_log_with_a_damaged_first_sector_is_a_hole() {
+    let records = sample_records();
+    let (mut data, written) = compact_log(21, &records, WriterOptions::default());
+    data[..FILE_HEADER_LEN + 23].fill(0);
+    let data = Arc::new(data);
+    let file = || slice_file(&data, data.len());
+    let pit = read_all(file(), 21, RecoveryMode::PointInTimeRecovery);
+    assert!(pit.records.is_empty());
+    assert!(
+        matches!(pit.end, Some(LogEnd::Corruption { offset: 0, .. })),
+        "{:?}",
+        pit.end
+    );
+    let tolerate = read_all(file(), 21, RecoveryMode::TolerateCorruptedTailRecords);
+    assert!(tolerate.error.unwrap().is_corruption());
+    // Skip mode keeps every record that starts in a later block.
+    let skip = read_all(file(), 21, RecoveryMode::SkipAnyCorruptedRecords);
+    let got: Vec<u64> = skip.records.iter().map(|r| r.0).collect();
+    let want: Vec<u64> = written
+        .iter()
+        .filter(|w| w.offset >= BLOCK_SIZE as u64)
+        .map(|w| w.offset)
+        .collect();
+    assert!(!want.is_empty());
+    for offset in &want {
+        assert!(got.contains(offset), "{offset} lost: {got:?}");
+    }
+}
+
+/// A preallocated compact log whose header is damaged: the intact
+/// `Preallocated` fragment after it still makes the zeros after the last
+/// record the log's clean end.
+#[test]
+fn a_damaged_header_keeps_the_zero_tail() {
+    let (mut data, written) = compact_log(
+        21,
+        &sample_records(),
+        WriterOptions::default().preallocate(1 << 20),
+    );
+    let records_end = data.len() as u64;
+    data.resize(data.len() + 3 * BLOCK_SIZE, 0);
+    data[13] ^= 1;
+    let data = Arc::new(data);
+    let skip = read_all(
+        slice_file(&data, data.len()),
+        21,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    assert_eq!(skip.records.len(), written.len());
+    assert_eq!(skip.dropped.len(), 1, "{:?}", skip.dropped);
+    assert_eq!(
+        (skip.dropped[0].offset, skip.dropped[0].len),
+        (0, FILE_HEADER_LEN as u64)
+    );
+    assert_eq!(skip.zero_tail, Some(records_end));
+    assert_eq!(skip.end, Some(LogEnd::Clean));
+}
+
 /// A compact log (version 4) whose file header is damaged: its fragments
 /// are still found, by the framing the first one verifies with.
 #[test]

@@ -130,11 +130,15 @@ fn compact_framing_needs_an_owner_and_is_never_recycled() {
     old.append(&[1; 100]).unwrap();
     let options = options.owner(Some(common::OWNER));
     let mut w = Writer::recycle(old, path, 6, 5, options).unwrap();
-    w.add_record(b"x").unwrap();
+    let at = w.add_record(b"x").unwrap() as usize;
     w.close().unwrap();
     let bytes = lithify_vfs::read_file(&fs, path).unwrap();
     let header = FileHeader::decode(bytes[..FILE_HEADER_LEN].try_into().unwrap()).unwrap();
     assert_eq!(header.version, FORMAT_VERSION_OWNED);
+    // The record's fragment is tagged: length, type Full, log number 6.
+    assert_eq!(&bytes[at + 4..at + 12], &[1, 0, 1, 6, 0, 0, 0, b'x']);
+    let mut r = Reader::new(fs.open(path).unwrap(), path, 6).unwrap();
+    assert_eq!(r.read_record().unwrap().unwrap().payload, b"x");
 }
 
 #[test]
