@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use lithify_base::{InternalKey, InternalKeyComparator, ValueKind, VecIterator};
+use lithify_base::{InternalIterator, InternalKey, InternalKeyComparator, ValueKind, VecIterator};
 use lithify_compaction::iter::{CompactionIterOptions, CompactionIterator, Snapshots};
 use lithify_compaction::{
     CompactFilesOptions, CompactionPicker, CompactionsInProgress, JobOptions, OutputFactory,
@@ -66,20 +66,7 @@ fn compaction_iterator(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter_batched(
                 || VecIterator::new(cmp.clone(), entries.clone()),
-                |input| {
-                    let mut it = CompactionIterator::new(
-                        input,
-                        cmp.clone(),
-                        CompactionIterOptions::for_flush(snapshots.clone(), None),
-                    );
-                    it.seek_to_first().unwrap();
-                    let mut n = 0u64;
-                    while it.valid() {
-                        n += it.value().len() as u64;
-                        it.next().unwrap();
-                    }
-                    black_box(n)
-                },
+                |input| black_box(drain(input, &cmp, &snapshots)),
                 criterion::BatchSize::LargeInput,
             );
         });
@@ -94,21 +81,28 @@ fn compaction_iterator(c: &mut Criterion) {
     }
     g.bench_function("memtable_flush", |b| {
         b.iter(|| {
-            let mut it = CompactionIterator::new(
-                lithify_memtable::MemTableIter::new(mem.clone()),
-                cmp.clone(),
-                CompactionIterOptions::for_flush(Snapshots::none(), None),
-            );
-            it.seek_to_first().unwrap();
-            let mut n = 0u64;
-            while it.valid() {
-                n += it.value().len() as u64;
-                it.next().unwrap();
-            }
-            black_box(n)
+            let input = lithify_memtable::MemTableIter::new(mem.clone());
+            black_box(drain(input, &cmp, &Snapshots::none()))
         });
     });
     g.finish();
+}
+
+/// Runs a flush's compaction iterator over `input` to its end; returns
+/// the bytes of the values it output.
+fn drain<I: InternalIterator>(input: I, cmp: &InternalKeyComparator, snapshots: &Snapshots) -> u64 {
+    let mut it = CompactionIterator::new(
+        input,
+        cmp.clone(),
+        CompactionIterOptions::for_flush(snapshots.clone(), None),
+    );
+    it.seek_to_first().unwrap();
+    let mut n = 0u64;
+    while it.valid() {
+        n += it.value().len() as u64;
+        it.next().unwrap();
+    }
+    n
 }
 
 fn sst_options() -> SstOptions<InternalKeyComparator> {

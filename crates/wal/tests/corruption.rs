@@ -804,30 +804,7 @@ fn file_header_problems() {
     // Damaged header with valid fragments after it: a hole.
     let mut bad = (*data).clone();
     bad[13] ^= 1;
-    let bad = Arc::new(bad);
-    let pit = read_all(
-        slice_file(&bad, bad.len()),
-        21,
-        RecoveryMode::PointInTimeRecovery,
-    );
-    assert!(pit.records.is_empty());
-    assert_eq!(
-        pit.end,
-        Some(LogEnd::Corruption {
-            offset: 0,
-            reason: DropReason::ChecksumMismatch
-        })
-    );
-    let skip = read_all(
-        slice_file(&bad, bad.len()),
-        21,
-        RecoveryMode::SkipAnyCorruptedRecords,
-    );
-    assert_eq!(skip.records.len(), written.len());
-    assert_eq!(
-        (skip.dropped[0].offset, skip.dropped[0].len),
-        (0, FILE_HEADER_LEN as u64)
-    );
+    damaged_header_is_a_hole(bad, &written);
 
     // Intact header of another format or version: an error in every mode.
     let mut other = (*data).clone();
@@ -935,41 +912,45 @@ fn a_damaged_header_keeps_the_zero_tail() {
 /// are still found, by the framing the first one verifies with.
 #[test]
 fn a_compact_log_with_a_damaged_header_keeps_its_records() {
-    let records = sample_records();
-    let (data, written) = compact_log(21, &records, WriterOptions::default());
+    let (data, written) = compact_log(21, &sample_records(), WriterOptions::default());
     for spot in [1, 8, 13, 22] {
         let mut bad = data.clone();
         bad[spot] ^= 1;
-        let bad = Arc::new(bad);
-        let skip = read_all(
-            slice_file(&bad, bad.len()),
-            21,
-            RecoveryMode::SkipAnyCorruptedRecords,
-        );
-        assert!(skip.error.is_none(), "byte {spot}: {:?}", skip.error);
-        let got: Vec<u64> = skip.records.iter().map(|r| r.0).collect();
-        let want: Vec<u64> = written.iter().map(|w| w.offset).collect();
-        assert_eq!(got, want, "byte {spot}");
-        assert_eq!(
-            (skip.dropped[0].offset, skip.dropped[0].len),
-            (0, FILE_HEADER_LEN as u64),
-            "byte {spot}"
-        );
-        let pit = read_all(
-            slice_file(&bad, bad.len()),
-            21,
-            RecoveryMode::PointInTimeRecovery,
-        );
-        assert!(pit.records.is_empty());
-        assert_eq!(
-            pit.end,
-            Some(LogEnd::Corruption {
-                offset: 0,
-                reason: DropReason::ChecksumMismatch
-            }),
-            "byte {spot}: the compact fragments after it are found"
-        );
+        damaged_header_is_a_hole(bad, &written);
     }
+}
+
+/// `data`, a log of `written` records whose file header is damaged, is a
+/// hole: point in time stops at offset 0 reporting a corruption (intact
+/// fragments follow), skip mode drops the header alone.
+fn damaged_header_is_a_hole(data: Vec<u8>, written: &[Written]) {
+    let bad = Arc::new(data);
+    let pit = read_all(
+        slice_file(&bad, bad.len()),
+        21,
+        RecoveryMode::PointInTimeRecovery,
+    );
+    assert!(pit.records.is_empty());
+    assert_eq!(
+        pit.end,
+        Some(LogEnd::Corruption {
+            offset: 0,
+            reason: DropReason::ChecksumMismatch
+        })
+    );
+    let skip = read_all(
+        slice_file(&bad, bad.len()),
+        21,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    );
+    assert!(skip.error.is_none(), "{:?}", skip.error);
+    let got: Vec<u64> = skip.records.iter().map(|r| r.0).collect();
+    let want: Vec<u64> = written.iter().map(|w| w.offset).collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        (skip.dropped[0].offset, skip.dropped[0].len),
+        (0, FILE_HEADER_LEN as u64)
+    );
 }
 
 #[test]
