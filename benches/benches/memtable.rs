@@ -304,5 +304,92 @@ fn reads(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, inserts, reads);
+/// Entries of a full 64 MiB memtable (the engine's default write buffer)
+/// of 16-byte keys and 100-byte values.
+const FULL_ENTRIES: usize = 450_000;
+
+/// One thread inserting, looking up and scanning a memtable as large as
+/// the engine's default write buffer: far larger than the processor's
+/// caches, where each node a search visits can be a miss to memory (the
+/// 100K-entry groups above mostly stay in cache).
+fn full_memtable(c: &mut Criterion) {
+    let all: Vec<Entry> = (0..FULL_ENTRIES as u64)
+        .map(|i| {
+            let mut key = [0u8; 16];
+            key[..8].copy_from_slice(&i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+            key[8..].copy_from_slice(&i.to_be_bytes());
+            (key, i + 1)
+        })
+        .collect();
+    let mem = new_memtable();
+    fill_memtable(&mem, &all);
+    let mut probes: Vec<[u8; 16]> = all.iter().map(|(k, _)| *k).collect();
+    probes.sort_by_key(|k| {
+        u64::from_be_bytes(k[8..].try_into().unwrap()).wrapping_mul(0x2545_f491_4f6c_dd1d)
+    });
+    let seeks: Vec<Vec<u8>> = probes
+        .iter()
+        .take(FULL_ENTRIES / 10)
+        .map(|k| internal_key(k, MAX_SEQNO, KIND_FOR_SEEK))
+        .collect();
+
+    let mut g = c.benchmark_group("memtable_64mib");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Elements(FULL_ENTRIES as u64));
+    g.bench_function("insert", |b| {
+        b.iter_batched(
+            new_memtable,
+            |m| {
+                fill_memtable(&m, &all);
+                m
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("get", |b| {
+        b.iter(|| {
+            let mut found = 0usize;
+            for k in &probes {
+                found += mem.get(k, MAX_SEQNO).value().map_or(0, <[u8]>::len);
+            }
+            black_box(found)
+        })
+    });
+    g.bench_function("scan", |b| {
+        b.iter(|| {
+            let mut it = MemTableIter::new(mem.clone());
+            let mut sum = 0usize;
+            it.first().unwrap();
+            while it.valid() {
+                sum += usize::from(it.key()[0]) + usize::from(it.value()[99]);
+                it.next().unwrap();
+            }
+            black_box(sum)
+        })
+    });
+    // A seek then 10 nexts, as seekrandom does (a tenth of the keys, so
+    // one iteration counts FULL_ENTRIES steps).
+    g.bench_function("seek_and_10_nexts", |b| {
+        b.iter(|| {
+            let mut it = MemTableIter::new(mem.clone());
+            let mut sum = 0usize;
+            for seek in &seeks {
+                it.seek_ge(seek).unwrap();
+                for _ in 0..10 {
+                    if !it.valid() {
+                        break;
+                    }
+                    sum += usize::from(it.value()[99]);
+                    it.next().unwrap();
+                }
+            }
+            black_box(sum)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, inserts, reads, full_memtable);
 criterion_main!(benches);

@@ -109,6 +109,7 @@ impl InternalIterator for MemTableIter {
         let list = self.list();
         let node = list.find_greater_or_equal(&SearchKey::from_encoded(target));
         if let Some(node) = node {
+            list.prefetch_record(node);
             list.prefetch_successor(node);
         }
         self.node = node;
@@ -124,6 +125,7 @@ impl InternalIterator for MemTableIter {
         let list = self.list();
         let node = list.first();
         if let Some(node) = node {
+            list.prefetch_record(node);
             list.prefetch_successor(node);
         }
         self.node = node;
@@ -140,9 +142,10 @@ impl InternalIterator for MemTableIter {
         if let Some(node) = self.node {
             let list = self.list();
             let next = list.next(node);
-            // Entries sit in the arena in insertion order, so the one after
-            // the next is a cache miss: start it now (the flush and scans
-            // then overlap it with their work on this entry).
+            // Entries sit in the arenas in insertion order, so each step
+            // is a cache miss for the node and one for the record: start
+            // the ones ahead now (the flush and scans then overlap them
+            // with their work on this entry).
             if let Some(next) = next {
                 list.prefetch_successor(next);
             }

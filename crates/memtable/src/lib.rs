@@ -11,8 +11,9 @@
 //!   snapshot, including whether a range tombstone of this memtable covers
 //!   the key, and [`MemTableIter`] walks the entries as a
 //!   [`lithify_base::InternalIterator`];
-//! * **memory** comes from an arena of large blocks (keys and values are
-//!   stored inline in the nodes, no per-entry `Box`), is reported by
+//! * **memory** comes from two arenas of large blocks, one for the
+//!   skiplist's nodes and one for the keys and values (no per-entry
+//!   `Box`), is reported by
 //!   [`MemTable::approximate_memory_usage`], and is released only when the
 //!   last `Arc` to the memtable, iterators included, is dropped.
 //!

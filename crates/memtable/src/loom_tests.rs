@@ -85,22 +85,35 @@ fn loom_arena_allocations_are_disjoint_across_block_switches() {
 /// present exactly once and reachable from both ends.
 #[test]
 fn loom_two_writers_and_a_reader_keep_the_list_sorted() {
-    model(|| {
+    two_writers_and_a_reader(b"");
+}
+
+/// The same race with keys that share their first eight bytes: equal key
+/// words, so every comparison reads the records, which must be seen
+/// initialised too.
+#[test]
+fn loom_two_writers_and_a_reader_keep_the_list_sorted_on_equal_key_words() {
+    two_writers_and_a_reader(b"samewrd_");
+}
+
+fn two_writers_and_a_reader(prefix: &'static [u8]) {
+    let key = move |k: u8| -> Vec<u8> { [prefix, &[k]].concat() };
+    model(move || {
         let list = Arc::new(SkipList::new(InternalKeyComparator::bytewise(), 1024, 2));
-        list.insert_with_height(2, b"m", pack_trailer(1, 1), b"m")
+        list.insert_with_height(2, &key(b'm'), pack_trailer(1, 1), b"m")
             .unwrap();
         let done = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
 
-        let writers: Vec<_> = [(b"c", b"q"), (b"h", b"t")]
+        let writers: Vec<_> = [(b'c', b'q'), (b'h', b't')]
             .into_iter()
             .enumerate()
             .map(|(w, (k1, k2))| {
                 let (list, done) = (list.clone(), done.clone());
                 thread::spawn(move || {
-                    list.insert_with_height(2, k1, pack_trailer(2 + w as u64, 1), k1)
+                    list.insert_with_height(2, &key(k1), pack_trailer(2 + w as u64, 1), &[k1])
                         .unwrap();
                     done[w].store(1, Ordering::Release);
-                    list.insert_with_height(1, k2, pack_trailer(4 + w as u64, 1), k2)
+                    list.insert_with_height(1, &key(k2), pack_trailer(4 + w as u64, 1), &[k2])
                         .unwrap();
                     done[w].store(2, Ordering::Release);
                 })
@@ -113,13 +126,13 @@ fn loom_two_writers_and_a_reader_keep_the_list_sorted() {
                 let completed: Vec<usize> =
                     done.iter().map(|d| d.load(Ordering::Acquire)).collect();
                 let seen = keys_forward(&list);
-                let must: [[&[u8]; 2]; 2] = [[b"c", b"q"], [b"h", b"t"]];
+                let must = [[b'c', b'q'], [b'h', b't']];
                 for (w, &n) in completed.iter().enumerate() {
-                    for key in &must[w][..n] {
-                        assert!(seen.iter().any(|k| k == key), "completed insert missing");
+                    for &k in &must[w][..n] {
+                        assert!(seen.contains(&key(k)), "completed insert missing");
                     }
                 }
-                assert!(seen.iter().any(|k| k == b"m"));
+                assert!(seen.contains(&key(b'm')));
             })
         };
 
@@ -128,13 +141,11 @@ fn loom_two_writers_and_a_reader_keep_the_list_sorted() {
         }
         reader.join().unwrap();
         let all = keys_forward(&list);
-        let want: Vec<Vec<u8>> = [b"c", b"h", b"m", b"q", b"t"]
-            .iter()
-            .map(|k| k.to_vec())
-            .collect();
+        let want: Vec<Vec<u8>> = [b'c', b'h', b'm', b'q', b't'].map(key).to_vec();
         assert_eq!(all, want);
         let last = list.last().unwrap();
-        assert_eq!(split_key(list.key(last)).0, b"t");
+        assert_eq!(split_key(list.key(last)).0, key(b't'));
+        assert_eq!(list.value(last), b"t");
     });
 }
 
@@ -196,7 +207,8 @@ fn loom_memtable_adds_are_visible_once_complete() {
 #[test]
 fn loom_reader_sees_old_or_new_version_never_torn() {
     model(|| {
-        // 256-byte blocks: the second node does not fit after the first.
+        // 256-byte record blocks; nodes are larger than a quarter of the
+        // node arena's 64-byte blocks, so each gets a fresh block.
         let mem = Arc::new(MemTable::build(InternalKeyComparator::bytewise(), 256, 2));
         mem.add(1, ValueKind::Put, b"k", &[1u8; 40]).unwrap();
         let writer = {

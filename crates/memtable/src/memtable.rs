@@ -265,6 +265,13 @@ impl MemTable {
     /// [`NotFound`](Lookup::NotFound) only when neither exists, so the engine
     /// consults older layers exactly then.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Lookup<'_> {
+        // An empty memtable answers before its filter is probed: the probe
+        // is a cache miss in a filter sized for the full memtable, and the
+        // two list heads read here stay cached (RocksDB's `MemTable::Get`
+        // checks `IsEmpty` first too).
+        if self.is_empty() {
+            return Lookup::NotFound;
+        }
         if let Some(filter) = &self.filter
             && !filter.may_contain(key_hash(user_key))
             && self.num_range_deletes() == 0
