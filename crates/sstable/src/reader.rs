@@ -669,14 +669,10 @@ impl<C: Comparator> SstReader<C> {
                 return Ok(None);
             }
         }
-        // Index keys are restart entries, kept in the block: the cursor
-        // borrows the pinned index and allocates nothing.
-        let mut index = BlockIter::new(&self.index, Vec::new());
-        self.index_seek_ge(&mut index, target)?;
+        let mut index = self.point_index_cursor(target)?;
         let mut buf = std::mem::take(key_out);
         let mut first_block = true;
-        while index.valid() {
-            let handle = self.index_handle(&index)?;
+        while let Some(handle) = index.handle(self)? {
             let block = match self.data_block(handle, stats) {
                 Ok(block) => block,
                 Err(e) => {
@@ -703,10 +699,30 @@ impl<C: Comparator> SstReader<C> {
             // is the first entry of the next one.
             buf = it.into_key_buf();
             first_block = false;
-            index.next().map_err(|e| self.index_corrupt(e))?;
+            index.next(self)?;
         }
         *key_out = buf;
         Ok(None)
+    }
+
+    /// An index cursor at the first entry `>= target`, for a point lookup:
+    /// positions in the index words' handle array when no word ties with
+    /// the target's (the index block is not read at all), else a cursor
+    /// over the index block.
+    fn point_index_cursor(&self, target: &[u8]) -> Result<PointIndexCursor<'_>> {
+        if let Some(words) = &self.index_words
+            && words.has_handles()
+        {
+            let (lo, hi) = words.candidates(target);
+            if lo == hi {
+                return Ok(PointIndexCursor::Words { words, pos: lo });
+            }
+        }
+        // Index keys are restart entries, kept in the block: the cursor
+        // borrows the pinned index and allocates nothing.
+        let mut index = BlockIter::new(&self.index, Vec::new());
+        self.index_seek_ge(&mut index, target)?;
+        Ok(PointIndexCursor::Block(index))
     }
 
     /// The value stored under exactly `key`, consulting the filter first
@@ -742,6 +758,36 @@ impl<C: Comparator> SstReader<C> {
             Ok(offset)
         } else {
             Ok(self.properties.data_size)
+        }
+    }
+}
+
+/// Where a point lookup is in the index: a position among the index words'
+/// handles, or a cursor over the index block.
+enum PointIndexCursor<'a> {
+    Words { words: &'a IndexWords, pos: usize },
+    Block(BlockIter<&'a Block>),
+}
+
+impl PointIndexCursor<'_> {
+    /// The data block handle of the current entry; `None` past the last.
+    #[inline]
+    fn handle<C: Comparator>(&self, table: &SstReader<C>) -> Result<Option<BlockHandle>> {
+        match self {
+            PointIndexCursor::Words { words, pos } => Ok(words.handle(*pos)),
+            PointIndexCursor::Block(index) if index.valid() => table.index_handle(index).map(Some),
+            PointIndexCursor::Block(_) => Ok(None),
+        }
+    }
+
+    /// Steps to the next entry.
+    fn next<C: Comparator>(&mut self, table: &SstReader<C>) -> Result<()> {
+        match self {
+            PointIndexCursor::Words { words, pos } => {
+                *pos = (*pos + 1).min(words.len());
+                Ok(())
+            }
+            PointIndexCursor::Block(index) => index.next().map_err(|e| table.index_corrupt(e)),
         }
     }
 }
