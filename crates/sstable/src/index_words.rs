@@ -19,8 +19,11 @@
 //! target. Nothing of the file format changes; other comparators search
 //! the block as before.
 //!
-//! Beside each word the table keeps the entry's data block handle, packed
-//! in one `u64`. When no entry's word equals the target's (nearly every
+//! Beside each word the table keeps where the entry's data block starts, as
+//! a `u32`: data blocks follow each other with only their trailers between
+//! them, so a block ends where the next one starts, less the trailer (the
+//! offsets are kept only when the index says exactly that, for tables
+//! under 4 GiB). When no entry's word equals the target's (nearly every
 //! point lookup: ties need the target to share its first eight bytes past
 //! the common prefix with a separator), the answer is the entry at the end
 //! of the words below the target, and its handle comes from that array: a
@@ -39,11 +42,7 @@ use lithify_base::key::{TRAILER_LEN, user_key};
 use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator};
 
 use crate::block::{Block, BlockIter};
-use crate::format::BlockHandle;
-
-/// Bits of a packed handle that hold the block offset (tables up to 1 TiB);
-/// the size takes the other 24 (blocks under 16 MiB).
-const OFFSET_BITS: u32 = 40;
+use crate::format::{BLOCK_TRAILER_LEN, BlockHandle};
 
 /// Which part of a key the table's comparator orders bytewise first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,10 +84,12 @@ pub(crate) struct IndexWords {
     common: Box<[u8]>,
     /// Per entry, the 8 ordering-key bytes after `common`, big-endian.
     words: Box<[u64]>,
-    /// Per entry, its block handle packed by [`pack`]; empty when a handle
-    /// did not decode or does not fit (the lookups then read the index
-    /// block, which reports the damage).
-    handles: Box<[u64]>,
+    /// Per entry, the offset of its data block, then the end of the last
+    /// one (trailer included): `len() + 1` offsets. Empty when a handle did
+    /// not decode, the blocks are not back to back, or the table passes
+    /// 4 GiB (the lookups then read the index block, which reports any
+    /// damage).
+    block_starts: Box<[u32]>,
 }
 
 impl IndexWords {
@@ -118,16 +119,11 @@ impl IndexWords {
         let common: Box<[u8]> = first[..common_len].into();
 
         let mut words = Vec::with_capacity(n);
-        let mut handles = Some(Vec::with_capacity(n));
+        let mut starts = BlockStarts::new(n);
         it.first().ok()?;
         while it.valid() {
             words.push(word_of(ordering.of(it.key()), &common));
-            if let Some(h) = &mut handles {
-                match BlockHandle::decode_exact(it.value()).and_then(pack) {
-                    Some(packed) => h.push(packed),
-                    None => handles = None,
-                }
-            }
+            starts.add(BlockHandle::decode_exact(it.value()));
             it.next().ok()?;
         }
         // Every entry must be a restart point: positions in `words` are
@@ -139,13 +135,13 @@ impl IndexWords {
             ordering,
             common,
             words: words.into_boxed_slice(),
-            handles: handles.unwrap_or_default().into_boxed_slice(),
+            block_starts: starts.finish(),
         })
     }
 
     /// Bytes held.
     pub(crate) fn size(&self) -> usize {
-        (self.words.len() + self.handles.len()) * 8 + self.common.len()
+        self.words.len() * 8 + self.block_starts.len() * 4 + self.common.len()
     }
 
     /// The number of index entries.
@@ -155,16 +151,18 @@ impl IndexWords {
 
     /// Whether every entry's handle is kept (see [`handle`](Self::handle)).
     pub(crate) fn has_handles(&self) -> bool {
-        !self.handles.is_empty()
+        !self.block_starts.is_empty()
     }
 
     /// The data block handle of entry `pos`, when the handles are kept and
     /// `pos` is an entry.
     #[inline]
     pub(crate) fn handle(&self, pos: usize) -> Option<BlockHandle> {
-        self.handles.get(pos).map(|&packed| BlockHandle {
-            offset: packed & ((1 << OFFSET_BITS) - 1),
-            size: packed >> OFFSET_BITS,
+        let start = *self.block_starts.get(pos)?;
+        let next = *self.block_starts.get(pos + 1)?;
+        Some(BlockHandle {
+            offset: u64::from(start),
+            size: u64::from(next - start) - BLOCK_TRAILER_LEN as u64,
         })
     }
 
@@ -189,11 +187,39 @@ impl IndexWords {
     }
 }
 
-/// A handle in one word: the offset in the low [`OFFSET_BITS`], the size
-/// above; `None` if either does not fit.
-fn pack(handle: BlockHandle) -> Option<u64> {
-    (handle.offset < 1 << OFFSET_BITS && handle.size < 1 << (64 - OFFSET_BITS))
-        .then_some(handle.offset | handle.size << OFFSET_BITS)
+/// Collects [`IndexWords::block_starts`] while it holds: each handle must
+/// start where the previous block's trailer ended, below 4 GiB.
+struct BlockStarts(Option<Vec<u32>>);
+
+impl BlockStarts {
+    fn new(entries: usize) -> Self {
+        BlockStarts(Some(Vec::with_capacity(entries + 1)))
+    }
+
+    /// The next entry's handle (`None`: it did not decode).
+    fn add(&mut self, handle: Option<BlockHandle>) {
+        let Some(starts) = &mut self.0 else { return };
+        let fits = handle.and_then(|h| {
+            let start = u32::try_from(h.offset).ok()?;
+            let end = u32::try_from(h.end_with_trailer()?).ok()?;
+            // Back to back with the previous block (whose end is the last
+            // offset pushed).
+            let follows = starts.last().is_none_or(|&prev_end| prev_end == start);
+            follows.then_some((start, end))
+        });
+        match fits {
+            Some((start, end)) => {
+                starts.pop();
+                starts.push(start);
+                starts.push(end);
+            }
+            None => self.0 = None,
+        }
+    }
+
+    fn finish(self) -> Box<[u32]> {
+        self.0.unwrap_or_default().into_boxed_slice()
+    }
 }
 
 /// The word of an ordering key: the 8 bytes after `common`, big-endian and
@@ -295,50 +321,82 @@ mod tests {
         assert!(IndexWords::build(&block, BytewiseComparator::NAME).is_none());
     }
 
-    /// An index block whose values are the handles `(i * 4096, 4000 + i)`.
-    fn index_with_handles(keys: &[&str], first_offset: u64) -> Block {
+    /// An index block over back-to-back data blocks of sizes `4000 + i`
+    /// (plus their trailers) from `first_offset` on, or with a gap of
+    /// `gap` bytes before the second block.
+    fn index_with_handles(keys: &[&str], first_offset: u64, gap: u64) -> (Block, Vec<BlockHandle>) {
         let mut b = BlockBuilder::new(1);
+        let mut handles = Vec::new();
+        let mut offset = first_offset;
         for (i, k) in keys.iter().enumerate() {
-            let mut v = Vec::new();
-            BlockHandle {
-                offset: first_offset + i as u64 * 4096,
-                size: 4000 + i as u64,
+            if i == 1 {
+                offset += gap;
             }
-            .encode_to(&mut v);
+            let handle = BlockHandle {
+                offset,
+                size: 4000 + i as u64,
+            };
+            offset = handle.end_with_trailer().unwrap();
+            let mut v = Vec::new();
+            handle.encode_to(&mut v);
             b.add(k.as_bytes(), &v);
+            handles.push(handle);
         }
-        Block::new(bytes::Bytes::copy_from_slice(b.finish())).unwrap()
+        let block = Block::new(bytes::Bytes::copy_from_slice(b.finish())).unwrap();
+        (block, handles)
     }
 
     #[test]
     fn handles_are_the_index_entries_handles() {
-        let index = index_with_handles(&["b", "d", "f"], 0);
+        let (index, handles) = index_with_handles(&["b", "d", "f"], 0, 0);
         let words = IndexWords::build(&index, BytewiseComparator::NAME).unwrap();
         assert!(words.has_handles());
         assert_eq!(words.len(), 3);
-        for pos in 0..3 {
-            assert_eq!(
-                words.handle(pos),
-                Some(BlockHandle {
-                    offset: pos as u64 * 4096,
-                    size: 4000 + pos as u64
-                })
-            );
+        for (pos, handle) in handles.iter().enumerate() {
+            assert_eq!(words.handle(pos), Some(*handle));
         }
         assert_eq!(words.handle(3), None);
         // "c" ties with no word: the answer is entry 1, from the handles.
         assert_eq!(words.candidates(b"c"), (1, 1));
-        assert_eq!(words.size(), 3 * 16 + words.common.len());
+        assert_eq!(words.size(), 3 * 8 + 4 * 4 + words.common.len());
+    }
+
+    /// The tables this crate writes keep their data blocks back to back,
+    /// so their point lookups take the handles from the words.
+    #[test]
+    fn built_tables_keep_their_handles() {
+        use crate::{SstBuilder, SstOptions, SstReader};
+        use lithify_vfs::{FileSystem, MemFs};
+        use std::path::Path;
+
+        let fs = MemFs::new();
+        let path = Path::new("/t.sst");
+        let opts = SstOptions::default();
+        let mut b = SstBuilder::new(fs.create(path).unwrap(), path, &opts).unwrap();
+        for i in 0..5000u32 {
+            b.add(format!("key{i:08}").as_bytes(), &[7u8; 100]).unwrap();
+        }
+        let size = b.finish().unwrap().file_size;
+        let table = SstReader::open(fs.open(path).unwrap(), path, size, &opts, None).unwrap();
+        let words = table.index_words().unwrap();
+        assert!(words.len() > 100, "{} blocks", words.len());
+        assert!(words.has_handles());
+        assert_eq!(
+            table.get(b"key00004321").unwrap().as_deref(),
+            Some(&[7u8; 100][..])
+        );
+        assert_eq!(table.get(b"key00004321x").unwrap(), None);
+        assert_eq!(table.get(b"zzz").unwrap(), None);
     }
 
     #[test]
-    fn handles_that_do_not_fit_or_decode_are_not_kept() {
-        // An offset past 1 TiB does not pack: the words stay, the lookups
-        // read the index block.
-        let index = index_with_handles(&["b", "d"], 1 << OFFSET_BITS);
-        let words = IndexWords::build(&index, BytewiseComparator::NAME).unwrap();
-        assert!(!words.has_handles());
-        assert_eq!(words.handle(0), None);
+    fn handles_are_kept_only_for_back_to_back_blocks_under_4_gib() {
+        for (first, gap) in [(0, 1), ((1 << 32) - 4000, 0), (1 << 32, 0)] {
+            let (index, _) = index_with_handles(&["b", "d"], first, gap);
+            let words = IndexWords::build(&index, BytewiseComparator::NAME).unwrap();
+            assert!(!words.has_handles(), "{first} {gap}");
+            assert_eq!(words.handle(0), None);
+        }
         // A value that is no handle.
         let block = block_of(&[b"a".to_vec(), b"b".to_vec()]);
         let words = IndexWords::build(&block, BytewiseComparator::NAME).unwrap();

@@ -543,6 +543,13 @@ impl<C: Comparator> SstReader<C> {
         self.cache_id
     }
 
+    /// The index words, if the table has them (tests check which tables
+    /// get them).
+    #[cfg(test)]
+    pub(crate) fn index_words(&self) -> Option<&IndexWords> {
+        self.index_words.as_ref()
+    }
+
     /// Whether the table has a bloom filter.
     pub fn has_filter(&self) -> bool {
         self.filter.is_some()
