@@ -343,6 +343,19 @@ fn rows(full: bool) -> Vec<Row> {
             plain,
             Throughput,
         ),
+        // Seeks from two threads on a settled tree that fits the page
+        // cache many times over: the engines' own concurrency, not the
+        // disk (the performance issue's "seeks from 2 threads").
+        row(
+            "seekrandom (seek + 10 next) from 2 threads on 1M",
+            "seekrandom",
+            400_000,
+            m,
+            2,
+            100,
+            plain,
+            Throughput,
+        ),
         row(
             format!("1 KiB values: fillrandom {}K", kib / 1000),
             "fillrandom",
