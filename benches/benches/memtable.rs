@@ -82,7 +82,12 @@ impl PartialOrd for Ik {
 
 /// 16-byte user keys in a scrambled order, with seqnos 1..=N.
 fn entries() -> Vec<Entry> {
-    (0..ENTRIES as u64)
+    entries_of(ENTRIES)
+}
+
+/// `n` entries with scrambled keys (the first 8 bytes spread the order).
+fn entries_of(n: usize) -> Vec<Entry> {
+    (0..n as u64)
         .map(|i| {
             let mut key = [0u8; 16];
             key[..8].copy_from_slice(&i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
@@ -96,6 +101,37 @@ fn internal_key(user: &[u8], seqno: u64, kind: u8) -> Vec<u8> {
     let mut out = Vec::with_capacity(user.len() + 8);
     append_internal_key(&mut out, user, seqno, kind);
     out
+}
+
+/// The keys of `all` in another scrambled order, for lookups.
+fn probe_order(all: &[Entry]) -> Vec<[u8; 16]> {
+    let mut probes: Vec<[u8; 16]> = all.iter().map(|(k, _)| *k).collect();
+    probes.sort_by_key(|k| {
+        u64::from_be_bytes(k[8..].try_into().unwrap()).wrapping_mul(0x2545_f491_4f6c_dd1d)
+    });
+    probes
+}
+
+/// Looks every probe up at the latest snapshot; the bytes found.
+fn get_all(mem: &MemTable, probes: &[[u8; 16]]) -> usize {
+    let mut found = 0usize;
+    for k in probes {
+        found += mem.get(k, MAX_SEQNO).value().map_or(0, <[u8]>::len);
+    }
+    found
+}
+
+/// Scans the memtable reading a byte of every key and value, so the scan
+/// touches each entry's memory.
+fn scan_all(mem: &Arc<MemTable>) -> usize {
+    let mut it = MemTableIter::new(mem.clone());
+    let mut sum = 0usize;
+    it.first().unwrap();
+    while it.valid() {
+        sum += usize::from(it.key()[0]) + usize::from(it.value()[99]);
+        it.next().unwrap();
+    }
+    sum
 }
 
 fn new_memtable() -> Arc<MemTable> {
@@ -218,11 +254,7 @@ fn reads(c: &mut Criterion) {
     fill_skipmap(&skip, &all);
     let btree = RwLock::new(BTreeMap::new());
     fill_btree(&btree, &all);
-    // Look keys up in another scrambled order, at the latest snapshot.
-    let mut probes: Vec<[u8; 16]> = all.iter().map(|(k, _)| *k).collect();
-    probes.sort_by_key(|k| {
-        u64::from_be_bytes(k[8..].try_into().unwrap()).wrapping_mul(0x2545_f491_4f6c_dd1d)
-    });
+    let probes = probe_order(&all);
     let seeks: Vec<Vec<u8>> = probes
         .iter()
         .map(|k| internal_key(k, MAX_SEQNO, KIND_FOR_SEEK))
@@ -230,13 +262,7 @@ fn reads(c: &mut Criterion) {
 
     let mut g = configure(c);
     g.bench_function("get/lithify", |b| {
-        b.iter(|| {
-            let mut found = 0usize;
-            for k in &probes {
-                found += mem.get(k, MAX_SEQNO).value().map_or(0, <[u8]>::len);
-            }
-            black_box(found)
-        })
+        b.iter(|| black_box(get_all(&mem, &probes)))
     });
     g.bench_function("get/crossbeam_skiplist", |b| {
         b.iter(|| {
@@ -270,18 +296,7 @@ fn reads(c: &mut Criterion) {
     // Scans read a byte of every key and value, so each structure touches
     // the entry's memory (the boxed baselines would otherwise only read
     // lengths stored in their nodes).
-    g.bench_function("scan/lithify", |b| {
-        b.iter(|| {
-            let mut it = MemTableIter::new(mem.clone());
-            let mut sum = 0usize;
-            it.first().unwrap();
-            while it.valid() {
-                sum += usize::from(it.key()[0]) + usize::from(it.value()[99]);
-                it.next().unwrap();
-            }
-            black_box(sum)
-        })
-    });
+    g.bench_function("scan/lithify", |b| b.iter(|| black_box(scan_all(&mem))));
     g.bench_function("scan/crossbeam_skiplist", |b| {
         b.iter(|| {
             let sum: usize = skip
@@ -313,20 +328,10 @@ const FULL_ENTRIES: usize = 450_000;
 /// caches, where each node a search visits can be a miss to memory (the
 /// 100K-entry groups above mostly stay in cache).
 fn full_memtable(c: &mut Criterion) {
-    let all: Vec<Entry> = (0..FULL_ENTRIES as u64)
-        .map(|i| {
-            let mut key = [0u8; 16];
-            key[..8].copy_from_slice(&i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
-            key[8..].copy_from_slice(&i.to_be_bytes());
-            (key, i + 1)
-        })
-        .collect();
+    let all = entries_of(FULL_ENTRIES);
     let mem = new_memtable();
     fill_memtable(&mem, &all);
-    let mut probes: Vec<[u8; 16]> = all.iter().map(|(k, _)| *k).collect();
-    probes.sort_by_key(|k| {
-        u64::from_be_bytes(k[8..].try_into().unwrap()).wrapping_mul(0x2545_f491_4f6c_dd1d)
-    });
+    let probes = probe_order(&all);
     let seeks: Vec<Vec<u8>> = probes
         .iter()
         .take(FULL_ENTRIES / 10)
@@ -348,27 +353,8 @@ fn full_memtable(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
-    g.bench_function("get", |b| {
-        b.iter(|| {
-            let mut found = 0usize;
-            for k in &probes {
-                found += mem.get(k, MAX_SEQNO).value().map_or(0, <[u8]>::len);
-            }
-            black_box(found)
-        })
-    });
-    g.bench_function("scan", |b| {
-        b.iter(|| {
-            let mut it = MemTableIter::new(mem.clone());
-            let mut sum = 0usize;
-            it.first().unwrap();
-            while it.valid() {
-                sum += usize::from(it.key()[0]) + usize::from(it.value()[99]);
-                it.next().unwrap();
-            }
-            black_box(sum)
-        })
-    });
+    g.bench_function("get", |b| b.iter(|| black_box(get_all(&mem, &probes))));
+    g.bench_function("scan", |b| b.iter(|| black_box(scan_all(&mem))));
     // A seek then 10 nexts, as seekrandom does (a tenth of the keys, so
     // one iteration counts FULL_ENTRIES steps).
     g.bench_function("seek_and_10_nexts", |b| {

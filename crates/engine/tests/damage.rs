@@ -186,7 +186,11 @@ impl Place {
     fn options(&self, blob: bool) -> Options {
         let options = Options::default()
             .fs(self.fs.clone())
-            .write_buffer_size(64 << 10)
+            // Room for the 400 entries between two explicit flushes: no
+            // memtable switches on its own, so the WAL sequence (and the
+            // recycling the real-file image checks) is the one `build`
+            // makes.
+            .write_buffer_size(128 << 10)
             .target_file_size_base(16 << 10)
             .max_bytes_for_level_base(64 << 10)
             .block_size(1024)

@@ -1,7 +1,8 @@
 //! A concurrent bump allocator that hands out memory from large blocks.
 //!
-//! Skiplist nodes, keys and values live in an [`Arena`]: a list of blocks
-//! (1 MiB by default) carved up by bumping an offset. Nothing is freed
+//! Skiplist nodes live in one [`Arena`] and their keys and values in
+//! another: each a list of blocks (1 MiB by default for records, a quarter
+//! of that for nodes) carved up by bumping an offset. Nothing is freed
 //! until the whole arena is dropped, which is exactly a memtable's life
 //! cycle, so allocation is a single `fetch_add` on the current block:
 //!

@@ -109,8 +109,7 @@ impl InternalIterator for MemTableIter {
         let list = self.list();
         let node = list.find_greater_or_equal(&SearchKey::from_encoded(target));
         if let Some(node) = node {
-            list.prefetch_record(node);
-            list.prefetch_successor(node);
+            list.prefetch_record_and_next(node);
         }
         self.node = node;
         Ok(())
@@ -125,8 +124,7 @@ impl InternalIterator for MemTableIter {
         let list = self.list();
         let node = list.first();
         if let Some(node) = node {
-            list.prefetch_record(node);
-            list.prefetch_successor(node);
+            list.prefetch_record_and_next(node);
         }
         self.node = node;
         Ok(())

@@ -2,10 +2,11 @@
 //! concurrent skiplist linking, and publication of node contents to readers.
 //!
 //! Run with `cargo xtask loom` (`RUSTFLAGS="--cfg loom"`, release,
-//! `LOOM_MAX_PREEMPTIONS=2`). Node bytes are written inside the node's
-//! `sync::UnsafeCell` marker and read after touching it, so loom reports any
-//! read that does not happen after the write: a torn entry would be a
-//! causality violation even where the bytes happen to look right.
+//! `LOOM_MAX_PREEMPTIONS=2`). A node's record is written inside the node's
+//! `sync::UnsafeCell` marker, and its header and record are read after
+//! touching it, so loom reports any read that does not happen after the
+//! write: a torn entry would be a causality violation even where the bytes
+//! happen to look right.
 //!
 //! The models keep towers short (at most 2 links) and blocks tiny, so loom
 //! explores the interleavings of the linking and block-switch steps (up to
@@ -207,10 +208,16 @@ fn loom_memtable_adds_are_visible_once_complete() {
 #[test]
 fn loom_reader_sees_old_or_new_version_never_torn() {
     model(|| {
-        // 256-byte record blocks; nodes are larger than a quarter of the
-        // node arena's 64-byte blocks, so each gets a fresh block.
+        // 256-byte record blocks holding the head's 8-byte record and
+        // 64-byte records: after "a", "b" and the first "k", the new
+        // version's record does not fit and goes to a fresh block. (Nodes
+        // are larger than a quarter of the node arena's 64-byte blocks, so
+        // each gets a block of its own.)
         let mem = Arc::new(MemTable::build(InternalKeyComparator::bytewise(), 256, 2));
+        mem.add(1, ValueKind::Put, b"a", &[9u8; 40]).unwrap();
+        mem.add(1, ValueKind::Put, b"b", &[9u8; 40]).unwrap();
         mem.add(1, ValueKind::Put, b"k", &[1u8; 40]).unwrap();
+        let blocks_before = mem.allocated_memory();
         let writer = {
             let mem = mem.clone();
             thread::spawn(move || mem.add(2, ValueKind::Put, b"k", &[2u8; 40]).unwrap())
@@ -232,6 +239,8 @@ fn loom_reader_sees_old_or_new_version_never_torn() {
         writer.join().unwrap();
         reader.join().unwrap();
         assert_eq!(mem.get(b"k", 2).value(), Some(&[2u8; 40][..]));
+        // The record arena took a second block, the node one of its own.
+        assert!(mem.allocated_memory() > blocks_before + 256);
     });
 }
 

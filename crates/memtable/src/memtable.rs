@@ -28,10 +28,12 @@ const RANGE_DEL_BLOCK_SIZE: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MemTableOptions {
-    /// Size of the arena blocks of point entries (default 1 MiB, at least
-    /// 1 KiB). Entries larger than a quarter block get a block of their own.
-    /// RocksDB picks an eighth of `write_buffer_size`; smaller blocks waste
-    /// less on tiny memtables.
+    /// Size of the arena blocks of point entries' keys and values (default
+    /// 1 MiB, at least 1 KiB); the skiplist nodes get blocks of a quarter
+    /// of that, so an empty memtable holds 1.25 blocks. Allocations larger
+    /// than a quarter block get a block of their own. RocksDB picks an
+    /// eighth of `write_buffer_size`; smaller blocks waste less on tiny
+    /// memtables.
     pub arena_block_size: usize,
     /// Bits of the whole-key filter over point keys, 0 (the default) for
     /// none (RocksDB's `memtable_whole_key_filtering`). With one, a

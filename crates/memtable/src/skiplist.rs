@@ -60,7 +60,7 @@
 //!   linearisation point). A node linked at level 0 but not yet at higher
 //!   levels is merely found more slowly.
 //! * Nodes are never removed, and their memory is released only when the
-//!   list (and its arena) is dropped.
+//!   list (and its arenas) is dropped.
 //!
 //! Heights follow a geometric distribution with branching factor 4, drawn
 //! from a hash of the key: deterministic (loom replays executions and needs
@@ -94,8 +94,9 @@ struct Node {
     /// release builds never need it).
     #[cfg(debug_assertions)]
     height: u32,
-    /// Stands for the record's bytes: they are written inside `with_mut`
-    /// before the node is published and read after `with`. Under
+    /// Stands for the header's and the record's bytes: they are written
+    /// before the node is published (the record inside `with_mut`) and
+    /// read after `with`. Under
     /// std this is zero-sized and free; under loom it lets the model checker
     /// verify that every reader's access happens after the writer's.
     payload: UnsafeCell<()>,
@@ -117,7 +118,7 @@ const _: () = assert!(LINK_LEN.is_multiple_of(align_of::<Node>()));
 /// A pointer to a published (fully initialised) node of a [`SkipList`].
 ///
 /// Only the list that returned it may dereference it, through its methods;
-/// that list's arena keeps the node alive.
+/// that list's arenas keep the node and its record alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NodePtr(NonNull<Node>);
 
@@ -357,7 +358,11 @@ impl SkipList {
         if self.bytewise {
             // Big-endian words order like the bytes they hold; only equal
             // words (which zero padding can also make) need the record.
-            let word = header(node).word;
+            // The header is read like the record, after touching the
+            // marker, so loom checks its publication in every model.
+            let header = header(node);
+            header.payload.with(|_| ());
+            let word = header.word;
             if word != key.word {
                 return word.cmp(&key.word);
             }
@@ -377,7 +382,9 @@ impl SkipList {
     #[inline]
     pub(crate) fn has_user_key(&self, node: NodePtr, ukey: &[u8]) -> bool {
         if self.bytewise {
-            header(node.0).word == key_word(ukey) && user_key(self.key(node)) == ukey
+            let header = header(node.0);
+            header.payload.with(|_| ());
+            header.word == key_word(ukey) && user_key(self.key(node)) == ukey
         } else {
             let node_user = user_key(self.key(node));
             self.cmp.compare_user(node_user, ukey).is_eq()
@@ -464,31 +471,34 @@ impl SkipList {
         NonNull::new(self.link(node.0, 0).load(Ordering::Acquire)).map(NodePtr)
     }
 
-    /// Starts fetching the record of `node` into the cache: the caller
-    /// will read it soon and has other work to overlap the miss with.
+    /// Starts fetching the record of `node`, and the node after it, into
+    /// the cache: an iterator just positioned on `node` reads the record
+    /// at once and will likely step to the successor. Reads only `node`'s
+    /// own header, which the search that found it has just loaded.
     #[inline]
-    pub(crate) fn prefetch_record(&self, node: NodePtr) {
-        #[cfg(not(loom))]
+    pub(crate) fn prefetch_record_and_next(&self, node: NodePtr) {
+        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
         lithify_base::hint::prefetch_read(header(node.0).record.as_ptr());
-        #[cfg(loom)]
-        let _ = node;
+        self.prefetch_next(node.0, 0);
     }
 
-    /// Starts fetching, for an iterator positioned on `node`, the record
-    /// of the entry after it and the node after that. Called at each step,
-    /// it keeps two steps in flight: the successor's header was fetched
-    /// one step earlier, so reading its record pointer here is a cache hit,
+    /// Starts fetching, for an iterator that has just stepped to `node`,
+    /// the record of the entry after it and the node after that. Called at
+    /// each step, it keeps two steps in flight: the successor's header was
+    /// fetched one step earlier (by this call, or by
+    /// [`prefetch_record_and_next`](Self::prefetch_record_and_next) after a
+    /// seek), so reading its record pointer here is usually a cache hit,
     /// and its record arrives while the caller works on `node`.
     #[inline]
     pub(crate) fn prefetch_successor(&self, node: NodePtr) {
-        // Under loom the hints are nothing, and their loads would only add
-        // interleavings for the model checker to explore.
-        #[cfg(not(loom))]
+        // Where prefetches are no-ops (other processors, Miri) and under
+        // loom (whose model checker would only explore the extra loads'
+        // interleavings), the successor is not read at all.
+        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(next) = self.next(node) {
-            self.prefetch_record(next);
-            self.prefetch_next(next.0, 0);
+            self.prefetch_record_and_next(next);
         }
-        #[cfg(loom)]
+        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
         let _ = node;
     }
 

@@ -381,6 +381,15 @@ fn a_range_tombstone_alone_makes_the_memtable_non_empty() {
     let mut it = MemTableIter::new(m.clone());
     it.first().unwrap();
     assert!(!it.valid(), "point iterator skips range tombstones");
+    // A get does not take the memtable for empty: the tombstone decides.
+    assert_eq!(
+        m.get(b"a", 5),
+        Lookup::Deleted {
+            seqno: 3,
+            by: DeletedBy::RangeTombstone
+        }
+    );
+    assert_eq!(m.get(b"b", 5), Lookup::NotFound);
 }
 
 #[test]

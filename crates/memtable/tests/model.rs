@@ -23,8 +23,20 @@ enum Op {
 }
 
 fn user_key() -> impl Strategy<Value = Vec<u8>> {
-    // A small alphabet so versions, tombstones and ranges collide often.
-    proptest::collection::vec(b'a'..b'e', 0..3)
+    // A small alphabet so versions, tombstones and ranges collide often;
+    // zero bytes, and keys that share their first eight bytes (the
+    // skiplist's key word) and differ after them or only in length, so
+    // that equal words between distinct keys are common too.
+    let tail = proptest::collection::vec(prop_oneof![Just(0u8), b'a'..b'e'], 0..3);
+    (any::<bool>(), tail).prop_map(|(long, tail)| {
+        let mut key = if long {
+            b"prefix\0a".to_vec()
+        } else {
+            Vec::new()
+        };
+        key.extend(tail);
+        key
+    })
 }
 
 fn op() -> impl Strategy<Value = Op> {

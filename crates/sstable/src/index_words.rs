@@ -122,6 +122,13 @@ impl IndexWords {
         let mut starts = BlockStarts::new(n);
         it.first().ok()?;
         while it.valid() {
+            // Entry `i` must be the one restart point `i` names: positions
+            // in `words` and `block_starts` are restart indexes, which the
+            // index block's own cursors (ties, iterators) go by. A damaged
+            // restart array would make the two disagree.
+            if words.len() >= n || index.restart(words.len() as u32).ok()? != it.entry_offset() {
+                return None;
+            }
             words.push(word_of(ordering.of(it.key()), &common));
             starts.add(BlockHandle::decode_exact(it.value()));
             it.next().ok()?;
@@ -381,12 +388,42 @@ mod tests {
         let words = table.index_words().unwrap();
         assert!(words.len() > 100, "{} blocks", words.len());
         assert!(words.has_handles());
-        assert_eq!(
-            table.get(b"key00004321").unwrap().as_deref(),
-            Some(&[7u8; 100][..])
-        );
-        assert_eq!(table.get(b"key00004321x").unwrap(), None);
+        // Every key, and every gap after one: a gap after a block's last
+        // key is below that block's separator, so the lookup reads the
+        // block, finds nothing at or after the target, and steps to the
+        // next block's first entry.
+        let mut stats = crate::ReadStats::default();
+        let mut found = Vec::new();
+        for i in 0..5000u32 {
+            let key = format!("key{i:08}");
+            let value = table.point_lookup(None, key.as_bytes(), &mut found, &mut stats);
+            assert_eq!(value.unwrap().as_deref(), Some(&[7u8; 100][..]), "{key}");
+            assert_eq!(found, key.as_bytes());
+            let gap = format!("{key}x");
+            let next = table.point_lookup(None, gap.as_bytes(), &mut found, &mut stats);
+            if i == 4999 {
+                assert_eq!(next.unwrap(), None);
+            } else {
+                assert!(next.unwrap().is_some());
+                assert_eq!(found, format!("key{:08}", i + 1).as_bytes(), "{gap}");
+            }
+        }
         assert_eq!(table.get(b"zzz").unwrap(), None);
+    }
+
+    #[test]
+    fn a_restart_array_that_disagrees_with_the_entries_gets_no_words() {
+        let (index, _) = index_with_handles(&["b", "d", "f"], 0, 0);
+        let mut bytes = index.data().to_vec();
+        // Swap restart points 0 and 1 (the array precedes the count).
+        let at = bytes.len() - 4 - 3 * 4;
+        let (r0, r1) = (at, at + 4);
+        let first: [u8; 4] = bytes[r0..r0 + 4].try_into().unwrap();
+        bytes.copy_within(r1..r1 + 4, r0);
+        bytes[r1..r1 + 4].copy_from_slice(&first);
+        let swapped = Block::new(bytes::Bytes::from(bytes)).unwrap();
+        assert!(IndexWords::build(&swapped, BytewiseComparator::NAME).is_none());
+        assert!(IndexWords::build(&index, BytewiseComparator::NAME).is_some());
     }
 
     #[test]

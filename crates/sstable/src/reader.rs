@@ -724,6 +724,12 @@ impl<C: Comparator> SstReader<C> {
             if lo == hi {
                 return Ok(PointIndexCursor::Words { words, pos: lo });
             }
+            let mut index = BlockIter::new(&self.index, Vec::new());
+            seek_in_candidates(&mut index, lo, hi, target, |a, b| {
+                self.comparator.compare(a, b)
+            })
+            .map_err(|e| self.index_corrupt(e))?;
+            return Ok(PointIndexCursor::Block(index));
         }
         // Index keys are restart entries, kept in the block: the cursor
         // borrows the pinned index and allocates nothing.

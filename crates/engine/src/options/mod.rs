@@ -168,7 +168,8 @@ pub struct Options {
     pub memtable_whole_key_filtering: bool,
     /// Immutable memtables merged into one flush (default 1).
     pub min_write_buffer_number_to_merge: usize,
-    /// Memtable arena block size; 0 (default) picks
+    /// Memtable arena block size (of the keys and values; the skiplist
+    /// nodes' blocks are a quarter of it); 0 (default) picks
     /// `min(1 MiB, write_buffer_size / 8)`.
     pub arena_block_size: usize,
 
