@@ -150,16 +150,32 @@ impl BloomBuilder {
     }
 }
 
+/// One 512-bit line of a filter, aligned to a cache line: a probe then
+/// touches exactly one cache line of memory (a line read into a plain
+/// buffer would straddle two three times in four).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct FilterLine([u8; LINE_BYTES]);
+
 /// A decoded filter, answering "may the table hold this key?".
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct BloomFilter {
-    data: Bytes,
-    num_lines: u32,
+    lines: Box<[FilterLine]>,
     probes: u8,
 }
 
+impl std::fmt::Debug for BloomFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BloomFilter")
+            .field("lines", &self.lines.len())
+            .field("probes", &self.probes)
+            .finish()
+    }
+}
+
 impl BloomFilter {
-    /// Decodes a filter block; the error is a phrase.
+    /// Decodes a filter block, copying its lines into cache-line-aligned
+    /// memory; the error is a phrase.
     pub(crate) fn decode(data: Bytes) -> Result<BloomFilter, &'static str> {
         let Some(meta_at) = data.len().checked_sub(FILTER_META_LEN) else {
             return Err("filter block shorter than its metadata");
@@ -179,21 +195,40 @@ impl BloomFilter {
         if num_lines as u64 * LINE_BYTES as u64 != meta_at as u64 {
             return Err("filter line count does not match the block size");
         }
-        Ok(BloomFilter {
-            data,
-            num_lines,
-            probes,
-        })
+        let lines = data[..meta_at]
+            .chunks_exact(LINE_BYTES)
+            .map(|c| FilterLine(c.try_into().expect("chunks_exact gives whole lines")))
+            .collect();
+        Ok(BloomFilter { lines, probes })
+    }
+
+    /// The line a key with this filter hash probes, if the filter has any.
+    #[inline]
+    fn line(&self, hash: u64) -> Option<&FilterLine> {
+        let num_lines = self.lines.len() as u32;
+        if num_lines == 0 {
+            return None;
+        }
+        Some(&self.lines[line_of(hash as u32, num_lines)])
+    }
+
+    /// Starts loading the line a key with this filter hash probes, so that
+    /// [`may_contain_hash`](Self::may_contain_hash) a little later finds it
+    /// in the cache: the caller does other work (the index search) while
+    /// the load is under way.
+    #[inline]
+    pub(crate) fn prefetch_hash(&self, hash: u64) {
+        if let Some(line) = self.line(hash) {
+            lithify_base::hint::prefetch_read(line);
+        }
     }
 
     /// Whether a key with this filter hash may have been added.
     #[inline]
     pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
-        if self.num_lines == 0 {
+        let Some(FilterLine(bits)) = self.line(hash) else {
             return false;
-        }
-        let line = line_of(hash as u32, self.num_lines) * LINE_BYTES;
-        let bits = &self.data[line..line + LINE_BYTES];
+        };
         let mut h = (hash >> 32) as u32;
         for _ in 0..self.probes {
             let bit = (h >> 23) as usize;
@@ -211,9 +246,9 @@ impl BloomFilter {
         self.may_contain_hash(filter_hash(filter_key))
     }
 
-    /// Size of the stored filter.
+    /// Size of the stored filter (its lines and metadata).
     pub(crate) fn size(&self) -> usize {
-        self.data.len()
+        self.lines.len() * LINE_BYTES + FILTER_META_LEN
     }
 
     /// Probes per key.

@@ -38,6 +38,7 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 
+use lithify_base::hint;
 use lithify_base::key::{TRAILER_LEN, user_key};
 use lithify_base::{BytewiseComparator, Comparator, InternalKeyComparator};
 
@@ -84,6 +85,11 @@ pub(crate) struct IndexWords {
     common: Box<[u8]>,
     /// Per entry, the 8 ordering-key bytes after `common`, big-endian.
     words: Box<[u64]>,
+    /// The first word of every [`BUCKET`] words: a search finds its bucket
+    /// here (a sixteenth of the words, which stays in the processor's
+    /// cache), then only the bucket's two or three cache lines of `words`
+    /// are read, instead of a miss at each of the last binary-search steps.
+    summary: Box<[u64]>,
     /// Per entry, the offset of its data block, then the end of the last
     /// one (trailer included): `len() + 1` offsets. Empty when a handle did
     /// not decode, the blocks are not back to back, or the table passes
@@ -138,17 +144,21 @@ impl IndexWords {
         if words.len() != n {
             return None;
         }
+        let summary = words.iter().step_by(BUCKET).copied().collect();
         Some(IndexWords {
             ordering,
             common,
             words: words.into_boxed_slice(),
+            summary,
             block_starts: starts.finish(),
         })
     }
 
     /// Bytes held.
     pub(crate) fn size(&self) -> usize {
-        self.words.len() * 8 + self.block_starts.len() * 4 + self.common.len()
+        (self.words.len() + self.summary.len()) * 8
+            + self.block_starts.len() * 4
+            + self.common.len()
     }
 
     /// The number of index entries.
@@ -179,8 +189,40 @@ impl IndexWords {
     /// entry of the range that is `>= target` in a full comparison, or `hi`
     /// if none is.
     pub(crate) fn candidates(&self, target: &[u8]) -> (usize, usize) {
-        let w = word_of(self.ordering.of(target), &self.common);
-        let lo = self.words.partition_point(|&x| x < w);
+        self.finish_search(self.start_search(target))
+    }
+
+    /// The first half of [`candidates`](Self::candidates): finds the bucket
+    /// of words that holds the answer in the summary and starts loading it
+    /// (and its block starts), so that the caller can do other work (the
+    /// filter probe) while the loads are under way.
+    pub(crate) fn start_search(&self, target: &[u8]) -> WordSearch {
+        let word = word_of(self.ordering.of(target), &self.common);
+        // Buckets before `k` start below `word`, the rest at or above it:
+        // the first word `>= word` is in bucket `k - 1`, or is the first of
+        // bucket `k`, where the bucket search ends when it finds none.
+        let k = self.summary.partition_point(|&x| x < word);
+        let (start, end) = match k {
+            0 => (0, 0),
+            k => ((k - 1) * BUCKET, (k * BUCKET).min(self.words.len())),
+        };
+        if start < end {
+            // A bucket is 128 bytes: at most three cache lines.
+            hint::prefetch_read(&self.words[start]);
+            hint::prefetch_read(&self.words[start + (end - start) / 2]);
+            hint::prefetch_read(&self.words[end - 1]);
+            if let Some(first) = self.block_starts.get(start) {
+                hint::prefetch_read(first);
+                hint::prefetch_read(&self.block_starts[end]);
+            }
+        }
+        WordSearch { word, start, end }
+    }
+
+    /// The second half of [`candidates`](Self::candidates).
+    pub(crate) fn finish_search(&self, search: WordSearch) -> (usize, usize) {
+        let WordSearch { word: w, start, end } = search;
+        let lo = start + self.words[start..end].partition_point(|&x| x < w);
         // Ties are rare and short: gallop over them from `lo` instead of a
         // second search over the whole tail.
         let rest = &self.words[lo..];
@@ -192,6 +234,21 @@ impl IndexWords {
         let hi = lo + rest[..end].partition_point(|&x| x <= w);
         (lo, hi)
     }
+}
+
+/// Words per bucket of [`IndexWords::summary`].
+const BUCKET: usize = 16;
+
+/// A search of the index words between its two halves
+/// ([`IndexWords::start_search`], [`IndexWords::finish_search`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WordSearch {
+    /// The target's word.
+    word: u64,
+    /// The bucket of words that holds the first word `>= word`, or ends
+    /// just before it.
+    start: usize,
+    end: usize,
 }
 
 /// Collects [`IndexWords::block_starts`] while it holds: each handle must
@@ -365,7 +422,8 @@ mod tests {
         assert_eq!(words.handle(3), None);
         // "c" ties with no word: the answer is entry 1, from the handles.
         assert_eq!(words.candidates(b"c"), (1, 1));
-        assert_eq!(words.size(), 3 * 8 + 4 * 4 + words.common.len());
+        // Three words, a summary of one, four block starts.
+        assert_eq!(words.size(), (3 + 1) * 8 + 4 * 4 + words.common.len());
     }
 
     /// The tables this crate writes keep their data blocks back to back,
@@ -438,7 +496,7 @@ mod tests {
         let block = block_of(&[b"a".to_vec(), b"b".to_vec()]);
         let words = IndexWords::build(&block, BytewiseComparator::NAME).unwrap();
         assert!(!words.has_handles());
-        assert_eq!(words.size(), 2 * 8 + words.common.len());
+        assert_eq!(words.size(), (2 + 1) * 8 + words.common.len());
     }
 
     #[test]
@@ -487,6 +545,31 @@ mod tests {
                 plain_first_ge(&block, target.as_bytes(), &BytewiseComparator),
                 "{target}"
             );
+        }
+    }
+
+    /// The summary's buckets: answers on each side of every bucket edge,
+    /// before the first word and past the last, match a search of all the
+    /// words.
+    #[test]
+    fn bucket_edges() {
+        for n in [1usize, 15, 16, 17, 32, 33, 100] {
+            let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("k{:03}", i * 2).into_bytes()).collect();
+            let block = block_of(&keys);
+            let words = IndexWords::build(&block, BytewiseComparator::NAME).unwrap();
+            assert_eq!(words.summary.len(), n.div_ceil(BUCKET), "{n}");
+            let targets = (0..=2 * n + 1).map(|t| format!("k{t:03}"));
+            for target in targets.chain(["a".into(), "z".into()]) {
+                let w = word_of(target.as_bytes(), &words.common);
+                let lo = words.words.partition_point(|&x| x < w);
+                let hi = words.words.partition_point(|&x| x <= w);
+                assert_eq!(words.candidates(target.as_bytes()), (lo, hi), "{n} {target}");
+                assert_eq!(
+                    first_ge(&block, &words, target.as_bytes(), &BytewiseComparator),
+                    plain_first_ge(&block, target.as_bytes(), &BytewiseComparator),
+                    "{n} {target}"
+                );
+            }
         }
     }
 

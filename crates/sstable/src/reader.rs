@@ -14,12 +14,12 @@ use crate::block::{Block, BlockError, BlockIter};
 use crate::cache::BlockCache;
 use crate::compression::decompress_zstd;
 use crate::error::{CorruptionSnafu, Error, IncompatibleSnafu, IoSnafu, Result};
-use crate::filter::BloomFilter;
+use crate::filter::{BloomFilter, filter_hash};
 use crate::format::{
     BLOCK_TRAILER_LEN, BLOCK_TYPE_RAW, BLOCK_TYPE_ZSTD, BlockHandle, FOOTER_LEN, Footer,
     META_FILTER, META_PROPERTIES, META_RANGE_DEL, verify_stored_block,
 };
-use crate::index_words::{IndexWords, seek_in_candidates};
+use crate::index_words::{IndexWords, WordSearch, seek_in_candidates};
 use crate::iter::SstIter;
 use crate::options::SstOptions;
 use crate::properties::Properties;
@@ -669,14 +669,30 @@ impl<C: Comparator> SstReader<C> {
         key_out: &mut Vec<u8>,
         stats: &mut ReadStats,
     ) -> Result<Option<Bytes>> {
-        if let (Some(filter), Some(fk)) = (&self.filter, filter_key) {
+        // The filter's line and the index words' bucket are both likely
+        // cache misses: start both loads before waiting on either. When the
+        // filter says no, the words' loads were only a hint.
+        let filter = match (&self.filter, filter_key) {
+            (Some(filter), Some(fk)) => {
+                let hash = filter_hash(fk);
+                filter.prefetch_hash(hash);
+                Some((filter, hash))
+            }
+            _ => None,
+        };
+        let words = self
+            .index_words
+            .as_ref()
+            .filter(|w| w.has_handles())
+            .map(|w| (w, w.start_search(target)));
+        if let Some((filter, hash)) = filter {
             stats.filter_checks += 1;
-            if !filter.may_contain(fk) {
+            if !filter.may_contain_hash(hash) {
                 stats.filter_negatives += 1;
                 return Ok(None);
             }
         }
-        let mut index = self.point_index_cursor(target)?;
+        let mut index = self.point_index_cursor(target, words)?;
         let mut buf = std::mem::take(key_out);
         let mut first_block = true;
         while let Some(handle) = index.handle(self)? {
@@ -716,11 +732,15 @@ impl<C: Comparator> SstReader<C> {
     /// positions in the index words' handle array when no word ties with
     /// the target's (the index block is not read at all), else a cursor
     /// over the index block.
-    fn point_index_cursor(&self, target: &[u8]) -> Result<PointIndexCursor<'_>> {
-        if let Some(words) = &self.index_words
-            && words.has_handles()
-        {
-            let (lo, hi) = words.candidates(target);
+    /// `words` is the table's index words with a search for `target`
+    /// started, when they keep the blocks' handles.
+    fn point_index_cursor<'a>(
+        &'a self,
+        target: &[u8],
+        words: Option<(&'a IndexWords, WordSearch)>,
+    ) -> Result<PointIndexCursor<'a>> {
+        if let Some((words, search)) = words {
+            let (lo, hi) = words.finish_search(search);
             if lo == hi {
                 return Ok(PointIndexCursor::Words { words, pos: lo });
             }
