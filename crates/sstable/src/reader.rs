@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use lithify_base::{BytewiseComparator, Comparator};
 use lithify_vfs::RandomAccessFile;
 use snafu::IntoError as _;
@@ -452,6 +452,19 @@ pub(crate) fn read_block(
     verify: bool,
     handle: BlockHandle,
 ) -> Result<(Bytes, u64, u8)> {
+    read_block_into(file, path, limit, verify, handle, None)
+}
+
+/// [`read_block`], reading into `spare` (a buffer whose contents do not
+/// matter) when it is large enough instead of a new allocation.
+fn read_block_into(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    limit: u64,
+    verify: bool,
+    handle: BlockHandle,
+    spare: Option<BytesMut>,
+) -> Result<(Bytes, u64, u8)> {
     let corrupt = |message: String| {
         CorruptionSnafu {
             path: path.to_path_buf(),
@@ -471,9 +484,18 @@ pub(crate) fn read_block(
     }
     // `end <= limit <= file size` and the file is in memory or addressable.
     let len = handle.size as usize + BLOCK_TRAILER_LEN;
-    let buf = file
-        .read_vec(handle.offset, len)
-        .map_err(|e| io_error(path, handle.offset, len, e))?;
+    // Either way the buffer becomes `Bytes` without a copy (a `Vec` whose
+    // length is its capacity needs no second allocation either).
+    let buf = match spare {
+        Some(mut buf) if buf.capacity() >= len => {
+            // Cut or extend to `len`; every byte is then read over.
+            buf.resize(len, 0);
+            file.read_exact_at(handle.offset, &mut buf)
+                .map(|()| buf.freeze())
+        }
+        _ => file.read_vec(handle.offset, len).map(Bytes::from),
+    }
+    .map_err(|e| io_error(path, handle.offset, len, e))?;
     // The stored bytes and the type byte are adjacent: one hashing pass.
     let block_type = if verify {
         verify_stored_block(&buf).map_err(corrupt)?
@@ -482,10 +504,8 @@ pub(crate) fn read_block(
     };
     let contents_len = handle.size as usize;
     let block = match block_type {
-        // The trailer stays in the buffer, out of the block's view: a
-        // buffer whose length is its capacity becomes `Bytes` without a
-        // copy or a second allocation.
-        BLOCK_TYPE_RAW => Bytes::from(buf).slice(..contents_len),
+        // The trailer stays in the buffer, out of the block's view.
+        BLOCK_TYPE_RAW => buf.slice(..contents_len),
         BLOCK_TYPE_ZSTD => Bytes::from(decompress_zstd(&buf[..contents_len]).map_err(corrupt)?),
         other => return Err(corrupt(format!("unknown block type {other}"))),
     };
@@ -625,19 +645,24 @@ impl<C: Comparator> SstReader<C> {
 
     /// The data block at `handle`, from the cache or the file.
     pub(crate) fn data_block(&self, handle: BlockHandle, stats: &mut ReadStats) -> Result<Block> {
-        if let Some(cache) = &self.cache
-            && let Some(block) = cache.get_block(self.cache_id, handle.offset)
-        {
-            stats.blocks_from_cache += 1;
-            return Ok(block);
+        let mut spare = None;
+        if let Some(cache) = &self.cache {
+            match cache.get_block_or_spare(self.cache_id, handle.offset) {
+                Ok(block) => {
+                    stats.blocks_from_cache += 1;
+                    return Ok(block);
+                }
+                Err(buffer) => spare = buffer,
+            }
         }
         let limit = self.footer_at();
-        let (bytes, read, _) = read_block(
+        let (bytes, read, _) = read_block_into(
             &*self.file,
             &self.path,
             limit,
             self.verify_checksums,
             handle,
+            spare,
         )?;
         stats.blocks_from_file += 1;
         stats.bytes_from_file += read;

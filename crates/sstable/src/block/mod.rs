@@ -123,6 +123,11 @@ impl Block {
         &self.data
     }
 
+    /// The block's bytes, giving the block up.
+    pub(crate) fn into_data(self) -> Bytes {
+        self.data
+    }
+
     /// Whether the block has no entries.
     pub fn is_empty(&self) -> bool {
         self.num_restarts == 0
