@@ -56,6 +56,12 @@ pub struct CacheStats {
 /// shard's lock (no extra shared atomics on the read path) and summed by
 /// [`BlockCache::stats`].
 ///
+/// **Spare buffers:** each shard keeps the buffers of its last few evicted
+/// blocks (at most four, each at most 1/64 of the shard's capacity, so at
+/// most 1/16 of the capacity on top of it; not counted in
+/// [`CacheStats::usage`]), and a table read that misses reads into one no
+/// one holds any more instead of allocating.
+///
 /// ```
 /// use bytes::Bytes;
 /// use lithify_sstable::BlockCache;
@@ -172,7 +178,11 @@ impl BlockCache {
     /// shard has one, the buffer of an evicted block that no one holds any
     /// more, for the caller to read the missing block into. Its contents
     /// are stale bytes of another block.
-    pub(crate) fn get_block_or_spare(&self, table_id: u64, offset: u64) -> Result<Block, Option<BytesMut>> {
+    pub(crate) fn get_block_or_spare(
+        &self,
+        table_id: u64,
+        offset: u64,
+    ) -> Result<Block, Option<BytesMut>> {
         let key = CacheKey {
             table: table_id,
             offset,
@@ -190,6 +200,15 @@ impl BlockCache {
             },
             None => Err(shard.take_spare()),
         }
+    }
+
+    /// Spares handed out, and the bytes the shards keep now.
+    #[cfg(test)]
+    pub(crate) fn spare_counts(&self) -> (u64, usize) {
+        self.shards.iter().fold((0, 0), |(n, b), shard| {
+            let shard = shard.lock();
+            (n + shard.spares_reused, b + shard.spare_bytes())
+        })
     }
 
     /// Caches the parsed `block` at `offset` of table `table_id`, charged
@@ -280,13 +299,6 @@ impl Cached {
             Cached::Bytes(bytes) => bytes,
         }
     }
-
-    fn into_data(self) -> Bytes {
-        match self {
-            Cached::Block(block) => block.into_data(),
-            Cached::Bytes(bytes) => bytes,
-        }
-    }
 }
 
 /// Evicted blocks' buffers a shard keeps for the next reads to fill
@@ -294,8 +306,8 @@ impl Cached {
 /// that misses the cache, then evicts a block to make room, would otherwise
 /// free one buffer and allocate another of about the same size: under
 /// glibc a free of a few kilobytes touches its neighbours' headers, cold
-/// memory, and that was 5 % of a 10M-key readrandom profile and 12 % of a
-/// seekrandom one.
+/// memory: `free`, `malloc` and the drop of evicted blocks were 18 % of a
+/// 10M-key seekrandom profile.
 const SPARES_PER_SHARD: usize = 4;
 
 #[derive(Debug)]
@@ -323,6 +335,8 @@ struct Shard {
     /// Buffers of evicted blocks, which other holders may still share (a
     /// buffer is reused only once it is no longer shared).
     spares: Vec<Bytes>,
+    /// Spares handed out (tests check that reads use them).
+    spares_reused: u64,
 }
 
 impl Shard {
@@ -348,26 +362,49 @@ impl Shard {
             inserts: 0,
             evictions: 0,
             spares: Vec::new(),
+            spares_reused: 0,
         }
     }
 
     /// Keeps an evicted block's buffer for a later read, if there is room
-    /// and it is small beside the shard (each at most 1/64 of its capacity,
-    /// so the spares stay within 1/16 of it).
-    fn keep_spare(&mut self, data: Bytes) {
-        if self.spares.len() < SPARES_PER_SHARD && data.len() <= self.capacity / 64 {
-            self.spares.push(data);
+    /// and it is small beside the shard. Only parsed blocks: bytes cached
+    /// with [`BlockCache::insert`] (blob values) may be slices of a much
+    /// larger buffer, and their caches never read into a spare.
+    fn keep_spare(&mut self, evicted: Cached) {
+        if let Cached::Block(block) = evicted
+            && self.spares.len() < SPARES_PER_SHARD
+            && block.data().len() <= self.spare_limit()
+        {
+            self.spares.push(block.into_data());
         }
     }
 
-    /// A kept buffer no one else holds any more, to read into.
+    /// The largest buffer a spare may be: 1/64 of the shard's capacity, so
+    /// the spares hold at most 1/16 of it on top of it (shards under
+    /// 256 KiB keep no 4 KiB blocks).
+    fn spare_limit(&self) -> usize {
+        self.capacity / 64
+    }
+
+    /// A kept buffer no one else holds any more, to read into; one whose
+    /// allocation turns out larger than the limit (its block was a view of
+    /// a larger buffer) is freed instead.
     fn take_spare(&mut self) -> Option<BytesMut> {
         while let Some(data) = self.spares.pop() {
-            if let Ok(unique) = data.try_into_mut() {
+            if let Ok(unique) = data.try_into_mut()
+                && unique.capacity() <= self.spare_limit()
+            {
+                self.spares_reused += 1;
                 return Some(unique);
             }
         }
         None
+    }
+
+    /// Bytes of the spare buffers' views (tests check the bound).
+    #[cfg(test)]
+    fn spare_bytes(&self) -> usize {
+        self.spares.iter().map(Bytes::len).sum()
     }
 
     fn unlink(&mut self, i: u32) {
@@ -446,7 +483,7 @@ impl Shard {
             self.free.push(victim);
             self.evictions += 1;
             if let Some(evicted) = evicted {
-                self.keep_spare(evicted.into_data());
+                self.keep_spare(evicted);
             }
         }
     }
@@ -487,13 +524,43 @@ mod tests {
         assert!(matches!(cache.get_block_or_spare(t, 0), Err(None)));
         // The next eviction's buffer is no one else's.
         cache.insert_block(t, 1001, data(4));
-        let spare = cache.get_block_or_spare(t, 1).unwrap_err().expect("a spare");
+        let spare = cache
+            .get_block_or_spare(t, 1)
+            .unwrap_err()
+            .expect("a spare");
         assert_eq!(spare.len(), size);
         assert_eq!(spare[0], data(2).data()[0]);
         assert!(matches!(cache.get_block_or_spare(t, 1), Err(None)));
         // Hits are hits.
         assert!(cache.get_block_or_spare(t, 1001).is_ok());
         drop(held);
+    }
+
+    /// Bytes cached with `insert` (blob values, possibly views of a larger
+    /// buffer) are never kept as spares, and the spares stay within 1/16
+    /// of the capacity.
+    #[test]
+    fn spares_are_blocks_only_and_bounded() {
+        let cache = BlockCache::with_shard_bits(64 * 4096, 0);
+        let t = cache.new_table_id();
+        let big = Bytes::from(vec![9u8; 64 * 1024]);
+        for i in 0..400 {
+            cache.insert(t, i, big.slice(..1000));
+        }
+        assert!(cache.stats().evictions > 0);
+        assert_eq!(cache.spare_counts(), (0, 0));
+        assert!(matches!(cache.get_block_or_spare(t, 0), Err(None)));
+        let block = |n: usize| {
+            let mut b = crate::block::BlockBuilder::new(16);
+            b.add(b"k", &vec![1u8; n]);
+            Block::new(Bytes::from(b.finish().to_vec())).unwrap()
+        };
+        // 3 KiB blocks (under the 4 KiB limit) and 8 KiB ones (over it).
+        for i in 0..200 {
+            cache.insert_block(t, 1000 + i, block(if i % 2 == 0 { 3000 } else { 8000 }));
+        }
+        let (_, bytes) = cache.spare_counts();
+        assert!(bytes > 0 && bytes <= cache.capacity() / 16, "{bytes}");
     }
 
     #[test]

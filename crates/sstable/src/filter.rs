@@ -158,7 +158,6 @@ impl BloomBuilder {
 struct FilterLine([u8; LINE_BYTES]);
 
 /// A decoded filter, answering "may the table hold this key?".
-#[derive(Clone)]
 pub(crate) struct BloomFilter {
     lines: Box<[FilterLine]>,
     probes: u8,
@@ -175,7 +174,8 @@ impl std::fmt::Debug for BloomFilter {
 
 impl BloomFilter {
     /// Decodes a filter block, copying its lines into cache-line-aligned
-    /// memory; the error is a phrase.
+    /// memory (the block's own buffer is freed once the caller drops it);
+    /// the error is a phrase.
     pub(crate) fn decode(data: Bytes) -> Result<BloomFilter, &'static str> {
         let Some(meta_at) = data.len().checked_sub(FILTER_META_LEN) else {
             return Err("filter block shorter than its metadata");
@@ -246,9 +246,9 @@ impl BloomFilter {
         self.may_contain_hash(filter_hash(filter_key))
     }
 
-    /// Size of the stored filter (its lines and metadata).
+    /// Bytes held in memory (the lines).
     pub(crate) fn size(&self) -> usize {
-        self.lines.len() * LINE_BYTES + FILTER_META_LEN
+        self.lines.len() * LINE_BYTES
     }
 
     /// Probes per key.
@@ -270,6 +270,21 @@ mod tests {
         let mut out = Vec::new();
         b.finish_into(&mut out);
         BloomFilter::decode(Bytes::from(out)).unwrap()
+    }
+
+    #[test]
+    fn lines_are_cache_line_aligned() {
+        let f = build((0..1000u64).map(key), 10_000);
+        assert_eq!(f.lines.as_ptr() as usize % 64, 0);
+        assert_eq!(f.size(), f.lines.len() * LINE_BYTES);
+        for i in 0..1000 {
+            f.prefetch_hash(filter_hash(&key(i)));
+            assert!(f.may_contain(&key(i)));
+        }
+        // An empty filter: nothing to load, nothing may be there.
+        let empty = build(std::iter::empty(), 10_000);
+        empty.prefetch_hash(filter_hash(b"x"));
+        assert!(!empty.may_contain(b"x"));
     }
 
     fn key(i: u64) -> Vec<u8> {
@@ -345,7 +360,8 @@ mod tests {
     #[test]
     fn empty_filter_matches_nothing() {
         let f = build(std::iter::empty(), 10_000);
-        assert_eq!(f.size(), FILTER_META_LEN);
+        // No lines are held (the metadata is not kept in memory).
+        assert_eq!(f.size(), 0);
         assert!(!f.may_contain(b"anything"));
     }
 

@@ -144,14 +144,23 @@ impl IndexWords {
         if words.len() != n {
             return None;
         }
+        Some(IndexWords::new(ordering, common, words, starts.finish()))
+    }
+
+    fn new(
+        ordering: OrderingKey,
+        common: Box<[u8]>,
+        words: Vec<u64>,
+        block_starts: Box<[u32]>,
+    ) -> Self {
         let summary = words.iter().step_by(BUCKET).copied().collect();
-        Some(IndexWords {
+        IndexWords {
             ordering,
             common,
             words: words.into_boxed_slice(),
             summary,
-            block_starts: starts.finish(),
-        })
+            block_starts,
+        }
     }
 
     /// Bytes held.
@@ -221,17 +230,21 @@ impl IndexWords {
 
     /// The second half of [`candidates`](Self::candidates).
     pub(crate) fn finish_search(&self, search: WordSearch) -> (usize, usize) {
-        let WordSearch { word: w, start, end } = search;
+        let WordSearch {
+            word: w,
+            start,
+            end,
+        } = search;
         let lo = start + self.words[start..end].partition_point(|&x| x < w);
         // Ties are rare and short: gallop over them from `lo` instead of a
         // second search over the whole tail.
         let rest = &self.words[lo..];
-        let mut end = 1;
-        while end < rest.len() && rest[end - 1] <= w {
-            end *= 2;
+        let mut reach = 1;
+        while reach < rest.len() && rest[reach - 1] <= w {
+            reach *= 2;
         }
-        let end = end.min(rest.len());
-        let hi = lo + rest[..end].partition_point(|&x| x <= w);
+        let reach = reach.min(rest.len());
+        let hi = lo + rest[..reach].partition_point(|&x| x <= w);
         (lo, hi)
     }
 }
@@ -554,7 +567,9 @@ mod tests {
     #[test]
     fn bucket_edges() {
         for n in [1usize, 15, 16, 17, 32, 33, 100] {
-            let keys: Vec<Vec<u8>> = (0..n).map(|i| format!("k{:03}", i * 2).into_bytes()).collect();
+            let keys: Vec<Vec<u8>> = (0..n)
+                .map(|i| format!("k{:03}", i * 2).into_bytes())
+                .collect();
             let block = block_of(&keys);
             let words = IndexWords::build(&block, BytewiseComparator::NAME).unwrap();
             assert_eq!(words.summary.len(), n.div_ceil(BUCKET), "{n}");
@@ -563,7 +578,11 @@ mod tests {
                 let w = word_of(target.as_bytes(), &words.common);
                 let lo = words.words.partition_point(|&x| x < w);
                 let hi = words.words.partition_point(|&x| x <= w);
-                assert_eq!(words.candidates(target.as_bytes()), (lo, hi), "{n} {target}");
+                assert_eq!(
+                    words.candidates(target.as_bytes()),
+                    (lo, hi),
+                    "{n} {target}"
+                );
                 assert_eq!(
                     first_ge(&block, &words, target.as_bytes(), &BytewiseComparator),
                     plain_first_ge(&block, target.as_bytes(), &BytewiseComparator),
@@ -571,6 +590,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The two-step search over the summary and a bucket, against both
+    /// partition points of the whole array: sorted words with long runs of
+    /// ties, which cross bucket edges.
+    #[test]
+    fn candidates_are_the_partition_points() {
+        proptest!(|(mut words in proptest::collection::vec(0u64..40, 1..200), targets in proptest::collection::vec(0u64..42, 1..50))| {
+            words.sort_unstable();
+            let starts: Box<[u32]> = (0..=words.len() as u32).map(|i| i * 100).collect();
+            let w = IndexWords::new(OrderingKey::Whole, Box::default(), words.clone(), starts);
+            for t in targets.into_iter().chain(words.iter().step_by(BUCKET).copied()) {
+                let lo = words.partition_point(|&x| x < t);
+                let hi = words.partition_point(|&x| x <= t);
+                prop_assert_eq!(w.candidates(&t.to_be_bytes()), (lo, hi), "{}", t);
+                prop_assert_eq!(w.handle(lo).map(|h| h.offset), (lo < words.len()).then(|| lo as u64 * 100));
+            }
+        });
     }
 
     proptest! {
