@@ -374,8 +374,8 @@ pub mod text {
 /// The file systems every lithify file goes through.
 pub mod vfs {
     pub use lithify_vfs::{
-        FaultFs, FaultRule, FileLock, FileSystem, MemFs, OpCounts, OpKind, OsFs, RandomAccessFile,
-        WritableFile, lost, parent_dir, read_file, write_file_atomic,
+        FaultFs, FaultRule, FileLock, FileSystem, MemFs, MeteredFs, OpCounts, OpKind, OsFs,
+        RandomAccessFile, SpaceUsage, WritableFile, lost, parent_dir, read_file, write_file_atomic,
     };
 }
 

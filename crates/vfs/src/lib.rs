@@ -39,6 +39,7 @@
 mod fault;
 pub mod lost;
 mod mem;
+mod metered;
 mod os;
 
 use std::fmt;
@@ -48,6 +49,7 @@ use std::sync::Arc;
 
 pub use fault::{FaultFs, FaultRule, OpCounts, OpKind};
 pub use mem::MemFs;
+pub use metered::{MeteredFs, SpaceUsage};
 pub use os::OsFs;
 
 /// A file system: the only way lithify crates reach files.
