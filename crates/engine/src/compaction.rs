@@ -149,6 +149,35 @@ pub(crate) fn compact_range(
     result
 }
 
+/// Waits until the background threads are done for now (see
+/// `DbInner::background_idle`), then deletes what their jobs made
+/// obsolete, so the files on disk are the live ones when this returns
+/// (apart from those an iterator or a disabled deletion holds).
+pub(crate) fn wait_for_compact(db: &DbInner) -> Result<()> {
+    if db.opened_read_only {
+        return Ok(());
+    }
+    let mut st = db.lock_state();
+    loop {
+        if let Some(cause) = st.bg_error() {
+            return ReadOnlySnafu {
+                cause: StdArc::clone(cause),
+            }
+            .fail();
+        }
+        if st.is_shutting_down() {
+            return ShuttingDownSnafu.fail();
+        }
+        if db.background_idle(&st) {
+            break;
+        }
+        st = db.done_cv.wait(st);
+    }
+    drop(st);
+    crate::purge::purge_obsolete_files(db);
+    Ok(())
+}
+
 /// A major compaction of all of `table` (what a scheduled major runs):
 /// everything above the bottom merged down, then the bottom level
 /// rewritten (`BottommostLevelCompaction::ForceOptimized`), which drops

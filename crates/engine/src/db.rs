@@ -439,6 +439,32 @@ impl Db {
         crate::flush::flush_table(&self.inner, DEFAULT_TABLE)
     }
 
+    /// Waits until background work is done for now: every immutable
+    /// memtable flushed, and no flush or compaction running or left to
+    /// pick (RocksDB's `WaitForCompact`). The memtable being written is
+    /// not flushed; call [`flush`](Db::flush) first for that. Returns the
+    /// background error if one stops the work.
+    ///
+    /// With `max_background_jobs = 1` and one writer that calls this
+    /// whenever a write may have switched the memtable, every flush and
+    /// compaction happens at the same point of the write stream in every
+    /// run: the strategies report's deterministic mode.
+    ///
+    /// ```
+    /// # use lithify_engine::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default().write_buffer_size(64 << 10)).unwrap();
+    /// for i in 0..20_000u32 {
+    ///     db.put(i.to_be_bytes(), [7u8; 32]).unwrap();
+    /// }
+    /// db.wait_for_compact().unwrap();
+    /// assert_eq!(db.property("lithify.num-immutable-mem-table").as_deref(), Some("0"));
+    /// assert_eq!(db.property("lithify.num-running-compactions").as_deref(), Some("0"));
+    /// ```
+    pub fn wait_for_compact(&self) -> Result<()> {
+        crate::compaction::wait_for_compact(&self.inner)
+    }
+
     /// Compacts the keys in `[begin, end]` (`None`: unbounded) down to the
     /// last level, after flushing the memtable, and returns when done
     /// (RocksDB's `CompactRange` with default options).

@@ -168,6 +168,11 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
                     g(&t.state().counters.get_blocks),
                     g(&t.state().counters.gets),
                 ),
+                get_tables_probed: g(&t.state().counters.get_tables_probed),
+                get_blocks_read: g(&t.state().counters.get_blocks),
+                scans: g(&t.state().counters.scans),
+                scan_sorted_runs: g(&t.state().counters.scan_sorted_runs),
+                files_written: t.stats().sum().num_output_files,
                 ..TableStats::default()
             });
         }

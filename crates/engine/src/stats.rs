@@ -155,6 +155,17 @@ pub struct TableStats {
     pub read_amp_tables: f64,
     /// Data blocks read per lookup.
     pub read_amp_blocks: f64,
+    /// Tables the lookups probed (`read_amp_tables` × `gets`).
+    pub get_tables_probed: u64,
+    /// Data blocks the lookups read, from the cache or the file.
+    pub get_blocks_read: u64,
+    /// Iterators opened on the table.
+    pub scans: u64,
+    /// Sorted runs of SST files those iterators merged (each L0 file,
+    /// each non-empty level below): what a scan seeks.
+    pub scan_sorted_runs: u64,
+    /// SST files flushes and compactions wrote (trivial moves write none).
+    pub files_written: u64,
     /// `sst_bytes / live_bytes`.
     pub space_amp: f64,
 }

@@ -141,3 +141,42 @@ fn an_obsolete_table_that_cannot_be_deleted_is_said_and_removed_at_the_next_open
     );
     db.close().unwrap();
 }
+
+#[test]
+fn wait_for_compact_returns_once_nothing_is_left_to_flush_or_compact() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = Db::open(
+        "/db",
+        small_options(fs.clone())
+            .level0_file_num_compaction_trigger(2)
+            .max_background_jobs(1),
+    )
+    .unwrap();
+    let level0 = |db: &Db| db.property("lithify.num-files-at-level0").unwrap();
+    let mut flushed = 0;
+    for round in 0..6u32 {
+        // 90 KB into 64 KiB memtables: at least one switch per round,
+        // whose flush (and the compactions after it) run in the
+        // background.
+        for i in 0..300u32 {
+            db.put(format!("key{i:05}"), vec![round as u8; 300])
+                .unwrap();
+        }
+        db.wait_for_compact().unwrap();
+        let now = db.stats().flush_bytes;
+        assert!(now > flushed, "round {round} flushed nothing");
+        flushed = now;
+        for p in [
+            "lithify.num-immutable-mem-table",
+            "lithify.num-running-flushes",
+            "lithify.num-running-compactions",
+        ] {
+            assert_eq!(db.property(p).as_deref(), Some("0"), "{p}");
+        }
+        // The trigger of 2 is never reached at rest, and the obsolete
+        // inputs are gone.
+        assert!(level0(&db).parse::<u32>().unwrap() < 2, "{}", level0(&db));
+        assert_eq!(table_bytes_on_disk(&*fs), live_bytes(&db));
+    }
+    db.close().unwrap();
+}

@@ -337,6 +337,31 @@ impl DbInner {
         None
     }
 
+    /// Whether the background threads are done for now: no flush queued
+    /// or running, no memtable waiting for one, no compaction running, no
+    /// scheduled major compaction due, and no table whose picker would
+    /// pick a compaction (RocksDB's `WaitForCompact` condition).
+    pub(crate) fn background_idle(&self, st: &DbState) -> bool {
+        if !st.flush_queue.is_empty() || st.running_flushes > 0 || st.running_compactions > 0 {
+            return false;
+        }
+        let now = self.options.clock.now_secs();
+        st.tables.values().all(|t| {
+            if t.state.is_dropped() {
+                return true;
+            }
+            if !t.imm.is_empty() || t.next_scheduled_major.is_some_and(|at| at <= now) {
+                return false;
+            }
+            if t.state.options.disable_auto_compactions || st.exclusive_manual > 0 {
+                return true;
+            }
+            let ctx = self.pick_context(t);
+            !t.picker.needs_compaction(&t.version, &ctx)
+                || t.picker.pick_auto(&t.version, &ctx).is_none()
+        })
+    }
+
     /// Waits until no compaction runs on the background threads (an
     /// exclusive manual compaction's start), a background error or the
     /// shutdown.

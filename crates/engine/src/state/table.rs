@@ -60,6 +60,11 @@ pub(crate) struct TableCounters {
     pub(crate) compaction_write_bytes: AtomicU64,
     /// Bytes flushes and compactions wrote to blob files.
     pub(crate) blob_write_bytes: AtomicU64,
+    /// Iterators opened on the table.
+    pub(crate) scans: AtomicU64,
+    /// The sorted runs of SST files those iterators merged (each L0
+    /// file, each non-empty level below).
+    pub(crate) scan_sorted_runs: AtomicU64,
 }
 
 /// The `Adaptive` strategy's observation of a table: reads counted with
