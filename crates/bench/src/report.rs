@@ -487,11 +487,23 @@ struct WorkloadRunJson<'a> {
     read_amp_tables_per_get: f64,
     space_amp: f64,
     cpu_us_per_op: Option<f64>,
+    /// CPU µs per operation of every run of the cell (the reported one is
+    /// their median).
+    cpu_us_per_op_runs: &'a [f64],
     latency_us: Latency,
+    /// `synchronous` (deterministic counts) or `background`.
+    schedule: &'static str,
+    /// The engine's counts of the operations' work.
+    counts: &'a crate::strategies::WorkCounts,
+    /// The counts priced at `cpu_costs`.
+    counted_us_per_op: f64,
 }
 
-/// The JSON line of a workload run.
-pub fn workload_json(r: &crate::strategies::WorkloadRun) -> Result<String> {
+/// The JSON line of a workload run, its counts priced at `costs`.
+pub fn workload_json(
+    r: &crate::strategies::WorkloadRun,
+    costs: &lithify::CpuCosts,
+) -> Result<String> {
     let object = WorkloadRunJson {
         workload: crate::strategies::workload_name(r.workload),
         strategy: &r.strategy,
@@ -503,7 +515,14 @@ pub fn workload_json(r: &crate::strategies::WorkloadRun) -> Result<String> {
         read_amp_tables_per_get: r.read_amp,
         space_amp: r.space_amp,
         cpu_us_per_op: r.cpu_us_per_op,
+        cpu_us_per_op_runs: &r.cpu_samples,
         latency_us: histogram_latency(&r.latency),
+        schedule: match r.schedule {
+            crate::strategies::Schedule::Background => "background",
+            crate::strategies::Schedule::Synchronous => "synchronous",
+        },
+        counts: &r.counts,
+        counted_us_per_op: r.counts.cost_us_per_op(costs),
     };
     serde_json::to_string(&object).context(JsonSnafu)
 }

@@ -22,9 +22,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use lithify::vfs::MeteredFs;
 use lithify::{
-    CompactionStrategy, Db, DbStats, EventListener, MajorOnlyOptions, ManualClock, Options,
-    Prediction, StrategySwitchInfo, TwoTierOptions,
+    CompactionStrategy, CpuCosts, Db, DbStats, EventListener, MajorOnlyOptions, ManualClock,
+    Options, Prediction, StrategySwitchInfo, TwoTierOptions,
 };
 /// The strategies' workloads (from the compaction simulator, which replays
 /// the same operation streams without a database).
@@ -131,6 +132,137 @@ pub struct WorkloadSettings {
     pub compression_ratio: f64,
     /// Seed of the operation stream.
     pub seed: u64,
+    /// When flushes and compactions run.
+    pub schedule: Schedule,
+}
+
+/// When a workload run's flushes and compactions run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// On the background threads, beside the operations: how the engine
+    /// runs, and what throughput, latency and CPU time are measured on.
+    #[default]
+    Background,
+    /// On one background thread, and each operation waits until the work
+    /// it left is done (`Db::wait_for_compact`): every flush and
+    /// compaction happens at the same point of the operation stream in
+    /// every run, so the run's [`WorkCounts`] are the same every time.
+    Synchronous,
+}
+
+/// What a run's operations cost, counted by the engine: the same in every
+/// [`Schedule::Synchronous`] run of a workload, strategy and seed.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+pub struct WorkCounts {
+    /// Operations.
+    pub ops: u64,
+    /// Records written (puts and deletes).
+    pub writes: u64,
+    /// Key and value bytes of those writes.
+    pub user_bytes: u64,
+    /// Bytes flushes and compactions wrote to table files.
+    pub table_bytes_written: u64,
+    /// Bytes compactions read.
+    pub compaction_bytes_read: u64,
+    /// Table files flushes and compactions wrote.
+    pub files_written: u64,
+    /// Point lookups.
+    pub gets: u64,
+    /// Tables the lookups probed (the filter checked, and the index and
+    /// data block read unless it said no).
+    pub tables_probed: u64,
+    /// Data blocks the lookups read.
+    pub blocks_read: u64,
+    /// Scans (iterators).
+    pub scans: u64,
+    /// Sorted runs the scans seeked and merged.
+    pub scan_sorted_runs: u64,
+    /// Live data at the end, in bytes.
+    pub live_bytes: u64,
+    /// Table file bytes over live data, the mean of the
+    /// [`TIMELINE_POINTS`] samples.
+    pub mean_space_amp: f64,
+    /// The most bytes table files held on disk at once during the
+    /// operations, live and not yet deleted (a compaction's outputs before
+    /// its inputs go), over the live data at the end.
+    pub peak_space_amp: f64,
+}
+
+impl WorkCounts {
+    /// CPU µs per operation these counts cost at `costs`' unit prices:
+    /// each write, byte written by flushes and compactions, file written,
+    /// point read, table a read probes beyond its first, scan and sorted
+    /// run a scan merges (the cost model's terms, counted instead of
+    /// predicted).
+    pub fn cost_us_per_op(&self, costs: &CpuCosts) -> f64 {
+        let extra_probes = self.tables_probed.saturating_sub(self.gets);
+        let total = self.writes as f64 * costs.write_us
+            + self.table_bytes_written as f64 * costs.written_byte_us
+            + self.files_written as f64 * costs.file_us
+            + self.gets as f64 * costs.read_us
+            + extra_probes as f64 * costs.probe_us
+            + self.scans as f64 * costs.scan_us
+            + self.scan_sorted_runs as f64 * costs.run_us;
+        total / self.ops.max(1) as f64
+    }
+
+    /// Flush and compaction bytes per user byte.
+    pub fn table_write_amp(&self) -> f64 {
+        self.table_bytes_written as f64 / self.user_bytes.max(1) as f64
+    }
+
+    /// Tables probed per point lookup.
+    pub fn tables_per_get(&self) -> f64 {
+        self.tables_probed as f64 / self.gets.max(1) as f64
+    }
+
+    /// Data blocks read per point lookup.
+    pub fn blocks_per_get(&self) -> f64 {
+        self.blocks_read as f64 / self.gets.max(1) as f64
+    }
+
+    /// Sorted runs per scan.
+    pub fn runs_per_scan(&self) -> f64 {
+        self.scan_sorted_runs as f64 / self.scans.max(1) as f64
+    }
+
+    /// The engine's counters of the default table, for a difference of
+    /// two of them.
+    fn snapshot(stats: &DbStats) -> WorkCounts {
+        let t = &stats.tables[0];
+        WorkCounts {
+            writes: t.keys_written,
+            user_bytes: t.user_bytes,
+            table_bytes_written: t.flush_bytes + t.compaction_write_bytes,
+            compaction_bytes_read: t.sum.read_bytes,
+            files_written: t.files_written,
+            gets: t.gets,
+            tables_probed: t.get_tables_probed,
+            blocks_read: t.get_blocks_read,
+            scans: t.scans,
+            scan_sorted_runs: t.scan_sorted_runs,
+            live_bytes: t.live_bytes,
+            ..WorkCounts::default()
+        }
+    }
+
+    /// What happened between `before` and `after`.
+    fn between(before: &WorkCounts, after: &WorkCounts) -> WorkCounts {
+        WorkCounts {
+            writes: after.writes - before.writes,
+            user_bytes: after.user_bytes - before.user_bytes,
+            table_bytes_written: after.table_bytes_written - before.table_bytes_written,
+            compaction_bytes_read: after.compaction_bytes_read - before.compaction_bytes_read,
+            files_written: after.files_written - before.files_written,
+            gets: after.gets - before.gets,
+            tables_probed: after.tables_probed - before.tables_probed,
+            blocks_read: after.blocks_read - before.blocks_read,
+            scans: after.scans - before.scans,
+            scan_sorted_runs: after.scan_sorted_runs - before.scan_sorted_runs,
+            live_bytes: after.live_bytes,
+            ..WorkCounts::default()
+        }
+    }
 }
 
 /// What one workload run measured.
@@ -170,6 +302,13 @@ pub struct WorkloadRun {
     /// [`TIMELINE_POINTS`] samples: at each `1/TIMELINE_POINTS` of the
     /// operations, the last after background work settled.
     pub timeline: Vec<AmpSample>,
+    /// CPU µs per operation of each run of this cell (see
+    /// [`median_run`]; one here).
+    pub cpu_samples: Vec<f64>,
+    /// When flushes and compactions ran.
+    pub schedule: Schedule,
+    /// What the operations cost, counted by the engine.
+    pub counts: WorkCounts,
 }
 
 /// Samples of a run's amplification over its operations.
@@ -248,6 +387,11 @@ fn settle(db: &Db) {
     }
 }
 
+/// Whether `path` is a table or blob file (what the space meter counts).
+fn is_table_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "sst" || e == "blob")
+}
+
 /// Bytes written for the default table: WAL, flushes and compactions,
 /// the user bytes behind them, and flushes and compactions alone.
 fn written(stats: &DbStats) -> (u64, u64, u64) {
@@ -304,7 +448,20 @@ pub fn run_workload(
     let mut options = options;
     options.listeners.push(switch_log.clone());
     let day = SimulatedDay::install(workload, s.ops, &mut options);
+    let synchronous = s.schedule == Schedule::Synchronous;
+    if synchronous {
+        // One thread: two jobs at once could finish in either order.
+        options.max_background_jobs = 1;
+    }
+    let disk = MeteredFs::new(Arc::clone(&options.fs), is_table_file);
+    options.fs = Arc::new(disk.clone());
     let db = Db::open(dir, options).context(DbSnafu)?;
+    let wait = |db: &Db| -> Result<()> {
+        if synchronous {
+            db.wait_for_compact().context(DbSnafu)?;
+        }
+        Ok(())
+    };
     let mut values = Values::new(s.value_size, s.compression_ratio, s.seed);
     let mut key = vec![0u8; s.key_size];
     if workload.has_load() {
@@ -317,17 +474,22 @@ pub fn run_workload(
                 batch.put(&key, values.next_value());
             }
             db.write(batch).context(DbSnafu)?;
+            wait(&db)?;
             next += BATCH;
         }
         db.flush().context(DbSnafu)?;
     }
+    wait(&db)?;
     settle(&db);
     switch_log
         .switches
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clear();
-    let before = written(&db.stats());
+    let before_stats = db.stats();
+    let before = written(&before_stats);
+    let counted_before = WorkCounts::snapshot(&before_stats);
+    disk.reset_peak();
     let mut ops = OpGenerator::new(workload, s.keys, s.ops, s.seed);
     let mut latency = Histogram::default();
     let mut timeline = Vec::new();
@@ -376,6 +538,7 @@ pub fn run_workload(
             }
         }
         latency.record(t0.elapsed().as_nanos() as u64);
+        wait(&db)?;
     }
     let elapsed = start.elapsed();
     // A switch while background work settles comes after every operation.
@@ -390,6 +553,11 @@ pub fn run_workload(
     let after = written(&stats);
     let t = &stats.tables[0];
     let user = after.1 - before.1;
+    let mut counts = WorkCounts::between(&counted_before, &WorkCounts::snapshot(&stats));
+    counts.ops = s.ops;
+    counts.mean_space_amp =
+        timeline.iter().map(|p| p.space_amp).sum::<f64>() / timeline.len().max(1) as f64;
+    counts.peak_space_amp = disk.space().peak as f64 / counts.live_bytes.max(1) as f64;
     let run = WorkloadRun {
         workload,
         strategy: strategy.to_owned(),
@@ -414,6 +582,9 @@ pub fn run_workload(
         table_write_amp: (after.2 - before.2) as f64 / user.max(1) as f64,
         predicted: t.predicted.zip(t.predicted_cpu_us),
         timeline,
+        cpu_samples: cpu_us_per_op.into_iter().collect(),
+        schedule: s.schedule,
+        counts,
     };
     db.close().context(DbSnafu)?;
     Ok(run)
@@ -429,13 +600,13 @@ pub fn report_rows(runs: &[WorkloadRun]) -> String {
     let _ = writeln!(out, "\n{}", workload_name(first.workload));
     let _ = writeln!(
         out,
-        "  {:<26} {:>10} {:>9} {:>7} {:>7} {:>7} {:>9}",
+        "  {:<26} {:>10} {:>17} {:>7} {:>7} {:>7} {:>9}",
         "strategy", "ops/s", "CPU us/op", "W-amp", "R-amp", "S-amp", "p99(us)"
     );
     for r in runs {
         let _ = writeln!(
             out,
-            "  {:<26} {:>10.0} {:>9} {:>7.2} {:>7.2} {:>7.2} {:>9.1}",
+            "  {:<26} {:>10.0} {:>17} {:>7.2} {:>7.2} {:>7.2} {:>9.1}",
             r.strategy,
             r.ops_per_sec(),
             cpu(r),
@@ -505,6 +676,137 @@ pub fn report_rows(runs: &[WorkloadRun]) -> String {
     out
 }
 
+/// Where `Adaptive` stands against the fixed strategies on one workload,
+/// by some cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    /// Adaptive's cost over the cheapest fixed strategy's.
+    pub to_cheapest: f64,
+    /// The cheapest fixed strategy.
+    pub cheapest: String,
+    /// Fixed strategies that cost strictly more than Adaptive.
+    pub beaten: usize,
+    /// Fixed strategies compared.
+    pub fixed: usize,
+}
+
+/// `Adaptive`'s standing in `runs` (one workload) by `cost`, if `runs`
+/// hold it and a fixed strategy.
+pub fn adaptive_standing(
+    runs: &[WorkloadRun],
+    cost: impl Fn(&WorkloadRun) -> f64,
+) -> Option<Standing> {
+    let adaptive = cost(runs.iter().find(|r| r.strategy == "adaptive")?);
+    let fixed: Vec<(&WorkloadRun, f64)> = runs
+        .iter()
+        .filter(|r| r.strategy != "adaptive")
+        .map(|r| (r, cost(r)))
+        .collect();
+    let (cheapest, least) = fixed.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(Standing {
+        to_cheapest: adaptive / least.max(f64::MIN_POSITIVE),
+        cheapest: cheapest.strategy.clone(),
+        beaten: fixed.iter().filter(|(_, c)| adaptive < *c).count(),
+        fixed: fixed.len(),
+    })
+}
+
+/// One workload's rows of the deterministic report: what each strategy's
+/// operations cost by the engine's counts ([`Schedule::Synchronous`]
+/// runs), priced at `costs`, and `Adaptive`'s standing on that cost.
+pub fn counted_rows(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "
+{} (counted)",
+        workload_name(first.workload)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<26} {:>9} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "strategy",
+        "cost us/op",
+        "W-amp",
+        "R-amp",
+        "files",
+        "tbl/get",
+        "blk/get",
+        "run/scn",
+        "S-mean",
+        "S-peak"
+    );
+    for r in runs {
+        let c = &r.counts;
+        let _ = writeln!(
+            out,
+            "  {:<26} {:>9.3} {:>7.2} {:>7.2} {:>8} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2}",
+            r.strategy,
+            c.cost_us_per_op(costs),
+            c.table_write_amp(),
+            c.compaction_bytes_read as f64 / c.user_bytes.max(1) as f64,
+            c.files_written,
+            c.tables_per_get(),
+            c.blocks_per_get(),
+            c.runs_per_scan(),
+            c.mean_space_amp,
+            c.peak_space_amp,
+        );
+    }
+    if let Some(s) = adaptive_standing(runs, |r| r.counts.cost_us_per_op(costs)) {
+        let _ = writeln!(
+            out,
+            "  adaptive: {:.1} % of the cheapest fixed strategy's counted cost ({}); cheaper than {} of {}",
+            100.0 * s.to_cheapest,
+            s.cheapest,
+            s.beaten,
+            s.fixed,
+        );
+    }
+    if let Some(a) = runs.iter().find(|r| r.strategy == "adaptive") {
+        let _ = writeln!(out, "  adaptive chose {}", a.in_force);
+        if !a.switches.is_empty() {
+            let when: Vec<String> = a
+                .switches
+                .iter()
+                .map(|(at, to)| format!("{to} after op {at}"))
+                .collect();
+            let _ = writeln!(out, "  adaptive switched: {}", when.join("; "));
+        }
+    }
+    out
+}
+
+/// The deterministic report as a Markdown table (for the README).
+pub fn counted_markdown(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
+    let mut out = String::from(
+        "| workload | strategy | counted µs/op | write amp (tables) | compaction read amp | files written | tables/get | blocks/get | runs/scan | mean space amp | peak space amp |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in runs {
+        let c = &r.counts;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.3} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            workload_name(r.workload),
+            r.strategy,
+            c.cost_us_per_op(costs),
+            c.table_write_amp(),
+            c.compaction_bytes_read as f64 / c.user_bytes.max(1) as f64,
+            c.files_written,
+            c.tables_per_get(),
+            c.blocks_per_get(),
+            c.runs_per_scan(),
+            c.mean_space_amp,
+            c.peak_space_amp,
+        );
+    }
+    out
+}
+
 /// Whether `adaptive` used less CPU and wrote less than every fixed
 /// strategy of `runs` (the goal on workloads that change).
 fn against_every_fixed(adaptive: &WorkloadRun, runs: &[WorkloadRun]) -> String {
@@ -525,16 +827,49 @@ fn against_every_fixed(adaptive: &WorkloadRun, runs: &[WorkloadRun]) -> String {
     )
 }
 
-/// CPU microseconds per op as text (`-` where not measured).
+/// The run of the median CPU per operation among `runs` (repeats of one
+/// cell, interleaved with the other strategies' so that the machine's
+/// drift falls on all alike), carrying every run's CPU per operation in
+/// [`WorkloadRun::cpu_samples`]. With an even count the lower middle run
+/// is taken; runs without a CPU figure sort last.
+pub fn median_run(mut runs: Vec<WorkloadRun>) -> Option<WorkloadRun> {
+    let samples: Vec<f64> = runs.iter().filter_map(|r| r.cpu_us_per_op).collect();
+    runs.sort_by(|a, b| {
+        let key = |r: &WorkloadRun| r.cpu_us_per_op.unwrap_or(f64::INFINITY);
+        key(a).total_cmp(&key(b))
+    });
+    let n = runs.len();
+    if n == 0 {
+        return None;
+    }
+    let mut median = runs.swap_remove((n - 1) / 2);
+    median.cpu_samples = samples;
+    Some(median)
+}
+
+/// The spread of a cell's CPU per operation: (least, most).
+pub fn cpu_spread(r: &WorkloadRun) -> Option<(f64, f64)> {
+    let least = r.cpu_samples.iter().copied().reduce(f64::min)?;
+    let most = r.cpu_samples.iter().copied().reduce(f64::max)?;
+    Some((least, most))
+}
+
+/// CPU microseconds per op as text (`-` where not measured), with the
+/// spread of the cell's runs when there were several.
 fn cpu(r: &WorkloadRun) -> String {
-    r.cpu_us_per_op
-        .map_or("-".to_owned(), |c| format!("{c:.2}"))
+    match (r.cpu_us_per_op, cpu_spread(r)) {
+        (None, _) => "-".to_owned(),
+        (Some(c), Some((lo, hi))) if r.cpu_samples.len() > 1 => {
+            format!("{c:.2} ({lo:.2}-{hi:.2})")
+        }
+        (Some(c), _) => format!("{c:.2}"),
+    }
 }
 
 /// The report as a Markdown table (for the README).
 pub fn markdown(runs: &[WorkloadRun]) -> String {
     let mut out = String::from(
-        "| workload | strategy | ops/s | CPU µs/op | write amp | read amp (tables/get) | space amp | p99 (µs) |\n\
+        "| workload | strategy | ops/s | CPU µs/op, median (spread) | write amp | read amp (tables/get) | space amp | p99 (µs) |\n\
          |---|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in runs {
@@ -595,6 +930,7 @@ mod tests {
             value_size: 50,
             compression_ratio: 0.5,
             seed: 1,
+            schedule: Schedule::Background,
         };
         let options = Options::default()
             .write_buffer_size(32 << 10)
@@ -631,6 +967,7 @@ mod tests {
             value_size: 50,
             compression_ratio: 0.5,
             seed: 3,
+            schedule: Schedule::Background,
         }
     }
 
@@ -692,6 +1029,77 @@ mod tests {
         assert!(page.contains("space amp, over the operations"));
         assert_eq!(page.matches("<polyline").count(), 2 * runs.len());
         assert!(page.matches("stroke-dasharray").count() >= 2 * adaptive.switches.len());
+    }
+
+    /// `workload` under strategy `name` at `small_changing`'s sizes with
+    /// synchronous flushes and compactions.
+    fn run_counted(name: &str, workload: WorkloadKind) -> WorkloadRun {
+        let dir = tempfile::tempdir().unwrap();
+        let mut strategy = strategy_named(name, 32 << 10).unwrap();
+        if let CompactionStrategy::Adaptive(a) = &mut strategy {
+            a.min_window_ops = 2_000;
+        }
+        let options = Options::default()
+            .write_buffer_size(32 << 10)
+            .compaction_strategy(strategy);
+        let s = WorkloadSettings {
+            schedule: Schedule::Synchronous,
+            ..small_changing()
+        };
+        run_workload(dir.path(), options, name, workload, &s).unwrap()
+    }
+
+    #[test]
+    fn synchronous_runs_count_the_same_work_every_time() {
+        let costs = CpuCosts::default();
+        let mut runs = Vec::new();
+        for name in ["leveled", "two-tier:write-only", "adaptive"] {
+            let first = run_counted(name, WorkloadKind::PhaseShift);
+            let second = run_counted(name, WorkloadKind::PhaseShift);
+            assert_eq!(first.counts, second.counts, "{name}");
+            assert_eq!(first.switches, second.switches, "{name}");
+            assert_eq!(first.in_force, second.in_force, "{name}");
+            let c = &first.counts;
+            // Phase-shift writes, reads and scans, over a table that is
+            // flushed and compacted many times.
+            assert_eq!(c.ops, 40_000);
+            assert!(c.writes > 0 && c.gets > 0 && c.scans > 0, "{c:?}");
+            assert!(
+                c.files_written > 10 && c.table_bytes_written > c.user_bytes,
+                "{c:?}"
+            );
+            assert!(c.tables_probed > 0 && c.blocks_read > 0, "{c:?}");
+            assert!(c.scan_sorted_runs >= c.scans, "{c:?}");
+            // The peak holds a compaction's inputs and outputs at once.
+            assert!(
+                c.peak_space_amp > c.mean_space_amp && c.mean_space_amp >= 1.0,
+                "{c:?}"
+            );
+            assert!(c.cost_us_per_op(&costs) > 0.0);
+            runs.push(first);
+        }
+        let rows = counted_rows(&runs, &costs);
+        assert!(rows.contains("\nphase-shift (counted)\n"), "{rows}");
+        assert!(rows.contains("adaptive: "), "{rows}");
+        let s = adaptive_standing(&runs, |r| r.counts.cost_us_per_op(&costs)).unwrap();
+        assert_eq!(s.fixed, 2);
+        let table = counted_markdown(&runs, &costs);
+        assert_eq!(table.lines().count(), 2 + runs.len(), "{table}");
+    }
+
+    #[test]
+    fn the_median_run_carries_every_runs_cpu() {
+        let run = run_small("two-tier:write-only", WorkloadKind::WriteOnly);
+        let with = |cpu: f64| WorkloadRun {
+            cpu_us_per_op: Some(cpu),
+            ..run.clone()
+        };
+        let median = median_run(vec![with(3.0), with(1.0), with(2.0), with(5.0)]).unwrap();
+        assert_eq!(median.cpu_us_per_op, Some(2.0));
+        assert_eq!(median.cpu_samples, [3.0, 1.0, 2.0, 5.0]);
+        assert_eq!(cpu_spread(&median), Some((1.0, 5.0)));
+        assert!(cpu(&median).starts_with("2.00 (1.00-5.00)"));
+        assert!(median_run(Vec::new()).is_none());
     }
 
     #[test]

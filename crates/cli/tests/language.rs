@@ -696,6 +696,8 @@ fn bench_without_a_wal_and_a_small_strategies_report() {
         "2000",
         "--ops",
         "2000",
+        "--repeat",
+        "1",
         "--json",
     ]);
     let runs: Vec<serde_json::Value> = report
@@ -703,10 +705,44 @@ fn bench_without_a_wal_and_a_small_strategies_report() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     // Eight workloads (the six steady ones, phase-shift and diurnal),
-    // each under the six fixed strategies and adaptive.
-    assert_eq!(runs.len(), 8 * 7, "{report}");
+    // each under the six fixed strategies and adaptive: a synchronous
+    // run (the counted cost) and a measured one each.
+    assert_eq!(runs.len(), 2 * 8 * 7, "{report}");
     assert!(
         runs.iter().all(|r| r["ops"].as_u64() == Some(2000)),
         "{report}"
     );
+    for schedule in ["synchronous", "background"] {
+        let of = runs.iter().filter(|r| r["schedule"] == schedule);
+        assert_eq!(of.clone().count(), 8 * 7, "{schedule}");
+        assert!(of.clone().all(|r| r["counts"]["ops"] == 2000), "{report}");
+        assert!(
+            of.clone()
+                .all(|r| r["counted_us_per_op"].as_f64().unwrap() > 0.0),
+            "{report}"
+        );
+    }
+    // --deterministic: the synchronous runs alone, the same each time.
+    let args = [
+        "bench",
+        "--workload",
+        "phase-shift",
+        "--strategy",
+        "adaptive",
+        "--num",
+        "4000",
+        "--ops",
+        "12000",
+        "--write-buffer-size",
+        "65536",
+        "--deterministic",
+        "--json",
+    ];
+    let (first, second) = (ok(&args), ok(&args));
+    let counts = |out: &str| -> serde_json::Value {
+        let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(line["schedule"], "synchronous", "{out}");
+        line["counts"].clone()
+    };
+    assert_eq!(counts(&first), counts(&second));
 }

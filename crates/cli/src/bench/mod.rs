@@ -82,11 +82,20 @@ pub(crate) struct BenchArgs {
     /// (default: twice the keys) [range: 0..=1000000000000].
     #[arg(long, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
     pub ops: Option<u64>,
-    /// Runs of each --workload / --strategies-report cell, each on a fresh
-    /// database; the fastest is reported (on a shared machine the others
-    /// mostly measure interference) [range: 1..=1000].
-    #[arg(long, default_value_t = 1, value_parser = numbers::int::<u64>(1, 1000))]
-    pub repeat: u64,
+    /// Measured runs of each --workload / --strategies-report cell, each
+    /// on a fresh database, the strategies' runs taking turns; the run of
+    /// the median CPU per operation is reported, with the spread (default
+    /// 1; with --strategies-report 5) [range: 1..=1000].
+    #[arg(long, value_parser = numbers::int::<u64>(1, 1000))]
+    pub repeat: Option<u64>,
+    /// Run --workload / --strategies-report with flushes and compactions
+    /// synchronous (one background thread, each operation waiting for the
+    /// work it left), so that the engine's counts of the work, and the
+    /// cost they add up to, are the same in every run; no measured runs.
+    /// --strategies-report without it prints this table first, then the
+    /// measured one.
+    #[arg(long)]
+    pub deterministic: bool,
     /// Operations of each read benchmark, and transactions of
     /// randomtransaction (default: --num) [range: 0..=1000000000000].
     #[arg(long, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
@@ -349,7 +358,15 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
         value_size: a.value_size,
         compression_ratio: a.compression_ratio,
         seed: a.seed,
+        schedule: strategies::Schedule::Background,
     };
+    let counted_pass = report || a.deterministic;
+    let repeat = if a.deterministic {
+        0
+    } else {
+        a.repeat.unwrap_or(if report { 5 } else { 1 })
+    };
+    let costs = lithify::CpuCosts::default();
     if a.key_size < 8 || a.value_size == 0 || ws.keys == 0 {
         return UsageSnafu {
             message: "workloads need --key-size of at least 8, a value and keys".to_string(),
@@ -395,36 +412,66 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
             base.target_file_size_base >> 10,
         ))?;
     }
-    let mut all = Vec::new();
+    let run_one = |w, name: &str, strategy: &lithify::CompactionStrategy, schedule| {
+        let dir = tempfile::Builder::new()
+            .prefix("lithify-bench-")
+            .tempdir()
+            .context(IoSnafu {
+                action: "create a temporary directory in",
+                path: std::env::temp_dir(),
+            })?;
+        let options = base.clone().compaction_strategy(strategy.clone());
+        let settings = strategies::WorkloadSettings {
+            schedule,
+            ..ws.clone()
+        };
+        let run = strategies::run_workload(dir.path(), options, name, w, &settings)?;
+        let path = dir.path().to_path_buf();
+        dir.close().context(IoSnafu {
+            action: "remove the temporary database",
+            path,
+        })?;
+        Ok::<_, crate::error::Error>(run)
+    };
+    let (mut all, mut counted) = (Vec::new(), Vec::new());
     for &w in &workloads {
-        let mut runs = Vec::new();
-        for (name, strategy) in names.iter().zip(&strategies_of) {
-            let mut fastest: Option<strategies::WorkloadRun> = None;
-            for _ in 0..a.repeat {
-                let dir = tempfile::Builder::new()
-                    .prefix("lithify-bench-")
-                    .tempdir()
-                    .context(IoSnafu {
-                        action: "create a temporary directory in",
-                        path: std::env::temp_dir(),
-                    })?;
-                let options = base.clone().compaction_strategy(strategy.clone());
-                let run = strategies::run_workload(dir.path(), options, name, w, &ws)?;
-                let path = dir.path().to_path_buf();
-                dir.close().context(IoSnafu {
-                    action: "remove the temporary database",
-                    path,
-                })?;
-                if fastest
-                    .as_ref()
-                    .is_none_or(|f| run.ops_per_sec() > f.ops_per_sec())
-                {
-                    fastest = Some(run);
+        if counted_pass {
+            let mut runs = Vec::new();
+            for (name, strategy) in names.iter().zip(&strategies_of) {
+                let run = run_one(w, name, strategy, strategies::Schedule::Synchronous)?;
+                if a.json.json {
+                    say(format_args!("{}\n", report::workload_json(&run, &costs)?))?;
                 }
+                runs.push(run);
             }
-            let Some(run) = fastest else { continue };
+            if !a.json.json {
+                say(format_args!("{}", strategies::counted_rows(&runs, &costs)))?;
+            }
+            counted.extend(runs);
+        }
+        if repeat == 0 {
+            continue;
+        }
+        // The strategies take turns, so the machine's drift over the
+        // rounds falls on each alike.
+        let mut cells: Vec<Vec<strategies::WorkloadRun>> = vec![Vec::new(); names.len()];
+        for _ in 0..repeat {
+            for ((name, strategy), cell) in names.iter().zip(&strategies_of).zip(&mut cells) {
+                cell.push(run_one(
+                    w,
+                    name,
+                    strategy,
+                    strategies::Schedule::Background,
+                )?);
+            }
+        }
+        let mut runs = Vec::new();
+        for cell in cells {
+            let Some(run) = strategies::median_run(cell) else {
+                continue;
+            };
             if a.json.json {
-                say(format_args!("{}\n", report::workload_json(&run)?))?;
+                say(format_args!("{}\n", report::workload_json(&run, &costs)?))?;
             }
             runs.push(run);
         }
@@ -434,7 +481,15 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
         all.extend(runs);
     }
     if report && !a.json.json {
-        say(format_args!("\n{}", strategies::markdown(&all)))?;
+        if !counted.is_empty() {
+            say(format_args!(
+                "\n{}",
+                strategies::counted_markdown(&counted, &costs)
+            ))?;
+        }
+        if !all.is_empty() {
+            say(format_args!("\n{}", strategies::markdown(&all)))?;
+        }
     }
     if let Some(path) = &a.html {
         let page = strategies_html::page(&all);
