@@ -497,6 +497,19 @@ struct WorkloadRunJson<'a> {
     counts: &'a crate::strategies::WorkCounts,
     /// The counts priced at `cpu_costs`.
     counted_us_per_op: f64,
+    /// Latency percentiles of each second.
+    per_second: Vec<SecondJson>,
+    /// Writes delayed or stopped by write stalls.
+    stalled_writes: u64,
+}
+
+/// One second's latency in a workload run's JSON line.
+#[derive(Debug, Serialize)]
+struct SecondJson {
+    second: u64,
+    ops: u64,
+    p99_us: f64,
+    p999_us: f64,
 }
 
 /// The JSON line of a workload run, its counts priced at `costs`.
@@ -523,6 +536,17 @@ pub fn workload_json(
         },
         counts: &r.counts,
         counted_us_per_op: r.counts.cost_us_per_op(costs),
+        per_second: r
+            .per_second
+            .iter()
+            .map(|s| SecondJson {
+                second: s.second,
+                ops: s.ops,
+                p99_us: s.p99_us,
+                p999_us: s.p999_us,
+            })
+            .collect(),
+        stalled_writes: r.stalled_writes,
     };
     serde_json::to_string(&object).context(JsonSnafu)
 }

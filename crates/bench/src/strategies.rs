@@ -36,7 +36,7 @@ use std::sync::Mutex;
 
 use crate::data::{Values, make_key};
 use crate::error::{DbSnafu, Result, UsageSnafu};
-use crate::histogram::Histogram;
+use crate::histogram::{Histogram, PerSecond, SecondLatency, worst_to_median_p999};
 use crate::report;
 
 /// Names of `--workload`: one per steady workload class, in their order,
@@ -186,6 +186,53 @@ pub struct WorkCounts {
     /// operations, live and not yet deleted (a compaction's outputs before
     /// its inputs go), over the live data at the end.
     pub peak_space_amp: f64,
+    /// The temporary space of flushes and compactions: 1 + the most disk
+    /// the work after one operation needed at once beyond the table files
+    /// at rest before and after it, over the live data at the end (2.0: a
+    /// compaction rewrote the whole table while its inputs stayed).
+    /// Counted in synchronous runs only (0 otherwise), where the work
+    /// after each operation is known.
+    pub peak_temp_space: f64,
+}
+
+/// The temporary space of a synchronous run's flushes and compactions:
+/// after each operation's wait, the peak the [`MeteredFs`] saw since the
+/// previous wait beyond the table files at rest before or after
+/// (whichever is more).
+struct TempSpace {
+    at_rest: u64,
+    peak: u64,
+    most_extra: u64,
+}
+
+impl TempSpace {
+    fn new(at_rest: u64) -> Self {
+        TempSpace {
+            at_rest,
+            peak: at_rest,
+            most_extra: 0,
+        }
+    }
+
+    fn after_wait(&mut self, disk: &MeteredFs<Arc<dyn lithify::vfs::FileSystem>>) {
+        let now = disk.space();
+        let rest = now.bytes.max(self.at_rest);
+        if now.peak > rest {
+            self.most_extra = self.most_extra.max(now.peak - rest);
+            self.peak = self.peak.max(now.peak);
+            disk.reset_peak();
+        }
+        self.at_rest = now.bytes;
+    }
+
+    /// 1 + the most extra bytes over `live` (0 when none were measured).
+    fn over(&self, live: u64) -> f64 {
+        if self.most_extra == 0 {
+            0.0
+        } else {
+            1.0 + self.most_extra as f64 / live.max(1) as f64
+        }
+    }
 }
 
 impl WorkCounts {
@@ -309,6 +356,11 @@ pub struct WorkloadRun {
     pub schedule: Schedule,
     /// What the operations cost, counted by the engine.
     pub counts: WorkCounts,
+    /// Latency percentiles of each second of the operations.
+    pub per_second: Vec<SecondLatency>,
+    /// Writes the engine delayed or stopped (write stalls) during the
+    /// operations.
+    pub stalled_writes: u64,
 }
 
 /// Samples of a run's amplification over its operations.
@@ -490,6 +542,7 @@ pub fn run_workload(
     let before = written(&before_stats);
     let counted_before = WorkCounts::snapshot(&before_stats);
     disk.reset_peak();
+    let mut temp = TempSpace::new(disk.space().bytes);
     let mut ops = OpGenerator::new(workload, s.keys, s.ops, s.seed);
     let mut latency = Histogram::default();
     let mut timeline = Vec::new();
@@ -497,6 +550,8 @@ pub fn run_workload(
     let sample_at = |k: u64| k * s.ops / TIMELINE_POINTS;
     let cpu_before = report::process_cpu_seconds();
     let start = Instant::now();
+    let per_second = PerSecond::new(start);
+    let mut second = per_second.recorder();
     for done in 0..s.ops {
         switch_log.done.store(done, Ordering::Relaxed);
         if let Some(day) = &day {
@@ -537,10 +592,17 @@ pub fn run_workload(
                 }
             }
         }
-        latency.record(t0.elapsed().as_nanos() as u64);
-        wait(&db)?;
+        let now = Instant::now();
+        let nanos = now.duration_since(t0).as_nanos() as u64;
+        latency.record(nanos);
+        second.record(now, nanos);
+        if synchronous {
+            wait(&db)?;
+            temp.after_wait(&disk);
+        }
     }
     let elapsed = start.elapsed();
+    drop(second);
     // A switch while background work settles comes after every operation.
     switch_log.done.store(s.ops, Ordering::Relaxed);
     settle(&db);
@@ -557,7 +619,9 @@ pub fn run_workload(
     counts.ops = s.ops;
     counts.mean_space_amp =
         timeline.iter().map(|p| p.space_amp).sum::<f64>() / timeline.len().max(1) as f64;
-    counts.peak_space_amp = disk.space().peak as f64 / counts.live_bytes.max(1) as f64;
+    let peak = temp.peak.max(disk.space().peak);
+    counts.peak_space_amp = peak as f64 / counts.live_bytes.max(1) as f64;
+    counts.peak_temp_space = temp.over(counts.live_bytes);
     let run = WorkloadRun {
         workload,
         strategy: strategy.to_owned(),
@@ -585,6 +649,9 @@ pub fn run_workload(
         cpu_samples: cpu_us_per_op.into_iter().collect(),
         schedule: s.schedule,
         counts,
+        per_second: per_second.seconds(),
+        stalled_writes: (stats.stalls.delayed_writes + stats.stalls.stopped_writes)
+            - (before_stats.stalls.delayed_writes + before_stats.stalls.stopped_writes),
     };
     db.close().context(DbSnafu)?;
     Ok(run)
@@ -600,20 +667,32 @@ pub fn report_rows(runs: &[WorkloadRun]) -> String {
     let _ = writeln!(out, "\n{}", workload_name(first.workload));
     let _ = writeln!(
         out,
-        "  {:<26} {:>10} {:>17} {:>7} {:>7} {:>7} {:>9}",
-        "strategy", "ops/s", "CPU us/op", "W-amp", "R-amp", "S-amp", "p99(us)"
+        "  {:<26} {:>10} {:>17} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9} {:>7}",
+        "strategy",
+        "ops/s",
+        "CPU us/op",
+        "W-amp",
+        "R-amp",
+        "S-amp",
+        "S-peak",
+        "p99(us)",
+        "p99.9/s",
+        "stalls"
     );
     for r in runs {
         let _ = writeln!(
             out,
-            "  {:<26} {:>10.0} {:>17} {:>7.2} {:>7.2} {:>7.2} {:>9.1}",
+            "  {:<26} {:>10.0} {:>17} {:>7.2} {:>7.2} {:>7.2} {:>8.2} {:>9.1} {:>9} {:>7}",
             r.strategy,
             r.ops_per_sec(),
             cpu(r),
             r.write_amp,
             r.read_amp,
             r.space_amp,
+            r.counts.peak_space_amp,
             r.latency.quantile(0.99) as f64 / 1000.0,
+            smoothness(r),
+            r.stalled_writes,
         );
     }
     let best = runs
@@ -743,7 +822,7 @@ pub fn counted_rows(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
         let c = &r.counts;
         let _ = writeln!(
             out,
-            "  {:<26} {:>9.3} {:>7.2} {:>7.2} {:>8} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2}",
+            "  {:<26} {:>9.3} {:>7.2} {:>7.2} {:>8} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2}",
             r.strategy,
             c.cost_us_per_op(costs),
             c.table_write_amp(),
@@ -754,6 +833,7 @@ pub fn counted_rows(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
             c.runs_per_scan(),
             c.mean_space_amp,
             c.peak_space_amp,
+            c.peak_temp_space,
         );
     }
     if let Some(s) = adaptive_standing(runs, |r| r.counts.cost_us_per_op(costs)) {
@@ -783,14 +863,14 @@ pub fn counted_rows(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
 /// The deterministic report as a Markdown table (for the README).
 pub fn counted_markdown(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
     let mut out = String::from(
-        "| workload | strategy | counted µs/op | write amp (tables) | compaction read amp | files written | tables/get | blocks/get | runs/scan | mean space amp | peak space amp |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| workload | strategy | counted µs/op | write amp (tables) | compaction read amp | files written | tables/get | blocks/get | runs/scan | mean space amp | peak space amp | peak temporary space |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in runs {
         let c = &r.counts;
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {} | {} | {:.3} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
             workload_name(r.workload),
             r.strategy,
             c.cost_us_per_op(costs),
@@ -802,6 +882,7 @@ pub fn counted_markdown(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
             c.runs_per_scan(),
             c.mean_space_amp,
             c.peak_space_amp,
+            c.peak_temp_space,
         );
     }
     out
@@ -854,6 +935,16 @@ pub fn cpu_spread(r: &WorkloadRun) -> Option<(f64, f64)> {
     Some((least, most))
 }
 
+/// The worst second's p99.9 over the median second's, as text (`-` for
+/// a run shorter than two seconds).
+fn smoothness(r: &WorkloadRun) -> String {
+    if r.per_second.len() < 2 {
+        "-".to_owned()
+    } else {
+        format!("{:.2}", worst_to_median_p999(&r.per_second))
+    }
+}
+
 /// CPU microseconds per op as text (`-` where not measured), with the
 /// spread of the cell's runs when there were several.
 fn cpu(r: &WorkloadRun) -> String {
@@ -869,13 +960,13 @@ fn cpu(r: &WorkloadRun) -> String {
 /// The report as a Markdown table (for the README).
 pub fn markdown(runs: &[WorkloadRun]) -> String {
     let mut out = String::from(
-        "| workload | strategy | ops/s | CPU µs/op, median (spread) | write amp | read amp (tables/get) | space amp | p99 (µs) |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
+        "| workload | strategy | ops/s | CPU µs/op, median (spread) | write amp | read amp (tables/get) | space amp | peak space amp | p99 (µs) | worst / median 1-s p99.9 | stalled writes |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in runs {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.2} | {:.1} |",
+            "| {} | {} | {:.0} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {} | {} |",
             workload_name(r.workload),
             r.strategy,
             r.ops_per_sec(),
@@ -883,7 +974,10 @@ pub fn markdown(runs: &[WorkloadRun]) -> String {
             r.write_amp,
             r.read_amp,
             r.space_amp,
+            r.counts.peak_space_amp,
             r.latency.quantile(0.99) as f64 / 1000.0,
+            smoothness(r),
+            r.stalled_writes,
         );
     }
     out
@@ -1027,7 +1121,10 @@ mod tests {
         let page = crate::strategies_html::page(&runs);
         assert!(page.contains("write amp so far, over the operations"));
         assert!(page.contains("space amp, over the operations"));
-        assert_eq!(page.matches("<polyline").count(), 2 * runs.len());
+        // Write and space amplification, and each second's p99.9.
+        assert!(runs.iter().all(|r| !r.per_second.is_empty()));
+        assert_eq!(page.matches("<polyline").count(), 3 * runs.len());
+        assert!(page.contains("p99.9 latency of each second"));
         assert!(page.matches("stroke-dasharray").count() >= 2 * adaptive.switches.len());
     }
 
@@ -1075,6 +1172,7 @@ mod tests {
                 c.peak_space_amp > c.mean_space_amp && c.mean_space_amp >= 1.0,
                 "{c:?}"
             );
+            assert!(c.peak_temp_space > 1.0 && c.peak_temp_space <= 3.0, "{c:?}");
             assert!(c.cost_us_per_op(&costs) > 0.0);
             runs.push(first);
         }

@@ -1,9 +1,10 @@
 //! `bench --strategies-report --html OUT.html`: the report as one page —
 //! per workload, bar charts of each strategy's ops/s, CPU per operation,
 //! write, read and space amplification and p99 (Adaptive's bars marked
-//! with the shape it chose), and line charts of write and space
-//! amplification over the operations, one line per strategy, with
-//! Adaptive's switches marked.
+//! with the shape it chose), peak space and stalled writes, line charts
+//! of write and space amplification over the operations, one line per
+//! strategy, with Adaptive's switches marked, and of each second's p99.9
+//! latency.
 
 use std::fmt::Write as _;
 
@@ -13,7 +14,7 @@ use crate::strategies::{AmpSample, WorkloadRun, workload_name};
 /// One metric of a run, its label and whether lower is better.
 type Metric = (&'static str, fn(&WorkloadRun) -> Option<f64>, bool);
 
-const METRICS: [Metric; 6] = [
+const METRICS: [Metric; 8] = [
     ("ops/s", |r| Some(r.ops_per_sec()), false),
     ("CPU µs/op", |r| r.cpu_us_per_op, true),
     ("write amp", |r| Some(r.write_amp), true),
@@ -24,6 +25,12 @@ const METRICS: [Metric; 6] = [
         |r| Some(r.latency.quantile(0.99) as f64 / 1000.0),
         true,
     ),
+    (
+        "peak space amp (live and not yet deleted files)",
+        |r| Some(r.counts.peak_space_amp),
+        true,
+    ),
+    ("stalled writes", |r| Some(r.stalled_writes as f64), true),
 ];
 
 /// The page for `runs` (in workload order, as the report runs them).
@@ -57,6 +64,7 @@ pub fn page(runs: &[WorkloadRun]) -> String {
         over_time(&mut out, "space amp, over the operations", group, |p| {
             p.space_amp
         });
+        per_second(&mut out, group);
         i = j;
     }
     out.push_str("</body></html>\n");
@@ -102,6 +110,40 @@ fn over_time(out: &mut String, title: &str, runs: &[WorkloadRun], value: fn(&Amp
             bands: Vec::new(),
             series,
             marks,
+        },
+    );
+}
+
+/// Each second's p99.9 latency, one line per run of `runs` (one
+/// workload).
+fn per_second(out: &mut String, runs: &[WorkloadRun]) {
+    let series = runs
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let pts = r
+                .per_second
+                .iter()
+                .map(|s| (s.second as f64 + 0.5, s.p999_us))
+                .collect();
+            (r.strategy.clone(), COLOURS[k % COLOURS.len()], pts)
+        })
+        .collect();
+    let seconds = runs
+        .iter()
+        .filter_map(|r| r.per_second.last())
+        .map(|s| s.second + 1)
+        .max()
+        .unwrap_or(1);
+    line_chart(
+        out,
+        &LineChart {
+            title: "p99.9 latency of each second (µs)",
+            x_max: seconds as f64,
+            x_unit: "s",
+            bands: Vec::new(),
+            series,
+            marks: Vec::new(),
         },
     );
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use lithify::Db;
 
 use crate::chart::{LineChart, html_head, line_chart};
+use crate::histogram::{PerSecond, SecondLatency};
 use crate::progress::OPS_DONE;
 
 /// How often the sampler looks.
@@ -48,12 +49,15 @@ pub struct Timeline {
     pub workload: Mutex<String>,
     /// Set to end [`sample`](Self::sample).
     pub stop: AtomicBool,
+    /// Each second's latency percentiles (pass it to the workloads in
+    /// `Settings::per_second`); its start is the timeline's.
+    pub latency: std::sync::Arc<PerSecond>,
 }
 
 impl Timeline {
     /// Samples `db` until [`stop`](Self::stop) is set.
     pub fn sample(&self, db: &Db) {
-        let start = Instant::now();
+        let start = self.latency.start();
         loop {
             let stats = db.stats();
             let sample = Sample {
@@ -123,8 +127,8 @@ fn chart(out: &mut String, title: &str, samples: &[Sample], series: &[(&str, &'s
     );
 }
 
-/// The page of a run.
-pub fn page(title: &str, samples: &[Sample]) -> String {
+/// The page of a run: its samples, and the latency of each second.
+pub fn page(title: &str, samples: &[Sample], seconds: &[SecondLatency]) -> String {
     let mut out = html_head(title, "");
     let _ = writeln!(
         out,
@@ -147,6 +151,24 @@ pub fn page(title: &str, samples: &[Sample]) -> String {
         "Throughput (K operations per second)",
         samples,
         &[("K ops/s", "#3b7dd8", rate)],
+    );
+    let at = |s: &SecondLatency| s.second as f64 + 0.5;
+    chart(
+        &mut out,
+        "Latency of each second (µs)",
+        samples,
+        &[
+            (
+                "p99",
+                "#2d9e5a",
+                seconds.iter().map(|s| (at(s), s.p99_us)).collect(),
+            ),
+            (
+                "p99.9",
+                "#c03030",
+                seconds.iter().map(|s| (at(s), s.p999_us)).collect(),
+            ),
+        ],
     );
     chart(
         &mut out,

@@ -167,25 +167,31 @@ pub fn random_transaction(db: &Db, s: &Settings) -> Result<Outcome> {
     };
     let failed = AtomicU64::new(0);
     let benchmark = Benchmark::RandomTransaction;
-    let mut outcome = in_threads(benchmark, s.threads, s.reads, |t, tally| {
-        let mut rng = thread_rng(s, benchmark, t);
-        let mut order: Vec<u16> = (0..s.transaction_sets).collect();
-        let mut key = vec![0u8; PREFIX_LEN + s.key_size];
-        let mut failures = 0;
-        for _ in share(s.reads, s.threads, t) {
-            shuffle(&mut order, &mut rng);
-            let txn = txn_db.begin(s);
-            match insert(txn, &order, &mut key, &mut rng, s)? {
-                Some(bytes) => tally.done(1, bytes),
-                None => {
-                    failures += 1;
-                    tally.done(0, 0);
+    let mut outcome = in_threads(
+        benchmark,
+        s.threads,
+        s.reads,
+        s.per_second.as_deref(),
+        |t, tally| {
+            let mut rng = thread_rng(s, benchmark, t);
+            let mut order: Vec<u16> = (0..s.transaction_sets).collect();
+            let mut key = vec![0u8; PREFIX_LEN + s.key_size];
+            let mut failures = 0;
+            for _ in share(s.reads, s.threads, t) {
+                shuffle(&mut order, &mut rng);
+                let txn = txn_db.begin(s);
+                match insert(txn, &order, &mut key, &mut rng, s)? {
+                    Some(bytes) => tally.done(1, bytes),
+                    None => {
+                        failures += 1;
+                        tally.done(0, 0);
+                    }
                 }
             }
-        }
-        failed.fetch_add(failures, Ordering::Relaxed);
-        Ok(())
-    })?;
+            failed.fetch_add(failures, Ordering::Relaxed);
+            Ok(())
+        },
+    )?;
     outcome.found = None;
     let set_sum = verify(db, s)?;
     let failed = failed.into_inner();

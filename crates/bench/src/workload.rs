@@ -15,7 +15,7 @@ use snafu::ResultExt as _;
 
 use crate::data::{Values, make_key};
 use crate::error::{DbSnafu, MAX_BATCH_BYTES, Result, UsageSnafu, check_product};
-use crate::histogram::Histogram;
+use crate::histogram::{Histogram, PerSecond, SecondRecorder};
 use crate::progress::{Progress, UPDATE_EVERY};
 use crate::transaction::{self, TxnKind, TxnOutcome};
 use lithify_base::rand::SplitMix64 as Rng;
@@ -153,6 +153,9 @@ pub struct Settings {
     /// How long a pessimistic transaction waits for a lock (db_bench's
     /// `transaction_lock_timeout`).
     pub transaction_lock_timeout: Duration,
+    /// Where each operation's latency is also counted per second, when
+    /// something draws the run over time (`bench --html`).
+    pub per_second: Option<std::sync::Arc<PerSecond>>,
 }
 
 /// db_bench's defaults (those of `lithify bench`): 1M keys of 16 bytes,
@@ -178,6 +181,7 @@ impl Default for Settings {
             transaction_db: None,
             transaction_sets: 2,
             transaction_lock_timeout: Duration::from_millis(100),
+            per_second: None,
         }
     }
 }
@@ -214,11 +218,13 @@ pub(crate) struct Tally<'p> {
     last: Instant,
     unreported: u64,
     progress: Option<&'p Progress>,
+    per_second: Option<SecondRecorder<'p>>,
 }
 
 impl<'p> Tally<'p> {
-    fn new(progress: Option<&'p Progress>) -> Self {
+    fn new(progress: Option<&'p Progress>, per_second: Option<&'p PerSecond>) -> Self {
         Tally {
+            per_second: per_second.map(PerSecond::recorder),
             latency: Histogram::default(),
             ops: 0,
             bytes: 0,
@@ -235,8 +241,11 @@ impl<'p> Tally<'p> {
     #[inline]
     pub(crate) fn done(&mut self, ops: u64, bytes: u64) {
         let now = Instant::now();
-        self.latency
-            .record(now.duration_since(self.last).as_nanos() as u64);
+        let nanos = now.duration_since(self.last).as_nanos() as u64;
+        self.latency.record(nanos);
+        if let Some(r) = &mut self.per_second {
+            r.record(now, nanos);
+        }
         self.last = now;
         self.ops += ops;
         self.bytes += bytes;
@@ -331,6 +340,7 @@ pub(crate) fn in_threads<F>(
     benchmark: Benchmark,
     threads: usize,
     total: u64,
+    per_second: Option<&PerSecond>,
     work: F,
 ) -> Result<Outcome>
 where
@@ -344,7 +354,7 @@ where
                 let work = &work;
                 let progress = &progress;
                 scope.spawn(move || {
-                    let mut tally = Tally::new(Some(progress));
+                    let mut tally = Tally::new(Some(progress), per_second);
                     work(t, &mut tally).map(|()| tally)
                 })
             })
@@ -387,58 +397,71 @@ fn write_workload(db: &Db, benchmark: Benchmark, s: &Settings, delete: bool) -> 
     } else {
         (s.key_size + s.value_size) as u64
     };
-    let mut outcome = in_threads(benchmark, s.threads, s.num, |t, tally| {
-        let mut keys = Keys::new(s, benchmark, t);
-        let mut values = Values::new(s.value_size, s.compression_ratio, s.seed ^ t as u64);
-        let range = share(s.num, s.threads, t);
-        let mut next = range.start;
-        while next < range.end {
-            let n = (s.batch_size as u64).min(range.end - next);
-            if n == 1 {
-                let key = match benchmark {
-                    Benchmark::FillSeq => keys.number(next),
-                    _ => keys.random(s.num),
-                };
-                if delete {
-                    db.delete_opt(key, &s.write_options).context(DbSnafu)?;
-                } else {
-                    db.put_opt(key, values.next_value(), &s.write_options)
-                        .context(DbSnafu)?;
-                }
-            } else {
-                let mut batch = WriteBatch::with_capacity(n as usize * (entry_bytes as usize + 8));
-                for i in 0..n {
+    let mut outcome = in_threads(
+        benchmark,
+        s.threads,
+        s.num,
+        s.per_second.as_deref(),
+        |t, tally| {
+            let mut keys = Keys::new(s, benchmark, t);
+            let mut values = Values::new(s.value_size, s.compression_ratio, s.seed ^ t as u64);
+            let range = share(s.num, s.threads, t);
+            let mut next = range.start;
+            while next < range.end {
+                let n = (s.batch_size as u64).min(range.end - next);
+                if n == 1 {
                     let key = match benchmark {
-                        Benchmark::FillSeq => keys.number(next + i),
+                        Benchmark::FillSeq => keys.number(next),
                         _ => keys.random(s.num),
                     };
                     if delete {
-                        batch.delete(key);
+                        db.delete_opt(key, &s.write_options).context(DbSnafu)?;
                     } else {
-                        batch.put(key, values.next_value());
+                        db.put_opt(key, values.next_value(), &s.write_options)
+                            .context(DbSnafu)?;
                     }
+                } else {
+                    let mut batch =
+                        WriteBatch::with_capacity(n as usize * (entry_bytes as usize + 8));
+                    for i in 0..n {
+                        let key = match benchmark {
+                            Benchmark::FillSeq => keys.number(next + i),
+                            _ => keys.random(s.num),
+                        };
+                        if delete {
+                            batch.delete(key);
+                        } else {
+                            batch.put(key, values.next_value());
+                        }
+                    }
+                    db.write_opt(batch, &s.write_options).context(DbSnafu)?;
                 }
-                db.write_opt(batch, &s.write_options).context(DbSnafu)?;
+                next += n;
+                tally.done(n, n * entry_bytes);
             }
-            next += n;
-            tally.done(n, n * entry_bytes);
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     outcome.found = None;
     Ok(outcome)
 }
 
 fn read_random(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
-    let outcome = in_threads(benchmark, s.threads, s.reads, |t, tally| {
-        let mut keys = Keys::new(s, benchmark, t);
-        for _ in share(s.reads, s.threads, t) {
-            let key = keys.lookup(s.num, s.read_miss_percent);
-            let bytes = read_one(db, key, tally)?;
-            tally.done(1, bytes);
-        }
-        Ok(())
-    })?;
+    let outcome = in_threads(
+        benchmark,
+        s.threads,
+        s.reads,
+        s.per_second.as_deref(),
+        |t, tally| {
+            let mut keys = Keys::new(s, benchmark, t);
+            for _ in share(s.reads, s.threads, t) {
+                let key = keys.lookup(s.num, s.read_miss_percent);
+                let bytes = read_one(db, key, tally)?;
+                tally.done(1, bytes);
+            }
+            Ok(())
+        },
+    )?;
     Ok(outcome)
 }
 
@@ -470,19 +493,25 @@ impl Operands {
 
 /// db_bench's `mergerandom`: a merge into a random key per operation.
 fn merge_random(db: &Db, s: &Settings) -> Result<Outcome> {
-    let mut outcome = in_threads(Benchmark::MergeRandom, s.threads, s.num, |t, tally| {
-        let mut keys = Keys::new(s, Benchmark::MergeRandom, t);
-        let mut operands = Operands::new(s, t);
-        for _ in share(s.num, s.threads, t) {
-            let key = keys.random(s.num);
-            let operand = operands.next_operand();
-            let bytes = (key.len() + operand.len()) as u64;
-            db.merge_opt(key, operand, &s.write_options)
-                .context(DbSnafu)?;
-            tally.done(1, bytes);
-        }
-        Ok(())
-    })?;
+    let mut outcome = in_threads(
+        Benchmark::MergeRandom,
+        s.threads,
+        s.num,
+        s.per_second.as_deref(),
+        |t, tally| {
+            let mut keys = Keys::new(s, Benchmark::MergeRandom, t);
+            let mut operands = Operands::new(s, t);
+            for _ in share(s.num, s.threads, t) {
+                let key = keys.random(s.num);
+                let operand = operands.next_operand();
+                let bytes = (key.len() + operand.len()) as u64;
+                db.merge_opt(key, operand, &s.write_options)
+                    .context(DbSnafu)?;
+                tally.done(1, bytes);
+            }
+            Ok(())
+        },
+    )?;
     outcome.found = None;
     Ok(outcome)
 }
@@ -491,24 +520,30 @@ fn merge_random(db: &Db, s: &Settings) -> Result<Outcome> {
 /// `--merge-percent` odds) merges into a random key.
 fn read_random_merge_random(db: &Db, s: &Settings) -> Result<Outcome> {
     let benchmark = Benchmark::ReadRandomMergeRandom;
-    in_threads(benchmark, s.threads, s.reads, |t, tally| {
-        let mut keys = Keys::new(s, benchmark, t);
-        let mut operands = Operands::new(s, t);
-        let mut dice = Rng::new(s.seed ^ 0x5EED ^ t as u64);
-        for _ in share(s.reads, s.threads, t) {
-            let key = keys.random(s.num);
-            let bytes = if dice.uniform(100) < u64::from(s.merge_percent) {
-                let operand = operands.next_operand();
-                db.merge_opt(key, operand, &s.write_options)
-                    .context(DbSnafu)?;
-                (key.len() + operand.len()) as u64
-            } else {
-                read_one(db, key, tally)?
-            };
-            tally.done(1, bytes);
-        }
-        Ok(())
-    })
+    in_threads(
+        benchmark,
+        s.threads,
+        s.reads,
+        s.per_second.as_deref(),
+        |t, tally| {
+            let mut keys = Keys::new(s, benchmark, t);
+            let mut operands = Operands::new(s, t);
+            let mut dice = Rng::new(s.seed ^ 0x5EED ^ t as u64);
+            for _ in share(s.reads, s.threads, t) {
+                let key = keys.random(s.num);
+                let bytes = if dice.uniform(100) < u64::from(s.merge_percent) {
+                    let operand = operands.next_operand();
+                    db.merge_opt(key, operand, &s.write_options)
+                        .context(DbSnafu)?;
+                    (key.len() + operand.len()) as u64
+                } else {
+                    read_one(db, key, tally)?
+                };
+                tally.done(1, bytes);
+            }
+            Ok(())
+        },
+    )
 }
 
 /// One lookup: counts it found, returns the bytes it moved.
@@ -551,44 +586,56 @@ fn read_while_writing(db: &Db, s: &Settings) -> Result<Outcome> {
 }
 
 fn read_seq(db: &Db, s: &Settings) -> Result<Outcome> {
-    let outcome = in_threads(Benchmark::ReadSeq, s.threads, s.reads, |t, tally| {
-        let mut it = db.raw_iterator(&ReadOptions::default()).context(DbSnafu)?;
-        it.seek_to_first().context(DbSnafu)?;
-        for _ in share(s.reads, s.threads, t) {
-            let (Some(key), Some(value)) = (it.key(), it.value()) else {
-                break;
-            };
-            let bytes = (key.len() + value.len()) as u64;
-            tally.found += 1;
-            it.next().context(DbSnafu)?;
-            tally.done(1, bytes);
-        }
-        Ok(())
-    })?;
+    let outcome = in_threads(
+        Benchmark::ReadSeq,
+        s.threads,
+        s.reads,
+        s.per_second.as_deref(),
+        |t, tally| {
+            let mut it = db.raw_iterator(&ReadOptions::default()).context(DbSnafu)?;
+            it.seek_to_first().context(DbSnafu)?;
+            for _ in share(s.reads, s.threads, t) {
+                let (Some(key), Some(value)) = (it.key(), it.value()) else {
+                    break;
+                };
+                let bytes = (key.len() + value.len()) as u64;
+                tally.found += 1;
+                it.next().context(DbSnafu)?;
+                tally.done(1, bytes);
+            }
+            Ok(())
+        },
+    )?;
     Ok(outcome)
 }
 
 fn seek_random(db: &Db, s: &Settings) -> Result<Outcome> {
-    let outcome = in_threads(Benchmark::SeekRandom, s.threads, s.reads, |t, tally| {
-        let mut keys = Keys::new(s, Benchmark::SeekRandom, t);
-        let mut it = db.raw_iterator(&ReadOptions::default()).context(DbSnafu)?;
-        for _ in share(s.reads, s.threads, t) {
-            it.seek(keys.random(s.num)).context(DbSnafu)?;
-            let mut bytes = 0;
-            if it.valid() {
-                tally.found += 1;
+    let outcome = in_threads(
+        Benchmark::SeekRandom,
+        s.threads,
+        s.reads,
+        s.per_second.as_deref(),
+        |t, tally| {
+            let mut keys = Keys::new(s, Benchmark::SeekRandom, t);
+            let mut it = db.raw_iterator(&ReadOptions::default()).context(DbSnafu)?;
+            for _ in share(s.reads, s.threads, t) {
+                it.seek(keys.random(s.num)).context(DbSnafu)?;
+                let mut bytes = 0;
+                if it.valid() {
+                    tally.found += 1;
+                }
+                for _ in 0..s.seek_nexts {
+                    let (Some(key), Some(value)) = (it.key(), it.value()) else {
+                        break;
+                    };
+                    bytes += (key.len() + value.len()) as u64;
+                    it.next().context(DbSnafu)?;
+                }
+                tally.done(1, bytes);
             }
-            for _ in 0..s.seek_nexts {
-                let (Some(key), Some(value)) = (it.key(), it.value()) else {
-                    break;
-                };
-                bytes += (key.len() + value.len()) as u64;
-                it.next().context(DbSnafu)?;
-            }
-            tally.done(1, bytes);
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     Ok(outcome)
 }
 
@@ -599,28 +646,34 @@ fn seek_random(db: &Db, s: &Settings) -> Result<Outcome> {
 fn bulk_load(db: &Db, s: &Settings) -> Result<Outcome> {
     let entry_bytes = (s.key_size + s.value_size) as u64;
     let per_file = (db.options().target_file_size_base / entry_bytes.max(1)).max(1);
-    let mut outcome = in_threads(Benchmark::BulkLoad, 1, s.num, |_, tally| {
-        let mut keys = Keys::new(s, Benchmark::FillSeq, 0);
-        let mut values = Values::new(s.value_size, s.compression_ratio, s.seed);
-        let mut files = Vec::new();
-        let mut next = 0;
-        while next < s.num {
-            let path = db.path().join(format!("bulkload-{:06}.ext", files.len()));
-            let mut w = lithify::SstFileWriter::create(&path, db.options()).context(DbSnafu)?;
-            let end = (next + per_file).min(s.num);
-            while next < end {
-                w.put(keys.number(next), values.next_value())
-                    .context(DbSnafu)?;
-                tally.done(1, entry_bytes);
-                next += 1;
+    let mut outcome = in_threads(
+        Benchmark::BulkLoad,
+        1,
+        s.num,
+        s.per_second.as_deref(),
+        |_, tally| {
+            let mut keys = Keys::new(s, Benchmark::FillSeq, 0);
+            let mut values = Values::new(s.value_size, s.compression_ratio, s.seed);
+            let mut files = Vec::new();
+            let mut next = 0;
+            while next < s.num {
+                let path = db.path().join(format!("bulkload-{:06}.ext", files.len()));
+                let mut w = lithify::SstFileWriter::create(&path, db.options()).context(DbSnafu)?;
+                let end = (next + per_file).min(s.num);
+                while next < end {
+                    w.put(keys.number(next), values.next_value())
+                        .context(DbSnafu)?;
+                    tally.done(1, entry_bytes);
+                    next += 1;
+                }
+                files.push(w.finish().context(DbSnafu)?.path);
             }
-            files.push(w.finish().context(DbSnafu)?.path);
-        }
-        let options = lithify::IngestOptions::default().move_files(true);
-        db.ingest_external_file(&files, &options).context(DbSnafu)?;
-        tally.done(0, 0);
-        Ok(())
-    })?;
+            let options = lithify::IngestOptions::default().move_files(true);
+            db.ingest_external_file(&files, &options).context(DbSnafu)?;
+            tally.done(0, 0);
+            Ok(())
+        },
+    )?;
     outcome.bytes = s.num.saturating_mul(entry_bytes);
     outcome.found = None;
     Ok(outcome)
@@ -630,7 +683,7 @@ fn single(
     benchmark: Benchmark,
     call: impl FnOnce() -> Result<(), lithify::DbError>,
 ) -> Result<Outcome> {
-    let mut tally = Tally::new(None);
+    let mut tally = Tally::new(None, None);
     let started = Instant::now();
     call().context(DbSnafu)?;
     tally.done(1, 0);

@@ -1381,12 +1381,14 @@ fn bench_html_draws_the_run_over_time() {
     let tags = well_formed(&page);
     assert_eq!(
         tags.iter().filter(|t| *t == "svg").count(),
-        3,
-        "three charts"
+        4,
+        "four charts"
     );
     for name in [
         "fillrandom",
         "Throughput",
+        "Latency of each second",
+        "p99.9",
         "write amplification",
         "L0 files",
     ] {
@@ -1411,9 +1413,12 @@ fn strategies_html_draws_one_chart_per_metric_and_amplification_over_time() {
     let tags = well_formed(&page);
     assert_eq!(
         tags.iter().filter(|t| *t == "svg").count(),
-        8,
-        "six metrics, and write and space amplification over the operations"
+        11,
+        "eight metrics, write and space amplification over the operations, \
+         and each second's p99.9"
     );
+    assert!(page.contains("p99.9 latency of each second"));
+    assert!(page.contains("peak space amp"));
     assert!(page.contains("write amp so far, over the operations"));
     for label in [
         "write-only-random",

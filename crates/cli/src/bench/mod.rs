@@ -253,6 +253,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         transaction_db,
         transaction_sets: a.transaction_sets,
         transaction_lock_timeout: std::time::Duration::from_millis(a.transaction_lock_timeout),
+        per_second: None,
     };
     workload::check(&settings, &a.benchmarks)?;
     let mut options = a.engine.to_options()?;
@@ -271,6 +272,10 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     if let (Some(first), Ok(mut w)) = (a.benchmarks.first(), timeline.workload.lock()) {
         *w = first.name().to_owned();
     }
+    let settings = Settings {
+        per_second: a.html.is_some().then(|| timeline.latency.clone()),
+        ..settings
+    };
     std::thread::scope(|scope| -> Result<()> {
         let sampler = a
             .html
@@ -308,7 +313,11 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             .map(|s| s.clone())
             .unwrap_or_default();
         let names: Vec<&str> = a.benchmarks.iter().map(|b| b.name()).collect();
-        let page = timeline::page(&format!("lithify bench: {}", names.join(", ")), &samples);
+        let page = timeline::page(
+            &format!("lithify bench: {}", names.join(", ")),
+            &samples,
+            &timeline.latency.seconds(),
+        );
         crate::output::write(path, page.as_bytes())?;
         if !a.json.json {
             say(format_args!(
