@@ -7,6 +7,8 @@
 //!   [`Settings`], each returning an [`Outcome`] (operations, bytes,
 //!   latency histogram);
 //! * [`data`]: db_bench's keys and half-compressible values;
+//! * [`cost_calibration`]: this machine's unit costs for the cost model
+//!   (`CpuCosts`), measured by micro-benchmarks;
 //! * [`histogram`]: the latency histogram;
 //! * [`transaction`]: `randomtransaction`, on an optimistic or pessimistic
 //!   transaction database;
@@ -47,6 +49,7 @@
 //! ```
 
 pub mod chart;
+pub mod cost_calibration;
 pub mod data;
 mod error;
 pub mod histogram;

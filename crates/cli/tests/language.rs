@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{lithify, ok, s};
+use common::{fails, lithify, ok, s};
 use lithify::vfs::{FileSystem as _, OsFs, read_file, write_file_atomic};
 
 /// The exit status and stderr of `lithify args`, with no panic.
@@ -739,6 +739,42 @@ fn bench_without_a_wal_and_a_small_strategies_report() {
         "--json",
     ];
     let (first, second) = (ok(&args), ok(&args));
+    // Unit costs from a file: used and named; a wrong one is refused
+    // with its line.
+    let tmp = tempfile::tempdir().unwrap();
+    let costs = tmp.path().join("cpu-costs");
+    write_file_atomic(
+        &OsFs,
+        &costs,
+        b"# measured\nwrite_us = 1.5\nwritten_byte_us = 0.002\nread_us = 0.4\n\
+         probe_us = 0.04\nscan_us = 0.7\nrun_us = 0.7\nfile_us = 300\n",
+    )
+    .unwrap();
+    let priced = ok(&[
+        "bench",
+        "--workload",
+        "read-only",
+        "--num",
+        "2000",
+        "--ops",
+        "2000",
+        "--deterministic",
+        "--cpu-costs",
+        costs.to_str().unwrap(),
+    ]);
+    assert!(
+        priced.contains(&format!("unit costs: {}", costs.display())),
+        "{priced}"
+    );
+    write_file_atomic(&OsFs, &costs, b"write_us = 1.5\nprobe_us = fast\n").unwrap();
+    let err = fails(&[
+        "bench",
+        "--workload",
+        "read-only",
+        "--cpu-costs",
+        costs.to_str().unwrap(),
+    ]);
+    assert!(err.contains("line 2: probe_us must be a number"), "{err}");
     let counts = |out: &str| -> serde_json::Value {
         let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
         assert_eq!(line["schedule"], "synchronous", "{out}");

@@ -643,6 +643,88 @@ impl Default for CpuCosts {
 }
 
 impl CpuCosts {
+    /// The unit costs as text, one `name = µs` line each (what
+    /// [`from_text`](Self::from_text) reads; a machine's calibration is
+    /// stored this way).
+    ///
+    /// ```
+    /// use lithify_compaction_strategy::cost_model::CpuCosts;
+    ///
+    /// let costs = CpuCosts::default().probe_us(0.05);
+    /// assert_eq!(CpuCosts::from_text(&costs.to_text()), Ok(costs));
+    /// assert!(CpuCosts::from_text("probe_us = fast").is_err());
+    /// ```
+    pub fn to_text(&self) -> String {
+        self.fields()
+            .iter()
+            .map(|(name, v)| format!("{name} = {v}\n"))
+            .collect()
+    }
+
+    /// Reads [`to_text`](Self::to_text)'s form: every unit cost, each a
+    /// finite number not below zero; `#` starts a comment. Says which
+    /// line is wrong.
+    pub fn from_text(text: &str) -> Result<CpuCosts, String> {
+        let mut costs = CpuCosts::default();
+        let mut seen = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (name, value) = line
+                .split_once('=')
+                .map(|(a, b)| (a.trim(), b.trim()))
+                .ok_or_else(|| format!("line {}: expected `name = µs`, got {line:?}", n + 1))?;
+            let value: f64 = value
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| {
+                    format!(
+                        "line {}: {name} must be a number of µs, not {value:?}",
+                        n + 1
+                    )
+                })?;
+            let slot = match name {
+                "write_us" => &mut costs.write_us,
+                "written_byte_us" => &mut costs.written_byte_us,
+                "read_us" => &mut costs.read_us,
+                "probe_us" => &mut costs.probe_us,
+                "scan_us" => &mut costs.scan_us,
+                "run_us" => &mut costs.run_us,
+                "file_us" => &mut costs.file_us,
+                _ => return Err(format!("line {}: unknown unit cost {name:?}", n + 1)),
+            };
+            *slot = value;
+            seen.push(name.to_owned());
+        }
+        let missing: Vec<&str> = costs
+            .fields()
+            .iter()
+            .map(|(name, _)| *name)
+            .filter(|name| !seen.iter().any(|s| s == name))
+            .collect();
+        if missing.is_empty() {
+            Ok(costs)
+        } else {
+            Err(format!("missing unit cost(s): {}", missing.join(", ")))
+        }
+    }
+
+    /// Each unit cost by name.
+    fn fields(&self) -> [(&'static str, f64); 7] {
+        [
+            ("write_us", self.write_us),
+            ("written_byte_us", self.written_byte_us),
+            ("read_us", self.read_us),
+            ("probe_us", self.probe_us),
+            ("scan_us", self.scan_us),
+            ("run_us", self.run_us),
+            ("file_us", self.file_us),
+        ]
+    }
+
     /// µs per operation of `p` for `mix` at `size`.
     pub fn per_op(&self, p: &Prediction, mix: &Mix, size: &TableSize) -> f64 {
         let writes_per_flush = size.flush_entries() / size.distinct();

@@ -96,6 +96,12 @@ pub(crate) struct BenchArgs {
     /// measured one.
     #[arg(long)]
     pub deterministic: bool,
+    /// Measure this machine's unit costs for the cost model (a write, a
+    /// byte written by compaction, a file, a lookup, a further table
+    /// probed, a scan, a further sorted run; about a minute), print them
+    /// and write them to --cpu-costs (default: the calibration file).
+    #[arg(long, conflicts_with_all = ["workload", "strategies_report"])]
+    pub calibrate: bool,
     /// Operations of each read benchmark, and transactions of
     /// randomtransaction (default: --num) [range: 0..=1000000000000].
     #[arg(long, value_parser = numbers::int::<u64>(0, numbers::MAX_OPS))]
@@ -216,6 +222,9 @@ impl DbDir {
 pub(crate) fn run(a: BenchArgs) -> Result<()> {
     if let Some(html) = &a.html {
         crate::output::check(html)?;
+    }
+    if a.calibrate {
+        return calibrate(&a);
     }
     if a.workload.is_some() || a.strategies_report {
         return run_strategies(&a);
@@ -375,7 +384,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     } else {
         a.repeat.unwrap_or(if report { 5 } else { 1 })
     };
-    let costs = lithify::CpuCosts::default();
+    let (costs, costs_from) = a.engine.cpu_costs()?;
     if a.key_size < 8 || a.value_size == 0 || ws.keys == 0 {
         return UsageSnafu {
             message: "workloads need --key-size of at least 8, a value and keys".to_string(),
@@ -420,6 +429,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
             base.write_buffer_size >> 10,
             base.target_file_size_base >> 10,
         ))?;
+        say(format_args!("unit costs: {costs_from}\n"))?;
     }
     let run_one = |w, name: &str, strategy: &lithify::CompactionStrategy, schedule| {
         let dir = tempfile::Builder::new()
@@ -508,6 +518,95 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `bench --calibrate`: this machine's unit costs, printed and written
+/// to `--cpu-costs` (default: the calibration file).
+fn calibrate(a: &BenchArgs) -> Result<()> {
+    let Some(path) = a
+        .engine
+        .cpu_costs
+        .clone()
+        .or_else(options::default_cpu_costs_path)
+    else {
+        return UsageSnafu {
+            message:
+                "no HOME or XDG_CONFIG_HOME to keep the unit costs in: name a file with --cpu-costs"
+                    .to_owned(),
+        }
+        .fail();
+    };
+    crate::output::check(&path)?;
+    let dir = tempfile::Builder::new()
+        .prefix("lithify-calibrate-")
+        .tempdir()
+        .context(IoSnafu {
+            action: "create a temporary directory in",
+            path: std::env::temp_dir(),
+        })?;
+    let c = lithify_bench::cost_calibration::calibrate(dir.path())?;
+    let text = format!(
+        "# lithify's unit costs (µs), measured by `lithify bench --calibrate`\n{}",
+        c.costs.to_text()
+    );
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        lithify::vfs::FileSystem::create_dir_all(&lithify::vfs::OsFs, parent).context(IoSnafu {
+            action: "create",
+            path: parent,
+        })?;
+    }
+    crate::output::write(&path, text.as_bytes())?;
+    if a.json.json {
+        return say(format_args!(
+            "{}\n",
+            serde_json::json!({
+                "path": path.display().to_string(),
+                "write_us": c.costs.write_us,
+                "written_byte_us": c.costs.written_byte_us,
+                "file_us": c.costs.file_us,
+                "read_us": c.costs.read_us,
+                "probe_us": c.costs.probe_us,
+                "scan_us": c.costs.scan_us,
+                "run_us": c.costs.run_us,
+            })
+        ));
+    }
+    let d = lithify::CpuCosts::default();
+    say(format_args!(
+        "unit costs of this machine (built-in in brackets), written to {}:\n\
+         \x20 write          {:>9.3} us ({})\n\
+         \x20 byte written   {:>9.5} us ({}); compactions wrote {} bytes in {} files ({:.3} s CPU) and {} bytes in {} files ({:.3} s)\n\
+         \x20 file written   {:>9.1} us ({})\n\
+         \x20 lookup         {:>9.3} us ({})\n\
+         \x20 table probed   {:>9.3} us ({}); {:.2} and {:.2} tables per lookup\n\
+         \x20 scan           {:>9.3} us ({})\n\
+         \x20 run merged     {:>9.3} us ({}); {:.2} and {:.2} runs per scan\n",
+        path.display(),
+        c.costs.write_us,
+        d.write_us,
+        c.costs.written_byte_us,
+        d.written_byte_us,
+        c.compactions[0].0,
+        c.compactions[0].1,
+        c.compactions[0].2,
+        c.compactions[1].0,
+        c.compactions[1].1,
+        c.compactions[1].2,
+        c.costs.file_us,
+        d.file_us,
+        c.costs.read_us,
+        d.read_us,
+        c.costs.probe_us,
+        d.probe_us,
+        c.tables_per_get.0,
+        c.tables_per_get.1,
+        c.costs.scan_us,
+        d.scan_us,
+        c.costs.run_us,
+        d.run_us,
+        c.runs_per_scan.0,
+        c.runs_per_scan.1,
+    ))
 }
 
 /// Writes to stdout. A failure (say a closed pipe) is an error, returned

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::Args;
 use lithify::{
     AdaptiveLimits, AdaptiveObjective, BlockCache, CompactionPri, CompactionStrategy, Compression,
-    Options,
+    CpuCosts, Options,
 };
 
 use crate::error::{Result, UsageSnafu};
@@ -256,9 +256,61 @@ pub(crate) struct EngineArgs {
     /// 0, at most 1000].
     #[arg(long, value_name = "F", value_parser = numbers::positive("limits", 1000.0))]
     pub adaptive_max_read_amp: Option<f64>,
+    /// The unit costs (`name = µs` lines) `Adaptive` and the counted
+    /// strategies report price work with; `bench --calibrate` writes this
+    /// machine's. Default: the file `--calibrate` writes by default, if it
+    /// exists, otherwise the built-in costs.
+    #[arg(long, value_name = "PATH")]
+    pub cpu_costs: Option<std::path::PathBuf>,
+}
+
+/// Where `bench --calibrate` keeps this machine's unit costs unless told:
+/// `$XDG_CONFIG_HOME/lithify/cpu-costs`, or `~/.config/lithify/cpu-costs`.
+pub(crate) fn default_cpu_costs_path() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".config"))
+        })?;
+    Some(base.join("lithify").join("cpu-costs"))
 }
 
 impl EngineArgs {
+    /// The unit costs to price work with, and where they came from:
+    /// `--cpu-costs`, else the calibration file if there is one, else the
+    /// built-in ones.
+    pub(crate) fn cpu_costs(&self) -> Result<(CpuCosts, String)> {
+        let (path, required) = match &self.cpu_costs {
+            Some(p) => (p.clone(), true),
+            None => match default_cpu_costs_path() {
+                Some(p) => (p, false),
+                None => return Ok((CpuCosts::default(), "built-in".to_owned())),
+            },
+        };
+        let text = match lithify::vfs::read_file(&lithify::vfs::OsFs, &path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((CpuCosts::default(), "built-in".to_owned()));
+            }
+            Err(e) => {
+                return UsageSnafu {
+                    message: format!("cannot read the unit costs {}: {e}", path.display()),
+                }
+                .fail();
+            }
+        };
+        let costs = CpuCosts::from_text(&text).map_err(|e| {
+            UsageSnafu {
+                message: format!("unit costs {}: {e}", path.display()),
+            }
+            .build()
+        })?;
+        Ok((costs, path.display().to_string()))
+    }
+
     /// Strategy `name` sized like `strategy_named`, with the
     /// `--adaptive-*` goal when it is `Adaptive`.
     pub(crate) fn strategy(&self, name: &str, target_file_size: u64) -> Result<CompactionStrategy> {
@@ -291,6 +343,7 @@ impl EngineArgs {
                 .max_space_amp(self.adaptive_max_space_amp)
                 .max_write_amp(self.adaptive_max_write_amp)
                 .max_read_amp(self.adaptive_max_read_amp);
+            a.costs = self.cpu_costs()?.0;
         }
         Ok(s)
     }
