@@ -190,9 +190,9 @@ pub struct WorkCounts {
     /// the work after one operation needed at once beyond the table files
     /// at rest before and after it, over the live data at the end (2.0: a
     /// compaction rewrote the whole table while its inputs stayed).
-    /// Counted in synchronous runs only (0 otherwise), where the work
-    /// after each operation is known.
-    pub peak_temp_space: f64,
+    /// Counted in synchronous runs only (`None` otherwise), where the
+    /// work after each operation is known.
+    pub peak_temp_space: Option<f64>,
 }
 
 /// The temporary space of a synchronous run's flushes and compactions:
@@ -216,22 +216,22 @@ impl TempSpace {
 
     fn after_wait(&mut self, disk: &MeteredFs<Arc<dyn lithify::vfs::FileSystem>>) {
         let now = disk.space();
-        let rest = now.bytes.max(self.at_rest);
-        if now.peak > rest {
-            self.most_extra = self.most_extra.max(now.peak - rest);
-            self.peak = self.peak.max(now.peak);
-            disk.reset_peak();
-        }
-        self.at_rest = now.bytes;
+        self.add(now.bytes, now.peak);
+        disk.reset_peak();
     }
 
-    /// 1 + the most extra bytes over `live` (0 when none were measured).
+    /// One operation's work: the files at rest after it, and the peak
+    /// since the previous operation's.
+    fn add(&mut self, bytes: u64, peak: u64) {
+        let rest = bytes.max(self.at_rest);
+        self.most_extra = self.most_extra.max(peak.saturating_sub(rest));
+        self.peak = self.peak.max(peak);
+        self.at_rest = bytes;
+    }
+
+    /// 1 + the most extra bytes over `live`.
     fn over(&self, live: u64) -> f64 {
-        if self.most_extra == 0 {
-            0.0
-        } else {
-            1.0 + self.most_extra as f64 / live.max(1) as f64
-        }
+        1.0 + self.most_extra as f64 / live.max(1) as f64
     }
 }
 
@@ -621,7 +621,7 @@ pub fn run_workload(
         timeline.iter().map(|p| p.space_amp).sum::<f64>() / timeline.len().max(1) as f64;
     let peak = temp.peak.max(disk.space().peak);
     counts.peak_space_amp = peak as f64 / counts.live_bytes.max(1) as f64;
-    counts.peak_temp_space = temp.over(counts.live_bytes);
+    counts.peak_temp_space = synchronous.then(|| temp.over(counts.live_bytes));
     let run = WorkloadRun {
         workload,
         strategy: strategy.to_owned(),
@@ -806,23 +806,24 @@ pub fn counted_rows(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
     );
     let _ = writeln!(
         out,
-        "  {:<26} {:>9} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "  {:<26} {:>10} {:>7} {:>7} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
         "strategy",
         "cost us/op",
         "W-amp",
-        "R-amp",
+        "C-read",
         "files",
         "tbl/get",
         "blk/get",
         "run/scn",
         "S-mean",
-        "S-peak"
+        "S-peak",
+        "S-temp"
     );
     for r in runs {
         let c = &r.counts;
         let _ = writeln!(
             out,
-            "  {:<26} {:>9.3} {:>7.2} {:>7.2} {:>8} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2}",
+            "  {:<26} {:>10.3} {:>7.2} {:>7.2} {:>8} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7}",
             r.strategy,
             c.cost_us_per_op(costs),
             c.table_write_amp(),
@@ -833,7 +834,7 @@ pub fn counted_rows(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
             c.runs_per_scan(),
             c.mean_space_amp,
             c.peak_space_amp,
-            c.peak_temp_space,
+            temp_space(c),
         );
     }
     if let Some(s) = adaptive_standing(runs, |r| r.counts.cost_us_per_op(costs)) {
@@ -870,7 +871,7 @@ pub fn counted_markdown(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
         let c = &r.counts;
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {} | {} | {:.3} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
             workload_name(r.workload),
             r.strategy,
             c.cost_us_per_op(costs),
@@ -882,10 +883,16 @@ pub fn counted_markdown(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
             c.runs_per_scan(),
             c.mean_space_amp,
             c.peak_space_amp,
-            c.peak_temp_space,
+            temp_space(c),
         );
     }
     out
+}
+
+/// The peak temporary space as text (`-` where not counted).
+fn temp_space(c: &WorkCounts) -> String {
+    c.peak_temp_space
+        .map_or("-".to_owned(), |t| format!("{t:.2}"))
 }
 
 /// Whether `adaptive` used less CPU and wrote less than every fixed
@@ -1172,7 +1179,8 @@ mod tests {
                 c.peak_space_amp > c.mean_space_amp && c.mean_space_amp >= 1.0,
                 "{c:?}"
             );
-            assert!(c.peak_temp_space > 1.0 && c.peak_temp_space <= 3.0, "{c:?}");
+            let temp = c.peak_temp_space.unwrap();
+            assert!(temp > 1.0 && temp <= 3.0, "{c:?}");
             assert!(c.cost_us_per_op(&costs) > 0.0);
             runs.push(first);
         }
@@ -1183,6 +1191,20 @@ mod tests {
         assert_eq!(s.fixed, 2);
         let table = counted_markdown(&runs, &costs);
         assert_eq!(table.lines().count(), 2 + runs.len(), "{table}");
+    }
+
+    #[test]
+    fn temporary_space_is_what_each_operations_work_added_to_the_files_at_rest() {
+        let mut t = TempSpace::new(100);
+        // A compaction that doubled the files for a moment.
+        t.add(100, 200);
+        // Files shrank: the peak was the files before, no extra.
+        t.add(60, 100);
+        // A flush that added 10 and needed nothing more.
+        t.add(70, 70);
+        assert_eq!((t.most_extra, t.peak), (100, 200));
+        assert_eq!(t.over(50), 3.0);
+        assert_eq!(TempSpace::new(5).over(5), 1.0);
     }
 
     #[test]

@@ -115,7 +115,11 @@ fn chart(out: &mut String, title: &str, samples: &[Sample], series: &[(&str, &'s
         out,
         &LineChart {
             title,
-            x_max: samples.last().map_or(1.0, |s| s.secs).max(0.001),
+            x_max: series
+                .iter()
+                .flat_map(|(_, _, p)| p.iter().map(|(x, _)| *x))
+                .fold(samples.last().map_or(1.0, |s| s.secs), f64::max)
+                .max(0.001),
             x_unit: "s",
             bands,
             series: series

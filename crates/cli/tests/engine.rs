@@ -20,7 +20,9 @@ const COMPACT_HEADER: usize = lithify::inspect::wal::Framing::Compact.header_len
 fn lithify_with(args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lithify"));
     // The events a test reads are the CLI's defaults, whatever the caller's.
-    cmd.args(args).env_remove("RUST_LOG");
+    cmd.args(args)
+        .env_remove("RUST_LOG")
+        .env("XDG_CONFIG_HOME", common::NO_CONFIG);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -1839,4 +1841,47 @@ fn bench_caches_blob_values_only_when_asked() {
         let (err, _) = fails(&args);
         assert!(err.contains("--blob-cache-size"), "{err}");
     }
+}
+
+#[test]
+fn bench_calibrate_writes_this_machines_unit_costs_where_the_report_reads_them() {
+    let config = tempfile::tempdir().unwrap();
+    let env = [("XDG_CONFIG_HOME", config.path())];
+    let out = checked(
+        &["bench", "--calibrate", "--json"],
+        lithify_with(&["bench", "--calibrate", "--json"], &env),
+    );
+    let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let path = config.path().join("lithify").join("cpu-costs");
+    assert_eq!(line["path"], path.display().to_string(), "{out}");
+    for unit in ["write_us", "written_byte_us", "read_us", "scan_us"] {
+        assert!(line[unit].as_f64().unwrap() > 0.0, "{unit}: {out}");
+    }
+    for unit in ["probe_us", "run_us", "file_us"] {
+        assert!(line[unit].as_f64().unwrap() >= 0.0, "{unit}: {out}");
+    }
+    let text = String::from_utf8(lithify::vfs::read_file(&OsFs, &path).unwrap()).unwrap();
+    let costs = lithify::CpuCosts::from_text(&text).unwrap();
+    assert!((costs.write_us - line["write_us"].as_f64().unwrap()).abs() < 1e-9);
+    // The report prices with the calibration it finds there.
+    let args = [
+        "bench",
+        "--workload",
+        "read-only",
+        "--num",
+        "2000",
+        "--ops",
+        "2000",
+        "--deterministic",
+    ];
+    let report = checked(&args, lithify_with(&args, &env));
+    assert!(
+        report.contains(&format!("unit costs: {}", path.display())),
+        "{report}"
+    );
+    // Without a calibration: the built-in costs.
+    assert!(ok(&args).contains("unit costs: built-in"));
+    // --deterministic needs a workload.
+    let (err, _) = fails(&["bench", "--deterministic"]);
+    assert!(err.contains("--deterministic runs --workload"), "{err}");
 }

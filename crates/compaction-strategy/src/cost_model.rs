@@ -653,6 +653,7 @@ impl CpuCosts {
     /// let costs = CpuCosts::default().probe_us(0.05);
     /// assert_eq!(CpuCosts::from_text(&costs.to_text()), Ok(costs));
     /// assert!(CpuCosts::from_text("probe_us = fast").is_err());
+    /// assert!(CpuCosts::from_text(&format!("{}probe_us = 1\n", costs.to_text())).is_err());
     /// ```
     pub fn to_text(&self) -> String {
         self.fields()
@@ -696,6 +697,9 @@ impl CpuCosts {
                 "file_us" => &mut costs.file_us,
                 _ => return Err(format!("line {}: unknown unit cost {name:?}", n + 1)),
             };
+            if seen.iter().any(|s| s == name) {
+                return Err(format!("line {}: {name} is given twice", n + 1));
+            }
             *slot = value;
             seen.push(name.to_owned());
         }

@@ -157,6 +157,14 @@ pub(crate) fn wait_for_compact(db: &DbInner) -> Result<()> {
     if db.opened_read_only {
         return Ok(());
     }
+    if crate::events::in_listener() {
+        // A listener runs inside the job it hears of: waiting for that
+        // job to end would never return.
+        return crate::error::InvalidArgumentSnafu {
+            message: "wait_for_compact cannot be called from an event listener".to_owned(),
+        }
+        .fail();
+    }
     let mut st = db.lock_state();
     loop {
         if let Some(cause) = st.bg_error() {
@@ -171,7 +179,14 @@ pub(crate) fn wait_for_compact(db: &DbInner) -> Result<()> {
         if db.background_idle(&st) {
             break;
         }
-        st = db.done_cv.wait(st);
+        // Work can become due with no one told (a released snapshot, a
+        // TTL or periodic compaction whose time came): wake the threads,
+        // and look again now and then.
+        db.wake_background();
+        st = db
+            .done_cv
+            .wait_timeout(st, std::time::Duration::from_millis(100))
+            .0;
     }
     drop(st);
     crate::purge::purge_obsolete_files(db);
@@ -249,6 +264,7 @@ fn manual_loop<'a>(
                 crate::purge::purge_obsolete_files(db);
                 st = db.lock_state();
                 st.end_manual_job();
+                db.done_cv.notify_all();
                 r?;
             }
         }

@@ -440,10 +440,12 @@ impl Db {
     }
 
     /// Waits until background work is done for now: every immutable
-    /// memtable flushed, and no flush or compaction running or left to
-    /// pick (RocksDB's `WaitForCompact`). The memtable being written is
-    /// not flushed; call [`flush`](Db::flush) first for that. Returns the
-    /// background error if one stops the work.
+    /// memtable flushed, and no flush or compaction running (a manual
+    /// one's included) or left to pick (RocksDB's `WaitForCompact`).
+    /// The memtable being written is not flushed; call
+    /// [`flush`](Db::flush) first for that. Returns the background error
+    /// if one stops the work, and refuses to wait from an event listener
+    /// (which runs inside the job it hears of).
     ///
     /// With `max_background_jobs = 1` and one writer that calls this
     /// whenever a write may have switched the memtable, every flush and

@@ -16,8 +16,12 @@ pub(crate) fn cursor_source(
     // A scan to `Adaptive` (one per iterator, however far it goes).
     crate::strategy::observe_scan(inner, table);
     let sv = table.sv.get();
-    let v = &sv.version;
-    let runs = v.num_files(0) + (1..v.num_levels()).filter(|&l| v.num_files(l) > 0).count();
+    let runs = crate::iter::sorted_runs(
+        &sv.version,
+        &table.icmp,
+        options.lower_bound.as_deref(),
+        options.upper_bound.as_deref(),
+    );
     crate::stats::Counters::add(&table.counters.scans, 1);
     crate::stats::Counters::add(&table.counters.scan_sorted_runs, runs as u64);
     let snapshot = options

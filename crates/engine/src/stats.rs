@@ -162,7 +162,8 @@ pub struct TableStats {
     /// Iterators opened on the table.
     pub scans: u64,
     /// Sorted runs of SST files those iterators merged (each L0 file,
-    /// each non-empty level below): what a scan seeks.
+    /// each level below, holding keys within the iterator's bounds): what
+    /// a scan seeks.
     pub scan_sorted_runs: u64,
     /// SST files flushes and compactions wrote (trivial moves write none).
     pub files_written: u64,

@@ -363,3 +363,32 @@ fn bounded_and_prefix_iteration_and_multi_get() {
         ]
     );
 }
+
+#[test]
+fn scans_count_the_sorted_runs_within_their_bounds() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = Db::open("/db", small_options(fs).disable_auto_compactions(true)).unwrap();
+    // Three L0 files of disjoint ranges.
+    for prefix in ["a", "b", "c"] {
+        for i in 0..10 {
+            db.put(format!("{prefix}{i}"), "v").unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let runs = |db: &Db| {
+        let t = &db.stats().tables[0];
+        (t.scans, t.scan_sorted_runs)
+    };
+    assert_eq!(runs(&db), (0, 0));
+    drop(db.iter());
+    assert_eq!(runs(&db), (1, 3));
+    let mut bounded = ReadOptions::default();
+    bounded.lower_bound = Some(Bytes::from_static(b"b"));
+    bounded.upper_bound = Some(Bytes::from_static(b"c"));
+    let mut it = db.raw_iterator(&bounded).unwrap();
+    it.seek(b"b").unwrap();
+    assert_eq!(it.key(), Some(&b"b0"[..]));
+    drop(it);
+    assert_eq!(runs(&db), (2, 4));
+    db.close().unwrap();
+}

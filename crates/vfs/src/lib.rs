@@ -11,7 +11,9 @@
 //!   afterwards (optionally keeping a torn prefix of unsynced appends);
 //! * [`FaultFs`] wraps any file system and injects errors by rule: fail the
 //!   Nth write, sync, rename, open or remove; run out of space after N
-//!   bytes; tear the Nth write short.
+//!   bytes; tear the Nth write short;
+//! * [`MeteredFs`] wraps any file system and measures the space of the
+//!   files it is told to count, now and at its peak.
 //!
 //! Files are append-only writers ([`WritableFile`], with positional writes
 //! for preallocated index files) and positional readers

@@ -39,6 +39,19 @@ impl MeterState {
     /// Sets the size of `path`, a counted file, to `len`.
     fn set(&mut self, path: &Path, len: u64) {
         let old = self.sizes.insert(path.to_path_buf(), len).unwrap_or(0);
+        self.count(old, len);
+    }
+
+    /// Sets the size of `path` to `len` if it is still counted (its
+    /// writer's view: a file removed or renamed away meanwhile is not).
+    fn resize(&mut self, path: &Path, len: u64) {
+        if let Some(size) = self.sizes.get_mut(path) {
+            let old = std::mem::replace(size, len);
+            self.count(old, len);
+        }
+    }
+
+    fn count(&mut self, old: u64, len: u64) {
         self.usage.bytes = self.usage.bytes - old + len;
         self.usage.peak = self.usage.peak.max(self.usage.bytes);
     }
@@ -59,8 +72,11 @@ impl MeterState {
 /// shares the meter.
 ///
 /// Files that existed before the wrap count from their first write,
-/// create or rename; a hard link counts under its first name only (the
-/// bytes are shared). Everything else passes through unchanged.
+/// create or rename; a hard link counts under its first counted name only
+/// (the bytes are shared). Files are known by path: a writer keeps
+/// counting its file under the name it was created with, so appends after
+/// the file was renamed away are not counted (lithify renames no table
+/// file while writing it). Everything else passes through unchanged.
 ///
 /// ```
 /// use std::path::Path;
@@ -179,7 +195,13 @@ impl<F: FileSystem> FileSystem for MeteredFs<F> {
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.hard_link(from, to)
+        self.inner.hard_link(from, to)?;
+        // The bytes are shared: counted under the first counted name.
+        if self.counts(to) && !self.counts(from) {
+            let len = self.inner.file_size(to).unwrap_or(0);
+            self.meter.state.lock().set(to, len);
+        }
+        Ok(())
     }
 
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
@@ -243,10 +265,7 @@ impl MeteredFile {
     /// Counts the file's new length, unless it was removed or renamed
     /// away meanwhile.
     fn recount(&self) {
-        let mut st = self.meter.state.lock();
-        if st.sizes.contains_key(&self.path) {
-            st.set(&self.path, self.inner.len());
-        }
+        self.meter.state.lock().resize(&self.path, self.inner.len());
     }
 }
 

@@ -86,7 +86,7 @@ pub(crate) struct BenchArgs {
     /// on a fresh database, the strategies' runs taking turns; the run of
     /// the median CPU per operation is reported, with the spread (default
     /// 1; with --strategies-report 5) [range: 1..=1000].
-    #[arg(long, value_parser = numbers::int::<u64>(1, 1000))]
+    #[arg(long, value_parser = numbers::int::<u64>(1, 1000), conflicts_with = "deterministic")]
     pub repeat: Option<u64>,
     /// Run --workload / --strategies-report with flushes and compactions
     /// synchronous (one background thread, each operation waiting for the
@@ -98,8 +98,10 @@ pub(crate) struct BenchArgs {
     pub deterministic: bool,
     /// Measure this machine's unit costs for the cost model (a write, a
     /// byte written by compaction, a file, a lookup, a further table
-    /// probed, a scan, a further sorted run; about a minute), print them
-    /// and write them to --cpu-costs (default: the calibration file).
+    /// probed, a scan, a further sorted run; about ten seconds, in
+    /// databases in a temporary directory), print them and write them to
+    /// --cpu-costs (default: $XDG_CONFIG_HOME/lithify/cpu-costs or
+    /// ~/.config/lithify/cpu-costs).
     #[arg(long, conflicts_with_all = ["workload", "strategies_report"])]
     pub calibrate: bool,
     /// Operations of each read benchmark, and transactions of
@@ -228,6 +230,12 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     }
     if a.workload.is_some() || a.strategies_report {
         return run_strategies(&a);
+    }
+    if a.deterministic {
+        return UsageSnafu {
+            message: "--deterministic runs --workload or --strategies-report".to_owned(),
+        }
+        .fail();
     }
     let num = a.num.unwrap_or(1_000_000);
     let transaction_db = match (a.optimistic_transaction_db, a.transaction_db) {
@@ -384,7 +392,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     } else {
         a.repeat.unwrap_or(if report { 5 } else { 1 })
     };
-    let (costs, costs_from) = a.engine.cpu_costs()?;
+    let (costs, costs_from) = a.engine.cpu_costs(true)?;
     if a.key_size < 8 || a.value_size == 0 || ws.keys == 0 {
         return UsageSnafu {
             message: "workloads need --key-size of at least 8, a value and keys".to_string(),
@@ -414,7 +422,12 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
     };
     let mut strategies_of = Vec::new();
     for name in &names {
-        strategies_of.push(a.engine.strategy(name, base.target_file_size_base)?);
+        let mut strategy = a.engine.strategy(name, base.target_file_size_base)?;
+        if let lithify::CompactionStrategy::Adaptive(adaptive) = &mut strategy {
+            // Adaptive decides with the costs the counted table prices.
+            adaptive.costs = costs;
+        }
+        strategies_of.push(strategy);
     }
     if !a.json.json {
         say(format_args!(
@@ -511,7 +524,8 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
         }
     }
     if let Some(path) = &a.html {
-        let page = strategies_html::page(&all);
+        // The measured runs, or the counted ones when there are none.
+        let page = strategies_html::page(if all.is_empty() { &counted } else { &all });
         crate::output::write(path, page.as_bytes())?;
         if !a.json.json {
             say(format_args!("wrote {}\n", path.display()))?;

@@ -258,8 +258,10 @@ pub(crate) struct EngineArgs {
     pub adaptive_max_read_amp: Option<f64>,
     /// The unit costs (`name = µs` lines) `Adaptive` and the counted
     /// strategies report price work with; `bench --calibrate` writes this
-    /// machine's. Default: the file `--calibrate` writes by default, if it
-    /// exists, otherwise the built-in costs.
+    /// machine's. Default: the built-in costs, except for
+    /// --strategies-report and --workload, which take the file
+    /// `--calibrate` writes by default ($XDG_CONFIG_HOME/lithify/cpu-costs
+    /// or ~/.config/lithify/cpu-costs) when it exists.
     #[arg(long, value_name = "PATH")]
     pub cpu_costs: Option<std::path::PathBuf>,
 }
@@ -280,20 +282,22 @@ pub(crate) fn default_cpu_costs_path() -> Option<std::path::PathBuf> {
 
 impl EngineArgs {
     /// The unit costs to price work with, and where they came from:
-    /// `--cpu-costs`, else the calibration file if there is one, else the
-    /// built-in ones.
-    pub(crate) fn cpu_costs(&self) -> Result<(CpuCosts, String)> {
+    /// `--cpu-costs`, else (with `calibration_file`) the file `bench
+    /// --calibrate` writes if there is one, else the built-in ones.
+    pub(crate) fn cpu_costs(&self, calibration_file: bool) -> Result<(CpuCosts, String)> {
+        let built_in = || Ok((CpuCosts::default(), "built-in".to_owned()));
         let (path, required) = match &self.cpu_costs {
             Some(p) => (p.clone(), true),
-            None => match default_cpu_costs_path() {
+            None if calibration_file => match default_cpu_costs_path() {
                 Some(p) => (p, false),
-                None => return Ok((CpuCosts::default(), "built-in".to_owned())),
+                None => return built_in(),
             },
+            None => return built_in(),
         };
         let text = match lithify::vfs::read_file(&lithify::vfs::OsFs, &path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok((CpuCosts::default(), "built-in".to_owned()));
+                return built_in();
             }
             Err(e) => {
                 return UsageSnafu {
@@ -343,7 +347,7 @@ impl EngineArgs {
                 .max_space_amp(self.adaptive_max_space_amp)
                 .max_write_amp(self.adaptive_max_write_amp)
                 .max_read_amp(self.adaptive_max_read_amp);
-            a.costs = self.cpu_costs()?.0;
+            a.costs = self.cpu_costs(false)?.0;
         }
         Ok(s)
     }

@@ -5,10 +5,16 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// Where the tests' runs look for a calibration of the unit costs
+/// (`bench --calibrate`'s default file): nowhere, so that a machine's
+/// calibration does not change what the tests see.
+pub(crate) const NO_CONFIG: &str = "/nonexistent/lithify-test-config";
+
 /// Runs `lithify args`.
 pub(crate) fn lithify(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lithify"))
         .args(args)
+        .env("XDG_CONFIG_HOME", NO_CONFIG)
         .output()
         .expect("the lithify binary runs")
 }

@@ -78,6 +78,33 @@ impl InternalIterator for ChildIter {
     }
 }
 
+/// Whether file `m` holds keys in `[lower, upper)`.
+pub(crate) fn within_bounds(
+    icmp: &InternalKeyComparator,
+    m: &lithify_version::FileMetadata,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> bool {
+    !(upper.is_some_and(|u| icmp.compare_user(m.smallest_user_key(), u).is_ge())
+        || lower.is_some_and(|l| icmp.compare_user(m.largest_user_key(), l).is_lt()))
+}
+
+/// The SST sorted runs a cursor over `[lower, upper)` of `version`
+/// merges: each L0 file, and each level below, holding keys there.
+pub(crate) fn sorted_runs(
+    version: &lithify_version::Version,
+    icmp: &InternalKeyComparator,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> usize {
+    let within =
+        |f: &&std::sync::Arc<lithify_version::FileMetadata>| within_bounds(icmp, f, lower, upper);
+    version.files(0).iter().filter(within).count()
+        + (1..version.num_levels())
+            .filter(|&l| version.files(l).iter().any(|f| within(&f)))
+            .count()
+}
+
 /// The merged internal cursor over everything a super version holds.
 pub(crate) type Merged = MergingIterator<ChildIter, InternalKeyComparator>;
 
@@ -105,12 +132,8 @@ pub(crate) fn build_merged(
             );
         }
     }
-    // `[lower, upper)` as an inclusive user range for overlap tests.
-    let overlaps = |h: &crate::super_version::FileHandle| {
-        let m = &h.meta;
-        !(upper.is_some_and(|u| icmp.compare_user(m.smallest_user_key(), u).is_ge())
-            || lower.is_some_and(|l| icmp.compare_user(m.largest_user_key(), l).is_lt()))
-    };
+    let overlaps =
+        |h: &crate::super_version::FileHandle| within_bounds(icmp, &h.meta, lower, upper);
     for (level, handles) in sv.levels.iter().enumerate() {
         if handles.is_empty() {
             continue;

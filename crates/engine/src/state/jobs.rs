@@ -337,12 +337,18 @@ impl DbInner {
         None
     }
 
-    /// Whether the background threads are done for now: no flush queued
-    /// or running, no memtable waiting for one, no compaction running, no
-    /// scheduled major compaction due, and no table whose picker would
-    /// pick a compaction (RocksDB's `WaitForCompact` condition).
+    /// Whether flushes and compactions are done for now: no flush queued
+    /// or running, no memtable waiting for one, no compaction running
+    /// (background, or a manual one's step), no scheduled major compaction
+    /// due, and no table whose picker would pick a compaction (RocksDB's
+    /// `WaitForCompact` condition).
     pub(crate) fn background_idle(&self, st: &DbState) -> bool {
-        if !st.flush_queue.is_empty() || st.running_flushes > 0 || st.running_compactions > 0 {
+        if !st.flush_queue.is_empty()
+            || st.running_flushes > 0
+            || st.running_compactions > 0
+            || st.running_manual > 0
+            || st.exclusive_manual > 0
+        {
             return false;
         }
         let now = self.options.clock.now_secs();
@@ -353,7 +359,7 @@ impl DbInner {
             if !t.imm.is_empty() || t.next_scheduled_major.is_some_and(|at| at <= now) {
                 return false;
             }
-            if t.state.options.disable_auto_compactions || st.exclusive_manual > 0 {
+            if t.state.options.disable_auto_compactions {
                 return true;
             }
             let ctx = self.pick_context(t);
