@@ -231,6 +231,7 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
             "--daily-offpeak-time-utc",
             "--scheduled-major-time-utc",
             "--adaptive-objective",
+            "--cpu-costs",
         ],
     ),
     ("get", &["<KEY>", "--table"]),
