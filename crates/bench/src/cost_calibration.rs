@@ -23,7 +23,7 @@
 
 use std::path::Path;
 
-use lithify::{CpuCosts, Db, Options, ReadOptions};
+use lithify::{CpuCosts, Db, Options};
 use snafu::ResultExt as _;
 
 use crate::data::{Values, make_key};
@@ -54,9 +54,6 @@ const FULL: Sizes = Sizes {
     read_keys: 200_000,
     compaction_bytes: 24 << 20,
 };
-
-/// Entries each scan reads (the strategies' scans).
-const SCAN_LENGTH: usize = lithify_compaction_sim::SCAN_LENGTH;
 
 /// What a calibration measured: the unit costs and the figures behind
 /// them.
@@ -234,66 +231,55 @@ fn read_db(dir: &Path, tables: u64, keys: u64) -> Result<Db> {
     Ok(db)
 }
 
-/// µs per lookup of keys of the oldest run (multiples of [`TABLES`]),
-/// and tables probed per lookup, after a pass that warms the cache.
+/// µs per lookup of keys of the oldest table, and tables probed per
+/// lookup.
 fn gets(db: &Db, keys: u64, cpu: &dyn Fn() -> Result<f64>) -> Result<(f64, f64)> {
     let mut key = [0u8; 16];
-    let mut pass = |rng: &mut crate::SplitMix64, n: u64| -> Result<()> {
+    let lookups = |rng: &mut crate::SplitMix64, n: u64| -> Result<()> {
         for _ in 0..n {
             make_key(rng.below(keys / TABLES) * TABLES, &mut key);
             std::hint::black_box(db.get(key).context(DbSnafu)?);
         }
         Ok(())
     };
-    pass(&mut crate::SplitMix64::new(1), keys)?;
-    let n = keys;
-    let mut probes = 0.0;
-    let us = median(PASSES, |p| {
-        let before = db.stats().tables[0].clone();
-        let start = cpu()?;
-        pass(&mut crate::SplitMix64::new(p as u64 + 2), n)?;
-        let used = cpu()? - start;
-        let after = db.stats().tables[0].clone();
-        probes = (after.get_tables_probed - before.get_tables_probed) as f64 / n as f64;
-        Ok(used * 1e6 / n as f64)
-    })?;
-    Ok((us, probes))
+    per_op(db, keys, cpu, lookups, |t| t.get_tables_probed)
 }
 
-/// µs per scan (a seek and [`SCAN_LENGTH`] entries) from random keys of
-/// the oldest table, and sorted runs per scan, after a warming pass.
+/// µs per scan (the strategies' scans: a seek and 20 entries) from random keys of
+/// the oldest table, and sorted runs per scan.
 fn scans(db: &Db, keys: u64, cpu: &dyn Fn() -> Result<f64>) -> Result<(f64, f64)> {
     let mut key = [0u8; 16];
-    let mut pass = |rng: &mut crate::SplitMix64, n: u64| -> Result<()> {
+    let scans = |rng: &mut crate::SplitMix64, n: u64| -> Result<()> {
         for _ in 0..n {
             make_key(rng.below(keys / TABLES) * TABLES, &mut key);
-            let mut it = db.raw_iterator(&ReadOptions::default()).context(DbSnafu)?;
-            it.seek(key).context(DbSnafu)?;
-            for read in 0..SCAN_LENGTH {
-                let (Some(k), Some(v)) = (it.key(), it.value()) else {
-                    break;
-                };
-                std::hint::black_box((k, v));
-                if read + 1 < SCAN_LENGTH {
-                    it.next().context(DbSnafu)?;
-                }
-            }
+            crate::strategies::scan(db, &key)?;
         }
         Ok(())
     };
-    let n = keys / 4;
-    pass(&mut crate::SplitMix64::new(1), n)?;
-    let mut runs = 0.0;
+    per_op(db, keys / 4, cpu, scans, |t| t.scan_sorted_runs)
+}
+
+/// µs per operation of `ops(rng, n)` (the median of [`PASSES`] passes,
+/// after one that warms the cache), and the engine's `counter` per
+/// operation.
+fn per_op(
+    db: &Db,
+    n: u64,
+    cpu: &dyn Fn() -> Result<f64>,
+    mut ops: impl FnMut(&mut crate::SplitMix64, u64) -> Result<()>,
+    counter: fn(&lithify::TableStats) -> u64,
+) -> Result<(f64, f64)> {
+    ops(&mut crate::SplitMix64::new(1), n)?;
+    let mut per = 0.0;
     let us = median(PASSES, |p| {
-        let before = db.stats().tables[0].clone();
+        let before = counter(&db.stats().tables[0]);
         let start = cpu()?;
-        pass(&mut crate::SplitMix64::new(p as u64 + 2), n)?;
+        ops(&mut crate::SplitMix64::new(p as u64 + 2), n)?;
         let used = cpu()? - start;
-        let after = db.stats().tables[0].clone();
-        runs = (after.scan_sorted_runs - before.scan_sorted_runs) as f64 / n as f64;
-        Ok(used * 1e6 / n as f64)
+        per = (counter(&db.stats().tables[0]) - before) as f64 / n.max(1) as f64;
+        Ok(used * 1e6 / n.max(1) as f64)
     })?;
-    Ok((us, runs))
+    Ok((us, per))
 }
 
 #[cfg(test)]

@@ -439,6 +439,25 @@ fn settle(db: &Db) {
     }
 }
 
+/// A scan of the strategies' workloads: a seek to `key` and up to
+/// [`SCAN_LENGTH`] entries read from there.
+pub(crate) fn scan(db: &Db, key: &[u8]) -> Result<()> {
+    let mut it = db
+        .raw_iterator(&lithify::ReadOptions::default())
+        .context(DbSnafu)?;
+    it.seek(key).context(DbSnafu)?;
+    for read in 0..SCAN_LENGTH {
+        let (Some(k), Some(v)) = (it.key(), it.value()) else {
+            break;
+        };
+        std::hint::black_box((k, v));
+        if read + 1 < SCAN_LENGTH {
+            it.next().context(DbSnafu)?;
+        }
+    }
+    Ok(())
+}
+
 /// Whether `path` is a table or blob file (what the space meter counts).
 fn is_table_file(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "sst" || e == "blob")
@@ -577,19 +596,7 @@ pub fn run_workload(
             }
             Op::Scan(id) => {
                 make_key(id, &mut key);
-                let mut it = db
-                    .raw_iterator(&lithify::ReadOptions::default())
-                    .context(DbSnafu)?;
-                it.seek(&key).context(DbSnafu)?;
-                for read in 0..SCAN_LENGTH {
-                    let (Some(k), Some(v)) = (it.key(), it.value()) else {
-                        break;
-                    };
-                    std::hint::black_box((k, v));
-                    if read + 1 < SCAN_LENGTH {
-                        it.next().context(DbSnafu)?;
-                    }
-                }
+                scan(&db, &key)?;
             }
         }
         let now = Instant::now();
@@ -820,21 +827,11 @@ pub fn counted_rows(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
         "S-temp"
     );
     for r in runs {
-        let c = &r.counts;
+        let [cost, w, c_read, files, tbl, blk, run, mean, peak, temp] = counted_cells(r, costs);
         let _ = writeln!(
             out,
-            "  {:<26} {:>10.3} {:>7.2} {:>7.2} {:>8} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7.2} {:>7}",
+            "  {:<26} {cost:>10} {w:>7} {c_read:>7} {files:>8} {tbl:>7} {blk:>7} {run:>7} {mean:>7} {peak:>7} {temp:>7}",
             r.strategy,
-            c.cost_us_per_op(costs),
-            c.table_write_amp(),
-            c.compaction_bytes_read as f64 / c.user_bytes.max(1) as f64,
-            c.files_written,
-            c.tables_per_get(),
-            c.blocks_per_get(),
-            c.runs_per_scan(),
-            c.mean_space_amp,
-            c.peak_space_amp,
-            temp_space(c),
         );
     }
     if let Some(s) = adaptive_standing(runs, |r| r.counts.cost_us_per_op(costs)) {
@@ -868,31 +865,39 @@ pub fn counted_markdown(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in runs {
-        let c = &r.counts;
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
+            "| {} | {} | {} |",
             workload_name(r.workload),
             r.strategy,
-            c.cost_us_per_op(costs),
-            c.table_write_amp(),
-            c.compaction_bytes_read as f64 / c.user_bytes.max(1) as f64,
-            c.files_written,
-            c.tables_per_get(),
-            c.blocks_per_get(),
-            c.runs_per_scan(),
-            c.mean_space_amp,
-            c.peak_space_amp,
-            temp_space(c),
+            counted_cells(r, costs).join(" | "),
         );
     }
     out
 }
 
-/// The peak temporary space as text (`-` where not counted).
-fn temp_space(c: &WorkCounts) -> String {
-    c.peak_temp_space
-        .map_or("-".to_owned(), |t| format!("{t:.2}"))
+/// A counted row's figures as text, in the tables' order: cost per op,
+/// table write amp, compaction read amp, files written, tables and
+/// blocks per lookup, runs per scan, mean, peak and temporary space
+/// (`-` where not counted).
+fn counted_cells(r: &WorkloadRun, costs: &CpuCosts) -> [String; 10] {
+    let c = &r.counts;
+    [
+        format!("{:.3}", c.cost_us_per_op(costs)),
+        format!("{:.2}", c.table_write_amp()),
+        format!(
+            "{:.2}",
+            c.compaction_bytes_read as f64 / c.user_bytes.max(1) as f64
+        ),
+        c.files_written.to_string(),
+        format!("{:.2}", c.tables_per_get()),
+        format!("{:.2}", c.blocks_per_get()),
+        format!("{:.2}", c.runs_per_scan()),
+        format!("{:.2}", c.mean_space_amp),
+        format!("{:.2}", c.peak_space_amp),
+        c.peak_temp_space
+            .map_or("-".to_owned(), |t| format!("{t:.2}")),
+    ]
 }
 
 /// Whether `adaptive` used less CPU and wrote less than every fixed
