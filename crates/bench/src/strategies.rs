@@ -1081,6 +1081,11 @@ mod tests {
     /// 32 KiB memtables and files (`Adaptive` deciding every 2 000
     /// operations).
     fn run_small(name: &str, workload: WorkloadKind) -> WorkloadRun {
+        run_small_as(name, workload, Schedule::Background)
+    }
+
+    /// `run_small` with flushes and compactions run on `schedule`.
+    fn run_small_as(name: &str, workload: WorkloadKind, schedule: Schedule) -> WorkloadRun {
         let dir = tempfile::tempdir().unwrap();
         let mut strategy = strategy_named(name, 32 << 10).unwrap();
         if let CompactionStrategy::Adaptive(a) = &mut strategy {
@@ -1089,7 +1094,11 @@ mod tests {
         let options = Options::default()
             .write_buffer_size(32 << 10)
             .compaction_strategy(strategy);
-        run_workload(dir.path(), options, name, workload, &small_changing()).unwrap()
+        let s = WorkloadSettings {
+            schedule,
+            ..small_changing()
+        };
+        run_workload(dir.path(), options, name, workload, &s).unwrap()
     }
 
     #[test]
@@ -1140,31 +1149,13 @@ mod tests {
         assert!(page.matches("stroke-dasharray").count() >= 2 * adaptive.switches.len());
     }
 
-    /// `workload` under strategy `name` at `small_changing`'s sizes with
-    /// synchronous flushes and compactions.
-    fn run_counted(name: &str, workload: WorkloadKind) -> WorkloadRun {
-        let dir = tempfile::tempdir().unwrap();
-        let mut strategy = strategy_named(name, 32 << 10).unwrap();
-        if let CompactionStrategy::Adaptive(a) = &mut strategy {
-            a.min_window_ops = 2_000;
-        }
-        let options = Options::default()
-            .write_buffer_size(32 << 10)
-            .compaction_strategy(strategy);
-        let s = WorkloadSettings {
-            schedule: Schedule::Synchronous,
-            ..small_changing()
-        };
-        run_workload(dir.path(), options, name, workload, &s).unwrap()
-    }
-
     #[test]
     fn synchronous_runs_count_the_same_work_every_time() {
         let costs = CpuCosts::default();
         let mut runs = Vec::new();
         for name in ["leveled", "two-tier:write-only", "adaptive"] {
-            let first = run_counted(name, WorkloadKind::PhaseShift);
-            let second = run_counted(name, WorkloadKind::PhaseShift);
+            let first = run_small_as(name, WorkloadKind::PhaseShift, Schedule::Synchronous);
+            let second = run_small_as(name, WorkloadKind::PhaseShift, Schedule::Synchronous);
             assert_eq!(first.counts, second.counts, "{name}");
             assert_eq!(first.switches, second.switches, "{name}");
             assert_eq!(first.in_force, second.in_force, "{name}");

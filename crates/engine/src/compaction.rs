@@ -149,6 +149,21 @@ pub(crate) fn compact_range(
     result
 }
 
+/// Fails with the background error or the shutdown, if either stops
+/// the work a caller waits for.
+fn still_running(st: &DbState) -> Result<()> {
+    if let Some(cause) = st.bg_error() {
+        return ReadOnlySnafu {
+            cause: StdArc::clone(cause),
+        }
+        .fail();
+    }
+    if st.is_shutting_down() {
+        return ShuttingDownSnafu.fail();
+    }
+    Ok(())
+}
+
 /// Waits until the background threads are done for now (see
 /// `DbInner::background_idle`), then deletes what their jobs made
 /// obsolete, so the files on disk are the live ones when this returns
@@ -167,15 +182,7 @@ pub(crate) fn wait_for_compact(db: &DbInner) -> Result<()> {
     }
     let mut st = db.lock_state();
     loop {
-        if let Some(cause) = st.bg_error() {
-            return ReadOnlySnafu {
-                cause: StdArc::clone(cause),
-            }
-            .fail();
-        }
-        if st.is_shutting_down() {
-            return ShuttingDownSnafu.fail();
-        }
+        still_running(&st)?;
         if db.background_idle(&st) {
             break;
         }
@@ -218,15 +225,7 @@ fn manual_loop<'a>(
     manual: &mut ManualCompaction,
 ) -> Result<()> {
     loop {
-        if let Some(cause) = st.bg_error() {
-            return ReadOnlySnafu {
-                cause: StdArc::clone(cause),
-            }
-            .fail();
-        }
-        if st.is_shutting_down() {
-            return ShuttingDownSnafu.fail();
-        }
+        still_running(&st)?;
         let Some(t) = st.table(table) else {
             return Ok(());
         };

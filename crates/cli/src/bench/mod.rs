@@ -445,13 +445,7 @@ fn run_strategies(a: &BenchArgs) -> Result<()> {
         say(format_args!("unit costs: {costs_from}\n"))?;
     }
     let run_one = |w, name: &str, strategy: &lithify::CompactionStrategy, schedule| {
-        let dir = tempfile::Builder::new()
-            .prefix("lithify-bench-")
-            .tempdir()
-            .context(IoSnafu {
-                action: "create a temporary directory in",
-                path: std::env::temp_dir(),
-            })?;
+        let dir = temp_dir("lithify-bench-")?;
         let options = base.clone().compaction_strategy(strategy.clone());
         let settings = strategies::WorkloadSettings {
             schedule,
@@ -551,13 +545,7 @@ fn calibrate(a: &BenchArgs) -> Result<()> {
         .fail();
     };
     crate::output::check(&path)?;
-    let dir = tempfile::Builder::new()
-        .prefix("lithify-calibrate-")
-        .tempdir()
-        .context(IoSnafu {
-            action: "create a temporary directory in",
-            path: std::env::temp_dir(),
-        })?;
+    let dir = temp_dir("lithify-calibrate-")?;
     let c = lithify_bench::cost_calibration::calibrate(dir.path())?;
     let text = format!(
         "# lithify's unit costs (µs), measured by `lithify bench --calibrate`\n{}",
@@ -623,6 +611,17 @@ fn calibrate(a: &BenchArgs) -> Result<()> {
     ))
 }
 
+/// A new temporary directory named `prefix...`, removed when dropped.
+fn temp_dir(prefix: &str) -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .context(IoSnafu {
+            action: "create a temporary directory in",
+            path: std::env::temp_dir(),
+        })
+}
+
 /// Writes to stdout. A failure (say a closed pipe) is an error, returned
 /// so that the run still closes the database and removes its directory.
 fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
@@ -667,13 +666,7 @@ fn locate(a: &BenchArgs) -> Result<DbDir> {
                 }
                 .fail();
             }
-            let temp = tempfile::Builder::new()
-                .prefix("lithify-bench-")
-                .tempdir()
-                .context(IoSnafu {
-                    action: "create a temporary directory in",
-                    path: std::env::temp_dir(),
-                })?;
+            let temp = temp_dir("lithify-bench-")?;
             Ok(DbDir::Temporary(temp))
         }
     }
