@@ -181,6 +181,8 @@ fn compaction(
     for pass in 0..PASSES {
         let options = Options::default()
             .write_buffer_size(1 << 20)
+            // Enough memtables that the load never waits for a flush.
+            .max_write_buffer_number(32)
             .target_file_size_base(file_size)
             .max_bytes_for_level_base(sizes.compaction_bytes * 4)
             .disable_auto_compactions(true);

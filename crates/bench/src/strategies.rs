@@ -745,14 +745,7 @@ pub fn report_rows(runs: &[WorkloadRun]) -> String {
                     .map_or("n/a".to_owned(), |c| format!("{c:.2}")),
             );
         }
-        if !a.switches.is_empty() {
-            let when: Vec<String> = a
-                .switches
-                .iter()
-                .map(|(at, to)| format!("{to} after op {at}"))
-                .collect();
-            let _ = writeln!(out, "  adaptive switched: {}", when.join("; "));
-        }
+        switches_line(&mut out, a);
         if WorkloadKind::CHANGING.contains(&first.workload)
             && runs.iter().any(|r| r.strategy != "adaptive")
         {
@@ -846,14 +839,7 @@ pub fn counted_rows(runs: &[WorkloadRun], costs: &CpuCosts) -> String {
     }
     if let Some(a) = runs.iter().find(|r| r.strategy == "adaptive") {
         let _ = writeln!(out, "  adaptive chose {}", a.in_force);
-        if !a.switches.is_empty() {
-            let when: Vec<String> = a
-                .switches
-                .iter()
-                .map(|(at, to)| format!("{to} after op {at}"))
-                .collect();
-            let _ = writeln!(out, "  adaptive switched: {}", when.join("; "));
-        }
+        switches_line(&mut out, a);
     }
     out
 }
@@ -898,6 +884,19 @@ fn counted_cells(r: &WorkloadRun, costs: &CpuCosts) -> [String; 10] {
         c.peak_temp_space
             .map_or("-".to_owned(), |t| format!("{t:.2}")),
     ]
+}
+
+/// The line of `adaptive`'s switches, if it switched.
+fn switches_line(out: &mut String, adaptive: &WorkloadRun) {
+    if adaptive.switches.is_empty() {
+        return;
+    }
+    let when: Vec<String> = adaptive
+        .switches
+        .iter()
+        .map(|(at, to)| format!("{to} after op {at}"))
+        .collect();
+    let _ = writeln!(out, "  adaptive switched: {}", when.join("; "));
 }
 
 /// Whether `adaptive` used less CPU and wrote less than every fixed
