@@ -63,7 +63,9 @@ impl CompactionStrategy {
     /// Parses `leveled`, `major-only`, `two-tier` (default options),
     /// `two-tier:write-only`, `two-tier:write-mostly`,
     /// `two-tier:read-mostly-few`, `two-tier:read-mostly-many` (the
-    /// presets), and `adaptive`.
+    /// presets), `two-tier:read-mostly-many:table-count` (that preset
+    /// merging L0 where writes went, whatever the reads: the rule read heat
+    /// replaced, for comparison), and `adaptive`.
     pub fn parse(s: &str) -> Option<CompactionStrategy> {
         Some(match s {
             "leveled" => CompactionStrategy::Leveled(LeveledOptions::default()),
@@ -77,6 +79,9 @@ impl CompactionStrategy {
             "two-tier:read-mostly-many" => {
                 CompactionStrategy::TwoTier(TwoTierOptions::read_mostly_many_updates())
             }
+            "two-tier:read-mostly-many:table-count" => CompactionStrategy::TwoTier(
+                TwoTierOptions::read_mostly_many_updates().merge_by_read_heat(false),
+            ),
             "adaptive" => CompactionStrategy::Adaptive(AdaptiveOptions::default()),
             _ => return None,
         })
@@ -95,7 +100,7 @@ impl CompactionStrategy {
     ];
 
     /// The names [`parse`](Self::parse) accepts.
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "leveled",
         "major-only",
         "two-tier",
@@ -103,6 +108,7 @@ impl CompactionStrategy {
         "two-tier:write-mostly",
         "two-tier:read-mostly-few",
         "two-tier:read-mostly-many",
+        "two-tier:read-mostly-many:table-count",
         "adaptive",
     ];
 
@@ -125,7 +131,8 @@ impl CompactionStrategy {
 
 impl fmt::Display for CompactionStrategy {
     /// `leveled`, `major-only`, `two-tier(minor=..,stripes=..,ratio=..)`
-    /// (with `,max-l0=..` when the L0 bound is not the default 64),
+    /// (with `,max-l0=..` when the L0 bound is not the default 64, and
+    /// `,table-count` for hot-range minors that ignore read heat),
     /// `adaptive`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -139,6 +146,9 @@ impl fmt::Display for CompactionStrategy {
                 )?;
                 if o.max_l0_tables != TwoTierOptions::default().max_l0_tables {
                     write!(f, ",max-l0={}", o.max_l0_tables)?;
+                }
+                if matches!(o.minor, MinorPolicy::HotRange { .. }) && !o.merge_by_read_heat {
+                    f.write_str(",table-count")?;
                 }
                 f.write_str(")")
             }

@@ -20,9 +20,13 @@
 //!   between output boundaries), printing each; then the version.
 //! * `manual [begin=K] [end=K] [bottommost=skip|filter|force|optimized]`:
 //!   a `compact_range` plan, executed symbolically, then the version.
+//! * `reads KEY=N... [writes=N]`: the table's read heat gets `N` sampled
+//!   reads of each `KEY` and `N` writes; every pick sees it (`define`
+//!   starts with none).
 //!
 //! Strategy names are `CompactionStrategy::parse`'s; options:
-//! `ratio=F stripes=N minor=POLICY max-l0=N target-file=SIZE levels=N`.
+//! `ratio=F stripes=N minor=POLICY max-l0=N target-file=SIZE heat=off
+//! levels=N`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -33,7 +37,8 @@ use std::sync::Arc;
 use lithify_base::{Comparator as _, InternalKey, InternalKeyComparator};
 use lithify_compaction::{
     BottommostLevelCompaction, CompactRangeOptions, Compaction, CompactionPicker,
-    CompactionsInProgress, ManualCompaction, ManualStep, PickContext, exact_size,
+    CompactionsInProgress, ManualCompaction, ManualStep, PickContext, READ_HEAT_SAMPLE_EVERY,
+    ReadHeat, exact_size,
 };
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_tiered::{MinorPolicy, TwoTierPicker};
@@ -47,9 +52,15 @@ struct State {
     picker: Option<Arc<dyn CompactionPicker>>,
     set: Option<VersionSet>,
     running: CompactionsInProgress,
+    heat: ReadHeat,
 }
 
 impl State {
+    /// What the picker sees besides the version.
+    fn ctx(&self) -> PickContext<'_> {
+        PickContext::new(&self.running).with_read_heat(&self.heat)
+    }
+
     fn version(&self) -> Arc<Version> {
         self.set
             .as_ref()
@@ -100,6 +111,7 @@ fn strategy_from(args: &[&str]) -> (CompactionStrategy, usize) {
                 "minor" => o.minor = MinorPolicy::parse(v).expect("minor policy"),
                 "max-l0" => o.max_l0_tables = v.parse().expect("max-l0"),
                 "target-file" => o.target_file_size = size(v),
+                "heat" => o.merge_by_read_heat = v != "off",
                 _ => panic!("unknown two-tier option {k}"),
             },
             CompactionStrategy::MajorOnly(o) => match k {
@@ -128,6 +140,7 @@ fn define(state: &mut State, case: &Case) -> String {
     state.picker = Some(strategy.picker().expect("valid options"));
     state.strategy = strategy;
     state.running = CompactionsInProgress::new();
+    state.heat = ReadHeat::new();
     let mut shape = String::new();
     let mut running: Vec<(usize, usize, Vec<u64>)> = Vec::new();
     for line in &case.input {
@@ -193,7 +206,7 @@ fn define(state: &mut State, case: &Case) -> String {
 fn pick(state: &mut State, case: &Case) -> String {
     let v = state.version();
     let (needs, picked) = {
-        let ctx = PickContext::new(&state.running);
+        let ctx = state.ctx();
         (
             state.picker().needs_compaction(&v, &ctx),
             state.picker().pick_auto(&v, &ctx),
@@ -217,7 +230,7 @@ fn flush(state: &mut State, case: &Case) -> String {
     let (lo, hi) = (args[1].as_bytes(), args[2].as_bytes());
     let v = state.version();
     let plan = {
-        let ctx = PickContext::new(&state.running);
+        let ctx = state.ctx();
         state.picker().pick_flush(&v, &ctx, lo, hi)
     };
     match plan {
@@ -264,7 +277,7 @@ fn stripes(state: &State) -> String {
 
 fn scores(state: &State) -> String {
     let v = state.version();
-    let ctx = PickContext::new(&state.running);
+    let ctx = state.ctx();
     let picker = state.picker();
     let mut out = String::new();
     for s in picker.level_scores(&v, &ctx) {
@@ -356,7 +369,7 @@ fn run(state: &mut State, case: &Case) -> String {
     for _ in 0..max {
         let v = state.version();
         let picked = {
-            let ctx = PickContext::new(&state.running);
+            let ctx = state.ctx();
             state.picker().pick_auto(&v, &ctx)
         };
         let Some(c) = picked else {
@@ -390,7 +403,7 @@ fn manual(state: &mut State, case: &Case) -> String {
     for _ in 0..20 {
         let v = state.version();
         let step = {
-            let ctx = PickContext::new(&state.running);
+            let ctx = state.ctx();
             plan.next(state.picker(), &v, &ctx)
         };
         match step {
@@ -415,6 +428,30 @@ fn manual(state: &mut State, case: &Case) -> String {
     out
 }
 
+/// `reads KEY=N... [writes=N]`: sampled reads and writes for the heat.
+fn reads(state: &mut State, case: &Case) -> String {
+    let mut sampled = 0u64;
+    for a in &case.args()[1..] {
+        let (k, n) = a.split_once('=').expect("KEY=N");
+        let n: u64 = n.parse().expect("a count");
+        if k == "writes" {
+            state.heat.record_writes(n);
+            continue;
+        }
+        for _ in 0..n {
+            state
+                .heat
+                .record_read(sampled * READ_HEAT_SAMPLE_EVERY, k.as_bytes());
+            sampled += 1;
+        }
+    }
+    let v = state.version();
+    match state.heat.stripe_heat(v.comparator(), &[]) {
+        Some(h) => format!("samples={} read-share={:.2}\n", h.samples, h.read_share),
+        None => "no samples\n".to_owned(),
+    }
+}
+
 fn dispatch(state: &mut State, case: &Case) -> String {
     match case.args()[0] {
         "define" => define(state, case),
@@ -431,6 +468,7 @@ fn dispatch(state: &mut State, case: &Case) -> String {
         "scores" => scores(state),
         "run" => run(state, case),
         "manual" => manual(state, case),
+        "reads" => reads(state, case),
         other => panic!("unknown command {other}"),
     }
 }
@@ -441,6 +479,7 @@ fn run_file(name: &str) {
         picker: None,
         set: None,
         running: CompactionsInProgress::new(),
+        heat: ReadHeat::new(),
     };
     datadriven::run_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join(name), |case| {
         dispatch(&mut state, case)

@@ -42,7 +42,7 @@ mod two_tier;
 pub use major_only::MajorOnlyPicker;
 pub use options::{MajorOnlyOptions, MinorPolicy, TwoTierOptions};
 pub use tiers::{major_level, stripe_boundaries};
-pub use two_tier::{StripeScore, TwoTierPicker};
+pub use two_tier::{HEAT_READ_SHARE, HEAT_SKEW, MIN_HEAT_SAMPLES, StripeScore, TwoTierPicker};
 
 /// The README's example, run as a doctest so it stays true.
 #[cfg(doctest)]

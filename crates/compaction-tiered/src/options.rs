@@ -99,9 +99,15 @@ pub enum MinorPolicy {
         /// The universal size ratio, in percent (RocksDB's default 1).
         size_ratio_percent: u32,
     },
-    /// Merged by hot range: the stripe with the most L0 tables, once it has
-    /// more than `max_tables`, gets all of them merged into one (read-mostly
-    /// workloads with many updates concentrated in some ranges).
+    /// Merged by hot range (read-mostly workloads with many random
+    /// updates). By the table-count rule, a stripe with more than
+    /// `max_tables` L0 tables gets all of them merged into one, the
+    /// stripe with the most first. When the engine samples where reads go
+    /// (`TwoTierOptions::merge_by_read_heat`) and reads are the load, the
+    /// heat rule bounds each stripe by the reads it draws instead: hot
+    /// stripes are merged at fewer tables, cold ones are left to their
+    /// major, and the stripe whose reads probe the most extra tables goes
+    /// first (see the crate README, "L0 merged by read heat").
     HotRange {
         /// L0 tables allowed in a stripe.
         max_tables: usize,
@@ -183,6 +189,10 @@ pub struct TwoTierOptions {
     pub compression: Compression,
     /// No automatic compaction.
     pub disable_auto_compactions: bool,
+    /// With [`MinorPolicy::HotRange`], bound each stripe's L0 by the share
+    /// of reads it draws when the engine samples them and reads are the
+    /// load (default true); false keeps the table-count rule always.
+    pub merge_by_read_heat: bool,
 }
 
 lithify_base::options_builder!(TwoTierOptions {
@@ -194,6 +204,7 @@ lithify_base::options_builder!(TwoTierOptions {
     max_subcompactions: usize,
     compression: Compression,
     disable_auto_compactions: bool,
+    merge_by_read_heat: bool,
 });
 
 impl Default for TwoTierOptions {
@@ -210,6 +221,7 @@ impl Default for TwoTierOptions {
             max_subcompactions: 1,
             compression: Compression::None,
             disable_auto_compactions: false,
+            merge_by_read_heat: true,
         }
     }
 }

@@ -232,10 +232,13 @@ impl TwoTierPicker {
 
     /// The L0 tables a minor compaction of stripe `s` merges, by policy:
     /// always the newest ones, up to the first table being compacted.
+    /// `heat` holds each stripe's share of the reads when the heat rule
+    /// applies ([`read_heat`](Self::read_heat)).
     fn minor_candidates(
         &self,
         s: &StripeScore,
         ctx: &PickContext<'_>,
+        heat: Option<&[f64]>,
     ) -> Option<Vec<Arc<FileMetadata>>> {
         let n = s.l0.len();
         let free =
@@ -247,11 +250,10 @@ impl TwoTierPicker {
             MinorPolicy::None => None,
             MinorPolicy::MergeWithPrevious => newest(n),
             MinorPolicy::HotRange { max_tables } => {
-                if n > max_tables {
-                    newest(n)
-                } else {
-                    None
-                }
+                let bound = heat.map_or(max_tables, |h| {
+                    heat_bound(max_tables, h[s.stripe], h.len(), self.opts.max_l0_tables)
+                });
+                if n > bound { newest(n) } else { None }
             }
             MinorPolicy::SizeTiered {
                 max_tables,
@@ -278,6 +280,36 @@ impl TwoTierPicker {
         }
     }
 
+    /// Each stripe's share of the table's recent reads, when the heat rule
+    /// applies: the policy is [`MinorPolicy::HotRange`] with
+    /// `merge_by_read_heat`, the engine samples reads, at least
+    /// [`MIN_HEAT_SAMPLES`] were taken, reads were at least
+    /// [`HEAT_READ_SHARE`] of the operations since the oldest, and the
+    /// hottest stripe drew at least [`HEAT_SKEW`] times its even share.
+    /// Otherwise the table-count rule decides (writes are the load, reads
+    /// are spread evenly, or nothing is known of them).
+    pub fn read_heat(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+        boundaries: &[Vec<u8>],
+    ) -> Option<Vec<f64>> {
+        if !(self.opts.merge_by_read_heat
+            && matches!(self.opts.minor, MinorPolicy::HotRange { .. }))
+        {
+            return None;
+        }
+        let heat = ctx
+            .read_heat?
+            .stripe_heat(version.comparator(), boundaries)?;
+        let even = 1.0 / heat.shares.len() as f64;
+        let hottest = heat.shares.iter().copied().fold(0.0, f64::max);
+        (heat.samples >= MIN_HEAT_SAMPLES
+            && heat.read_share >= HEAT_READ_SHARE
+            && hottest >= HEAT_SKEW * even)
+            .then_some(heat.shares)
+    }
+
     fn pick_minor(
         &self,
         version: &Version,
@@ -285,11 +317,19 @@ impl TwoTierPicker {
         boundaries: &[Vec<u8>],
         scores: &[StripeScore],
     ) -> Option<Compaction> {
+        let heat = self.read_heat(version, ctx, boundaries);
         let mut order: Vec<&StripeScore> = scores.iter().collect();
-        // The hottest stripe (most L0 tables) first.
-        order.sort_by(|a, b| b.l0.len().cmp(&a.l0.len()).then(a.stripe.cmp(&b.stripe)));
+        match &heat {
+            // The stripe whose reads probe the most extra L0 tables first.
+            Some(h) => order.sort_by(|a, b| {
+                let extra = |s: &StripeScore| h[s.stripe] * s.l0.len().saturating_sub(1) as f64;
+                extra(b).total_cmp(&extra(a)).then(a.stripe.cmp(&b.stripe))
+            }),
+            // The stripe with the most L0 tables (where writes went) first.
+            None => order.sort_by(|a, b| b.l0.len().cmp(&a.l0.len()).then(a.stripe.cmp(&b.stripe))),
+        }
         for s in order {
-            let Some(files) = self.minor_candidates(s, ctx) else {
+            let Some(files) = self.minor_candidates(s, ctx, heat.as_deref()) else {
                 continue;
             };
             let Some(files) = consecutive_run(version, files) else {
@@ -319,6 +359,38 @@ impl TwoTierPicker {
         }
         None
     }
+}
+
+/// Samples the heat rule needs before it decides.
+pub const MIN_HEAT_SAMPLES: usize = 64;
+
+/// Share of the operations reads must be for the heat rule to decide.
+pub const HEAT_READ_SHARE: f64 = 0.5;
+
+/// How many times its even share the hottest stripe must draw for the
+/// heat rule to decide: reads spread evenly (their samples a little
+/// uneven by chance) leave the table-count rule in force.
+pub const HEAT_SKEW: f64 = 2.0;
+
+/// The L0 tables a stripe drawing `share` of the reads may hold under the
+/// heat rule: `max_tables` for a stripe drawing an even share
+/// (`1 / stripes`), fewer for a hotter one and more for a colder one, in
+/// proportion, from half of `max_tables` (at least 1) to twice it (at most
+/// `max_l0_tables`). Both ends were measured on the moving hot spot
+/// (engine README, "L0 merged by read heat"): merging the hottest stripe
+/// at every flush rewrote its L0 with each flush and cost more than the
+/// probes it saved; leaving the cold stripes to their majors cost fewer
+/// bytes but, with background compactions, more tables per lookup and
+/// more CPU.
+fn heat_bound(max_tables: usize, share: f64, stripes: usize, max_l0_tables: usize) -> usize {
+    let even = 1.0 / stripes.max(1) as f64;
+    let lo = (max_tables / 2).max(1);
+    let hi = (2 * max_tables).min(max_l0_tables).max(lo);
+    if share <= 0.0 {
+        return hi;
+    }
+    let bound = (max_tables as f64 * even / share).round();
+    (bound.min(hi as f64) as usize).max(lo)
 }
 
 /// `files` (L0 tables) grown into a run that can be merged into one table
@@ -387,9 +459,11 @@ impl CompactionPicker for TwoTierPicker {
         if self.pick_restripe(version, ctx, &boundaries).is_some() {
             return true;
         }
+        let heat = self.read_heat(version, ctx, &boundaries);
         self.stripe_scores(version, &boundaries).iter().any(|s| {
             let free = !ctx.in_progress.any_being_compacted(&s.l0);
-            (free && self.wants_major(s)) || self.minor_candidates(s, ctx).is_some()
+            (free && self.wants_major(s))
+                || self.minor_candidates(s, ctx, heat.as_deref()).is_some()
         }) || tiers::forced_blob_gc(version, ctx, &self.output()).is_some()
     }
 

@@ -14,6 +14,8 @@
 //!   grandparent overlap or given boundaries; subcompactions run on scoped
 //!   threads; output is paced through a [`WriteRateLimiter`].
 //! * [`CompactionStatsTable`]: RocksDB's "Compaction Stats" table.
+//! * [`ReadHeat`]: where a table's recent reads went, for pickers that
+//!   merge first where reads are.
 //! * [`bounds`]: key-range arithmetic with RocksDB's tombstone-sentinel rule.
 //!
 //! The pickers live elsewhere: RocksDB's leveled one in
@@ -46,6 +48,7 @@ mod error;
 pub mod iter;
 pub mod job;
 pub mod picker;
+mod read_heat;
 mod stats;
 
 pub use compaction::{
@@ -64,6 +67,7 @@ pub use picker::{
     CompactionPicker, LevelScore, ManualCompaction, ManualOutput, ManualPick, ManualRequest,
     ManualStep, PickContext, forced_blob_gc_files, relocate_below,
 };
+pub use read_heat::{READ_HEAT_SAMPLE_EVERY, READ_HEAT_SAMPLES, ReadHeat, StripeHeat};
 pub use stats::{
     CompactionStats, CompactionStatsTable, LevelShape, LevelStats, exact_size, human_count,
     human_size, write_table,

@@ -27,6 +27,7 @@ pub use manual::{
 
 use crate::compaction::{Compaction, CompactionsInProgress};
 use crate::error::Result;
+use crate::read_heat::ReadHeat;
 
 /// One level's compaction score (what [`CompactionPicker::level_scores`]
 /// reports for the stats table).
@@ -62,14 +63,18 @@ pub struct PickContext<'a> {
     /// Forced blob garbage collection, when the table's blob options turn
     /// it on ([`forced_blob_gc_files`] says which files are due).
     pub blob_gc: Option<BlobGcPolicy>,
+    /// Where the table's recent reads went, when the engine samples them
+    /// (the two-tier picker's hot-range minors merge first where reads
+    /// are).
+    pub read_heat: Option<&'a ReadHeat>,
 }
 
 static NO_MARKED_FILES: std::sync::LazyLock<HashSet<u64>> = std::sync::LazyLock::new(HashSet::new);
 
 impl<'a> PickContext<'a> {
     /// A context with the compactions in `in_progress`, time 0, no
-    /// bottommost threshold, no marked files, no compaction filter and no
-    /// forced blob garbage collection.
+    /// bottommost threshold, no marked files, no compaction filter, no
+    /// forced blob garbage collection and no read heat.
     pub fn new(in_progress: &'a CompactionsInProgress) -> Self {
         PickContext {
             in_progress,
@@ -78,6 +83,15 @@ impl<'a> PickContext<'a> {
             marked_files: &NO_MARKED_FILES,
             has_compaction_filter: false,
             blob_gc: None,
+            read_heat: None,
+        }
+    }
+
+    /// The same context with `heat` as the table's read heat.
+    pub fn with_read_heat(self, heat: &'a ReadHeat) -> Self {
+        PickContext {
+            read_heat: Some(heat),
+            ..self
         }
     }
 }
