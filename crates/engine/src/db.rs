@@ -806,6 +806,50 @@ mod tests {
         assert_eq!(prefix_successor(b""), None);
     }
 
+    /// Lookups, and iterators where they start, feed the table's read heat
+    /// (one in 64 of each); writes are counted beside them.
+    #[test]
+    fn reads_feed_the_tables_read_heat() {
+        let fs = StdArc::new(lithify_vfs::MemFs::new());
+        let db = Db::open("/db", Options::default().fs(fs)).unwrap();
+        for k in ["a", "m", "z"] {
+            db.put(k, "v").unwrap();
+        }
+        let every = lithify_compaction::READ_HEAT_SAMPLE_EVERY;
+        for _ in 0..every * 3 {
+            db.get("a").unwrap();
+        }
+        // Iterators: by their first seek, by their lower bound, and by
+        // the start of a range.
+        for _ in 0..every {
+            let mut it = db.raw_iterator(&ReadOptions::default()).unwrap();
+            it.seek("m").unwrap();
+            it.seek("z").unwrap();
+        }
+        for _ in 0..every {
+            let o = ReadOptions {
+                lower_bound: Some(Bytes::from_static(b"z")),
+                ..ReadOptions::default()
+            };
+            let _it = db.raw_iterator(&o).unwrap();
+        }
+        for _ in 0..every {
+            assert_eq!(db.range(&b"m"[..]..).count(), 2);
+        }
+        let heat = &db.inner.default_table.read_heat;
+        let cmp = lithify_base::InternalKeyComparator::bytewise();
+        let h = heat
+            .stripe_heat(&cmp, &[b"b".to_vec(), b"y".to_vec()])
+            .unwrap();
+        assert_eq!(h.samples, 6);
+        assert_eq!(h.shares, vec![3.0 / 6.0, 2.0 / 6.0, 1.0 / 6.0]);
+        // Three writes before the first sample count for nothing.
+        assert_eq!(h.read_share, 1.0);
+        db.put("b", "v").unwrap();
+        let h = heat.stripe_heat(&cmp, &[]).unwrap();
+        assert!(h.read_share < 1.0, "{h:?}");
+    }
+
     /// While an ingestion holds writes back, a write that may not wait
     /// fails, a listener's write goes through (its thread may be the one
     /// the ingestion waits for), and writes flow again once it lets go.

@@ -11,6 +11,7 @@ use std::cell::RefCell;
 
 use bytes::Bytes;
 use lithify_base::key::{KIND_FOR_SEEK, append_internal_key, trailer, unpack_trailer, user_key};
+use lithify_base::sync::atomic::Ordering;
 use lithify_base::{Comparator, InternalIterator, InternalKeyComparator, SeqNo, ValueKind};
 use lithify_memtable::Lookup;
 use lithify_sstable::ReadStats;
@@ -86,7 +87,7 @@ pub(crate) fn get_at(
             Lookup::Merge { .. } => get_merged(db, table, sv, key, snap),
         };
         Counters::add(&db.counters.gets, 1);
-        Counters::add(&table.counters.gets, 1);
+        count_get(table, key);
         return answer;
     }
     let mut cost = GetCost::default();
@@ -112,8 +113,8 @@ pub(crate) fn get_at(
     if cost.blob_reads > 0 {
         Counters::add(&c.get_blob_reads, cost.blob_reads);
     }
+    count_get(table, key);
     let t = &table.counters;
-    Counters::add(&t.gets, 1);
     Counters::add(&t.get_tables_probed, cost.probed);
     Counters::add(&t.get_blocks, cost.reads.blocks_read());
     match r? {
@@ -121,6 +122,14 @@ pub(crate) fn get_at(
         FileAnswer::Absent => Ok(None),
         FileAnswer::Merge => get_merged(db, table, sv, key, snap),
     }
+}
+
+/// Counts a lookup of `key` in `table`, and samples it for the table's
+/// read heat.
+#[inline]
+fn count_get(table: &TableState, key: &[u8]) {
+    let n = table.counters.gets.fetch_add(1, Ordering::Relaxed);
+    table.read_heat.record_read(n, key);
 }
 
 /// Collects the merge operands of `key` visible at `snap`, newest
@@ -241,14 +250,13 @@ fn lookup_files(
             continue;
         }
         if level == 0 {
-            for h in files {
-                if h.meta.contains_user_key(icmp, key) {
-                    match probe(h, opener, icmp, key, snap, seek, found, &mut covering, cost)? {
-                        Probe::Miss => {}
-                        Probe::Found(v) => return Ok(FileAnswer::Value(v)),
-                        Probe::Deleted => return Ok(FileAnswer::Absent),
-                        Probe::Merge => return Ok(FileAnswer::Merge),
-                    }
+            let mut holding = L0Holding::new(sv, icmp, key);
+            while let Some(h) = holding.next_file(files, icmp, key) {
+                match probe(h, opener, icmp, key, snap, seek, found, &mut covering, cost)? {
+                    Probe::Miss => {}
+                    Probe::Found(v) => return Ok(FileAnswer::Value(v)),
+                    Probe::Deleted => return Ok(FileAnswer::Absent),
+                    Probe::Merge => return Ok(FileAnswer::Merge),
                 }
             }
             continue;
@@ -266,6 +274,45 @@ fn lookup_files(
         }
     }
     Ok(FileAnswer::Absent)
+}
+
+/// The L0 files whose key range holds a key, newest first: from the
+/// super version's [`L0Index`](crate::l0_index::L0Index) when it has one,
+/// else by walking L0.
+enum L0Holding<'a> {
+    Indexed(std::slice::Iter<'a, u32>),
+    Walk(usize),
+}
+
+impl<'a> L0Holding<'a> {
+    #[inline]
+    fn new(sv: &'a SuperVersion, icmp: &InternalKeyComparator, key: &[u8]) -> Self {
+        match &sv.l0_index {
+            Some(index) => L0Holding::Indexed(index.covering(icmp, key).iter()),
+            None => L0Holding::Walk(0),
+        }
+    }
+
+    #[inline]
+    fn next_file<'f>(
+        &mut self,
+        files: &'f [std::sync::Arc<FileHandle>],
+        icmp: &InternalKeyComparator,
+        key: &[u8],
+    ) -> Option<&'f std::sync::Arc<FileHandle>> {
+        match self {
+            L0Holding::Indexed(positions) => positions.next().map(|&i| &files[i as usize]),
+            L0Holding::Walk(next) => {
+                while let Some(h) = files.get(*next) {
+                    *next += 1;
+                    if h.meta.contains_user_key(icmp, key) {
+                        return Some(h);
+                    }
+                }
+                None
+            }
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,5 +1,8 @@
 //! Pinning the state an iterator reads.
 
+use lithify_base::sync::atomic::Ordering;
+use lithify_compaction::READ_HEAT_SAMPLE_EVERY;
+
 use crate::iter::CursorSource;
 use crate::options::ReadOptions;
 use crate::snapshot::Snapshot;
@@ -22,7 +25,16 @@ pub(crate) fn cursor_source(
         options.lower_bound.as_deref(),
         options.upper_bound.as_deref(),
     );
-    crate::stats::Counters::add(&table.counters.scans, 1);
+    // The read heat samples one scan in `READ_HEAT_SAMPLE_EVERY` where it
+    // starts: its lower bound, else the first key it seeks.
+    let n = table.counters.scans.fetch_add(1, Ordering::Relaxed);
+    let mut heat_at_first_seek = None;
+    if n.is_multiple_of(READ_HEAT_SAMPLE_EVERY) {
+        match options.lower_bound.as_deref() {
+            Some(lower) => table.read_heat.record_read(n, lower),
+            None => heat_at_first_seek = Some(std::sync::Arc::clone(&table.read_heat)),
+        }
+    }
     crate::stats::Counters::add(&table.counters.scan_sorted_runs, runs as u64);
     let snapshot = options
         .snapshot
@@ -36,6 +48,7 @@ pub(crate) fn cursor_source(
         lower: options.lower_bound.clone(),
         upper: options.upper_bound.clone(),
         merge: std::sync::Arc::clone(&table.merge),
+        heat_at_first_seek,
         _pin: options.snapshot.clone(),
     }
 }

@@ -54,6 +54,7 @@ mod heap;
 mod ingest;
 mod iter;
 mod iter_source;
+mod l0_index;
 mod live_set;
 mod merge;
 mod open;

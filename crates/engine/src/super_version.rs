@@ -17,6 +17,7 @@ use lithify_memtable::MemTable;
 use lithify_version::{FileMetadata, Version};
 
 use crate::error::Result;
+use crate::l0_index::L0Index;
 use crate::sst_files::{SharedSst, SstFiles};
 
 /// One file of a version and its SST reader, opened on first use.
@@ -27,7 +28,7 @@ pub(crate) struct FileHandle {
 }
 
 impl FileHandle {
-    fn new(meta: std::sync::Arc<FileMetadata>) -> Self {
+    pub(crate) fn new(meta: std::sync::Arc<FileMetadata>) -> Self {
         FileHandle {
             meta,
             sst: OnceLock::new(),
@@ -64,6 +65,8 @@ pub(crate) struct SuperVersion {
     pub(crate) version: std::sync::Arc<Version>,
     /// `levels[l][i]` is the handle of `version.files(l)[i]`.
     pub(crate) levels: Vec<Vec<std::sync::Arc<FileHandle>>>,
+    /// Which L0 files hold a key, when L0 has enough files to need it.
+    pub(crate) l0_index: Option<L0Index>,
     /// The largest sequence number of any file (0 without files): a commit
     /// check whose sequence number is at least this reads no file.
     pub(crate) max_file_seqno: SeqNo,
@@ -86,7 +89,7 @@ impl SuperVersion {
                 }
             }
         }
-        let levels = (0..version.num_levels())
+        let levels: Vec<Vec<std::sync::Arc<FileHandle>>> = (0..version.num_levels())
             .map(|l| {
                 version
                     .files(l)
@@ -107,6 +110,9 @@ impl SuperVersion {
                     .collect()
             })
             .collect();
+        let l0_index = levels
+            .first()
+            .and_then(|l0| L0Index::build(version.comparator(), l0));
         let max_file_seqno = (0..version.num_levels())
             .flat_map(|l| version.files(l).iter().map(|f| f.largest_seqno))
             .max()
@@ -116,6 +122,7 @@ impl SuperVersion {
             imm,
             version,
             levels,
+            l0_index,
             max_file_seqno,
         }
     }

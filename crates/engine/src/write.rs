@@ -356,6 +356,7 @@ pub(crate) fn insert_batch(db: &DbInner, mems: &MemSet, batch: &WriteBatch) -> R
         if let Some((t, keys, bytes)) = run {
             Counters::add(&t.counters.keys_written, keys);
             Counters::add(&t.counters.user_bytes, bytes);
+            t.read_heat.record_writes(keys);
         }
     };
     for e in batch.iter() {

@@ -9,6 +9,7 @@ use lithify_base::sync::Arc as SyncArc;
 
 use bytes::Bytes;
 use lithify_base::{InternalKeyComparator, SeqNo};
+use lithify_compaction::ReadHeat;
 
 use super::{DbCursor, build_merged};
 use crate::error::Result;
@@ -28,6 +29,9 @@ pub(crate) struct CursorSource {
     pub(crate) upper: Option<Bytes>,
     /// Resolves merge operands.
     pub(crate) merge: Arc<TableMerge>,
+    /// The table's read heat, when this scan is sampled where it first
+    /// seeks (it has no lower bound).
+    pub(crate) heat_at_first_seek: Option<Arc<ReadHeat>>,
     /// Keeps an explicit snapshot registered while the iterator lives.
     pub(crate) _pin: Option<Snapshot>,
 }
@@ -75,6 +79,7 @@ impl CursorSource {
 /// ```
 pub struct RawIterator {
     cursor: DbCursor,
+    heat_at_first_seek: Option<Arc<ReadHeat>>,
     _pin: Option<Snapshot>,
 }
 
@@ -91,8 +96,16 @@ impl RawIterator {
         let cursor = source.build()?;
         Ok(RawIterator {
             cursor,
+            heat_at_first_seek: source.heat_at_first_seek,
             _pin: source._pin,
         })
+    }
+
+    /// Gives the table's read heat the first key a sampled scan seeks.
+    fn sample_first_seek(&mut self, target: &[u8]) {
+        if let Some(heat) = self.heat_at_first_seek.take() {
+            heat.record_read(0, target);
+        }
     }
 
     /// Whether the cursor is on a key.
@@ -127,11 +140,13 @@ impl RawIterator {
 
     /// Moves to the first key `>= target`.
     pub fn seek(&mut self, target: impl AsRef<[u8]>) -> Result<()> {
+        self.sample_first_seek(target.as_ref());
         Ok(self.cursor.seek(target.as_ref())?)
     }
 
     /// Moves to the last key `<= target`.
     pub fn seek_for_prev(&mut self, target: impl AsRef<[u8]>) -> Result<()> {
+        self.sample_first_seek(target.as_ref());
         Ok(self.cursor.seek_for_prev(target.as_ref())?)
     }
 
@@ -207,6 +222,17 @@ impl DbIterator {
         end: Bound<Bytes>,
         prefix: Option<Bytes>,
     ) -> Self {
+        let mut source = source;
+        if let Some(heat) = source.heat_at_first_seek.take() {
+            match &start {
+                Bound::Included(k) | Bound::Excluded(k) => heat.record_read(0, k),
+                Bound::Unbounded => {
+                    if let Some(p) = &prefix {
+                        heat.record_read(0, p);
+                    }
+                }
+            }
+        }
         DbIterator {
             source,
             start,

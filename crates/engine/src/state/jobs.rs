@@ -243,6 +243,7 @@ impl DbInner {
             marked_files: &NO_MARKED,
             has_compaction_filter: t.state.options.compaction_filter.is_some(),
             blob_gc: t.state.blob_options().forced_gc_policy(),
+            read_heat: Some(&t.state.read_heat),
         }
     }
 

@@ -10,7 +10,7 @@ use crate::merge::TableMerge;
 use lithify_base::InternalKeyComparator;
 use lithify_base::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use lithify_base::sync::{Arc, Mutex};
-use lithify_compaction::{CompactionPicker, CompactionStatsTable, CompactionsInProgress};
+use lithify_compaction::{CompactionPicker, CompactionStatsTable, CompactionsInProgress, ReadHeat};
 use lithify_compaction_strategy::CompactionStrategy;
 use lithify_compaction_strategy::adaptive::{AdaptiveState, WorkloadRecorder, WorkloadStats};
 use lithify_memtable::MemTable;
@@ -37,6 +37,9 @@ pub(crate) struct TableState {
     pub(crate) counters: TableCounters,
     /// The workload observed for the `Adaptive` strategy.
     pub(crate) workload: WorkloadTracker,
+    /// Where recent reads went (sampled), for pickers that merge first
+    /// where reads are.
+    pub(crate) read_heat: StdArc<ReadHeat>,
     /// The table was dropped: handles fail, jobs skip it.
     dropped: AtomicBool,
     /// The oldest WAL the mutable memtable may hold data of (the live WAL
@@ -235,6 +238,7 @@ impl TableState {
             name,
             options,
             workload: WorkloadTracker::new(&icmp),
+            read_heat: StdArc::new(ReadHeat::new()),
             icmp,
             sv: ArcCell::new(sv),
             needs_switch: AtomicBool::new(false),
