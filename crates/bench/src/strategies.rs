@@ -40,8 +40,9 @@ use crate::histogram::{Histogram, PerSecond, SecondLatency, worst_to_median_p999
 use crate::report;
 
 /// Names of `--workload`: one per steady workload class, in their order,
-/// then the two workloads that change while they run.
-pub const WORKLOAD_NAMES: [(&str, WorkloadKind); 8] = [
+/// then the two workloads that change while they run, then the moving
+/// read hot spot.
+pub const WORKLOAD_NAMES: [(&str, WorkloadKind); 9] = [
     ("increasing", WorkloadKind::IncreasingKeys),
     ("write-only-random", WorkloadKind::WriteOnly),
     ("write-mostly-random", WorkloadKind::WriteMostly),
@@ -56,6 +57,7 @@ pub const WORKLOAD_NAMES: [(&str, WorkloadKind); 8] = [
     ),
     ("phase-shift", WorkloadKind::PhaseShift),
     ("diurnal", WorkloadKind::Diurnal),
+    ("moving-hot-spot", WorkloadKind::MovingHotSpot),
 ];
 
 /// The strategies of the report: every fixed one, then `Adaptive`.
@@ -1186,6 +1188,43 @@ mod tests {
         assert_eq!(s.fixed, 2);
         let table = counted_markdown(&runs, &costs);
         assert_eq!(table.lines().count(), 2 + runs.len(), "{table}");
+    }
+
+    /// The moving hot spot, counted: the heat rule (the preset) against the
+    /// table-count rule it replaced.
+    #[test]
+    fn read_heat_merges_where_the_reads_are() {
+        let costs = CpuCosts::default();
+        let run = |name: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let options = Options::default()
+                .write_buffer_size(64 << 10)
+                .compaction_strategy(strategy_named(name, 64 << 10).unwrap());
+            let s = WorkloadSettings {
+                keys: 20_000,
+                ops: 200_000,
+                schedule: Schedule::Synchronous,
+                ..small_changing()
+            };
+            let r = run_workload(dir.path(), options, name, WorkloadKind::MovingHotSpot, &s);
+            r.unwrap().counts
+        };
+        let heat = run("two-tier:read-mostly-many");
+        let count = run("two-tier:read-mostly-many:table-count");
+        let per_get = |c: &WorkCounts| c.tables_probed as f64 / c.gets as f64;
+        let write_amp = |c: &WorkCounts| c.table_bytes_written as f64 / c.user_bytes as f64;
+        eprintln!(
+            "heat {:.3} tables/get, write amp {:.3}, {:.3} us/op; table count {:.3}, {:.3}, {:.3}",
+            per_get(&heat),
+            write_amp(&heat),
+            heat.cost_us_per_op(&costs),
+            per_get(&count),
+            write_amp(&count),
+            count.cost_us_per_op(&costs)
+        );
+        assert!(per_get(&heat) < per_get(&count));
+        assert!(write_amp(&heat) <= write_amp(&count));
+        assert!(heat.cost_us_per_op(&costs) < count.cost_us_per_op(&costs));
     }
 
     #[test]

@@ -704,17 +704,17 @@ fn bench_without_a_wal_and_a_small_strategies_report() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // Eight workloads (the six steady ones, phase-shift and diurnal),
-    // each under the six fixed strategies and adaptive: a synchronous
-    // run (the counted cost) and a measured one each.
-    assert_eq!(runs.len(), 2 * 8 * 7, "{report}");
+    // Nine workloads (the six steady ones, phase-shift, diurnal and the
+    // moving hot spot), each under the six fixed strategies and adaptive:
+    // a synchronous run (the counted cost) and a measured one each.
+    assert_eq!(runs.len(), 2 * 9 * 7, "{report}");
     assert!(
         runs.iter().all(|r| r["ops"].as_u64() == Some(2000)),
         "{report}"
     );
     for schedule in ["synchronous", "background"] {
         let of = runs.iter().filter(|r| r["schedule"] == schedule);
-        assert_eq!(of.clone().count(), 8 * 7, "{schedule}");
+        assert_eq!(of.clone().count(), 9 * 7, "{schedule}");
         assert!(of.clone().all(|r| r["counts"]["ops"] == 2000), "{report}");
         assert!(
             of.clone()
@@ -781,4 +781,25 @@ fn bench_without_a_wal_and_a_small_strategies_report() {
         line["counts"].clone()
     };
     assert_eq!(counts(&first), counts(&second));
+    // The moving hot spot, under the hot-range preset without read heat.
+    let hot = ok(&[
+        "bench",
+        "--workload",
+        "moving-hot-spot",
+        "--strategy",
+        "two-tier:read-mostly-many:table-count",
+        "--num",
+        "2000",
+        "--ops",
+        "2000",
+        "--deterministic",
+        "--json",
+    ]);
+    let line: serde_json::Value = serde_json::from_str(hot.trim()).unwrap();
+    assert_eq!(line["workload"], "moving-hot-spot", "{hot}");
+    assert_eq!(
+        line["in_force"], "two-tier(minor=hot-range:4,stripes=8,ratio=1,table-count) (configured)",
+        "{hot}"
+    );
+    assert!(line["counts"]["gets"].as_u64().unwrap() > 1_000, "{hot}");
 }

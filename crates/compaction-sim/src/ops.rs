@@ -1,8 +1,8 @@
-//! The six workloads of the strategies report, as operation streams over
+//! The workloads of the strategies report, as operation streams over
 //! integer keys (the simulator uses them as they are; a benchmark turns
 //! each id into a key with [`db_bench_key`](super::db_bench_key)).
 
-use super::workload::SplitMix64;
+use super::workload::{KeyDistribution, KeyGenerator, SplitMix64};
 
 /// One operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +21,8 @@ pub enum Op {
 pub const SCAN_LENGTH: usize = 20;
 
 /// The workloads of the strategies report, one per `Adaptive` workload
-/// class, and two that change while they run.
+/// class, two that change while they run, and one whose reads have a hot
+/// spot that moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WorkloadKind {
     /// Half reads of recent keys (the newest tenth); writes insert
@@ -49,6 +50,12 @@ pub enum WorkloadKind {
     /// and 30 % reads) and a read-heavy night (95 % reads, 5 % random
     /// updates).
     Diurnal,
+    /// After a sorted load: 70 % reads, Zipfian (θ 0.99) over a hot
+    /// range of 1/16 of the key space that moves to a random place every
+    /// eighth of the operations; 30 % random updates over the whole key
+    /// space. Where reads go, not where writes go, is what a read-mostly
+    /// table's L0 merges should follow.
+    MovingHotSpot,
 }
 
 impl WorkloadKind {
@@ -65,16 +72,22 @@ impl WorkloadKind {
     /// The workloads that change while they run.
     pub const CHANGING: [WorkloadKind; 2] = [WorkloadKind::PhaseShift, WorkloadKind::Diurnal];
 
-    /// The steady workloads ([`ALL`](Self::ALL)), then the changing ones
-    /// ([`CHANGING`](Self::CHANGING)).
-    pub const EVERY: [WorkloadKind; 8] = {
-        let mut every = [WorkloadKind::IncreasingKeys; 8];
+    /// The workloads of read heat (`TwoTier`'s hot-range minors).
+    pub const HEAT: [WorkloadKind; 1] = [WorkloadKind::MovingHotSpot];
+
+    /// The steady workloads ([`ALL`](Self::ALL)), the changing ones
+    /// ([`CHANGING`](Self::CHANGING)), then [`HEAT`](Self::HEAT).
+    pub const EVERY: [WorkloadKind; 9] = {
+        let mut every = [WorkloadKind::IncreasingKeys; 9];
+        let (steady, changing) = (Self::ALL.len(), Self::CHANGING.len());
         let mut i = 0;
         while i < every.len() {
-            every[i] = if i < Self::ALL.len() {
+            every[i] = if i < steady {
                 Self::ALL[i]
+            } else if i < steady + changing {
+                Self::CHANGING[i - steady]
             } else {
-                Self::CHANGING[i - Self::ALL.len()]
+                Self::HEAT[i - steady - changing]
             };
             i += 1;
         }
@@ -92,6 +105,7 @@ impl WorkloadKind {
             WorkloadKind::ReadMostlyManyUpdates => "read-mostly-many",
             WorkloadKind::PhaseShift => "phase-shift",
             WorkloadKind::Diurnal => "diurnal",
+            WorkloadKind::MovingHotSpot => "moving-hot-spot",
         }
     }
 
@@ -108,6 +122,7 @@ impl WorkloadKind {
                 | WorkloadKind::ReadMostlyFewUpdates
                 | WorkloadKind::ReadMostlyManyUpdates
                 | WorkloadKind::Diurnal
+                | WorkloadKind::MovingHotSpot
         )
     }
 
@@ -155,6 +170,8 @@ pub struct OpGenerator {
     ops: u64,
     /// Operations drawn so far.
     issued: u64,
+    /// `moving-hot-spot`'s reads: Zipfian ranks within the hot range.
+    hot_reads: Option<KeyGenerator>,
 }
 
 impl OpGenerator {
@@ -165,6 +182,13 @@ impl OpGenerator {
         let mut rng = SplitMix64::new(seed);
         let hot_len = (keys / 16).max(1);
         let hot_start = rng.uniform(keys - hot_len + 1);
+        let hot_reads = (kind == WorkloadKind::MovingHotSpot).then(|| {
+            KeyGenerator::new(
+                KeyDistribution::Zipfian { theta: 0.99 },
+                hot_len,
+                rng.next_u64(),
+            )
+        });
         OpGenerator {
             kind,
             keys,
@@ -175,6 +199,7 @@ impl OpGenerator {
             hot_len,
             ops: ops.max(1),
             issued: 0,
+            hot_reads,
         }
     }
 
@@ -214,7 +239,7 @@ impl OpGenerator {
     }
 
     /// The key range `[start, start + len)` the many-updates workload
-    /// updates most.
+    /// updates most (and `moving-hot-spot` reads most, until it moves).
     pub fn hot_range(&self) -> (u64, u64) {
         (self.hot_start, self.hot_len)
     }
@@ -337,6 +362,18 @@ impl OpGenerator {
                     self.mostly_hot_put()
                 }
             }
+            WorkloadKind::MovingHotSpot => {
+                let period = (self.ops / 8).max(1);
+                if i > 0 && i.is_multiple_of(period) {
+                    self.hot_start = self.rng.uniform(self.keys - self.hot_len + 1);
+                }
+                if p < 700 {
+                    let rank = self.hot_reads.as_mut().map_or(0, KeyGenerator::next_key);
+                    Op::Get(self.hot_start + rank)
+                } else {
+                    Op::Put(self.random())
+                }
+            }
         }
     }
 }
@@ -405,6 +442,45 @@ mod tests {
                 t
             })
             .collect()
+    }
+
+    #[test]
+    fn the_moving_hot_spot_reads_a_sixteenth_that_moves_every_eighth() {
+        let (keys, ops) = (16_000u64, 80_000u64);
+        let mut g = OpGenerator::new(WorkloadKind::MovingHotSpot, keys, ops, 9);
+        let mut starts = Vec::new();
+        for eighth in 0..8 {
+            let (mut reads, mut puts) = (0u32, 0u32);
+            let mut per_key = std::collections::HashMap::<u64, u32>::new();
+            for n in 0..ops / 8 {
+                let op = g.next_op();
+                // The spot moves as the eighth's first operation is drawn.
+                let (start, len) = g.hot_range();
+                assert_eq!(len, 1_000);
+                if n == 0 {
+                    starts.push(start);
+                }
+                match op {
+                    Op::Get(k) => {
+                        assert!((start..start + len).contains(&k), "eighth {eighth}: {k}");
+                        reads += 1;
+                        *per_key.entry(k).or_default() += 1;
+                    }
+                    Op::Put(k) => {
+                        assert!(k < keys);
+                        puts += 1;
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            // 70 % reads; Zipfian: the hottest key alone draws over 5 %.
+            assert!((6_800..7_200).contains(&reads), "{reads}");
+            assert_eq!(reads + puts, 10_000);
+            let hottest = per_key.values().max().copied().unwrap_or(0);
+            assert!(hottest * 20 > reads, "{hottest} of {reads}");
+        }
+        starts.dedup();
+        assert_eq!(starts.len(), 8, "{starts:?}");
     }
 
     #[test]

@@ -59,8 +59,9 @@ pub(crate) struct BenchArgs {
     pub num: Option<u64>,
     /// The compaction strategy: leveled (default), major-only, two-tier,
     /// two-tier:write-only, two-tier:write-mostly, two-tier:read-mostly-
-    /// few, two-tier:read-mostly-many, adaptive; major-level files are cut
-    /// at --target-file-size-base. A database another strategy shaped is
+    /// few, two-tier:read-mostly-many, two-tier:read-mostly-many:table-
+    /// count (L0 merged where writes went, not by read heat), adaptive;
+    /// major-level files are cut at --target-file-size-base. A database another strategy shaped is
     /// reshaped by the new one.
     #[arg(long)]
     pub strategy: Option<String>,
@@ -71,7 +72,9 @@ pub(crate) struct BenchArgs {
     /// load, random updates, read-mostly, then deletes and scans;
     /// diurnal: four write-heavy days and read-heavy nights, on a
     /// simulated clock whose nights are the off-peak window unless
-    /// --daily-offpeak-time-utc names another).
+    /// --daily-offpeak-time-utc names another), or moving-hot-spot (70 %
+    /// Zipfian reads of a 1/16 of the keys that moves every eighth of the
+    /// operations, 30 % random updates).
     #[arg(long, conflicts_with = "strategies_report")]
     pub workload: Option<String>,
     /// Run every workload under every fixed strategy and adaptive, each on

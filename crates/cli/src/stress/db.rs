@@ -109,8 +109,9 @@ pub(crate) struct DbStressArgs {
     pub verify_only: bool,
     /// The compaction strategy: leveled (default), major-only, two-tier,
     /// two-tier:write-only, two-tier:write-mostly, two-tier:read-mostly-
-    /// few, two-tier:read-mostly-many, adaptive; major-level files are cut
-    /// at --target-file-size-base. A database another strategy shaped is
+    /// few, two-tier:read-mostly-many, two-tier:read-mostly-many:table-
+    /// count (L0 merged where writes went, not by read heat), adaptive;
+    /// major-level files are cut at --target-file-size-base. A database another strategy shaped is
     /// reshaped by the new one.
     #[arg(long)]
     pub strategy: Option<String>,

@@ -37,7 +37,8 @@ const USAGE: &str = "usage: compaction-sim [options]
   --strategy S               leveled | major-only | two-tier[:write-only|:write-mostly|
                              :read-mostly-few|:read-mostly-many] | adaptive | all (default leveled)
   --workload W               increasing | write-only | write-mostly | read-only |
-                             read-mostly-few | read-mostly-many | phase-shift | diurnal | all:
+                             read-mostly-few | read-mostly-many | phase-shift | diurnal |
+                             moving-hot-spot | all:
                              operations (--writes of them, over --keys keys) instead of the
                              plain write stream
   --tier-file-size N         file size of the two-tier strategies (default: --target-file-size-base)
