@@ -38,9 +38,9 @@ pub fn report_strategies(
     options: &LeveledOptions,
     target_file_size: u64,
 ) -> Vec<CompactionStrategy> {
-    CompactionStrategy::NAMES
+    CompactionStrategy::FIXED
         .iter()
-        .filter(|n| **n != "two-tier")
+        .chain(&["adaptive"])
         .filter_map(|n| CompactionStrategy::parse(n))
         .map(|s| sized_strategy(s, options, target_file_size))
         .collect()

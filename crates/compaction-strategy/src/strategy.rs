@@ -89,7 +89,8 @@ impl CompactionStrategy {
 
     /// The fixed strategies the strategies report and the cost model's
     /// calibration compare: every name of [`NAMES`](Self::NAMES) but the
-    /// plain `two-tier` and `adaptive`.
+    /// plain `two-tier`, `two-tier:read-mostly-many:table-count` (a
+    /// variant for comparison) and `adaptive`.
     pub const FIXED: [&'static str; 6] = [
         "leveled",
         "major-only",

@@ -13,7 +13,8 @@ pub const READ_HEAT_SAMPLE_EVERY: u64 = 64;
 pub const READ_HEAT_SAMPLES: usize = 512;
 
 /// Where a table's recent reads went: one point lookup or scan in
-/// [`READ_HEAT_SAMPLE_EVERY`] keeps its key (a scan's lower bound) in a
+/// [`READ_HEAT_SAMPLE_EVERY`] keeps its key (the engine gives a scan's
+/// lower bound, else the first key it seeks) in a
 /// ring of the newest [`READ_HEAT_SAMPLES`], and writes are counted, so
 /// that [`stripe_heat`](Self::stripe_heat) can say what share of the
 /// reads each key range drew and whether reads or writes were the load

@@ -31,13 +31,19 @@ impl L0Index {
     /// Below this many L0 files the walk is as cheap: no index.
     pub(crate) const MIN_FILES: usize = 8;
 
+    /// Above this many L0 files (an L0 left to grow, such as a bulk load
+    /// with compactions off) the index, whose size grows with the square
+    /// of the files in the worst case, is not built: lookups walk.
+    pub(crate) const MAX_FILES: usize = 256;
+
     /// The index of `l0` (the L0 files in L0 order), or `None` when it
-    /// holds fewer than [`MIN_FILES`](Self::MIN_FILES).
+    /// holds fewer than [`MIN_FILES`](Self::MIN_FILES) or more than
+    /// [`MAX_FILES`](Self::MAX_FILES).
     pub(crate) fn build(
         icmp: &InternalKeyComparator,
         l0: &[std::sync::Arc<FileHandle>],
     ) -> Option<L0Index> {
-        if l0.len() < Self::MIN_FILES {
+        if !(Self::MIN_FILES..=Self::MAX_FILES).contains(&l0.len()) {
             return None;
         }
         let mut cuts: Vec<Vec<u8>> = l0
@@ -152,5 +158,9 @@ L0:
             assert_eq!(index.covering(&icmp, key), walk, "{key:?}");
         }
         assert!(L0Index::build(&icmp, &l0[..L0Index::MIN_FILES - 1]).is_none());
+        let many: Vec<_> = (0..=L0Index::MAX_FILES)
+            .map(|i| l0[i % l0.len()].clone())
+            .collect();
+        assert!(L0Index::build(&icmp, &many).is_none());
     }
 }

@@ -65,8 +65,10 @@ pub(crate) struct SuperVersion {
     pub(crate) version: std::sync::Arc<Version>,
     /// `levels[l][i]` is the handle of `version.files(l)[i]`.
     pub(crate) levels: Vec<Vec<std::sync::Arc<FileHandle>>>,
-    /// Which L0 files hold a key, when L0 has enough files to need it.
-    pub(crate) l0_index: Option<L0Index>,
+    /// Which L0 files hold a key, when L0 has enough files to need it
+    /// (shared with the previous super version when the version is the
+    /// same: a memtable switch does not rebuild it).
+    pub(crate) l0_index: Option<std::sync::Arc<L0Index>>,
     /// The largest sequence number of any file (0 without files): a commit
     /// check whose sequence number is at least this reads no file.
     pub(crate) max_file_seqno: SeqNo,
@@ -110,9 +112,13 @@ impl SuperVersion {
                     .collect()
             })
             .collect();
-        let l0_index = levels
-            .first()
-            .and_then(|l0| L0Index::build(version.comparator(), l0));
+        let l0_index = match prev {
+            Some(prev) if std::sync::Arc::ptr_eq(&prev.version, &version) => prev.l0_index.clone(),
+            _ => levels
+                .first()
+                .and_then(|l0| L0Index::build(version.comparator(), l0))
+                .map(std::sync::Arc::new),
+        };
         let max_file_seqno = (0..version.num_levels())
             .flat_map(|l| version.files(l).iter().map(|f| f.largest_seqno))
             .max()

@@ -418,7 +418,8 @@ pub mod compaction {
     pub use lithify_compaction::{
         BlobGcPolicy, Compaction, CompactionInputs, CompactionPicker, CompactionReason,
         CompactionsInProgress, DeeperLevels, LevelScore, ManualOutput, ManualPick, ManualRequest,
-        PickContext, RunningCompaction, forced_blob_gc_files,
+        PickContext, READ_HEAT_SAMPLE_EVERY, READ_HEAT_SAMPLES, ReadHeat, RunningCompaction,
+        StripeHeat, forced_blob_gc_files,
     };
     pub use lithify_version::{
         BlobFile, BlobFileGarbage, BlobFileMetadata, BlobRef, FileMetadata, Version, VersionEdit,

@@ -35,7 +35,8 @@ const USAGE: &str = "usage: compaction-sim [options]
   --compaction-pri P         MinOverlappingRatio | ByCompensatedSize | OldestLargestSeqFirst | OldestSmallestSeqFirst | RoundRobin
   --memtable-overhead N      memtable bytes per entry beyond key+8+value (default 32)
   --strategy S               leveled | major-only | two-tier[:write-only|:write-mostly|
-                             :read-mostly-few|:read-mostly-many] | adaptive | all (default leveled)
+                             :read-mostly-few|:read-mostly-many|:read-mostly-many:table-count] |
+                             adaptive | all (default leveled)
   --workload W               increasing | write-only | write-mostly | read-only |
                              read-mostly-few | read-mostly-many | phase-shift | diurnal |
                              moving-hot-spot | all:

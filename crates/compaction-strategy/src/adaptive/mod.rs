@@ -247,7 +247,9 @@ impl AdaptiveOptions {
     pub fn candidates(&self, range_deletes: bool) -> Vec<CompactionStrategy> {
         let two_tier = |preset: TwoTierOptions| {
             let mut s = self.sized(&CompactionStrategy::TwoTier(
-                preset.max_l0_tables(self.two_tier.max_l0_tables),
+                preset
+                    .max_l0_tables(self.two_tier.max_l0_tables)
+                    .merge_by_read_heat(self.two_tier.merge_by_read_heat),
             ));
             if range_deletes && let CompactionStrategy::TwoTier(o) = &mut s {
                 o.major_ratio /= 2.0;

@@ -223,15 +223,13 @@ impl DbIterator {
         prefix: Option<Bytes>,
     ) -> Self {
         let mut source = source;
-        if let Some(heat) = source.heat_at_first_seek.take() {
-            match &start {
-                Bound::Included(k) | Bound::Excluded(k) => heat.record_read(0, k),
-                Bound::Unbounded => {
-                    if let Some(p) = &prefix {
-                        heat.record_read(0, p);
-                    }
-                }
-            }
+        // A sampled range without a lower bound in its read options
+        // starts where its start bound says (a whole-table range says
+        // nothing and is not sampled).
+        if let Some(heat) = source.heat_at_first_seek.take()
+            && let Bound::Included(k) | Bound::Excluded(k) = &start
+        {
+            heat.record_read(0, k);
         }
         DbIterator {
             source,
