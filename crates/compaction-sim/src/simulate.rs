@@ -230,6 +230,10 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
             recorder.set_boundaries(stripe_boundaries(&lsm.current(), 16));
             let sample = config.read_sample.max(1);
             let mut reads = 0u64;
+            // Flush and compaction bytes, and user bytes, when the last
+            // window closed: `Adaptive` sees each window's difference.
+            let kv_bytes = (config.key_size + config.value_size) as u64;
+            let mut written_at_window = (lsm.bytes_written, user_writes * kv_bytes);
             for i in 0..config.num_writes {
                 match ops.next_op() {
                     op @ (Op::Put(k) | Op::Delete(k)) => {
@@ -266,7 +270,13 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
                     }
                 }
                 if recorder.window_ops() >= window_ops {
-                    let window = recorder.take_window();
+                    let written = (lsm.bytes_written, user_writes * kv_bytes);
+                    let window = WorkloadStats {
+                        table_bytes_written: written.0 - written_at_window.0,
+                        user_bytes: written.1 - written_at_window.1,
+                        ..recorder.take_window()
+                    };
+                    written_at_window = written;
                     observed.merge(&window);
                     live_samples.0 += lsm.model.file_size(live.count());
                     live_samples.1 += 1;

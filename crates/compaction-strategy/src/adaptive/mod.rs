@@ -31,7 +31,7 @@ mod state;
 pub use recorder::WorkloadRecorder;
 pub use state::{
     AdaptiveState, DayPart, FORGET_AFTER_WINDOWS, MAX_RETURN_DOUBLINGS, MIN_GAIN,
-    MIN_TABLE_FLUSHES, SETTLED_WINDOWS, Switch,
+    MIN_TABLE_FLUSHES, OBSERVED_MIN_FLUSHES, SETTLED_WINDOWS, Switch,
 };
 
 /// What a table did during one observation window.
@@ -55,6 +55,12 @@ pub struct WorkloadStats {
     /// Share of writes that landed in the busiest eighth of the key ranges
     /// the recorder tracks (0 when unknown; 0.125 for uniform writes).
     pub hot_range_share: f64,
+    /// Bytes the table's flushes and compactions wrote during the window
+    /// (0 when the caller does not say).
+    pub table_bytes_written: u64,
+    /// Bytes of keys and values the window's writes carried (0 when the
+    /// caller does not say).
+    pub user_bytes: u64,
 }
 
 impl WorkloadStats {
@@ -105,6 +111,8 @@ impl WorkloadStats {
         self.updates += o.updates;
         self.inserts += o.inserts;
         self.range_deletes += o.range_deletes;
+        self.table_bytes_written += o.table_bytes_written;
+        self.user_bytes += o.user_bytes;
     }
 }
 
@@ -239,6 +247,35 @@ impl AdaptiveOptions {
                     .disable_auto_compactions(self.two_tier.disable_auto_compactions),
             ),
             CompactionStrategy::Adaptive(a) => self.sized(&a.initial),
+        }
+    }
+
+    /// `scored` with the write amplification `write_amp` observed in place
+    /// of the predicted one (files written scaled alike), its CPU and
+    /// limits figured again for `mix` at `size`.
+    pub(crate) fn rescore_written(
+        &self,
+        scored: &Scored,
+        write_amp: f64,
+        mix: &Mix,
+        size: &TableSize,
+    ) -> Scored {
+        let p = scored.prediction;
+        let scale = if p.write_amp > 0.0 {
+            write_amp / p.write_amp
+        } else {
+            1.0
+        };
+        let prediction = Prediction {
+            write_amp,
+            files_per_flush: p.files_per_flush * scale,
+            ..p
+        };
+        Scored {
+            strategy: scored.strategy.clone(),
+            cpu_us: self.costs.per_op(&prediction, mix, size),
+            excess: self.limits.excess(&prediction),
+            prediction,
         }
     }
 
@@ -496,6 +533,7 @@ mod tests {
             inserts: sampled - (sampled as f64 * update) as u64,
             range_deletes: 0,
             hot_range_share: 0.125,
+            ..WorkloadStats::default()
         }
     }
 

@@ -96,6 +96,38 @@ pub struct AdaptiveState {
     /// The mix of each part of the day, when the table has an off-peak
     /// window.
     day: DailyMix,
+    /// What the current strategy has written lately.
+    written: Written,
+}
+
+/// The bytes the current strategy's flushes and compactions wrote, and the
+/// user bytes they were for, over about the last table's worth of user
+/// writes (older windows fade out), since the switch to it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Written {
+    table_bytes: f64,
+    user_bytes: f64,
+}
+
+/// User bytes, in flushes, the current strategy must have written for
+/// since the switch before its observed write amplification counts.
+pub const OBSERVED_MIN_FLUSHES: f64 = 4.0;
+
+impl Written {
+    /// Adds a window, fading what came before by how much of the table
+    /// (`live_bytes`, in user bytes) the window's writes renewed.
+    fn add(&mut self, stats: &WorkloadStats, live_user_bytes: f64) {
+        let user = stats.user_bytes as f64;
+        let fade = (-user / live_user_bytes.max(1.0)).exp();
+        self.table_bytes = self.table_bytes * fade + stats.table_bytes_written as f64;
+        self.user_bytes = self.user_bytes * fade + user;
+    }
+
+    /// Table bytes per user byte, once `min_user_bytes` count.
+    fn write_amp(&self, min_user_bytes: f64) -> Option<f64> {
+        (self.user_bytes >= min_user_bytes.max(1.0) && self.user_bytes > 0.0)
+            .then(|| self.table_bytes / self.user_bytes)
+    }
 }
 
 /// Where a window fell in the table's day.
@@ -191,6 +223,7 @@ impl AdaptiveState {
             settled: 0,
             since_switch: 0,
             day: DailyMix::default(),
+            written: Written::default(),
         }
     }
 
@@ -282,14 +315,29 @@ impl AdaptiveState {
         // The regret counts this window's operations at the day's gain
         // per operation.
         let ops = stats.total_ops() as f64;
+        let window_stats = *stats;
         let stats = daily.as_ref().unwrap_or(stats);
         let mut choice = choose_strategy(stats, &self.size, &self.opts)?;
         if daily.is_some() {
             choice.situation = format!("a day's mix, {}", choice.situation);
             choice.reason = format!("a day's mix, {}", choice.reason);
         }
-        let current = score_of(&self.current, stats, &self.size, &self.opts);
-        self.prediction = Some(current.clone());
+        let predicted = score_of(&self.current, stats, &self.size, &self.opts);
+        self.prediction = Some(predicted.clone());
+        // Staying costs what the current shape writes now: while it writes
+        // less than its steady state (a table still far from it, a hot
+        // range its compactions keep small), that is what the regret
+        // counts.
+        let bytes_per_user = self.size.table_bytes_per_user_byte.max(1e-9);
+        self.written
+            .add(&window_stats, self.size.live_bytes as f64 / bytes_per_user);
+        let min_user = OBSERVED_MIN_FLUSHES * self.size.flushed_bytes() / bytes_per_user;
+        let current = match self.written.write_amp(min_user) {
+            Some(observed) if observed < predicted.prediction.write_amp => self
+                .opts
+                .rescore_written(&predicted, observed, &choice.mix, &self.size),
+            _ => predicted,
+        };
         self.since_switch = self.since_switch.saturating_add(1);
         if self.since_switch >= FORGET_AFTER_WINDOWS {
             self.left = None;
@@ -376,6 +424,7 @@ impl AdaptiveState {
             0
         };
         self.since_switch = 0;
+        self.written = Written::default();
         let from = std::mem::replace(&mut self.current, best.strategy.clone());
         self.left = Some(from.clone());
         self.prediction = Some(best.clone());
@@ -465,6 +514,36 @@ mod tests {
 
     const WRITE_SHAPE: &str = "two-tier(minor=none,stripes=1,ratio=1)";
     const SCAN_SHAPE: &str = "two-tier(minor=merge-previous,stripes=1,ratio=0.25)";
+
+    /// Staying is priced by what the current shape writes when that is
+    /// less than the model predicts for it (a table far from its steady
+    /// state), and by the prediction when it writes more.
+    #[test]
+    fn a_shape_writing_less_than_predicted_is_priced_by_what_it_writes() {
+        let with = |table_per_user: u64| WorkloadStats {
+            user_bytes: 1_000_000,
+            table_bytes_written: table_per_user * 1_000_000,
+            ..writes()
+        };
+        let predicted = switches(&mut state(small()), std::iter::repeat_n(writes(), 4));
+        assert_eq!(predicted, vec![(1, WRITE_SHAPE.to_owned())]);
+        // Writing no more than its flushes: cheaper than any prediction.
+        let cheap = switches(&mut state(small()), std::iter::repeat_n(with(1), 4));
+        assert_eq!(cheap, vec![]);
+        // Writing far more than predicted: the prediction stands.
+        let dear = switches(&mut state(small()), std::iter::repeat_n(with(100), 4));
+        assert_eq!(dear, predicted);
+        // Too few user bytes to say (under four flushes): the prediction.
+        let few = WorkloadStats {
+            user_bytes: 1_000,
+            table_bytes_written: 1_000,
+            ..writes()
+        };
+        assert_eq!(
+            switches(&mut state(small()), std::iter::repeat_n(few, 4)),
+            predicted
+        );
+    }
 
     #[test]
     fn the_two_mixes_have_different_best_shapes() {

@@ -51,6 +51,7 @@ impl StrategyState {
                 reason,
                 switches: 0,
                 window_closed_at: None,
+                written_at_window: (0, 0),
             },
         ))
     }
@@ -112,6 +113,18 @@ impl DbInner {
     ) -> Option<StrategySwitchInfo> {
         let t = st.tables.get_mut(&table)?;
         let size = table_size(t, stats.update_share());
+        // What flushes and compactions wrote for the window's writes.
+        let written = (
+            t.stats().sum().bytes_written,
+            t.state().counters.user_bytes.load(Ordering::Relaxed),
+        );
+        let (table_before, user_before) = t.strategy.written_at_window;
+        t.strategy.written_at_window = written;
+        let stats = &WorkloadStats {
+            table_bytes_written: written.0.saturating_sub(table_before),
+            user_bytes: written.1.saturating_sub(user_before),
+            ..*stats
+        };
         let part = day_part(&t.state.options, t.strategy.window_closed_at, now);
         let adaptive = t.strategy.adaptive.as_mut()?;
         adaptive.set_table_size(size);

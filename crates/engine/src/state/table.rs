@@ -189,6 +189,10 @@ pub(crate) struct StrategyState {
     /// When `Adaptive`'s last window closed, by the engine's clock
     /// (seconds; where the next window began).
     pub(super) window_closed_at: Option<u64>,
+    /// The table's flush and compaction bytes written, and user bytes,
+    /// when `Adaptive`'s last window closed (each window's difference is
+    /// what the strategy in force wrote for it).
+    pub(super) written_at_window: (u64, u64),
 }
 
 impl StrategyState {
