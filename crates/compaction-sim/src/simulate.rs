@@ -233,7 +233,12 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
             // Flush and compaction bytes, and user bytes, when the last
             // window closed: `Adaptive` sees each window's difference.
             let kv_bytes = (config.key_size + config.value_size) as u64;
-            let mut written_at_window = (lsm.bytes_written, user_writes * kv_bytes);
+            // Table and blob bytes: what the model's write amp counts.
+            let written_now = |lsm: &SimLsm, user_writes: u64| {
+                let blob = lsm.blobs.as_ref().map_or(0, |b| b.written_bytes);
+                (lsm.bytes_written + blob, user_writes * kv_bytes)
+            };
+            let mut written_at_window = written_now(&lsm, user_writes);
             for i in 0..config.num_writes {
                 match ops.next_op() {
                     op @ (Op::Put(k) | Op::Delete(k)) => {
@@ -270,7 +275,7 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport> {
                     }
                 }
                 if recorder.window_ops() >= window_ops {
-                    let written = (lsm.bytes_written, user_writes * kv_bytes);
+                    let written = written_now(&lsm, user_writes);
                     let window = WorkloadStats {
                         table_bytes_written: written.0 - written_at_window.0,
                         user_bytes: written.1 - written_at_window.1,

@@ -55,8 +55,8 @@ pub struct WorkloadStats {
     /// Share of writes that landed in the busiest eighth of the key ranges
     /// the recorder tracks (0 when unknown; 0.125 for uniform writes).
     pub hot_range_share: f64,
-    /// Bytes the table's flushes and compactions wrote during the window
-    /// (0 when the caller does not say).
+    /// Bytes the table's flushes and compactions wrote during the window,
+    /// to table and blob files (0 when the caller does not say).
     pub table_bytes_written: u64,
     /// Bytes of keys and values the window's writes carried (0 when the
     /// caller does not say).
@@ -251,8 +251,9 @@ impl AdaptiveOptions {
     }
 
     /// `scored` with the write amplification `write_amp` observed in place
-    /// of the predicted one (files written scaled alike), its CPU and
-    /// limits figured again for `mix` at `size`.
+    /// of the predicted one (the files written beyond the flush's own
+    /// scaled alike), its CPU and limits figured again for `mix` at
+    /// `size`.
     pub(crate) fn rescore_written(
         &self,
         scored: &Scored,
@@ -266,9 +267,15 @@ impl AdaptiveOptions {
         } else {
             1.0
         };
+        let flush_files = match &scored.strategy {
+            CompactionStrategy::TwoTier(o) => o.stripes.max(1) as f64,
+            CompactionStrategy::Leveled(_) => 1.0,
+            _ => 0.0,
+        }
+        .min(p.files_per_flush);
         let prediction = Prediction {
             write_amp,
-            files_per_flush: p.files_per_flush * scale,
+            files_per_flush: flush_files + (p.files_per_flush - flush_files) * scale,
             ..p
         };
         Scored {

@@ -34,8 +34,11 @@ pub const MIN_GAIN: f64 = 0.03;
 /// Each window, [`choose_strategy`] ranks the candidates by the cost
 /// model. While one candidate stays the best and beats the current
 /// strategy by at least [`MIN_GAIN`], the state adds up what staying
-/// costs — the predicted gain per operation times the window's operations
-/// (µs of CPU for the `cpu` objective, bytes written for `write-amp`) —
+/// costs — the gain per operation times the window's operations (µs of
+/// CPU for the `cpu` objective, bytes written for `write-amp`), the
+/// current strategy priced at what it has written lately when that is
+/// less than its prediction (a table far from its steady state; see
+/// [`OBSERVED_MIN_FLUSHES`]) —
 /// and switches to it once that regret pays for reshaping the table
 /// ([`reshape_bytes`](crate::cost_model::reshape_bytes)), the
 /// ski-rental rule, and at least `switch_after_windows` windows agreed. A
@@ -109,7 +112,7 @@ struct Written {
     user_bytes: f64,
 }
 
-/// User bytes, in flushes, the current strategy must have written for
+/// User bytes, in memtables, the current strategy must have written for
 /// since the switch before its observed write amplification counts.
 pub const OBSERVED_MIN_FLUSHES: f64 = 4.0;
 
@@ -331,7 +334,7 @@ impl AdaptiveState {
         let bytes_per_user = self.size.table_bytes_per_user_byte.max(1e-9);
         self.written
             .add(&window_stats, self.size.live_bytes as f64 / bytes_per_user);
-        let min_user = OBSERVED_MIN_FLUSHES * self.size.flushed_bytes() / bytes_per_user;
+        let min_user = OBSERVED_MIN_FLUSHES * self.size.flush_bytes as f64 / bytes_per_user;
         let current = match self.written.write_amp(min_user) {
             Some(observed) if observed < predicted.prediction.write_amp => self
                 .opts

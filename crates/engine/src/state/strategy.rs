@@ -82,6 +82,9 @@ impl DbInner {
         }
         t.picker = picker;
         t.strategy = state;
+        // A new `Adaptive` counts what its first window writes, not the
+        // table's history.
+        t.strategy.written_at_window = written_totals(t);
         t.state.workload.configure(&t.strategy);
         if t.state.workload.is_enabled() {
             self.adaptive_seen.store(true, Ordering::Release);
@@ -114,10 +117,7 @@ impl DbInner {
         let t = st.tables.get_mut(&table)?;
         let size = table_size(t, stats.update_share());
         // What flushes and compactions wrote for the window's writes.
-        let written = (
-            t.stats().sum().bytes_written,
-            t.state().counters.user_bytes.load(Ordering::Relaxed),
-        );
+        let written = written_totals(t);
         let (table_before, user_before) = t.strategy.written_at_window;
         t.strategy.written_at_window = written;
         let stats = &WorkloadStats {
@@ -156,6 +156,19 @@ impl DbInner {
             }
         }
     }
+}
+
+/// The bytes `t`'s flushes and compactions have written (tables and blob
+/// files: what [`Prediction::write_amp`] counts), and the user bytes of
+/// its writes, since the database opened.
+///
+/// [`Prediction::write_amp`]: lithify_compaction_strategy::cost_model::Prediction::write_amp
+fn written_totals(t: &TableMut) -> (u64, u64) {
+    let sum = t.stats().sum();
+    (
+        sum.bytes_written + sum.bytes_written_blob,
+        t.state().counters.user_bytes.load(Ordering::Relaxed),
+    )
 }
 
 /// Where a window of a table with options `o`, from `opened` (when the
