@@ -28,9 +28,9 @@ use lithify_compaction::{
 ///    keys with it; major-level files meeting no delta file stay in place
 ///    and outputs are cut at stripe boundaries.
 /// 3. **Minor**, by [`MinorPolicy`], on the newest L0 tables of a stripe,
-///    the stripe with the most L0 tables first (with read heat, the one
-///    whose reads probe the most extra tables: see
-///    [`read_heat`](Self::read_heat)) (grown, when a table of
+///    the stripe with the most L0 tables first, or with read heat the one
+///    whose reads probe the most extra tables ([`read_heat`](Self::read_heat))
+///    (grown, when a table of
 ///    another stripe sits between them in L0 order and shares keys with
 ///    them, to take it too, so the merged table can take their place).
 ///
