@@ -588,15 +588,20 @@ mod tests {
         // Leveled for the increasing bulk load (pure appends move down
         // untouched); one L0 table per flush once random updates begin
         // (at 50 000) and their regret pays for reshaping the whole
-        // table; through the read-mostly phase (from 100 000) no shape
-        // saves enough; leveled for the scans of the last phase (from
-        // 170 000), which merge every sorted run.
+        // table; each flush merged with the previous L0 table in the
+        // read-mostly phase (from 100 000), whose lookups probe fewer
+        // tables; leveled for the scans of the last phase (from 170 000),
+        // which merge every sorted run.
         assert_eq!(
             at,
             [
                 (20_000, "leveled"),
                 (90_000, "two-tier(minor=none,stripes=1,ratio=1)"),
-                (180_000, "leveled"),
+                (
+                    130_000,
+                    "two-tier(minor=merge-previous,stripes=1,ratio=0.25)"
+                ),
+                (200_000, "leveled"),
             ],
             "{:#?}",
             r.switches
@@ -716,10 +721,18 @@ mod tests {
         // the order of `WorkloadKind::ALL`. The initial shape, one L0
         // table per flush, is the model's choice for the writes of the
         // first three; reads of the loaded table alone are cheaper from
-        // one sorted run once its regret pays for the major (70 000); on
-        // the read-mostly workloads with updates no shape saves enough per
+        // one sorted run once its regret pays for the major (40 000);
+        // with few updates, leveled's fewer tables per lookup pay for
+        // reshaping L0 (50 000); with many, no shape saves enough per
         // operation to pay for reshaping in the run's 200 000 operations.
-        let expected: [&[(u64, &str)]; 6] = [&[], &[], &[], &[(70_000, "major-only")], &[], &[]];
+        let expected: [&[(u64, &str)]; 6] = [
+            &[],
+            &[],
+            &[],
+            &[(40_000, "major-only")],
+            &[(50_000, "leveled")],
+            &[],
+        ];
         for (kind, want) in WorkloadKind::ALL.into_iter().zip(expected) {
             let r = run(
                 kind,

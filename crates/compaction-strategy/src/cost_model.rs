@@ -40,8 +40,8 @@
 //! (`cargo xtask calibrate` regenerates it), and this crate's tests hold
 //! the predictions to it within the tolerances [`TOLERANCE`] states. The
 //! one coefficient fitted there is `β` ([`LEVEL_MERGE_SHARE`]). The CPU
-//! costs ([`CpuCosts::default`]) were fitted to the engine's strategies
-//! report (engine README).
+//! costs ([`CpuCosts::default`]) were measured on the reference machine
+//! by the engine's micro-benchmarks (`lithify bench --calibrate`).
 //!
 //! ```
 //! use lithify_compaction_strategy::cost_model::{Mix, TableSize, predict};
@@ -622,22 +622,24 @@ lithify_base::options_builder!(CpuCosts {
 });
 
 impl Default for CpuCosts {
-    /// Fitted to the engine's strategies report at 250 000 keys (engine
-    /// README): 2.4 ns per byte written by flushes and compactions, 30 ns
-    /// per table a point read probes (a filter check, the block usually
-    /// cached), 0.5 µs per sorted run a 20-entry scan merges, 0.5 ms per
-    /// file written (with 1 MiB memtables, a flush cut into 8 stripes
-    /// cost 0.6 µs per write more than one table per flush at a write
-    /// amplification only 0.9 higher).
+    /// Measured by `lithify bench --calibrate` (`lithify_bench::cost_calibration`)
+    /// on the reference machine, a 2-core AMD EPYC, each term the median
+    /// of three calibrations (engine README, "This machine's unit costs"):
+    /// 1.66 µs per write, 2.3 ns per byte flushes and compactions write,
+    /// 332 µs per file they write, 0.37 µs per point read and 0.70 µs per
+    /// 20-entry scan (every block cached), 40 ns per further table a
+    /// point read probes, 0.71 µs per further sorted run a scan merges.
+    /// Another machine's own calibration replaces them
+    /// ([`AdaptiveOptions::costs`](crate::adaptive::AdaptiveOptions::costs)).
     fn default() -> Self {
         CpuCosts {
-            write_us: 1.4,
-            written_byte_us: 0.0024,
-            read_us: 2.0,
-            probe_us: 0.03,
-            scan_us: 4.0,
-            run_us: 0.5,
-            file_us: 500.0,
+            write_us: 1.66,
+            written_byte_us: 0.0023,
+            read_us: 0.37,
+            probe_us: 0.040,
+            scan_us: 0.70,
+            run_us: 0.71,
+            file_us: 332.0,
         }
     }
 }
@@ -756,6 +758,8 @@ impl CpuCosts {
 /// * from `Leveled` to the one-level shapes, and from `TwoTier` to
 ///   `MajorOnly`: `upper` and the last-level files under it (all of them
 ///   for random keys, few for increasing ones);
+/// * to `TwoTier` with a lower L0 table bound than the L0 tables
+///   `upper` holds (in flushes): every stripe's major, as into one level;
 /// * to `TwoTier` with more stripes, or with a minor policy that merges
 ///   (other than `None`): `upper`;
 /// * otherwise nothing: the new picker takes the shape as it is.
@@ -776,7 +780,14 @@ pub fn reshape_bytes(
         (_, Leveled(_)) => upper,
         (Leveled(_), _) | (TwoTier(_), MajorOnly(_)) => into_one_level,
         (TwoTier(a), TwoTier(b)) => {
-            if b.stripes > a.stripes || (a.minor != b.minor && b.minor != MinorPolicy::None) {
+            if b.max_l0_tables < a.max_l0_tables
+                && upper / size.flushed_bytes() >= b.max_l0_tables as f64
+            {
+                // L0 already holds more tables than the new bound: every
+                // stripe's major runs at once.
+                into_one_level
+            } else if b.stripes > a.stripes || (a.minor != b.minor && b.minor != MinorPolicy::None)
+            {
                 upper
             } else {
                 0.0
@@ -1138,6 +1149,14 @@ mod tests {
         assert_eq!(reshape_bytes(&rmm, &wo, &random, &size), 0.0);
         assert_eq!(reshape_bytes(&wo, &rmf, &random, &size), 20.0);
         assert_eq!(reshape_bytes(&lev, &lev, &random, &size), 0.0);
+        // L0 holds two flushes: a bound of two majors at once, a bound
+        // of four does not.
+        let bounded =
+            |n| CompactionStrategy::TwoTier(TwoTierOptions::write_only().max_l0_tables(n));
+        assert_eq!(reshape_bytes(&wo, &bounded(2), &random, &size), 100.0);
+        assert_eq!(reshape_bytes(&wo, &bounded(2), &appends, &size), 20.0);
+        assert_eq!(reshape_bytes(&wo, &bounded(4), &random, &size), 0.0);
+        assert_eq!(reshape_bytes(&bounded(2), &wo, &random, &size), 0.0);
         assert_eq!(Objective::parse("space-amp"), Some(Objective::SpaceAmp));
         assert!(
             Objective::NAMES

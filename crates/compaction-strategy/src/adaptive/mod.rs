@@ -25,9 +25,11 @@ use crate::cost_model::{CpuCosts, Limits, Mix, Objective, Prediction, Scored, Ta
 use crate::strategy::{CompactionStrategy, two_tier_label};
 use lithify_compaction_tiered::{MajorOnlyOptions, TwoTierOptions};
 
+mod day_plan;
 mod recorder;
 mod state;
 
+pub use day_plan::{DayPlan, plan_day};
 pub use recorder::WorkloadRecorder;
 pub use state::{
     AdaptiveState, DayPart, FORGET_AFTER_WINDOWS, MAX_RETURN_DOUBLINGS, MIN_GAIN,

@@ -4,6 +4,7 @@ use crate::cost_model::{Objective, Scored, TableSize, reshape_bytes};
 use crate::strategy::CompactionStrategy;
 
 use super::WorkloadStats;
+use super::day_plan::{DayPlan, plan_day};
 use super::{AdaptiveOptions, Choice, choose_strategy, score_of};
 
 /// A switch decided by [`AdaptiveState::observe`].
@@ -101,6 +102,9 @@ pub struct AdaptiveState {
     day: DailyMix,
     /// What the current strategy has written lately.
     written: Written,
+    /// The cheapest shape per part of the day, as the last window
+    /// weighed it.
+    plan: Option<DayPlan>,
 }
 
 /// The bytes the current strategy's flushes and compactions wrote, and the
@@ -171,24 +175,33 @@ impl DailyMix {
         self.now[part].merge(stats);
     }
 
-    /// One day's mix: each part's last whole stretch (or the stretch in
-    /// progress once it is longer), weighed by their operations. `None`
-    /// until both parts have been seen.
+    /// Part `p`'s last whole stretch, or the stretch in progress once it
+    /// is longer.
+    fn part(&self, p: usize) -> WorkloadStats {
+        if self.now[p].total_ops() >= self.last[p].total_ops() {
+            self.now[p]
+        } else {
+            self.last[p]
+        }
+    }
+
+    /// One day's mix: each part's [`part`](Self::part), weighed by their
+    /// operations. `None` until both parts have been seen.
     fn mix(&self) -> Option<WorkloadStats> {
-        let part = |p: usize| {
-            if self.now[p].total_ops() >= self.last[p].total_ops() {
-                self.now[p]
-            } else {
-                self.last[p]
-            }
-        };
-        let (peak, off) = (part(0), part(1));
+        let (peak, off) = (self.part(0), self.part(1));
         if peak.total_ops() == 0 || off.total_ops() == 0 {
             return None;
         }
         let mut day = peak;
         day.merge(&off);
         Some(day)
+    }
+
+    /// Each part's [`part`](Self::part), once a whole stretch of each has
+    /// been seen: the phase lengths a [`DayPlan`] weighs.
+    fn whole_parts(&self) -> Option<[WorkloadStats; 2]> {
+        (self.last[0].total_ops() > 0 && self.last[1].total_ops() > 0)
+            .then(|| [self.part(0), self.part(1)])
     }
 }
 
@@ -227,6 +240,7 @@ impl AdaptiveState {
             since_switch: 0,
             day: DailyMix::default(),
             written: Written::default(),
+            plan: None,
         }
     }
 
@@ -268,6 +282,13 @@ impl AdaptiveState {
         self.prediction.as_ref()
     }
 
+    /// The cheapest shape per part of the day the last window weighed
+    /// (see [`plan_day`]); the table follows it when it
+    /// [`pays`](DayPlan::pays).
+    pub fn day_plan(&self) -> Option<&DayPlan> {
+        self.plan.as_ref()
+    }
+
     /// The options.
     pub fn options(&self) -> &AdaptiveOptions {
         &self.opts
@@ -293,6 +314,13 @@ impl AdaptiveState {
     /// more than the candidate does. The first day's mix starts the count
     /// and the regret again. Until both parts have been seen the
     /// last window's mix decides.
+    ///
+    /// Once a whole stretch of each part has been seen, their lengths and
+    /// mixes are weighed for a shape per part ([`plan_day`]): when one
+    /// pays for reshaping the table twice a day, each part's first window
+    /// switches to its shape without waiting for regret, and the plan
+    /// ([`day_plan`](Self::day_plan)) holds while each day's phases still
+    /// repay it.
     pub fn observe_at(&mut self, stats: &WorkloadStats, part: DayPart) -> Option<Switch> {
         // Checked here as well as in `choose_strategy`: that sees the
         // day's mix, which holds more than this window.
@@ -353,6 +381,28 @@ impl AdaptiveState {
             );
             self.pending = None;
             return None;
+        }
+        let plan = match (&daily, self.day.whole_parts()) {
+            (Some(_), Some(parts)) => {
+                plan_day(&parts, window_stats.total_ops(), &self.size, &self.opts)
+                    .map(|plan| (plan, parts[usize::from(part == DayPart::OffPeak)]))
+            }
+            _ => None,
+        };
+        match plan {
+            Some((plan, part_stats)) if plan.pays() => {
+                return self.follow_plan(
+                    plan,
+                    part == DayPart::OffPeak,
+                    &choice.situation,
+                    &part_stats,
+                );
+            }
+            Some((plan, _)) => {
+                choice.situation = format!("{}; {plan} does not pay", choice.situation);
+                self.plan = Some(plan);
+            }
+            None => self.plan = None,
         }
         let best = &choice.ranked[0];
         let objective = self.opts.objective;
@@ -426,17 +476,52 @@ impl AdaptiveState {
         } else {
             0
         };
+        let best = best.clone();
+        Some(self.switch_to(best, choice.reason))
+    }
+
+    /// Follows `plan` in a window of the off-peak part (or the peak):
+    /// switches to the part's shape unless it is in force. Switches a
+    /// plan makes wait for no regret (the plan has weighed the reshapes)
+    /// and never count as returns.
+    fn follow_plan(
+        &mut self,
+        plan: DayPlan,
+        off_peak: bool,
+        situation: &str,
+        part_stats: &WorkloadStats,
+    ) -> Option<Switch> {
+        let target = plan.shape(off_peak).clone();
+        let reason = format!("{situation} -> {plan}");
+        let when = if off_peak { "off-peak" } else { "at peak" };
+        self.pending = None;
+        self.settled = 0;
+        self.plan = Some(plan);
+        if target == self.current {
+            self.reason = format!("{reason}; keeping {target} {when}");
+            return None;
+        }
+        let prediction = score_of(&target, part_stats, &self.size, &self.opts);
+        let switch = self.switch_to(prediction, format!("{reason}; {target} {when}"));
+        self.left = None;
+        self.returns = 0;
+        Some(switch)
+    }
+
+    /// Makes `to` the strategy in force, for `reason`.
+    fn switch_to(&mut self, to: Scored, reason: String) -> Switch {
         self.since_switch = 0;
         self.written = Written::default();
-        let from = std::mem::replace(&mut self.current, best.strategy.clone());
+        let from = std::mem::replace(&mut self.current, to.strategy.clone());
         self.left = Some(from.clone());
-        self.prediction = Some(best.clone());
-        self.reason = choice.reason.clone();
-        Some(Switch {
+        let switch = Switch {
             from,
-            to: best.strategy.clone(),
-            reason: choice.reason,
-        })
+            to: to.strategy.clone(),
+            reason: reason.clone(),
+        };
+        self.prediction = Some(to);
+        self.reason = reason;
+        switch
     }
 }
 
@@ -517,6 +602,7 @@ mod tests {
 
     const WRITE_SHAPE: &str = "two-tier(minor=none,stripes=1,ratio=1)";
     const SCAN_SHAPE: &str = "two-tier(minor=merge-previous,stripes=1,ratio=0.25)";
+    const BOUNDED_SHAPE: &str = "two-tier(minor=none,stripes=1,ratio=1,max-l0=16)";
 
     /// Staying is priced by what the current shape writes when that is
     /// less than the model predicts for it (a table far from its steady
@@ -713,9 +799,15 @@ mod tests {
     /// `days` days of six daytime windows of writes and four off-peak
     /// windows of reads and scans.
     fn diurnal(days: usize) -> Vec<(DayPart, WorkloadStats)> {
-        let day = std::iter::repeat_n((DayPart::Peak, writes()), 6)
-            .chain(std::iter::repeat_n((DayPart::OffPeak, scans()), 4));
-        day.cycle().take(10 * days).collect()
+        days_of(days, 6, 4)
+    }
+
+    /// `days` days of `peak` daytime windows of writes and `off_peak`
+    /// windows of reads and scans.
+    fn days_of(days: usize, peak: usize, off_peak: usize) -> Vec<(DayPart, WorkloadStats)> {
+        let day = std::iter::repeat_n((DayPart::Peak, writes()), peak)
+            .chain(std::iter::repeat_n((DayPart::OffPeak, scans()), off_peak));
+        day.cycle().take((peak + off_peak) * days).collect()
     }
 
     #[test]
@@ -746,8 +838,20 @@ mod tests {
         );
     }
 
+    /// Starting major-only, which rewrites the table at every flush.
+    fn from_major(size: TableSize) -> AdaptiveState {
+        let mut s = AdaptiveState::new(
+            opts().initial(Box::new(CompactionStrategy::MajorOnly(Default::default()))),
+        );
+        s.set_table_size(size);
+        s
+    }
+
     #[test]
     fn with_an_offpeak_window_the_day_mix_decides_and_stays() {
+        // 64 MiB: reshaping twice a day costs more than a shape per part
+        // saves.
+        let size = TableSize::new(64 << 20, 16 << 10, 128);
         let mut day_mix = writes();
         for _ in 0..5 {
             day_mix.merge(&writes());
@@ -755,35 +859,73 @@ mod tests {
         for _ in 0..4 {
             day_mix.merge(&scans());
         }
-        let expected = choose_strategy(&day_mix, &small(), &opts())
-            .unwrap()
-            .strategy;
-        assert_eq!(
-            expected.to_string(),
-            "two-tier(minor=none,stripes=1,ratio=1,max-l0=16)"
-        );
-        // Starting major-only, which rewrites the table at every flush.
-        let from_major = || {
-            let mut s = AdaptiveState::new(
-                opts().initial(Box::new(CompactionStrategy::MajorOnly(Default::default()))),
-            );
-            s.set_table_size(small());
-            s
-        };
-        let mut s = from_major();
+        let expected = choose_strategy(&day_mix, &size, &opts()).unwrap().strategy;
+        assert_eq!(expected.to_string(), WRITE_SHAPE);
+        let mut s = from_major(size);
         let with_window = switches_at(&mut s, diurnal(10));
         // The daytime's paid switch waits for the night, where the day's
         // mix starts the count again and decides once two windows agree;
         // from then on one shape fits every day and nothing switches.
-        assert_eq!(with_window, [(8, expected.to_string())]);
+        assert_eq!(with_window, [(7, expected.to_string())]);
         assert_eq!(s.current(), &expected);
-        // Without the window each part's mix is chased in turn.
+        assert!(!s.day_plan().unwrap().pays());
+        assert!(s.reason().contains("does not pay"), "{}", s.reason());
+        // Without the window, on a table small enough for a window's
+        // regret to pay a reshape, each part's mix is chased in turn.
         let unaware: Vec<_> = diurnal(10)
             .into_iter()
             .map(|(_, w)| (DayPart::Unknown, w))
             .collect();
-        let chased = switches_at(&mut from_major(), unaware);
-        assert!(chased.len() > with_window.len() + 1, "{chased:?}");
+        let chased = switches_at(&mut from_major(small()), unaware);
+        assert_eq!(
+            chased.iter().map(|c| c.0).collect::<Vec<_>>(),
+            [1, 7, 13, 77, 83]
+        );
+    }
+
+    #[test]
+    fn phases_that_repay_two_reshapes_get_a_shape_each() {
+        // 1 MiB, nights of six windows of scans: five windows in the scan
+        // shape save more than reshaping to it and back costs (four
+        // nightly windows would pay too, barely).
+        let mut s = from_major(small());
+        let at = switches_at(&mut s, days_of(4, 6, 6));
+        // Day one: the day's mix decides in the first night (window 7),
+        // for a shape that suits the day as well. From day two, with a
+        // whole stretch of each part seen, each night's first window
+        // switches to the scan shape and each day's back.
+        assert_eq!(
+            at,
+            [
+                (7, BOUNDED_SHAPE.to_owned()),
+                (18, SCAN_SHAPE.to_owned()),
+                (24, BOUNDED_SHAPE.to_owned()),
+                (30, SCAN_SHAPE.to_owned()),
+                (36, BOUNDED_SHAPE.to_owned()),
+                (42, SCAN_SHAPE.to_owned()),
+            ]
+        );
+        let plan = s.day_plan().unwrap();
+        assert_eq!(plan.peak.to_string(), BOUNDED_SHAPE);
+        assert_eq!(plan.off_peak.to_string(), SCAN_SHAPE);
+        assert!(plan.pays(), "{plan}");
+        assert!(
+            s.reason().contains("a shape per part of the day"),
+            "{}",
+            s.reason()
+        );
+        assert!(
+            s.reason()
+                .ends_with(&format!("keeping {SCAN_SHAPE} off-peak")),
+            "{}",
+            s.reason()
+        );
+        // Nights of three windows, the first still in the day's shape, do
+        // not repay it: the day's mix decides, as before.
+        let mut s = from_major(small());
+        let at = switches_at(&mut s, days_of(4, 6, 3));
+        assert!(!s.day_plan().unwrap().pays());
+        assert_eq!(at, [(7, BOUNDED_SHAPE.to_owned())]);
     }
 
     #[test]
