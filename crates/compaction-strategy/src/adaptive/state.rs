@@ -363,11 +363,13 @@ impl AdaptiveState {
         self.written
             .add(&window_stats, self.size.live_bytes as f64 / bytes_per_user);
         let min_user = OBSERVED_MIN_FLUSHES * self.size.flush_bytes as f64 / bytes_per_user;
-        let current = match self.written.write_amp(min_user) {
-            Some(observed) if observed < predicted.prediction.write_amp => self
-                .opts
-                .rescore_written(&predicted, observed, &choice.mix, &self.size),
-            _ => predicted,
+        let (current, observed) = match self.written.write_amp(min_user) {
+            Some(observed) if observed < predicted.prediction.write_amp => (
+                self.opts
+                    .rescore_written(&predicted, observed, &choice.mix, &self.size),
+                true,
+            ),
+            _ => (predicted, false),
         };
         self.since_switch = self.since_switch.saturating_add(1);
         if self.since_switch >= FORGET_AFTER_WINDOWS {
@@ -411,7 +413,11 @@ impl AdaptiveState {
         // A gain the model cannot tell (not finite) is a tie.
         let tie = !gain.is_finite() || gain < MIN_GAIN * current.score(objective).abs();
         if best.strategy == self.current || (!breaks_limit && tie) {
-            self.reason = format!("{}{}", choice.situation, stay_note(&current, &choice));
+            self.reason = format!(
+                "{}{}",
+                choice.situation,
+                stay_note(&current, &choice, observed)
+            );
             self.pending = None;
             self.settled = self.settled.saturating_add(1);
             if self.settled >= SETTLED_WINDOWS {
@@ -535,14 +541,20 @@ struct Pending {
 }
 
 /// The reason's tail when the table stays: the current strategy's
-/// prediction.
-fn stay_note(current: &Scored, choice: &Choice) -> String {
+/// figures, `observed` when priced at the write amplification it has shown
+/// rather than its prediction.
+fn stay_note(current: &Scored, choice: &Choice, observed: bool) -> String {
     if current.strategy == choice.strategy {
         format!(" -> {}", choice.verdict)
     } else {
         format!(
-            " -> keeping {}: predicted {}, {:.2} µs/op (best {} within {:.0} %)",
+            " -> keeping {}: {} {}, {:.2} µs/op (best {} within {:.0} %)",
             current.strategy,
+            if observed {
+                "as it writes,"
+            } else {
+                "predicted"
+            },
             current.prediction,
             current.cpu_us,
             choice.strategy,
