@@ -1945,7 +1945,7 @@ fn adaptive_counted_verdict_at_the_reports_size() {
 /// lookups): `Adaptive` takes one shape by day and another by night
 /// (`plan_day`), and its counted cost is below both of the cheapest fixed
 /// strategies, leveled and one L0 table per flush (the other four cost
-/// 1.2 – 4.4 times as much at this length: engine README). At the
+/// 1.2 – 4.1 times as much as leveled at this length: engine README). At the
 /// report's length (days of 125 000) no such plan pays, and
 /// `adaptive_counted_verdict_at_the_reports_size` pins the tie instead.
 #[test]

@@ -758,8 +758,9 @@ impl CpuCosts {
 /// * from `Leveled` to the one-level shapes, and from `TwoTier` to
 ///   `MajorOnly`: `upper` and the last-level files under it (all of them
 ///   for random keys, few for increasing ones);
-/// * to `TwoTier` with a lower L0 table bound than the L0 tables
-///   `upper` holds (in flushes): every stripe's major, as into one level;
+/// * between `TwoTier` shapes with one L0 table per flush, to a lower L0
+///   table bound than the flushes `upper` holds: every stripe's major, as
+///   into one level;
 /// * to `TwoTier` with more stripes, or with a minor policy that merges
 ///   (other than `None`): `upper`;
 /// * otherwise nothing: the new picker takes the shape as it is.
@@ -780,11 +781,13 @@ pub fn reshape_bytes(
         (_, Leveled(_)) => upper,
         (Leveled(_), _) | (TwoTier(_), MajorOnly(_)) => into_one_level,
         (TwoTier(a), TwoTier(b)) => {
-            if b.max_l0_tables < a.max_l0_tables
-                && upper / size.flushed_bytes() >= b.max_l0_tables as f64
+            if a.minor == MinorPolicy::None
+                && b.minor == MinorPolicy::None
+                && b.max_l0_tables < a.max_l0_tables
+                && upper / size.flushed_bytes() > b.max_l0_tables as f64
             {
-                // L0 already holds more tables than the new bound: every
-                // stripe's major runs at once.
+                // L0 already holds more tables (one per flush) than the
+                // new bound: every stripe's major runs at once.
                 into_one_level
             } else if b.stripes > a.stripes || (a.minor != b.minor && b.minor != MinorPolicy::None)
             {
@@ -801,6 +804,46 @@ pub fn reshape_bytes(
                 0.0
             }
         }
+    }
+}
+
+/// Bytes above the last level `strategy` holds on average in its steady
+/// state for `mix` at `size`: what a reshape from it starts from.
+///
+/// * `Leveled`: half an L0 compaction's flushes, and the levels above the
+///   last (a `1/(fanout − 1)` share of the table when there are several);
+/// * `MajorOnly`: nothing (each flush goes into the major level);
+/// * `TwoTier`: half a major cycle's flushes in L0, whatever the minor
+///   policy (minors merge L0 tables, not their bytes away).
+///
+/// ```
+/// use lithify_compaction_strategy::cost_model::{Mix, TableSize, mean_upper_bytes};
+/// use lithify_compaction_strategy::CompactionStrategy;
+/// use lithify_compaction_tiered::TwoTierOptions;
+///
+/// let mix = Mix { write_share: 1.0, update_share: 0.8, ..Mix::default() };
+/// let size = TableSize::new(100 << 20, 1 << 20, 125);
+/// // 100 flushes, a major every 64: 32 flushes in L0 on average.
+/// let upper = mean_upper_bytes(&CompactionStrategy::TwoTier(TwoTierOptions::write_only()), &mix, &size);
+/// assert!((upper - 32.0 * size.flushed_bytes()).abs() < 1.0);
+/// ```
+pub fn mean_upper_bytes(strategy: &CompactionStrategy, mix: &Mix, size: &TableSize) -> f64 {
+    let flush = size.flushed_bytes();
+    match strategy {
+        CompactionStrategy::Leveled(o) => {
+            let n_bytes = size.live_bytes.max(1) as f64;
+            let fanout = o.max_bytes_for_level_multiplier.max(2.0);
+            let l0 = 0.5 * o.level0_file_num_compaction_trigger.max(1) as f64 * flush;
+            let middle = if level_count(o, n_bytes) > 1.0 {
+                n_bytes / (fanout - 1.0)
+            } else {
+                0.0
+            };
+            l0 * mix.overlap() + middle
+        }
+        CompactionStrategy::MajorOnly(_) => 0.0,
+        CompactionStrategy::TwoTier(o) => cycle_flushes(o, size) / 2.0 * flush,
+        CompactionStrategy::Adaptive(a) => mean_upper_bytes(&a.initial, mix, size),
     }
 }
 
@@ -1149,14 +1192,16 @@ mod tests {
         assert_eq!(reshape_bytes(&rmm, &wo, &random, &size), 0.0);
         assert_eq!(reshape_bytes(&wo, &rmf, &random, &size), 20.0);
         assert_eq!(reshape_bytes(&lev, &lev, &random, &size), 0.0);
-        // L0 holds two flushes: a bound of two majors at once, a bound
-        // of four does not.
+        // L0 holds two flushes: a bound of one majors at once, a bound of
+        // two does not (the picker majors beyond the bound), and neither
+        // does a shape whose minors merge L0 into fewer tables.
         let bounded =
             |n| CompactionStrategy::TwoTier(TwoTierOptions::write_only().max_l0_tables(n));
-        assert_eq!(reshape_bytes(&wo, &bounded(2), &random, &size), 100.0);
-        assert_eq!(reshape_bytes(&wo, &bounded(2), &appends, &size), 20.0);
-        assert_eq!(reshape_bytes(&wo, &bounded(4), &random, &size), 0.0);
-        assert_eq!(reshape_bytes(&bounded(2), &wo, &random, &size), 0.0);
+        assert_eq!(reshape_bytes(&wo, &bounded(1), &random, &size), 100.0);
+        assert_eq!(reshape_bytes(&wo, &bounded(1), &appends, &size), 20.0);
+        assert_eq!(reshape_bytes(&wo, &bounded(2), &random, &size), 0.0);
+        assert_eq!(reshape_bytes(&bounded(1), &wo, &random, &size), 0.0);
+        assert_eq!(reshape_bytes(&rmf, &bounded(1), &random, &size), 0.0);
         assert_eq!(Objective::parse("space-amp"), Some(Objective::SpaceAmp));
         assert!(
             Objective::NAMES

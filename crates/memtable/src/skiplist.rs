@@ -33,10 +33,12 @@
 //!   or keys that share their first eight bytes) read the record.
 //!
 //!   Everything but the links is written once, before the node is
-//!   published, and never changes. Debug builds add the tower height to the
-//!   header, to check that no link is read past a node's tower (the links
-//!   before a node belong to the previous allocation, so an overrun would
-//!   read another node's bytes silently).
+//!   published, and never changes. This crate's unit tests, loom and fuzz
+//!   builds add the tower height to the header, to check that no link is
+//!   read past a node's tower (the links before a node belong to the
+//!   previous allocation, so an overrun would read another node's bytes
+//!   silently); every other build, debug or release, has the same node
+//!   layout, so memtables fill at the same writes in both.
 //! * **Insert** raises the list height with a CAS if the new node is
 //!   taller, finds the *splice* (at every level, the last node before the
 //!   key and the first at or after it) top-down, allocates and fills the
@@ -91,11 +93,11 @@ struct Node {
     /// the value, in the record arena.
     record: NonNull<u8>,
     /// The number of links, to check every link access: in this crate's
-    /// own tests only (loom's included). Everywhere else a node has the
-    /// same size in debug and release builds, so a memtable fills at the
-    /// same write in both, and the engine's counted runs agree across
-    /// build profiles.
-    #[cfg(test)]
+    /// unit tests and its loom and fuzz builds only. Everywhere else a node
+    /// has the same size in debug and release builds, so a memtable fills
+    /// at the same write in both, and the engine's counted runs agree
+    /// across build profiles.
+    #[cfg(any(test, loom, fuzzing))]
     height: u32,
     /// Stands for the header's and the record's bytes: they are written
     /// before the node is published (the record inside `with_mut`) and
@@ -537,8 +539,9 @@ impl SkipList {
     /// The link of `node` at `level`.
     #[inline]
     fn link(&self, node: NonNull<Node>, level: usize) -> &AtomicPtr<Node> {
-        #[cfg(test)]
-        debug_assert!(level < header(node).height as usize);
+        // Checked in release too: loom's tests run optimised.
+        #[cfg(any(test, loom, fuzzing))]
+        assert!(level < header(node).height as usize);
         // SAFETY: `node` is a node of this list (published, or being linked
         // by the caller) with more than `level` links (callers only follow a
         // node's links at levels it was linked at, or the head's, which has
@@ -713,7 +716,7 @@ fn allocate_node(
         node.as_ptr().write(Node {
             word: key.map_or(0, |(ukey, _)| key_word(ukey)),
             record,
-            #[cfg(test)]
+            #[cfg(any(test, loom, fuzzing))]
             height: height as u32,
             payload: UnsafeCell::new(()),
         });

@@ -3,15 +3,16 @@
 
 use std::fmt;
 
-use crate::cost_model::{Mix, Objective, Scored, TableSize, reshape_bytes};
+use crate::cost_model::{Mix, Objective, Scored, TableSize, mean_upper_bytes, reshape_bytes};
 use crate::strategy::CompactionStrategy;
 
 use super::{AdaptiveOptions, MIN_GAIN, WorkloadStats, score_of};
 
-/// A shape for each part of a table's day, chosen because over the phase
-/// lengths observed it costs less than the best single shape even after
-/// reshaping the table twice a day.
+/// The cheapest shape for each part of a table's day over the phase
+/// lengths observed, reshaping the table twice a day included, and the
+/// cheapest single shape to compare it with.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct DayPlan {
     /// The shape outside the off-peak window.
     pub peak: CompactionStrategy,
@@ -26,12 +27,21 @@ pub struct DayPlan {
     pub single: CompactionStrategy,
     /// What a day costs in `single`.
     pub single_cost: f64,
+    /// The objective the costs are in.
+    pub objective: Objective,
 }
 
 impl DayPlan {
-    /// Whether the plan beats the best single shape by [`MIN_GAIN`].
+    /// Whether the plan beats the best single shape by [`MIN_GAIN`]: what
+    /// a table needs to take it up.
     pub fn pays(&self) -> bool {
         self.cost < (1.0 - MIN_GAIN) * self.single_cost
+    }
+
+    /// Whether the plan costs less than the best single shape at all: what
+    /// a table following it needs to go on.
+    pub fn beats_single(&self) -> bool {
+        self.cost < self.single_cost
     }
 
     /// The shape for `off_peak` (or peak) windows.
@@ -42,9 +52,14 @@ impl DayPlan {
 
 impl fmt::Display for DayPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = match self.objective {
+            Objective::Cpu => " µs",
+            Objective::WriteAmp => " bytes written",
+            Objective::SpaceAmp => "",
+        };
         write!(
             f,
-            "a shape per part of the day, {} at peak and {} off-peak: {:.0} a day with two reshapes ({:.0}), against {:.0} in {} all day",
+            "a shape per part of the day, {} at peak and {} off-peak: {:.0}{unit} a day with two reshapes ({:.0}), against {:.0} in {} all day",
             self.peak, self.off_peak, self.cost, self.reshapes, self.single_cost, self.single
         )
     }
@@ -63,7 +78,8 @@ impl fmt::Display for DayPlan {
 /// each part, which runs in the other part's shape since a window must
 /// close before the table switches,
 /// plus reshaping the table from one shape to the other and back
-/// ([`reshape_bytes`]). Candidates beyond the limits on either part are
+/// ([`reshape_bytes`]), each from the bytes above the last level the shape
+/// it leaves holds on average ([`mean_upper_bytes`]). Candidates beyond the limits on either part are
 /// left out.
 ///
 /// ```
@@ -109,8 +125,9 @@ pub fn plan_day(
                 if scored.excess > 0.0 {
                     return None;
                 }
-                per_op[p] = op_cost(&scored, &Mix::from_stats(stats), size, objective);
-                upper[p] = upper_bytes(&scored, size);
+                let mix = Mix::from_stats(stats);
+                per_op[p] = op_cost(&scored, &mix, size, objective);
+                upper[p] = mean_upper_bytes(&strategy, &mix, size);
             }
             Some(Priced {
                 strategy,
@@ -121,8 +138,9 @@ pub fn plan_day(
         .collect();
     let ops = parts.map(|p| p.total_ops() as f64);
     let lag = ops.map(|o| o.min(window_ops as f64));
-    // Reshaping from `from` at the end of part `p` into `to`, priced on
-    // the next part's mix.
+    // Reshaping from `from` at the end of part `p` into `to`: from the
+    // bytes above the last level `from` holds, which part `p`'s writes put
+    // there (its mix says how they spread over the last level).
     let reshape = |from: &Priced, to: &Priced, p: usize| {
         let at = TableSize {
             upper_bytes: from.upper[p] as u64,
@@ -131,12 +149,12 @@ pub fn plan_day(
         let bytes = reshape_bytes(
             &from.strategy,
             &to.strategy,
-            &Mix::from_stats(&parts[1 - p]),
+            &Mix::from_stats(&parts[p]),
             &at,
         );
         match objective {
             Objective::Cpu => opts.costs.rewrite(bytes),
-            _ => bytes,
+            Objective::WriteAmp | Objective::SpaceAmp => bytes,
         }
     };
     let (single, single_cost) = priced
@@ -164,6 +182,7 @@ pub fn plan_day(
                     reshapes,
                     single: single.clone(),
                     single_cost,
+                    objective,
                 });
             }
         }
@@ -176,21 +195,9 @@ struct Priced {
     strategy: CompactionStrategy,
     /// `[peak, off-peak]`: what one operation of the part costs.
     per_op: [f64; 2],
-    /// `[peak, off-peak]`: the bytes above the last level the shape
-    /// holds in the part, which a reshape at its end starts from.
+    /// `[peak, off-peak]`: the bytes above the last level the shape holds
+    /// in the part on average, which a reshape at its end starts from.
     upper: [f64; 2],
-}
-
-/// The bytes above the last level `scored`'s shape holds on average: for
-/// the two-tier shapes, its L0 tables (the sorted runs above the major
-/// level) in flushes; for the others what the table holds now.
-fn upper_bytes(scored: &Scored, size: &TableSize) -> f64 {
-    match scored.strategy {
-        CompactionStrategy::TwoTier(_) => {
-            (scored.prediction.sorted_runs - 1.0).max(0.0) * size.flushed_bytes()
-        }
-        _ => size.upper_bytes as f64,
-    }
 }
 
 /// What one operation of `mix` costs in `scored`'s shape, in the
@@ -200,6 +207,6 @@ fn op_cost(scored: &Scored, mix: &Mix, size: &TableSize, objective: Objective) -
         Objective::WriteAmp => {
             scored.prediction.write_amp * mix.write_share * size.user_bytes_per_write()
         }
-        _ => scored.cpu_us,
+        Objective::Cpu | Objective::SpaceAmp => scored.cpu_us,
     }
 }

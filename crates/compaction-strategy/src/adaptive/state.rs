@@ -102,9 +102,11 @@ pub struct AdaptiveState {
     day: DailyMix,
     /// What the current strategy has written lately.
     written: Written,
-    /// The cheapest shape per part of the day, as the last window
-    /// weighed it.
+    /// The cheapest shape per part of the day, as the latest part's
+    /// start weighed it.
     plan: Option<DayPlan>,
+    /// Whether the table follows `plan`.
+    following: bool,
 }
 
 /// The bytes the current strategy's flushes and compactions wrote, and the
@@ -162,17 +164,27 @@ struct DailyMix {
     part: Option<usize>,
     /// Whether a day's mix has decided yet.
     decided: bool,
+    /// `[peak, off-peak]`: whether `now` began at a change of part (the
+    /// stretch in progress when observation started may be partial).
+    now_whole: [bool; 2],
+    /// `[peak, off-peak]`: whether `last` is a whole stretch.
+    last_whole: [bool; 2],
 }
 
 impl DailyMix {
-    /// Adds a window of `part` (0 peak, 1 off-peak).
-    fn add(&mut self, part: usize, stats: &WorkloadStats) {
+    /// Adds a window of `part` (0 peak, 1 off-peak); returns whether it
+    /// starts a stretch (the first window, or a change of part).
+    fn add(&mut self, part: usize, stats: &WorkloadStats) -> bool {
+        let started = self.part != Some(part);
         if self.part.is_some_and(|p| p != part) {
             let other = 1 - part;
             self.last[other] = std::mem::take(&mut self.now[other]);
+            self.last_whole[other] = self.now_whole[other];
+            self.now_whole[part] = true;
         }
         self.part = Some(part);
         self.now[part].merge(stats);
+        started
     }
 
     /// Part `p`'s last whole stretch, or the stretch in progress once it
@@ -200,8 +212,7 @@ impl DailyMix {
     /// Each part's [`part`](Self::part), once a whole stretch of each has
     /// been seen: the phase lengths a [`DayPlan`] weighs.
     fn whole_parts(&self) -> Option<[WorkloadStats; 2]> {
-        (self.last[0].total_ops() > 0 && self.last[1].total_ops() > 0)
-            .then(|| [self.part(0), self.part(1)])
+        (self.last_whole == [true, true]).then(|| [self.part(0), self.part(1)])
     }
 }
 
@@ -241,6 +252,7 @@ impl AdaptiveState {
             day: DailyMix::default(),
             written: Written::default(),
             plan: None,
+            following: false,
         }
     }
 
@@ -282,11 +294,13 @@ impl AdaptiveState {
         self.prediction.as_ref()
     }
 
-    /// The cheapest shape per part of the day the last window weighed
-    /// (see [`plan_day`]); the table follows it when it
-    /// [`pays`](DayPlan::pays).
-    pub fn day_plan(&self) -> Option<&DayPlan> {
-        self.plan.as_ref()
+    /// The cheapest shape per part of the day, as the latest start of a
+    /// part weighed it (see [`plan_day`]), and whether the table follows
+    /// it: from the start of a part where it [`pays`](DayPlan::pays) until
+    /// the start of one where the same pair no longer
+    /// [`beats_single`](DayPlan::beats_single) (another pair must pay).
+    pub fn day_plan(&self) -> Option<(&DayPlan, bool)> {
+        self.plan.as_ref().map(|p| (p, self.following))
     }
 
     /// The options.
@@ -315,26 +329,30 @@ impl AdaptiveState {
     /// and the regret again. Until both parts have been seen the
     /// last window's mix decides.
     ///
-    /// Once a whole stretch of each part has been seen, their lengths and
-    /// mixes are weighed for a shape per part ([`plan_day`]): when one
-    /// pays for reshaping the table twice a day, each part's first window
-    /// switches to its shape without waiting for regret, and the plan
-    /// ([`day_plan`](Self::day_plan)) holds while each day's phases still
-    /// repay it.
+    /// Once a whole stretch of each part has been seen, each part's first
+    /// window weighs their lengths and mixes for a shape per part
+    /// ([`plan_day`]): when one pays for reshaping the table twice a day,
+    /// that window switches to the part's shape without waiting for
+    /// regret, and the table keeps it through the part. A plan taken up is
+    /// kept while it costs less than the single shape at all, and when it
+    /// no longer does, the table goes back to the single shape at once
+    /// ([`day_plan`](Self::day_plan)).
     pub fn observe_at(&mut self, stats: &WorkloadStats, part: DayPart) -> Option<Switch> {
         // Checked here as well as in `choose_strategy`: that sees the
         // day's mix, which holds more than this window.
         if stats.total_ops() < self.opts.min_window_ops.max(1) {
             return None;
         }
-        let daily = match part {
+        let (daily, started) = match part {
             DayPart::Unknown => {
                 self.day = DailyMix::default();
-                None
+                self.plan = None;
+                self.following = false;
+                (None, false)
             }
             DayPart::Peak | DayPart::OffPeak => {
-                self.day.add(usize::from(part == DayPart::OffPeak), stats);
-                self.day.mix()
+                let started = self.day.add(usize::from(part == DayPart::OffPeak), stats);
+                (self.day.mix(), started)
             }
         };
         if daily.is_some() && !self.day.decided {
@@ -384,27 +402,53 @@ impl AdaptiveState {
             self.pending = None;
             return None;
         }
-        let plan = match (&daily, self.day.whole_parts()) {
-            (Some(_), Some(parts)) => {
-                plan_day(&parts, window_stats.total_ops(), &self.size, &self.opts)
-                    .map(|plan| (plan, parts[usize::from(part == DayPart::OffPeak)]))
+        if let (Some(day_mix), Some(parts)) = (&daily, self.day.whole_parts()) {
+            let here = usize::from(part == DayPart::OffPeak);
+            if started {
+                // Weighed at each part's start, on the stretches seen so
+                // far: taken up when it pays, kept while it beats the single
+                // shape at all.
+                let before = self.plan.take().filter(|_| self.following);
+                self.plan = plan_day(&parts, window_stats.total_ops(), &self.size, &self.opts);
+                let was_following = before.is_some();
+                let same_pair = |p: &DayPlan| {
+                    before
+                        .as_ref()
+                        .is_some_and(|b| b.peak == p.peak && b.off_peak == p.off_peak)
+                };
+                self.following = self
+                    .plan
+                    .as_ref()
+                    .is_some_and(|p| p.pays() || (same_pair(p) && p.beats_single()));
+                if was_following
+                    && !self.following
+                    && let Some(plan) = self.plan.clone()
+                    && plan.single != self.current
+                {
+                    // Back to the single shape at once, rather than keep the
+                    // other part's shape until a held switch.
+                    let prediction = score_of(&plan.single, day_mix, &self.size, &self.opts);
+                    let reason = format!(
+                        "{}; {plan} no longer pays: back to {}",
+                        choice.situation, plan.single
+                    );
+                    let switch = self.switch_to(prediction, reason);
+                    self.left = None;
+                    self.returns = 0;
+                    return Some(switch);
+                }
             }
-            _ => None,
-        };
-        match plan {
-            Some((plan, part_stats)) if plan.pays() => {
-                return self.follow_plan(
-                    plan,
-                    part == DayPart::OffPeak,
-                    &choice.situation,
-                    &part_stats,
+            if self.following
+                && let Some(plan) = self.plan.clone()
+            {
+                return self.follow_plan(plan, here == 1, &choice.situation, &parts[here]);
+            }
+            if let Some(plan) = &self.plan {
+                choice.situation = format!(
+                    "{}; no shape per part of the day pays ({plan})",
+                    choice.situation
                 );
             }
-            Some((plan, _)) => {
-                choice.situation = format!("{}; {plan} does not pay", choice.situation);
-                self.plan = Some(plan);
-            }
-            None => self.plan = None,
         }
         let best = &choice.ranked[0];
         let objective = self.opts.objective;
@@ -880,8 +924,15 @@ mod tests {
         // from then on one shape fits every day and nothing switches.
         assert_eq!(with_window, [(7, expected.to_string())]);
         assert_eq!(s.current(), &expected);
-        assert!(!s.day_plan().unwrap().pays());
-        assert!(s.reason().contains("does not pay"), "{}", s.reason());
+        assert!(
+            s.day_plan()
+                .is_some_and(|(p, following)| !p.pays() && !following)
+        );
+        assert!(
+            s.reason().contains("no shape per part of the day pays"),
+            "{}",
+            s.reason()
+        );
         // Without the window, on a table small enough for a window's
         // regret to pay a reshape, each part's mix is chased in turn.
         let unaware: Vec<_> = diurnal(10)
@@ -917,7 +968,8 @@ mod tests {
                 (42, SCAN_SHAPE.to_owned()),
             ]
         );
-        let plan = s.day_plan().unwrap();
+        let (plan, following) = s.day_plan().unwrap();
+        assert!(following);
         assert_eq!(plan.peak.to_string(), BOUNDED_SHAPE);
         assert_eq!(plan.off_peak.to_string(), SCAN_SHAPE);
         assert!(plan.pays(), "{plan}");
@@ -936,8 +988,37 @@ mod tests {
         // not repay it: the day's mix decides, as before.
         let mut s = from_major(small());
         let at = switches_at(&mut s, days_of(4, 6, 3));
-        assert!(!s.day_plan().unwrap().pays());
+        assert!(
+            s.day_plan()
+                .is_some_and(|(p, following)| !p.pays() && !following)
+        );
         assert_eq!(at, [(7, BOUNDED_SHAPE.to_owned())]);
+    }
+
+    #[test]
+    fn a_plan_that_stops_paying_goes_back_to_one_shape_at_once() {
+        // Three days with nights of six scan windows, then nights of one.
+        let mut stream = days_of(3, 6, 6);
+        stream.extend(days_of(3, 6, 1));
+        let mut s = from_major(small());
+        let at = switches_at(&mut s, stream);
+        // The first short night (window 42) is weighed on the long night
+        // before it and switches; at the next dawn the plan, weighed on
+        // the short night, no longer beats one shape, and the table goes
+        // back to it at once, in that window, and stays: another pair
+        // that beats one shape by less than MIN_GAIN is not taken up.
+        let points: Vec<_> = at.iter().map(|(i, to)| (*i, to.as_str())).collect();
+        assert_eq!(
+            points[points.len() - 3..],
+            [(36, BOUNDED_SHAPE), (42, SCAN_SHAPE), (43, BOUNDED_SHAPE)]
+        );
+        let (plan, following) = s.day_plan().unwrap();
+        assert!(!following && plan.beats_single() && !plan.pays(), "{plan}");
+        assert!(
+            s.reason().contains("no shape per part of the day pays"),
+            "{}",
+            s.reason()
+        );
     }
 
     #[test]
