@@ -1176,8 +1176,10 @@ mod tests {
                 c.peak_space_amp > c.mean_space_amp && c.mean_space_amp >= 1.0,
                 "{c:?}"
             );
+            // Temporary space is part of the peak (both over the live
+            // data at the end, which the last phase's deletes shrink).
             let temp = c.peak_temp_space.unwrap();
-            assert!(temp > 1.0 && temp <= 3.0, "{c:?}");
+            assert!(temp > 1.0 && temp <= c.peak_space_amp + 1.0, "{c:?}");
             assert!(c.cost_us_per_op(&costs) > 0.0);
             runs.push(first);
         }
