@@ -432,10 +432,7 @@ impl AdaptiveState {
                         "{}; {plan} no longer pays: back to {}",
                         choice.situation, plan.single
                     );
-                    let switch = self.switch_to(prediction, reason);
-                    self.left = None;
-                    self.returns = 0;
-                    return Some(switch);
+                    return Some(self.plan_switch(prediction, reason));
                 }
             }
             if self.following
@@ -552,10 +549,16 @@ impl AdaptiveState {
             return None;
         }
         let prediction = score_of(&target, part_stats, &self.size, &self.opts);
-        let switch = self.switch_to(prediction, format!("{reason}; {target} {when}"));
+        Some(self.plan_switch(prediction, format!("{reason}; {target} {when}")))
+    }
+
+    /// A switch a day plan makes: never a return, so it neither doubles
+    /// the windows the next switch needs nor remembers what it left.
+    fn plan_switch(&mut self, to: Scored, reason: String) -> Switch {
+        let switch = self.switch_to(to, reason);
         self.left = None;
         self.returns = 0;
-        Some(switch)
+        switch
     }
 
     /// Makes `to` the strategy in force, for `reason`.
