@@ -396,6 +396,15 @@ fn ci() -> Result {
         "warnings",
     ]))?;
     // The README's test command.
+    match std::env::var("LITHIFY_S3_ENDPOINT") {
+        Ok(e) if !e.is_empty() => {
+            eprintln!("xtask: the object-store tests run against the S3 server at {e}")
+        }
+        _ => eprintln!(
+            "xtask: LITHIFY_S3_ENDPOINT is unset: the object-store tests run on \
+             object_store's local store only (.ci/run starts an S3 server)"
+        ),
+    }
     run(cargo().args(["test"]))?;
     report_free_disk("after cargo test");
     api::api()?;

@@ -218,6 +218,19 @@ pub mod backup {
     };
 }
 
+/// A database's table and blob files in an S3-compatible bucket
+/// (`lithify-bucket`, feature `bucket`): open the database with a
+/// [`SplitFs`](bucket::SplitFs) as its file system, and its SSTs and blob
+/// files go to the bucket while the WAL and the MANIFEST stay on local
+/// disk.
+#[cfg(feature = "bucket")]
+pub mod bucket {
+    pub use lithify_bucket::{
+        Bucket, BucketFs, BucketStats, FaultStore, PageCache, ReadOptions, RetryPolicy, S3Config,
+        SplitFs, object_store,
+    };
+}
+
 /// Transactions (`lithify-txn`): optimistic ([`OptimisticDb`](txn::OptimisticDb),
 /// validated at commit) and pessimistic ([`TransactionDb`](txn::TransactionDb),
 /// per-key locks with deadlock detection), both reading their own writes

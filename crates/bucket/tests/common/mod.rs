@@ -1,0 +1,74 @@
+//! The bucket a test runs against: the S3-compatible server named by
+//! `LITHIFY_S3_ENDPOINT` when it is set (CI starts one), else
+//! `object_store`'s local store in a temporary directory.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lithify_bucket::{Bucket, FaultStore, RetryPolicy, S3Config};
+
+pub struct TestBucket {
+    pub bucket: Bucket,
+    /// A prefix no other test uses.
+    pub prefix: String,
+    pub faults: Arc<FaultStore>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// A fresh place in the test bucket, with a fault switch in front of it and
+/// fast retries.
+pub fn test_bucket(test: &str) -> TestBucket {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let unique = format!(
+        "{test}-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let (store, name, dir): (Arc<dyn lithify_bucket::object_store::ObjectStore>, _, _) =
+        match S3Config::from_env() {
+            Some(config) => (
+                config.store().unwrap(),
+                format!("s3://{}", config.bucket),
+                None,
+            ),
+            None => {
+                let dir = tempfile::tempdir().unwrap();
+                let store = lithify_bucket::object_store::local::LocalFileSystem::new_with_prefix(
+                    dir.path(),
+                )
+                .unwrap()
+                .with_automatic_cleanup(true);
+                (
+                    Arc::new(store),
+                    format!("file://{}", dir.path().display()),
+                    Some(dir),
+                )
+            }
+        };
+    let faults = Arc::new(FaultStore::new(store));
+    let bucket = Bucket::from_store(faults.clone(), name)
+        .unwrap()
+        .with_retry(RetryPolicy::new(
+            4,
+            Duration::from_millis(2),
+            Duration::from_millis(10),
+        ));
+    TestBucket {
+        bucket,
+        prefix: unique,
+        faults,
+        _dir: dir,
+    }
+}
+
+/// Whether the tests run against a real S3-compatible server.
+pub fn on_s3() -> bool {
+    S3Config::from_env().is_some()
+}

@@ -1,0 +1,250 @@
+//! BucketFs and SplitFs against a real store: the file-system contract as
+//! far as an object store can keep it, uploads at sync only, the page
+//! cache and readahead, conditional creates, retries and outages.
+
+mod common;
+
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::Arc;
+
+use common::test_bucket;
+use lithify_bucket::{BucketFs, ReadOptions, SplitFs};
+use lithify_vfs::{FileSystem, MemFs, read_file};
+
+fn small_pages() -> ReadOptions {
+    let mut o = ReadOptions::default();
+    o.page_size = 16;
+    o.readahead = 64;
+    o.cache_bytes = 1 << 20;
+    o
+}
+
+#[test]
+fn files_are_objects_written_whole_at_sync() {
+    let t = test_bucket("whole");
+    let fs = BucketFs::new(t.bucket.clone(), "/db", &t.prefix, small_pages());
+    let path = Path::new("/db/000007.sst");
+    let key = format!("{}/000007.sst", t.prefix);
+
+    let mut f = fs.create(path).unwrap();
+    f.append(b"hello ").unwrap();
+    f.append(b"world").unwrap();
+    assert_eq!(f.len(), 11);
+    assert_eq!(
+        t.bucket.head(&key).unwrap(),
+        None,
+        "nothing reaches the bucket before a sync"
+    );
+    f.write_at(0, b"J").unwrap();
+    f.sync_all().unwrap();
+    assert_eq!(t.bucket.head(&key).unwrap(), Some(11));
+    let puts = t.bucket.stats().put_requests;
+    f.sync_all().unwrap();
+    assert_eq!(
+        t.bucket.stats().put_requests,
+        puts,
+        "a clean file is not uploaded again"
+    );
+    drop(f);
+    assert_eq!(read_file(&fs, path).unwrap(), b"Jello world");
+    assert_eq!(fs.file_size(path).unwrap(), 11);
+    assert!(fs.exists(path));
+
+    // A file dropped before its sync never reaches the bucket, like one
+    // lost to a power cut.
+    let lost = Path::new("/db/000008.sst");
+    let mut f = fs.create(lost).unwrap();
+    f.append(b"never synced").unwrap();
+    drop(f);
+    assert!(!fs.exists(lost));
+
+    // Appending downloads the object; the next sync uploads it whole.
+    let mut f = fs.open_append(path).unwrap();
+    f.append(b"!").unwrap();
+    f.sync_data().unwrap();
+    drop(f);
+    assert_eq!(read_file(&fs, path).unwrap(), b"Jello world!");
+
+    assert_eq!(
+        fs.create_new(path).map(|_| ()).unwrap_err().kind(),
+        ErrorKind::AlreadyExists
+    );
+    let moved = Path::new("/db/000009.sst");
+    fs.rename(path, moved).unwrap();
+    assert!(!fs.exists(path));
+    assert_eq!(read_file(&fs, moved).unwrap(), b"Jello world!");
+    assert_eq!(fs.list_dir(Path::new("/db")).unwrap(), ["000009.sst"]);
+    fs.remove_file(moved).unwrap();
+    assert!(fs.list_dir(Path::new("/db")).unwrap().is_empty());
+    assert_eq!(fs.open(moved).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        fs.open(Path::new("/elsewhere/1.sst")).unwrap_err().kind(),
+        ErrorKind::InvalidInput,
+        "a path outside the root names no object"
+    );
+    assert_eq!(
+        fs.lock(Path::new("/db/LOCK")).unwrap_err().kind(),
+        ErrorKind::Unsupported
+    );
+}
+
+#[test]
+fn two_creators_of_one_name_cannot_both_win() {
+    let t = test_bucket("create-new");
+    let key = format!("{}/MANIFEST-000001", t.prefix);
+    t.bucket.put(&key, b"first".to_vec().into(), true).unwrap();
+    let err = t
+        .bucket
+        .put(&key, b"second".to_vec().into(), true)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists, "{err}");
+    assert_eq!(t.bucket.get(&key).unwrap().as_ref(), b"first");
+}
+
+#[test]
+fn reads_go_through_pages_and_sequential_readers_fetch_ahead() {
+    let t = test_bucket("pages");
+    let fs = BucketFs::new(t.bucket.clone(), "/db", &t.prefix, {
+        let mut o = small_pages();
+        o.cache_written = false;
+        o
+    });
+    let path = Path::new("/db/000001.sst");
+    let data: Vec<u8> = (0..200u32).map(|i| i as u8).collect();
+    let mut f = fs.create(path).unwrap();
+    f.append(&data).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+
+    let r = fs.open(path).unwrap();
+    let before = t.bucket.stats();
+    // A random read: the pages it touches, one request.
+    assert_eq!(r.read_vec(20, 20).unwrap(), &data[20..40]);
+    let s = t.bucket.stats();
+    assert_eq!(s.get_requests - before.get_requests, 1);
+    assert_eq!(s.bytes_downloaded - before.bytes_downloaded, 32); // pages 1 and 2
+    // Again: from the cache.
+    assert_eq!(r.read_vec(24, 8).unwrap(), &data[24..32]);
+    assert_eq!(t.bucket.stats().get_requests, s.get_requests);
+    // Sequential from where the last read ended: 64 bytes fetched at once.
+    assert_eq!(r.read_vec(32, 16).unwrap(), &data[32..48]); // page 2: cached
+    let s = t.bucket.stats();
+    assert_eq!(r.read_vec(48, 16).unwrap(), &data[48..64]);
+    let s2 = t.bucket.stats();
+    assert_eq!(s2.get_requests - s.get_requests, 1);
+    assert_eq!(s2.bytes_downloaded - s.bytes_downloaded, 64);
+    assert_eq!(s2.readahead_bytes - s.readahead_bytes, 48);
+    for at in (64..112).step_by(16) {
+        assert_eq!(
+            r.read_vec(at, 16).unwrap(),
+            &data[at as usize..at as usize + 16]
+        );
+    }
+    assert_eq!(t.bucket.stats().get_requests, s2.get_requests, "read ahead");
+    // The end of the object: short reads, then nothing.
+    let mut buf = [0u8; 50];
+    assert_eq!(r.read_at(190, &mut buf).unwrap(), 10);
+    assert_eq!(&buf[..10], &data[190..]);
+    assert_eq!(r.read_at(200, &mut buf).unwrap(), 0);
+    let s = t.bucket.stats();
+    assert!(s.cache_hits > 0 && s.cache_misses > 0, "{s:?}");
+}
+
+#[test]
+fn passing_failures_are_retried_and_an_outage_is_an_error() {
+    let t = test_bucket("outage");
+    let fs = BucketFs::new(t.bucket.clone(), "/db", &t.prefix, small_pages());
+    let path = Path::new("/db/000003.sst");
+    t.faults.fail_next(2);
+    let mut f = fs.create(path).unwrap();
+    f.append(b"table").unwrap();
+    f.sync_all().unwrap();
+    assert_eq!(t.bucket.stats().retries, 2);
+
+    t.faults.set_down(true);
+    let mut f = fs.create(Path::new("/db/000004.sst")).unwrap();
+    f.append(b"table").unwrap();
+    let err = f.sync_all().unwrap_err();
+    assert!(err.to_string().contains("000004.sst"), "{err}");
+    assert!(err.to_string().contains("after 4 tries"), "{err}");
+    assert_eq!(t.bucket.stats().failures, 1);
+    // The writer still holds the bytes: once the store is back, the sync
+    // goes through.
+    t.faults.set_down(false);
+    f.sync_all().unwrap();
+    assert_eq!(
+        read_file(&fs, Path::new("/db/000004.sst")).unwrap(),
+        b"table"
+    );
+    assert_eq!(read_file(&fs, path).unwrap(), b"table");
+}
+
+#[test]
+fn split_sends_tables_and_blobs_to_the_bucket_and_the_rest_to_disk() {
+    let t = test_bucket("split");
+    let local = Arc::new(MemFs::new());
+    let fs = SplitFs::new(
+        local.clone(),
+        BucketFs::new(t.bucket.clone(), "/db", &t.prefix, small_pages()),
+    );
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    for name in [
+        "000001.log",
+        "MANIFEST-000002",
+        "CURRENT",
+        "000003.sst",
+        "000004.blob",
+        "LOG",
+    ] {
+        let mut f = fs.create(&Path::new("/db").join(name)).unwrap();
+        f.append(name.as_bytes()).unwrap();
+        f.sync_all().unwrap();
+    }
+    assert_eq!(
+        t.bucket.list(&t.prefix).unwrap(),
+        ["000003.sst", "000004.blob"]
+    );
+    assert_eq!(
+        local.list_dir(Path::new("/db")).unwrap(),
+        ["000001.log", "CURRENT", "LOG", "MANIFEST-000002"]
+    );
+    assert_eq!(
+        fs.list_dir(Path::new("/db")).unwrap(),
+        [
+            "000001.log",
+            "000003.sst",
+            "000004.blob",
+            "CURRENT",
+            "LOG",
+            "MANIFEST-000002"
+        ]
+    );
+    assert_eq!(
+        read_file(&fs, Path::new("/db/000003.sst")).unwrap(),
+        b"000003.sst"
+    );
+    // The lock is the local one.
+    let lock = fs.lock(Path::new("/db/LOCK")).unwrap();
+    assert_eq!(
+        fs.lock(Path::new("/db/LOCK")).unwrap_err().kind(),
+        ErrorKind::WouldBlock
+    );
+    drop(lock);
+    // A table outside the root stays local (a checkpoint directory, say).
+    let mut f = fs
+        .create(Path::new("/ckpt/000003.sst"))
+        .unwrap_or_else(|_| {
+            fs.create_dir_all(Path::new("/ckpt")).unwrap();
+            fs.create(Path::new("/ckpt/000003.sst")).unwrap()
+        });
+    f.append(b"copy").unwrap();
+    f.sync_all().unwrap();
+    assert!(local.exists(Path::new("/ckpt/000003.sst")));
+    assert_eq!(
+        fs.rename(Path::new("/db/000003.sst"), Path::new("/db/x"))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Unsupported
+    );
+}
