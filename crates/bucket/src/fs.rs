@@ -11,6 +11,7 @@ use lithify_vfs::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 
 use crate::bucket::Bucket;
 use crate::cache::PageCache;
+use crate::manifest::BucketManifest;
 
 /// How a [`BucketFs`] reads: the page cache and the readahead.
 ///
@@ -101,6 +102,9 @@ struct Shared {
     prefix: String,
     options: ReadOptions,
     cache: Arc<PageCache>,
+    /// With the MANIFEST in the bucket: the writer claim that uploads
+    /// over an existing object and deletes must hold.
+    owner: Option<Arc<BucketManifest>>,
 }
 
 impl BucketFs {
@@ -133,6 +137,23 @@ impl BucketFs {
                 prefix: prefix.trim_matches('/').to_owned(),
                 options,
                 cache,
+                owner: None,
+            }),
+        }
+    }
+
+    /// This file system, uploading over an existing object and deleting
+    /// only while `owner`'s writer claim is the newest.
+    pub(crate) fn with_owner(&self, owner: Arc<BucketManifest>) -> Self {
+        let s = &self.shared;
+        BucketFs {
+            shared: Arc::new(Shared {
+                bucket: s.bucket.clone(),
+                root: s.root.clone(),
+                prefix: s.prefix.clone(),
+                options: s.options,
+                cache: s.cache.clone(),
+                owner: Some(owner),
             }),
         }
     }
@@ -256,6 +277,11 @@ impl FileSystem for BucketFs {
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let key = self.key_of(path)?;
+        if let Some(owner) = &self.shared.owner {
+            // A writer fenced out must not delete: the new writer may have
+            // written a file of the same number.
+            owner.check_owner(&format!("removing {key}"))?;
+        }
         self.shared.cache.remove_object(&key);
         self.shared.bucket.delete(&key)
     }
@@ -344,9 +370,25 @@ impl BucketWriter {
         }
         let bytes = Bytes::copy_from_slice(&self.data);
         self.shared.cache.remove_object(&self.key);
-        self.shared
-            .bucket
-            .put(&self.key, bytes.clone(), self.create_new)?;
+        match &self.shared.owner {
+            // With a writer claim, an upload never replaces an object
+            // blindly: it is created only if absent, and an existing one
+            // (left by a writer fenced out, under a number it also took) is
+            // replaced only while this writer's claim is the newest.
+            Some(owner) if !self.create_new => {
+                match self.shared.bucket.put(&self.key, bytes.clone(), true) {
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        owner.check_owner(&format!("replacing {}", self.key))?;
+                        self.shared.bucket.put(&self.key, bytes.clone(), false)?;
+                    }
+                    other => other?,
+                }
+            }
+            _ => self
+                .shared
+                .bucket
+                .put(&self.key, bytes.clone(), self.create_new)?,
+        }
         if self.shared.options.cache_written {
             self.shared.cache.insert_object(&self.key, &bytes);
         }

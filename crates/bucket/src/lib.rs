@@ -34,6 +34,7 @@ mod bucket;
 mod cache;
 mod fault;
 mod fs;
+mod manifest;
 mod split;
 mod stats;
 

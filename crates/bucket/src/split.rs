@@ -9,6 +9,7 @@ use lithify_version::filename::{FileKind, parse_file_name};
 use lithify_vfs::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 
 use crate::fs::BucketFs;
+use crate::manifest::BucketManifest;
 
 /// One file system for a database whose SSTs and blob files live in a
 /// bucket: files under the bucket's root whose names are SSTs
@@ -49,13 +50,118 @@ use crate::fs::BucketFs;
 pub struct SplitFs {
     local: Arc<dyn FileSystem>,
     bucket: BucketFs,
+    /// The MANIFEST and CURRENT, when they are in the bucket too.
+    manifest: Option<Arc<BucketManifest>>,
+}
+
+/// Which of the database's metadata files a path is.
+enum Meta<'a> {
+    Current,
+    CurrentTmp,
+    Manifest(&'a str),
 }
 
 impl SplitFs {
     /// SSTs and blob files under `bucket`'s root in `bucket`, everything
     /// else in `local`.
     pub fn new(local: Arc<dyn FileSystem>, bucket: BucketFs) -> Self {
-        SplitFs { local, bucket }
+        SplitFs {
+            local,
+            bucket,
+            manifest: None,
+        }
+    }
+
+    /// As [`new`](Self::new), with the MANIFEST and CURRENT in the bucket
+    /// as well (`docs/FORMATS.md`, "The MANIFEST in a bucket"): what a
+    /// process on another machine needs to open the database, read-only
+    /// or as the next writer. Only the WAL, LOCK and the info log stay
+    /// local.
+    ///
+    /// The writer is fenced: the process that takes the database's lock
+    /// [claims](Self::claim) it in the bucket under the next writer epoch,
+    /// and a writer it replaced (on another machine, where the local lock
+    /// cannot reach) fails at its next MANIFEST write instead of changing
+    /// anything.
+    ///
+    /// The WAL stays local, so what a writer on another machine finds is
+    /// what the previous writer flushed. Its MANIFEST still names the
+    /// previous writer's WALs, which this machine does not have: the new
+    /// writer opens with `wal_recovery_mode` set to
+    /// `SkipAnyCorruptedRecords`, and its `RecoveryReport` lists those
+    /// WALs as dropped (a restart on the same machine finds its WAL and
+    /// needs nothing).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lithify_bucket::{Bucket, BucketFs, ReadOptions, SplitFs};
+    /// use lithify_engine::{Db, Options, RecoveryMode};
+    /// use lithify_vfs::MemFs;
+    ///
+    /// let bucket = Bucket::in_memory();
+    /// let machine = || {
+    ///     let tables = BucketFs::new(bucket.clone(), "/db", "db", ReadOptions::default());
+    ///     let mut o = Options::default();
+    ///     o.fs = Arc::new(SplitFs::with_manifest_in_bucket(Arc::new(MemFs::new()), tables));
+    ///     o.wal_recovery_mode = RecoveryMode::SkipAnyCorruptedRecords;
+    ///     o
+    /// };
+    /// let a = Db::open("/db", machine()).unwrap();
+    /// a.put(b"k", b"flushed").unwrap();
+    /// a.flush().unwrap();
+    /// // Another machine takes over; the first is fenced out.
+    /// let b = Db::open("/db", machine()).unwrap();
+    /// assert_eq!(b.get(b"k").unwrap().as_deref(), Some(&b"flushed"[..]));
+    /// a.put(b"k", b"stale").unwrap();
+    /// assert!(a.flush().unwrap_err().to_string().contains("fenced out"));
+    /// assert_eq!(b.get(b"k").unwrap().as_deref(), Some(&b"flushed"[..]));
+    /// ```
+    pub fn with_manifest_in_bucket(local: Arc<dyn FileSystem>, bucket: BucketFs) -> Self {
+        let prefix = bucket
+            .key_of(bucket.root())
+            .expect("the root is under itself");
+        let manifest = Arc::new(BucketManifest::new(bucket.bucket().clone(), prefix));
+        SplitFs {
+            local,
+            bucket: bucket.with_owner(manifest.clone()),
+            manifest: Some(manifest),
+        }
+    }
+
+    /// Makes this process the writer of the database in the bucket and
+    /// returns its writer epoch: a writer it replaces fails at its next
+    /// MANIFEST write. Taking the database's lock (what opening it as a
+    /// writer does) claims it; claiming again is a no-op. `Unsupported`
+    /// when the MANIFEST is local.
+    pub fn claim(&self) -> io::Result<u64> {
+        match &self.manifest {
+            Some(m) => m.claim(),
+            None => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the MANIFEST is on local disk: the local lock is the only writer fence",
+            )),
+        }
+    }
+
+    /// The writer epoch this process holds, if it claimed the database.
+    pub fn epoch(&self) -> Option<u64> {
+        self.manifest.as_ref().and_then(|m| m.epoch())
+    }
+
+    /// Which metadata file `path` is, when the metadata is in the bucket.
+    fn meta<'p>(&self, path: &'p Path) -> Option<(&Arc<BucketManifest>, Meta<'p>)> {
+        let m = self.manifest.as_ref()?;
+        if path.parent()? != self.bucket.root() {
+            return None;
+        }
+        let name = path.file_name()?.to_str()?;
+        let which = match parse_file_name(name)? {
+            FileKind::Current => Meta::Current,
+            FileKind::CurrentTmp => Meta::CurrentTmp,
+            FileKind::Manifest(_) => Meta::Manifest(name),
+            _ => return None,
+        };
+        Some((m, which))
     }
 
     /// The bucket side.
@@ -103,27 +209,65 @@ impl SplitFs {
 
 impl FileSystem for SplitFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.side(path).create(path)
+        match self.meta(path) {
+            Some((m, Meta::CurrentTmp)) => m.create_current_tmp(),
+            Some((m, Meta::Manifest(name))) => m.manifest_writer(name, false),
+            Some((_, Meta::Current)) => Err(unsupported(path, "is replaced through CURRENT.tmp")),
+            None => self.side(path).create(path),
+        }
     }
 
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        if self.meta(path).is_some() {
+            if self.exists(path) {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists", path.display()),
+                ));
+            }
+            return self.create(path);
+        }
         self.side(path).create_new(path)
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.side(path).open_append(path)
+        match self.meta(path) {
+            Some((m, Meta::Manifest(name))) => m.manifest_writer(name, true),
+            Some(_) => Err(unsupported(path, "cannot be appended to")),
+            None => self.side(path).open_append(path),
+        }
     }
 
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.side(path).open(path)
+        match self.meta(path) {
+            Some((m, Meta::Current)) => m.read_current(),
+            Some((m, Meta::Manifest(name))) => m.read_manifest(name),
+            Some((_, Meta::CurrentTmp)) => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} is never stored", path.display()),
+            )),
+            None => self.side(path).open(path),
+        }
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.same_side(from, to)?.rename(from, to)
+        match (self.meta(from), self.meta(to)) {
+            (Some((m, Meta::CurrentTmp)), Some((_, Meta::Current))) => m.switch_current(),
+            (None, None) => self.same_side(from, to)?.rename(from, to),
+            _ => Err(unsupported(from, "cannot be renamed in the bucket")),
+        }
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.side(path).remove_file(path)
+        match self.meta(path) {
+            Some((m, Meta::Manifest(name))) => m.remove_manifest(name),
+            Some((m, Meta::CurrentTmp)) => {
+                m.drop_current_tmp();
+                Ok(())
+            }
+            Some((_, Meta::Current)) => Err(unsupported(path, "is never removed")),
+            None => self.side(path).remove_file(path),
+        }
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -138,7 +282,24 @@ impl FileSystem for SplitFs {
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-        let mut names = self.local.list_dir(dir)?;
+        let mut names = match self.local.list_dir(dir) {
+            // A machine opening a database it has never held: everything it
+            // needs is in the bucket.
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    && self.manifest.is_some()
+                    && dir == self.bucket.root() =>
+            {
+                Vec::new()
+            }
+            other => other?,
+        };
+        if let Some(m) = self.manifest.as_ref().filter(|_| dir == self.bucket.root()) {
+            if m.current_exists()? {
+                names.push("CURRENT".to_owned());
+            }
+            names.extend(m.manifest_names()?);
+        }
         if self.bucket.contains(dir) {
             names.extend(
                 self.bucket
@@ -157,15 +318,33 @@ impl FileSystem for SplitFs {
     }
 
     fn exists(&self, path: &Path) -> bool {
-        self.side(path).exists(path)
+        match self.meta(path) {
+            Some((m, Meta::Current)) => m.current_exists().unwrap_or(false),
+            Some((m, Meta::Manifest(name))) => m.manifest_exists(name).unwrap_or(false),
+            Some((_, Meta::CurrentTmp)) => false,
+            None => self.side(path).exists(path),
+        }
     }
 
     fn is_dir(&self, path: &Path) -> bool {
         self.local.is_dir(path)
+            || (path == self.bucket.root()
+                && self
+                    .manifest
+                    .as_ref()
+                    .is_some_and(|m| m.current_exists().unwrap_or(false)))
     }
 
     fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.side(path).file_size(path)
+        match self.meta(path) {
+            Some((m, Meta::Manifest(name))) => m.manifest_size(name),
+            Some((m, Meta::Current)) => m.read_current()?.size(),
+            Some((_, Meta::CurrentTmp)) => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} is never stored", path.display()),
+            )),
+            None => self.side(path).file_size(path),
+        }
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
@@ -173,10 +352,10 @@ impl FileSystem for SplitFs {
     }
 
     fn canonicalize(&self, path: &Path) -> io::Result<std::path::PathBuf> {
-        if self.in_bucket(path) {
+        if self.in_bucket(path) || self.meta(path).is_some() {
             let parent = path.parent().unwrap_or(path);
             let name = path.file_name().unwrap_or_default();
-            if !self.bucket.exists(path) {
+            if !self.exists(path) {
                 return Err(io::Error::new(
                     io::ErrorKind::NotFound,
                     format!("{} does not exist", path.display()),
@@ -188,10 +367,36 @@ impl FileSystem for SplitFs {
     }
 
     fn lock(&self, path: &Path) -> io::Result<FileLock> {
-        self.local.lock(path)
+        let root = self.bucket.root();
+        if self.manifest.is_some() && path.parent() == Some(root) && !self.local.is_dir(root) {
+            // A machine taking over a database it has never held: its
+            // local side (the WAL, LOCK) starts here.
+            lithify_vfs::create_dir_durable(&*self.local, root)?;
+        }
+        let lock = self.local.lock(path)?;
+        if let Some(m) = &self.manifest
+            && path.parent() == Some(self.bucket.root())
+        {
+            // The writer's lock: the local one keeps out processes on this
+            // machine, the claim fences out a writer on another.
+            m.claim().map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("claiming the database in the bucket: {e}"),
+                )
+            })?;
+        }
+        Ok(lock)
     }
 
     fn lock_shared(&self, path: &Path) -> io::Result<FileLock> {
         self.local.lock_shared(path)
     }
+}
+
+fn unsupported(path: &Path, why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{} {why} when the MANIFEST is in a bucket", path.display()),
+    )
 }

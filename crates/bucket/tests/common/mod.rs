@@ -21,6 +21,17 @@ pub struct TestBucket {
 /// A fresh place in the test bucket, with a fault switch in front of it and
 /// fast retries.
 pub fn test_bucket(test: &str) -> TestBucket {
+    make(test, S3Config::from_env())
+}
+
+/// A fresh place in `object_store`'s local store, whatever the
+/// environment: for races that need an atomic create-if-absent, which the
+/// CI's S3 server (s3s-fs) checks and writes in two steps.
+pub fn local_test_bucket(test: &str) -> TestBucket {
+    make(test, None)
+}
+
+fn make(test: &str, s3: Option<S3Config>) -> TestBucket {
     static N: AtomicU64 = AtomicU64::new(0);
     let unique = format!(
         "{test}-{}-{}-{}",
@@ -31,27 +42,25 @@ pub fn test_bucket(test: &str) -> TestBucket {
             .unwrap()
             .as_nanos()
     );
-    let (store, name, dir): (Arc<dyn lithify_bucket::object_store::ObjectStore>, _, _) =
-        match S3Config::from_env() {
-            Some(config) => (
-                config.store().unwrap(),
-                format!("s3://{}", config.bucket),
-                None,
-            ),
-            None => {
-                let dir = tempfile::tempdir().unwrap();
-                let store = lithify_bucket::object_store::local::LocalFileSystem::new_with_prefix(
-                    dir.path(),
-                )
-                .unwrap()
-                .with_automatic_cleanup(true);
-                (
-                    Arc::new(store),
-                    format!("file://{}", dir.path().display()),
-                    Some(dir),
-                )
-            }
-        };
+    let (store, name, dir): (Arc<dyn lithify_bucket::object_store::ObjectStore>, _, _) = match s3 {
+        Some(config) => (
+            config.store().unwrap(),
+            format!("s3://{}", config.bucket),
+            None,
+        ),
+        None => {
+            let dir = tempfile::tempdir().unwrap();
+            let store =
+                lithify_bucket::object_store::local::LocalFileSystem::new_with_prefix(dir.path())
+                    .unwrap()
+                    .with_automatic_cleanup(true);
+            (
+                Arc::new(store),
+                format!("file://{}", dir.path().display()),
+                Some(dir),
+            )
+        }
+    };
     let faults = Arc::new(FaultStore::new(store));
     let bucket = Bucket::from_store(faults.clone(), name)
         .unwrap()
