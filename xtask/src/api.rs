@@ -27,7 +27,7 @@ use crate::{Result, cargo, root, run};
 pub(crate) fn api() -> Result {
     // Each half of the facade builds alone, as its README offers, and so
     // does the facade with neither (the vfs, the clock and the error).
-    for features in ["db", "log", "bucket", ""] {
+    for features in ["db", "log", "bucket", "cluster", ""] {
         run(cargo().args([
             "check",
             "-q",

@@ -34,6 +34,7 @@ mod bucket;
 mod cache;
 mod fault;
 mod fs;
+mod grace;
 mod manifest;
 mod split;
 mod stats;
@@ -42,10 +43,11 @@ pub use bucket::{Bucket, RetryPolicy, S3Config};
 pub use cache::PageCache;
 pub use fault::FaultStore;
 pub use fs::{BucketFs, ReadOptions};
+pub use manifest::ManifestPosition;
 /// The `object_store` this crate is built on (its stores go to
 /// [`Bucket::from_store`] and [`FaultStore::new`]).
 pub use object_store;
-pub use split::SplitFs;
+pub use split::{DEFAULT_DELETE_GRACE, SplitFs};
 pub use stats::BucketStats;
 
 /// The README's example, run as a doctest.

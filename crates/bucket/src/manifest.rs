@@ -145,6 +145,23 @@ fn numbered(n: u64) -> String {
     format!("{n:020}")
 }
 
+/// How far a database's metadata in a bucket has come: the live CURRENT
+/// object, the MANIFEST it names and that MANIFEST's parts. Two equal
+/// positions mean nothing was written between them (a replica catches up
+/// only when the position moved).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ManifestPosition {
+    /// The number of the live CURRENT object.
+    pub current: u64,
+    /// The MANIFEST it names.
+    pub manifest: String,
+    /// Parts of that MANIFEST.
+    pub parts: u64,
+    /// The epoch of the writer that wrote the live CURRENT object.
+    pub epoch: u64,
+}
+
 /// The MANIFEST and CURRENT of one database in a bucket, and this
 /// process's claim on them.
 #[derive(Debug)]
@@ -207,6 +224,20 @@ impl BucketManifest {
         let key = self.key(&format!("CURRENT/{}", numbered(seq)));
         let bytes = self.bucket.get(&key)?;
         Ok(Some((seq, CurrentRecord::decode(&key, &bytes)?)))
+    }
+
+    /// Where the database's metadata stands now.
+    pub(crate) fn position(&self) -> io::Result<Option<ManifestPosition>> {
+        let Some((current, record)) = self.latest_current()? else {
+            return Ok(None);
+        };
+        let parts = self.parts(&record.manifest)?.len() as u64;
+        Ok(Some(ManifestPosition {
+            current,
+            manifest: record.manifest,
+            parts,
+            epoch: record.epoch,
+        }))
     }
 
     /// The part numbers of MANIFEST `name`, ascending.

@@ -9,7 +9,8 @@ use lithify_version::filename::{FileKind, parse_file_name};
 use lithify_vfs::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 
 use crate::fs::BucketFs;
-use crate::manifest::BucketManifest;
+use crate::grace::DeferredDeletes;
+use crate::manifest::{BucketManifest, ManifestPosition};
 
 /// One file system for a database whose SSTs and blob files live in a
 /// bucket: files under the bucket's root whose names are SSTs
@@ -52,7 +53,14 @@ pub struct SplitFs {
     bucket: BucketFs,
     /// The MANIFEST and CURRENT, when they are in the bucket too.
     manifest: Option<Arc<BucketManifest>>,
+    /// Deletes of bucket files waiting out the grace period, if any.
+    deferred: Option<Arc<DeferredDeletes>>,
 }
+
+/// How long a table or blob file the writer removed stays in the bucket
+/// when the MANIFEST is there too (replicas may still read it): see
+/// [`SplitFs::with_delete_grace`].
+pub const DEFAULT_DELETE_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Which of the database's metadata files a path is.
 enum Meta<'a> {
@@ -69,6 +77,7 @@ impl SplitFs {
             local,
             bucket,
             manifest: None,
+            deferred: None,
         }
     }
 
@@ -125,6 +134,47 @@ impl SplitFs {
             local,
             bucket: bucket.with_owner(manifest.clone()),
             manifest: Some(manifest),
+            deferred: Some(Arc::new(DeferredDeletes::new(DEFAULT_DELETE_GRACE))),
+        }
+    }
+
+    /// This file system, deleting the tables and blob files the database
+    /// removes only `grace` after it removed them (`Duration::ZERO`: at
+    /// once). The default is none with the MANIFEST on local disk, and
+    /// [`DEFAULT_DELETE_GRACE`] (60 s) with it in the bucket, where read
+    /// replicas may still be reading an older version: a replica that
+    /// catches up at least once per grace period never finds a file of
+    /// its version deleted (a read held longer fails with `NotFound`
+    /// naming the file, never with other data).
+    ///
+    /// Deletes that came due are done at the next removal, or by
+    /// [`delete_due`](Self::delete_due). Those still waiting when the
+    /// process ends are orphans, which the next open removes (after the
+    /// grace period again).
+    pub fn with_delete_grace(mut self, grace: std::time::Duration) -> Self {
+        self.deferred = (!grace.is_zero()).then(|| Arc::new(DeferredDeletes::new(grace)));
+        self
+    }
+
+    /// The grace period of deletes in the bucket (zero: at once).
+    pub fn delete_grace(&self) -> std::time::Duration {
+        self.deferred
+            .as_ref()
+            .map_or(std::time::Duration::ZERO, |d| d.grace())
+    }
+
+    /// Removed files still waiting out the grace period.
+    pub fn pending_deletes(&self) -> usize {
+        self.deferred.as_ref().map_or(0, |d| d.pending())
+    }
+
+    /// Deletes the removed files whose grace period is over (every one
+    /// with `all`, as at a writer's clean shutdown when no replica
+    /// reads); returns how many.
+    pub fn delete_due(&self, all: bool) -> io::Result<usize> {
+        match &self.deferred {
+            Some(d) => d.delete_due(&self.bucket, all),
+            None => Ok(0),
         }
     }
 
@@ -139,6 +189,19 @@ impl SplitFs {
             None => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "the MANIFEST is on local disk: the local lock is the only writer fence",
+            )),
+        }
+    }
+
+    /// Where the database's metadata in the bucket stands (`None` before
+    /// its first CURRENT). Three requests. `Unsupported` when the MANIFEST
+    /// is local.
+    pub fn manifest_position(&self) -> io::Result<Option<ManifestPosition>> {
+        match &self.manifest {
+            Some(m) => m.position(),
+            None => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the MANIFEST is on local disk",
             )),
         }
     }
@@ -266,7 +329,20 @@ impl FileSystem for SplitFs {
                 Ok(())
             }
             Some((_, Meta::Current)) => Err(unsupported(path, "is never removed")),
-            None => self.side(path).remove_file(path),
+            None => match &self.deferred {
+                Some(d) if self.in_bucket(path) => {
+                    if let Some(m) = &self.manifest {
+                        // Refused now, not after the grace period: a
+                        // fenced-out writer must learn it.
+                        m.check_owner(&format!("removing {}", path.display()))?;
+                    }
+                    d.defer(path.to_path_buf());
+                    // Errors of earlier deletes are logged and retried.
+                    let _ = d.delete_due(&self.bucket, false);
+                    Ok(())
+                }
+                _ => self.side(path).remove_file(path),
+            },
         }
     }
 

@@ -2,14 +2,12 @@
 //! far as an object store can keep it, uploads at sync only, the page
 //! cache and readahead, conditional creates, retries and outages.
 
-mod common;
-
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::test_bucket;
 use lithify_bucket::{BucketFs, ReadOptions, SplitFs};
+use lithify_test_support::bucket::test_bucket;
 use lithify_vfs::{FileSystem, MemFs, read_file};
 
 fn small_pages() -> ReadOptions {

@@ -5,14 +5,12 @@
 //! open elsewhere sees what was flushed; damage in a MANIFEST part is
 //! refused naming the file and offset.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::{TestBucket, local_test_bucket, test_bucket};
 use lithify_bucket::{BucketFs, ReadOptions as CacheOptions, SplitFs};
 use lithify_engine::{Db, Options, RecoveryMode, WriteOptions};
+use lithify_test_support::bucket::{TestBucket, local_test_bucket, test_bucket};
 use lithify_vfs::{FileSystem, MemFs};
 
 const DIR: &str = "/db";

@@ -226,9 +226,16 @@ pub mod backup {
 #[cfg(feature = "bucket")]
 pub mod bucket {
     pub use lithify_bucket::{
-        Bucket, BucketFs, BucketStats, FaultStore, PageCache, ReadOptions, RetryPolicy, S3Config,
-        SplitFs, object_store,
+        Bucket, BucketFs, BucketStats, DEFAULT_DELETE_GRACE, FaultStore, ManifestPosition,
+        PageCache, ReadOptions, RetryPolicy, S3Config, SplitFs, object_store,
     };
+}
+
+/// Read replicas that follow a writer's MANIFEST in a bucket
+/// (`lithify-cluster`, feature `cluster`).
+#[cfg(feature = "cluster")]
+pub mod cluster {
+    pub use lithify_cluster::{CatchUp, Error, Follower, Replica, Result};
 }
 
 /// Transactions (`lithify-txn`): optimistic ([`OptimisticDb`](txn::OptimisticDb),

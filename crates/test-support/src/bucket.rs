@@ -2,18 +2,20 @@
 //! `LITHIFY_S3_ENDPOINT` when it is set (CI starts one), else
 //! `object_store`'s local store in a temporary directory.
 
-#![allow(dead_code, unreachable_pub)]
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lithify_bucket::{Bucket, FaultStore, RetryPolicy, S3Config};
 
+/// A place in a bucket no other test uses.
+#[derive(Debug)]
 pub struct TestBucket {
+    /// The bucket, behind `faults`.
     pub bucket: Bucket,
     /// A prefix no other test uses.
     pub prefix: String,
+    /// Fails the bucket's requests on demand.
     pub faults: Arc<FaultStore>,
     _dir: Option<tempfile::TempDir>,
 }
