@@ -275,6 +275,75 @@ impl Bucket {
         )
     }
 
+    /// The bucket a URL names:
+    ///
+    /// * `http://host:port/name` or `https://host/name`: the S3-compatible
+    ///   bucket `name` at that endpoint ([`S3Config::new`]: credentials
+    ///   from `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`);
+    /// * `memory://`: a bucket in memory;
+    /// * `file:///path`, or a plain path: the local directory `path`
+    ///   through `object_store`'s local store.
+    ///
+    /// ```
+    /// use lithify_bucket::Bucket;
+    ///
+    /// assert!(Bucket::open_url("memory://").unwrap().name().starts_with("memory"));
+    /// let dir = tempfile::tempdir().unwrap();
+    /// assert!(Bucket::open_url(dir.path().to_str().unwrap()).unwrap().name().starts_with("file://"));
+    /// assert!(Bucket::open_url("http://127.0.0.1:9000").is_err()); // no bucket name
+    /// ```
+    pub fn open_url(url: &str) -> io::Result<Self> {
+        if url == "memory://" || url == "memory:" {
+            return Ok(Self::in_memory());
+        }
+        if let Some(rest) = url
+            .strip_prefix("http://")
+            .map(|r| ("http://", r))
+            .or_else(|| url.strip_prefix("https://").map(|r| ("https://", r)))
+        {
+            let (scheme, rest) = rest;
+            let (host, name) = rest.split_once('/').unwrap_or((rest, ""));
+            let name = name.trim_matches('/');
+            if name.is_empty() || name.contains('/') {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{url}: expected {scheme}host:port/bucket-name"),
+                ));
+            }
+            return Self::s3(&S3Config::new(format!("{scheme}{host}"), name));
+        }
+        let path = url.strip_prefix("file://").unwrap_or(url);
+        if path.is_empty() || path.contains("://") {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{url}: not a bucket URL (http://host:port/name, file:///path, memory://)"),
+            ));
+        }
+        Self::local(std::path::Path::new(path))
+    }
+
+    /// Deletes every object under `prefix` (`""`: the whole bucket);
+    /// returns how many. For tools cleaning up what they made.
+    pub fn remove_all(&self, prefix: &str) -> io::Result<usize> {
+        use futures_util::TryStreamExt;
+        let location = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
+        let keys: Vec<ObjectPath> = self.run("listing", prefix, move |store, c| {
+            let location = location.clone();
+            async move {
+                c.list();
+                store
+                    .list(location.as_ref())
+                    .map_ok(|m| m.location)
+                    .try_collect()
+                    .await
+            }
+        })?;
+        for key in &keys {
+            self.delete(key.as_ref())?;
+        }
+        Ok(keys.len())
+    }
+
     /// This bucket with `retry` as its retry policy (the store, runtime
     /// and counts are shared with `self`).
     pub fn with_retry(&self, retry: RetryPolicy) -> Self {

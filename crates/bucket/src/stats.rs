@@ -47,6 +47,30 @@ pub struct BucketStats {
     pub readahead_bytes: u64,
 }
 
+impl std::fmt::Display for BucketStats {
+    /// One line: requests by kind, bytes each way, retries, the page
+    /// cache's hit rate.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} requests (PUT {}, GET {}, HEAD {}, LIST {}, DELETE {}, COPY {}), {:.1} MB up, {:.1} MB down, {} retries, {} failed; page cache hit rate {:.1} % ({:.1} MB read ahead)",
+            self.requests(),
+            self.put_requests,
+            self.get_requests,
+            self.head_requests,
+            self.list_requests,
+            self.delete_requests,
+            self.copy_requests,
+            self.bytes_uploaded as f64 / 1e6,
+            self.bytes_downloaded as f64 / 1e6,
+            self.retries,
+            self.failures,
+            100.0 * self.cache_hit_rate(),
+            self.readahead_bytes as f64 / 1e6,
+        )
+    }
+}
+
 impl BucketStats {
     /// All requests of every kind.
     pub fn requests(&self) -> u64 {

@@ -1984,3 +1984,64 @@ fn adaptive_takes_a_shape_per_part_of_long_days() {
         assert!(adaptive < c, "adaptive {adaptive} against {fixed} {c}");
     }
 }
+
+#[test]
+fn bench_keeps_its_tables_in_a_bucket_and_counts_the_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bucket = tmp.path().join("bucket");
+    let text = ok(&[
+        "bench",
+        "--num",
+        "20000",
+        "--benchmarks",
+        "fillrandom,flush,readrandom",
+        "--write-buffer-size",
+        "262144",
+        "--bucket",
+        s(&bucket),
+    ]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Bucket file://"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let puts: u64 = line
+        .split("PUT ")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(puts >= 2, "every flush uploads a table: {line}");
+    let per_byte = text
+        .lines()
+        .find(|l| l.starts_with("Per user byte: "))
+        .unwrap();
+    let up: f64 = per_byte
+        .trim_start_matches("Per user byte: ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The tables hold about the user bytes (compressed 2:1, plus what
+    // compactions rewrite).
+    assert!(up > 0.2 && up < 5.0, "{per_byte}");
+    // The temporary database's tables are gone from the bucket.
+    let mut left = Vec::new();
+    let mut dirs = vec![bucket.clone()];
+    while let Some(d) = dirs.pop() {
+        for n in OsFs.list_dir(&d).unwrap() {
+            let p = d.join(n);
+            if OsFs.is_dir(&p) {
+                dirs.push(p);
+            } else {
+                left.push(p);
+            }
+        }
+    }
+    assert!(left.is_empty(), "left in the bucket: {left:?}");
+    let (err, _) = fails(&["bench", "--num", "10", "--bucket", "http://127.0.0.1:9"]);
+    assert!(err.contains("--bucket"), "{err}");
+}

@@ -188,6 +188,13 @@ pub(crate) struct BenchArgs {
     /// need it.
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// Keep the database's tables in this bucket instead of its
+    /// directory (the WAL and the MANIFEST stay there):
+    /// http://host:port/name (an S3-compatible server), file:///path or a
+    /// path (object_store's local store), memory://. Prints the requests
+    /// and bytes sent per user byte and the page cache's hit rate.
+    #[arg(long, value_name = "URL")]
+    pub bucket: Option<String>,
     /// Run on the database already in --db instead of refusing it.
     #[arg(long)]
     pub use_existing_db: bool,
@@ -286,6 +293,10 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     if !a.json.json {
         say(format_args!("{header}\n"))?;
     }
+    let bucket = match &a.bucket {
+        Some(url) => Some(open_bucket(url, &dir, &mut options)?),
+        None => None,
+    };
 
     let db = Db::open(&dir, options).context(DbSnafu)?;
     let timeline = timeline::Timeline::default();
@@ -347,13 +358,33 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             ))?;
         }
     }
+    let stats = db.stats();
     if !a.json.json {
-        say(format_args!("\n{}", db.stats()))?;
+        say(format_args!("\n{stats}"))?;
         if let Some(mb) = report::peak_rss_mb() {
             say(format_args!("Peak RSS: {mb:.1} MB\n"))?;
         }
     }
     db.close().context(DbSnafu)?;
+    if let Some((bucket, prefix)) = &bucket {
+        let b = bucket.stats();
+        let user = stats.user_bytes.max(1) as f64;
+        if !a.json.json {
+            say(format_args!(
+                "Bucket {}: {b}\nPer user byte: {:.3} bytes up, {:.3} bytes down, {:.2} requests per MB written\n",
+                bucket.name(),
+                b.bytes_uploaded as f64 / user,
+                b.bytes_downloaded as f64 / user,
+                b.requests() as f64 * 1e6 / user,
+            ))?;
+        }
+        if matches!(db_dir, DbDir::Temporary(_)) && !a.keep_db {
+            bucket.remove_all(prefix).context(IoSnafu {
+                action: "remove the benchmark's tables from the bucket",
+                path: PathBuf::from(prefix),
+            })?;
+        }
+    }
 
     match db_dir {
         DbDir::Temporary(t) if a.keep_db => {
@@ -635,6 +666,30 @@ fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
             action: "write to",
             path: "standard output",
         })
+}
+
+/// Opens `--bucket` and points `options` at a file system keeping the
+/// database's tables there, under a prefix named after the directory.
+fn open_bucket(
+    url: &str,
+    dir: &std::path::Path,
+    options: &mut Options,
+) -> Result<(lithify::bucket::Bucket, String)> {
+    use lithify::bucket::{Bucket, BucketFs, ReadOptions, SplitFs};
+    let bucket = Bucket::open_url(url).map_err(|e| {
+        UsageSnafu {
+            message: format!("--bucket {url}: {e}"),
+        }
+        .build()
+    })?;
+    let prefix = format!(
+        "lithify-bench/{}",
+        dir.file_name()
+            .map_or_else(|| "db".into(), |n| n.to_string_lossy())
+    );
+    let tables = BucketFs::new(bucket.clone(), dir, &prefix, ReadOptions::default());
+    options.fs = std::sync::Arc::new(SplitFs::new(options.fs.clone(), tables));
+    Ok((bucket, prefix))
 }
 
 /// The database directory: `--db` (refusing an existing database unless
