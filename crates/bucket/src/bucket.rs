@@ -215,10 +215,22 @@ pub struct Bucket {
 
 struct Inner {
     store: Arc<dyn ObjectStore>,
-    runtime: Arc<tokio::runtime::Runtime>,
+    /// Always `Some` until the bucket is dropped.
+    runtime: Option<Arc<tokio::runtime::Runtime>>,
     retry: RetryPolicy,
     counters: Arc<Counters>,
     name: String,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last bucket may be dropped inside an async task, where
+        // dropping a runtime panics; let its threads wind down on their
+        // own instead.
+        if let Some(rt) = self.runtime.take().and_then(|r| Arc::try_unwrap(r).ok()) {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl fmt::Debug for Bucket {
@@ -241,7 +253,7 @@ impl Bucket {
         Ok(Bucket {
             inner: Arc::new(Inner {
                 store,
-                runtime: Arc::new(runtime),
+                runtime: Some(Arc::new(runtime)),
                 retry: RetryPolicy::default(),
                 counters: Arc::new(Counters::default()),
                 name: name.into(),
@@ -322,10 +334,17 @@ impl Bucket {
         Self::local(std::path::Path::new(path))
     }
 
-    /// Deletes every object under `prefix` (`""`: the whole bucket);
-    /// returns how many. For tools cleaning up what they made.
+    /// Deletes every object under `prefix` (which must not be empty: a
+    /// whole bucket is not removed this way); returns how many. For tools
+    /// cleaning up what they made.
     pub fn remove_all(&self, prefix: &str) -> io::Result<usize> {
         use futures_util::TryStreamExt;
+        if prefix.trim_matches('/').is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "refusing to remove every object of the bucket (an empty prefix)",
+            ));
+        }
         let location = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
         let keys: Vec<ObjectPath> = self.run("listing", prefix, move |store, c| {
             let location = location.clone();
@@ -384,18 +403,38 @@ impl Bucket {
         } else {
             PutMode::Overwrite
         };
-        self.run("writing", key, move |store, c| {
+        let tries = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let counted = tries.clone();
+        let payload = data.clone();
+        let result = self.run("writing", key, move |store, c| {
             let location = location.clone();
-            let payload = PutPayload::from_bytes(data.clone());
+            let payload = PutPayload::from_bytes(payload.clone());
             let opts = PutOptions {
                 mode: mode.clone(),
                 ..Default::default()
             };
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             async move {
                 c.put(len);
                 store.put_opts(&location, payload, opts).await.map(|_| ())
             }
-        })
+        });
+        match result {
+            // A create-only PUT refused after an earlier try failed may be
+            // refused because that try did store the object (the answer was
+            // lost): the same bytes there mean it did.
+            Err(e)
+                if create_new
+                    && e.kind() == io::ErrorKind::AlreadyExists
+                    && tries.load(std::sync::atomic::Ordering::Relaxed) > 1 =>
+            {
+                match self.get(key) {
+                    Ok(stored) if stored == data => Ok(()),
+                    _ => Err(e),
+                }
+            }
+            other => other,
+        }
     }
 
     /// Bytes `range` of the object `key`.
@@ -470,14 +509,7 @@ impl Bucket {
     /// The objects and "directories" directly under `prefix` (`""` for the
     /// bucket's top): names relative to `prefix`, sorted.
     pub fn list(&self, prefix: &str) -> io::Result<Vec<String>> {
-        let location = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
-        let result: ListResult = self.run("listing", prefix, move |store, c| {
-            let location = location.clone();
-            async move {
-                c.list();
-                store.list_with_delimiter(location.as_ref()).await
-            }
-        })?;
+        let result = self.list_result(prefix)?;
         let mut names: Vec<String> = result
             .objects
             .iter()
@@ -488,6 +520,30 @@ impl Bucket {
         names.sort();
         names.dedup();
         Ok(names)
+    }
+
+    /// The objects directly under `prefix` with their sizes, sorted by
+    /// name ("directories" left out).
+    pub fn list_sized(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
+        let result = self.list_result(prefix)?;
+        let mut objects: Vec<(String, u64)> = result
+            .objects
+            .iter()
+            .filter_map(|o| o.location.filename().map(|n| (n.to_owned(), o.size)))
+            .collect();
+        objects.sort();
+        Ok(objects)
+    }
+
+    fn list_result(&self, prefix: &str) -> io::Result<ListResult> {
+        let location = (!prefix.is_empty()).then(|| ObjectPath::from(prefix));
+        self.run("listing", prefix, move |store, c| {
+            let location = location.clone();
+            async move {
+                c.list();
+                store.list_with_delimiter(location.as_ref()).await
+            }
+        })
     }
 
     /// Runs one request on the bucket's runtime, retrying passing failures,
@@ -547,7 +603,8 @@ impl Bucket {
         task: impl Future<Output = io::Result<T>> + Send + 'static,
     ) -> io::Result<T> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.inner.runtime.spawn(async move {
+        let runtime = self.inner.runtime.as_ref().expect("set until drop");
+        runtime.spawn(async move {
             let _ = tx.send(task.await);
         });
         rx.recv().unwrap_or_else(|_| {

@@ -39,6 +39,7 @@ pub struct FaultStore {
     inner: Arc<dyn ObjectStore>,
     down: AtomicBool,
     fail_next: AtomicU64,
+    lose_next: AtomicU64,
     failed: AtomicU64,
 }
 
@@ -64,6 +65,7 @@ impl FaultStore {
             inner,
             down: AtomicBool::new(false),
             fail_next: AtomicU64::new(0),
+            lose_next: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         }
     }
@@ -76,6 +78,13 @@ impl FaultStore {
     /// The next `n` requests fail.
     pub fn fail_next(&self, n: u64) {
         self.fail_next.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` PUTs reach the store, but their answers are lost: the
+    /// caller sees a failure for a write that happened (a timeout after
+    /// the server stored the object).
+    pub fn lose_next_answers(&self, n: u64) {
+        self.lose_next.store(n, Ordering::SeqCst);
     }
 
     /// Requests failed so far.
@@ -109,7 +118,19 @@ impl ObjectStore for FaultStore {
         opts: PutOptions,
     ) -> Result<PutResult> {
         self.check()?;
-        self.inner.put_opts(location, payload, opts).await
+        let result = self.inner.put_opts(location, payload, opts).await;
+        if self
+            .lose_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+            return Err(object_store::Error::Generic {
+                store: "FaultStore",
+                source: "injected failure: the answer was lost after the write".into(),
+            });
+        }
+        result
     }
 
     async fn put_multipart_opts(

@@ -269,9 +269,9 @@ impl FileSystem for BucketFs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let (f, t) = (self.key_of(from)?, self.key_of(to)?);
         self.shared.bucket.copy(&f, &t)?;
-        self.shared.cache.remove_object(&t);
+        self.shared.cache.remove_object(&self.shared.cached(&t));
         self.shared.bucket.delete(&f)?;
-        self.shared.cache.remove_object(&f);
+        self.shared.cache.remove_object(&self.shared.cached(&f));
         Ok(())
     }
 
@@ -282,7 +282,7 @@ impl FileSystem for BucketFs {
             // written a file of the same number.
             owner.check_owner(&format!("removing {key}"))?;
         }
-        self.shared.cache.remove_object(&key);
+        self.shared.cache.remove_object(&self.shared.cached(&key));
         self.shared.bucket.delete(&key)
     }
 
@@ -353,6 +353,15 @@ impl FileSystem for BucketFs {
     }
 }
 
+impl Shared {
+    /// The cache's name of object `key`: the bucket's name and the key, so
+    /// that a cache shared by file systems over several buckets keeps their
+    /// objects apart.
+    fn cached(&self, key: &str) -> String {
+        format!("{}\n{key}", self.bucket.name())
+    }
+}
+
 /// A file being written: held in memory, uploaded whole at each sync.
 #[derive(Debug)]
 struct BucketWriter {
@@ -369,7 +378,9 @@ impl BucketWriter {
             return Ok(());
         }
         let bytes = Bytes::copy_from_slice(&self.data);
-        self.shared.cache.remove_object(&self.key);
+        self.shared
+            .cache
+            .remove_object(&self.shared.cached(&self.key));
         match &self.shared.owner {
             // With a writer claim, an upload never replaces an object
             // blindly: it is created only if absent, and an existing one
@@ -390,7 +401,9 @@ impl BucketWriter {
                 .put(&self.key, bytes.clone(), self.create_new)?,
         }
         if self.shared.options.cache_written {
-            self.shared.cache.insert_object(&self.key, &bytes);
+            self.shared
+                .cache
+                .insert_object(&self.shared.cached(&self.key), &bytes);
         }
         self.dirty = false;
         // Written once under this name: later syncs replace our own object.
@@ -459,8 +472,13 @@ impl RandomAccessFile for BucketReader {
         let cache = &self.shared.cache;
         let ps = cache.page_size();
         let (first, last) = (offset / ps, (end - 1) / ps);
-        let mut pages: Vec<Option<Bytes>> =
-            (first..=last).map(|p| cache.get(&self.key, p)).collect();
+        let name = self.shared.cached(&self.key);
+        // A page of another length than this object's page there is stale
+        // (the object was written again): a miss.
+        let expected = |p: u64| ps.min(self.size - p * ps) as usize;
+        let mut pages: Vec<Option<Bytes>> = (first..=last)
+            .map(|p| cache.get(&name, p).filter(|b| b.len() == expected(p)))
+            .collect();
         let hits = pages.iter().filter(|p| p.is_some()).count() as u64;
         let misses = pages.len() as u64 - hits;
         let mut ahead = 0;
@@ -469,8 +487,11 @@ impl RandomAccessFile for BucketReader {
             let mut hi = first + pages.iter().rposition(Option::is_none).unwrap_or(0) as u64;
             let sequential = self.next.load(Ordering::Relaxed) == offset;
             let last_page = (self.size - 1) / ps;
-            if sequential && self.shared.options.readahead > 0 {
-                let target = (offset + self.shared.options.readahead - 1) / ps;
+            // Readahead the cache cannot keep would be fetched for nothing:
+            // at most a quarter of the cache.
+            let readahead = self.shared.options.readahead.min(cache.capacity() / 4);
+            if sequential && readahead > 0 {
+                let target = (offset + readahead - 1) / ps;
                 let extended = target.min(last_page).max(hi);
                 ahead = (extended - hi) * ps;
                 hi = extended;
@@ -496,7 +517,7 @@ impl RandomAccessFile for BucketReader {
                 if (first..=last).contains(&p) {
                     pages[(p - first) as usize] = Some(page.clone());
                 }
-                cache.insert(&self.key, p, page);
+                cache.insert(&name, p, page);
             }
         }
         self.shared.bucket.counters().cache(hits, misses, ahead);

@@ -43,6 +43,15 @@ impl DeferredDeletes {
         }
     }
 
+    /// Forgets a queued delete of `path` (a file of that name is being
+    /// written again: the queued delete must not remove it).
+    pub(crate) fn cancel(&self, path: &std::path::Path) {
+        let mut q = self.queue.lock();
+        if q.queued.remove(path) {
+            q.due.retain(|(_, p)| p != path);
+        }
+    }
+
     pub(crate) fn pending(&self) -> usize {
         self.queue.lock().due.len()
     }

@@ -10,8 +10,10 @@
 //! * [`FaultStore`] fails a store's requests on demand, for tests of
 //!   outages.
 //! * [`SplitFs`] is what a database opens: its SSTs and blob files (written
-//!   once, never changed) go to the bucket, and everything else (the WAL,
-//!   the MANIFEST, CURRENT, LOCK, the info log) stays on local disk.
+//!   once, never changed) go to the bucket, the WAL, LOCK and the info log
+//!   stay on local disk, and the MANIFEST and CURRENT stay local too or go
+//!   to the bucket as immutable numbered objects, with writer-epoch fencing
+//!   ([`SplitFs::with_manifest_in_bucket`]).
 //!
 //! ```
 //! use std::sync::Arc;

@@ -256,11 +256,17 @@ impl BucketManifest {
     /// object (same MANIFEST, the next epoch), then the next part of that
     /// MANIFEST (empty), both only if absent. From then on the writer it
     /// replaced fails at its next MANIFEST sync or CURRENT switch. Returns
-    /// the new epoch. Claiming again is a no-op.
+    /// the new epoch. Claiming again is a no-op while the claim is the
+    /// newest, and claims anew once another writer has fenced this one
+    /// out.
     pub(crate) fn claim(&self) -> io::Result<u64> {
         let mut claim = self.claim.lock();
         if let Some(epoch) = claim.epoch {
-            return Ok(epoch);
+            match self.latest_current()? {
+                // Fenced out since: a new open claims again.
+                Some((_, current)) if current.epoch != epoch => claim.epoch = None,
+                _ => return Ok(epoch),
+            }
         }
         for _ in 0..16 {
             let Some((seq, current)) = self.latest_current()? else {
@@ -496,12 +502,38 @@ impl BucketManifest {
         let Some(epoch) = self.epoch() else {
             return Err(self.not_the_writer(&format!("writing {name}")));
         };
+        // A writer fenced out learns it here, before it writes anything.
+        self.check_owner(&format!("writing {name}"))?;
         let (data, next_part) = if existing {
             (
                 self.manifest_bytes(name)?.to_vec(),
                 self.parts(name)?.len() as u64,
             )
         } else {
+            let parts = self.parts(name)?;
+            if !parts.is_empty() {
+                // Leftovers under a number this writer now holds: a creation
+                // cut short before its CURRENT, or a fenced-out writer's
+                // roll. No CURRENT names them (checked), so they are
+                // garbage; a new file replaces them, as `create` truncates.
+                if self
+                    .latest_current()?
+                    .is_some_and(|(_, c)| c.manifest == name)
+                {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!("{name} is the live MANIFEST: it cannot be created again"),
+                    ));
+                }
+                tracing::warn!(
+                    bucket = %self.bucket.name(), manifest = name, parts = parts.len(),
+                    "removing the leftover parts of a MANIFEST no CURRENT names"
+                );
+                for p in parts {
+                    self.bucket
+                        .delete(&self.key(&format!("{name}/{}", numbered(p))))?;
+                }
+            }
             (Vec::new(), 0)
         };
         Ok(Box::new(ManifestWriter {
@@ -514,14 +546,28 @@ impl BucketManifest {
         }))
     }
 
-    /// Removes MANIFEST `name`: every part but the last, which stays as a
-    /// tombstone so that a writer still appending to it (one fenced out,
-    /// which has not noticed yet) keeps finding its next part taken.
+    /// Removes MANIFEST `name`: writes an empty part at its end (a
+    /// tombstone, which also fences out a writer still appending to it),
+    /// then deletes the parts that hold records, part 0 first, so that the
+    /// MANIFEST counts as absent from the first delete on.
+    ///
+    /// The empty parts (fences, the tombstone) stay: a writer fenced out
+    /// can only ever write the part right after its own last one, which is
+    /// a fence, so keeping them keeps it out; deleting a part with records
+    /// frees no slot any writer will try (its writer is past it).
     pub(crate) fn remove_manifest(&self, name: &str) -> io::Result<()> {
-        let parts = self.parts(name)?;
-        for &p in parts.iter().rev().skip(1) {
-            self.bucket
-                .delete(&self.key(&format!("{name}/{}", numbered(p))))?;
+        if !self.manifest_exists(name)? {
+            return Ok(());
+        }
+        let Some(epoch) = self.epoch() else {
+            return Err(self.not_the_writer(&format!("removing {name}")));
+        };
+        self.check_owner(&format!("removing {name}"))?;
+        self.fence(name, epoch)?;
+        for (part, size) in self.bucket.list_sized(&self.key(name))? {
+            if size > PART_HEADER as u64 {
+                self.bucket.delete(&self.key(&format!("{name}/{part}")))?;
+            }
         }
         Ok(())
     }

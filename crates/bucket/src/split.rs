@@ -24,9 +24,9 @@ use crate::manifest::{BucketManifest, ManifestPosition};
 /// any version can refer to it. Acknowledged writes not yet flushed are in
 /// the local WAL, as without a bucket.
 ///
-/// A listing of the root merges both sides. A rename or link between the
-/// two sides fails with `Unsupported` (callers that link fall back to a
-/// copy).
+/// A listing of the root merges both sides. A rename between the two
+/// sides is a copy and a removal; a link between them fails with
+/// `Unsupported` (callers that link fall back to a copy).
 ///
 /// ```
 /// use std::path::Path;
@@ -91,7 +91,10 @@ impl SplitFs {
     /// [claims](Self::claim) it in the bucket under the next writer epoch,
     /// and a writer it replaced (on another machine, where the local lock
     /// cannot reach) fails at its next MANIFEST write instead of changing
-    /// anything.
+    /// anything. The claim comes with the lock, before the open looks any
+    /// further: a read-write open that then fails (a wrong option, a
+    /// missing file) still has fenced out the writer before it. Open
+    /// read-only to look without taking over.
     ///
     /// The WAL stays local, so what a writer on another machine finds is
     /// what the previous writer flushed. Its MANIFEST still names the
@@ -211,6 +214,14 @@ impl SplitFs {
         self.manifest.as_ref().and_then(|m| m.epoch())
     }
 
+    /// A file of this name is written again: a delete of the old one
+    /// still waiting out the grace period must not remove the new one.
+    fn cancel_deferred(&self, path: &Path) {
+        if let Some(d) = &self.deferred {
+            d.cancel(path);
+        }
+    }
+
     /// Which metadata file `path` is, when the metadata is in the bucket.
     fn meta<'p>(&self, path: &'p Path) -> Option<(&Arc<BucketManifest>, Meta<'p>)> {
         let m = self.manifest.as_ref()?;
@@ -276,7 +287,10 @@ impl FileSystem for SplitFs {
             Some((m, Meta::CurrentTmp)) => m.create_current_tmp(),
             Some((m, Meta::Manifest(name))) => m.manifest_writer(name, false),
             Some((_, Meta::Current)) => Err(unsupported(path, "is replaced through CURRENT.tmp")),
-            None => self.side(path).create(path),
+            None => {
+                self.cancel_deferred(path);
+                self.side(path).create(path)
+            }
         }
     }
 
@@ -290,6 +304,7 @@ impl FileSystem for SplitFs {
             }
             return self.create(path);
         }
+        self.cancel_deferred(path);
         self.side(path).create_new(path)
     }
 
@@ -316,7 +331,19 @@ impl FileSystem for SplitFs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         match (self.meta(from), self.meta(to)) {
             (Some((m, Meta::CurrentTmp)), Some((_, Meta::Current))) => m.switch_current(),
-            (None, None) => self.same_side(from, to)?.rename(from, to),
+            (None, None) if self.in_bucket(from) == self.in_bucket(to) => {
+                self.side(from).rename(from, to)
+            }
+            // Across the sides (a table moved to `lost/` under a name that
+            // is no table's, say): a copy, then the removal.
+            (None, None) => {
+                let data = lithify_vfs::read_file(self.side(from), from)?;
+                let mut out = self.side(to).create(to)?;
+                out.append(&data)?;
+                out.sync_all()?;
+                drop(out);
+                self.side(from).remove_file(from)
+            }
             _ => Err(unsupported(from, "cannot be renamed in the bucket")),
         }
     }

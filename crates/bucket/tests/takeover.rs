@@ -78,9 +78,17 @@ fn a_writer_on_another_machine_fences_out_the_first() {
     let (opts_b, fs_b) = machine(Arc::new(MemFs::new()), &t);
     let b = Db::open(DIR, opts_b).unwrap();
     assert_eq!(fs_b.epoch(), Some(2));
+    let report = b.recovery_report();
     assert!(
-        !b.recovery_report().to_string().is_empty(),
+        !report.is_clean(),
         "the previous writer's WAL is reported dropped"
+    );
+    assert!(
+        report
+            .dropped
+            .iter()
+            .any(|d| d.file.extension().is_some_and(|e| e == "log") && d.reason.contains("missing")),
+        "{report}"
     );
     assert_eq!(contents(&b), model, "B starts from what A flushed");
     write(&b, &mut model, 1000..4000, "b");
@@ -233,9 +241,43 @@ fn concurrent_claims_get_distinct_epochs_and_the_last_one_owns() {
     let mut distinct = epochs.clone();
     distinct.dedup();
     assert_eq!(distinct, epochs, "two claims got one epoch: {epochs:?}");
-    // The newest claim opens the database; the others would be fenced.
+    // The newest claim stands; every older one is fenced out.
     let (newest, fs) = claims.pop().unwrap();
     assert_eq!(fs.claim().unwrap(), newest, "claiming again is a no-op");
+    for (_, older) in &claims {
+        let err = older
+            .remove_file(&std::path::Path::new(DIR).join("000099.sst"))
+            .unwrap_err();
+        assert!(err.to_string().contains("fenced out"), "{err}");
+    }
+    // A fenced-out process that opens the database again claims anew.
+    let (_, again) = claims.pop().unwrap();
+    assert!(again.claim().unwrap() > newest);
+    let err = fs
+        .remove_file(&std::path::Path::new(DIR).join("000099.sst"))
+        .unwrap_err();
+    assert!(err.to_string().contains("fenced out"), "{err}");
+}
+
+#[test]
+fn a_creation_cut_short_before_its_current_is_created_again() {
+    let t = test_bucket("cut-short");
+    // MANIFEST-000001's first part reached the bucket, its CURRENT did not.
+    t.bucket
+        .put(
+            &format!("{}/MANIFEST-000001/00000000000000000000", t.prefix),
+            b"leftover bytes".to_vec().into(),
+            false,
+        )
+        .unwrap();
+    let (opts, _) = machine(Arc::new(MemFs::new()), &t);
+    let db = Db::open(DIR, opts).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let (opts, _) = machine(Arc::new(MemFs::new()), &t);
+    let db = Db::open(DIR, opts).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
 }
 
 #[test]

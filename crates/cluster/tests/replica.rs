@@ -88,7 +88,12 @@ fn a_replica_serves_consistent_versions_through_compactions() {
                     writer.flush().unwrap();
                     // The follower catches up with every flush (within its
                     // period), while the reader below keeps scanning.
+                    let deadline = std::time::Instant::now() + Duration::from_secs(60);
                     while replica_w.sequence() < writer.latest_sequence_number() {
+                        assert!(
+                            std::time::Instant::now() < deadline,
+                            "the replica did not catch up with a flush"
+                        );
                         std::thread::sleep(Duration::from_millis(1));
                     }
                 }

@@ -221,8 +221,9 @@ pub mod backup {
 /// A database's table and blob files in an S3-compatible bucket
 /// (`lithify-bucket`, feature `bucket`): open the database with a
 /// [`SplitFs`](bucket::SplitFs) as its file system, and its SSTs and blob
-/// files go to the bucket while the WAL and the MANIFEST stay on local
-/// disk.
+/// files go to the bucket while the WAL stays on local disk; the MANIFEST
+/// stays local too, or goes to the bucket with writer fencing
+/// ([`SplitFs::with_manifest_in_bucket`](bucket::SplitFs::with_manifest_in_bucket)).
 #[cfg(feature = "bucket")]
 pub mod bucket {
     pub use lithify_bucket::{

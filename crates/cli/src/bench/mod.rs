@@ -669,7 +669,8 @@ fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
 }
 
 /// Opens `--bucket` and points `options` at a file system keeping the
-/// database's tables there, under a prefix named after the directory.
+/// database's tables there, under a prefix named after the directory's
+/// path.
 fn open_bucket(
     url: &str,
     dir: &std::path::Path,
@@ -682,10 +683,13 @@ fn open_bucket(
         }
         .build()
     })?;
+    // One prefix per database directory: two databases never share one
+    // (each would take the other's tables for orphans).
     let prefix = format!(
         "lithify-bench/{}",
-        dir.file_name()
-            .map_or_else(|| "db".into(), |n| n.to_string_lossy())
+        dir.to_string_lossy()
+            .trim_matches('/')
+            .replace(['/', '\\', ':'], "_")
     );
     let tables = BucketFs::new(bucket.clone(), dir, &prefix, ReadOptions::default());
     options.fs = std::sync::Arc::new(SplitFs::new(options.fs.clone(), tables));

@@ -139,7 +139,9 @@ pub(crate) fn open(
                 versions.mark_file_number_used(n);
                 logs.push(n);
             }
-            Some(FileKind::Sst(n) | FileKind::Manifest(n)) => versions.mark_file_number_used(n),
+            Some(FileKind::Sst(n) | FileKind::Blob(n) | FileKind::Manifest(n)) => {
+                versions.mark_file_number_used(n)
+            }
             _ => {}
         }
     }

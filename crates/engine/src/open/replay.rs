@@ -146,17 +146,34 @@ impl WalReplay<'_> {
         // A table's log number names the WAL holding its unflushed writes;
         // the edit that set it was made after the WAL's directory entry was
         // durable, so a missing one was lost.
-        if !salvage {
-            for t in tables.values() {
-                if t.log_number > 0 && !present.contains(&t.log_number) {
+        let mut missing = BTreeSet::new();
+        for t in tables.values() {
+            if t.log_number > 0 && !present.contains(&t.log_number) {
+                let path = log_path(self.dir, t.log_number);
+                if !salvage {
                     return Err(self.corrupt(
-                        &log_path(self.dir, t.log_number),
+                        &path,
                         0,
                         format!(
                             "the WAL is missing, but {} names it as the log number of table {:?} (it holds the writes not yet flushed)",
                             self.manifest, t.state.name
                         ),
                     ));
+                }
+                // Salvaging (a writer taking over on a machine without the
+                // previous one's WALs, say): reported, not silent. Its size
+                // is unknown; it may have held nothing.
+                if missing.insert(t.log_number) && !synced.contains_key(&t.log_number) {
+                    out.dropped.push(DroppedBytes {
+                        file: path,
+                        offset: 0,
+                        len: 0,
+                        reason: format!(
+                            "the WAL is missing ({} names it as the log number of table {:?}): the writes it held, not yet flushed, are lost (how many is unknown)",
+                            self.manifest, t.state.name
+                        ),
+                        kept: None,
+                    });
                 }
             }
         }
