@@ -35,6 +35,7 @@
 mod bucket;
 mod cache;
 mod fault;
+pub mod format;
 mod fs;
 mod grace;
 mod manifest;

@@ -27,119 +27,7 @@ use lithify_vfs::{RandomAccessFile, WritableFile};
 use parking_lot::Mutex;
 
 use crate::bucket::Bucket;
-
-/// `LTMP`: the magic of a MANIFEST part's header.
-const PART_MAGIC: [u8; 4] = *b"LTMP";
-/// Header: magic (4), format version (1), reserved (3), writer epoch
-/// (u64 LE), CRC-32C of the payload (u32 LE).
-pub(crate) const PART_HEADER: usize = 20;
-const PART_VERSION: u8 = 1;
-const CURRENT_FIRST_LINE: &str = "lithify CURRENT v1";
-
-/// One `CURRENT` object: the MANIFEST it names and the writer's epoch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CurrentRecord {
-    pub(crate) manifest: String,
-    pub(crate) epoch: u64,
-}
-
-impl CurrentRecord {
-    fn encode(&self) -> Vec<u8> {
-        let body = format!(
-            "{CURRENT_FIRST_LINE}\nmanifest {}\nepoch {}\n",
-            self.manifest, self.epoch
-        );
-        let crc = crc32c::crc32c(body.as_bytes());
-        format!("{body}crc32c {crc:08x}\n").into_bytes()
-    }
-
-    fn decode(key: &str, bytes: &[u8]) -> io::Result<Self> {
-        let corrupt = |offset: usize, what: &str| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("corrupt CURRENT object {key} at offset {offset}: {what}"),
-            )
-        };
-        let text = std::str::from_utf8(bytes).map_err(|e| corrupt(e.valid_up_to(), "not text"))?;
-        let Some(crc_at) = text.rfind("crc32c ") else {
-            return Err(corrupt(0, "no checksum line"));
-        };
-        let body = &text[..crc_at];
-        let stored = text[crc_at + 7..]
-            .trim_end()
-            .parse::<String>()
-            .ok()
-            .and_then(|h| u32::from_str_radix(&h, 16).ok())
-            .ok_or_else(|| corrupt(crc_at, "unreadable checksum"))?;
-        if crc32c::crc32c(body.as_bytes()) != stored {
-            return Err(corrupt(0, "checksum mismatch"));
-        }
-        let mut lines = body.lines();
-        if lines.next() != Some(CURRENT_FIRST_LINE) {
-            return Err(corrupt(0, "not a lithify CURRENT object"));
-        }
-        let manifest = lines
-            .next()
-            .and_then(|l| l.strip_prefix("manifest "))
-            .ok_or_else(|| corrupt(CURRENT_FIRST_LINE.len() + 1, "no manifest line"))?;
-        let epoch = lines
-            .next()
-            .and_then(|l| l.strip_prefix("epoch "))
-            .and_then(|e| e.parse().ok())
-            .ok_or_else(|| {
-                corrupt(
-                    CURRENT_FIRST_LINE.len() + 10 + manifest.len(),
-                    "no epoch line",
-                )
-            })?;
-        Ok(CurrentRecord {
-            manifest: manifest.to_owned(),
-            epoch,
-        })
-    }
-}
-
-/// Encodes one MANIFEST part.
-fn encode_part(epoch: u64, payload: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(PART_HEADER + payload.len());
-    out.extend_from_slice(&PART_MAGIC);
-    out.push(PART_VERSION);
-    out.extend_from_slice(&[0; 3]);
-    out.extend_from_slice(&epoch.to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
-    out.extend_from_slice(payload);
-    Bytes::from(out)
-}
-
-/// The payload of one MANIFEST part (checked), and its writer's epoch.
-/// `base` is the MANIFEST offset the part starts at, for messages.
-fn decode_part(file: &str, key: &str, base: u64, bytes: &Bytes) -> io::Result<(u64, Bytes)> {
-    let corrupt = |offset: usize, what: String| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("corrupt {file} at offset {base} (object {key}, byte {offset}): {what}"),
-        )
-    };
-    if bytes.len() < PART_HEADER {
-        return Err(corrupt(
-            0,
-            format!("{} bytes, shorter than the header", bytes.len()),
-        ));
-    }
-    if bytes[..4] != PART_MAGIC {
-        return Err(corrupt(0, "not a MANIFEST part (bad magic)".to_owned()));
-    }
-    if bytes[4] != PART_VERSION {
-        return Err(corrupt(4, format!("unknown part version {}", bytes[4])));
-    }
-    let epoch = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
-    let crc = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
-    let payload = bytes.slice(PART_HEADER..);
-    if crc32c::crc32c(&payload) != crc {
-        return Err(corrupt(PART_HEADER, "payload checksum mismatch".to_owned()));
-    }
-    Ok((epoch, payload))
-}
+use crate::format::{CurrentObject as CurrentRecord, ManifestPart, PART_HEADER};
 
 fn numbered(n: u64) -> String {
     format!("{n:020}")
@@ -283,7 +171,7 @@ impl BucketManifest {
                 epoch,
             };
             let key = self.key(&format!("CURRENT/{}", numbered(seq + 1)));
-            match self.bucket.put(&key, record.encode().into(), true) {
+            match self.bucket.put(&key, record.encode(), true) {
                 Ok(()) => {}
                 // Another writer moved CURRENT meanwhile: look again.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -310,7 +198,10 @@ impl BucketManifest {
         loop {
             let next = self.parts(name)?.last().map_or(0, |p| p + 1);
             let key = self.key(&format!("{name}/{}", numbered(next)));
-            match self.bucket.put(&key, encode_part(epoch, &[]), true) {
+            match self
+                .bucket
+                .put(&key, ManifestPart::encode(epoch, &[]), true)
+            {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
@@ -425,7 +316,7 @@ impl BucketManifest {
             manifest: name.to_owned(),
             epoch,
         };
-        match self.bucket.put(&key, record.encode().into(), true) {
+        match self.bucket.put(&key, record.encode(), true) {
             Ok(()) => {
                 // Older CURRENT objects stay: a writer fenced out long ago
                 // must still find its next one taken.
@@ -465,7 +356,7 @@ impl BucketManifest {
                 ));
             }
             let bytes = self.bucket.get(&key)?;
-            let (_, payload) = decode_part(name, &key, out.len() as u64, &bytes)?;
+            let payload = ManifestPart::decode(name, &key, out.len() as u64, &bytes)?.payload;
             out.extend_from_slice(&payload);
         }
         Ok(Bytes::from(out))
@@ -685,7 +576,7 @@ impl WritableFile for ManifestWriter {
         }
         let m = &self.manifest;
         let key = m.key(&format!("{}/{}", self.name, numbered(self.next_part)));
-        let part = encode_part(self.epoch, &self.data[self.uploaded..]);
+        let part = ManifestPart::encode(self.epoch, &self.data[self.uploaded..]);
         match m.bucket.put(&key, part, true) {
             Ok(()) => {
                 self.uploaded = self.data.len();
@@ -700,59 +591,5 @@ impl WritableFile for ManifestWriter {
     }
     fn sync_all(&mut self) -> io::Result<()> {
         self.sync_data()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The worked example of docs/FORMATS.md, "The MANIFEST in a bucket".
-    #[test]
-    fn current_record_bytes_are_the_documented_ones() {
-        let r = CurrentRecord {
-            manifest: "MANIFEST-000012".to_owned(),
-            epoch: 3,
-        };
-        assert_eq!(
-            String::from_utf8(r.encode()).unwrap(),
-            "lithify CURRENT v1\nmanifest MANIFEST-000012\nepoch 3\ncrc32c 69a54c81\n"
-        );
-        let part = encode_part(3, b"ab");
-        assert_eq!(&part[..], b"LTMP\x01\0\0\0\x03\0\0\0\0\0\0\x006)\xa2\xe2ab");
-    }
-
-    #[test]
-    fn current_records_round_trip_and_damage_is_named() {
-        let r = CurrentRecord {
-            manifest: "MANIFEST-000012".to_owned(),
-            epoch: 7,
-        };
-        let bytes = r.encode();
-        assert_eq!(CurrentRecord::decode("k", &bytes).unwrap(), r);
-        let mut bad = bytes.clone();
-        bad[30] ^= 1;
-        let err = CurrentRecord::decode("p/CURRENT/00000000000000000003", &bad).unwrap_err();
-        assert!(
-            err.to_string().contains("CURRENT/00000000000000000003"),
-            "{err}"
-        );
-        assert!(err.to_string().contains("offset"), "{err}");
-    }
-
-    #[test]
-    fn parts_round_trip_and_damage_is_named() {
-        let part = encode_part(3, b"edits");
-        let (epoch, payload) = decode_part("MANIFEST-000004", "k", 0, &part).unwrap();
-        assert_eq!((epoch, payload.as_ref()), (3, &b"edits"[..]));
-        let mut bad = part.to_vec();
-        bad[PART_HEADER + 2] ^= 0x40;
-        let err =
-            decode_part("MANIFEST-000004", "p/MANIFEST-000004/1", 100, &bad.into()).unwrap_err();
-        let msg = err.to_string();
-        assert!(msg.contains("MANIFEST-000004 at offset 100"), "{msg}");
-        assert!(msg.contains("checksum"), "{msg}");
-        let short = decode_part("M", "k", 0, &Bytes::from_static(b"LTMP")).unwrap_err();
-        assert!(short.to_string().contains("shorter than the header"));
     }
 }
