@@ -363,7 +363,7 @@ impl BucketManifest {
     }
 
     /// Whether MANIFEST `name` exists (and was not removed: a removed one
-    /// keeps its last part as a tombstone).
+    /// loses part 0 first and keeps its empty parts).
     pub(crate) fn manifest_exists(&self, name: &str) -> io::Result<bool> {
         Ok(self.parts(name)?.first() == Some(&0))
     }
