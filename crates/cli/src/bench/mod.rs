@@ -368,15 +368,19 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     db.close().context(DbSnafu)?;
     if let Some((bucket, prefix)) = &bucket {
         let b = bucket.stats();
-        let user = stats.user_bytes.max(1) as f64;
         if !a.json.json {
-            say(format_args!(
-                "Bucket {}: {b}\nPer user byte: {:.3} bytes up, {:.3} bytes down, {:.2} requests per MB written\n",
-                bucket.name(),
-                b.bytes_uploaded as f64 / user,
-                b.bytes_downloaded as f64 / user,
-                b.requests() as f64 * 1e6 / user,
-            ))?;
+            say(format_args!("Bucket {}: {b}\n", bucket.name()))?;
+            // A run that wrote nothing (reads on an existing database) has
+            // no figure per user byte.
+            if stats.user_bytes > 0 {
+                let user = stats.user_bytes as f64;
+                say(format_args!(
+                    "Per user byte: {:.3} bytes up, {:.3} bytes down, {:.2} requests per MB written\n",
+                    b.bytes_uploaded as f64 / user,
+                    b.bytes_downloaded as f64 / user,
+                    b.requests() as f64 * 1e6 / user,
+                ))?;
+            }
         }
         if matches!(db_dir, DbDir::Temporary(_)) && !a.keep_db {
             bucket.remove_all(prefix).context(IoSnafu {
