@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use lithify_bucket::{BucketFs, ReadOptions as CacheOptions, SplitFs};
 use lithify_engine::{Db, Options, WriteOptions};
-use lithify_test_support::bucket::{TestBucket, test_bucket};
+use lithify_test_support::bucket::{TestBucket, power_cut, test_bucket};
 use lithify_vfs::{FileSystem, MemFs};
 
 const DIR: &str = "/db";
@@ -142,15 +142,8 @@ fn a_power_cut_loses_nothing_acknowledged_and_leaves_no_orphan() {
         if round.is_multiple_of(3) {
             db.flush().unwrap();
         }
-        // Power cut with flushes and compactions maybe in flight: the
-        // bucket keeps every object whose PUT returned (and nothing the
-        // dead process would have done after: the store goes dark first),
-        // the local disk only what was synced.
-        t.faults.set_down(true);
-        let image = Arc::new(local.crash_clone());
-        drop(db);
-        t.faults.set_down(false);
-        local = image;
+        // Power cut with flushes and compactions maybe in flight.
+        local = power_cut(&t, &local, db);
     }
     let db = Db::open(DIR, options(local, &t)).unwrap();
     check(&db, &model);

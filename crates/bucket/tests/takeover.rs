@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use lithify_bucket::{BucketFs, ReadOptions as CacheOptions, SplitFs};
 use lithify_engine::{Db, Options, RecoveryMode, WriteOptions};
-use lithify_test_support::bucket::{TestBucket, local_test_bucket, test_bucket};
+use lithify_test_support::bucket::{TestBucket, local_test_bucket, power_cut, test_bucket};
 use lithify_vfs::{FileSystem, MemFs};
 
 const DIR: &str = "/db";
@@ -171,14 +171,7 @@ fn restarts_on_one_machine_lose_nothing_acknowledged() {
         if round.is_multiple_of(2) {
             db.flush().unwrap();
         }
-        // A power cut: the bucket keeps what its PUTs returned (the store
-        // goes dark first, so the dead process does nothing after), the
-        // local disk what was synced.
-        t.faults.set_down(true);
-        let image = Arc::new(local.crash_clone());
-        drop(db);
-        t.faults.set_down(false);
-        local = image;
+        local = power_cut(&t, &local, db);
     }
     let (opts, _) = machine(local, &t);
     let db = Db::open(DIR, opts).unwrap();

@@ -83,3 +83,20 @@ fn make(test: &str, s3: Option<S3Config>) -> TestBucket {
 pub fn on_s3() -> bool {
     S3Config::from_env().is_some()
 }
+
+/// A power cut of the machine whose local disk is `local`, with `process`
+/// (a database, say) running on it: the bucket keeps every object whose
+/// PUT returned, and nothing the dead process would have done after (the
+/// store goes dark first); the local disk keeps what was synced. Returns
+/// the disk as it comes back.
+pub fn power_cut<P>(
+    t: &TestBucket,
+    local: &lithify_vfs::MemFs,
+    process: P,
+) -> Arc<lithify_vfs::MemFs> {
+    t.faults.set_down(true);
+    let image = Arc::new(local.crash_clone());
+    drop(process);
+    t.faults.set_down(false);
+    image
+}
