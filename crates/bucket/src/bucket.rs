@@ -396,13 +396,30 @@ impl Bucket {
     /// `AlreadyExists` if the object exists (a conditional PUT: of two
     /// writers racing for one key, exactly one succeeds).
     pub fn put(&self, key: &str, data: Bytes, create_new: bool) -> io::Result<()> {
-        let len = data.len() as u64;
-        let location = ObjectPath::from(key);
         let mode = if create_new {
             PutMode::Create
         } else {
             PutMode::Overwrite
         };
+        self.put_mode(key, data, mode)
+    }
+
+    /// Replaces the object `key` with `data` only if its ETag is still
+    /// `etag` (`If-Match`): fails with `AlreadyExists` if it changed, and
+    /// with `Unsupported` on a store without conditional updates
+    /// (`object_store`'s local store).
+    pub fn put_if_match(&self, key: &str, data: Bytes, etag: &str) -> io::Result<()> {
+        let version = object_store::UpdateVersion {
+            e_tag: Some(etag.to_owned()),
+            version: None,
+        };
+        self.put_mode(key, data, PutMode::Update(version))
+    }
+
+    fn put_mode(&self, key: &str, data: Bytes, mode: PutMode) -> io::Result<()> {
+        let len = data.len() as u64;
+        let location = ObjectPath::from(key);
+        let conditional = !matches!(mode, PutMode::Overwrite);
         let tries = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let counted = tries.clone();
         let payload = data.clone();
@@ -420,11 +437,11 @@ impl Bucket {
             }
         });
         match result {
-            // A create-only PUT refused after an earlier try failed may be
+            // A conditional PUT refused after an earlier try failed may be
             // refused because that try did store the object (the answer was
             // lost): the same bytes there mean it did.
             Err(e)
-                if create_new
+                if conditional
                     && e.kind() == io::ErrorKind::AlreadyExists
                     && tries.load(std::sync::atomic::Ordering::Relaxed) > 1 =>
             {
@@ -466,6 +483,11 @@ impl Bucket {
 
     /// The size of the object `key`, or `None` if there is none.
     pub fn head(&self, key: &str) -> io::Result<Option<u64>> {
+        Ok(self.head_etag(key)?.map(|(size, _)| size))
+    }
+
+    /// The size and ETag of the object `key`, or `None` if there is none.
+    pub fn head_etag(&self, key: &str) -> io::Result<Option<(u64, Option<String>)>> {
         let location = ObjectPath::from(key);
         let meta: io::Result<ObjectMeta> = self.run("looking up", key, move |store, c| {
             let location = location.clone();
@@ -475,7 +497,7 @@ impl Bucket {
             }
         });
         match meta {
-            Ok(m) => Ok(Some(m.size)),
+            Ok(m) => Ok(Some((m.size, m.e_tag))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }

@@ -387,10 +387,39 @@ impl BucketWriter {
             // (left by a writer fenced out, under a number it also took) is
             // replaced only while this writer's claim is the newest.
             Some(owner) if !self.create_new => {
-                match self.shared.bucket.put(&self.key, bytes.clone(), true) {
+                let bucket = &self.shared.bucket;
+                match bucket.put(&self.key, bytes.clone(), true) {
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                        owner.check_owner(&format!("replacing {}", self.key))?;
-                        self.shared.bucket.put(&self.key, bytes.clone(), false)?;
+                        // The object as it is before the check; the
+                        // replacement then goes through only if nobody
+                        // wrote it since (If-Match), so a takeover landing
+                        // between the check and the PUT cannot lose the new
+                        // writer's table.
+                        let etag = bucket.head_etag(&self.key)?.and_then(|(_, e)| e);
+                        let what = format!("replacing {}", self.key);
+                        owner.check_owner(&what)?;
+                        let replaced = match &etag {
+                            Some(etag) => bucket.put_if_match(&self.key, bytes.clone(), etag),
+                            None => bucket.put(&self.key, bytes.clone(), false),
+                        };
+                        match replaced {
+                            // A store without conditional updates: the
+                            // check above is all there is.
+                            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                                bucket.put(&self.key, bytes.clone(), false)?
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                                owner.check_owner(&what)?;
+                                return Err(io::Error::new(
+                                    io::ErrorKind::AlreadyExists,
+                                    format!(
+                                        "{}: written by another process during the replacement",
+                                        self.key
+                                    ),
+                                ));
+                            }
+                            other => other?,
+                        }
                     }
                     other => other?,
                 }

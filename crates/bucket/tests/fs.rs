@@ -116,6 +116,26 @@ fn two_creators_of_one_name_cannot_both_win() {
         .put(&third, b"mine".to_vec().into(), true)
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+
+    // A replacement conditional on the ETag seen: refused once another
+    // write came between (where the store has conditional updates).
+    let (_, etag) = t.bucket.head_etag(&third).unwrap().unwrap();
+    let etag = etag.expect("stores give ETags");
+    match t.bucket.put_if_match(&third, b"v2".to_vec().into(), &etag) {
+        Err(e) if e.kind() == ErrorKind::Unsupported => {
+            assert!(!lithify_test_support::bucket::on_s3(), "S3 takes If-Match")
+        }
+        result => {
+            result.unwrap();
+            assert_eq!(t.bucket.get(&third).unwrap().as_ref(), b"v2");
+            let stale = t
+                .bucket
+                .put_if_match(&third, b"v3".to_vec().into(), &etag)
+                .unwrap_err();
+            assert_eq!(stale.kind(), ErrorKind::AlreadyExists, "{stale}");
+            assert_eq!(t.bucket.get(&third).unwrap().as_ref(), b"v2");
+        }
+    }
 }
 
 #[test]
