@@ -212,6 +212,7 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
             "--strategy",
             "--workload",
             "--db",
+            "--bucket",
             "--html",
             "--compression-type",
             "--level-compaction-dynamic-level-bytes",
