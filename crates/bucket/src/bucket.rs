@@ -324,14 +324,31 @@ impl Bucket {
             }
             return Self::s3(&S3Config::new(format!("{scheme}{host}"), name));
         }
-        let path = url.strip_prefix("file://").unwrap_or(url);
-        if path.is_empty() || path.contains("://") {
-            return Err(io::Error::new(
+        match Self::url_local_dir(url) {
+            Some(dir) => Self::local(dir),
+            None => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{url}: not a bucket URL (http://host:port/name, file:///path, memory://)"),
-            ));
+            )),
         }
-        Self::local(std::path::Path::new(path))
+    }
+
+    /// The local directory a bucket URL names (`file:///path` or a plain
+    /// path), if it names one: what a tool checks before writing there.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use lithify_bucket::Bucket;
+    ///
+    /// assert_eq!(Bucket::url_local_dir("file:///tmp/b"), Some(Path::new("/tmp/b")));
+    /// assert_eq!(Bucket::url_local_dir("b"), Some(Path::new("b")));
+    /// assert_eq!(Bucket::url_local_dir("http://127.0.0.1:9000/b"), None);
+    /// assert_eq!(Bucket::url_local_dir("memory://"), None);
+    /// ```
+    pub fn url_local_dir(url: &str) -> Option<&std::path::Path> {
+        let path = url.strip_prefix("file://").unwrap_or(url);
+        (!path.is_empty() && !path.contains("://") && !path.starts_with("memory:"))
+            .then(|| std::path::Path::new(path))
     }
 
     /// Deletes every object under `prefix` (which must not be empty: a

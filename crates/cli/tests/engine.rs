@@ -2044,4 +2044,23 @@ fn bench_keeps_its_tables_in_a_bucket_and_counts_the_requests() {
     assert!(left.is_empty(), "left in the bucket: {left:?}");
     let (err, _) = fails(&["bench", "--num", "10", "--bucket", "http://127.0.0.1:9"]);
     assert!(err.contains("--bucket"), "{err}");
+
+    // A local bucket inside a database (or at one of its files) is refused
+    // before anything is written there.
+    let db = tmp.path().join("db");
+    ok(&[
+        "bench",
+        "--db",
+        s(&db),
+        "--num",
+        "1000",
+        "--benchmarks",
+        "fillrandom",
+    ]);
+    let before = OsFs.list_dir(&db).unwrap();
+    for inside in [db.clone(), db.join("objects"), db.join("CURRENT")] {
+        let (err, _) = fails(&["bench", "--num", "10", "--bucket", s(&inside)]);
+        assert!(err.contains(s(&db)), "{err}");
+    }
+    assert_eq!(OsFs.list_dir(&db).unwrap(), before);
 }

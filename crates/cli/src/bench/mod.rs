@@ -681,6 +681,11 @@ fn open_bucket(
     options: &mut Options,
 ) -> Result<(lithify::bucket::Bucket, String)> {
     use lithify::bucket::{Bucket, BucketFs, ReadOptions, SplitFs};
+    // A local bucket is an output directory: never inside a database or a
+    // log.
+    if let Some(local) = Bucket::url_local_dir(url) {
+        crate::output::check(local)?;
+    }
     let bucket = Bucket::open_url(url).map_err(|e| {
         UsageSnafu {
             message: format!("--bucket {url}: {e}"),
