@@ -105,6 +105,9 @@ struct Shared {
     /// With the MANIFEST in the bucket: the writer claim that uploads
     /// over an existing object and deletes must hold.
     owner: Option<Arc<BucketManifest>>,
+    /// With [`BucketFs::new_objects_only`]: the objects this file system
+    /// created, the only ones it may replace or remove.
+    own: Option<parking_lot::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl BucketFs {
@@ -138,7 +141,40 @@ impl BucketFs {
                 options,
                 cache,
                 owner: None,
+                own: None,
             }),
+        }
+    }
+
+    /// This file system writing only objects of its own: an upload creates
+    /// its object only if absent (`AlreadyExists` otherwise), and only the
+    /// objects it created are replaced or removed (`PermissionDenied` for
+    /// any other). What a compaction worker writes through: two workers
+    /// that both took one job (on a store whose conditional PUT is not
+    /// atomic) cannot overwrite or remove each other's outputs.
+    pub fn new_objects_only(&self) -> Self {
+        let s = &self.shared;
+        BucketFs {
+            shared: Arc::new(Shared {
+                bucket: s.bucket.clone(),
+                root: s.root.clone(),
+                prefix: s.prefix.clone(),
+                options: s.options,
+                cache: s.cache.clone(),
+                owner: s.owner.clone(),
+                own: Some(parking_lot::Mutex::new(std::collections::BTreeSet::new())),
+            }),
+        }
+    }
+
+    /// Fails unless this file system may replace or remove `key`.
+    fn check_own(&self, key: &str, what: &str) -> io::Result<()> {
+        match &self.shared.own {
+            Some(own) if !own.lock().contains(key) => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{what} {key}: not an object this file system created"),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -154,6 +190,7 @@ impl BucketFs {
                 options: s.options,
                 cache: s.cache.clone(),
                 owner: Some(owner),
+                own: None,
             }),
         }
     }
@@ -268,6 +305,12 @@ impl FileSystem for BucketFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let (f, t) = (self.key_of(from)?, self.key_of(to)?);
+        if self.shared.own.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("renaming {f}: a file system of new objects only does not rename"),
+            ));
+        }
         self.shared.bucket.copy(&f, &t)?;
         self.shared.cache.remove_object(&self.shared.cached(&t));
         self.shared.bucket.delete(&f)?;
@@ -282,8 +325,13 @@ impl FileSystem for BucketFs {
             // written a file of the same number.
             owner.check_owner(&format!("removing {key}"))?;
         }
+        self.check_own(&key, "removing")?;
         self.shared.cache.remove_object(&self.shared.cached(&key));
-        self.shared.bucket.delete(&key)
+        self.shared.bucket.delete(&key)?;
+        if let Some(own) = &self.shared.own {
+            own.lock().remove(&key);
+        }
+        Ok(())
     }
 
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
@@ -424,10 +472,18 @@ impl BucketWriter {
                     other => other?,
                 }
             }
-            _ => self
-                .shared
-                .bucket
-                .put(&self.key, bytes.clone(), self.create_new)?,
+            _ => match &self.shared.own {
+                Some(own) => {
+                    // Our own object is replaced; any other is never.
+                    let ours = own.lock().contains(&self.key);
+                    self.shared.bucket.put(&self.key, bytes.clone(), !ours)?;
+                    own.lock().insert(self.key.clone());
+                }
+                None => self
+                    .shared
+                    .bucket
+                    .put(&self.key, bytes.clone(), self.create_new)?,
+            },
         }
         if self.shared.options.cache_written {
             self.shared

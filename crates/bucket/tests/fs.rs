@@ -139,6 +139,39 @@ fn two_creators_of_one_name_cannot_both_win() {
 }
 
 #[test]
+fn a_file_system_of_new_objects_only_touches_nothing_it_did_not_create() {
+    let t = test_bucket("own");
+    let other = BucketFs::new(t.bucket.clone(), "/db", &t.prefix, small_pages());
+    let mine = BucketFs::new(t.bucket.clone(), "/w", &t.prefix, small_pages()).new_objects_only();
+    let write = |fs: &BucketFs, path: &str, bytes: &[u8]| {
+        let mut f = fs.create(Path::new(path))?;
+        f.append(bytes)?;
+        f.sync_all()
+    };
+    write(&other, "/db/000009.sst", b"theirs").unwrap();
+    // Another's object is neither replaced nor removed.
+    let e = write(&mine, "/w/000009.sst", b"mine").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists);
+    let e = mine.remove_file(Path::new("/w/000009.sst")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    assert_eq!(read_file(&other, Path::new("/db/000009.sst")).unwrap(), b"theirs");
+    // Its own is written, synced again (replaced), and removed.
+    let mut f = mine.create(Path::new("/w/000010.sst")).unwrap();
+    f.append(b"one").unwrap();
+    f.sync_all().unwrap();
+    f.append(b" two").unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    assert_eq!(read_file(&other, Path::new("/db/000010.sst")).unwrap(), b"one two");
+    mine.remove_file(Path::new("/w/000010.sst")).unwrap();
+    assert!(!other.exists(Path::new("/db/000010.sst")));
+    // Once removed it is no longer its own: a new object by that name from
+    // someone else stays.
+    write(&other, "/db/000010.sst", b"later").unwrap();
+    assert!(mine.remove_file(Path::new("/w/000010.sst")).is_err());
+}
+
+#[test]
 fn reads_go_through_pages_and_sequential_readers_fetch_ahead() {
     let t = test_bucket("pages");
     let fs = BucketFs::new(t.bucket.clone(), "/db", &t.prefix, {

@@ -185,6 +185,15 @@ pub(crate) enum Error {
         location: Location,
     },
 
+    /// A compaction worker's request to its bucket failed.
+    #[snafu(display("{source}"))]
+    Cluster {
+        /// The cluster crate's error.
+        source: lithify::cluster::Error,
+        #[snafu(implicit)]
+        location: Location,
+    },
+
     /// A file or directory could not be used.
     #[snafu(display("cannot {action} {}: {source}", path.display()))]
     Io {
@@ -245,7 +254,10 @@ impl Error {
             Error::Usage { .. } | Error::Output { .. } => exit::USAGE,
             Error::Damaged { .. } | Error::Problems { .. } => exit::DAMAGE,
             Error::Io { .. } if self.is_broken_pipe() => exit::BROKEN_PIPE,
-            Error::Io { .. } | Error::Json { .. } | Error::Failures { .. } => exit::FAILURE,
+            Error::Io { .. }
+            | Error::Json { .. }
+            | Error::Failures { .. }
+            | Error::Cluster { .. } => exit::FAILURE,
             Error::Log { source, .. } => by_kind(source.kind()),
             Error::Cleaner { source, .. } => by_kind(source.kind()),
             Error::Db { source, .. } | Error::Backup { source, .. } => by_kind(source.kind()),

@@ -4,6 +4,8 @@
 //! an error into one sentence on stderr and a non-zero exit code.
 //!
 //! * `lithify bench` ([`bench`](mod@bench)): the engine's db_bench;
+//! * `lithify compaction-worker` ([`cluster`]): runs the compactions a
+//!   writer posts to a bucket;
 //! * `lithify get|put|delete|scan|stats|compact|check` ([`db`]): the
 //!   database tools, as RocksDB's `ldb` (reads open the database
 //!   read-only);
@@ -20,6 +22,7 @@
 //! [`Command`], one arm in [`run`].
 
 mod bench;
+mod cluster;
 mod db;
 mod dump;
 mod error;
@@ -68,6 +71,9 @@ enum Command {
     /// Benchmark the engine as db_bench does (default: fillrandom,
     /// readrandom and seekrandom over 1M keys in a temporary directory).
     Bench(Box<bench::BenchArgs>),
+    /// Run the compactions a writer posts to a bucket (`bench
+    /// --remote-compaction`), as RocksDB's remote compaction workers do.
+    CompactionWorker(cluster::CompactionWorkerArgs),
     /// Print the value of a key.
     Get(db::GetArgs),
     /// Set a key.
@@ -136,6 +142,7 @@ enum Command {
 fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
         Command::Bench(a) => bench::run(*a),
+        Command::CompactionWorker(a) => cluster::compaction_worker(a),
         Command::Get(a) => db::get(a),
         Command::Put(a) => db::put(a),
         Command::Merge(a) => db::merge(a),

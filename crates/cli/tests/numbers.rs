@@ -40,6 +40,8 @@ const EPOCH: i128 = 253_402_300_799_999;
 /// range.
 const NUMERIC: &[(&str, &str, Range)] = &[
     ("bench", "--num", Int(1, OPS)),
+    ("compaction-worker", "--poll-ms", Int(1, 60_000)),
+    ("compaction-worker", "--max-jobs", Int(1, 1_000_000_000)),
     ("bench", "--ops", Int(0, OPS)),
     ("bench", "--repeat", Int(1, 1000)),
     ("bench", "--reads", Int(0, OPS)),
@@ -213,6 +215,7 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
             "--workload",
             "--db",
             "--bucket",
+            "--bucket-prefix",
             "--html",
             "--compression-type",
             "--level-compaction-dynamic-level-bytes",
@@ -234,6 +237,10 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
             "--adaptive-objective",
             "--cpu-costs",
         ],
+    ),
+    (
+        "compaction-worker",
+        &["--bucket", "--prefix", "--merge-operator", "--name"],
     ),
     ("get", &["<KEY>", "--table"]),
     ("put", &["<KEY>", "<VALUE>", "--table"]),

@@ -26,6 +26,16 @@ pub enum Error {
         /// The store's error (after its retries).
         source: io::Error,
     },
+    /// A request for a job object failed.
+    #[snafu(display("{op} {key}: {source}"))]
+    Store {
+        /// What was being done.
+        op: &'static str,
+        /// The object.
+        key: String,
+        /// The store's error (after its retries).
+        source: io::Error,
+    },
 }
 
 /// The result of the cluster crate.

@@ -5,6 +5,9 @@
 //!   on any machine opens the database read-only from the bucket and
 //!   follows its writer's MANIFEST, serving gets and iterators at
 //!   consistent versions.
+//! * [`BucketCompactionService`] and [`CompactionWorker`]: compaction run
+//!   by worker processes on any machine (RocksDB's `CompactionService`),
+//!   with the bucket as the job queue.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -34,9 +37,13 @@
 //! assert_eq!(replica.db().get(b"k").unwrap().as_deref(), Some(&b"2"[..]));
 //! ```
 
+mod compaction;
 mod error;
 mod replica;
 
+pub use compaction::{
+    BucketCompactionService, CompactionWorker, JOBS_DIR, JobReport, ServiceOptions,
+};
 pub use error::{Error, Result};
 pub use replica::{CatchUp, Follower, Replica};
 

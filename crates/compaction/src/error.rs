@@ -143,6 +143,31 @@ pub enum Error {
         #[snafu(implicit)]
         location: Location,
     },
+    /// A remote-compaction job or outcome that is not one its encoder
+    /// could have written.
+    #[snafu(display("corrupt {what} at byte {at}: {message}"))]
+    RemoteFormat {
+        /// Which object.
+        what: &'static str,
+        /// Where in it.
+        at: usize,
+        /// What is wrong.
+        message: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
+    /// A worker's outcome the primary does not install.
+    #[snafu(display("remote compaction job {job} refused: {message}"))]
+    RemoteRejected {
+        /// The job.
+        job: u64,
+        /// Why.
+        message: String,
+        /// Where the error was raised.
+        #[snafu(implicit)]
+        location: Location,
+    },
     /// The simulator's in-memory version set refused an edit.
     #[snafu(display("{source}"))]
     Version {
@@ -194,7 +219,9 @@ impl Classify for Error {
             Error::CorruptKey { .. }
             | Error::RecordCount { .. }
             | Error::MergeFailed { .. }
-            | Error::SingleDeleteContract { .. } => ErrorKind::Corruption,
+            | Error::SingleDeleteContract { .. }
+            | Error::RemoteFormat { .. }
+            | Error::RemoteRejected { .. } => ErrorKind::Corruption,
             Error::InvalidArgument { .. } | Error::Conflict { .. } => ErrorKind::InvalidArgument,
             Error::Version { source, .. } => source.kind(),
             Error::BlobWrite { source, .. } => source.kind(),

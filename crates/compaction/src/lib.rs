@@ -13,6 +13,9 @@
 //!   write tables and return a `VersionEdit`; outputs are cut by size,
 //!   grandparent overlap or given boundaries; subcompactions run on scoped
 //!   threads; output is paced through a [`WriteRateLimiter`].
+//! * [`remote`]: a compaction as a job another process runs (RocksDB's
+//!   `CompactionService`), the worker's run of it, and the primary's check
+//!   of what comes back.
 //! * [`CompactionStatsTable`]: RocksDB's "Compaction Stats" table.
 //! * [`ReadHeat`]: where a table's recent reads went, for pickers that
 //!   merge first where reads are.
@@ -49,6 +52,7 @@ pub mod iter;
 pub mod job;
 pub mod picker;
 mod read_heat;
+pub mod remote;
 mod stats;
 
 pub use compaction::{

@@ -55,7 +55,10 @@ pub(crate) fn run(db: &DbInner, p: PickedCompaction) -> Result<()> {
         let factory = db.output_factory(p.table, &state.blob_options());
         let filter = topts.compaction_filter.clone();
         let opts = compaction_job_options(&db.options, &topts, db.rate_limiter.as_ref());
-        run_compaction(c, &opener, &snapshots, filter.as_deref(), &factory, &opts)
+        match crate::remote_compaction::try_remote(db, c, &topts, &factory, &snapshots, &opts) {
+            Some(r) => Ok(r),
+            None => run_compaction(c, &opener, &snapshots, filter.as_deref(), &factory, &opts),
+        }
     };
     let mut st = db.lock_state();
     st.finish_compaction(p.table, p.id);

@@ -63,6 +63,7 @@ mod properties;
 mod purge;
 mod range_del;
 mod recovery;
+mod remote_compaction;
 mod resource;
 mod snapshot;
 mod sst_check;
@@ -115,6 +116,7 @@ pub use live_set::{
 };
 pub use options::{BlobOptions, Options, ReadOptions, TableOptions, WriteOptions};
 pub use recovery::{DroppedBytes, LOST_DIR, RecoveryReport};
+pub use remote_compaction::CompactionService;
 pub use resource::{DailyTime, OffpeakWindow, RateLimiter, RateLimiterOptions};
 pub use snapshot::Snapshot;
 pub use sst_check::{

@@ -189,6 +189,8 @@ pub(crate) fn collect_stats(db: &DbInner) -> DbStats {
         flush_bytes: g(&c.flush_bytes),
         compaction_write_bytes: g(&c.compaction_write_bytes),
         compaction_read_bytes: g(&c.compaction_read_bytes),
+        remote_compactions: g(&c.remote_compactions),
+        remote_compaction_fallbacks: g(&c.remote_compaction_fallbacks),
         gets: g(&c.gets),
         get_tables_probed: g(&c.get_tables_probed),
         get_blocks_read: g(&c.get_blocks),

@@ -27,6 +27,8 @@ pub(crate) struct Counters {
     pub(crate) flush_bytes: AtomicU64,
     pub(crate) compaction_write_bytes: AtomicU64,
     pub(crate) compaction_read_bytes: AtomicU64,
+    pub(crate) remote_compactions: AtomicU64,
+    pub(crate) remote_compaction_fallbacks: AtomicU64,
     /// `flush_bytes + compaction_write_bytes` when background jobs last
     /// gave free memory back (`heap::release_after_job`).
     pub(crate) released_at_job_bytes: AtomicU64,
@@ -215,6 +217,12 @@ pub struct DbStats {
     pub compaction_write_bytes: u64,
     /// Bytes of tables read by compactions.
     pub compaction_read_bytes: u64,
+    /// Compactions a [`CompactionService`](crate::CompactionService) ran
+    /// and this database installed.
+    pub remote_compactions: u64,
+    /// Compactions handed to the service that this database ran itself
+    /// instead (the service declined or failed, or its result was refused).
+    pub remote_compaction_fallbacks: u64,
     /// `(wal_bytes + flush_bytes + compaction_write_bytes) / user_bytes`.
     pub write_amp: f64,
     /// Point lookups served.
@@ -449,6 +457,13 @@ impl fmt::Display for DbStats {
             self.compaction_read_bytes as f64 / GB,
             self.flush_bytes as f64 / GB
         )?;
+        if self.remote_compactions + self.remote_compaction_fallbacks > 0 {
+            writeln!(
+                out,
+                "Remote compactions: {} installed, {} run here instead",
+                self.remote_compactions, self.remote_compaction_fallbacks
+            )?;
+        }
         writeln!(
             out,
             "Write amplification: {:.2} ((WAL {} + flush {} + compaction {}) / user {})",

@@ -145,15 +145,15 @@ pub use lithify_engine::Error as DbError;
 pub use lithify_engine::{
     AdaptiveLimits, AdaptiveObjective, AdaptiveOptions, AdaptiveThresholds, BlobCompression,
     BlobOptions, BlockCache, BottommostLevelCompaction, CheckpointInfo, CheckpointOptions,
-    CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri, CompactionStrategy,
-    Compression, CpuCosts, Db, DbIterator, DbStats, DroppedBytes, EventListener, ExternalSstInfo,
-    FilterDecision, FlushJobInfo, INFO_LOG_FILE, IngestOptions, IngestedFile, LevelStats,
-    LiveFileMetaData, MajorOnlyOptions, Max, MergeFailure, MergeFailureScope, MergeOperator,
-    MergeStats, MinorPolicy, OffpeakWindow, Options, Prediction, RawIterator, ReadOptions,
-    RecoveryMode, RecoveryReport, SeqNo, Snapshot, SstFileWriter, StallCause, StallCondition,
-    StallStats, StrategySwitchInfo, StringAppend, Table, TableOptions, TableStats, TwoTierOptions,
-    UInt64Add, WalCompression, WriteBatch, WriteOptions, WriteStallInfo, check_sst_checksum,
-    check_sst_identity,
+    CompactRangeOptions, CompactionFilter, CompactionJobInfo, CompactionPri, CompactionService,
+    CompactionStrategy, Compression, CpuCosts, Db, DbIterator, DbStats, DroppedBytes,
+    EventListener, ExternalSstInfo, FilterDecision, FlushJobInfo, INFO_LOG_FILE, IngestOptions,
+    IngestedFile, LevelStats, LiveFileMetaData, MajorOnlyOptions, Max, MergeFailure,
+    MergeFailureScope, MergeOperator, MergeStats, MinorPolicy, OffpeakWindow, Options, Prediction,
+    RawIterator, ReadOptions, RecoveryMode, RecoveryReport, SeqNo, Snapshot, SstFileWriter,
+    StallCause, StallCondition, StallStats, StrategySwitchInfo, StringAppend, Table, TableOptions,
+    TableStats, TwoTierOptions, UInt64Add, WalCompression, WriteBatch, WriteOptions,
+    WriteStallInfo, check_sst_checksum, check_sst_identity,
 };
 #[cfg(feature = "db")]
 pub use lithify_engine::{
@@ -232,11 +232,15 @@ pub mod bucket {
     };
 }
 
-/// Read replicas that follow a writer's MANIFEST in a bucket
+/// Read replicas that follow a writer's MANIFEST in a bucket, and
+/// compaction workers that take the writer's jobs through it
 /// (`lithify-cluster`, feature `cluster`).
 #[cfg(feature = "cluster")]
 pub mod cluster {
-    pub use lithify_cluster::{CatchUp, Error, Follower, Replica, Result};
+    pub use lithify_cluster::{
+        BucketCompactionService, CatchUp, CompactionWorker, Error, Follower, JOBS_DIR, JobReport,
+        Replica, Result, ServiceOptions,
+    };
 }
 
 /// Transactions (`lithify-txn`): optimistic ([`OptimisticDb`](txn::OptimisticDb),
@@ -446,6 +450,16 @@ pub mod compaction {
         BlobFile, BlobFileGarbage, BlobFileMetadata, BlobRef, FileMetadata, Version, VersionEdit,
         WalAddition,
     };
+
+    /// Compaction run by another process (RocksDB's `CompactionService`):
+    /// the job a [`CompactionService`](crate::CompactionService) hands
+    /// over, the worker's run of it, and the outcome it sends back.
+    pub mod remote {
+        pub use lithify_compaction::remote::{
+            RemoteJob, RemoteOutcome, RemoteResult, SstSettings, WorkerEnv, run_remote_job,
+        };
+        pub use lithify_compaction::{CompactionStats, iter::IterStats};
+    }
 }
 
 /// Any error of lithify: the database's, the log's or the log cleaner's.

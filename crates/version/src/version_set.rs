@@ -562,6 +562,12 @@ impl VersionSet {
         self.next_file_number.fetch_add(1, Ordering::SeqCst)
     }
 
+    /// `n` consecutive fresh file numbers (a remote compaction's outputs).
+    pub fn reserve_file_numbers(&self, n: u64) -> std::ops::Range<u64> {
+        let first = self.next_file_number.fetch_add(n, Ordering::SeqCst);
+        first..first + n
+    }
+
     /// The number the next allocation returns.
     pub fn next_file_number(&self) -> u64 {
         self.next_file_number.load(Ordering::SeqCst)

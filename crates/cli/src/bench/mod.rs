@@ -195,6 +195,21 @@ pub(crate) struct BenchArgs {
     /// and bytes sent per user byte and the page cache's hit rate.
     #[arg(long, value_name = "URL")]
     pub bucket: Option<String>,
+    /// The prefix of the database's objects in --bucket (default
+    /// `lithify-bench/` and the directory's path with `/` as `_`):
+    /// compaction workers and replicas are pointed at it.
+    #[arg(long, value_name = "PREFIX", requires = "bucket")]
+    pub bucket_prefix: Option<String>,
+    /// Keep the MANIFEST and CURRENT in --bucket too, claiming the
+    /// database for this writer (what replicas and workers on other
+    /// machines follow); without it they stay in --db.
+    #[arg(long, requires = "bucket")]
+    pub manifest_in_bucket: bool,
+    /// Hand compactions to `lithify compaction-worker` processes watching
+    /// --bucket at the same prefix. A job no worker claims within 10 s, or
+    /// whose outcome fails the checks, runs here.
+    #[arg(long, requires = "bucket")]
+    pub remote_compaction: bool,
     /// Run on the database already in --db instead of refusing it.
     #[arg(long)]
     pub use_existing_db: bool,
@@ -294,7 +309,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         say(format_args!("{header}\n"))?;
     }
     let bucket = match &a.bucket {
-        Some(url) => Some(open_bucket(url, &dir, &mut options)?),
+        Some(url) => Some(open_bucket(&a, url, &dir, &mut options)?),
         None => None,
     };
 
@@ -676,6 +691,7 @@ fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
 /// database's tables there, under a prefix named after the directory's
 /// path.
 fn open_bucket(
+    a: &BenchArgs,
     url: &str,
     dir: &std::path::Path,
     options: &mut Options,
@@ -694,14 +710,30 @@ fn open_bucket(
     })?;
     // One prefix per database directory: two databases never share one
     // (each would take the other's tables for orphans).
-    let prefix = format!(
-        "lithify-bench/{}",
-        dir.to_string_lossy()
-            .trim_matches('/')
-            .replace(['/', '\\', ':'], "_")
-    );
+    let prefix = match &a.bucket_prefix {
+        Some(p) => p.trim_matches('/').to_owned(),
+        None => format!(
+            "lithify-bench/{}",
+            dir.to_string_lossy()
+                .trim_matches('/')
+                .replace(['/', '\\', ':'], "_")
+        ),
+    };
     let tables = BucketFs::new(bucket.clone(), dir, &prefix, ReadOptions::default());
-    options.fs = std::sync::Arc::new(SplitFs::new(options.fs.clone(), tables));
+    let local = options.fs.clone();
+    options.fs = std::sync::Arc::new(if a.manifest_in_bucket {
+        SplitFs::with_manifest_in_bucket(local, tables)
+    } else {
+        SplitFs::new(local, tables)
+    });
+    if a.remote_compaction {
+        use lithify::cluster::{BucketCompactionService, ServiceOptions};
+        options.compaction_service = Some(std::sync::Arc::new(BucketCompactionService::new(
+            bucket.clone(),
+            &prefix,
+            ServiceOptions::default(),
+        )));
+    }
     Ok((bucket, prefix))
 }
 

@@ -154,6 +154,10 @@ pub struct Options {
     /// Callbacks told about flushes, compactions, stalls, background
     /// errors, strategy switches and recovery (RocksDB's `listeners`).
     pub listeners: Vec<Arc<dyn EventListener>>,
+    /// Runs compactions in another process, on this or another machine
+    /// (RocksDB's `compaction_service`; default none: every compaction
+    /// runs here). See [`CompactionService`](crate::CompactionService).
+    pub compaction_service: Option<Arc<dyn crate::CompactionService>>,
 
     // ----- memtables (per table) -----
     /// A memtable larger than this becomes immutable and is flushed
@@ -305,6 +309,7 @@ lithify_base::options_builder!(Options {
     info_log: bool,
     keep_log_file_num: usize,
     listeners: Vec<Arc<dyn EventListener>>,
+    compaction_service: Option<Arc<dyn crate::CompactionService>>,
     write_buffer_size: usize,
     max_write_buffer_number: usize,
     memtable_whole_key_filtering: bool,
@@ -484,6 +489,7 @@ impl Default for Options {
             info_log: false,
             keep_log_file_num: 16,
             listeners: Vec::new(),
+            compaction_service: None,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             min_write_buffer_number_to_merge: 1,
@@ -543,6 +549,10 @@ impl fmt::Debug for Options {
             .field("paranoid_checks", &self.paranoid_checks)
             .field("info_log", &self.info_log)
             .field("listeners", &self.listeners.len())
+            .field(
+                "compaction_service",
+                &crate::remote_compaction::describe(&self.compaction_service),
+            )
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("num_levels", &self.num_levels)

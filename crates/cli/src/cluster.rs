@@ -1,0 +1,113 @@
+//! `lithify compaction-worker`: a process that runs the compactions a
+//! writer (`lithify bench --remote-compaction`, or any database with a
+//! `BucketCompactionService`) posts to a bucket, through
+//! `lithify::cluster::CompactionWorker`.
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use clap::Args;
+use lithify::bucket::Bucket;
+use lithify::cluster::CompactionWorker;
+use lithify::compaction::remote::{RemoteOutcome, WorkerEnv};
+use snafu::ResultExt as _;
+
+use crate::error::{ClusterSnafu, IoSnafu, Result, UsageSnafu};
+use crate::numbers;
+
+/// `lithify compaction-worker`.
+#[derive(Debug, Args)]
+pub(crate) struct CompactionWorkerArgs {
+    /// The bucket holding the database's tables: http://host:port/name (an
+    /// S3-compatible server), file:///path or a path (object_store's local
+    /// store).
+    #[arg(long, value_name = "URL")]
+    pub bucket: String,
+    /// The prefix of the database's objects in the bucket (the writer's
+    /// `bench --bucket-prefix`).
+    #[arg(long, value_name = "PREFIX")]
+    pub prefix: String,
+    /// The merge operator the writer's jobs name (`uint64add`,
+    /// `stringappend` or `max`). A job naming one this worker lacks fails
+    /// here and runs on the writer.
+    #[arg(long, value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
+    pub merge_operator: Option<String>,
+    /// The name this worker claims jobs under (default `worker-<pid>`).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Milliseconds between looks for new jobs while there are none
+    /// [range: 1..=60000].
+    #[arg(long, default_value_t = 20, value_parser = numbers::int::<u64>(1, 60_000))]
+    pub poll_ms: u64,
+    /// Exit after this many jobs (default: run until stopped)
+    /// [range: 1..=1000000000].
+    #[arg(long, value_parser = numbers::int::<u64>(1, 1_000_000_000))]
+    pub max_jobs: Option<u64>,
+}
+
+/// Runs jobs until stopped (or `--max-jobs`), one line per job on stdout.
+pub(crate) fn compaction_worker(a: CompactionWorkerArgs) -> Result<()> {
+    if let Some(local) = Bucket::url_local_dir(&a.bucket) {
+        // A worker writes tables there: never inside a database or a log.
+        crate::output::check(local)?;
+    }
+    let bucket = Bucket::open_url(&a.bucket).map_err(|e| {
+        UsageSnafu {
+            message: format!("--bucket {}: {e}", a.bucket),
+        }
+        .build()
+    })?;
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("worker-{}", std::process::id()));
+    let mut env = WorkerEnv::new(Arc::new(lithify::vfs::MemFs::new()), "/");
+    env.merge_operator = a
+        .merge_operator
+        .as_deref()
+        .and_then(lithify::merge_operator_by_name);
+    let worker = CompactionWorker::new(bucket.clone(), &a.prefix, &name).with_env(env);
+    say(format_args!(
+        "{name}: taking compaction jobs of {}/{} in {}\n",
+        bucket.name(),
+        a.prefix.trim_matches('/'),
+        a.bucket
+    ))?;
+    let poll = std::time::Duration::from_millis(a.poll_ms);
+    let mut done = 0u64;
+    while a.max_jobs.is_none_or(|max| done < max) {
+        let Some(report) = worker.run_one().context(ClusterSnafu)? else {
+            std::thread::sleep(poll);
+            continue;
+        };
+        done += 1;
+        match &report.outcome {
+            Some(RemoteOutcome::Done(r)) => say(format_args!(
+                "job {}: read {:.1} MB, wrote {:.1} MB in {} table(s), {} ms\n",
+                report.id,
+                r.stats.bytes_read() as f64 / 1e6,
+                r.stats.bytes_written as f64 / 1e6,
+                r.outputs.len(),
+                r.stats.micros / 1000
+            ))?,
+            Some(RemoteOutcome::Failed { message, .. }) => {
+                say(format_args!("job {}: failed: {message}\n", report.id))?
+            }
+            None => say(format_args!(
+                "job {}: given up by the writer; its outputs are removed\n",
+                report.id
+            ))?,
+        }
+    }
+    Ok(())
+}
+
+fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(text)
+        .and_then(|()| out.flush())
+        .context(IoSnafu {
+            action: "write to",
+            path: "standard output",
+        })
+}

@@ -1,0 +1,50 @@
+//! Compaction run elsewhere (RocksDB's `CompactionService` and
+//! `DB::OpenAndCompact`): a picked [`Compaction`](crate::Compaction) as a
+//! self-contained job another process runs, and its outcome back.
+//!
+//! * [`RemoteJob`]: everything a worker needs besides the files — the
+//!   compaction (inputs, grandparents and deeper files as MANIFEST
+//!   records), the snapshots, the output file numbers reserved for it,
+//!   the table and job options, and the comparator, merge operator and
+//!   compaction filter **by name**. Encoded in the `LTCJ` format of
+//!   `docs/FORMATS.md`.
+//! * [`run_remote_job`]: the worker's side. It runs the job through
+//!   [`run_compaction`](crate::run_compaction) on any
+//!   `lithify_vfs::FileSystem` holding the database's tables (a bucket,
+//!   for a worker on another machine), with the named objects its
+//!   [`WorkerEnv`] provides, and returns a [`RemoteOutcome`].
+//! * [`check_remote_result`]: the primary's side. It trusts nothing in
+//!   the outcome: the job id, every output number (reserved, unique), the
+//!   key order of the outputs and their range against the inputs', and
+//!   each output table itself (opened, its identity and whole-file
+//!   checksum against what the outcome claims) are checked before the
+//!   edit is built.
+//!
+//! ```
+//! use lithify_compaction::remote::RemoteOutcome;
+//!
+//! let failed = RemoteOutcome::Failed { id: 7, message: "out of disk".into() };
+//! let bytes = failed.encode();
+//! assert_eq!(RemoteOutcome::decode(&bytes).unwrap(), failed);
+//!
+//! // A flipped byte anywhere is refused, with where it was found.
+//! let mut bad = bytes.clone();
+//! bad[6] ^= 1;
+//! assert!(RemoteOutcome::decode(&bad).is_err());
+//! ```
+//!
+//! The engine's `CompactionService` shows a whole round trip.
+
+mod check;
+mod codec;
+mod job;
+mod outcome;
+mod worker;
+
+pub use check::check_remote_result;
+pub use job::{RemoteJob, SstSettings};
+pub use outcome::{RemoteOutcome, RemoteResult};
+pub use worker::{FsSstOpener, NumberRange, WorkerEnv, run_remote_job};
+
+#[cfg(test)]
+mod tests;
