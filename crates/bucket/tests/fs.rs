@@ -154,7 +154,10 @@ fn a_file_system_of_new_objects_only_touches_nothing_it_did_not_create() {
     assert_eq!(e.kind(), ErrorKind::AlreadyExists);
     let e = mine.remove_file(Path::new("/w/000009.sst")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
-    assert_eq!(read_file(&other, Path::new("/db/000009.sst")).unwrap(), b"theirs");
+    assert_eq!(
+        read_file(&other, Path::new("/db/000009.sst")).unwrap(),
+        b"theirs"
+    );
     // Its own is written, synced again (replaced), and removed.
     let mut f = mine.create(Path::new("/w/000010.sst")).unwrap();
     f.append(b"one").unwrap();
@@ -162,7 +165,10 @@ fn a_file_system_of_new_objects_only_touches_nothing_it_did_not_create() {
     f.append(b" two").unwrap();
     f.sync_all().unwrap();
     drop(f);
-    assert_eq!(read_file(&other, Path::new("/db/000010.sst")).unwrap(), b"one two");
+    assert_eq!(
+        read_file(&other, Path::new("/db/000010.sst")).unwrap(),
+        b"one two"
+    );
     mine.remove_file(Path::new("/w/000010.sst")).unwrap();
     assert!(!other.exists(Path::new("/db/000010.sst")));
     // Once removed it is no longer its own: a new object by that name from

@@ -68,10 +68,9 @@ pub(crate) fn compaction_worker(a: CompactionWorkerArgs) -> Result<()> {
         .and_then(lithify::merge_operator_by_name);
     let worker = CompactionWorker::new(bucket.clone(), &a.prefix, &name).with_env(env);
     say(format_args!(
-        "{name}: taking compaction jobs of {}/{} in {}\n",
-        bucket.name(),
+        "{name}: taking the compaction jobs under {} in {}\n",
         a.prefix.trim_matches('/'),
-        a.bucket
+        bucket.name()
     ))?;
     let poll = std::time::Duration::from_millis(a.poll_ms);
     let mut done = 0u64;
