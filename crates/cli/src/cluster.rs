@@ -1,7 +1,11 @@
-//! `lithify compaction-worker`: a process that runs the compactions a
-//! writer (`lithify bench --remote-compaction`, or any database with a
-//! `BucketCompactionService`) posts to a bucket, through
-//! `lithify::cluster::CompactionWorker`.
+//! The processes beside a writer whose tables are in a bucket:
+//!
+//! * `lithify compaction-worker` runs the compactions a writer (`lithify
+//!   bench --remote-compaction`, or any database with a
+//!   `BucketCompactionService`) posts to the bucket, through
+//!   `lithify::cluster::CompactionWorker`;
+//! * `lithify replica` follows a writer whose MANIFEST is in the bucket
+//!   (`bench --manifest-in-bucket`), through `lithify::cluster::Replica`.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -109,4 +113,98 @@ fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
             action: "write to",
             path: "standard output",
         })
+}
+
+/// `lithify replica`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplicaArgs {
+    /// The bucket holding the database (its tables and its MANIFEST: the
+    /// writer runs with `bench --manifest-in-bucket`).
+    #[arg(long, value_name = "URL")]
+    pub bucket: String,
+    /// The prefix of the database's objects in the bucket (the writer's
+    /// `bench --bucket-prefix`).
+    #[arg(long, value_name = "PREFIX")]
+    pub prefix: String,
+    /// The merge operator of the database, for reading keys that hold
+    /// merge operands.
+    #[arg(long, value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
+    pub merge_operator: Option<String>,
+    /// Milliseconds between looks at the writer's MANIFEST
+    /// [range: 1..=3600000].
+    #[arg(long, default_value_t = 100, value_parser = numbers::int::<u64>(1, 3_600_000))]
+    pub catch_up_ms: u64,
+    /// Stop after this many seconds (default: follow until stopped)
+    /// [range: 1..=31536000].
+    #[arg(long, value_parser = numbers::int::<u64>(1, 31_536_000))]
+    pub duration_secs: Option<u64>,
+}
+
+/// Follows the writer, one line per version it moves to: the time (ms
+/// since the epoch), the sequence number it serves, its tables, and the
+/// tables new to it.
+pub(crate) fn replica(a: ReplicaArgs) -> Result<()> {
+    use lithify::bucket::{BucketFs, ReadOptions, SplitFs};
+    use lithify::cluster::Replica;
+    let bucket = Bucket::open_url(&a.bucket).map_err(|e| {
+        UsageSnafu {
+            message: format!("--bucket {}: {e}", a.bucket),
+        }
+        .build()
+    })?;
+    let dir = "/lithify-replica";
+    let tables = BucketFs::new(bucket.clone(), dir, &a.prefix, ReadOptions::default());
+    let fs = SplitFs::with_manifest_in_bucket(Arc::new(lithify::vfs::MemFs::new()), tables);
+    let options = lithify::Options::default().merge_operator(
+        a.merge_operator
+            .as_deref()
+            .and_then(lithify::merge_operator_by_name),
+    );
+    let replica = Replica::open(dir, options, fs).context(ClusterSnafu)?;
+    let started = std::time::Instant::now();
+    let every = std::time::Duration::from_millis(a.catch_up_ms);
+    let mut known = std::collections::BTreeSet::new();
+    let mut first = true;
+    loop {
+        let advanced = if first {
+            first = false;
+            true
+        } else {
+            replica.try_catch_up().context(ClusterSnafu)?.advanced
+        };
+        if advanced {
+            let db = replica.db();
+            let live: std::collections::BTreeSet<u64> = db
+                .live_files()
+                .iter()
+                .filter_map(|f| {
+                    f.path
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .and_then(|s| s.parse().ok())
+                })
+                .collect();
+            let new: Vec<String> = live.difference(&known).map(|n| format!("{n:06}")).collect();
+            let ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            say(format_args!(
+                "{ms} sequence {} tables {} new {}\n",
+                db.latest_sequence_number(),
+                live.len(),
+                if new.is_empty() {
+                    "-".to_owned()
+                } else {
+                    new.join(",")
+                }
+            ))?;
+            known = live;
+        }
+        if a.duration_secs
+            .is_some_and(|s| started.elapsed().as_secs() >= s)
+        {
+            return Ok(());
+        }
+        std::thread::sleep(every);
+    }
 }

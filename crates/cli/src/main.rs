@@ -4,8 +4,9 @@
 //! an error into one sentence on stderr and a non-zero exit code.
 //!
 //! * `lithify bench` ([`bench`](mod@bench)): the engine's db_bench;
-//! * `lithify compaction-worker` ([`cluster`]): runs the compactions a
-//!   writer posts to a bucket;
+//! * `lithify compaction-worker|replica` ([`cluster`]): runs the
+//!   compactions a writer posts to a bucket; follows a writer from the
+//!   bucket as a read replica;
 //! * `lithify get|put|delete|scan|stats|compact|check` ([`db`]): the
 //!   database tools, as RocksDB's `ldb` (reads open the database
 //!   read-only);
@@ -74,6 +75,9 @@ enum Command {
     /// Run the compactions a writer posts to a bucket (`bench
     /// --remote-compaction`), as RocksDB's remote compaction workers do.
     CompactionWorker(cluster::CompactionWorkerArgs),
+    /// Follow a writer whose MANIFEST is in a bucket, as a read replica
+    /// (RocksDB's secondary instance): one line per version it moves to.
+    Replica(cluster::ReplicaArgs),
     /// Print the value of a key.
     Get(db::GetArgs),
     /// Set a key.
@@ -143,6 +147,7 @@ fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
         Command::Bench(a) => bench::run(*a),
         Command::CompactionWorker(a) => cluster::compaction_worker(a),
+        Command::Replica(a) => cluster::replica(a),
         Command::Get(a) => db::get(a),
         Command::Put(a) => db::put(a),
         Command::Merge(a) => db::merge(a),

@@ -1,7 +1,8 @@
-//! `lithify compaction-worker` as its own process: it runs a writer's
-//! jobs, and killing it mid-job (SIGKILL, 100 times) costs the writer a
-//! wait and a local run, never an acknowledged write, and leaves no table
-//! in the bucket that the writer does not name.
+//! `lithify compaction-worker` and `lithify replica` as processes of
+//! their own: a worker runs a writer's jobs, and killing it mid-job
+//! (SIGKILL, 100 times) costs the writer a wait and a local run, never an
+//! acknowledged write, and leaves no table in the bucket that the writer
+//! does not name; a replica follows the writer's flushes.
 //!
 //! The bucket is the S3 server of `LITHIFY_S3_ENDPOINT` when set (CI
 //! starts one), else `object_store`'s local store in a temporary
@@ -159,6 +160,49 @@ fn a_worker_process_runs_the_writers_compactions() {
     let jobs = lines.iter().filter(|l| l.starts_with("job ")).count() as u64;
     assert_eq!(jobs, stats.remote_compactions, "{lines:?}");
     assert!(lines.iter().all(|l| !l.contains("failed")), "{lines:?}");
+}
+
+#[test]
+fn a_replica_process_follows_the_writers_flushes() {
+    let p = place("replica");
+    let tables = BucketFs::new(p.bucket.clone(), DIR, &p.prefix, ReadOptions::default());
+    let fs: Arc<dyn FileSystem> = Arc::new(SplitFs::with_manifest_in_bucket(
+        Arc::new(MemFs::new()),
+        tables,
+    ));
+    let db = Db::open(DIR, Options::default().fs(fs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.flush().unwrap();
+    let mut r = Command::new(env!("CARGO_BIN_EXE_lithify"))
+        .args([
+            "replica",
+            "--bucket",
+            &p.url,
+            "--prefix",
+            &p.prefix,
+            "--catch-up-ms",
+            "10",
+            "--duration-secs",
+            "3",
+        ])
+        .env("XDG_CONFIG_HOME", common::NO_CONFIG)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(r.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains(" sequence 1 tables 1 new "), "{first}");
+    // Unflushed writes are not seen; flushed ones are.
+    db.put(b"b", b"2").unwrap();
+    db.put(b"c", b"3").unwrap();
+    db.flush().unwrap();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(r.wait().unwrap().success());
+    let last = rest
+        .last()
+        .unwrap_or_else(|| panic!("no line after {first}"));
+    assert!(last.contains(" sequence 3 tables 2 new "), "{rest:?}");
 }
 
 #[test]

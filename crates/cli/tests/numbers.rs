@@ -42,6 +42,8 @@ const NUMERIC: &[(&str, &str, Range)] = &[
     ("bench", "--num", Int(1, OPS)),
     ("compaction-worker", "--poll-ms", Int(1, 60_000)),
     ("compaction-worker", "--max-jobs", Int(1, 1_000_000_000)),
+    ("replica", "--catch-up-ms", Int(1, 3_600_000)),
+    ("replica", "--duration-secs", Int(1, 31_536_000)),
     ("bench", "--ops", Int(0, OPS)),
     ("bench", "--repeat", Int(1, 1000)),
     ("bench", "--reads", Int(0, OPS)),
@@ -242,6 +244,7 @@ const NOT_NUMERIC: &[(&str, &[&str])] = &[
         "compaction-worker",
         &["--bucket", "--prefix", "--merge-operator", "--name"],
     ),
+    ("replica", &["--bucket", "--prefix", "--merge-operator"]),
     ("get", &["<KEY>", "--table"]),
     ("put", &["<KEY>", "<VALUE>", "--table"]),
     ("merge", &["<KEY>", "<OPERAND>", "--table"]),
@@ -546,6 +549,11 @@ fn stopper(cmd: &str, tmp: &Path) -> (Vec<String>, &'static [&'static str]) {
             args.push(file);
             &["is not a directory", "money in the bank"]
         }
+        "compaction-worker" | "replica" => {
+            // A bucket URL without a bucket name.
+            args.extend(words(&["--bucket", "http://127.0.0.1:1", "--prefix", "p"]));
+            &["expected http://host:port/bucket-name"]
+        }
         other => panic!("no stopper for `{other}`"),
     };
     (args, phrases)
@@ -747,6 +755,36 @@ fn every_command_runs_with_extreme_numbers() {
             true,
         ),
         ("live-files", &["live-files", "--db", "{D}"], true),
+        (
+            "compaction-worker",
+            &[
+                "compaction-worker",
+                "--bucket",
+                "http://127.0.0.1:1",
+                "--prefix",
+                MAX,
+                "--poll-ms",
+                "60000",
+                "--max-jobs",
+                "1000000000",
+            ],
+            false,
+        ),
+        (
+            "replica",
+            &[
+                "replica",
+                "--bucket",
+                "http://127.0.0.1:1",
+                "--prefix",
+                HUGE,
+                "--catch-up-ms",
+                "3600000",
+                "--duration-secs",
+                "31536000",
+            ],
+            false,
+        ),
         ("tables", &["tables", "--db", "{D}"], true),
         ("create-table", &["create-table", "--db", "{D}", MAX], true),
         ("drop-table", &["drop-table", "--db", "{D}", MAX], true),
