@@ -22,19 +22,30 @@ use crate::numbers;
 /// `lithify compaction-worker`.
 #[derive(Debug, Args)]
 pub(crate) struct CompactionWorkerArgs {
-    /// The bucket holding the database's tables: http://host:port/name (an
-    /// S3-compatible server), file:///path or a path (object_store's local
-    /// store).
+    /// The S3-compatible bucket of the database's tables (and, with
+    /// `bench --manifest-in-bucket`, its MANIFEST): http://host:port/name
+    /// (an S3-compatible server), file:///path or a path (object_store's
+    /// local store), memory://. `bench` keeps the tables there instead of
+    /// in its directory (the WAL stays there) and prints the requests and
+    /// bytes sent per user byte and the page cache's hit rate;
+    /// `compaction-worker` and `replica` work on the database there.
     #[arg(long, value_name = "URL")]
     pub bucket: String,
     /// The prefix of the database's objects in the bucket (the writer's
     /// `bench --bucket-prefix`).
     #[arg(long, value_name = "PREFIX")]
     pub prefix: String,
-    /// The merge operator the writer's jobs name (`uint64add`,
-    /// `stringappend` or `max`). A job naming one this worker lacks fails
-    /// here and runs on the writer.
-    #[arg(long, value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
+    /// The merge operator, one of the built-in ones: `uint64add` (little-
+    /// endian u64 sum of 8-byte operands), `stringappend` (comma-joined) or
+    /// `max`. A database holding merge operands must be opened with the one
+    /// it records: reads (`get`, `scan`, `check`) combine a key's operands
+    /// with it, `merge` writes them, and without it reading a key that
+    /// holds operands fails, naming the key. `bench` merges with it in
+    /// mergerandom and readrandommergerandom; `stress db` and `stress bank`
+    /// open their database with it; `replica` reads with it; a
+    /// `compaction-worker` without the one a job names fails the job, which
+    /// the writer then runs itself.
+    #[arg(long, alias = "operator", value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
     pub merge_operator: Option<String>,
     /// The name this worker claims jobs under (default `worker-<pid>`).
     #[arg(long, value_name = "NAME")]
@@ -118,17 +129,30 @@ fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
 /// `lithify replica`.
 #[derive(Debug, Args)]
 pub(crate) struct ReplicaArgs {
-    /// The bucket holding the database (its tables and its MANIFEST: the
-    /// writer runs with `bench --manifest-in-bucket`).
+    /// The S3-compatible bucket of the database's tables (and, with
+    /// `bench --manifest-in-bucket`, its MANIFEST): http://host:port/name
+    /// (an S3-compatible server), file:///path or a path (object_store's
+    /// local store), memory://. `bench` keeps the tables there instead of
+    /// in its directory (the WAL stays there) and prints the requests and
+    /// bytes sent per user byte and the page cache's hit rate;
+    /// `compaction-worker` and `replica` work on the database there.
     #[arg(long, value_name = "URL")]
     pub bucket: String,
     /// The prefix of the database's objects in the bucket (the writer's
     /// `bench --bucket-prefix`).
     #[arg(long, value_name = "PREFIX")]
     pub prefix: String,
-    /// The merge operator of the database, for reading keys that hold
-    /// merge operands.
-    #[arg(long, value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
+    /// The merge operator, one of the built-in ones: `uint64add` (little-
+    /// endian u64 sum of 8-byte operands), `stringappend` (comma-joined) or
+    /// `max`. A database holding merge operands must be opened with the one
+    /// it records: reads (`get`, `scan`, `check`) combine a key's operands
+    /// with it, `merge` writes them, and without it reading a key that
+    /// holds operands fails, naming the key. `bench` merges with it in
+    /// mergerandom and readrandommergerandom; `stress db` and `stress bank`
+    /// open their database with it; `replica` reads with it; a
+    /// `compaction-worker` without the one a job names fails the job, which
+    /// the writer then runs itself.
+    #[arg(long, alias = "operator", value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
     pub merge_operator: Option<String>,
     /// Milliseconds between looks at the writer's MANIFEST
     /// [range: 1..=3600000].

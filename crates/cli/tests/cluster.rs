@@ -76,6 +76,8 @@ fn worker(p: &Place, name: &str) -> Child {
             name,
             "--poll-ms",
             "2",
+            "--max-jobs",
+            "1000000",
         ])
         .env("XDG_CONFIG_HOME", common::NO_CONFIG)
         .stdout(Stdio::piped())
@@ -160,6 +162,67 @@ fn a_worker_process_runs_the_writers_compactions() {
     let jobs = lines.iter().filter(|l| l.starts_with("job ")).count() as u64;
     assert_eq!(jobs, stats.remote_compactions, "{lines:?}");
     assert!(lines.iter().all(|l| !l.contains("failed")), "{lines:?}");
+}
+
+#[test]
+fn bench_hands_its_compactions_to_a_worker_process() {
+    let p = place("bench");
+    let mut w = Command::new(env!("CARGO_BIN_EXE_lithify"))
+        .args([
+            "compaction-worker",
+            "--bucket",
+            &p.url,
+            "--prefix",
+            &p.prefix,
+            "--merge-operator",
+            "uint64add",
+        ])
+        .env("XDG_CONFIG_HOME", common::NO_CONFIG)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let text = common::ok(&[
+        "bench",
+        "--db",
+        db.path().join("db").to_str().unwrap(),
+        "--num",
+        "20000",
+        "--benchmarks",
+        "fillrandom,mergerandom,compact",
+        "--merge-operator",
+        "uint64add",
+        "--value-size",
+        "8",
+        "--write-buffer-size",
+        "65536",
+        "--bucket",
+        &p.url,
+        "--bucket-prefix",
+        &p.prefix,
+        "--manifest-in-bucket",
+        "--remote-compaction",
+    ]);
+    w.kill().unwrap();
+    w.wait().unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Remote compactions: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let installed: u64 = line
+        .trim_start_matches("Remote compactions: ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(installed >= 1, "{line}");
+    assert!(line.ends_with(", 0 run here instead"), "{line}");
+    // The MANIFEST went to the bucket with the tables.
+    let objects = p.bucket.list(&p.prefix).unwrap();
+    assert!(objects.iter().any(|o| o == "CURRENT"), "{objects:?}");
+    assert!(objects.iter().any(|o| o.ends_with(".sst")), "{objects:?}");
 }
 
 #[test]

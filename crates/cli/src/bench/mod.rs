@@ -188,11 +188,13 @@ pub(crate) struct BenchArgs {
     /// need it.
     #[arg(long)]
     pub db: Option<PathBuf>,
-    /// Keep the database's tables in this bucket instead of its
-    /// directory (the WAL and the MANIFEST stay there):
-    /// http://host:port/name (an S3-compatible server), file:///path or a
-    /// path (object_store's local store), memory://. Prints the requests
-    /// and bytes sent per user byte and the page cache's hit rate.
+    /// The S3-compatible bucket of the database's tables (and, with
+    /// `bench --manifest-in-bucket`, its MANIFEST): http://host:port/name
+    /// (an S3-compatible server), file:///path or a path (object_store's
+    /// local store), memory://. `bench` keeps the tables there instead of
+    /// in its directory (the WAL stays there) and prints the requests and
+    /// bytes sent per user byte and the page cache's hit rate;
+    /// `compaction-worker` and `replica` work on the database there.
     #[arg(long, value_name = "URL")]
     pub bucket: Option<String>,
     /// The prefix of the database's objects in --bucket (default

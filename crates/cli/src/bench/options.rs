@@ -226,7 +226,9 @@ pub(crate) struct EngineArgs {
     /// with it, `merge` writes them, and without it reading a key that
     /// holds operands fails, naming the key. `bench` merges with it in
     /// mergerandom and readrandommergerandom; `stress db` and `stress bank`
-    /// open their database with it.
+    /// open their database with it; `replica` reads with it; a
+    /// `compaction-worker` without the one a job names fails the job, which
+    /// the writer then runs itself.
     #[arg(long, alias = "operator", value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
     pub merge_operator: Option<String>,
     /// A daily off-peak window, `HH:mm-HH:mm` in UTC (RocksDB's

@@ -239,3 +239,18 @@ fn write_fuzz_seeds() {
         f.sync_all().unwrap();
     }
 }
+
+#[test]
+fn the_formats_worked_example() {
+    // docs/FORMATS.md, "Remote compaction: jobs and outcomes".
+    let failed = RemoteOutcome::Failed {
+        id: 7,
+        message: "x".to_owned(),
+    };
+    assert_eq!(
+        failed.encode(),
+        [
+            0x4c, 0x54, 0x43, 0x52, 0x01, 0x00, 0x07, 0x01, 0x78, 0x25, 0x07, 0xc4, 0xc0
+        ]
+    );
+}
