@@ -8,6 +8,7 @@
 //! starts one), else `object_store`'s local store in a temporary
 //! directory.
 
+#[allow(dead_code)] // each test file uses its share of the helpers
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -153,6 +154,7 @@ fn a_worker_process_runs_the_writers_compactions() {
     assert_eq!(tables_in_bucket(&p), live(&db));
     drop(db);
     w.kill().unwrap();
+    w.wait().unwrap();
     let out = BufReader::new(w.stdout.take().unwrap());
     let lines: Vec<String> = out.lines().map_while(Result::ok).collect();
     assert!(
