@@ -20,6 +20,8 @@
 //! cargo xtask compare --workload randomtransaction [--txn optimistic,pessimistic] [--threads 1,4]
 //!                                      db_bench's randomtransaction on each transaction database
 //! cargo xtask calibrate [--check]     the cost model's calibration table from the compaction simulator
+//! cargo xtask cluster [--num N] [--write-buffer-size B] [--no-baseline]
+//!                                      a writer, two compaction workers and a replica as processes over s3s-fs, pinned, measured
 //! cargo xtask cross [--target aarch64|windows] [--ci]
 //!                                      build for ARM Linux and Windows, library tests under qemu-user and wine
 //! cargo xtask crash [--kills N] [--simulated N] [--seed S] [--target engine|log|log-txn|bank|both] [--transactional] [--dev]
@@ -34,12 +36,13 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 mod api;
+mod cluster;
 mod crash;
 mod cross;
 
 pub(crate) type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <ci|api|docs|msrv|semver|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash|cross> [args]
+const USAGE: &str = "usage: cargo xtask <ci|api|docs|msrv|semver|fuzz|loom|bench|kafka-compat|compare|lsm-screenshot|calibrate|crash|cross|cluster> [args]
 
   ci                            fmt check, clippy -D warnings, cargo test, api, docs, msrv,
                                 calibrate --check, kafka-compat, fuzz smoke, loom, bench smoke, crash
@@ -93,6 +96,13 @@ const USAGE: &str = "usage: cargo xtask <ci|api|docs|msrv|semver|fuzz|loom|bench
                                 power-cut loop on MemFs of N crash points. Without counts: the CI
                                 loop (20 kills each, 10 transactional log kills, 10 bank kills, 300
                                 crash points). Release build unless --dev.
+  cluster [--num N] [--write-buffer-size B] [--no-baseline]
+                                one writer (taskset core 0), two `lithify compaction-worker`s, a
+                                `lithify replica` and s3s-fs (core 1) as processes, against the
+                                writer alone on core 0 doing its own compactions: fillrandom of N
+                                keys (default 10M), the writer's CPU per op, the replica's lag
+                                behind each flush, store traffic per user byte, cache hit rates;
+                                target/cluster/report.md (not part of ci)
   cross [--target aarch64|windows] [--ci]
                                 builds the workspace for aarch64-unknown-linux-gnu and
                                 x86_64-pc-windows-gnu and runs every library crate's tests under
@@ -117,6 +127,7 @@ fn main() -> ExitCode {
         Some("lsm-screenshot") => lsm_screenshot(),
         Some("crash") => crash::crash(&args[1..]),
         Some("cross") => cross::cross(&args[1..]),
+        Some("cluster") => cluster::cluster(&args[1..]),
         Some("docs") => docs(),
         Some("msrv") => msrv(),
         Some("semver") => semver(),

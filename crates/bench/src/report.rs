@@ -65,6 +65,10 @@ pub struct EngineJson {
     pub compaction_read_bytes: u64,
     /// Bytes of tables written by compactions.
     pub compaction_write_bytes: u64,
+    /// Compactions run by a compaction service and installed.
+    pub remote_compactions: u64,
+    /// Compactions handed to the service and run here instead.
+    pub remote_compaction_fallbacks: u64,
     /// Bytes of SST files now.
     pub sst_bytes: u64,
     /// Estimated live bytes.
@@ -164,6 +168,8 @@ impl EngineJson {
             flush_bytes: stats.flush_bytes,
             compaction_read_bytes: stats.compaction_read_bytes,
             compaction_write_bytes: stats.compaction_write_bytes,
+            remote_compactions: stats.remote_compactions,
+            remote_compaction_fallbacks: stats.remote_compaction_fallbacks,
             sst_bytes: stats.sst_bytes,
             live_bytes: stats.live_bytes,
             blob_files: stats.blob_files,
@@ -263,6 +269,8 @@ pub struct WorkloadJson<'a> {
     pub value_size: usize,
     /// Peak resident memory of the process so far, in MiB (Linux).
     pub peak_rss_mb: Option<f64>,
+    /// CPU seconds of the whole process during the workload.
+    pub cpu_seconds: Option<f64>,
     /// The engine's statistics after the workload.
     pub engine: EngineJson,
 }
@@ -294,7 +302,9 @@ fn per_sec(n: f64, o: &Outcome) -> f64 {
 /// The JSON line of `o`.
 pub fn json_line(o: &Outcome, s: &Settings, stats: &DbStats) -> Result<String> {
     let threads = match o.benchmark {
-        crate::workload::Benchmark::Flush | crate::workload::Benchmark::Compact => 1,
+        crate::workload::Benchmark::Flush
+        | crate::workload::Benchmark::Compact
+        | crate::workload::Benchmark::WaitForCompaction => 1,
         _ => s.threads,
     };
     let object = WorkloadJson {
@@ -321,6 +331,7 @@ pub fn json_line(o: &Outcome, s: &Settings, stats: &DbStats) -> Result<String> {
         key_size: s.key_size,
         value_size: s.value_size,
         peak_rss_mb: peak_rss_mb(),
+        cpu_seconds: o.cpu_seconds,
         engine: EngineJson::new(stats),
     };
     serde_json::to_string(&object).context(JsonSnafu)
@@ -368,6 +379,15 @@ pub fn text(o: &Outcome) -> String {
         "\n{:<16}  latency us: p50 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  mean {:.1}",
         "", l.p50, l.p99, l.p99_9, l.max, l.mean
     ));
+    if let Some(cpu) = o.cpu_seconds
+        && o.ops > 0
+    {
+        out.push_str(&format!(
+            "\n{:<16}  cpu: {cpu:.2} s of the process, {:.3} us/op",
+            "",
+            cpu * 1e6 / o.ops as f64
+        ));
+    }
     out
 }
 

@@ -53,6 +53,9 @@ pub enum Benchmark {
     Flush,
     /// Compact the whole key range and wait.
     Compact,
+    /// Wait until the background compactions are done (db_bench's
+    /// `waitforcompaction`): the compaction debt a fill left, paid.
+    WaitForCompaction,
     /// `--reads` transactions that each add one random amount to a random
     /// key of every one of `--transaction-sets` sets, on the transaction database
     /// `--optimistic-transaction-db` or `--transaction-db` asks for; the
@@ -62,7 +65,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every benchmark, in the order of the help text.
-    pub const ALL: [Benchmark; 14] = [
+    pub const ALL: [Benchmark; 15] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -76,6 +79,7 @@ impl Benchmark {
         Benchmark::BulkLoad,
         Benchmark::Flush,
         Benchmark::Compact,
+        Benchmark::WaitForCompaction,
         Benchmark::RandomTransaction,
     ];
 
@@ -95,6 +99,7 @@ impl Benchmark {
             Benchmark::BulkLoad => "bulkload",
             Benchmark::Flush => "flush",
             Benchmark::Compact => "compact",
+            Benchmark::WaitForCompaction => "waitforcompaction",
             Benchmark::RandomTransaction => "randomtransaction",
         }
     }
@@ -207,6 +212,10 @@ pub struct Outcome {
     /// The transactions of `randomtransaction`: attempts, failures and the
     /// checked sums.
     pub transactions: Option<TxnOutcome>,
+    /// CPU seconds the process used during the workload (every thread:
+    /// the workload's and the engine's background work); `None` where the
+    /// platform does not say.
+    pub cpu_seconds: Option<f64>,
 }
 
 /// The per-thread tally.
@@ -309,6 +318,15 @@ impl Keys {
 
 /// Runs `benchmark` on `db`.
 pub fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
+    let cpu_before = crate::report::process_cpu_seconds();
+    let mut outcome = run_workload(db, benchmark, s)?;
+    outcome.cpu_seconds = cpu_before
+        .zip(crate::report::process_cpu_seconds())
+        .map(|(before, after)| after - before);
+    Ok(outcome)
+}
+
+fn run_workload(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
     match benchmark {
         Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => {
             write_workload(db, benchmark, s, false)
@@ -323,6 +341,7 @@ pub fn run(db: &Db, benchmark: Benchmark, s: &Settings) -> Result<Outcome> {
         Benchmark::BulkLoad => bulk_load(db, s),
         Benchmark::Flush => single(benchmark, || db.flush()),
         Benchmark::Compact => single(benchmark, || db.compact_range(None, None)),
+        Benchmark::WaitForCompaction => single(benchmark, || db.wait_for_compact()),
         Benchmark::RandomTransaction => transaction::random_transaction(db, s),
     }
 }
@@ -378,6 +397,7 @@ where
         found: None,
         background_writes: None,
         transactions: None,
+        cpu_seconds: None,
     };
     let mut found = 0;
     for r in results {
@@ -696,6 +716,7 @@ fn single(
         found: None,
         background_writes: None,
         transactions: None,
+        cpu_seconds: None,
     })
 }
 

@@ -50,9 +50,9 @@ pub(crate) struct CompactionWorkerArgs {
     /// The name this worker claims jobs under (default `worker-<pid>`).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// Milliseconds between looks for new jobs while there are none
-    /// [range: 1..=60000].
-    #[arg(long, default_value_t = 20, value_parser = numbers::int::<u64>(1, 60_000))]
+    /// Milliseconds between looks for new jobs while there are none (each
+    /// look is one LIST request) [range: 1..=60000].
+    #[arg(long, default_value_t = 100, value_parser = numbers::int::<u64>(1, 60_000))]
     pub poll_ms: u64,
     /// Exit after this many jobs (default: run until stopped)
     /// [range: 1..=1000000000].
@@ -90,19 +90,30 @@ pub(crate) fn compaction_worker(a: CompactionWorkerArgs) -> Result<()> {
     let poll = std::time::Duration::from_millis(a.poll_ms);
     let mut done = 0u64;
     while a.max_jobs.is_none_or(|max| done < max) {
-        let Some(report) = worker.run_one().context(ClusterSnafu)? else {
-            std::thread::sleep(poll);
-            continue;
+        let report = match worker.run_one() {
+            Ok(Some(report)) => report,
+            Ok(None) => {
+                std::thread::sleep(poll);
+                continue;
+            }
+            // A request that failed after its retries: said, and the
+            // worker looks again (the writer runs a job it never answers).
+            Err(e) => {
+                tracing::warn!("{name}: {e}");
+                std::thread::sleep(poll);
+                continue;
+            }
         };
         done += 1;
         match &report.outcome {
             Some(RemoteOutcome::Done(r)) => say(format_args!(
-                "job {}: read {:.1} MB, wrote {:.1} MB in {} table(s), {} ms\n",
+                "job {}: read {:.1} MB, wrote {:.1} MB in {} table(s), {} ms; bucket so far: {}\n",
                 report.id,
                 r.stats.bytes_read() as f64 / 1e6,
                 r.stats.bytes_written as f64 / 1e6,
                 r.outputs.len(),
-                r.stats.micros / 1000
+                r.stats.micros / 1000,
+                bucket.stats()
             ))?,
             Some(RemoteOutcome::Failed { message, .. }) => {
                 say(format_args!("job {}: failed: {message}\n", report.id))?

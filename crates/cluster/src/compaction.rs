@@ -14,7 +14,10 @@
 //! | `<id>.outcome` | worker, create-only | the job ran or failed |
 //!
 //! The writer removes all three once it has the outcome or gives up
-//! (no claim within `claim_timeout`, no outcome within `deadline`). A
+//! (no claim within `claim_timeout`, no outcome within the deadline, the
+//! database closing), again before its next job (for a claim or outcome
+//! posted meanwhile), and, before its first job, those an earlier session
+//! left. A
 //! worker that finds the job object gone when it is done removes its own
 //! outputs: a job the writer gave up on leaves no tables behind, except
 //! when the worker itself dies in between, and then the next open's
@@ -50,30 +53,53 @@ fn jobs_dir(prefix: &str) -> String {
     }
 }
 
-/// How long the writer waits for workers.
+/// How long the writer waits for workers (set with the builder methods:
+/// `ServiceOptions::default().claim_timeout(..)`).
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ServiceOptions {
     /// A job no worker claimed within this runs on the writer (default
     /// 10 s).
     pub claim_timeout: Duration,
-    /// A claimed job without an outcome within this (from its posting)
-    /// runs on the writer (default 10 minutes).
+    /// A claimed job without an outcome within this, plus
+    /// `deadline_per_gib` for each GiB of its inputs (from its posting),
+    /// runs on the writer (default 60 s).
     pub deadline: Duration,
-    /// How often the writer looks for the claim and the outcome (default
-    /// 20 ms).
+    /// What each GiB of a job's inputs adds to its deadline (default
+    /// 120 s: a worker slower than about 8 MiB/s is given up on).
+    pub deadline_per_gib: Duration,
+    /// How often the writer looks for the claim and the outcome at first
+    /// (default 20 ms); later it looks every tenth of the time it has
+    /// waited, at most every second.
     pub poll: Duration,
-    /// Whether each output is read whole to check its checksum before it
-    /// is installed (default true).
+    /// Whether the writer reads each output whole to check its checksum
+    /// before installing it (default false). Without it the writer still
+    /// opens each output (footer, index and properties, with their block
+    /// checksums) and checks its number, size, identity, counts and key
+    /// range, and every later read checks the checksum of each block it
+    /// reads, as RocksDB's primary trusts a remote compaction's data
+    /// blocks. With it the outputs cross the network twice: at 10M keys it
+    /// cost a sixth of the fill throughput (see the engine README,
+    /// "Beyond one machine").
     pub verify_outputs: bool,
 }
+
+lithify_base::options_builder!(ServiceOptions {
+    claim_timeout: Duration,
+    deadline: Duration,
+    deadline_per_gib: Duration,
+    poll: Duration,
+    verify_outputs: bool,
+});
 
 impl Default for ServiceOptions {
     fn default() -> Self {
         ServiceOptions {
             claim_timeout: Duration::from_secs(10),
-            deadline: Duration::from_secs(600),
+            deadline: Duration::from_secs(60),
+            deadline_per_gib: Duration::from_secs(120),
             poll: Duration::from_millis(20),
-            verify_outputs: true,
+            verify_outputs: false,
         }
     }
 }
@@ -87,6 +113,11 @@ pub struct BucketCompactionService {
     bucket: Bucket,
     prefix: String,
     options: ServiceOptions,
+    /// Whether the job objects of earlier sessions were removed.
+    swept: std::sync::atomic::AtomicBool,
+    /// Jobs given up, whose objects are removed again at the next job (a
+    /// worker may have posted its claim or outcome after the removal).
+    abandoned: parking_lot::Mutex<Vec<u64>>,
 }
 
 impl BucketCompactionService {
@@ -96,6 +127,35 @@ impl BucketCompactionService {
             bucket,
             prefix: prefix.trim_matches('/').to_owned(),
             options,
+            swept: std::sync::atomic::AtomicBool::new(false),
+            abandoned: parking_lot::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Before the first job: the objects of jobs an earlier session of the
+    /// writer left (it crashed, or was fenced out). A worker still running
+    /// one finds its job gone and removes its outputs. After that, the
+    /// objects of jobs given up since the last job.
+    fn sweep(&self) {
+        if !self.swept.swap(true, Ordering::AcqRel) {
+            let dir = jobs_dir(&self.prefix);
+            match self.bucket.list(&dir) {
+                Ok(names) => {
+                    for name in names {
+                        let key = format!("{dir}/{name}");
+                        if let Err(e) = self.bucket.delete(&key) {
+                            tracing::warn!(target: "lithify::cluster", key, error = %e, "cannot remove an earlier session's job object");
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(target: "lithify::cluster", dir, error = %e, "cannot list earlier sessions' job objects");
+                }
+            }
+        }
+        let abandoned: Vec<u64> = std::mem::take(&mut *self.abandoned.lock());
+        for id in abandoned {
+            self.remove_job(id);
         }
     }
 
@@ -110,7 +170,12 @@ impl BucketCompactionService {
 }
 
 impl CompactionService for BucketCompactionService {
-    fn run(&self, job: &RemoteJob) -> std::result::Result<Vec<u8>, String> {
+    fn run(
+        &self,
+        job: &RemoteJob,
+        closing: &dyn Fn() -> bool,
+    ) -> std::result::Result<Vec<u8>, String> {
+        self.sweep();
         let id = job.id;
         let job_object = job_key(&self.prefix, id, "job");
         self.bucket
@@ -118,6 +183,8 @@ impl CompactionService for BucketCompactionService {
             .map_err(|e| format!("posting {job_object}: {e}"))?;
         tracing::debug!(target: "lithify::cluster", job = id, "compaction job posted");
         let posted = Instant::now();
+        let gib = job.compaction.input_bytes() as f64 / (1u64 << 30) as f64;
+        let deadline = self.options.deadline + self.options.deadline_per_gib.mul_f64(gib);
         let claim = job_key(&self.prefix, id, "claim");
         let outcome = job_key(&self.prefix, id, "outcome");
         let mut claimed_by: Option<String> = None;
@@ -126,6 +193,9 @@ impl CompactionService for BucketCompactionService {
                 Ok(bytes) => break Ok(bytes.to_vec()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => break Err(format!("reading {outcome}: {e}")),
+            }
+            if closing() {
+                break Err("the database is closing".to_owned());
             }
             let waited = posted.elapsed();
             if claimed_by.is_none() {
@@ -142,16 +212,25 @@ impl CompactionService for BucketCompactionService {
                     Err(e) => break Err(format!("reading {claim}: {e}")),
                 }
             }
-            if waited >= self.options.deadline {
+            if waited >= deadline {
                 break Err(format!(
-                    "worker {} sent no outcome within {:?}",
-                    claimed_by.as_deref().unwrap_or("?"),
-                    self.options.deadline
+                    "worker {} sent no outcome within {deadline:?}",
+                    claimed_by.as_deref().unwrap_or("?")
                 ));
             }
-            std::thread::sleep(self.options.poll);
+            // A tenth of the wait so far (at least `poll`, at most a
+            // second): a long job costs a few dozen requests, and its
+            // outcome waits at most a tenth longer than the job took.
+            std::thread::sleep(
+                (waited / 10)
+                    .max(self.options.poll)
+                    .min(Duration::from_secs(1).max(self.options.poll)),
+            );
         };
         self.remove_job(id);
+        if answer.is_err() {
+            self.abandoned.lock().push(id);
+        }
         answer
     }
 
@@ -338,7 +417,16 @@ impl CompactionWorker {
         };
         let started = Instant::now();
         let outcome = match RemoteJob::decode(&bytes) {
-            Ok(job) if job.id == id => run_remote_job(&job, &self.env),
+            // A job that panics the worker fails; the worker goes on.
+            Ok(job) if job.id == id => {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_remote_job(&job, &self.env)
+                }))
+                .unwrap_or_else(|_| RemoteOutcome::Failed {
+                    id,
+                    message: "the job panicked the worker".to_owned(),
+                })
+            }
             Ok(job) => RemoteOutcome::Failed {
                 id,
                 message: format!("object {job_object} holds job {}", job.id),
@@ -355,6 +443,7 @@ impl CompactionWorker {
         })?;
         if still_wanted.is_none() {
             self.remove_outputs(&outcome);
+            let _ = self.bucket.delete(&job_key(&self.prefix, id, "claim"));
             tracing::warn!(target: "lithify::cluster", job = id, "the writer gave the job up; its outputs are removed");
             return Ok(JobReport { id, outcome: None });
         }

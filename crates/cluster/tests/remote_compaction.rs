@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lithify_bucket::{BucketFs, ReadOptions as CacheOptions, SplitFs};
@@ -48,12 +48,11 @@ fn worker_env(fs: Arc<dyn FileSystem>) -> WorkerEnv {
 }
 
 fn quick() -> ServiceOptions {
-    ServiceOptions {
-        claim_timeout: Duration::from_secs(5),
-        deadline: Duration::from_secs(60),
-        poll: Duration::from_millis(5),
-        verify_outputs: true,
-    }
+    ServiceOptions::default()
+        .claim_timeout(Duration::from_secs(5))
+        .deadline(Duration::from_secs(60))
+        .poll(Duration::from_millis(5))
+        .verify_outputs(true)
 }
 
 /// Worker threads over `t`, stopped and joined on drop.
@@ -186,18 +185,27 @@ fn workers_run_the_compactions_and_the_writer_matches_its_model() {
     assert!(jobs.is_empty(), "{jobs:?}");
 }
 
-/// A service over an in-process worker whose outcome `tamper` may change.
+/// A service over an in-process worker whose outcome `tamper` changes
+/// (or `None`: leaves), counting what it changed.
 struct Tampering {
     fs: Arc<dyn FileSystem>,
-    tamper: fn(&RemoteJob, Vec<u8>) -> Vec<u8>,
+    tamper: fn(&RemoteJob, Vec<u8>) -> Option<Vec<u8>>,
+    tampered: Arc<AtomicUsize>,
 }
 
 impl CompactionService for Tampering {
-    fn run(&self, job: &RemoteJob) -> Result<Vec<u8>, String> {
+    fn run(&self, job: &RemoteJob, closing: &dyn Fn() -> bool) -> Result<Vec<u8>, String> {
+        let _ = closing;
         let env = worker_env(Arc::clone(&self.fs));
         let outcome = run_remote_job(&RemoteJob::decode(&job.encode()).unwrap(), &env);
-        assert!(matches!(outcome, RemoteOutcome::Done(_)), "{outcome:?}");
-        Ok((self.tamper)(job, outcome.encode()))
+        let bytes = outcome.encode();
+        match (self.tamper)(job, bytes.clone()) {
+            Some(changed) => {
+                self.tampered.fetch_add(1, Ordering::Relaxed);
+                Ok(changed)
+            }
+            None => Ok(bytes),
+        }
     }
 }
 
@@ -205,6 +213,7 @@ impl CompactionService for Tampering {
 /// the data is whole, and no table but the live ones is left.
 fn falls_back(
     name: &str,
+    changed: Option<Arc<AtomicUsize>>,
     service: impl Fn(&TestBucket, Arc<dyn FileSystem>) -> Arc<dyn CompactionService>,
 ) {
     let t = test_bucket(name);
@@ -227,6 +236,13 @@ fn falls_back(
     let stats = db.stats();
     assert_eq!(stats.remote_compactions, 0, "{name}: {stats:?}");
     assert!(stats.remote_compaction_fallbacks >= 1, "{name}");
+    if let Some(changed) = changed {
+        assert_eq!(
+            changed.load(Ordering::Relaxed) as u64,
+            stats.remote_compaction_fallbacks,
+            "{name}: every job was spoiled, and every one fell back"
+        );
+    }
     assert_model(&db, &model);
     let (files, jobs) = objects(&t);
     assert_eq!(files, live(&db), "{name}: only live tables are left");
@@ -235,60 +251,102 @@ fn falls_back(
 
 #[test]
 fn a_garbage_outcome_costs_a_local_run() {
-    falls_back("remote-garbage", |_, fs| {
+    let n = Arc::new(AtomicUsize::new(0));
+    falls_back("remote-garbage", Some(Arc::clone(&n)), |_, fs| {
         Arc::new(Tampering {
             fs,
             tamper: |_, mut bytes| {
                 let at = bytes.len() / 2;
                 bytes[at] ^= 0x10;
-                bytes
+                Some(bytes)
             },
+            tampered: Arc::clone(&n),
         })
     });
 }
 
 #[test]
 fn an_outcome_with_a_number_not_reserved_costs_a_local_run() {
-    falls_back("remote-wrong-number", |_, fs| {
+    let n = Arc::new(AtomicUsize::new(0));
+    falls_back("remote-wrong-number", Some(Arc::clone(&n)), |_, fs| {
         Arc::new(Tampering {
             fs,
-            tamper: |job, bytes| match RemoteOutcome::decode(&bytes).unwrap() {
-                RemoteOutcome::Done(mut r) => {
+            tamper: |job, bytes| match RemoteOutcome::decode(&bytes).ok()? {
+                RemoteOutcome::Done(mut r) if !r.outputs.is_empty() => {
                     r.outputs[0].number = job.output_numbers.end;
-                    RemoteOutcome::Done(r).encode()
+                    Some(RemoteOutcome::Done(r).encode())
                 }
-                other => other.encode(),
+                _ => None,
             },
+            tampered: Arc::clone(&n),
         })
     });
 }
 
 #[test]
 fn an_outcome_claiming_other_contents_costs_a_local_run() {
-    falls_back("remote-wrong-count", |_, fs| {
+    let n = Arc::new(AtomicUsize::new(0));
+    falls_back("remote-wrong-count", Some(Arc::clone(&n)), |_, fs| {
         Arc::new(Tampering {
             fs,
-            tamper: |_, bytes| match RemoteOutcome::decode(&bytes).unwrap() {
-                RemoteOutcome::Done(mut r) => {
+            tamper: |_, bytes| match RemoteOutcome::decode(&bytes).ok()? {
+                RemoteOutcome::Done(mut r) if !r.outputs.is_empty() => {
                     r.outputs[0].num_entries += 1;
-                    RemoteOutcome::Done(r).encode()
+                    Some(RemoteOutcome::Done(r).encode())
                 }
-                other => other.encode(),
+                _ => None,
             },
+            tampered: Arc::clone(&n),
+        })
+    });
+    // An outcome that drops an output (its records with it): the counts no
+    // longer add up.
+    let n = Arc::new(AtomicUsize::new(0));
+    falls_back("remote-missing-output", Some(Arc::clone(&n)), |_, fs| {
+        Arc::new(Tampering {
+            fs,
+            tamper: |_, bytes| match RemoteOutcome::decode(&bytes).ok()? {
+                RemoteOutcome::Done(mut r) if !r.outputs.is_empty() => {
+                    r.outputs.pop();
+                    Some(RemoteOutcome::Done(r).encode())
+                }
+                _ => None,
+            },
+            tampered: Arc::clone(&n),
+        })
+    });
+    // Sequence numbers claimed beyond the inputs' (an L0 output would then
+    // sort before newer flushes).
+    let n = Arc::new(AtomicUsize::new(0));
+    falls_back("remote-seqno", Some(Arc::clone(&n)), |_, fs| {
+        Arc::new(Tampering {
+            fs,
+            tamper: |_, bytes| match RemoteOutcome::decode(&bytes).ok()? {
+                RemoteOutcome::Done(mut r) if !r.outputs.is_empty() => {
+                    r.outputs[0].largest_seqno += 1_000_000;
+                    Some(RemoteOutcome::Done(r).encode())
+                }
+                _ => None,
+            },
+            tampered: Arc::clone(&n),
         })
     });
 }
 
 #[test]
 fn an_output_changed_after_the_worker_wrote_it_costs_a_local_run() {
-    falls_back("remote-changed-output", |_, fs| {
-        struct Flipping(Arc<dyn FileSystem>);
+    let n = Arc::new(AtomicUsize::new(0));
+    falls_back("remote-changed-output", Some(Arc::clone(&n)), |_, fs| {
+        struct Flipping(Arc<dyn FileSystem>, Arc<AtomicUsize>);
         impl CompactionService for Flipping {
-            fn run(&self, job: &RemoteJob) -> Result<Vec<u8>, String> {
+            fn run(&self, job: &RemoteJob, closing: &dyn Fn() -> bool) -> Result<Vec<u8>, String> {
+                let _ = closing;
                 let env = worker_env(Arc::clone(&self.0));
                 let outcome = run_remote_job(job, &env);
-                assert!(matches!(outcome, RemoteOutcome::Done(_)), "{outcome:?}");
-                if let RemoteOutcome::Done(r) = &outcome {
+                if let RemoteOutcome::Done(r) = &outcome
+                    && !r.outputs.is_empty()
+                {
+                    self.1.fetch_add(1, Ordering::Relaxed);
                     // One byte of a data block flipped: the table still
                     // opens; only the whole-file checksum finds it.
                     let path = std::path::Path::new(DIR).join(
@@ -303,7 +361,7 @@ fn an_output_changed_after_the_worker_wrote_it_costs_a_local_run() {
                 Ok(outcome.encode())
             }
         }
-        Arc::new(Flipping(fs))
+        Arc::new(Flipping(fs, Arc::clone(&n)))
     });
 }
 
@@ -344,41 +402,116 @@ fn a_worker_without_the_merge_operator_fails_the_job_and_the_writer_runs_it() {
 #[test]
 fn no_worker_or_a_silent_one_costs_a_local_run_after_the_timeout() {
     // Nobody claims: the claim timeout.
-    falls_back("remote-unclaimed", |t, _| {
+    falls_back("remote-unclaimed", None, |t, _| {
         Arc::new(BucketCompactionService::new(
             t.bucket.clone(),
             &t.prefix,
-            ServiceOptions {
-                claim_timeout: Duration::from_millis(100),
-                ..quick()
-            },
+            quick().claim_timeout(Duration::from_millis(100)),
         ))
     });
     // A "worker" claims every job and never answers: the deadline.
-    falls_back("remote-silent", |t, _| {
+    falls_back("remote-silent", None, |t, _| {
         struct Silent {
             inner: BucketCompactionService,
             bucket: lithify_bucket::Bucket,
             prefix: String,
         }
         impl CompactionService for Silent {
-            fn run(&self, job: &RemoteJob) -> Result<Vec<u8>, String> {
+            fn run(&self, job: &RemoteJob, closing: &dyn Fn() -> bool) -> Result<Vec<u8>, String> {
                 let claim = format!("{}/{JOBS_DIR}/{:020}.claim", self.prefix, job.id);
                 self.bucket.put(&claim, "silent".into(), true).unwrap();
-                self.inner.run(job)
+                self.inner.run(job, closing)
             }
         }
         Arc::new(Silent {
             inner: BucketCompactionService::new(
                 t.bucket.clone(),
                 &t.prefix,
-                ServiceOptions {
-                    deadline: Duration::from_millis(300),
-                    ..quick()
-                },
+                quick()
+                    .deadline(Duration::from_millis(300))
+                    .deadline_per_gib(Duration::ZERO),
             ),
             bucket: t.bucket.clone(),
             prefix: t.prefix.clone(),
         })
     });
+}
+
+#[test]
+fn a_job_needing_more_numbers_than_reserved_writes_none_outside_them() {
+    // The service gives the worker one number for a job that needs
+    // several outputs: it must fail at the second, writing no table under
+    // a number the writer owns, and the writer runs the job itself.
+    struct Short(Arc<dyn FileSystem>, Arc<AtomicUsize>);
+    impl CompactionService for Short {
+        fn run(&self, job: &RemoteJob, _: &dyn Fn() -> bool) -> Result<Vec<u8>, String> {
+            let mut short = RemoteJob::decode(&job.encode()).unwrap();
+            short.output_numbers = job.output_numbers.start..job.output_numbers.start + 1;
+            short.compaction.target_output_file_size = 1024;
+            short.compaction.max_output_file_size = 1024;
+            let outcome = run_remote_job(&short, &worker_env(Arc::clone(&self.0)));
+            let listed = self.0.list_dir(std::path::Path::new(DIR)).unwrap();
+            for name in listed {
+                if let Some(n) = name
+                    .strip_suffix(".sst")
+                    .and_then(|n| n.parse::<u64>().ok())
+                {
+                    // Reserved for the job but not given to the worker:
+                    // nobody else writes these.
+                    assert!(
+                        !(short.output_numbers.end..job.output_numbers.end).contains(&n),
+                        "the worker wrote {name}, past its numbers"
+                    );
+                }
+            }
+            if let RemoteOutcome::Failed { message, .. } = &outcome {
+                assert!(
+                    message.contains("not one of the job's reserved numbers"),
+                    "{message}"
+                );
+                self.1.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(outcome.encode())
+        }
+    }
+    let n = Arc::new(AtomicUsize::new(0));
+    falls_back("remote-short", Some(Arc::clone(&n)), |_, fs| {
+        Arc::new(Short(fs, Arc::clone(&n)))
+    });
+}
+
+#[test]
+fn the_two_tier_strategy_with_workers_keeps_every_key() {
+    // Its incremental majors keep untouched files in place, decided while
+    // they run: they stay on the writer (a worker's edit would delete
+    // those files), its other jobs go to the worker, and nothing is lost.
+    let t = test_bucket("remote-two-tier");
+    let workers = Workers::start(&t, 1, true);
+    let fs: Arc<dyn FileSystem> = Arc::new(SplitFs::new(Arc::new(MemFs::new()), tables(&t)));
+    let mut options = small(fs).compaction_strategy(lithify_engine::CompactionStrategy::TwoTier(
+        lithify_engine::TwoTierOptions::default(),
+    ));
+    options.compaction_service = Some(Arc::new(BucketCompactionService::new(
+        t.bucket.clone(),
+        &t.prefix,
+        quick(),
+    )));
+    let db = Db::open(DIR, options).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..6u32 {
+        // Each round rewrites a different tenth of the keys.
+        for i in 0..300u32 {
+            if i % 10 == round % 10 || round == 0 {
+                let (k, v) = (format!("key{i:04}"), format!("{round}-{i}").into_bytes());
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compact().unwrap();
+    assert_model(&db, &model);
+    drop(db);
+    drop(workers);
 }

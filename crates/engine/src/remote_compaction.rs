@@ -46,7 +46,7 @@ use crate::stats::Counters;
 /// struct InProcess(Arc<dyn FileSystem>);
 ///
 /// impl CompactionService for InProcess {
-///     fn run(&self, job: &RemoteJob) -> Result<Vec<u8>, String> {
+///     fn run(&self, job: &RemoteJob, _closing: &dyn Fn() -> bool) -> Result<Vec<u8>, String> {
 ///         // The job crosses as bytes, as it would cross a network.
 ///         let job = RemoteJob::decode(&job.encode()).map_err(|e| e.to_string())?;
 ///         let env = WorkerEnv::new(Arc::clone(&self.0), "/db");
@@ -76,7 +76,9 @@ pub trait CompactionService: Send + Sync {
     /// worker's outcome as encoded
     /// ([`RemoteOutcome::encode`](lithify_compaction::remote::RemoteOutcome::encode)),
     /// or why it could not (the engine then runs the job itself).
-    fn run(&self, job: &RemoteJob) -> Result<Vec<u8>, String>;
+    /// `closing()` turns true when the database is closing: a service
+    /// that waits should then give up.
+    fn run(&self, job: &RemoteJob, closing: &dyn Fn() -> bool) -> Result<Vec<u8>, String>;
 
     /// Whether the engine reads every byte of each output to check its
     /// checksum before installing it (default true). Without it, each
@@ -138,8 +140,10 @@ pub(crate) fn try_remote(
         enforce_single_delete_contracts: opts.enforce_single_delete_contracts,
     };
     // A service that panics fails this job, not the compaction thread.
-    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| service.run(&job)))
-        .unwrap_or_else(|_| Err("the compaction service panicked".to_owned()));
+    let closing = || db.lock_state().is_shutting_down();
+    let answer =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| service.run(&job, &closing)))
+            .unwrap_or_else(|_| Err("the compaction service panicked".to_owned()));
     let outcome = answer
         .and_then(|bytes| RemoteOutcome::decode(&bytes).map_err(|e| e.to_string()))
         .and_then(|outcome| {

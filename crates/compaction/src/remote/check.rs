@@ -15,16 +15,23 @@ use crate::job::{CompactionResult, SstOpener};
 /// engine installs (the edit deletes the inputs and adds the outputs at
 /// the output level, with the job's round-robin cursor).
 ///
-/// Nothing the worker says is believed unchecked:
+/// What the worker says is checked against the job and the tables:
 /// * the outcome answers this job, and the job succeeded;
+/// * the records add up: every input record was read, each was written
+///   or dropped, and the outputs hold the records written;
 /// * every output number is one of the job's reserved numbers, once;
-/// * each output's keys are in order, inside the inputs' user-key range,
-///   and (below L0) the outputs do not overlap;
+/// * each output's bounds are ordered and inside the inputs' user-key
+///   range, and the outputs form one sorted run;
+/// * each output's sequence numbers are within the inputs', its times
+///   the job's clock (creation) and no later than it (oldest ancestor),
+///   and it refers to no blob file;
 /// * each output table exists with the claimed size, opens (footer,
 ///   index, properties, their checksums), carries the writer's identity
-///   under its own number and the claimed entry count, and the xxh3 of
-///   its whole file is the claimed checksum (`verify_files`; it reads
-///   every byte).
+///   under its own number, and its properties (counts, sequence numbers,
+///   creation time) are the claimed ones;
+/// * with `verify_files`, the xxh3 of its whole file is the claimed
+///   checksum (it reads every byte). Without it a damaged data block is
+///   found when it is read, as in any table.
 ///
 /// The error names the job and what failed; the caller then removes the
 /// outputs (any file with a reserved number) and runs the job itself.
@@ -56,6 +63,48 @@ pub fn check_remote_result(
     };
     let c = &job.compaction;
     let (lo, hi) = c.user_key_range(cmp);
+    // The sequence numbers and times the inputs bound: a compaction only
+    // keeps or zeroes sequence numbers, and never dates data later than
+    // the job's clock.
+    let max_seqno = c
+        .input_files()
+        .map(|(_, f)| f.largest_seqno)
+        .max()
+        .unwrap_or(0);
+    let oldest_input = c
+        .input_files()
+        .map(|(_, f)| f.oldest_ancestor_time)
+        .filter(|&t| t != 0)
+        .min()
+        .unwrap_or(job.now);
+    // The records the inputs hold (point entries), and what the outcome
+    // says became of them.
+    let input_records: u64 = c
+        .input_files()
+        .map(|(_, f)| f.num_entries.saturating_sub(f.num_range_deletions))
+        .fold(0u64, u64::saturating_add);
+    let it = &r.iter_stats;
+    if it.records_in != input_records
+        || Some(it.records_in) != it.records_out.checked_add(it.dropped())
+    {
+        return reject(format!(
+            "the outcome accounts for {} of the inputs' {input_records} records ({} out, {} dropped)",
+            it.records_in,
+            it.records_out,
+            it.dropped()
+        ));
+    }
+    let output_records = r
+        .outputs
+        .iter()
+        .map(|f| f.num_entries.saturating_sub(f.num_range_deletions))
+        .fold(0u64, u64::saturating_add);
+    if output_records != it.records_out {
+        return reject(format!(
+            "the outputs hold {output_records} records, the outcome says {} were written",
+            it.records_out
+        ));
+    }
     let mut seen = BTreeSet::new();
     for (i, f) in r.outputs.iter().enumerate() {
         let name = sst_file_name(f.number);
@@ -77,7 +126,8 @@ pub fn check_remote_result(
         {
             return reject(format!("output {name} has keys outside the inputs' range"));
         }
-        if c.output_level > 0 && i > 0 {
+        // One job writes one sorted run, at any level.
+        if i > 0 {
             let prev = &r.outputs[i - 1];
             if cmp
                 .compare(prev.largest.encoded(), f.smallest.encoded())
@@ -85,6 +135,24 @@ pub fn check_remote_result(
             {
                 return reject(format!("output {name} overlaps the output before it"));
             }
+        }
+        if f.smallest_seqno > f.largest_seqno || f.largest_seqno > max_seqno {
+            return reject(format!(
+                "output {name} claims sequence numbers {}..={}, the inputs end at {max_seqno}",
+                f.smallest_seqno, f.largest_seqno
+            ));
+        }
+        if !f.blob_refs.is_empty() {
+            return reject(format!("output {name} refers to blob files"));
+        }
+        if f.creation_time != job.now
+            || f.oldest_ancestor_time > job.now
+            || f.oldest_ancestor_time < oldest_input.min(job.now)
+        {
+            return reject(format!(
+                "output {name} claims creation time {} and oldest ancestor time {}, the job's clock is {} and its inputs' oldest {oldest_input}",
+                f.creation_time, f.oldest_ancestor_time, job.now
+            ));
         }
         let path = dir.join(&name);
         match fs.file_size(&path) {
@@ -112,13 +180,16 @@ pub fn check_remote_result(
                 "output {name} does not carry the writer's identity under its number"
             ));
         }
-        if p.num_entries + p.num_range_deletions != f.num_entries
+        if p.num_entries.checked_add(p.num_range_deletions) != Some(f.num_entries)
             || p.num_range_deletions != f.num_range_deletions
+            || p.num_deletions != f.num_deletions
+            || p.min_seqno != f.smallest_seqno
+            || p.max_seqno != f.largest_seqno
+            || p.creation_time != f.creation_time
         {
             return reject(format!(
-                "output {name} holds {} entries, the outcome says {}",
-                p.num_entries + p.num_range_deletions,
-                f.num_entries
+                "output {name}'s properties (entries {}, range deletions {}, deletions {}, sequence numbers {}..={}) differ from the outcome's",
+                p.num_entries, p.num_range_deletions, p.num_deletions, p.min_seqno, p.max_seqno
             ));
         }
         if verify_files {

@@ -74,9 +74,15 @@ pub struct RemoteJob {
 
 impl RemoteJob {
     /// Whether `c` can run elsewhere: not a trivial move (metadata only),
-    /// not a flush plan (it reads memtables), and with inputs.
+    /// not a flush plan (it reads memtables), not an incremental major
+    /// compaction that leaves untouched files in place (the files it keeps
+    /// are decided while it runs, and the edit must not delete them), and
+    /// with inputs.
     pub fn is_remotable(c: &Compaction) -> bool {
-        !c.trivial_move && c.memtable_range.is_none() && c.num_input_files() > 0
+        !c.trivial_move
+            && c.memtable_range.is_none()
+            && !c.reuse_untouched_files
+            && c.num_input_files() > 0
     }
 
     /// How many output numbers to reserve for `c`: enough for its input
@@ -280,7 +286,7 @@ impl RemoteJob {
             pri_from(d.byte()?).map_or_else(|| d.invalid(at, "unknown file order"), Ok)?;
         let enforce_single_delete_contracts = d.bool()?;
         d.finish()?;
-        Ok(RemoteJob {
+        let job = RemoteJob {
             id,
             db_id,
             session_id,
@@ -318,7 +324,13 @@ impl RemoteJob {
             now,
             compaction_pri,
             enforce_single_delete_contracts,
-        })
+        };
+        // Fields decoded but not kept (a grandparent's level, say) or
+        // regrouped would encode differently: one encoding only.
+        if job.encode() != bytes {
+            return super::codec::fail(WHAT, 5, "fields not in their one encoding");
+        }
+        Ok(job)
     }
 }
 

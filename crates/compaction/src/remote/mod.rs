@@ -13,12 +13,12 @@
 //!   `lithify_vfs::FileSystem` holding the database's tables (a bucket,
 //!   for a worker on another machine), with the named objects its
 //!   [`WorkerEnv`] provides, and returns a [`RemoteOutcome`].
-//! * [`check_remote_result`]: the primary's side. It trusts nothing in
-//!   the outcome: the job id, every output number (reserved, unique), the
-//!   key order of the outputs and their range against the inputs', and
-//!   each output table itself (opened, its identity and whole-file
-//!   checksum against what the outcome claims) are checked before the
-//!   edit is built.
+//! * [`check_remote_result`]: the primary's side. The outcome is checked
+//!   against the job and the tables before the edit is built: the job id,
+//!   the record counts, every output number (reserved, unique), the
+//!   outputs' bounds, order, sequence numbers and times, and each output
+//!   table itself (opened; its identity and properties, and optionally its
+//!   whole-file checksum, against what the outcome claims).
 //!
 //! ```
 //! use lithify_compaction::remote::RemoteOutcome;

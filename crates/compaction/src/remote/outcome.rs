@@ -113,6 +113,9 @@ impl RemoteOutcome {
             b => return d.invalid(at, format!("unknown outcome {b}")),
         };
         d.finish()?;
+        if outcome.encode() != bytes {
+            return super::codec::fail(WHAT, 5, "fields not in their one encoding");
+        }
         Ok(outcome)
     }
 }

@@ -202,8 +202,10 @@ fn the_error_names_the_object_and_the_position() {
 }
 
 #[test]
-fn trivial_moves_and_flush_plans_stay_local() {
+fn trivial_moves_flush_plans_and_reused_files_stay_local() {
     let mut c = sample_job().compaction;
+    assert!(!RemoteJob::is_remotable(&c), "reuse_untouched_files");
+    c.reuse_untouched_files = false;
     assert!(RemoteJob::is_remotable(&c));
     c.trivial_move = true;
     assert!(!RemoteJob::is_remotable(&c));
@@ -253,4 +255,56 @@ fn the_formats_worked_example() {
             0x4c, 0x54, 0x43, 0x52, 0x01, 0x00, 0x07, 0x01, 0x78, 0x25, 0x07, 0xc4, 0xc0
         ]
     );
+}
+
+#[test]
+fn a_body_in_a_valid_frame_that_encodes_otherwise_is_refused() {
+    // A grandparent recorded at level 2: decodable, but the job encodes
+    // grandparents at level 0. Where the list starts: the first byte at
+    // which a job without grandparents and one with them differ.
+    let mut job = sample_job();
+    job.compaction.grandparents.clear();
+    let without = job.encode();
+    job.compaction.grandparents = vec![file(7, "a", "z")];
+    let with = job.encode();
+    let at = without
+        .iter()
+        .zip(&with)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let empty = lithify_version::VersionEdit::new(0).encode();
+    let mut odd = lithify_version::VersionEdit::new(0);
+    odd.add_file(2, (*file(7, "a", "z")).clone());
+    let body = &without[5..without.len() - 4];
+    let at = at - 5;
+    let mut new_body = body[..at].to_vec();
+    lithify_base::coding::put_length_prefixed(&mut new_body, &odd.encode());
+    new_body.extend_from_slice(&body[at + 1 + empty.len()..]);
+    let bytes = super::codec::frame(super::job::JOB_MAGIC, &new_body);
+    let e = RemoteJob::decode(&bytes).unwrap_err().to_string();
+    assert!(e.contains("one encoding"), "{e}");
+    // The same body with the grandparent at level 0 is the job itself.
+    let mut same_body = body[..at].to_vec();
+    let mut even = lithify_version::VersionEdit::new(0);
+    even.add_file(0, (*file(7, "a", "z")).clone());
+    lithify_base::coding::put_length_prefixed(&mut same_body, &even.encode());
+    same_body.extend_from_slice(&body[at + 1 + empty.len()..]);
+    assert_eq!(super::codec::frame(super::job::JOB_MAGIC, &same_body), with);
+}
+
+proptest::proptest! {
+    /// Any body in a valid frame: refused or decoded, never a panic, and
+    /// what decodes re-encodes to the same bytes.
+    #[test]
+    fn framed_garbage_never_panics(body in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
+        for magic in [super::job::JOB_MAGIC, super::outcome::OUTCOME_MAGIC] {
+            let bytes = super::codec::frame(magic, &body);
+            if let Ok(job) = RemoteJob::decode(&bytes) {
+                proptest::prop_assert_eq!(job.encode(), bytes.clone());
+            }
+            if let Ok(o) = RemoteOutcome::decode(&bytes) {
+                proptest::prop_assert_eq!(o.encode(), bytes);
+            }
+        }
+    }
 }

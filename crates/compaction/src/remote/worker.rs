@@ -132,6 +132,103 @@ impl FileNumbers for NumberRange {
     }
 }
 
+/// The worker's view of the shared file system: a table or blob file may
+/// be created, replaced or removed only under one of the job's reserved
+/// numbers. Numbers past the range belong to the writer; a job that needs
+/// more fails at its first extra output instead of writing (or, cleaning
+/// up, removing) a file the writer may own.
+#[derive(Debug)]
+struct ReservedFs<'a> {
+    inner: &'a dyn FileSystem,
+    numbers: Range<u64>,
+}
+
+impl ReservedFs<'_> {
+    fn check(&self, path: &std::path::Path) -> std::io::Result<()> {
+        use lithify_version::filename::{FileKind, parse_file_name};
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        match parse_file_name(name) {
+            Some(FileKind::Sst(n) | FileKind::Blob(n)) if !self.numbers.contains(&n) => {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{name}: file number {n} is not one of the job's reserved numbers {}..{}",
+                        self.numbers.start, self.numbers.end
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl FileSystem for ReservedFs<'_> {
+    fn create(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Box<dyn lithify_vfs::WritableFile>> {
+        self.check(path)?;
+        self.inner.create(path)
+    }
+    fn create_new(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Box<dyn lithify_vfs::WritableFile>> {
+        self.check(path)?;
+        self.inner.create_new(path)
+    }
+    fn open_append(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Box<dyn lithify_vfs::WritableFile>> {
+        self.check(path)?;
+        self.inner.open_append(path)
+    }
+    fn open(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Arc<dyn lithify_vfs::RandomAccessFile>> {
+        self.inner.open(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        self.check(from)?;
+        self.check(to)?;
+        self.inner.rename(from, to)
+    }
+    fn remove_file(&self, path: &std::path::Path) -> std::io::Result<()> {
+        self.check(path)?;
+        self.inner.remove_file(path)
+    }
+    fn hard_link(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        self.check(to)?;
+        self.inner.hard_link(from, to)
+    }
+    fn remove_dir(&self, path: &std::path::Path) -> std::io::Result<()> {
+        self.inner.remove_dir(path)
+    }
+    fn list_dir(&self, dir: &std::path::Path) -> std::io::Result<Vec<String>> {
+        self.inner.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn exists(&self, path: &std::path::Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn is_dir(&self, path: &std::path::Path) -> bool {
+        self.inner.is_dir(path)
+    }
+    fn file_size(&self, path: &std::path::Path) -> std::io::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &std::path::Path) -> std::io::Result<lithify_vfs::FileLock> {
+        self.inner.lock(path)
+    }
+}
+
 /// The table-reading options of a job's tables.
 pub(crate) fn sst_options(
     job: &RemoteJob,
@@ -164,8 +261,12 @@ pub fn run_remote_job(job: &RemoteJob, env: &WorkerEnv) -> RemoteOutcome {
     }
     let sst_options = sst_options(job, Arc::clone(&env.comparator));
     let numbers = NumberRange::new(job.output_numbers.clone());
+    let fs = ReservedFs {
+        inner: &*env.fs,
+        numbers: job.output_numbers.clone(),
+    };
     let factory = OutputFactory {
-        fs: &*env.fs,
+        fs: &fs,
         dir: &env.dir,
         numbers: &numbers,
         sst_options: sst_options.clone(),
