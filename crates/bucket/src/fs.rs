@@ -153,6 +153,13 @@ impl BucketFs {
     /// that both took one job (on a store whose conditional PUT is not
     /// atomic) cannot overwrite or remove each other's outputs.
     pub fn new_objects_only(&self) -> Self {
+        self.derived(self.shared.owner.clone(), true)
+    }
+
+    /// This file system's bucket, root, prefix, options and page cache,
+    /// with `owner`'s writer claim, and tracking the objects it creates
+    /// when `own_objects`.
+    fn derived(&self, owner: Option<Arc<BucketManifest>>, own_objects: bool) -> Self {
         let s = &self.shared;
         BucketFs {
             shared: Arc::new(Shared {
@@ -161,8 +168,9 @@ impl BucketFs {
                 prefix: s.prefix.clone(),
                 options: s.options,
                 cache: s.cache.clone(),
-                owner: s.owner.clone(),
-                own: Some(parking_lot::Mutex::new(std::collections::BTreeSet::new())),
+                owner,
+                own: own_objects
+                    .then(|| parking_lot::Mutex::new(std::collections::BTreeSet::new())),
             }),
         }
     }
@@ -181,18 +189,7 @@ impl BucketFs {
     /// This file system, uploading over an existing object and deleting
     /// only while `owner`'s writer claim is the newest.
     pub(crate) fn with_owner(&self, owner: Arc<BucketManifest>) -> Self {
-        let s = &self.shared;
-        BucketFs {
-            shared: Arc::new(Shared {
-                bucket: s.bucket.clone(),
-                root: s.root.clone(),
-                prefix: s.prefix.clone(),
-                options: s.options,
-                cache: s.cache.clone(),
-                owner: Some(owner),
-                own: None,
-            }),
-        }
+        self.derived(Some(owner), false)
     }
 
     /// The bucket.

@@ -7,7 +7,6 @@
 //! * `lithify replica` follows a writer whose MANIFEST is in the bucket
 //!   (`bench --manifest-in-bucket`), through `lithify::cluster::Replica`.
 
-use std::io::Write as _;
 use std::sync::Arc;
 
 use clap::Args;
@@ -16,12 +15,14 @@ use lithify::cluster::CompactionWorker;
 use lithify::compaction::remote::{RemoteOutcome, WorkerEnv};
 use snafu::ResultExt as _;
 
-use crate::error::{ClusterSnafu, IoSnafu, Result, UsageSnafu};
+use crate::error::{ClusterSnafu, Result, UsageSnafu};
 use crate::numbers;
+use crate::output::say;
 
-/// `lithify compaction-worker`.
+/// Where the database is: a bucket and the prefix of its objects, and its
+/// merge operator (`compaction-worker` and `replica`).
 #[derive(Debug, Args)]
-pub(crate) struct CompactionWorkerArgs {
+pub(crate) struct PlaceArgs {
     /// The S3-compatible bucket of the database's tables (and, with
     /// `bench --manifest-in-bucket`, its MANIFEST): http://host:port/name
     /// (an S3-compatible server), file:///path or a path (object_store's
@@ -47,6 +48,36 @@ pub(crate) struct CompactionWorkerArgs {
     /// the writer then runs itself.
     #[arg(long, alias = "operator", value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
     pub merge_operator: Option<String>,
+}
+
+impl PlaceArgs {
+    /// The bucket, refusing a local one inside stored data (a worker
+    /// writes tables there).
+    fn bucket(&self) -> Result<Bucket> {
+        if let Some(local) = Bucket::url_local_dir(&self.bucket) {
+            crate::output::check(local)?;
+        }
+        Bucket::open_url(&self.bucket).map_err(|e| {
+            UsageSnafu {
+                message: format!("--bucket {}: {e}", self.bucket),
+            }
+            .build()
+        })
+    }
+
+    /// The merge operator `--merge-operator` names.
+    fn merge_operator(&self) -> Option<Arc<dyn lithify::MergeOperator>> {
+        self.merge_operator
+            .as_deref()
+            .and_then(lithify::merge_operator_by_name)
+    }
+}
+
+/// `lithify compaction-worker`.
+#[derive(Debug, Args)]
+pub(crate) struct CompactionWorkerArgs {
+    #[command(flatten)]
+    pub place: PlaceArgs,
     /// The name this worker claims jobs under (default `worker-<pid>`).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
@@ -62,29 +93,17 @@ pub(crate) struct CompactionWorkerArgs {
 
 /// Runs jobs until stopped (or `--max-jobs`), one line per job on stdout.
 pub(crate) fn compaction_worker(a: CompactionWorkerArgs) -> Result<()> {
-    if let Some(local) = Bucket::url_local_dir(&a.bucket) {
-        // A worker writes tables there: never inside a database or a log.
-        crate::output::check(local)?;
-    }
-    let bucket = Bucket::open_url(&a.bucket).map_err(|e| {
-        UsageSnafu {
-            message: format!("--bucket {}: {e}", a.bucket),
-        }
-        .build()
-    })?;
+    let bucket = a.place.bucket()?;
     let name = a
         .name
         .clone()
         .unwrap_or_else(|| format!("worker-{}", std::process::id()));
     let mut env = WorkerEnv::new(Arc::new(lithify::vfs::MemFs::new()), "/");
-    env.merge_operator = a
-        .merge_operator
-        .as_deref()
-        .and_then(lithify::merge_operator_by_name);
-    let worker = CompactionWorker::new(bucket.clone(), &a.prefix, &name).with_env(env);
+    env.merge_operator = a.place.merge_operator();
+    let worker = CompactionWorker::new(bucket.clone(), &a.place.prefix, &name).with_env(env);
     say(format_args!(
         "{name}: taking the compaction jobs under {} in {}\n",
-        a.prefix.trim_matches('/'),
+        a.place.prefix.trim_matches('/'),
         bucket.name()
     ))?;
     let poll = std::time::Duration::from_millis(a.poll_ms);
@@ -127,44 +146,11 @@ pub(crate) fn compaction_worker(a: CompactionWorkerArgs) -> Result<()> {
     Ok(())
 }
 
-fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_fmt(text)
-        .and_then(|()| out.flush())
-        .context(IoSnafu {
-            action: "write to",
-            path: "standard output",
-        })
-}
-
 /// `lithify replica`.
 #[derive(Debug, Args)]
 pub(crate) struct ReplicaArgs {
-    /// The S3-compatible bucket of the database's tables (and, with
-    /// `bench --manifest-in-bucket`, its MANIFEST): http://host:port/name
-    /// (an S3-compatible server), file:///path or a path (object_store's
-    /// local store), memory://. `bench` keeps the tables there instead of
-    /// in its directory (the WAL stays there) and prints the requests and
-    /// bytes sent per user byte and the page cache's hit rate;
-    /// `compaction-worker` and `replica` work on the database there.
-    #[arg(long, value_name = "URL")]
-    pub bucket: String,
-    /// The prefix of the database's objects in the bucket (the writer's
-    /// `bench --bucket-prefix`).
-    #[arg(long, value_name = "PREFIX")]
-    pub prefix: String,
-    /// The merge operator, one of the built-in ones: `uint64add` (little-
-    /// endian u64 sum of 8-byte operands), `stringappend` (comma-joined) or
-    /// `max`. A database holding merge operands must be opened with the one
-    /// it records: reads (`get`, `scan`, `check`) combine a key's operands
-    /// with it, `merge` writes them, and without it reading a key that
-    /// holds operands fails, naming the key. `bench` merges with it in
-    /// mergerandom and readrandommergerandom; `stress db` and `stress bank`
-    /// open their database with it; `replica` reads with it; a
-    /// `compaction-worker` without the one a job names fails the job, which
-    /// the writer then runs itself.
-    #[arg(long, alias = "operator", value_name = "NAME", value_parser = crate::db::parse_merge_operator)]
-    pub merge_operator: Option<String>,
+    #[command(flatten)]
+    pub place: PlaceArgs,
     /// Milliseconds between looks at the writer's MANIFEST
     /// [range: 1..=3600000].
     #[arg(long, default_value_t = 100, value_parser = numbers::int::<u64>(1, 3_600_000))]
@@ -181,20 +167,11 @@ pub(crate) struct ReplicaArgs {
 pub(crate) fn replica(a: ReplicaArgs) -> Result<()> {
     use lithify::bucket::{BucketFs, ReadOptions, SplitFs};
     use lithify::cluster::Replica;
-    let bucket = Bucket::open_url(&a.bucket).map_err(|e| {
-        UsageSnafu {
-            message: format!("--bucket {}: {e}", a.bucket),
-        }
-        .build()
-    })?;
+    let bucket = a.place.bucket()?;
     let dir = "/lithify-replica";
-    let tables = BucketFs::new(bucket.clone(), dir, &a.prefix, ReadOptions::default());
+    let tables = BucketFs::new(bucket.clone(), dir, &a.place.prefix, ReadOptions::default());
     let fs = SplitFs::with_manifest_in_bucket(Arc::new(lithify::vfs::MemFs::new()), tables);
-    let options = lithify::Options::default().merge_operator(
-        a.merge_operator
-            .as_deref()
-            .and_then(lithify::merge_operator_by_name),
-    );
+    let options = lithify::Options::default().merge_operator(a.place.merge_operator());
     let replica = Replica::open(dir, options, fs).context(ClusterSnafu)?;
     let started = std::time::Instant::now();
     let every = std::time::Duration::from_millis(a.catch_up_ms);

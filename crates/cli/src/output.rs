@@ -1,6 +1,7 @@
 //! Where commands write their outputs: never among stored data
-//! ([`lithify::check_output_path`]), and each output file whole or not at
-//! all (a temporary name, synced, renamed over the target).
+//! ([`lithify::check_output_path`]), each output file whole or not at
+//! all (a temporary name, synced, renamed over the target), and lines on
+//! standard output ([`say`]).
 
 use std::path::Path;
 
@@ -24,4 +25,18 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
         action: "write",
         path,
     })
+}
+
+/// Writes to stdout and flushes. A failure (say a closed pipe) is an
+/// error, returned so that a long command still closes its database and
+/// removes what it must.
+pub(crate) fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(text)
+        .and_then(|()| out.flush())
+        .context(IoSnafu {
+            action: "write to",
+            path: "standard output",
+        })
 }

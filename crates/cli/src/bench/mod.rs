@@ -15,7 +15,6 @@
 
 pub(crate) mod options;
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -29,6 +28,7 @@ use lithify_bench::{Benchmark, Settings, report, strategies, strategies_html, ti
 use crate::error::{DbSnafu, IoSnafu, Result, UsageSnafu};
 use crate::json::JsonArgs;
 use crate::numbers;
+use crate::output::say;
 use options::EngineArgs;
 
 /// The largest `--key-size`: 1 MiB.
@@ -674,18 +674,6 @@ fn temp_dir(prefix: &str) -> Result<tempfile::TempDir> {
         .context(IoSnafu {
             action: "create a temporary directory in",
             path: std::env::temp_dir(),
-        })
-}
-
-/// Writes to stdout. A failure (say a closed pipe) is an error, returned
-/// so that the run still closes the database and removes its directory.
-fn say(text: std::fmt::Arguments<'_>) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_fmt(text)
-        .and_then(|()| out.flush())
-        .context(IoSnafu {
-            action: "write to",
-            path: "standard output",
         })
 }
 

@@ -34,9 +34,10 @@ pub struct SstSettings {
 /// [`run_remote_job`](super::run_remote_job) needs besides the table files
 /// and the named objects of its [`WorkerEnv`](super::WorkerEnv).
 ///
-/// Trivial moves, flush plans and jobs that write or relocate blob files
-/// are not remote jobs: [`RemoteJob::new`] refuses them, and the engine
-/// runs them itself.
+/// Trivial moves, flush plans, incremental majors and jobs that write or
+/// relocate blob files are not remote jobs ([`RemoteJob::is_remotable`]
+/// says which are; the engine checks blob files): the engine runs them
+/// itself.
 #[derive(Debug, Clone)]
 pub struct RemoteJob {
     /// The job's id: unique within the database, as it is the first
