@@ -215,3 +215,32 @@ fn a_damaged_object_is_refused_naming_file_and_offset() {
     assert!(err.contains(&name), "the error names the file: {err}");
     assert!(err.contains("offset"), "the error names the offset: {err}");
 }
+
+#[test]
+fn a_second_database_on_the_same_prefix_leaves_the_firsts_tables_alone() {
+    // Two databases pointed at one prefix (their MANIFESTs local, so
+    // nothing fences them): at open each sees the other's tables as files
+    // no version names. They carry another database's identity, so they
+    // are left in place, and the first database keeps every key.
+    let t = test_bucket("two-dbs");
+    let a_local = Arc::new(MemFs::new());
+    let a = Db::open(DIR, options(a_local.clone(), &t)).unwrap();
+    for i in 0..500u32 {
+        a.put(format!("a{i:04}"), b"first").unwrap();
+    }
+    a.flush().unwrap();
+    let b = Db::open(DIR, options(Arc::new(MemFs::new()), &t)).unwrap();
+    b.put(b"b", b"second").unwrap();
+    b.flush().unwrap();
+    drop(b);
+    drop(a);
+    let a = Db::open(DIR, options(a_local, &t)).unwrap();
+    for i in (0..500u32).step_by(37) {
+        assert_eq!(
+            a.get(format!("a{i:04}")).unwrap().as_deref(),
+            Some(&b"first"[..]),
+            "key a{i:04}"
+        );
+    }
+    assert_eq!(a.get(b"b").unwrap(), None);
+}

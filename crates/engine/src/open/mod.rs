@@ -433,6 +433,25 @@ fn recover_versions(
 /// ones recovery dropped bytes from into `lost/` instead. Returns the new
 /// WAL.
 #[allow(clippy::too_many_arguments)]
+/// The identity of the database that wrote the table `name`, when its
+/// properties name one other than `ours` (`None` for our own, for a file
+/// that is not a readable table, and for a table without an identity).
+fn foreign_table(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    name: &str,
+    ours: lithify_base::Id,
+) -> Option<lithify_base::Id> {
+    if !matches!(parse_file_name(name), Some(FileKind::Sst(_))) {
+        return None;
+    }
+    let path = dir.join(name);
+    let size = fs.file_size(&path).ok()?;
+    let file = fs.open(&path).ok()?;
+    let props = lithify_sstable::read_properties(&*file, &path, size).ok()?;
+    props.db_id.filter(|id| *id != ours)
+}
+
 fn finish_recovery(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -505,6 +524,17 @@ fn finish_recovery(
             keep.insert(name.clone());
         }
         if !keep.contains(&name) {
+            // A table of another database (a directory or bucket prefix
+            // two databases were pointed at) is not ours to delete.
+            if let Some(theirs) = foreign_table(fs, dir, &name, versions.db_id()) {
+                tracing::warn!(
+                    target: "lithify::engine",
+                    db = %dir.display(),
+                    event = "foreign_file",
+                    "{name} is not in this database and belongs to database {theirs}: left in place, not deleted"
+                );
+                continue;
+            }
             let _ = fs.remove_file(&dir.join(&name));
             continue;
         }
