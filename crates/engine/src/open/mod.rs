@@ -432,7 +432,6 @@ fn recover_versions(
 /// WALs in one edit group, then removes files nothing needs — moving the
 /// ones recovery dropped bytes from into `lost/` instead. Returns the new
 /// WAL.
-#[allow(clippy::too_many_arguments)]
 /// The identity of the database that wrote the table `name`, when its
 /// properties name one other than `ours` (`None` for our own, for a file
 /// that is not a readable table, and for a table without an identity).
@@ -452,6 +451,7 @@ fn foreign_table(
     props.db_id.filter(|id| *id != ours)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn finish_recovery(
     fs: &dyn FileSystem,
     dir: &Path,
