@@ -325,3 +325,34 @@ fn split_sends_tables_and_blobs_to_the_bucket_and_the_rest_to_disk() {
         b"000003.sst"
     );
 }
+
+#[test]
+fn the_server_takes_bodies_with_and_without_a_signed_hash() {
+    let Some(config) = lithify_bucket::S3Config::from_env() else {
+        eprintln!("skipped: no S3 server is configured (LITHIFY_S3_ENDPOINT)");
+        return;
+    };
+    let key = format!(
+        "payload-signing-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    for sign in [true, false] {
+        let mut c = config.clone();
+        c.sign_payload = sign;
+        let bucket = lithify_bucket::Bucket::s3(&c).unwrap();
+        let name = format!("{key}-{sign}");
+        let body: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        bucket.put(&name, body.clone().into(), true).unwrap();
+        assert_eq!(bucket.get(&name).unwrap().as_ref(), &body[..], "sign {sign}");
+        assert_eq!(
+            bucket.get_range(&name, 1000..1010).unwrap().as_ref(),
+            &body[1000..1010]
+        );
+        bucket.delete(&name).unwrap();
+        assert_eq!(bucket.head(&name).unwrap(), None);
+    }
+}
