@@ -355,10 +355,22 @@ impl FileSystem for BucketFs {
     }
 
     fn exists(&self, path: &Path) -> bool {
+        self.try_exists(path).unwrap_or(false)
+    }
+
+    fn try_exists(&self, path: &Path) -> io::Result<bool> {
+        if path == self.shared.root {
+            return Ok(true);
+        }
         let Ok(key) = self.key_of(path) else {
-            return false;
+            // Outside this bucket's root: nothing of it is here.
+            return Ok(false);
         };
-        matches!(self.shared.bucket.head(&key), Ok(Some(_))) || self.is_dir(path)
+        if self.shared.bucket.head(&key)?.is_some() {
+            return Ok(true);
+        }
+        // A prefix with objects under it is a directory.
+        Ok(!self.shared.bucket.list(&key)?.is_empty())
     }
 
     fn is_dir(&self, path: &Path) -> bool {

@@ -421,11 +421,15 @@ impl FileSystem for SplitFs {
     }
 
     fn exists(&self, path: &Path) -> bool {
+        self.try_exists(path).unwrap_or(false)
+    }
+
+    fn try_exists(&self, path: &Path) -> io::Result<bool> {
         match self.meta(path) {
-            Some((m, Meta::Current)) => m.current_exists().unwrap_or(false),
-            Some((m, Meta::Manifest(name))) => m.manifest_exists(name).unwrap_or(false),
-            Some((_, Meta::CurrentTmp)) => false,
-            None => self.side(path).exists(path),
+            Some((m, Meta::Current)) => m.current_exists(),
+            Some((m, Meta::Manifest(name))) => m.manifest_exists(name),
+            Some((_, Meta::CurrentTmp)) => Ok(false),
+            None => self.side(path).try_exists(path),
         }
     }
 

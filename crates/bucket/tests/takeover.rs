@@ -310,3 +310,30 @@ fn a_fenced_writer_neither_replaces_nor_deletes_the_new_writers_tables() {
     fs_b.remove_file(&std::path::Path::new(DIR).join("000051.sst"))
         .unwrap();
 }
+
+#[test]
+fn an_open_while_the_store_is_down_fails_and_creates_nothing() {
+    let t = test_bucket("down-at-open");
+    let mut model = Model::new();
+    {
+        let (opts, _) = machine(Arc::new(MemFs::new()), &t);
+        let db = Db::open(DIR, opts).unwrap();
+        write(&db, &mut model, 0..500, "first");
+        db.flush().unwrap();
+    }
+    // Another machine opens while the store does not answer: not knowing
+    // whether CURRENT exists is an error naming it, never "no database"
+    // (which would create a new one over the old tables).
+    t.faults.set_down(true);
+    let (opts, _) = machine(Arc::new(MemFs::new()), &t);
+    let err = match Db::open(DIR, opts) {
+        Ok(_) => panic!("an open with the store down succeeded"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("CURRENT"), "{err}");
+    assert!(err.contains("after 4 tries"), "{err}");
+    t.faults.set_down(false);
+    let (opts, _) = machine(Arc::new(MemFs::new()), &t);
+    let db = Db::open(DIR, opts).unwrap();
+    assert_eq!(contents(&db), model, "the database is the one written");
+}

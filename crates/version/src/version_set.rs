@@ -323,7 +323,11 @@ impl VersionSet {
             }
             .fail();
         };
-        if fs.exists(&dir.join(CURRENT)) {
+        let current = dir.join(CURRENT);
+        if fs.try_exists(&current).context(IoSnafu {
+            op: "looking for",
+            path: current.clone(),
+        })? {
             return InvalidArgumentSnafu {
                 message: format!("a database already exists in {}", dir.display()),
             }
@@ -377,7 +381,11 @@ impl VersionSet {
         check_num_levels(&options)?;
         let number = read_current(&*fs, dir)?;
         let manifest = dir.join(manifest_file_name(number));
-        if !fs.exists(&manifest) {
+        // A store that does not answer is an error, not a missing file.
+        if !fs.try_exists(&manifest).context(IoSnafu {
+            op: "looking for",
+            path: manifest.clone(),
+        })? {
             return crate::error::CorruptionSnafu {
                 path: dir.join(CURRENT),
                 offset: 0u64,

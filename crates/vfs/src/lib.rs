@@ -107,6 +107,17 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Whether a file or directory exists at `path`.
     fn exists(&self, path: &Path) -> bool;
 
+    /// Whether a file or directory exists at `path`, or the error that kept
+    /// this from being known: an object store that did not answer, a
+    /// directory that may not be searched. [`exists`](Self::exists) says
+    /// `false` for both; a caller that decides something lasting on the
+    /// answer (whether to create a database) asks this instead. The
+    /// default answers with `exists`, for file systems that cannot fail
+    /// to tell.
+    fn try_exists(&self, path: &Path) -> io::Result<bool> {
+        Ok(self.exists(path))
+    }
+
     /// Whether `path` is a directory.
     fn is_dir(&self, path: &Path) -> bool;
 
@@ -420,6 +431,9 @@ impl<F: FileSystem + ?Sized> FileSystem for Arc<F> {
     }
     fn exists(&self, path: &Path) -> bool {
         (**self).exists(path)
+    }
+    fn try_exists(&self, path: &Path) -> io::Result<bool> {
+        (**self).try_exists(path)
     }
     fn is_dir(&self, path: &Path) -> bool {
         (**self).is_dir(path)

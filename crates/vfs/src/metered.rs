@@ -220,6 +220,10 @@ impl<F: FileSystem> FileSystem for MeteredFs<F> {
         self.inner.exists(path)
     }
 
+    fn try_exists(&self, path: &Path) -> io::Result<bool> {
+        self.inner.try_exists(path)
+    }
+
     fn is_dir(&self, path: &Path) -> bool {
         self.inner.is_dir(path)
     }

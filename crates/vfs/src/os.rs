@@ -195,6 +195,10 @@ impl FileSystem for OsFs {
         path.exists()
     }
 
+    fn try_exists(&self, path: &Path) -> io::Result<bool> {
+        path.try_exists()
+    }
+
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
     }

@@ -215,6 +215,9 @@ impl FileSystem for ReservedFs<'_> {
     fn exists(&self, path: &std::path::Path) -> bool {
         self.inner.exists(path)
     }
+    fn try_exists(&self, path: &std::path::Path) -> std::io::Result<bool> {
+        self.inner.try_exists(path)
+    }
     fn is_dir(&self, path: &std::path::Path) -> bool {
         self.inner.is_dir(path)
     }

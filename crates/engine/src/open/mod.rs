@@ -301,11 +301,19 @@ fn lock_dir(
         .fail();
     }
     let current = dir.join(lithify_version::filename::CURRENT);
+    // Asked with `try_exists`: a store that does not answer is an error
+    // here, never "no database" (which would create one).
+    let current_exists = || {
+        fs.try_exists(&current).context(IoSnafu {
+            op: "looking for",
+            path: current.clone(),
+        })
+    };
     // Without CURRENT the directory is a new database only if it holds no
     // database files: a lost CURRENT must not turn a database into an
     // empty one (whose open would then delete the old files as orphans).
-    if !fs.exists(&current)
-        && let Some(found) = database_files(fs, dir)
+    if !current_exists()?
+        && let Some(found) = database_files(fs, dir)?
     {
         return CorruptionSnafu {
             path: current,
@@ -316,7 +324,7 @@ fn lock_dir(
         .fail();
     }
     if mode == OpenMode::ReadOnly {
-        if !fs.exists(&current) {
+        if !current_exists()? {
             return InvalidArgumentSnafu {
                 message: format!(
                     "no database in {} (no CURRENT file); a read-only open creates nothing",
@@ -347,7 +355,7 @@ fn lock_dir(
         dir: dir.to_path_buf(),
         path: lock_path.clone(),
     })?;
-    let exists = fs.exists(&current);
+    let exists = current_exists()?;
     if exists && opts.error_if_exists {
         return InvalidArgumentSnafu {
             message: format!(
@@ -373,8 +381,18 @@ fn lock_dir(
 /// WALs — if there are any beyond what an interrupted creation leaves
 /// (`MANIFEST-000001` written, `CURRENT` not yet: the open that creates a
 /// database makes its first WAL only after `CURRENT`).
-fn database_files(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
-    let names = fs.list_dir(dir).ok()?;
+fn database_files(fs: &dyn FileSystem, dir: &Path) -> Result<Option<String>> {
+    let names = match fs.list_dir(dir) {
+        Ok(names) => names,
+        // No directory: no files.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(e).context(IoSnafu {
+                op: "listing",
+                path: dir.to_path_buf(),
+            });
+        }
+    };
     let (mut manifests, mut tables, mut logs) = (Vec::new(), 0, 0);
     for name in &names {
         match parse_file_name(name) {
@@ -390,17 +408,17 @@ fn database_files(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
             .iter()
             .all(|m| *m == manifest_file_name(1).as_str());
     if interrupted_creation {
-        return None;
+        return Ok(None);
     }
     manifests.sort_unstable();
-    Some(format!(
+    Ok(Some(format!(
         "{}{tables} SST file(s), {logs} WAL(s)",
         if manifests.is_empty() {
             String::new()
         } else {
             format!("{}, ", manifests.join(", "))
         }
-    ))
+    )))
 }
 
 /// Step 2: the `VersionSet`, created or recovered, with its live files
