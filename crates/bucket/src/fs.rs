@@ -156,6 +156,37 @@ impl BucketFs {
         self.derived(self.shared.owner.clone(), true)
     }
 
+    /// Gives up this file system's claim on the object at `path`, which it
+    /// created (see [`new_objects_only`](Self::new_objects_only)): from now
+    /// on it may neither replace nor remove it, and no longer remembers
+    /// it. A compaction worker hands its outputs over this way once the
+    /// writer may install them, so what it remembers stays one job's worth.
+    /// Returns whether the object was this file system's.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use lithify_bucket::{Bucket, BucketFs, ReadOptions};
+    /// use lithify_vfs::FileSystem;
+    ///
+    /// let fs = BucketFs::new(Bucket::in_memory(), "/w", "db", ReadOptions::default())
+    ///     .new_objects_only();
+    /// let out = Path::new("/w/000009.sst");
+    /// let mut f = fs.create(out).unwrap();
+    /// f.append(b"table").unwrap();
+    /// f.sync_all().unwrap();
+    /// assert!(fs.hand_over(out).unwrap());
+    /// // Handed over: no longer this file system's to remove.
+    /// assert!(fs.remove_file(out).is_err());
+    /// assert!(!fs.hand_over(out).unwrap());
+    /// ```
+    pub fn hand_over(&self, path: &Path) -> io::Result<bool> {
+        let key = self.key_of(path)?;
+        Ok(match &self.shared.own {
+            Some(own) => own.lock().remove(&key),
+            None => false,
+        })
+    }
+
     /// This file system's bucket, root, prefix, options and page cache,
     /// with `owner`'s writer claim, and tracking the objects it creates
     /// when `own_objects`.

@@ -297,6 +297,9 @@ pub struct CompactionWorker {
     prefix: String,
     name: String,
     env: WorkerEnv,
+    /// The file system of `env`, which hands each job's outputs over to
+    /// the writer once posted.
+    outputs: lithify_bucket::BucketFs,
 }
 
 /// Tells this process's claims apart from each other and from those of
@@ -333,7 +336,8 @@ impl CompactionWorker {
         )
         .new_objects_only();
         CompactionWorker {
-            env: WorkerEnv::new(Arc::new(fs), WORKER_ROOT),
+            env: WorkerEnv::new(Arc::new(fs.clone()), WORKER_ROOT),
+            outputs: fs,
             bucket,
             prefix,
             name: name.to_owned(),
@@ -451,6 +455,15 @@ impl CompactionWorker {
         if let Err(e) = self.bucket.put(&key, Bytes::from(outcome.encode()), true) {
             self.remove_outputs(&outcome);
             return Err(e).context(StoreSnafu { op: "posting", key });
+        }
+        // Posted: the outputs are the writer's now (to install, or to
+        // remove when it refuses them), and the worker forgets them.
+        if let RemoteOutcome::Done(r) = &outcome {
+            for f in &r.outputs {
+                let _ = self
+                    .outputs
+                    .hand_over(&self.env.dir.join(sst_file_name(f.number)));
+            }
         }
         match &outcome {
             RemoteOutcome::Done(r) => tracing::info!(
