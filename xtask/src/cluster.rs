@@ -101,6 +101,18 @@ fn pinned(core: &str, program: &Path) -> Command {
     c
 }
 
+/// Where a writer run's compactions happen.
+#[derive(Clone, Copy)]
+enum Compactions {
+    /// On the writer's own core (the baseline).
+    Here,
+    /// On the workers (`--remote-compaction`).
+    Workers,
+    /// Nowhere (`--disable-auto-compactions`): the writer's CPU with no
+    /// compaction at all, the floor any offload can reach.
+    Off,
+}
+
 /// What a writer run printed.
 #[derive(Default, Debug)]
 struct WriterRun {
@@ -152,7 +164,7 @@ fn run_writer(
     url: &str,
     prefix: &str,
     s: &Settings,
-    remote: bool,
+    compactions: Compactions,
 ) -> Result<WriterRun> {
     let db = work.join(format!("{prefix}-db"));
     let mut c = pinned("0", lithify);
@@ -176,8 +188,14 @@ fn run_writer(
     if let Some(w) = &s.write_buffer_size {
         c.args(["--write-buffer-size", w]);
     }
-    if remote {
-        c.arg("--remote-compaction");
+    match compactions {
+        Compactions::Here => {}
+        Compactions::Workers => {
+            c.arg("--remote-compaction");
+        }
+        Compactions::Off => {
+            c.args(["--disable-auto-compactions", "true"]);
+        }
     }
     eprintln!("xtask: running {c:?}");
     let mut child = c
@@ -317,7 +335,26 @@ pub(crate) fn cluster(args: &[String]) -> Result {
     let url = format!("http://127.0.0.1:{port}/lithify");
 
     let alone = if s.baseline {
-        Some(run_writer(&lithify, &work, &url, "alone", &s, false)?)
+        Some(run_writer(
+            &lithify,
+            &work,
+            &url,
+            "alone",
+            &s,
+            Compactions::Here,
+        )?)
+    } else {
+        None
+    };
+    let floor = if s.baseline {
+        Some(run_writer(
+            &lithify,
+            &work,
+            &url,
+            "floor",
+            &s,
+            Compactions::Off,
+        )?)
     } else {
         None
     };
@@ -380,7 +417,7 @@ pub(crate) fn cluster(args: &[String]) -> Result {
             }
         })
     };
-    let together = run_writer(&lithify, &work, &url, prefix, &s, true)?;
+    let together = run_writer(&lithify, &work, &url, prefix, &s, Compactions::Workers)?;
     let _ = starter.join();
     // Let the replica see the last flush, then stop everything.
     std::thread::sleep(Duration::from_millis(500));
@@ -468,6 +505,19 @@ pub(crate) fn cluster(args: &[String]) -> Result {
             format!("{:+.0} %", 100.0 * (per_op(&together) / per_op(a) - 1.0))
         }),
     ]);
+    if let Some(f) = &floor {
+        row(&[
+            "writer CPU during the fill with no compaction at all, the floor of any offload (us/op)"
+                .into(),
+            a.map_or("-".into(), |_| {
+                format!("{:.3} ({:.0} ops/s)", per_op(f), f.ops_per_sec)
+            }),
+            "".into(),
+            a.map_or("-".into(), |a| {
+                format!("{:+.0} %", 100.0 * (per_op(f) / per_op(a) - 1.0))
+            }),
+        ]);
+    }
     let debt = |r: &WriterRun| {
         format!(
             "{:.1} s, writer CPU {:.1} s",
