@@ -2,7 +2,8 @@
 //! replica, each its own `lithify` process, talking through an S3 server
 //! (s3s-fs) on loopback; the writer pinned to core 0, everything else to
 //! core 1. Measured against the same writer alone on core 0, doing its own
-//! compactions:
+//! compactions, and against that writer with compactions off (the floor:
+//! the least CPU per key any offload could leave it):
 //!
 //! * fill throughput and the writer's CPU per operation;
 //! * the replica's lag: from the writer's log line for a flush to the

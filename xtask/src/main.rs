@@ -97,10 +97,12 @@ const USAGE: &str = "usage: cargo xtask <ci|api|docs|msrv|semver|fuzz|loom|bench
                                 loop (20 kills each, 10 transactional log kills, 10 bank kills, 300
                                 crash points). Release build unless --dev.
   cluster [--num N] [--write-buffer-size B] [--no-baseline]
+                                (--no-baseline: only the writer with the workers)
                                 one writer (taskset core 0), two `lithify compaction-worker`s, a
                                 `lithify replica` and s3s-fs (core 1) as processes, against the
-                                writer alone on core 0 doing its own compactions: fillrandom of N
-                                keys (default 10M), the writer's CPU per op, the replica's lag
+                                writer alone on core 0 doing its own compactions and with
+                                compactions off (the floor): fillrandom of N keys (default 10M),
+                                the writer's CPU per op, the replica's lag
                                 behind each flush, store traffic per user byte, cache hit rates;
                                 target/cluster/report.md (not part of ci)
   cross [--target aarch64|windows] [--ci]
