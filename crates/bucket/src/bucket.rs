@@ -205,6 +205,9 @@ impl S3Config {
     }
 }
 
+/// How many GETs [`Bucket::get_many`] keeps in flight.
+const GETS_IN_FLIGHT: usize = 32;
+
 /// An object store, shared by everything that reads and writes one bucket.
 ///
 /// Cloning is cheap: clones share the store, the runtime and the counts.
@@ -512,6 +515,44 @@ impl Bucket {
         })
     }
 
+    /// The whole objects `keys`, in their order, with up to 32 requests
+    /// at once, each retried as [`get`](Self::get) is: many small objects (a MANIFEST's parts) in the time of a few.
+    /// The first failure is the answer.
+    ///
+    /// ```
+    /// use lithify_bucket::Bucket;
+    ///
+    /// let bucket = Bucket::in_memory();
+    /// bucket.put("p/1", b"one".to_vec().into(), false).unwrap();
+    /// bucket.put("p/2", b"two".to_vec().into(), false).unwrap();
+    /// let got = bucket.get_many(&["p/2".into(), "p/1".into()]).unwrap();
+    /// assert_eq!(got, [&b"two"[..], &b"one"[..]]);
+    /// assert!(bucket.get_many(&["p/3".into()]).is_err());
+    /// ```
+    pub fn get_many(&self, keys: &[String]) -> io::Result<Vec<Bytes>> {
+        use futures_util::{StreamExt as _, TryStreamExt as _};
+        let requests: Vec<_> = keys
+            .iter()
+            .map(|key| {
+                let location = ObjectPath::from(key.as_str());
+                self.retried("reading", key, move |store, c| {
+                    let location = location.clone();
+                    async move {
+                        let bytes = store.get(&location).await?.bytes().await?;
+                        c.get(bytes.len() as u64);
+                        Ok(bytes)
+                    }
+                })
+            })
+            .collect();
+        self.block(async move {
+            futures_util::stream::iter(requests)
+                .buffered(GETS_IN_FLIGHT)
+                .try_collect()
+                .await
+        })
+    }
+
     /// The size of the object `key`, or `None` if there is none.
     pub fn head(&self, key: &str) -> io::Result<Option<u64>> {
         Ok(self.head_etag(key)?.map(|(size, _)| size))
@@ -601,7 +642,22 @@ impl Bucket {
 
     /// Runs one request on the bucket's runtime, retrying passing failures,
     /// and waits for it.
-    fn run<T, F, Fut>(&self, op: &'static str, key: &str, mut request: F) -> io::Result<T>
+    fn run<T, F, Fut>(&self, op: &'static str, key: &str, request: F) -> io::Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(Arc<dyn ObjectStore>, Arc<Counters>) -> Fut + Send + 'static,
+        Fut: Future<Output = object_store::Result<T>> + Send,
+    {
+        self.block(self.retried(op, key, request))
+    }
+
+    /// One request, retrying passing failures, as a task for the runtime.
+    fn retried<T, F, Fut>(
+        &self,
+        op: &'static str,
+        key: &str,
+        mut request: F,
+    ) -> impl Future<Output = io::Result<T>> + Send + 'static
     where
         T: Send + 'static,
         F: FnMut(Arc<dyn ObjectStore>, Arc<Counters>) -> Fut + Send + 'static,
@@ -646,7 +702,7 @@ impl Bucket {
                 }
             }
         };
-        self.block(task)
+        task
     }
 
     /// Runs `task` on the runtime and waits for its result, from any thread

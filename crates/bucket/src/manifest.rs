@@ -343,21 +343,35 @@ impl BucketManifest {
                 format!("{name} is not in {}", self.bucket.name()),
             ));
         }
+        let keys: Vec<String> = parts
+            .iter()
+            .map(|&p| self.key(&format!("{name}/{}", numbered(p))))
+            .collect();
+        // A gap is found before anything is read; its offset is that of
+        // the part before it ends, known once those are read.
+        let whole = parts
+            .iter()
+            .enumerate()
+            .position(|(i, &p)| p != i as u64)
+            .unwrap_or(parts.len());
+        // The parts at once: an open reads every part of the live MANIFEST,
+        // one object per edit, so one request at a time would make it as
+        // slow as the MANIFEST is long.
+        let objects = self.bucket.get_many(&keys[..whole])?;
         let mut out = Vec::new();
-        for (i, &p) in parts.iter().enumerate() {
-            let key = self.key(&format!("{name}/{}", numbered(p)));
-            if p != i as u64 {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "corrupt {name} at offset {}: part {i} is missing (found {key})",
-                        out.len()
-                    ),
-                ));
-            }
-            let bytes = self.bucket.get(&key)?;
-            let payload = ManifestPart::decode(name, &key, out.len() as u64, &bytes)?.payload;
+        for (key, bytes) in keys.iter().zip(&objects) {
+            let payload = ManifestPart::decode(name, key, out.len() as u64, bytes)?.payload;
             out.extend_from_slice(&payload);
+        }
+        if whole < parts.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "corrupt {name} at offset {}: part {whole} is missing (found {})",
+                    out.len(),
+                    keys[whole]
+                ),
+            ));
         }
         Ok(Bytes::from(out))
     }

@@ -178,6 +178,21 @@ fn restarts_on_one_machine_lose_nothing_acknowledged() {
     assert_eq!(contents(&db), model);
 }
 
+/// The live MANIFEST's name.
+fn live_manifest(t: &TestBucket) -> String {
+    let current = t.bucket.list(&format!("{}/CURRENT", t.prefix)).unwrap();
+    let latest = current.last().unwrap();
+    let text = t
+        .bucket
+        .get(&format!("{}/CURRENT/{latest}", t.prefix))
+        .unwrap();
+    let text = String::from_utf8(text.to_vec()).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("manifest "))
+        .unwrap()
+        .to_owned()
+}
+
 #[test]
 fn damage_in_a_manifest_part_is_refused_naming_file_and_offset() {
     let t = test_bucket("manifest-damage");
@@ -187,18 +202,7 @@ fn damage_in_a_manifest_part_is_refused_naming_file_and_offset() {
     write(&db, &mut model, 0..500, "x");
     db.flush().unwrap();
     db.close().unwrap();
-    let current = t.bucket.list(&format!("{}/CURRENT", t.prefix)).unwrap();
-    let latest = current.last().unwrap();
-    let text = t
-        .bucket
-        .get(&format!("{}/CURRENT/{latest}", t.prefix))
-        .unwrap();
-    let text = String::from_utf8(text.to_vec()).unwrap();
-    let manifest = text
-        .lines()
-        .find_map(|l| l.strip_prefix("manifest "))
-        .unwrap()
-        .to_owned();
+    let manifest = live_manifest(&t);
     let part = format!("{}/{manifest}/00000000000000000000", t.prefix);
     let mut bytes = t.bucket.get(&part).unwrap().to_vec();
     let at = bytes.len() - 3;
@@ -336,4 +340,46 @@ fn an_open_while_the_store_is_down_fails_and_creates_nothing() {
     let (opts, _) = machine(Arc::new(MemFs::new()), &t);
     let db = Db::open(DIR, opts).unwrap();
     assert_eq!(contents(&db), model, "the database is the one written");
+}
+
+#[test]
+fn a_manifest_of_many_parts_is_read_whole_and_a_missing_one_is_named() {
+    let t = test_bucket("manifest-parts");
+    let (opts, _) = machine(Arc::new(MemFs::new()), &t);
+    let db = Db::open(DIR, opts).unwrap();
+    let mut model = Model::new();
+    // One part per edit: every flush and compaction adds one.
+    for round in 0..40u64 {
+        write(&db, &mut model, round * 20..round * 20 + 60, &format!("r{round}"));
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    let manifest = live_manifest(&t);
+    let parts = t
+        .bucket
+        .list(&format!("{}/{manifest}", t.prefix))
+        .unwrap();
+    assert!(parts.len() > 40, "{} parts", parts.len());
+
+    // Read back at once, in order, by a read-only open (a read-write one
+    // would write a new MANIFEST): the same database.
+    let (opts, _) = machine(Arc::new(MemFs::new()), &t);
+    let db = Db::open_read_only(DIR, opts).unwrap();
+    assert_eq!(contents(&db), model);
+    drop(db);
+
+    // A part gone from the middle: refused, naming the part and the offset
+    // where the MANIFEST breaks off.
+    let gone = &parts[parts.len() / 2];
+    t.bucket
+        .delete(&format!("{}/{manifest}/{gone}", t.prefix))
+        .unwrap();
+    let (opts, _) = machine(Arc::new(MemFs::new()), &t);
+    let err = match Db::open_read_only(DIR, opts) {
+        Ok(_) => panic!("a MANIFEST with a part missing was opened"),
+        Err(e) => e.to_string(),
+    };
+    let missing = format!("part {} is missing", parts.len() / 2);
+    assert!(err.contains(&missing), "{err}");
+    assert!(err.contains(&manifest) && err.contains("at offset"), "{err}");
 }
