@@ -668,7 +668,7 @@ impl Bucket {
         let retry = self.inner.retry;
         let key = key.to_owned();
         let name = self.inner.name.clone();
-        let task = async move {
+        async move {
             let mut failures = 0;
             loop {
                 match request(store.clone(), counters.clone()).await {
@@ -701,8 +701,7 @@ impl Bucket {
                     }
                 }
             }
-        };
-        task
+        }
     }
 
     /// Runs `task` on the runtime and waits for its result, from any thread

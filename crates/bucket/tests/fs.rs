@@ -347,7 +347,11 @@ fn the_server_takes_bodies_with_and_without_a_signed_hash() {
         let name = format!("{key}-{sign}");
         let body: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         bucket.put(&name, body.clone().into(), true).unwrap();
-        assert_eq!(bucket.get(&name).unwrap().as_ref(), &body[..], "sign {sign}");
+        assert_eq!(
+            bucket.get(&name).unwrap().as_ref(),
+            &body[..],
+            "sign {sign}"
+        );
         assert_eq!(
             bucket.get_range(&name, 1000..1010).unwrap().as_ref(),
             &body[1000..1010]

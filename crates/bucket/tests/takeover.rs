@@ -350,15 +350,17 @@ fn a_manifest_of_many_parts_is_read_whole_and_a_missing_one_is_named() {
     let mut model = Model::new();
     // One part per edit: every flush and compaction adds one.
     for round in 0..40u64 {
-        write(&db, &mut model, round * 20..round * 20 + 60, &format!("r{round}"));
+        write(
+            &db,
+            &mut model,
+            round * 20..round * 20 + 60,
+            &format!("r{round}"),
+        );
         db.flush().unwrap();
     }
     db.close().unwrap();
     let manifest = live_manifest(&t);
-    let parts = t
-        .bucket
-        .list(&format!("{}/{manifest}", t.prefix))
-        .unwrap();
+    let parts = t.bucket.list(&format!("{}/{manifest}", t.prefix)).unwrap();
     assert!(parts.len() > 40, "{} parts", parts.len());
 
     // Read back at once, in order, by a read-only open (a read-write one
@@ -381,5 +383,8 @@ fn a_manifest_of_many_parts_is_read_whole_and_a_missing_one_is_named() {
     };
     let missing = format!("part {} is missing", parts.len() / 2);
     assert!(err.contains(&missing), "{err}");
-    assert!(err.contains(&manifest) && err.contains("at offset"), "{err}");
+    assert!(
+        err.contains(&manifest) && err.contains("at offset"),
+        "{err}"
+    );
 }
