@@ -2,8 +2,9 @@
 //! whose compactions run on worker threads, and every way a worker can
 //! fail the writer — a worker without the job's merge operator, an outcome
 //! that is garbage or lies about its outputs, a worker that claims a job
-//! and never answers, no worker at all. Each costs a local run and never
-//! data, and no table with the job's numbers stays in the bucket.
+//! and never answers, no worker at all, the store going away mid-run. Each
+//! costs a wait, a local run or a reopen, never data, and no table with
+//! the job's numbers stays in the bucket.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -514,4 +515,92 @@ fn the_two_tier_strategy_with_workers_keeps_every_key() {
     assert_model(&db, &model);
     drop(db);
     drop(workers);
+}
+
+#[test]
+fn a_store_outage_mid_run_costs_waits_or_local_runs_never_data() {
+    let t = test_bucket("remote-outage");
+    let workers = Workers::start(&t, 2, true);
+    let local: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let fs: Arc<dyn FileSystem> = Arc::new(SplitFs::new(Arc::clone(&local), tables(&t)));
+    let with_service = || {
+        let mut options = small(Arc::clone(&fs));
+        options.compaction_service = Some(Arc::new(BucketCompactionService::new(
+            t.bucket.clone(),
+            &t.prefix,
+            quick(),
+        )));
+        options
+    };
+    let sync = lithify_engine::WriteOptions::default().sync(true);
+    let value = |round: u64, i: u64| format!("{round}-{i}").repeat(6).into_bytes();
+    let mut model: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+
+    // Before: the workers compact (overlapping tables, so that no
+    // compaction is a trivial move).
+    let db = Db::open(DIR, with_service()).unwrap();
+    for i in 0..1600u64 {
+        let k = format!("key{:05}", (i * 7919) % 1200);
+        db.put_opt(&k, value(0, i), &sync).unwrap();
+        model.insert(k, value(0, i));
+        if i % 400 == 399 {
+            db.flush().unwrap();
+        }
+    }
+    db.wait_for_compact().unwrap();
+    assert!(db.stats().remote_compactions >= 1, "{:?}", db.stats());
+
+    // The store goes away mid-run (for the writer and the workers alike).
+    // Writes go on into the local WAL until a flush or compaction gives up
+    // on the store; from then on the database refuses writes, and says
+    // why. Only what it acknowledged counts.
+    t.faults.set_down(true);
+    let mut refused = None;
+    for i in 0..4000u64 {
+        let k = format!("key{:05}", (i * 104_729) % 1200);
+        match db.put_opt(&k, value(1, i), &sync) {
+            Ok(()) => {
+                model.insert(k, value(1, i));
+            }
+            Err(e) => {
+                refused = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    if refused.is_none() {
+        refused = db.flush().err().map(|e| e.to_string());
+    }
+    let refused = refused.expect("a flush with the store down fails");
+    assert!(refused.contains("tries"), "the error says why: {refused}");
+    drop(db);
+
+    // The store is back: a reopen finds every acknowledged write, and the
+    // workers, which lived through the outage, compact again.
+    t.faults.set_down(false);
+    let db = Db::open(DIR, with_service()).unwrap();
+    assert_model(&db, &model);
+    for i in 0..1500u64 {
+        let k = format!("key{:05}", (i * 31) % 1200);
+        db.put_opt(&k, value(2, i), &sync).unwrap();
+        model.insert(k, value(2, i));
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compact().unwrap();
+    assert_model(&db, &model);
+    assert!(
+        db.stats().remote_compactions >= 1,
+        "the workers survived the outage: {:?}",
+        db.stats()
+    );
+    drop(db);
+    assert!(workers.finish() >= 2);
+
+    // Collected: nothing but live tables, and no job objects.
+    let db = Db::open(DIR, small(fs)).unwrap();
+    assert_model(&db, &model);
+    let (files, jobs) = objects(&t);
+    assert_eq!(files, live(&db));
+    assert!(jobs.is_empty(), "{jobs:?}");
 }
