@@ -504,20 +504,13 @@ impl Bucket {
 
     /// The whole object `key`.
     pub fn get(&self, key: &str) -> io::Result<Bytes> {
-        let location = ObjectPath::from(key);
-        self.run("reading", key, move |store, c| {
-            let location = location.clone();
-            async move {
-                let bytes = store.get(&location).await?.bytes().await?;
-                c.get(bytes.len() as u64);
-                Ok(bytes)
-            }
-        })
+        self.block(self.get_task(key))
     }
 
     /// The whole objects `keys`, in their order, with up to 32 requests
-    /// at once, each retried as [`get`](Self::get) is: many small objects (a MANIFEST's parts) in the time of a few.
-    /// The first failure is the answer.
+    /// at once, each retried as [`get`](Self::get) is: many small objects
+    /// (a MANIFEST's parts) in the time of a few. The first failure is the
+    /// answer.
     ///
     /// ```
     /// use lithify_bucket::Bucket;
@@ -531,25 +524,25 @@ impl Bucket {
     /// ```
     pub fn get_many(&self, keys: &[String]) -> io::Result<Vec<Bytes>> {
         use futures_util::{StreamExt as _, TryStreamExt as _};
-        let requests: Vec<_> = keys
-            .iter()
-            .map(|key| {
-                let location = ObjectPath::from(key.as_str());
-                self.retried("reading", key, move |store, c| {
-                    let location = location.clone();
-                    async move {
-                        let bytes = store.get(&location).await?.bytes().await?;
-                        c.get(bytes.len() as u64);
-                        Ok(bytes)
-                    }
-                })
-            })
-            .collect();
+        let requests: Vec<_> = keys.iter().map(|key| self.get_task(key)).collect();
         self.block(async move {
             futures_util::stream::iter(requests)
                 .buffered(GETS_IN_FLIGHT)
                 .try_collect()
                 .await
+        })
+    }
+
+    /// Reading the whole object `key`, as a task for the runtime.
+    fn get_task(&self, key: &str) -> impl Future<Output = io::Result<Bytes>> + Send + 'static {
+        let location = ObjectPath::from(key);
+        self.retried("reading", key, move |store, c| {
+            let location = location.clone();
+            async move {
+                let bytes = store.get(&location).await?.bytes().await?;
+                c.get(bytes.len() as u64);
+                Ok(bytes)
+            }
         })
     }
 
