@@ -515,7 +515,12 @@ pub(crate) fn cluster(args: &[String]) -> Result {
             }),
             "".into(),
             a.map_or("-".into(), |a| {
-                format!("{:+.0} %", 100.0 * (per_op(f) / per_op(a) - 1.0))
+                let whole = (a.cpu_seconds + a.wait_cpu_seconds) * 1e6 / s.num as f64;
+                format!(
+                    "{:+.0} % (against fill and debt: {:+.0} %)",
+                    100.0 * (per_op(f) / per_op(a) - 1.0),
+                    100.0 * (per_op(f) / whole - 1.0)
+                )
             }),
         ]);
     }

@@ -110,12 +110,14 @@ pub struct S3Config {
     pub secret_access_key: String,
     /// How long one request may take before it counts as failed.
     pub request_timeout: Duration,
-    /// Whether a PUT's signature covers a SHA-256 of its body. `new` sets
-    /// it for `http://` endpoints only, as the AWS SDKs do: over `https://`
-    /// TLS already guards the body in transit, and hashing every uploaded
-    /// byte costs the writer CPU (about 2% of a bucket-backed fill's, on
-    /// this project's machine). Either way every table and MANIFEST object
-    /// carries its own checksums, which every read checks.
+    /// Whether a PUT's signature covers a SHA-256 of its body (else the
+    /// request says `UNSIGNED-PAYLOAD`). `new` sets it for `http://`
+    /// endpoints only: over `https://` TLS already guards the body in
+    /// transit, and hashing every uploaded byte costs the writer CPU
+    /// (about 2% of a bucket-backed fill's, on this project's machine).
+    /// Either way every table and MANIFEST object carries its own
+    /// checksums, which reads check (tables: unless `verify_checksums` is
+    /// turned off).
     pub sign_payload: bool,
 }
 

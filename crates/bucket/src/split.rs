@@ -296,7 +296,7 @@ impl FileSystem for SplitFs {
 
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         if self.meta(path).is_some() {
-            if self.exists(path) {
+            if self.try_exists(path)? {
                 return Err(io::Error::new(
                     io::ErrorKind::AlreadyExists,
                     format!("{} exists", path.display()),

@@ -360,3 +360,57 @@ fn the_server_takes_bodies_with_and_without_a_signed_hash() {
         assert_eq!(bucket.head(&name).unwrap(), None);
     }
 }
+
+/// Serves one request on loopback with `200 OK` and returns the request's
+/// head (lower-cased), with the endpoint to send it to.
+fn one_request_server() -> (String, std::thread::JoinHandle<String>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let head = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = conn.read(&mut chunk).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&chunk[..n]);
+        }
+        let _ = conn.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\netag: \"e\"\r\nconnection: close\r\n\r\n",
+        );
+        String::from_utf8_lossy(&got).to_ascii_lowercase()
+    });
+    (endpoint, head)
+}
+
+#[test]
+fn a_put_signs_its_body_only_when_asked() {
+    for sign in [true, false] {
+        let (endpoint, head) = one_request_server();
+        let mut config = lithify_bucket::S3Config::new(endpoint, "lithify");
+        config.sign_payload = sign;
+        let bucket = lithify_bucket::Bucket::s3(&config).unwrap().with_retry(
+            lithify_bucket::RetryPolicy::new(
+                1,
+                std::time::Duration::from_millis(1),
+                std::time::Duration::from_millis(1),
+            ),
+        );
+        let _ = bucket.put("k", b"body".to_vec().into(), false);
+        let head = head.join().unwrap();
+        let hash = head
+            .lines()
+            .find_map(|l| l.strip_prefix("x-amz-content-sha256:"))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no payload hash header in {head}"));
+        if sign {
+            assert_eq!(hash.len(), 64, "a SHA-256 of the body: {hash}");
+            assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()), "{hash}");
+        } else {
+            assert_eq!(hash, "unsigned-payload");
+        }
+    }
+}

@@ -325,9 +325,9 @@ fn an_open_while_the_store_is_down_fails_and_creates_nothing() {
         write(&db, &mut model, 0..500, "first");
         db.flush().unwrap();
     }
-    // Another machine opens while the store does not answer: not knowing
-    // whether CURRENT exists is an error naming it, never "no database"
-    // (which would create a new one over the old tables).
+    // Another machine opens while the store does not answer: the open
+    // fails saying why, and writes nothing (the engine's own test,
+    // `faults.rs`, covers a store that fails only at the CURRENT check).
     t.faults.set_down(true);
     let (opts, _) = machine(Arc::new(MemFs::new()), &t);
     let err = match Db::open(DIR, opts) {

@@ -420,9 +420,11 @@ impl CompactionWorker {
             }
         };
         let started = Instant::now();
+        let mut reserved = 0..0;
         let outcome = match RemoteJob::decode(&bytes) {
             // A job that panics the worker fails; the worker goes on.
             Ok(job) if job.id == id => {
+                reserved = job.output_numbers.clone();
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     run_remote_job(&job, &self.env)
                 }))
@@ -440,10 +442,30 @@ impl CompactionWorker {
                 message: e.to_string(),
             },
         };
+        let report = self.post(id, &job_object, outcome, started);
+        // Whatever came of it, the job's numbers are the writer's again:
+        // it installs the outputs, or removes every file under them when
+        // it runs the job itself. The worker forgets them, so what it
+        // remembers stays one job's worth.
+        for n in reserved {
+            let _ = self.outputs.hand_over(&self.env.dir.join(sst_file_name(n)));
+        }
+        report
+    }
+
+    /// Posts the outcome of job `id`, unless the writer gave the job up
+    /// meanwhile (then removes its outputs).
+    fn post(
+        &self,
+        id: u64,
+        job_object: &str,
+        outcome: RemoteOutcome,
+        started: Instant,
+    ) -> Result<JobReport> {
         // Given up meanwhile? Then nobody installs the outputs: remove them.
-        let still_wanted = self.bucket.head(&job_object).context(StoreSnafu {
+        let still_wanted = self.bucket.head(job_object).context(StoreSnafu {
             op: "looking up",
-            key: job_object.clone(),
+            key: job_object.to_owned(),
         })?;
         if still_wanted.is_none() {
             self.remove_outputs(&outcome);
@@ -455,15 +477,6 @@ impl CompactionWorker {
         if let Err(e) = self.bucket.put(&key, Bytes::from(outcome.encode()), true) {
             self.remove_outputs(&outcome);
             return Err(e).context(StoreSnafu { op: "posting", key });
-        }
-        // Posted: the outputs are the writer's now (to install, or to
-        // remove when it refuses them), and the worker forgets them.
-        if let RemoteOutcome::Done(r) = &outcome {
-            for f in &r.outputs {
-                let _ = self
-                    .outputs
-                    .hand_over(&self.env.dir.join(sst_file_name(f.number)));
-            }
         }
         match &outcome {
             RemoteOutcome::Done(r) => tracing::info!(

@@ -288,3 +288,97 @@ fn listeners_hear_recovery_flushes_compactions_and_the_background_error() {
         "{heard:?}"
     );
 }
+
+/// A file system that cannot tell whether CURRENT exists (an object store
+/// that does not answer): `exists` says no, `try_exists` says why.
+#[derive(Debug)]
+struct Unsure(MemFs);
+
+fn unsure_of(path: &std::path::Path) -> bool {
+    path.file_name().is_some_and(|n| n == "CURRENT")
+}
+
+impl FileSystem for Unsure {
+    fn create(&self, p: &std::path::Path) -> std::io::Result<Box<dyn lithify_vfs::WritableFile>> {
+        self.0.create(p)
+    }
+    fn create_new(
+        &self,
+        p: &std::path::Path,
+    ) -> std::io::Result<Box<dyn lithify_vfs::WritableFile>> {
+        self.0.create_new(p)
+    }
+    fn open_append(
+        &self,
+        p: &std::path::Path,
+    ) -> std::io::Result<Box<dyn lithify_vfs::WritableFile>> {
+        self.0.open_append(p)
+    }
+    fn open(&self, p: &std::path::Path) -> std::io::Result<Arc<dyn lithify_vfs::RandomAccessFile>> {
+        self.0.open(p)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        self.0.rename(from, to)
+    }
+    fn remove_file(&self, p: &std::path::Path) -> std::io::Result<()> {
+        self.0.remove_file(p)
+    }
+    fn remove_dir(&self, p: &std::path::Path) -> std::io::Result<()> {
+        self.0.remove_dir(p)
+    }
+    fn list_dir(&self, p: &std::path::Path) -> std::io::Result<Vec<String>> {
+        self.0.list_dir(p)
+    }
+    fn create_dir_all(&self, p: &std::path::Path) -> std::io::Result<()> {
+        self.0.create_dir_all(p)
+    }
+    fn exists(&self, p: &std::path::Path) -> bool {
+        !unsure_of(p) && self.0.exists(p)
+    }
+    fn try_exists(&self, p: &std::path::Path) -> std::io::Result<bool> {
+        if unsure_of(p) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the store did not answer",
+            ));
+        }
+        self.0.try_exists(p)
+    }
+    fn is_dir(&self, p: &std::path::Path) -> bool {
+        self.0.is_dir(p)
+    }
+    fn file_size(&self, p: &std::path::Path) -> std::io::Result<u64> {
+        self.0.file_size(p)
+    }
+    fn sync_dir(&self, p: &std::path::Path) -> std::io::Result<()> {
+        self.0.sync_dir(p)
+    }
+    fn lock(&self, p: &std::path::Path) -> std::io::Result<lithify_vfs::FileLock> {
+        self.0.lock(p)
+    }
+}
+
+#[test]
+fn an_open_that_cannot_tell_whether_current_exists_fails_and_creates_nothing() {
+    let mem = MemFs::new();
+    let mut model = Model::new();
+    {
+        let db = Db::open("/db", options(Arc::new(mem.clone()))).unwrap();
+        fill(&db, &mut model, 0..200);
+        db.flush().unwrap();
+    }
+    let before = mem.list_dir(std::path::Path::new("/db")).unwrap();
+    // Not knowing is an error naming CURRENT, never "no database here",
+    // which would create one (and with it delete the tables as orphans).
+    let err = Db::open("/db", options(Arc::new(Unsure(mem.clone())))).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("/db/CURRENT"), "{msg}");
+    assert!(msg.contains("did not answer"), "{msg}");
+    assert_eq!(
+        mem.list_dir(std::path::Path::new("/db")).unwrap(),
+        before,
+        "nothing was written"
+    );
+    let db = Db::open("/db", options(Arc::new(mem))).unwrap();
+    assert_eq!(scan(&db, &ReadOptions::default()), model_pairs(&model));
+}
